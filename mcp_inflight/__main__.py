@@ -1,0 +1,5 @@
+import sys
+
+from mcp_inflight.cli import main
+
+sys.exit(main())

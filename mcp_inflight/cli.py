@@ -1,0 +1,184 @@
+"""Command line: ``mcp-inflight check`` (and ``diagrams``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import xml.etree.ElementTree as ET
+
+from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
+
+DEFAULT_IDS = 2
+DEFAULT_REQUESTS = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def _choice(valid, what):
+    def parse(v):
+        if v not in valid:
+            raise argparse.ArgumentTypeError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
+        return v
+    return parse
+
+
+def _positive(v):
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {v!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {v!r}")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mcp-inflight",
+                description="The request lifecycle of MCP servers as one verified state machine.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    c = sub.add_parser(
+        "check", help="explore every reachable state and judge the invariants",
+        description="Explore every reachable state of the model (breadth-first, so every "
+                    "counterexample is a shortest one) for each selected design and profile, "
+                    "and judge each invariant, witness and protocol hazard. Exit 0 when every "
+                    "invariant holds and every witness is reached; 1 otherwise; 2 on a usage "
+                    "error. Hazards are reported in their own section and never change the "
+                    "exit code.")
+    c.add_argument("--design", default="atomic", type=_choice(list(DESIGNS) + ["all"], "design"),
+                   help="atomic | unguarded | check_then_claim | all (default: atomic)")
+    c.add_argument("--revision", default="all", type=_choice(list(REVISIONS) + ["all"], "revision"),
+                   help="2025-11-25 | 2026-07-28 | all (default: all)")
+    c.add_argument("--transport", default="all", type=_choice(list(TRANSPORTS) + ["all"], "transport"),
+                   help="stdio | http | all (default: all)")
+    c.add_argument("--ids", type=_positive, default=DEFAULT_IDS,
+                   help=f"distinct request ids (default: {DEFAULT_IDS})")
+    c.add_argument("--requests", type=_positive, default=DEFAULT_REQUESTS,
+                   help=f"request instances a run may send (default: {DEFAULT_REQUESTS})")
+    c.add_argument("--no-symmetry", action="store_true",
+                   help="do not reduce by symmetry of ids and instances (to compare counts)")
+    c.add_argument("--max-states", type=_positive, default=None,
+                   help="stop a run after this many states; an incomplete run fails")
+    c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    c.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
+    d = sub.add_parser("diagrams", help="generate the diagrams from the model, or check them",
+                       add_help=False)
+    d.add_argument("rest", nargs=argparse.REMAINDER)
+    return p
+
+
+def _runs(args):
+    designs = list(DESIGNS.values()) if args.design == "all" else [DESIGNS[args.design]]
+    return [Config(d, rev, tr, ids=args.ids, requests=args.requests)
+            for d in designs for rev, tr in profiles(args.revision, args.transport)]
+
+
+def _mark(v) -> str:
+    if not v.applies:
+        return "n/a"
+    if v.kind == "witness":
+        return "reached" if v.ok else "UNREACHED"
+    return "holds" if v.ok else "FAILS"
+
+
+def render_text(results) -> str:
+    lines = []
+    width = max(len(r.cfg.label) for r in results)
+    for section, kinds in (("Invariants and witnesses", ("invariant", "witness")),
+                           ("Protocol hazards (reported, never fail the check)", ("hazard",))):
+        lines.append(section)
+        for r in results:
+            for v in r.verdicts:
+                if v.kind in kinds:
+                    lines.append(f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {_mark(v)}")
+        lines.append("")
+    lines.append("Runs")
+    for r in results:
+        extra = "" if r.complete else "  INCOMPLETE (--max-states reached)"
+        dead = f"  dead actions: {', '.join(r.dead_actions)}" if r.dead_actions else ""
+        dl = f"  deadlocks: {r.deadlocks}" if r.deadlocks else ""
+        lines.append(f"  {r.cfg.label:<{width}}  bounds ids={r.cfg.ids} requests={r.cfg.requests}"
+                     f"  symmetry={'on' if r.symmetry else 'off'}  {r.states:,} states"
+                     f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s{extra}{dead}{dl}")
+    lines.append("")
+    for r in results:
+        for v in r.verdicts:
+            if v.applies and v.trace is not None and (v.kind != "witness"):
+                head = "hazard" if v.kind == "hazard" else "counterexample"
+                lines.append(f"{head}: {v.name} on {r.cfg.label}")
+                lines.extend(format_trace(v.trace))
+                lines.append("")
+            if v.applies and v.kind == "witness" and not v.ok:
+                lines.append(f"witness unreachable: {v.name} on {r.cfg.label} at this bound")
+                lines.append("")
+    return "\n".join(lines)
+
+
+def format_trace(trace) -> list[str]:
+    out = []
+    for n, step in enumerate(trace, 1):
+        out.append(f"  {n}. {step['story']}")
+        if step["changes"]:
+            out.append("       " + ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in step["changes"].items()))
+    return out
+
+
+def write_junit(path, results):
+    suite = ET.Element("testsuite", name="mcp-inflight check")
+    n = fails = skipped = 0
+    for r in results:
+        for v in r.verdicts:
+            n += 1
+            case = ET.SubElement(suite, "testcase", classname=r.cfg.label.replace(" ", "."),
+                                 name=f"{v.kind}:{v.name}", time=f"{r.seconds:.3f}")
+            if not v.applies:
+                skipped += 1
+                ET.SubElement(case, "skipped", message="does not apply to this profile")
+            elif not v.ok and v.kind != "hazard":
+                fails += 1
+                f = ET.SubElement(case, "failure", message=f"{v.name} {_mark(v)}")
+                f.text = "\n".join(format_trace(v.trace)) if v.trace else ""
+            elif not v.ok:
+                ET.SubElement(case, "system-out").text = "\n".join(format_trace(v.trace or []))
+    suite.set("tests", str(n))
+    suite.set("failures", str(fails))
+    suite.set("skipped", str(skipped))
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def cmd_check(args) -> int:
+    from mcp_inflight.proofs.explore import explore
+
+    results = [explore(cfg, symmetry=not args.no_symmetry, max_states=args.max_states,
+                       progress=None if not args.json else False) for cfg in _runs(args)]
+    ok = all(r.ok for r in results)
+    if args.json:
+        json.dump({"ok": ok, "runs": [r.to_json() for r in results]}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_text(results) + "\n")
+        sys.stdout.write(("OK: every invariant holds and every witness is reached\n" if ok else
+                          "FAILED: see the table and counterexamples above\n"))
+    if args.junit_xml:
+        write_junit(args.junit_xml, results)
+    return 0 if ok else 1
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "diagrams":
+        from mcp_inflight import draw
+        return draw.run(argv[1:])
+    args = build_parser().parse_args(argv)
+    if args.command == "check":
+        return cmd_check(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Designs (how a server keys its registries) and protocol profiles, as data.
+
+The three designs of the brief are configurations of the one model in ``model/session.py``;
+each knob below switches one safeguard on or off, so a design that breaks a rule differs from
+``atomic`` in named knobs, and a *mutant* (``atomic`` minus one safeguard) is just another
+``Design`` built with :func:`dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from itertools import product
+
+REMOVAL_SITES = ("respond", "cancel", "unwind", "break", "refuse")
+
+
+@dataclass(frozen=True)
+class Design:
+    """One way of keying the server's registries.
+
+    claim
+        ``overwrite``: arrival stores the request under its id whatever is there (no refusal).
+        ``split``: the transport checks "is the id in flight?", then stores the stream slot, then
+        the core claims the in-flight entry (refusing if taken) -- three interleavable steps.
+        ``atomic``: one step refuses a taken id or claims in-flight entry and stream slot together.
+    guarded
+        Removal sites whose removal is guarded by identity (an entry is removed only by the
+        instance or stream that owns it).  Sites: ``respond`` (handler finished), ``cancel``
+        (on the cancel, when the id is freed there), ``unwind`` (a cancelled handler ends),
+        ``break`` (a POST stream broke), ``refuse`` (a refused claim releases what it took).
+    guard_write
+        A message for instance r goes out only on r's own stream while r is live; otherwise it is
+        dropped (and counted by the runtime).
+    cancel_by_connection
+        2026-07-28 http: a closed response stream cancels the request of *that connection*;
+        otherwise the server looks the id up in its in-flight map.
+    free_on
+        When a cancelled request's id is free again: ``handler_end`` (the in-flight entry is held
+        until the cooperative handler stops) or ``cancel`` (released on the cancel itself).
+    """
+
+    name: str
+    claim: str
+    guarded: frozenset = field(default_factory=frozenset)
+    guard_write: bool = False
+    cancel_by_connection: bool = False
+    free_on: str = "handler_end"
+
+    def __post_init__(self):
+        if self.claim not in ("overwrite", "split", "atomic"):
+            raise ValueError(f"claim must be overwrite, split or atomic, not {self.claim!r}")
+        if self.free_on not in ("handler_end", "cancel"):
+            raise ValueError(f"free_on must be handler_end or cancel, not {self.free_on!r}")
+        bad = set(self.guarded) - set(REMOVAL_SITES)
+        if bad:
+            raise ValueError(f"unknown removal sites {sorted(bad)}; valid: {REMOVAL_SITES}")
+
+    @property
+    def refuses(self) -> bool:
+        return self.claim != "overwrite"
+
+    def guards(self, site: str) -> bool:
+        return site in self.guarded
+
+    def describe(self) -> dict:
+        return {"name": self.name, "claim": self.claim, "guarded": sorted(self.guarded),
+                "guard_write": self.guard_write, "cancel_by_connection": self.cancel_by_connection,
+                "free_on": self.free_on}
+
+
+UNGUARDED = Design("unguarded", claim="overwrite")
+CHECK_THEN_CLAIM = Design("check_then_claim", claim="split", guarded=frozenset(REMOVAL_SITES))
+ATOMIC = Design("atomic", claim="atomic", guarded=frozenset(REMOVAL_SITES), guard_write=True,
+                cancel_by_connection=True)
+
+DESIGNS: dict[str, Design] = {d.name: d for d in (ATOMIC, UNGUARDED, CHECK_THEN_CLAIM)}
+
+
+def mutants() -> dict[str, Design]:
+    """``atomic`` minus one safeguard at a time (for mutation tests and the README)."""
+    out = {
+        "atomic-split-claim": replace(ATOMIC, name="atomic-split-claim", claim="split"),
+        "atomic-no-refusal": replace(ATOMIC, name="atomic-no-refusal", claim="overwrite"),
+        "atomic-unguarded-write": replace(ATOMIC, name="atomic-unguarded-write", guard_write=False),
+        "atomic-cancel-by-id": replace(ATOMIC, name="atomic-cancel-by-id", cancel_by_connection=False),
+        "atomic-free-on-cancel": replace(ATOMIC, name="atomic-free-on-cancel", free_on="cancel"),
+    }
+    for site in REMOVAL_SITES:
+        name = f"atomic-unguarded-{site}"
+        out[name] = replace(ATOMIC, name=name, guarded=ATOMIC.guarded - {site})
+    return out
+
+
+REVISIONS = ("2025-11-25", "2026-07-28")
+TRANSPORTS = ("stdio", "http")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One run: a design on a profile at a bound (``ids`` distinct ids, ``requests`` instances)."""
+
+    design: Design
+    revision: str
+    transport: str
+    ids: int = 2
+    requests: int = 3
+
+    def __post_init__(self):
+        if self.revision not in REVISIONS:
+            raise ValueError(f"unknown revision {self.revision!r}; valid: {', '.join(REVISIONS)}")
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"unknown transport {self.transport!r}; valid: {', '.join(TRANSPORTS)}")
+        if self.ids < 1 or self.requests < 1:
+            raise ValueError("bounds must be at least 1")
+
+    @property
+    def http(self) -> bool:
+        return self.transport == "http"
+
+    @property
+    def stdio(self) -> bool:
+        return self.transport == "stdio"
+
+    @property
+    def rev2025(self) -> bool:
+        return self.revision == "2025-11-25"
+
+    @property
+    def close_is_cancel(self) -> bool:
+        """2026-07-28 http: a cancel is the closing of that request's own response stream."""
+        return self.revision == "2026-07-28" and self.transport == "http"
+
+    @property
+    def label(self) -> str:
+        return f"{self.design.name} {self.revision} {self.transport}"
+
+
+def profiles(revision: str = "all", transport: str = "all") -> list[tuple[str, str]]:
+    revs = REVISIONS if revision == "all" else (revision,)
+    trs = TRANSPORTS if transport == "all" else (transport,)
+    return list(product(revs, trs))

@@ -1,0 +1,133 @@
+"""The request lifecycle: one declarative table, per protocol revision, read by ``transitions``.
+
+This table is the per-instance skeleton of the model.  Every session-level action in
+``model/session.py`` that moves an instance names its trigger here; the action's guard is the
+trigger's source set plus the trigger's named ``conditions`` (defined once, in
+``model/session.py:CONDITIONS``), and its effect sets the trigger's destination.  The explorer,
+the prover, the diagrams and the runtime core all read the lifecycle from this table; nothing
+else defines a source or a destination state.
+
+Two pre-states precede the six lifecycle states of the design brief: ``unsent`` (a model slot no
+request has used yet) and ``sent`` (the client issued it; it is on the wire, not yet read by the
+server).  They exist because the wire is part of what the checker explores.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from functools import lru_cache
+
+
+class Life(IntEnum):
+    UNSENT = 0
+    SENT = 1
+    RECEIVED = 2
+    IN_FLIGHT = 3
+    RESPONDED = 4
+    CANCELLED = 5
+    STREAM_BROKEN = 6
+    REFUSED = 7
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+STATES: tuple[str, ...] = tuple(s.label for s in Life)
+INITIAL = "unsent"
+REVISIONS = ("2025-11-25", "2026-07-28")
+
+#: Instances whose handler was admitted and has neither finished nor been cancelled.
+LIVE = (Life.IN_FLIGHT, Life.STREAM_BROKEN)
+
+
+def _t(trigger, source, dest, conditions=(), doc=""):
+    return {
+        "trigger": trigger,
+        "source": list(source) if isinstance(source, (list, tuple)) else [source],
+        "dest": dest,
+        "conditions": list(conditions),
+        "doc": doc,
+    }
+
+
+@lru_cache(maxsize=None)
+def _table(revision: str) -> tuple:
+    if revision not in REVISIONS:
+        raise ValueError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
+    rows = [
+        _t("send", "unsent", "sent", ["next_free_slot"],
+           "a sender issues a request under an id"),
+        _t("arrive", "sent", "received", ["in_channel_order"],
+           "the server reads the request (stdio: in order; http: POSTs in any order)"),
+        _t("check", "received", "received", ["split_claim", "unchecked", "id_not_in_flight"],
+           "check_then_claim only: the transport's in-flight check passes"),
+        _t("claim_stream", "received", "received", ["split_claim", "checked"],
+           "check_then_claim only: the transport stores the POST stream under the id"),
+        _t("admit", "received", "in_flight", ["claim_complete", "claim_ok"],
+           "the in-flight entry (handler, cancel handle) is claimed; atomic: with the stream slot"),
+        _t("refuse", "received", "refused", ["refuses_duplicates", "at_decision_point", "id_in_flight"],
+           "a duplicate of an in-flight id is turned away with one error on its own channel"),
+        _t("respond", list(s.label for s in LIVE), "responded", [],
+           "the handler finishes and its response is written; entries released"),
+        _t("cancel", list(s.label for s in LIVE), "cancelled", [],
+           "notifications/cancelled reaches the request (the handler is signalled)"),
+        _t("unwind", "cancelled", "cancelled", ["handler_running"],
+           "a cancelled handler stops (cancellation is cooperative); entries released"),
+    ]
+    if revision == "2025-11-25":
+        rows.append(_t("stream_closed", "in_flight", "stream_broken", ["stream_open"],
+                       "the POST stream breaks; a disconnect is not a cancel, the handler goes on"))
+    else:
+        rows.append(_t("stream_closed", "in_flight", "cancelled", [],
+                       "the client closes the response stream: on 2026-07-28 that is cancellation"))
+    return tuple(rows)
+
+
+def table(revision: str) -> list[dict]:
+    """The lifecycle transitions of ``revision`` as ``transitions``-style dicts (fresh copies)."""
+    return [dict(row, source=list(row["source"]), conditions=list(row["conditions"]))
+            for row in _table(revision)]
+
+
+@lru_cache(maxsize=None)
+def row(revision: str, trigger: str) -> dict:
+    for r in _table(revision):
+        if r["trigger"] == trigger:
+            return r
+    raise KeyError(f"no trigger {trigger!r} in the {revision} lifecycle")
+
+
+@lru_cache(maxsize=None)
+def sources(revision: str, trigger: str) -> tuple[Life, ...]:
+    return tuple(Life[s.upper()] for s in row(revision, trigger)["source"])
+
+
+@lru_cache(maxsize=None)
+def dest(revision: str, trigger: str) -> Life:
+    return Life[row(revision, trigger)["dest"].upper()]
+
+
+def triggers(revision: str) -> list[str]:
+    return [r["trigger"] for r in _table(revision)]
+
+
+def machine(revision: str, model=None, graph: bool = False):
+    """A ``transitions`` machine built from the table of ``revision``.
+
+    ``model`` must provide a method per condition name when the machine is driven; for drawing
+    (``graph=True``, a ``GraphMachine``) any object will do.  Conditions are passed by name, so
+    a machine built here reads exactly the table above.
+    """
+    if graph:
+        from transitions.extensions import GraphMachine as M
+    else:
+        from transitions import Machine as M
+    rows = [{k: v for k, v in r.items() if k != "doc"} for r in table(revision)]
+    kwargs = dict(states=list(STATES), transitions=rows, initial=INITIAL,
+                  auto_transitions=False, send_event=True)
+    if model is not None:
+        kwargs["model"] = model
+    if graph:
+        kwargs["show_conditions"] = True
+    return M(**kwargs)

@@ -1,0 +1,116 @@
+"""The small state interface every guard and effect of the model is written against.
+
+All of the model's rules (model/session.py, model/properties.py) are plain Python functions
+that read the pre-state through indexing (``s.life[r]``, ``s.inflight[s.rid[r]]``), combine
+values with ``==``, ``!=``, ``<``, ``+`` and the operations of a *logic* object ``b``
+(``b.And``, ``b.Or``, ``b.Not``, ``b.Implies``, ``b.Ite``, ``b.In``, ``b.ForAll``,
+``b.Exists``), and return effects as lists of :class:`Write`.  They never branch with a Python
+``if`` on a state value, so the same function can be read by more than one backend:
+
+* :class:`Concrete` evaluates to Python values (the explorer and the runtime core);
+* a symbolic backend (z3 terms) builds formulas from the very same calls (the prover).
+
+Python ``if`` is allowed only on the configuration (design, revision, transport), which is
+static for a run.
+
+Semantics of a list of writes: every value and key is computed from the *pre*-state; the writes
+are then applied in list order (a later write to the same slot wins); a write whose ``when`` is
+false is skipped.  A key that may be :data:`NONE` must be masked by ``when``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+#: The "no instance" value of a registry slot or ghost (an optional instance reference).
+NONE = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Set ``field[key]`` (``key is None`` for a scalar field) to ``value`` when ``when`` holds."""
+
+    field: str
+    key: Any
+    value: Any
+    when: Any = True
+
+
+class Concrete:
+    """Evaluates the interface on concrete values over finite domains (the explorer's backend).
+
+    ``domains`` maps a sort name (``"inst"``, ``"id"``) to the iterable of its values; the
+    quantifiers range over it.
+    """
+
+    symbolic = False
+
+    def __init__(self, domains: dict[str, Iterable[int]]):
+        self.domains = {k: tuple(v) for k, v in domains.items()}
+
+    @staticmethod
+    def And(*xs: bool) -> bool:
+        for x in xs:
+            if not x:
+                return False
+        return True
+
+    @staticmethod
+    def Or(*xs: bool) -> bool:
+        for x in xs:
+            if x:
+                return True
+        return False
+
+    @staticmethod
+    def Not(x: bool) -> bool:
+        return not x
+
+    @staticmethod
+    def Implies(a: bool, c: bool) -> bool:
+        return (not a) or bool(c)
+
+    @staticmethod
+    def Ite(c: bool, a: Any, other: Any) -> Any:
+        return a if c else other
+
+    @staticmethod
+    def In(x: Any, values: tuple) -> bool:
+        return x in values
+
+    def ForAll(self, sort: str, fn: Callable[[int], bool]) -> bool:
+        for v in self.domains[sort]:
+            if not fn(v):
+                return False
+        return True
+
+    def Exists(self, sort: str, fn: Callable[[int], bool]) -> bool:
+        for v in self.domains[sort]:
+            if fn(v):
+                return True
+        return False
+
+
+def apply_writes(state, writes: list[Write]):
+    """Apply ``writes`` (values already computed from ``state``) to a concrete state.
+
+    ``state`` is a namedtuple whose keyed fields are tuples.  Returns a new namedtuple.
+    """
+    changed: dict[str, Any] = {}
+    for w in writes:
+        if not w.when:
+            continue
+        if w.key is None:
+            changed[w.field] = w.value
+            continue
+        if w.key < 0:
+            raise ValueError(f"write to {w.field}[{w.key}]: an unmasked NONE key (model bug)")
+        cur = changed.get(w.field)
+        if cur is None:
+            cur = list(getattr(state, w.field))
+            changed[w.field] = cur
+        cur[w.key] = w.value
+    if not changed:
+        return state
+    return state._replace(**{k: tuple(v) if isinstance(v, list) else v for k, v in changed.items()})

@@ -1,0 +1,426 @@
+"""The session level: state, conditions and actions.  Everything that moves the model is here.
+
+Like h11's ``_state.py``, this file is the whole of the rules: the explorer
+(``proofs/explore.py``), the z3 prover, the diagrams and the runtime core (``impl/``) read
+these definitions and add none of their own.  Guards and effects are written against the state
+interface of ``model/logic.py`` so that a concrete and a symbolic backend read the same text.
+
+State (``FIELDS``) -- keyed by request instance (``inst``), by id (``id``), or scalar:
+
+* real server state: ``life`` (lifecycle, ``model/lifecycle.py``), ``rid`` (the request's
+  id), ``running`` (its handler runs), ``open`` (its response channel is open), ``step``
+  (check_then_claim's progress through check and claims), ``sreq`` (its pending server-to-client
+  request: the waiter registry, keyed by server-minted ids, which the server owns),
+  ``inflight`` and ``stream`` (the id-keyed registries: in-flight entry with the cancel handle,
+  and the POST stream slot on http);
+* the wire: ``ts``/``cts`` (send times of a request and of its cancel; stdio delivers in send
+  order, http in any order), ``cmsg`` (the cancel message: none, on the wire, delivered),
+  ``clock``;
+* ghosts, never read by a server rule: ``rogue`` (who sent it: the client, which obeys the id
+  rule, or a rogue in the same session) and ``got_resp`` (the client's view: this instance's
+  channel has received a response or a refusal).  A cancel message *means* the instance it is
+  indexed by.
+
+Where a message goes is not state but the *output* of an action (``Action.output``): the stream
+the server's transport writes it on and whether it goes out at all.  The runtime adapters act on
+these outputs; the routing invariants (``model/properties.py``) judge them on every transition.
+
+The standalone GET stream of 2025-11-25 is not keyed by any request id in any design here, so
+no request action touches it; it is left out of the explored state (the runtime keeps it in a
+slot of its own, and its tests send an id that names it).  ``_meta.progressToken`` is taken to
+be the request id, as the official clients mint it, so the progress-token registry coincides
+with ``inflight``.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from . import lifecycle as lc
+from .config import Config
+from .lifecycle import LIVE, Life
+from .logic import NONE, Write
+
+# --- value domains ------------------------------------------------------------------------
+SREQ_NONE, SREQ_PENDING, SREQ_LOST, SREQ_ANSWERED = 0, 1, 2, 3
+CMSG_NONE, CMSG_WIRE, CMSG_DELIVERED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    key: str | None  # "inst", "id" or None (scalar)
+    sort: str        # "life", "id", "inst?", "bool", "step", "sreq", "cmsg", "time"
+    ghost: bool
+    wire: bool
+    default: object
+    doc: str
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("life", "inst", "life", False, False, Life.UNSENT, "lifecycle state"),
+    Field("rid", "inst", "id", False, False, 0, "the request's JSON-RPC id"),
+    Field("rogue", "inst", "bool", True, False, False, "sent by the rogue, not the client"),
+    Field("running", "inst", "bool", False, False, False, "its handler is running"),
+    Field("open", "inst", "bool", False, False, False, "its response channel is open"),
+    Field("step", "inst", "step", False, False, 0, "check_then_claim: 0 unchecked, 1 checked, 2 stream claimed"),
+    Field("sreq", "inst", "sreq", False, False, SREQ_NONE, "its server-to-client request: none, pending (written), lost (pending, dropped), answered"),
+    Field("got_resp", "inst", "bool", True, False, False, "its channel has received a response or refusal (the client's view)"),
+    Field("cmsg", "inst", "cmsg", False, True, CMSG_NONE, "its cancel: none, on the wire, delivered"),
+    Field("ts", "inst", "time", False, True, 0, "send time of the request (stdio order)"),
+    Field("cts", "inst", "time", False, True, 0, "send time of its cancel (stdio order)"),
+    Field("inflight", "id", "inst?", False, False, NONE, "in-flight entry (handler, cancel handle) per id"),
+    Field("stream", "id", "inst?", False, False, NONE, "POST stream slot per id (http)"),
+    Field("clock", None, "time", False, True, 0, "next send time (stdio)"),
+)
+FIELD = {f.name: f for f in FIELDS}
+REGISTRIES = ("inflight", "stream")
+
+State = namedtuple("State", [f.name for f in FIELDS])
+
+
+def initial(cfg: Config) -> State:
+    vals = []
+    for f in FIELDS:
+        n = cfg.requests if f.key == "inst" else cfg.ids if f.key == "id" else None
+        vals.append(f.default if n is None else (f.default,) * n)
+    return State(*vals)
+
+
+def domains(cfg: Config) -> dict:
+    return {"inst": range(cfg.requests), "id": range(cfg.ids)}
+
+
+# --- derived notions (read-only helpers used by conditions, effects and properties) ---------
+
+def answered(b, s, r):
+    """Instance r's channel has received a response (its own or, if misrouted, another's)."""
+    return s.got_resp[r]
+
+
+def unfinished(b, s, r):
+    """r is on the wire, being admitted, live, or a cancelled handler still unwinding."""
+    return b.Or(b.In(s.life[r], (Life.SENT, Life.RECEIVED) + LIVE), s.running[r])
+
+
+def quiescent(b, s):
+    return b.ForAll("inst", lambda r: b.Not(unfinished(b, s, r)))
+
+
+def route(b, s, c: Config, r):
+    """The stream the server's transport picks for a message of r (real state only).
+
+    http: the POST stream slot under r's id.  stdio: the one channel, labelled with the id the
+    handler holds, so the route is r itself.
+    """
+    if c.stdio:
+        return r
+    return s.stream[s.rid[r]]
+
+
+def deliverable(b, s, c: Config, r, t):
+    """A message of r routed to t goes out (rather than being dropped)."""
+    if c.design.guard_write:
+        return b.And(t == r, s.open[r], b.In(s.life[r], LIVE))
+    return b.And(t != NONE, s.open[t])
+
+
+def release(b, s, c: Config, site: str, field: str, key, owner, when=True) -> Write:
+    """Free ``field[key]``; guarded by identity at ``site`` if the design guards it."""
+    if c.design.guards(site):
+        return Write(field, key, NONE, b.And(when, getattr(s, field)[key] == owner))
+    return Write(field, key, NONE, when)
+
+
+def stamp(b, s, c: Config, field: str, r) -> list[Write]:
+    """Record a send time (stdio only: http has no order to keep)."""
+    if not c.stdio:
+        return []
+    return [Write(field, r, s.clock), Write("clock", None, s.clock + 1)]
+
+
+def in_order(b, s, c: Config, t):
+    """stdio: no undelivered message was sent before time t."""
+    if not c.stdio:
+        return True
+    return b.ForAll("inst", lambda q: b.And(
+        b.Implies(s.life[q] == Life.SENT, s.ts[q] >= t),
+        b.Implies(s.cmsg[q] == CMSG_WIRE, s.cts[q] >= t)))
+
+
+# --- named conditions (the lifecycle table and the actions refer to these by name) ---------
+# Each is fn(b, s, c, r, i) -> bool expression; ``i`` is only meaningful for send.
+
+def _next_free_slot(b, s, c, r, i):
+    """Sends fill instance slots in order (a slot is a request instance's arrival number)."""
+    return b.ForAll("inst", lambda q: b.Implies(q < r, s.life[q] != Life.UNSENT))
+
+
+def _client_id_rule(b, s, c, r, i):
+    """Client: an id is reused only once every earlier request under it was answered (basic/index)."""
+    return b.ForAll("inst", lambda q: b.Implies(
+        b.And(b.Not(s.rogue[q]), s.life[q] != Life.UNSENT, s.rid[q] == i),
+        answered(b, s, q)))
+
+
+CONDITIONS: dict[str, Callable] = {
+    "next_free_slot": _next_free_slot,
+    "client_obeys_id_rule": _client_id_rule,
+    "in_channel_order": lambda b, s, c, r, i: in_order(b, s, c, s.ts[r]),
+    "split_claim": lambda b, s, c, r, i: c.design.claim == "split",
+    "unchecked": lambda b, s, c, r, i: s.step[r] == 0,
+    "checked": lambda b, s, c, r, i: s.step[r] == 1,
+    "id_not_in_flight": lambda b, s, c, r, i: s.inflight[s.rid[r]] == NONE,
+    "id_in_flight": lambda b, s, c, r, i: s.inflight[s.rid[r]] != NONE,
+    "claim_complete": lambda b, s, c, r, i: (s.step[r] == 2) if c.design.claim == "split" else True,
+    "claim_ok": lambda b, s, c, r, i: True if c.design.claim == "overwrite" else s.inflight[s.rid[r]] == NONE,
+    "refuses_duplicates": lambda b, s, c, r, i: c.design.refuses,
+    "at_decision_point": lambda b, s, c, r, i: b.In(s.step[r], (0, 2)) if c.design.claim == "split" else True,
+    "handler_running": lambda b, s, c, r, i: s.running[r],
+    "stream_open": lambda b, s, c, r, i: s.open[r],
+    "no_server_request_yet": lambda b, s, c, r, i: s.sreq[r] == SREQ_NONE,
+    "server_request_pending": lambda b, s, c, r, i: s.sreq[r] == SREQ_PENDING,
+    "cancel_not_sent": lambda b, s, c, r, i: s.cmsg[r] == CMSG_NONE,
+    "believed_in_progress": lambda b, s, c, r, i: b.And(
+        s.life[r] != Life.UNSENT, b.Not(answered(b, s, r))),
+    "close_needs_open_stream": lambda b, s, c, r, i: s.open[r] if c.close_is_cancel else True,
+    "cancel_on_wire": lambda b, s, c, r, i: s.cmsg[r] == CMSG_WIRE,
+    "cancel_in_channel_order": lambda b, s, c, r, i: in_order(b, s, c, s.cts[r]),
+    "close_after_request": lambda b, s, c, r, i: (s.life[r] != Life.SENT) if c.close_is_cancel else True,
+}
+
+
+# --- server rules (real state only: the runtime core calls these) ---------------------------
+
+def on_cancel(b, s, c: Config, i, conn) -> tuple[object, object, list[Write]]:
+    """The server handles a cancel for id ``i`` (stdio, 2025-11-25 http: notifications/cancelled
+    carries only the id) or the close of connection ``conn`` (2026-07-28 http).
+
+    Returns ``(target, hit, writes)``: the instance the server cancels (if ``hit``).  A cancel for
+    an unknown or finished id is ignored (basic/utilities/cancellation).
+    """
+    trigger = "stream_closed" if c.close_is_cancel else "cancel"
+    if c.close_is_cancel and c.design.cancel_by_connection:
+        tgt = conn
+    else:
+        tgt = s.inflight[i]
+    hit = b.And(tgt != NONE, b.In(s.life[tgt], lc.sources(c.revision, trigger)))
+    writes = [Write("life", tgt, lc.dest(c.revision, trigger), hit)]
+    if c.design.free_on == "cancel":
+        writes.append(release(b, s, c, "cancel", "inflight", s.rid[tgt], tgt, hit))
+    return tgt, hit, writes
+
+
+def _release_all(b, s, c: Config, site: str, r) -> list[Write]:
+    out = [release(b, s, c, site, "inflight", s.rid[r], r)]
+    if c.http:
+        out.append(release(b, s, c, site, "stream", s.rid[r], r))
+    out.append(Write("sreq", r, SREQ_NONE, b.In(s.sreq[r], (SREQ_PENDING, SREQ_LOST))))
+    return out
+
+
+# --- actions --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Action:
+    """One kind of step.  ``guard`` = the trigger's source set on ``r`` (if any) and every named
+    condition (the trigger's, from the lifecycle table, then ``extra``); ``effect`` returns the
+    writes.  ``side`` says who takes it: ``client`` (either sender), ``wire``, ``server``.
+    ``removal`` marks the sites that ``owned_removal`` watches; the owner is ``r``.
+    """
+
+    name: str
+    side: str
+    params: tuple[str, ...]
+    trigger: str | None
+    extra: tuple[str, ...]
+    effect: Callable
+    applies: Callable[[Config], bool]
+    story: str
+    removal: bool = False
+    output: Callable = staticmethod(lambda b, s, c, r, i: {})
+
+    def run(self, b, s, c: Config, r, i=None):
+        """(guard, outputs, writes) on pre-state ``s``; outputs and writes mean something only
+        when the guard holds.  Outputs map a message kind (``progress``, ``server_request``,
+        ``response``) to ``(stream, goes_out)``: what a transport adapter must do."""
+        out = self.output(b, s, c, r, i)
+        return self.guard(b, s, c, r, i), out, self.effect(b, s, c, r, i, out)
+
+    def conditions(self, c: Config) -> tuple[str, ...]:
+        base = () if self.trigger is None else tuple(lc.row(c.revision, self.trigger)["conditions"])
+        return base + self.extra
+
+    def sources(self, c: Config):
+        return None if self.trigger is None else lc.sources(c.revision, self.trigger)
+
+    def guard(self, b, s, c: Config, r, i=None):
+        parts = []
+        src = self.sources(c)
+        if src is not None:
+            parts.append(b.In(s.life[r], src))
+        parts.extend(CONDITIONS[n](b, s, c, r, i) for n in self.conditions(c))
+        return b.And(*parts)
+
+
+def _fire(c: Config, trigger: str, r) -> Write:
+    return Write("life", r, lc.dest(c.revision, trigger))
+
+
+def _send_effect(rogue: bool):
+    def effect(b, s, c, r, i, out):
+        return [_fire(c, "send", r), Write("rid", r, i), Write("rogue", r, rogue),
+                Write("open", r, True)] + stamp(b, s, c, "ts", r)
+    return effect
+
+
+def _arrive(b, s, c, r, i, out):
+    return [_fire(c, "arrive", r)]
+
+
+def _check(b, s, c, r, i, out):
+    return [Write("step", r, 1 if c.http else 2)]
+
+
+def _claim_stream(b, s, c, r, i, out):
+    return [Write("step", r, 2), Write("stream", s.rid[r], r)]
+
+
+def _admit(b, s, c, r, i, out):
+    out = [_fire(c, "admit", r), Write("running", r, True), Write("inflight", s.rid[r], r)]
+    if c.http and c.design.claim != "split":
+        out.append(Write("stream", s.rid[r], r))
+    return out
+
+
+def _out_own(b, s, c, r, i):
+    """A refusal is the reply to the request itself: on http its own POST; on stdio an error
+    with ``id: null`` whose ``data`` names the id, so no pending request of the client matches it."""
+    return {"response": (r, True)}
+
+
+def _out_routed(kind):
+    def output(b, s, c, r, i):
+        t = route(b, s, c, r)
+        return {kind: (t, deliverable(b, s, c, r, t))}
+    return output
+
+
+def _refuse(b, s, c, r, i, out):
+    out_writes = [_fire(c, "refuse", r), Write("got_resp", r, True)]
+    if c.http and c.design.claim == "split":
+        out_writes.append(release(b, s, c, "refuse", "stream", s.rid[r], r, s.step[r] == 2))
+    return out_writes
+
+
+def _emit(b, s, c, r, i, out):
+    return []
+
+
+def _server_request(b, s, c, r, i, out):
+    _, d = out["server_request"]
+    return [Write("sreq", r, b.Ite(d, SREQ_PENDING, SREQ_LOST))]
+
+
+def _answer(b, s, c, r, i, out):
+    return [Write("sreq", r, SREQ_ANSWERED)]
+
+
+def _respond(b, s, c, r, i, out):
+    t, d = out["response"]
+    return ([_fire(c, "respond", r), Write("running", r, False), Write("got_resp", t, True, d)]
+            + _release_all(b, s, c, "respond", r))
+
+
+def _send_cancel(b, s, c, r, i, out):
+    out = [Write("cmsg", r, CMSG_WIRE)] + stamp(b, s, c, "cts", r)
+    if c.close_is_cancel:
+        out.append(Write("open", r, False))
+    return out
+
+
+def _deliver_cancel(b, s, c, r, i, out):
+    _, _, writes = on_cancel(b, s, c, s.rid[r], r)
+    return [Write("cmsg", r, CMSG_DELIVERED)] + writes
+
+
+def _unwind(b, s, c, r, i, out):
+    out = [Write("running", r, False)]
+    if c.design.free_on == "handler_end":
+        out.append(release(b, s, c, "unwind", "inflight", s.rid[r], r))
+    if c.http:
+        out.append(release(b, s, c, "unwind", "stream", s.rid[r], r))
+    out.append(Write("sreq", r, SREQ_NONE, b.In(s.sreq[r], (SREQ_PENDING, SREQ_LOST))))
+    return out
+
+
+def _break(b, s, c, r, i, out):
+    return [_fire(c, "stream_closed", r), Write("open", r, False),
+            release(b, s, c, "break", "stream", s.rid[r], r)]
+
+
+_always = lambda c: True  # noqa: E731
+
+ACTIONS: tuple[Action, ...] = (
+    Action("client_sends", "client", ("r", "i"), "send", ("client_obeys_id_rule",),
+           _send_effect(False), _always, "client sends tools/call id={i} (instance {r})"),
+    Action("rogue_sends", "client", ("r", "i"), "send", (),
+           _send_effect(True), _always, "rogue sends tools/call id={i} (instance {r})"),
+    Action("arrive", "wire", ("r",), "arrive", (), _arrive, _always,
+           "server reads {r}'s request (id={id})"),
+    Action("check", "server", ("r",), "check", (), _check,
+           lambda c: c.design.claim == "split", "transport checks id={id} for {r}: not in flight"),
+    Action("claim_stream", "server", ("r",), "claim_stream", (), _claim_stream,
+           lambda c: c.design.claim == "split" and c.http, "transport stores {r}'s stream under id={id}"),
+    Action("admit", "server", ("r",), "admit", (), _admit, _always, "server admits {r} (id={id})"),
+    Action("refuse", "server", ("r",), "refuse", (), _refuse,
+           lambda c: c.design.refuses, "server refuses {r}: id={id} is in flight", removal=True,
+           output=_out_own),
+    Action("emit", "server", ("r",), None, ("handler_running",), _emit, _always,
+           "{r} emits progress/log", output=_out_routed("progress")),
+    Action("server_request", "server", ("r",), None, ("handler_running", "no_server_request_yet"),
+           _server_request, lambda c: c.rev2025, "{r} sends elicitation/create to the client",
+           output=_out_routed("server_request")),
+    Action("answer", "client", ("r",), None, ("server_request_pending",),
+           _answer, lambda c: c.rev2025, "client answers {r}'s elicitation"),
+    Action("respond", "server", ("r",), "respond", (), _respond, _always,
+           "{r} responds", removal=True, output=_out_routed("response")),
+    Action("send_cancel", "client", ("r",), None,
+           ("cancel_not_sent", "believed_in_progress", "close_needs_open_stream"),
+           _send_cancel, _always, "{sender} cancels {r} (id={id})"),
+    Action("deliver_cancel", "wire", ("r",), None,
+           ("cancel_on_wire", "cancel_in_channel_order", "close_after_request"),
+           _deliver_cancel, _always, "server gets the cancel meant for {r} (id={id})", removal=True),
+    Action("unwind", "server", ("r",), "unwind", (), _unwind, _always,
+           "cancelled handler {r} stops", removal=True),
+    Action("break_stream", "server", ("r",), "stream_closed", (), _break,
+           lambda c: c.rev2025 and c.http, "{r}'s POST stream breaks", removal=True),
+)
+ACTION = {a.name: a for a in ACTIONS}
+
+
+@lru_cache(maxsize=None)
+def actions_for(cfg: Config) -> tuple[Action, ...]:
+    return tuple(a for a in ACTIONS if a.applies(cfg))
+
+
+
+
+def canonical_clock(c: Config, s: State) -> State:
+    """Renumber send times: only the order of *undelivered* messages is ever read (``in_order``),
+    so times are replaced by their rank among undelivered messages and the rest set to 0.  This
+    keeps the concrete state space finite on stdio; it is an exact abstraction (every guard and
+    property gives the same answer before and after), not a rule.
+    """
+    if not c.stdio:
+        return s
+    pending = sorted([(s.ts[r], 0, r) for r in range(c.requests) if s.life[r] == Life.SENT]
+                     + [(s.cts[r], 1, r) for r in range(c.requests) if s.cmsg[r] == CMSG_WIRE])
+    ts = [0] * c.requests
+    cts = [0] * c.requests
+    for rank, (_, kind, r) in enumerate(pending):
+        (ts if kind == 0 else cts)[r] = rank
+    return s._replace(ts=tuple(ts), cts=tuple(cts), clock=len(pending))

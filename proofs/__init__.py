@@ -1,0 +1,1 @@
+"""Explorer and prover over the model in ``mcp_inflight.model``; neither redefines a rule."""

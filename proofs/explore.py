@@ -1,0 +1,391 @@
+"""Explicit-state explorer over the model of ``model/`` (breadth-first, so traces are shortest).
+
+It reads the actions, conditions and properties of ``model/session.py`` and
+``model/properties.py`` through the concrete backend and adds no rule of its own.  What it
+adds is search: canonical hashing (a canonical form under symmetry of interchangeable ids and
+instances, on by default), per-action coverage, deadlock detection, traces, and a progress line
+on a terminal.
+
+Symmetry: ids are interchangeable (no rule names a particular id) and so are instances (a rule
+names an instance only through its fields).  The canonical key of a state is the least, over
+permutations of the ids, of the state with its instances sorted by a signature that does not
+mention other instances' names; ties keep their order.  Every key is a relabelling of its state,
+so the reduction is sound for properties that are themselves symmetric (all of ours); it may keep
+more than one representative of an orbit, which costs states, never verdicts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from mcp_inflight.model import lifecycle as lc
+from mcp_inflight.model.config import Config
+from mcp_inflight.model.lifecycle import Life
+from mcp_inflight.model.logic import NONE, Concrete, apply_writes
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.session import (CMSG_WIRE, FIELDS, State, actions_for, canonical_clock,
+                                        domains, initial, quiescent, unfinished)
+
+# --- symmetry -----------------------------------------------------------------------------
+
+_INST_FIELDS = [f for f in FIELDS if f.key == "inst"]
+_ID_FIELDS = [f for f in FIELDS if f.key == "id"]
+_IDX = {f.name: n for n, f in enumerate(FIELDS)}
+
+
+def _relabel(s: State, sigma, pi) -> State:
+    """The state with instance r renamed sigma[r] and id k renamed pi[k]."""
+    out = []
+    n_inst = len(sigma)
+    sent = [s.life[r] != Life.UNSENT for r in range(n_inst)]
+    for f in FIELDS:
+        v = s[_IDX[f.name]]
+        if f.key == "inst":
+            new = [None] * n_inst
+            for r in range(n_inst):
+                x = v[r]
+                if f.sort == "inst?":
+                    x = NONE if x == NONE else sigma[x]
+                elif f.sort == "id":
+                    x = pi[x] if sent[r] else x
+                new[sigma[r]] = x
+            out.append(tuple(new))
+        elif f.key == "id":
+            new = [None] * len(pi)
+            for k in range(len(pi)):
+                x = v[k]
+                if f.sort == "inst?":
+                    x = NONE if x == NONE else sigma[x]
+                new[pi[k]] = x
+            out.append(tuple(new))
+        else:
+            out.append(v)
+    return State(*out)
+
+
+class Canonicalizer:
+    def __init__(self, cfg: Config):
+        self.n_inst = cfg.requests
+        self.id_perms = [tuple(p) for p in itertools.permutations(range(cfg.ids))]
+
+    def key(self, s: State) -> State:
+        best = None
+        for pi in self.id_perms:
+            sigs = []
+            for r in range(self.n_inst):
+                k = s.rid[r]
+                sigs.append((
+                    -int(s.life[r]), pi[k] if s.life[r] != Life.UNSENT else 0, s.rogue[r],
+                    s.running[r], s.open[r], s.step[r], s.sreq[r], s.cmsg[r], s.ts[r], s.cts[r],
+                    s.got_resp[r], s.inflight[k] == r, s.stream[k] == r, r))
+            order = sorted(range(self.n_inst), key=sigs.__getitem__)
+            sigma = [0] * self.n_inst
+            for new, old in enumerate(order):
+                sigma[old] = new
+            cand = _relabel(s, sigma, pi)
+            if best is None or cand < best:
+                best = cand
+        return best
+
+
+# --- results ------------------------------------------------------------------------------
+
+@dataclass
+class Verdict:
+    name: str
+    kind: str
+    applies: bool
+    ok: bool               # invariant/hazard: holds; witness: reached
+    trace: list | None = None
+    doc: str = ""
+
+    def to_json(self) -> dict:
+        key = "reached" if self.kind == "witness" else "holds"
+        return {"name": self.name, "applies": self.applies, key: self.ok, "trace": self.trace}
+
+
+@dataclass
+class RunResult:
+    cfg: Config
+    symmetry: bool
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    complete: bool = True
+    verdicts: list[Verdict] = field(default_factory=list)
+    coverage: dict = field(default_factory=dict)
+    deadlocks: int = 0
+    deadlock_trace: list | None = None
+
+    def of(self, kind):
+        return [v for v in self.verdicts if v.kind == kind]
+
+    def verdict(self, name) -> Verdict:
+        for v in self.verdicts:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+    @property
+    def dead_actions(self) -> list[str]:
+        return sorted(a for a, n in self.coverage.items() if n == 0)
+
+    @property
+    def ok(self) -> bool:
+        return self.complete and all(v.ok for v in self.verdicts if v.applies and v.kind != "hazard")
+
+    def to_json(self) -> dict:
+        c = self.cfg
+        return {
+            "design": c.design.name, "revision": c.revision, "transport": c.transport,
+            "bounds": {"ids": c.ids, "requests": c.requests}, "symmetry": self.symmetry,
+            "states": self.states, "transitions": self.transitions, "depth": self.depth,
+            "seconds": round(self.seconds, 3), "complete": self.complete, "ok": self.ok,
+            "invariants": [v.to_json() for v in self.of("invariant")],
+            "witnesses": [v.to_json() for v in self.of("witness")],
+            "hazards": [v.to_json() for v in self.of("hazard")],
+            "coverage": dict(self.coverage), "dead_actions": self.dead_actions,
+            "deadlocks": self.deadlocks, "deadlock_trace": self.deadlock_trace,
+        }
+
+
+# --- rendering of traces ------------------------------------------------------------------
+
+_SREQ = ("none", "pending", "lost", "answered")
+_CMSG = ("none", "on wire", "delivered")
+_STEP = ("unchecked", "checked", "stream claimed")
+
+
+def inst_name(r) -> str:
+    return "-" if r == NONE else chr(ord("A") + r)
+
+
+def id_name(k) -> str:
+    return str(k + 1)
+
+
+def render_value(f, v):
+    if f.sort == "life":
+        return Life(v).label
+    if f.sort == "inst?":
+        return inst_name(v)
+    if f.sort == "id":
+        return id_name(v)
+    if f.sort == "bool":
+        return "true" if v else "false"
+    if f.sort == "sreq":
+        return _SREQ[v]
+    if f.sort == "cmsg":
+        return _CMSG[v]
+    if f.sort == "step":
+        return _STEP[v]
+    return str(v)
+
+
+def changes(pre: State, post: State) -> dict:
+    """The fields that changed, as ``{"life[A]": ["received", "in_flight"]}`` (times omitted)."""
+    out = {}
+    for f in FIELDS:
+        if f.sort == "time":
+            continue
+        a, b = getattr(pre, f.name), getattr(post, f.name)
+        if f.key is None:
+            if a != b:
+                out[f.name] = [render_value(f, a), render_value(f, b)]
+            continue
+        name = inst_name if f.key == "inst" else id_name
+        for k, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                out[f"{f.name}[{name(k)}]"] = [render_value(f, x), render_value(f, y)]
+    return out
+
+
+_WHAT = {"progress": "progress/log", "server_request": "elicitation", "response": "response"}
+
+
+def story(action, args, pre: State, post: State, out: dict) -> str:
+    r = args.get("r")
+    i = args.get("i")
+    text = action.story.format(
+        r=inst_name(r), i=id_name(i) if i is not None else "",
+        id=id_name(pre.rid[r] if i is None else i),
+        sender="rogue" if pre.rogue[r] else "client")
+    notes = []
+    for kind, (t, d) in out.items():
+        what = _WHAT.get(kind, kind)
+        if not d:
+            notes.append(f"{what} dropped (no live stream)")
+        elif t == r:
+            notes.append(f"{what} written on its own stream")
+        else:
+            notes.append(f"{what} written on {inst_name(t)}'s stream  <-- misrouted")
+    for k, (x, y) in enumerate(zip(pre.life, post.life)):
+        if x != y and y == Life.CANCELLED and action.name == "deliver_cancel":
+            notes.append(f"{inst_name(k)} is cancelled" + ("" if k == r else "  <-- not the one meant"))
+    return text + ("  ->  " + "; ".join(notes) if notes else "")
+
+
+def trace_json(cfg, steps) -> list[dict]:
+    b = Concrete(domains(cfg))
+    res = []
+    for action, args, pre, post in steps:
+        out = action.output(b, pre, cfg, args["r"], args.get("i"))
+        rendered = {k: (inst_name(v) if k == "r" else id_name(v)) for k, v in args.items()}
+        res.append({"action": action.name, "args": rendered,
+                    "story": story(action, args, pre, post, out), "changes": changes(pre, post)})
+    return res
+
+
+# --- the search ---------------------------------------------------------------------------
+
+class _Progress:
+    def __init__(self, enabled: bool, label: str):
+        self.enabled = enabled
+        self.label = label
+        self.t0 = time.monotonic()
+        self.last = self.t0
+        self.shown = False
+
+    def tick(self, states, depth):
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.5:
+            return
+        self.last = now
+        rate = states / max(now - self.t0, 1e-9)
+        sys.stderr.write(f"\r  {self.label}: {states:,} states, {rate:,.0f} states/s, depth {depth}   ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self):
+        if self.shown:
+            sys.stderr.write("\r" + " " * 100 + "\r")
+            sys.stderr.flush()
+
+
+def explore(cfg: Config, symmetry: bool = True, max_states: int | None = None,
+            progress: bool | None = None, properties=PROPERTIES) -> RunResult:
+    """Explore every reachable state of ``cfg`` and judge every property on it."""
+    b = Concrete(domains(cfg))
+    acts = actions_for(cfg)
+    moves = []
+    for a in acts:
+        src = a.sources(cfg)
+        for r in range(cfg.requests):
+            for i in (range(cfg.ids) if "i" in a.params else (None,)):
+                args = {"r": r} if i is None else {"r": r, "i": i}
+                moves.append((a, r, i, src, args))
+    props = [(p, p.applies(cfg)) for p in properties]
+    state_props = [p for p, ap in props if ap and p.scope == "state"]
+    step_props = [p for p, ap in props if ap and p.scope == "step"]
+    first_bad: dict[str, tuple] = {}
+    canon = Canonicalizer(cfg).key if symmetry else (lambda s: s)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    prog = _Progress(progress, cfg.label)
+
+    t0 = time.monotonic()
+    s0 = canonical_clock(cfg, initial(cfg))
+    k0 = canon(s0)
+    parent: dict = {k0: None}      # key -> (parent key, action, args, this concrete state)
+    concrete: dict = {k0: s0}
+    depth_of = {k0: 0}
+    queue = deque([k0])
+    res = RunResult(cfg, symmetry)
+    res.coverage = {a.name: 0 for a in acts}
+    complete = True
+    n_trans = 0
+    deadlock_key = None
+    deadlocks = 0
+
+    def judge_state(key, s):
+        for p in state_props:
+            if p.name in first_bad:
+                continue
+            v = p.fn(b, s, cfg)
+            if (p.kind == "witness") == bool(v):
+                first_bad[p.name] = ("state", key)
+
+    judge_state(k0, s0)
+    while queue:
+        key = queue.popleft()
+        s = concrete[key]
+        d = depth_of[key]
+        enabled = False
+        for a, r, i, src, args in moves:
+            if src is not None and s.life[r] not in src:
+                continue
+            if not a.guard(b, s, cfg, r, i):
+                continue
+            enabled = True
+            out = a.output(b, s, cfg, r, i)
+            t = canonical_clock(cfg, apply_writes(s, a.effect(b, s, cfg, r, i, out)))
+            n_trans += 1
+            res.coverage[a.name] += 1
+            for p in step_props:
+                if p.name not in first_bad and not p.fn(b, s, t, cfg, a, r, i, out):
+                    first_bad[p.name] = ("step", key, a, args, t)
+            tk = canon(t)
+            if tk in parent:
+                continue
+            if max_states is not None and len(parent) >= max_states:
+                complete = False
+                continue
+            parent[tk] = (key, a, args)
+            concrete[tk] = t
+            depth_of[tk] = d + 1
+            res.depth = max(res.depth, d + 1)
+            queue.append(tk)
+            judge_state(tk, t)
+        if not enabled and not _settled(b, s, cfg):
+            deadlocks += 1
+            if deadlock_key is None:
+                deadlock_key = key
+        if len(parent) & 0xFFF == 0:
+            prog.tick(len(parent), d)
+    prog.done()
+
+    def path(key) -> list:
+        steps = []
+        while parent[key] is not None:
+            pk, a, args = parent[key]
+            steps.append((a, args, concrete[pk], concrete[key]))
+            key = pk
+        return steps[::-1]
+
+    res.states = len(parent)
+    res.transitions = n_trans
+    res.seconds = time.monotonic() - t0
+    res.complete = complete
+    res.deadlocks = deadlocks
+    res.deadlock_trace = trace_json(cfg, path(deadlock_key)) if deadlock_key is not None else None
+    for p, ap in props:
+        hit = first_bad.get(p.name) if ap else None
+        trace = None
+        if hit is not None:
+            if hit[0] == "state":
+                trace = trace_json(cfg, path(hit[1]))
+            else:
+                _, pk, a, args, t = hit
+                trace = trace_json(cfg, path(pk) + [(a, args, concrete[pk], t)])
+        if p.kind == "witness":
+            ok = hit is not None
+        else:
+            ok = hit is None
+        res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
+    return res
+
+
+def _settled(b, s, cfg) -> bool:
+    """A state with nothing left to do: nothing unfinished and no cancel on the wire."""
+    return bool(quiescent(b, s)) and all(x != CMSG_WIRE for x in s.cmsg)
+
+
+__all__ = ["explore", "RunResult", "Verdict", "Canonicalizer", "trace_json", "changes", "story",
+           "inst_name", "id_name", "lc", "unfinished"]
