@@ -103,7 +103,7 @@ class Config:
     revision: str
     transport: str
     ids: int = 2
-    requests: int = 3
+    requests: int = 2
 
     def __post_init__(self):
         if self.revision not in REVISIONS:

@@ -86,28 +86,30 @@ def test_check_then_claim_on_stdio_keeps_the_invariants():
     assert run("check_then_claim", "2025-11-25", "stdio").ok
 
 
-def test_quiescent_clean_fails_on_a_design_that_leaks():
-    # atomic whose cancel does not release: with free_on="cancel" and no identity guard at unwind,
-    # the explorer must still judge; the leak shows on the mutant that never frees on unwind.
+def test_freeing_the_id_on_cancel_lets_a_duplicates_cancel_remove_the_clients_entry():
     from dataclasses import replace
 
+    from mcp_inflight.proofs.explore import explore
+
+    early = replace(ATOMIC, name="atomic-free-on-cancel", free_on="cancel")
+    r = explore(Config(early, "2025-11-25", "stdio"), progress=False)
+    v = r.verdict("owned_removal")
+    assert not v.ok
+    assert _actions(v.trace)[-2:] == ["send_cancel", "deliver_cancel"]
+    assert v.trace[-1]["changes"]["inflight[1]"] == ["A", "-"]
+    assert r.verdict("quiescent_clean").ok
+
+
+def test_quiescent_clean_fails_when_a_response_releases_nothing(monkeypatch):
+    # No design knob leaks, so break the model itself: a respond that frees no entry.
     from mcp_inflight.model import session
     from mcp_inflight.proofs.explore import explore
 
-    leaky = replace(ATOMIC, name="atomic-free-on-cancel", free_on="cancel")
-    r = explore(Config(leaky, "2025-11-25", "stdio"), progress=False)
-    # freeing on cancel is a legitimate choice here; the model shows it keeps the registries clean
-    assert r.verdict("quiescent_clean").ok
-    # a refusal that forgot to release (unguarded "refuse" site on a split claim) leaks nothing
-    # either, so build the leak directly: a respond that releases nothing.
-    orig = session._release_all
-    try:
-        session._release_all = lambda b, s, c, site, r: []
-        r = explore(Config(ATOMIC, "2025-11-25", "stdio"), progress=False)
-    finally:
-        session._release_all = orig
-    assert not r.verdict("quiescent_clean").ok
-    assert _actions(r.verdict("quiescent_clean").trace)[-1] == "respond"
+    monkeypatch.setattr(session, "_release_all", lambda b, s, c, site, r: [])
+    r = explore(Config(ATOMIC, "2026-07-28", "stdio"), progress=False)
+    v = r.verdict("quiescent_clean")
+    assert not v.ok
+    assert _actions(v.trace)[-1] == "respond"
 
 
 def test_stale_cancel_hazard_fails_on_2025_http_under_every_design():
