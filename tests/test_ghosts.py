@@ -1,0 +1,43 @@
+"""Server rules read only real state: the runtime, which cannot see ghosts, runs the same rules."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcp_inflight.model import ATOMIC, CHECK_THEN_CLAIM, UNGUARDED, Concrete, Config, FIELDS
+from mcp_inflight.model import actions_for, apply_writes, initial, profiles
+from mcp_inflight.model.session import canonical_clock, domains
+
+GHOSTS = [f.name for f in FIELDS if f.ghost]
+
+
+def _real_writes(writes):
+    return [(w.field, w.key, w.value) for w in writes if w.when and w.field not in GHOSTS]
+
+
+@pytest.mark.parametrize("design", [ATOMIC, UNGUARDED, CHECK_THEN_CLAIM], ids=lambda d: d.name)
+@given(profile=st.sampled_from(profiles()), rnd=st.randoms(use_true_random=False),
+       flips=st.lists(st.booleans(), min_size=8, max_size=8))
+def test_server_and_wire_actions_ignore_ghosts(design, profile, rnd, flips):
+    cfg = Config(design, *profile, ids=2, requests=3)
+    b = Concrete(domains(cfg))
+    s = canonical_clock(cfg, initial(cfg))
+    moves = [(a, r, i) for a in actions_for(cfg) for r in range(cfg.requests)
+             for i in (range(cfg.ids) if "i" in a.params else (None,))]
+    for _ in range(40):
+        other = s._replace(**{g: tuple(x ^ f for x, f in zip(getattr(s, g), flips))
+                              for g in GHOSTS})
+        for a, r, i in moves:
+            if a.side == "client":
+                continue
+            g1, o1, w1 = a.run(b, s, cfg, r, i)
+            g2, o2, w2 = a.run(b, other, cfg, r, i)
+            assert g1 == g2, a.name
+            if g1:
+                assert o1 == o2, a.name
+                assert _real_writes(w1) == _real_writes(w2), a.name
+        enabled = [(a, r, i) for a, r, i in moves if a.guard(b, s, cfg, r, i)]
+        if not enabled:
+            break
+        a, r, i = rnd.choice(enabled)
+        s = canonical_clock(cfg, apply_writes(s, a.run(b, s, cfg, r, i)[2]))
