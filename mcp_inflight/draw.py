@@ -112,8 +112,14 @@ def dot_lifecycle(revision: str) -> str:
         lines.append(f"    {_q(s)} [{', '.join(attrs)}];")
     lines.append("")
     lines.append(f"    \"__start\" -> {_q(lc.INITIAL)};")
+    loops: dict[str, int] = {}
     for src, dst, trigger, label in _edges(revision):
         extra = ""
+        if src == dst:
+            # self-loops alternate above and below the node so their labels do not overlap
+            k = loops[src] = loops.get(src, -1) + 1
+            port = ("n", "s")[k % 2]
+            extra += f", tailport={port}, headport={port}"
         if src not in reach:
             extra = ', color="grey50", fontcolor="grey40", style=dotted'
         lines.append(f"    {_q(src)} -> {_q(dst)} [label={_q(label)}{extra}];")
