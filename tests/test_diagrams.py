@@ -85,3 +85,14 @@ def test_committed_diagrams_are_current():
     import pathlib
     ok, report = draw.check(pathlib.Path(__file__).resolve().parent.parent / "diagrams")
     assert ok, report
+
+
+def test_without_dot_svg_is_skipped_with_one_warning(tmp_path, monkeypatch, capsys):
+    draw.generate(tmp_path)
+    monkeypatch.setattr(draw, "_dot_binary", lambda: None)
+    written = draw.generate(tmp_path / "nodot")
+    assert all(p.suffix != ".svg" for p in written)
+    assert capsys.readouterr().err.count("warning") == 1
+    ok, report = draw.check(tmp_path)
+    assert ok, report
+    assert "SVG files were not compared" in report
