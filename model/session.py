@@ -110,6 +110,12 @@ def quiescent(b, s):
     return b.ForAll("inst", lambda r: b.Not(unfinished(b, s, r)))
 
 
+def settled(b, s):
+    """Nothing left to do: nothing unfinished and no cancel on the wire (a state with no enabled
+    action that is not settled is a deadlock)."""
+    return b.And(quiescent(b, s), b.ForAll("inst", lambda r: s.cmsg[r] != CMSG_WIRE))
+
+
 def route(b, s, c: Config, r):
     """The stream the server's transport picks for a message of r (real state only).
 

@@ -22,18 +22,15 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from mcp_inflight.model import lifecycle as lc
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import NONE, Concrete, apply_writes
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import (CMSG_WIRE, FIELDS, State, actions_for, canonical_clock,
-                                        domains, initial, quiescent, unfinished)
+from mcp_inflight.model.session import (FIELDS, State, actions_for, canonical_clock, domains,
+                                        initial, settled)
 
 # --- symmetry -----------------------------------------------------------------------------
 
-_INST_FIELDS = [f for f in FIELDS if f.key == "inst"]
-_ID_FIELDS = [f for f in FIELDS if f.key == "id"]
 _IDX = {f.name: n for n, f in enumerate(FIELDS)}
 
 
@@ -343,7 +340,7 @@ def explore(cfg: Config, symmetry: bool = True, max_states: int | None = None,
             res.depth = max(res.depth, d + 1)
             queue.append(tk)
             judge_state(tk, t)
-        if not enabled and not _settled(b, s, cfg):
+        if not enabled and not settled(b, s):
             deadlocks += 1
             if deadlock_key is None:
                 deadlock_key = key
@@ -382,10 +379,5 @@ def explore(cfg: Config, symmetry: bool = True, max_states: int | None = None,
     return res
 
 
-def _settled(b, s, cfg) -> bool:
-    """A state with nothing left to do: nothing unfinished and no cancel on the wire."""
-    return bool(quiescent(b, s)) and all(x != CMSG_WIRE for x in s.cmsg)
-
-
 __all__ = ["explore", "RunResult", "Verdict", "Canonicalizer", "trace_json", "changes", "story",
-           "inst_name", "id_name", "lc", "unfinished"]
+           "inst_name", "id_name"]

@@ -1,7 +1,5 @@
 """The model against its named invariants, witnesses and hazards."""
 
-import random
-
 import pytest
 from conftest import run
 from hypothesis import given
@@ -193,4 +191,3 @@ def test_witness_names_are_the_documented_ones():
     assert [w.name for w in WITNESSES] == ["sequential_reuse", "duplicate_refused", "cancelled",
                                            "stream_broken", "server_request_answered"]
     assert len({p.name for p in INVARIANTS}) == 10
-    random.seed(0)
