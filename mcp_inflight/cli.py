@@ -1,8 +1,9 @@
-"""Command line: ``mcp-inflight check`` (and ``diagrams``)."""
+"""Command line: ``mcp-inflight check``; the other subcommands live in their own modules."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import xml.etree.ElementTree as ET
@@ -38,6 +39,21 @@ def _positive(v):
     return n
 
 
+# Subcommands with their own parser, in their own module: name -> (module, help).
+DELEGATED = {
+    "prove": ("mcp_inflight.proofs.prove", "prove the invariants with z3 for any number of ids"),
+    "diagrams": ("mcp_inflight.draw", "generate the diagrams from the model, or check them"),
+    "serve": ("mcp_inflight.serve", "run an MCP server on the verified core (stdio or HTTP)"),
+    "probe": ("mcp_inflight.probe", "probe an MCP server over HTTP for in-flight id collisions"),
+}
+
+
+def _available() -> dict:
+    """The delegated subcommands whose module is installed."""
+    import importlib.util
+    return {k: v for k, v in DELEGATED.items() if importlib.util.find_spec(v[0]) is not None}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mcp-inflight",
                 description="The request lifecycle of MCP servers as one verified state machine.")
@@ -66,9 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop a run after this many states; an incomplete run fails")
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     c.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
-    d = sub.add_parser("diagrams", help="generate the diagrams from the model, or check them",
-                       add_help=False)
-    d.add_argument("rest", nargs=argparse.REMAINDER)
+    for name, (_, helptext) in _available().items():
+        d = sub.add_parser(name, help=helptext, add_help=False)
+        d.add_argument("rest", nargs=argparse.REMAINDER)
     return p
 
 
@@ -171,9 +187,9 @@ def cmd_check(args) -> int:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "diagrams":
-        from mcp_inflight import draw
-        return draw.run(argv[1:])
+    if argv and argv[0] in _available():
+        module = importlib.import_module(DELEGATED[argv[0]][0])
+        return module.run(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "check":
         return cmd_check(args)
