@@ -267,8 +267,13 @@ class _Progress:
 
 
 def explore(cfg: Config, symmetry: bool = True, max_states: int | None = None,
-            progress: bool | None = None, properties=PROPERTIES) -> RunResult:
-    """Explore every reachable state of ``cfg`` and judge every property on it."""
+            progress: bool | None = None, properties=PROPERTIES, on_edge=None) -> RunResult:
+    """Explore every reachable state of ``cfg`` and judge every property on it.
+
+    ``on_edge(pre, action, args, post, out)``, if given, is called for every transition taken
+    (concrete pre- and post-states, with the action's output), so that callers such as the
+    diagrams can see the state graph without searching it a second time.
+    """
     b = Concrete(domains(cfg))
     acts = actions_for(cfg)
     moves = []
@@ -325,6 +330,8 @@ def explore(cfg: Config, symmetry: bool = True, max_states: int | None = None,
             t = canonical_clock(cfg, apply_writes(s, a.effect(b, s, cfg, r, i, out)))
             n_trans += 1
             res.coverage[a.name] += 1
+            if on_edge is not None:
+                on_edge(s, a, args, t, out)
             for p in step_props:
                 if p.name not in first_bad and not p.fn(b, s, t, cfg, a, r, i, out):
                     first_bad[p.name] = ("step", key, a, args, t)
