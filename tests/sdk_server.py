@@ -1,0 +1,99 @@
+"""An MCP server built on the official Python SDK (``mcp`` 2.x), for the probe's tests.
+
+It has the tools the probe's defaults expect (the same names and arguments as
+``mcp-inflight serve``): ``slow {label, steps, delay}`` reports progress on every step,
+``ask {label, delay}`` elicits after the delay, ``echo {text}``.  Nothing here works around the
+SDK; with ``--guard`` the SDK's ASGI app is wrapped by :func:`mcp_inflight.guard.guard`, the
+two lines a server author would add.
+
+Run it: ``python tests/sdk_server.py [--port 0] [--guard]``; it prints ``listening on URL``
+once it accepts connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import sys
+import warnings
+
+import anyio
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import Context, MCPServer
+
+
+class Answer(BaseModel):
+    ok: bool = True
+
+
+def build_server() -> MCPServer:
+    server = MCPServer("sdk-probe-target")
+
+    @server.tool()
+    async def slow(label: str, steps: int = 5, delay: float = 0.2, ctx: Context = None) -> str:
+        """Report progress on each of ``steps`` steps, ``delay`` seconds apart, then answer."""
+        for n in range(1, steps + 1):
+            await anyio.sleep(delay)
+            await ctx.report_progress(n, steps, f"{label} step {n}/{steps}")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await ctx.info(f"{label} step {n}")
+        return f"done:{label}"
+
+    @server.tool()
+    async def ask(label: str, delay: float = 0.5, ctx: Context = None) -> str:
+        """Wait ``delay`` seconds, elicit, and answer with the action the client chose."""
+        await anyio.sleep(delay)
+        result = await ctx.elicit(f"{label}: go on?", Answer)
+        return f"ask:{label}:{result.action}"
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Answer with the text."""
+        return text
+
+    return server
+
+
+def build_app(guarded: bool = False):
+    """The SDK's Streamable HTTP ASGI app, wrapped by the guard if ``guarded``."""
+    app = build_server().streamable_http_app()
+    if guarded:
+        from mcp_inflight.guard import guard
+        app = guard(app)
+    return app
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    p.add_argument("--guard", action="store_true", help="wrap the SDK's app in mcp_inflight.guard")
+    args = p.parse_args(argv)
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((args.host, args.port))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(build_app(args.guard), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+
+    async def serve():
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if task.done():
+                return await task
+            await asyncio.sleep(0.02)
+        print(f"listening on http://{args.host}:{port}/mcp", flush=True)
+        await task
+
+    asyncio.run(serve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
