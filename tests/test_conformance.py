@@ -1,0 +1,148 @@
+"""The official MCP conformance suite against our servers (slow), and the judging it relies on (quick).
+
+The slow tests run ``tests/conformance/run.py`` per server: the pinned suite, both revisions, and
+the comparison with ``tests/conformance/expected-failures/``. They fail on an unexpected failure
+or on a stale expected-failure line, and are skipped, with the reason, when npm cannot install
+the pinned packages or when the server under test is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+RUN = HERE / "conformance" / "run.py"
+
+
+def _load_run():
+    spec = importlib.util.spec_from_file_location("conformance_run", RUN)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+run = _load_run()
+
+
+# --- quick: the judging ----------------------------------------------------------------------
+
+def _write_checks(out: Path, scenario: str, statuses: list[str], stamp="2026-12-03T09-20-31-120Z"):
+    folder = out / f"server-{scenario}-{stamp}"
+    folder.mkdir(parents=True)
+    checks = [{"id": f"{scenario}-{i}", "status": s, "errorMessage": None if s != "FAILURE" else "boom"}
+              for i, s in enumerate(statuses)]
+    (folder / "checks.json").write_text(json.dumps(checks))
+
+
+def test_read_checks_names_scenarios_and_judges_each(tmp_path):
+    # A timestamp with "-20" in its time part must not cut the scenario name.
+    _write_checks(tmp_path, "prompts-get-with-image", ["SUCCESS", "SUCCESS"])
+    _write_checks(tmp_path, "tools-call-error", ["SUCCESS", "FAILURE"])
+    _write_checks(tmp_path, "tools-list", ["SUCCESS", "WARNING"])
+    got = run.read_checks(tmp_path)
+    assert set(got) == {"prompts-get-with-image", "tools-call-error", "tools-list"}
+    assert got["prompts-get-with-image"]["passed"]
+    assert not got["tools-call-error"]["passed"] and got["tools-call-error"]["failed"] == ["tools-call-error-1"]
+    assert got["tools-list"]["passed"], "a WARNING does not fail a scenario (the suite's own rule)"
+
+
+def _verdict(tmp_path, monkeypatch, scenarios: dict[str, bool], expected: str, needed: list[str]):
+    exp = tmp_path / "expected"
+    exp.mkdir()
+    (exp / "srv-2025-11-25.txt").write_text(expected)
+    monkeypatch.setattr(run, "EXPECTED", exp)
+    data = {"server": "srv", "revision": "2025-11-25",
+            "scenarios": {k: {"passed": v, "messages": []} for k, v in scenarios.items()}}
+    return run.judge(data, needed)
+
+
+def test_judge_all_pass(tmp_path, monkeypatch):
+    v = _verdict(tmp_path, monkeypatch, {"a": True, "b": True}, "", ["a", "b"])
+    assert (v["passed"], v["required"], v["unexpected"], v["stale"]) == (2, 2, [], [])
+
+
+def test_judge_unexpected_failure(tmp_path, monkeypatch):
+    v = _verdict(tmp_path, monkeypatch, {"a": True, "b": False}, "", ["a", "b"])
+    assert v["unexpected"] == ["b"] and v["passed"] == 1
+
+
+def test_judge_expected_failure_is_not_unexpected(tmp_path, monkeypatch):
+    v = _verdict(tmp_path, monkeypatch, {"a": True, "b": False}, "b  # not supported yet\n", ["a", "b"])
+    assert v["unexpected"] == [] and v["stale"] == [] and v["expected"] == {"b": "not supported yet"}
+
+
+def test_judge_stale_line_when_the_scenario_passes(tmp_path, monkeypatch):
+    v = _verdict(tmp_path, monkeypatch, {"a": True, "b": True}, "b  # not supported yet\n", ["a", "b"])
+    assert v["stale"] == ["b"]
+
+
+def test_judge_stale_line_for_a_scenario_not_required(tmp_path, monkeypatch):
+    v = _verdict(tmp_path, monkeypatch, {"a": True}, "zzz  # gone\n", ["a"])
+    assert v["stale"] == ["zzz"]
+
+
+def test_judge_missing_scenario_counts_as_failure(tmp_path, monkeypatch):
+    v = _verdict(tmp_path, monkeypatch, {"a": True}, "", ["a", "b"])
+    assert v["missing"] == ["b"] and v["unexpected"] == ["b"]
+
+
+def test_expected_failure_needs_a_reason(tmp_path, monkeypatch):
+    exp = tmp_path / "expected"
+    exp.mkdir()
+    (exp / "srv-2025-11-25.txt").write_text("b\n")
+    monkeypatch.setattr(run, "EXPECTED", exp)
+    with pytest.raises(run.Trouble, match="reason"):
+        run.expected_failures("srv", "2025-11-25")
+
+
+def test_every_expected_failure_file_names_a_known_server_and_revision():
+    for f in (HERE / "conformance" / "expected-failures").glob("*.txt"):
+        server, rev = f.stem[: -len("-2025-11-25")], f.stem[-len("2025-11-25"):]
+        assert server in run.SERVERS and rev in run.REVISIONS, f.name
+        run.expected_failures(server, rev)  # parses, every line has a reason
+
+
+def test_help_names_servers_and_revisions():
+    r = subprocess.run([sys.executable, str(RUN), "--help"], capture_output=True, text=True)
+    assert r.returncode == 0
+    for word in list(run.SERVERS) + list(run.REVISIONS) + ["expected-failures"]:
+        assert word in r.stdout
+
+
+def test_unknown_server_is_a_usage_error():
+    r = subprocess.run([sys.executable, str(RUN), "--server", "nope"], capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown server" in r.stderr
+
+
+# --- slow: the suite itself ---------------------------------------------------------------------
+
+NEEDS = {"mcp-inflight": "mcp_inflight.serve", "sdk": "mcp", "sdk-guard": "mcp_inflight.guard"}
+
+
+@pytest.fixture(scope="module")
+def suite_installed():
+    try:
+        run.install(force=False)
+    except run.Trouble as e:
+        pytest.skip(f"the pinned conformance suite cannot be installed here: {e}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", list(run.SERVERS))
+def test_conformance_suite(server, suite_installed, tmp_path):
+    if importlib.util.find_spec(NEEDS[server]) is None:
+        pytest.skip(f"{NEEDS[server]} is not installed, so the {server} server cannot run")
+    r = subprocess.run([sys.executable, str(RUN), "--server", server, "--results", str(tmp_path), "--json"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"conformance run failed for {server}:\n{r.stdout}\n{r.stderr[-4000:]}"
+    summary = json.loads(r.stdout)
+    assert summary["ok"]
+    assert {x["revision"] for x in summary["runs"]} == set(run.REVISIONS)
+    for x in summary["runs"]:
+        assert x["required"] > 0 and not x["unexpected"] and not x["stale"]
