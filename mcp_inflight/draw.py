@@ -1,14 +1,23 @@
-"""Diagrams of the request lifecycle, drawn from ``model/lifecycle.py`` and drift-checked.
+"""Diagrams generated from ``model/`` and drift-checked.
 
-For every protocol revision this writes ``lifecycle-<revision>.dot`` (Graphviz),
-``lifecycle-<revision>.mmd`` (Mermaid ``stateDiagram-v2``) and ``lifecycle-<revision>.svg``
-(the DOT rendered by the ``dot`` binary, when it is installed).  The text is built directly from
-``table(revision)`` so that it is deterministic: states in ``STATES`` order, transitions in table
-order, no timestamps, no paths, and the Graphviz version comment stripped from the SVG.
+Three kinds, written under the output directory:
+
+* the request lifecycle of every protocol revision: ``lifecycle-<revision>.dot`` (Graphviz),
+  ``.mmd`` (Mermaid ``stateDiagram-v2``) and ``.svg``, built directly from
+  ``table(revision)`` (states in ``STATES`` order, transitions in table order);
+* ``session/``: the session-level state graph of ``atomic`` and ``unguarded``, complete (DOT)
+  and as a reduced view (DOT, SVG), with the states and transitions that break an invariant in
+  red (``mcp_inflight/draw_session.py``);
+* ``counterexamples/``: a sequence diagram (Mermaid ``sequenceDiagram``, DOT, SVG) for every
+  invariant the explorer finds broken on ``unguarded`` and ``check_then_claim``, with an
+  ``index.md`` (``mcp_inflight/draw_sequence.py``).
+
+Everything is deterministic: no timestamps, no paths, stable order, and the Graphviz version
+comment stripped from the SVG.  SVGs are rendered by the ``dot`` binary when it is installed.
 
 ``check`` regenerates into a temporary directory and reports every file of the output
-directory that is missing, stale (with a unified diff) or left over from a revision that no
-longer exists.
+directory that is missing, stale (with a unified diff) or left over (a generated kind of file
+that the model no longer produces).
 
 Command line: ``mcp-inflight diagrams [--out DIR] [--check]``.
 """
@@ -23,6 +32,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from functools import lru_cache
 
 from mcp_inflight.model import lifecycle as lc
 
@@ -163,6 +174,7 @@ def mermaid_lifecycle(revision: str) -> str:
 
 # --- SVG --------------------------------------------------------------------------------------
 
+@lru_cache(maxsize=256)
 def _render_svg(dot_bin: str, dot_text: str) -> bytes:
     proc = subprocess.run([dot_bin, "-Tsvg"], input=dot_text.encode("utf-8"),
                           capture_output=True, check=False)
@@ -198,7 +210,31 @@ def _warn_no_dot() -> None:
           "SVG diagrams skipped (install graphviz to render them)", file=sys.stderr)
 
 
-def _contents(dot_bin: str | None) -> dict[str, bytes]:
+class _Progress:
+    """Progress lines on a terminal (stderr), only once a run has taken a couple of seconds."""
+
+    def __init__(self, enabled: bool | None = None):
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.t0 = time.monotonic()
+        self.shown = False
+
+    def __call__(self, text: str) -> None:
+        if not self.enabled or time.monotonic() - self.t0 < 1.5:
+            return
+        sys.stderr.write("\r  " + text[:96].ljust(96))
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 100 + "\r")
+            sys.stderr.flush()
+
+
+def _contents(dot_bin: str | None, progress=None) -> dict[str, bytes]:
+    from mcp_inflight import draw_sequence, draw_session
+
+    prog = _Progress(progress)
     files: dict[str, bytes] = {}
     for rev in lc.REVISIONS:
         dot_text = dot_lifecycle(rev)
@@ -206,7 +242,32 @@ def _contents(dot_bin: str | None) -> dict[str, bytes]:
         files[f"lifecycle-{rev}.mmd"] = mermaid_lifecycle(rev).encode("utf-8")
         if dot_bin is not None:
             files[f"lifecycle-{rev}.svg"] = _render_svg(dot_bin, dot_text)
+    prog("exploring the session state graphs")
+    for name, text in draw_session.files().items():
+        files[name] = text.encode("utf-8")
+        if dot_bin is not None and name.endswith("-reduced.dot"):
+            prog(f"rendering {name}")
+            files[name[:-4] + ".svg"] = _render_svg(dot_bin, text)
+    for name, (text, dot_text) in draw_sequence.files(progress=prog).items():
+        files[name] = text.encode("utf-8")
+        if dot_bin is not None and dot_text is not None:
+            prog(f"rendering {name}")
+            files[name[:-4] + ".svg"] = _render_svg(dot_bin, dot_text)
+    prog.done()
     return files
+
+
+#: Subdirectories of the output directory that hold nothing but generated files.
+SUBDIRS = ("session", "counterexamples")
+
+
+def _generated_kind(rel: str, kinds: tuple[str, ...]) -> bool:
+    """Is ``rel`` (a path relative to the output directory) a file this module writes?"""
+    p = pathlib.PurePosixPath(rel)
+    suffix = p.suffix.lstrip(".")
+    if len(p.parts) == 1:
+        return p.name.startswith("lifecycle-") and suffix in kinds
+    return p.parts[0] in SUBDIRS and (suffix in kinds or suffix == "md")
 
 
 def generate(out_dir: pathlib.Path) -> list[pathlib.Path]:
@@ -220,6 +281,7 @@ def generate(out_dir: pathlib.Path) -> list[pathlib.Path]:
     written = []
     for name, data in files.items():
         path = out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         written.append(path)
     return written
@@ -244,7 +306,8 @@ def check(out_dir: pathlib.Path) -> tuple[bool, str]:
     out_dir = pathlib.Path(out_dir)
     have_dot = _dot_binary() is not None
     with tempfile.TemporaryDirectory(prefix="mcp-inflight-diagrams-") as tmp:
-        fresh = {p.name: p.read_bytes() for p in generate(pathlib.Path(tmp))}
+        fresh = {p.relative_to(tmp).as_posix(): p.read_bytes()
+                 for p in generate(pathlib.Path(tmp))}
     missing, stale, extra, diffs = [], [], [], []
     for name in sorted(fresh):
         path = out_dir / name
@@ -257,19 +320,23 @@ def check(out_dir: pathlib.Path) -> tuple[bool, str]:
             diffs.append(_diff(name, old, fresh[name]))
     if out_dir.is_dir():
         kinds = FORMATS if have_dot else tuple(f for f in FORMATS if f != "svg")
-        for p in sorted(out_dir.iterdir()):
-            if (p.name.startswith("lifecycle-") and p.suffix.lstrip(".") in kinds
-                    and p.name not in fresh):
-                extra.append(p.name)
+        present = [p for p in out_dir.iterdir() if p.is_file()]
+        for sub in SUBDIRS:
+            if (out_dir / sub).is_dir():
+                present += [p for p in (out_dir / sub).iterdir() if p.is_file()]
+        for p in sorted(present):
+            rel = p.relative_to(out_dir).as_posix()
+            if _generated_kind(rel, kinds) and rel not in fresh:
+                extra.append(rel)
     ok = not (missing or stale or extra)
     out = []
     if ok:
         out.append(f"diagrams in {out_dir} are up to date ({len(fresh)} files)")
     else:
-        out.append(f"diagrams in {out_dir} are out of date with model/lifecycle.py:")
+        out.append(f"diagrams in {out_dir} are out of date with model/:")
         out += [f"  missing: {n}" for n in missing]
         out += [f"  stale:   {n}" for n in stale]
-        out += [f"  extra:   {n} (no such revision in the model)" for n in extra]
+        out += [f"  extra:   {n} (the model no longer produces it)" for n in extra]
         out.append("regenerate with: mcp-inflight diagrams" +
                    (f" --out {out_dir}" if str(out_dir) != DEFAULT_OUT else ""))
     if not have_dot:
@@ -285,12 +352,18 @@ def check(out_dir: pathlib.Path) -> tuple[bool, str]:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcp-inflight diagrams",
-        description="Draw the request lifecycle of every revision (DOT, Mermaid, SVG) from "
-                    "model/lifecycle.py, or check the drawn files are current.")
+        description="Draw the diagrams of the model into DIR, or check the drawn files are "
+                    "current: the request lifecycle of every revision (DOT, Mermaid, SVG), the "
+                    "session state graph of atomic and unguarded (session/: complete graph as "
+                    "DOT, reduced view as DOT and SVG, invariant violations in red) and a "
+                    "sequence diagram for every counterexample on unguarded and "
+                    "check_then_claim (counterexamples/: Mermaid, DOT, SVG). Runs the explorer; "
+                    "takes some seconds. Without Graphviz 'dot' on PATH, SVGs are skipped.")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help=f"output directory (default: {DEFAULT_OUT})")
     p.add_argument("--check", action="store_true",
-                   help="do not write; exit 1 if any file in DIR is missing or stale")
+                   help="do not write; regenerate into a temporary directory and exit 1 if "
+                        "any file in DIR is missing, stale or left over (with a diff)")
     return p
 
 
@@ -305,8 +378,14 @@ def run(argv: list[str]) -> int:
         ok, report = check(out_dir)
         (sys.stdout if ok else sys.stderr).write(report)
         return 0 if ok else 1
-    for path in generate(out_dir):
-        print(f"wrote {path}")
+    written = generate(out_dir)
+    groups: dict[str, int] = {}
+    for path in written:
+        rel = path.relative_to(out_dir)
+        key = rel.parts[0] + "/" if len(rel.parts) > 1 else "lifecycle"
+        groups[key] = groups.get(key, 0) + 1
+    print(f"wrote {len(written)} files to {out_dir}: "
+          + ", ".join(f"{k} {n}" for k, n in groups.items()))
     return 0
 
 
