@@ -52,12 +52,15 @@ def test_read_checks_names_scenarios_and_judges_each(tmp_path):
     assert got["tools-list"]["passed"], "a WARNING does not fail a scenario (the suite's own rule)"
 
 
-def _verdict(tmp_path, monkeypatch, scenarios: dict[str, bool], expected: str, needed: list[str]):
+def _verdict(tmp_path, monkeypatch, scenarios: dict[str, bool], expected: str, needed: list[str],
+             suite_exit: int | None = None):
     exp = tmp_path / "expected"
     exp.mkdir()
     (exp / "srv-2025-11-25.txt").write_text(expected)
     monkeypatch.setattr(run, "EXPECTED", exp)
-    data = {"server": "srv", "revision": "2025-11-25",
+    if suite_exit is None:  # what the suite itself says: 0 when every required scenario passed
+        suite_exit = 0 if all(scenarios.get(n, False) for n in needed) else 1
+    data = {"server": "srv", "revision": "2025-11-25", "suite_exit": suite_exit,
             "scenarios": {k: {"passed": v, "messages": []} for k, v in scenarios.items()}}
     return run.judge(data, needed)
 
@@ -75,6 +78,12 @@ def test_judge_unexpected_failure(tmp_path, monkeypatch):
 def test_judge_expected_failure_is_not_unexpected(tmp_path, monkeypatch):
     v = _verdict(tmp_path, monkeypatch, {"a": True, "b": False}, "b  # not supported yet\n", ["a", "b"])
     assert v["unexpected"] == [] and v["stale"] == [] and v["expected"] == {"b": "not supported yet"}
+
+
+def test_judge_flags_a_disagreement_with_the_suites_exit_code(tmp_path, monkeypatch):
+    assert _verdict(tmp_path, monkeypatch, {"a": True}, "", ["a"])["agrees"]
+    assert not _verdict(tmp_path, monkeypatch, {"a": True}, "", ["a"], suite_exit=1)["agrees"]
+    assert not _verdict(tmp_path, monkeypatch, {"a": False}, "a  # known\n", ["a"], suite_exit=0)["agrees"]
 
 
 def test_judge_stale_line_when_the_scenario_passes(tmp_path, monkeypatch):
@@ -145,4 +154,4 @@ def test_conformance_suite(server, suite_installed, tmp_path):
     assert summary["ok"]
     assert {x["revision"] for x in summary["runs"]} == set(run.REVISIONS)
     for x in summary["runs"]:
-        assert x["required"] > 0 and not x["unexpected"] and not x["stale"]
+        assert x["required"] > 0 and not x["unexpected"] and not x["stale"] and x["agrees"]

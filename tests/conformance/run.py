@@ -229,8 +229,11 @@ def judge(run: dict, needed: list[str]) -> dict:
     failed = [s for s in req if s in scen and not scen[s]["passed"]] + missing
     unexpected = [s for s in failed if s not in expected]
     stale = sorted([s for s in expected if s in passed] + [s for s in expected if s not in req])
+    # The suite's own exit code scores the required set too: it must agree with our reading.
+    agrees = (not failed) == (run.get("suite_exit", 0) == 0)
     return {**run, "required": len(req), "passed": len(passed), "failed": failed,
-            "missing": missing, "expected": expected, "unexpected": unexpected, "stale": stale}
+            "missing": missing, "expected": expected, "unexpected": unexpected, "stale": stale,
+            "agrees": agrees}
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -261,6 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-timeout", type=float, default=30.0,
                    help="seconds to wait for a server to listen (default: 30)")
     p.add_argument("--json", action="store_true", help="print the verdicts as one JSON object on stdout")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the passed/total table as Markdown, one row per server (for the README)")
     return p
 
 
@@ -288,13 +293,21 @@ def main(argv: list[str] | None = None) -> int:
     except Trouble as e:
         say(f"error: {e}")
         return 1
-    ok = all(not v["unexpected"] and not v["stale"] for v in verdicts)
+    ok = all(not v["unexpected"] and not v["stale"] and v["agrees"] for v in verdicts)
     summary = {"ok": ok, "runs": [{k: v[k] for k in ("server", "revision", "required", "passed", "failed",
-                                                        "unexpected", "stale", "seconds")}
+                                                        "unexpected", "stale", "seconds", "suite_exit",
+                                                        "agrees")}
                                   for v in verdicts]}
     (results / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if a.json:
         print(json.dumps(summary))
+    elif a.markdown:
+        print("| server | " + " | ".join(revisions) + " |")
+        print("|---|" + "---|" * len(revisions))
+        for server in servers:
+            cells = [f"{v['passed']}/{v['required']}" for rev in revisions for v in verdicts
+                     if v["server"] == server and v["revision"] == rev]
+            print(f"| {SERVERS[server][0]} | " + " | ".join(cells) + " |")
     else:
         w = max(len(s) for s in servers)
         print(f"{'server':<{w}}  revision    passed/total  expected  unexpected  stale")
@@ -305,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
             for s in v["unexpected"]:
                 why = "; ".join(m for m in v["scenarios"].get(s, {}).get("messages", []) if m) or "no result"
                 print(f"UNEXPECTED FAILURE {v['server']} {v['revision']} {s}: {why[:300]}")
+            if not v["agrees"]:
+                print(f"DISAGREEMENT {v['server']} {v['revision']}: the suite exited {v['suite_exit']} but "
+                      f"{len(v['failed'])} required scenarios failed by its checks.json; see "
+                      f"{results / v['server'] / v['revision'] / 'suite.log'}")
             for s in v["stale"]:
                 print(f"STALE EXPECTED FAILURE {v['server']} {v['revision']} {s}: it passes now or is not "
                       f"required; remove it from expected-failures/{v['server']}-{v['revision']}.txt")
