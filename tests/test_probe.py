@@ -1,0 +1,391 @@
+"""``mcp-inflight probe``: its verdicts on recorded stream contents, and the whole probe against
+real servers on loopback (the official ``mcp`` SDK server without and with the guard, and
+``mcp-inflight serve``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mcp_inflight import probe as P
+
+HERE = pathlib.Path(__file__).parent
+CAL = {"tool": "slow", "args": {}, "steps": 4, "duration": 2.0, "elicit_tool": "ask", "elicits": 1,
+       "elicit_after": 1.0, "elicit_duration": 1.05}
+
+
+# --- records, as the recorder writes them -----------------------------------------------------
+
+def prog(token, n, total=4):
+    return {"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": n, "total": total}}
+
+
+def result(rid, text="done"):
+    return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}],
+                                                     "isError": False}}
+
+
+def error(rid, code, message="error"):
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+def elicit(sid):
+    return {"jsonrpc": "2.0", "id": sid, "method": "elicitation/create",
+            "params": {"message": "go on?", "requestedSchema": {"type": "object", "properties": {}}}}
+
+
+def post(name, rid, sent, events=(), *, token=None, status=200, how="closed", end=None, body=None,
+         method="tools/call", sender="client"):
+    events = [{"t": t, "msg": m} for t, m in events]
+    if end is None:
+        end = events[-1]["t"] if events else sent
+    return {"name": name, "sender": sender, "method": method, "id": rid, "token": token, "sent": sent,
+            "status": status, "content_type": "text/event-stream" if status == 200 else "application/json",
+            "body": body, "events": events, "end": end, "how": how}
+
+
+def steps(token, start, every=0.5, n=4, first=1):
+    return [(start + every * (k - first + 1), prog(token, k)) for k in range(first, n + 1)]
+
+
+def own_run(rid_a, rid_b, b_sent=1.0):
+    """Two calls of the slow tool, each served on its own stream (A at 0, B at b_sent)."""
+    a = post("A", rid_a, 0.0, steps("tA", 0.0) + [(2.01, result(rid_a))], token="tA")
+    b = post("B", rid_b, b_sent, steps("tB", b_sent) + [(b_sent + 2.01, result(rid_b))], token="tB",
+             sender="rogue")
+    return {"posts": [a, b], "cancels": [], "aborts": []}
+
+
+def classes(v):
+    return {c for c, _ in v.findings}
+
+
+REFUSAL_409 = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "id 11 is in flight"}}
+
+
+# --- verdicts on recorded contents ------------------------------------------------------------
+
+def test_refusal_with_409_is_clean_and_reported():
+    control = own_run(11, 12)
+    a = post("A", 11, 0.0, steps("tA", 0.0) + [(2.01, result(11))], token="tA")
+    b = post("B", 11, 1.0, [], token="tB", status=409, body=REFUSAL_409, sender="rogue")
+    v = P.judge("duplicate_progress", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert v.status == "judged" and v.findings == []
+    assert v.refusal == {"status": 409, "code": -32600, "message": "id 11 is in flight", "id": None}
+
+
+def test_refusal_with_400_instead_of_409_is_a_refusal_too():
+    control = own_run(11, 12)
+    a = post("A", 11, 0.0, steps("tA", 0.0) + [(2.01, result(11))], token="tA")
+    b = post("B", 11, 1.0, [], token="tB", status=400, body=dict(REFUSAL_409), sender="rogue")
+    v = P.judge("duplicate_progress", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert v.findings == []
+    assert v.refusal["status"] == 400 and v.refusal["code"] == -32600
+    report = P.summarize("http://x/mcp", [v], cal=CAL)
+    assert report["ok"] is True and report["exit"] == 0
+    assert report["refusal"]["status"] == 400
+    assert "HTTP 400 JSON-RPC -32600" in P.render_text(report)
+
+
+def test_refusal_as_an_error_event_on_the_stream():
+    b = post("B", 11, 1.0, [(1.01, error(None, -32600, "duplicate"))], token="tB", sender="rogue")
+    assert P.refusal_of(b) == {"status": 200, "code": -32600, "message": "duplicate", "id": None}
+
+
+def test_overwriting_server_misroutes_progress_and_response_and_loses_one():
+    # What the official SDK does: B overwrites the stream slot under id 11; A's remaining progress
+    # and A's response go to B's POST, which then closes; A's POST waits for ever.
+    control = own_run(11, 12)
+    a = post("A", 11, 0.0, steps("tA", 0.0, n=2), token="tA", how="timeout", end=6.0)
+    b = post("B", 11, 1.0, [(1.5, prog("tA", 3)), (1.6, prog("tB", 1)), (2.0, prog("tA", 4)),
+                            (2.01, result(11))], token="tB", sender="rogue")
+    v = P.judge("duplicate_progress", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert classes(v) == {"misrouted_notification", "misrouted_response", "lost_response"}
+    text = " ".join(e for _, e in v.findings)
+    assert "2 progress notification(s) for A's token" in text
+    assert "can only be A's" in text
+    assert v.refusal is None
+
+
+def test_server_that_admits_the_duplicate_but_routes_each_on_its_own_stream_is_clean():
+    control = own_run(11, 12)
+    v = P.judge("duplicate_progress", control, own_run(11, 11), CAL)
+    assert v.findings == [] and v.refusal is None
+
+
+def test_a_failed_control_means_not_judged_and_exit_2():
+    control = own_run(11, 12)
+    control["posts"][1]["events"] = control["posts"][1]["events"][:2]   # B lost its response
+    control["posts"][1]["how"] = "timeout"
+    v = P.judge("duplicate_progress", control, own_run(11, 11), CAL)
+    assert v.status == "not_judged" and "B (id 12) got no response" in v.note
+    report = P.summarize("http://x/mcp", [v], cal=CAL)
+    assert report["ok"] is False and report["exit"] == 2 and report["status"] == "untested"
+
+
+def test_response_routing_by_result_shape():
+    control = {"posts": [post("A", 21, 0.0, steps("tA", 0.0) + [(2.01, result(21))], token="tA"),
+                         post("B", 22, 0.6, [(0.61, {"jsonrpc": "2.0", "id": 22, "result": {}})],
+                              method="ping", sender="rogue")], "cancels": [], "aborts": []}
+    # B's ping POST gets A's tools/call result; A's POST gets the ping's empty result.
+    a = post("A", 21, 0.0, steps("tA", 0.0, n=1) + [(0.61, {"jsonrpc": "2.0", "id": 21, "result": {}})],
+             token="tA")
+    b = post("B", 21, 0.6, [(2.01, result(21))], method="ping", sender="rogue")
+    v = P.judge("response_routing", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert classes(v) == {"misrouted_response", "lost_response"}
+    # the SDK's variant: B gets its ping answer, A's stream goes quiet
+    a = post("A", 21, 0.0, steps("tA", 0.0, n=1), token="tA", how="timeout", end=5.0)
+    b = post("B", 21, 0.6, [(0.61, {"jsonrpc": "2.0", "id": 21, "result": {}})], method="ping")
+    v = P.judge("response_routing", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert classes(v) == {"lost_response"}
+    v = P.judge("response_routing", control, control, CAL)
+    assert v.findings == []
+
+
+def _cancel_control():
+    a = post("A", 31, 0.0, steps("tA", 0.0, n=1) + [(0.8, error(31, -32800, "Request cancelled"))],
+             token="tA")
+    b = post("B", 32, 0.6, steps("tB", 0.6) + [(2.61, result(32))], token="tB", sender="rogue")
+    return {"posts": [a, b], "cancels": [{"t": 0.75, "id": 31, "means": "A"}], "aborts": []}
+
+
+def test_cancel_that_hits_the_other_request_is_misdirected():
+    a = post("A", 31, 0.0, steps("tA", 0.0, n=1), token="tA", how="timeout", end=6.0)
+    b = post("B", 31, 0.6, [(1.1, prog("tB", 1)), (1.2, error(31, -32800, "Request cancelled"))],
+             token="tB", sender="rogue")
+    test = {"posts": [a, b], "cancels": [{"t": 1.15, "id": 31, "means": "A"}], "aborts": []}
+    v = P.judge("cancel_routing", _cancel_control(), test, CAL)
+    assert classes(v) == {"cancel_misdirected"}
+    assert "never cancelled" in v.findings[0][1] and "-32800" in v.findings[0][1]
+
+
+def test_cancel_that_leaves_its_target_running_is_misdirected():
+    a = post("A", 31, 0.0, steps("tA", 0.0) + [(2.01, result(31))], token="tA")
+    b = post("B", 31, 0.6, [], token="tB", status=409, body=REFUSAL_409, sender="rogue")
+    test = {"posts": [a, b], "cancels": [{"t": 0.7, "id": 31, "means": "A"}], "aborts": []}
+    v = P.judge("cancel_routing", _cancel_control(), test, CAL)
+    assert classes(v) == {"cancel_misdirected"}
+    assert "kept reporting progress" in " ".join(e for _, e in v.findings)
+
+
+def test_cancel_with_refused_duplicate_and_target_stopped_is_clean():
+    a = post("A", 31, 0.0, steps("tA", 0.0, n=1) + [(0.8, error(31, -32800))], token="tA")
+    b = post("B", 31, 0.6, [], token="tB", status=409, body=REFUSAL_409, sender="rogue")
+    test = {"posts": [a, b], "cancels": [{"t": 0.75, "id": 31, "means": "A"}], "aborts": []}
+    v = P.judge("cancel_routing", _cancel_control(), test, CAL)
+    assert v.findings == [] and v.refusal["status"] == 409
+
+
+def test_cancel_routing_is_not_judged_when_the_server_ignores_cancels():
+    control = _cancel_control()
+    control["posts"][0] = post("A", 31, 0.0, steps("tA", 0.0) + [(2.01, result(31))], token="tA")
+    v = P.judge("cancel_routing", control, control, CAL)
+    assert v.status == "not_judged" and "did not stop A" in v.note
+
+
+def test_collateral_close():
+    control = {"posts": [post("A", 61, 0.0, steps("tA", 0.0, n=1), token="tA", how="aborted", end=0.7),
+                         post("B", 62, 0.6, steps("tB", 0.6) + [(2.61, result(62))], token="tB")],
+               "cancels": [], "aborts": [{"t": 0.7, "post": "A"}]}
+    a = post("A", 61, 0.0, steps("tA", 0.0, n=1), token="tA", how="aborted", end=0.7)
+    b = post("B", 61, 0.6, [(1.1, prog("tB", 1))], token="tB", end=0.71)
+    test = {"posts": [a, b], "cancels": [], "aborts": [{"t": 0.7, "post": "A"}]}
+    v = P.judge("collateral_close", control, test, CAL)
+    assert classes(v) == {"collateral_close"}
+    assert "1 of 4" in v.findings[0][1]
+    v = P.judge("collateral_close", control, control, CAL)
+    assert v.findings == []
+
+
+def test_7_and_string_7_are_different_ids():
+    control = own_run(8, "9")
+    # refused: the server took "7" for the in-flight 7
+    b = post("B", "7", 1.0, [], token="tB", status=409, body=REFUSAL_409)
+    a = post("A", 7, 0.0, steps("tA", 0.0) + [(2.01, result(7))], token="tA")
+    v = P.judge("id_types", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert classes(v) == {"id_type_confusion"}
+    # served, but answered with the wrong type of id
+    run = own_run(7, "7")
+    run["posts"][1]["events"][-1]["msg"]["id"] = 7
+    v = P.judge("id_types", control, run, CAL)
+    assert classes(v) == {"id_type_confusion"}
+    assert 'answered with id 7' in v.findings[0][1]
+    # both served on their own streams with their own ids
+    v = P.judge("id_types", control, own_run(7, "7"), CAL)
+    assert v.findings == []
+
+
+def test_reuse_after_the_response():
+    control = {"posts": [post("A", 71, 0.0, steps("tA", 0.0) + [(2.01, result(71))], token="tA"),
+                         post("B", 72, 2.02, steps("tB", 2.02) + [(4.03, result(72))], token="tB")],
+               "cancels": [], "aborts": []}
+    a = post("A", 71, 0.0, steps("tA", 0.0) + [(2.01, result(71))], token="tA")
+    b = post("B", 71, 2.02, [], token="tB", status=409, body=REFUSAL_409)
+    v = P.judge("reuse", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert classes(v) == {"reuse_refused"}
+    b = post("B", 71, 2.02, steps("tB", 2.02) + [(4.03, result(71))], token="tB")
+    v = P.judge("reuse", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert v.findings == []
+
+
+def test_server_request_routing_by_time():
+    ok_a = post("A", 51, 0.0, [(1.0, elicit(1)), (1.05, result(51))], token="tA")
+    ok_b = post("B", 52, 0.5, [(1.5, elicit(2)), (1.55, result(52))], token="tB", sender="rogue")
+    control = {"posts": [ok_a, ok_b], "cancels": [], "aborts": []}
+    # A's elicitation (asked 1.0s after A) arrives on B's POST, sent 0.5s after A
+    a = post("A", 51, 0.0, [], token="tA", how="timeout", end=5.0)
+    b = post("B", 51, 0.5, [(1.0, elicit(1)), (1.05, result(51))], token="tB", sender="rogue")
+    v = P.judge("server_request_routing", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert classes(v) == {"misrouted_server_request", "lost_response"}
+    v = P.judge("server_request_routing", control, control, CAL)
+    assert v.findings == []
+
+
+def test_summary_has_one_entry_per_class_and_the_documented_keys():
+    v = P.judge("duplicate_progress", own_run(11, 12), own_run(11, 11), CAL)
+    report = P.summarize("http://127.0.0.1:1/mcp", [v], {"server_request_routing": "no tool"}, CAL)
+    assert {"ok", "target", "findings", "refusal"} <= set(report)
+    assert [f["class"] for f in report["findings"]] == list(P.CLASSES)
+    assert all(set(f) == {"class", "found", "evidence"} for f in report["findings"])
+    json.dumps(report)
+
+
+def test_sse_parser_reads_multiline_data_and_skips_comments():
+    import asyncio
+
+    class R:
+        async def aiter_lines(self):
+            for line in [": comment", "event: message", 'data: {"a":', "data: 1}", "", "id: 3",
+                         'data:{"b":2}', ""]:
+                yield line
+
+    got = []
+    asyncio.run(P._read_sse(R(), got.append))
+    assert got == [{"a": 1}, {"b": 2}]
+
+
+# --- against real servers ---------------------------------------------------------------------
+
+def _start(argv, env=None):
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if line.startswith("listening on "):
+            return proc, line.split()[-1]
+    proc.kill()
+    raise RuntimeError(f"server did not start: {proc.stderr.read()[:2000]}")
+
+
+@pytest.fixture(scope="module")
+def sdk_bare():
+    proc, url = _start([sys.executable, str(HERE / "sdk_server.py")])
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def sdk_guarded():
+    proc, url = _start([sys.executable, str(HERE / "sdk_server.py"), "--guard"])
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+def probe_cli(*args):
+    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", *args, "--json", "--quiet"],
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, json.loads(p.stdout), p.stderr
+
+
+def found(doc):
+    return {f["class"] for f in doc["findings"] if f["found"]}
+
+
+def test_probe_finds_the_official_sdk_misrouting(sdk_bare):
+    t = time.monotonic()
+    code, doc, err = probe_cli(sdk_bare)
+    assert code == 1, (doc, err)
+    assert doc["ok"] is False and doc["target"] == sdk_bare
+    assert {"misrouted_notification", "misrouted_response", "cancel_misdirected"} <= found(doc)
+    assert {"lost_response", "collateral_close", "id_type_confusion"} <= found(doc)
+    assert "reuse_refused" not in found(doc)
+    assert doc["refusal"] is None
+    assert time.monotonic() - t < 60
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mcp_inflight.guard") is None, reason="no guard yet")
+def test_probe_is_clean_on_the_guarded_sdk_server(sdk_guarded):
+    code, doc, err = probe_cli(sdk_guarded)
+    assert code == 0, json.dumps(doc, indent=1)[:4000]
+    assert doc["ok"] is True and found(doc) == set()
+    assert doc["refusal"]["status"] == 409 and doc["refusal"]["code"] == -32600
+    judged = {s["scenario"]: s for s in doc["scenarios"]}
+    assert set(judged) == set(P.SCENARIOS)
+    assert all(s["status"] == "judged" for s in judged.values())
+    assert judged["reuse"]["findings"] == [] and judged["reuse"]["refusal"] is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mcp_inflight.serve") is None,
+                    reason="mcp_inflight.serve (mcp-inflight serve) is not there yet")
+def test_probe_is_clean_on_mcp_inflight_serve():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "serve", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        code, doc, err = probe_cli(url)
+        assert code == 0, json.dumps(doc, indent=1)[:4000]
+        assert found(doc) == set() and doc["refusal"]["status"] == 409
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_probe_cannot_test_without_a_server_or_the_tool_or_a_slow_enough_call(sdk_bare):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = f"http://127.0.0.1:{s.getsockname()[1]}/mcp"
+    s.close()
+    code, doc, _ = probe_cli(dead)
+    assert code == 2 and doc["ok"] is False and "no session" in doc["reason"]
+    code, doc, _ = probe_cli(sdk_bare, "--tool", "nope")
+    assert code == 2 and "tool missing" in doc["reason"] and "slow" in doc["reason"]
+    code, doc, _ = probe_cli(sdk_bare, "--args", '{"label": "x", "steps": 2, "delay": 0.05}')
+    assert code == 2 and "too fast to overlap" in doc["reason"]
+    code, doc, _ = probe_cli(sdk_bare, "--tool", "echo", "--args", '{"text": "x"}')
+    assert code == 2 and "no progress" in doc["reason"]
+
+
+def test_probe_usage_errors_exit_2():
+    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "not-a-url"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "not an http(s) URL" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "http://x/mcp", "--args", "[1]"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "JSON object" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "misrouted_notification" in p.stdout and "exit status" in p.stdout
