@@ -257,6 +257,16 @@ def _contents(dot_bin: str | None, progress=None) -> dict[str, bytes]:
     return files
 
 
+def clear_caches() -> None:
+    """Forget every explored graph, trace and rendered SVG (the next generation starts afresh)."""
+    from mcp_inflight import draw_sequence, draw_session
+
+    _render_svg.cache_clear()
+    draw_session.graph.cache_clear()
+    draw_session.bound.cache_clear()
+    draw_sequence._run.cache_clear()
+
+
 #: Subdirectories of the output directory that hold nothing but generated files.
 SUBDIRS = ("session", "counterexamples")
 

@@ -1,14 +1,21 @@
-"""The lifecycle diagrams are deterministic, complete, drift-checked and follow the table."""
+"""The diagrams are deterministic, complete, drift-checked and say what the model says."""
 
 from __future__ import annotations
 
 import html
+import pathlib
+import re
 import shutil
 
 import pytest
 
-from mcp_inflight import draw
+from mcp_inflight import draw, draw_sequence, draw_session
 from mcp_inflight.model import lifecycle as lc
+from mcp_inflight.model.config import DESIGNS, Config
+from mcp_inflight.model.logic import Concrete
+from mcp_inflight.model.properties import INVARIANTS
+from mcp_inflight.model.session import actions_for, domains
+from mcp_inflight.proofs.explore import explore
 
 HAVE_DOT = shutil.which("dot") is not None
 
@@ -21,13 +28,23 @@ def _texts(d, rev):
     return out
 
 
+def _rel(paths, root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in paths}
+
+
 def test_deterministic(tmp_path):
-    a = {p.name: p.read_bytes() for p in draw.generate(tmp_path / "a")}
-    b = {p.name: p.read_bytes() for p in draw.generate(tmp_path / "b")}
+    """Two generations from scratch (explorations and renderings not cached) are identical."""
+    a = _rel(draw.generate(tmp_path / "a"), tmp_path / "a")
+    draw.clear_caches()
+    b = _rel(draw.generate(tmp_path / "b"), tmp_path / "b")
     assert a == b
-    assert len(a) == len(lc.REVISIONS) * (3 if HAVE_DOT else 2)
+    lifecycle = [n for n in a if n.startswith("lifecycle-")]
+    assert len(lifecycle) == len(lc.REVISIONS) * (3 if HAVE_DOT else 2)
+    assert any(n.startswith("session/") for n in a)
+    assert any(n.startswith("counterexamples/") and n.endswith(".mmd") for n in a)
     for name, data in a.items():
-        assert b"graphviz version" not in data and str(tmp_path).encode() not in data
+        assert b"graphviz version" not in data and str(tmp_path).encode() not in data, name
+        assert str(pathlib.Path.cwd()).encode() not in data, name
 
 
 def test_check_passes_then_detects_stale_and_missing(tmp_path):
@@ -43,6 +60,31 @@ def test_check_passes_then_detects_stale_and_missing(tmp_path):
     assert f"stale:   lifecycle-{rev}.mmd" in report
     assert f"missing: lifecycle-{lc.REVISIONS[1]}.dot" in report
     assert "-    unsent --> sent : sned" in report and "+    unsent --> sent : send" in report
+
+
+def test_check_detects_stale_missing_and_extra_session_and_counterexample_files(tmp_path):
+    draw.generate(tmp_path)
+    ok, report = draw.check(tmp_path)
+    assert ok, report
+    cex = sorted((tmp_path / "counterexamples").glob("*.mmd"))[0]
+    cex.write_text(cex.read_text().replace("server reads", "server eats", 1))
+    full = sorted((tmp_path / "session").glob("session-*-http.dot"))[0]
+    full.unlink()
+    (tmp_path / "counterexamples" / "index.md").write_text("old\n")
+    (tmp_path / "counterexamples" / "gone-2025-11-25-http-no_orphan.mmd").write_text("x\n")
+    ok, report = draw.check(tmp_path)
+    assert not ok
+    rel_cex = f"counterexamples/{cex.name}"
+    assert f"stale:   {rel_cex}" in report
+    assert "stale:   counterexamples/index.md" in report
+    assert f"missing: session/{full.name}" in report
+    assert "extra:   counterexamples/gone-2025-11-25-http-no_orphan.mmd" in report
+    assert "server eats" in report and "server reads" in report
+    if HAVE_DOT:
+        svg = sorted((tmp_path / "session").glob("*-reduced.svg"))[0]
+        svg.unlink()
+        ok, report = draw.check(tmp_path)
+        assert f"missing: session/{svg.name}" in report
 
 
 def test_run_exit_codes(tmp_path, capsys):
@@ -96,3 +138,222 @@ def test_without_dot_svg_is_skipped_with_one_warning(tmp_path, monkeypatch, caps
     ok, report = draw.check(tmp_path)
     assert ok, report
     assert "SVG files were not compared" in report
+
+
+# --- the session state graph --------------------------------------------------------------
+
+def test_session_bound_is_the_smallest_that_shows_every_action():
+    ids, req = draw_session.bound()
+    for d in draw_session.DESIGNS_DRAWN:
+        cfg = Config(DESIGNS[d], draw_session.REVISION, draw_session.TRANSPORT, ids, req)
+        res = explore(cfg, symmetry=False, progress=False)
+        assert not res.dead_actions, (d, res.dead_actions)
+        assert set(res.coverage) == {a.name for a in actions_for(cfg)}
+    smaller = draw_session.CANDIDATE_BOUNDS[:draw_session.CANDIDATE_BOUNDS.index((ids, req))]
+    for ids2, req2 in smaller:
+        dead = [explore(Config(DESIGNS[d], draw_session.REVISION, draw_session.TRANSPORT,
+                               ids2, req2), symmetry=False, progress=False).dead_actions
+                for d in draw_session.DESIGNS_DRAWN]
+        assert any(dead), (ids2, req2)
+
+
+_NODE = re.compile(r'^    s(\d+) \[(.*)\];$')
+_TOOLTIP = re.compile(r'tooltip="((?:[^"\\]|\\.)*)"')
+
+
+def _full_nodes(text):
+    """``{state text: red?}`` from a complete session graph's DOT."""
+    out = {}
+    for line in text.splitlines():
+        m = _NODE.match(line)
+        if not m:
+            continue
+        tip = _TOOLTIP.search(m.group(2)).group(1).split(" | breaks: ")[0]
+        out[tip] = _red(m.group(2))
+    return out
+
+
+def _red(attrs):
+    """The node or edge is drawn red (its line colour, not only its text)."""
+    return re.search(r'(^|, )color="' + draw_session.RED + '"', attrs) is not None
+
+
+def _explored(cfg):
+    """Every state and every transition of ``cfg`` (no symmetry), judged here with the model's
+    invariants: ``({state: [broken state invariants]}, number of transitions breaking a step
+    invariant)``."""
+    b = Concrete(domains(cfg))
+    states, bad_edges = set(), [0]
+    step = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "step"]
+
+    def on_edge(pre, a, args, post, out):
+        states.update((pre, post))
+        if any(not p.fn(b, pre, post, cfg, a, args["r"], args.get("i"), out) for p in step):
+            bad_edges[0] += 1
+
+    explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
+    state = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "state"]
+    return {s: [p.name for p in state if not p.fn(b, s, cfg)] for s in states}, bad_edges[0]
+
+
+@pytest.mark.parametrize("design", draw_session.DESIGNS_DRAWN)
+def test_red_nodes_are_exactly_the_states_that_break_a_state_invariant(design, tmp_path):
+    draw.generate(tmp_path)
+    cfg = next(c for c in draw_session.configs() if c.design.name == design)
+    name = f"session-{design}-{cfg.revision}-{cfg.transport}"
+    text = (tmp_path / "session" / f"{name}.dot").read_text()
+    drawn = _full_nodes(text)
+    judged, bad_edges = _explored(cfg)
+    expected = {draw_session.state_text(cfg, s): bool(bad) for s, bad in judged.items()}
+    assert len(expected) == len(judged)  # the tooltip names a state unambiguously
+    assert drawn == expected
+    red_edges = sum(1 for line in text.splitlines() if " -> " in line and _red(line))
+    assert red_edges == bad_edges
+    # the reduced view: a merged node is red exactly when one of its states is
+    reduced = (tmp_path / "session" / f"{name}-reduced.dot").read_text()
+    red_labels = set()
+    for line in reduced.splitlines():
+        m = re.match(r'^    n\d+ \[label="([^"]*)"(.*)\];$', line)
+        if m and _red(m.group(2)):
+            red_labels.add(m.group(1).split("\\n(")[0])
+    expected_red = {draw_session.project_label(cfg, draw_session.project(cfg, s))
+                    for s, bad in judged.items() if bad}
+    assert red_labels == expected_red
+    if design == "unguarded":
+        assert drawn and any(drawn.values()) and bad_edges > 0  # there is something to show
+    else:
+        assert not any(drawn.values()) and bad_edges == 0
+
+
+def test_red_node_check_catches_a_wrong_colour(tmp_path):
+    """The comparison above fails on a drawing that colours one state wrongly."""
+    cfg = next(c for c in draw_session.configs() if c.design.name == "unguarded")
+    g = draw_session.graph(cfg)
+    text = draw_session.dot_full(g)
+    n = next(iter(g.bad_states))
+    red = f', color="{draw_session.RED}"'
+    wrong = text.replace(f'    s{n} [label="{n}"{red}', f'    s{n} [label="{n}"', 1)
+    assert wrong != text
+    judged, _ = _explored(cfg)
+    expected = {draw_session.state_text(cfg, s): bool(bad) for s, bad in judged.items()}
+    assert _full_nodes(text) == expected
+    assert _full_nodes(wrong) != expected
+
+
+# --- the counterexample sequence diagrams -------------------------------------------------
+
+_ARROW = re.compile(r"^    (\w+)(->>|-\)|-x)(\w+): (\d+)\. (.*)$")
+
+
+def _arrows(mmd):
+    return [m.groups() for m in map(_ARROW.match, mmd.splitlines()) if m]
+
+
+def _expected(cfg, trace):
+    """``(src, dst, kind, mark)`` per step, read from the explorer's trace (action, args and the
+    story it wrote from the model's outputs), not from the drawing code."""
+    senders = {}
+    out = []
+    for st in trace:
+        a, r, story = st["action"], st["args"]["r"], st["story"]
+        lane = "S" + r
+        mark = None
+        kind = "->>"
+        if a in ("client_sends", "rogue_sends"):
+            senders[r] = "C" if a == "client_sends" else "R"
+            src, dst, kind = senders[r], lane, "-)"
+        elif a == "arrive":
+            src, dst = lane, "S"
+        elif a in ("check", "claim_stream", "admit", "unwind"):
+            src = dst = "S"
+        elif a == "answer":
+            src, dst = "C", "S"
+        elif a == "send_cancel":
+            who = "C" if story.startswith("client") else "R"
+            src, dst, kind = (who, lane, "-x") if cfg.close_is_cancel else (who, "S", "-)")
+        elif a == "deliver_cancel":
+            src, dst = (lane if cfg.close_is_cancel else "S"), "S"
+            mark = "WRONG TARGET" if "not the one meant" in story else None
+        elif a == "break_stream":
+            src, dst, kind = lane, "S", "-x"
+        else:  # emit, server_request, respond, refuse: where the story says it was written
+            src = "S"
+            m = re.search(r"written on (\w)'s stream", story)
+            if "written on its own stream" in story:
+                dst = lane
+            elif m:
+                dst, mark = "S" + m.group(1), "MISROUTED"
+            else:
+                assert "dropped" in story, story
+                kind = "-x"
+                dst = None  # the drawing picks the closed stream or the core; only the cross is checked
+        out.append((src, dst, kind, mark))
+    return out
+
+
+def _mismatches(cfg, trace, mmd):
+    got = _arrows(mmd)
+    exp = _expected(cfg, trace)
+    if len(got) != len(exp):
+        return [f"{len(got)} arrows for {len(exp)} steps"]
+    bad = []
+    for n, ((src, kind, dst, num, label), (esrc, edst, ekind, emark)) in enumerate(zip(got, exp), 1):
+        if int(num) != n:
+            bad.append(f"arrow {n} numbered {num}")
+        if (src, kind) != (esrc, ekind) or (edst is not None and dst != edst):
+            bad.append(f"step {n} ({trace[n - 1]['action']}): drawn {src}{kind}{dst}, "
+                       f"trace says {esrc}{ekind}{edst}")
+        for mark in ("MISROUTED", "WRONG TARGET"):
+            if (mark in label) != (emark == mark):
+                bad.append(f"step {n}: {mark} {'missing' if emark == mark else 'wrongly drawn'}")
+    return bad
+
+
+def test_a_diagram_for_every_counterexample_and_arrows_follow_the_trace(tmp_path):
+    draw.generate(tmp_path)
+    d = tmp_path / "counterexamples"
+    expected_names = set()
+    marks = 0
+    for cfg in draw_sequence.configs():
+        res = explore(cfg, progress=False)
+        for v in res.of("invariant"):
+            if not (v.applies and not v.ok):
+                continue
+            name = f"{cfg.design.name}-{cfg.revision}-{cfg.transport}-{v.name}"
+            expected_names.add(name)
+            mmd = (d / f"{name}.mmd").read_text()
+            assert mmd.splitlines()[3] == "sequenceDiagram"
+            assert _mismatches(cfg, v.trace, mmd) == [], name
+            assert f"{v.name} breaks" in mmd
+            for r in sorted({st["args"]["r"] for st in v.trace}):
+                assert re.search(rf"^    participant S{r} as {r}: ", mmd, re.M), (name, r)
+            marks += mmd.count("MISROUTED") + mmd.count("WRONG TARGET")
+            if HAVE_DOT:
+                svg = html.unescape((d / f"{name}.svg").read_text())
+                for st_no in range(1, len(v.trace) + 1):
+                    assert f">{st_no}. " in svg, (name, st_no)
+    drawn = {p.stem for p in d.glob("*.mmd")}
+    assert drawn == expected_names
+    assert marks > 0
+    index = (d / "index.md").read_text()
+    assert all(f"({n}.svg)" in index for n in expected_names)
+
+
+def test_arrow_check_catches_a_diagram_that_departs_from_its_trace():
+    cfg = Config(DESIGNS["unguarded"], "2026-07-28", "http")
+    v = explore(cfg, progress=False).verdict("no_misrouted_notification")
+    seq = next(s for s in draw_sequence.sequences([cfg]) if s.invariant == v.name)
+    mmd = draw_sequence.mermaid(seq)
+    assert _mismatches(cfg, v.trace, mmd) == []
+    lines = mmd.splitlines()
+    # the misrouted progress drawn onto its own stream
+    honest = [l for l in lines if "MISROUTED" in l][0]
+    lied = honest.replace("S->>SB", "S->>SA").replace("  MISROUTED", "")
+    assert _mismatches(cfg, v.trace, "\n".join(l if l != honest else lied for l in lines))
+    # two steps swapped
+    arrows = [n for n, l in enumerate(lines) if _ARROW.match(l)]
+    swapped = list(lines)
+    swapped[arrows[0]], swapped[arrows[1]] = swapped[arrows[1]], swapped[arrows[0]]
+    assert _mismatches(cfg, v.trace, "\n".join(swapped))
+    # a step left out
+    assert _mismatches(cfg, v.trace, "\n".join(l for n, l in enumerate(lines) if n != arrows[2]))
