@@ -246,12 +246,12 @@ def _contents(dot_bin: str | None, progress=None) -> dict[str, bytes]:
     for name, text in draw_session.files().items():
         files[name] = text.encode("utf-8")
         if dot_bin is not None and name.endswith("-reduced.dot"):
-            prog(f"rendering {name}")
+            prog(f"rendering {name[:-4]}.svg")
             files[name[:-4] + ".svg"] = _render_svg(dot_bin, text)
     for name, (text, dot_text) in draw_sequence.files(progress=prog).items():
         files[name] = text.encode("utf-8")
         if dot_bin is not None and dot_text is not None:
-            prog(f"rendering {name}")
+            prog(f"rendering {name[:-4]}.svg")
             files[name[:-4] + ".svg"] = _render_svg(dot_bin, dot_text)
     prog.done()
     return files

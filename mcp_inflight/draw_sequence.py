@@ -361,6 +361,7 @@ def dot(seq: Sequence) -> str:
     lines.append("")
     legend = ("Solid arrow: delivered now.  Dashed, open head: on the wire, read later.\\l"
               "Bar head: dropped or closed.  Box on the core: a step inside the server.\\l"
+              "Registries: inflight[id] and stream[id] as they change ('-' = empty).\\l"
               "Red: the message that went to the wrong place, the cancel that hit the wrong\\l"
               "request, and the step where the invariant breaks.\\l")
     lines.append(f"    legend [shape=note, style=filled, fillcolor=\"#f6f6f6\", fontsize=9, "
