@@ -55,7 +55,7 @@ def test_read_checks_names_scenarios_and_judges_each(tmp_path):
 def _verdict(tmp_path, monkeypatch, scenarios: dict[str, bool], expected: str, needed: list[str],
              suite_exit: int | None = None):
     exp = tmp_path / "expected"
-    exp.mkdir()
+    exp.mkdir(exist_ok=True)
     (exp / "srv-2025-11-25.txt").write_text(expected)
     monkeypatch.setattr(run, "EXPECTED", exp)
     if suite_exit is None:  # what the suite itself says: 0 when every required scenario passed
