@@ -155,3 +155,77 @@ def test_conformance_suite(server, suite_installed, tmp_path):
     assert {x["revision"] for x in summary["runs"]} == set(run.REVISIONS)
     for x in summary["runs"]:
         assert x["required"] > 0 and not x["unexpected"] and not x["stale"] and x["agrees"]
+
+
+# --- slow: the guard really sits in front of the SDK fixture the suite passed -------------------
+
+def _start_fixture(guard: bool):
+    port = run.free_port()
+    argv = [sys.executable, str(HERE / "conformance" / "sdk_fixture.py"), "--port", str(port)]
+    proc = subprocess.Popen(argv + (["--guard"] if guard else []), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    import socket
+    import time
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    pytest.fail("the SDK fixture did not start")
+
+
+def _duplicate_statuses(url: str) -> list[int | None]:
+    """Two concurrent tools/call POSTs under one id in one session: their HTTP statuses once each
+    body has been read to the end (None: no complete answer within 5 s)."""
+    import asyncio
+
+    import httpx
+
+    head = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    async def go():
+        async with httpx.AsyncClient(timeout=10) as c:
+            r = await c.post(url, headers=head, json={
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}})
+            sid = r.headers["mcp-session-id"]
+            h = {**head, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+            await c.post(url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                    "params": {"name": "test_tool_with_progress", "arguments": {},
+                               "_meta": {"progressToken": "p"}}}
+            async def post():
+                try:
+                    r = await asyncio.wait_for(c.post(url, headers=h, json=call), 5)
+                    return r.status_code
+                except (asyncio.TimeoutError, httpx.TimeoutException):
+                    return None
+            first = asyncio.create_task(post())
+            await asyncio.sleep(0.03)           # the first is in flight (its tool runs 100 ms)
+            second = await post()
+            return [await first, second]
+
+    return asyncio.run(go())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("guarded", [False, True], ids=["bare", "guard"])
+def test_sdk_fixture_duplicate_in_flight_id(guarded):
+    if guarded and importlib.util.find_spec("mcp_inflight.guard") is None:
+        pytest.skip("mcp_inflight.guard is not installed")
+    proc, url = _start_fixture(guarded)
+    try:
+        statuses = _duplicate_statuses(url)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    if guarded:
+        assert statuses == [200, 409], "behind the guard the duplicate is refused, the first served"
+    else:
+        # The bare SDK takes the duplicate in (the defect the guard removes); the first POST then
+        # waits for a response that went to the second (measured: no answer at all).
+        assert statuses[1] == 200 and statuses != [200, 409], statuses
