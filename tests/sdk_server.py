@@ -73,7 +73,11 @@ def main(argv=None) -> int:
     p.add_argument("--guard", action="store_true", help="wrap the SDK's app in mcp_inflight.guard")
     args = p.parse_args(argv)
 
+    import logging
+
     import uvicorn
+
+    logging.getLogger("mcp").setLevel(logging.WARNING)
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -275,7 +275,8 @@ def test_sse_parser_reads_multiline_data_and_skips_comments():
 # --- against real servers ---------------------------------------------------------------------
 
 def _start(argv, env=None):
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    log = open(os.devnull, "w")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
@@ -284,7 +285,7 @@ def _start(argv, env=None):
         if line.startswith("listening on "):
             return proc, line.split()[-1]
     proc.kill()
-    raise RuntimeError(f"server did not start: {proc.stderr.read()[:2000]}")
+    raise RuntimeError(f"server did not start: {' '.join(argv)}")
 
 
 @pytest.fixture(scope="module")
@@ -325,7 +326,6 @@ def test_probe_finds_the_official_sdk_misrouting(sdk_bare):
     assert time.monotonic() - t < 60
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mcp_inflight.guard") is None, reason="no guard yet")
 def test_probe_is_clean_on_the_guarded_sdk_server(sdk_guarded):
     code, doc, err = probe_cli(sdk_guarded)
     assert code == 0, json.dumps(doc, indent=1)[:4000]
@@ -389,3 +389,136 @@ def test_probe_usage_errors_exit_2():
     assert p.returncode == 2 and "JSON object" in p.stderr
     p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "misrouted_notification" in p.stdout and "exit status" in p.stdout
+
+
+# --- the guard: the model's decisions on a session's state -------------------------------------
+
+def test_guard_core_admits_refuses_and_releases_by_identity():
+    from mcp_inflight.guard import SessionCore
+
+    core = SessionCore()
+    v1, a = core.arrive(7)
+    assert v1 == "admitted"
+    v2, err = core.arrive(7)
+    assert v2 == "refused" and err["code"] == -32600 and err["data"] == {"id": 7}
+    v3, s7 = core.arrive("7")                 # a different id: 7 and "7" are two ids
+    assert v3 == "admitted"
+    assert core.deliverable(a) and core.deliverable(s7)
+    assert core.respond(a) is True            # its response goes out on its own stream
+    v4, b = core.arrive(7)                    # sequential reuse after the response
+    assert v4 == "admitted"
+    assert core.respond(a) is False           # a stale handle releases nothing ...
+    assert core.arrive(7)[0] == "refused"     # ... so b still holds id 7
+    core.respond(b)
+    core.respond(s7)
+    assert core.empty() and core.ids == {}
+
+
+def test_guard_core_broken_stream_keeps_the_id_until_the_handler_answers():
+    from mcp_inflight.guard import SessionCore
+
+    core = SessionCore()
+    _, a = core.arrive(1)
+    core.broken(a)
+    assert not core.deliverable(a)            # its messages are dropped ...
+    assert core.arrive(1)[0] == "refused"     # ... and the id is still in flight
+    assert core.respond(a) is False           # the answer has nowhere to go
+    assert core.arrive(1)[0] == "admitted"
+
+
+def test_guard_core_cancel_hits_the_typed_id_or_nothing():
+    from mcp_inflight.guard import InvalidId, SessionCore
+
+    core = SessionCore()
+    _, a = core.arrive(5)
+    assert core.cancel("5") is None and core.cancel(6) is None and core.cancel(None) is None
+    assert core.cancel(5) is a
+    assert not core.deliverable(a)            # a cancelled request sends nothing more
+    assert core.arrive(5)[0] == "refused"     # held until its handler stops
+    core.respond(a)                           # the handler stopped (unwind)
+    assert core.arrive(5)[0] == "admitted"
+    for bad in (True, 1.5, None, {"a": 1}, [1]):
+        with pytest.raises(InvalidId):
+            core.arrive(bad)
+
+
+def test_guard_decisions_come_from_the_model(monkeypatch):
+    # Run the same guard code on the model's unguarded design: duplicates are admitted, so the
+    # refusal above is the model's atomic design speaking, not a rule of the guard's own.
+    from mcp_inflight import guard as G
+    from mcp_inflight.model import UNGUARDED, Config
+
+    monkeypatch.setattr(G, "CONFIG", Config(UNGUARDED, "2025-11-25", "http"))
+    core = G.SessionCore()
+    assert core.arrive(7)[0] == "admitted"
+    assert core.arrive(7)[0] == "admitted"
+
+
+# --- the guard in front of the official SDK, over real HTTP --------------------------------------
+
+def _raw_session(url):
+    import httpx
+
+    c = httpx.Client(timeout=20)
+    h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    r = c.post(url, headers=h, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    h["Mcp-Session-Id"] = r.headers["mcp-session-id"]
+    h["MCP-Protocol-Version"] = "2025-11-25"
+    assert c.post(url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
+    return c, h
+
+
+def _sse_messages(text):
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+
+
+def test_guarded_sdk_reuses_ids_in_sequence_and_refuses_what_it_cannot_carry(sdk_guarded):
+    c, h = _raw_session(sdk_guarded)
+    echo = {"name": "echo", "arguments": {"text": "hi"}}
+    for n in range(5):                         # one id, five times in a row
+        r = c.post(sdk_guarded, headers=h, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                                 "params": echo})
+        assert r.status_code == 200
+        msgs = _sse_messages(r.text)
+        assert msgs[-1]["id"] == 1 and msgs[-1]["result"]["content"][0]["text"] == "hi"
+    for bad, why in ((1.5, "string or an integer"), (None, "string or an integer"),
+                     ("_GET_stream", "standalone stream")):
+        r = c.post(sdk_guarded, headers=h, json={"jsonrpc": "2.0", "id": bad, "method": "tools/call",
+                                                 "params": echo})
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32600 and why in r.text
+    r = c.post(sdk_guarded, headers=h, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                             "params": {"requestId": 99}})
+    assert r.status_code == 202                # a cancel for an unknown id is ignored
+    c.close()
+
+
+def test_official_client_works_through_the_guard(sdk_guarded):
+    import anyio
+    from mcp import Client
+    from mcp_types import ElicitResult
+
+    progress = []
+
+    async def on_elicit(context, params):
+        return ElicitResult(action="accept", content={"ok": True})
+
+    async def main():
+        async with Client(sdk_guarded, mode="legacy", elicitation_callback=on_elicit) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"slow", "ask", "echo"} <= names
+
+            async def on_progress(p, total, message):
+                progress.append(p)
+
+            r = await client.call_tool("slow", {"label": "x", "steps": 3, "delay": 0.05},
+                                       progress_callback=on_progress)
+            assert r.content[0].text == "done:x"
+            r = await client.call_tool("ask", {"label": "y", "delay": 0.05})
+            assert r.content[0].text == "ask:y:accept"
+            for n in range(3):
+                r = await client.call_tool("echo", {"text": str(n)})
+                assert r.content[0].text == str(n)
+
+    anyio.run(main)
+    assert progress == [1, 2, 3]
