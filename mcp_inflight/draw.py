@@ -264,7 +264,7 @@ def clear_caches() -> None:
     _render_svg.cache_clear()
     draw_session.graph.cache_clear()
     draw_session.bound.cache_clear()
-    draw_sequence._run.cache_clear()
+    draw_sequence.clear()
 
 
 #: Subdirectories of the output directory that hold nothing but generated files.

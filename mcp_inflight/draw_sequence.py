@@ -1,8 +1,10 @@
 """Sequence diagrams of the counterexamples the explorer finds, as Mermaid and Graphviz.
 
-For ``unguarded`` and ``check_then_claim`` on every profile, at the default bound (2 ids, 2
-request instances), ``explore`` is run once (with symmetry, as ``mcp-inflight check`` runs it)
-and every invariant that fails gets one diagram of its shortest trace.
+For every design on every profile, at the default bound (2 ids, 2 request instances),
+``explore`` is run once (with symmetry, as ``mcp-inflight check`` runs it) and every invariant
+that fails gets one diagram of its shortest trace (today: ``unguarded`` and
+``check_then_claim``; ``atomic`` none), and so does every protocol hazard that fails (one that
+no server design can avoid on that profile, drawn for each design).
 
 Lanes, left to right: the client, the rogue (when it sends), one lane per request instance's
 stream (its POST stream on Streamable HTTP; on stdio, the replies that carry that instance's
@@ -28,8 +30,9 @@ every step is enabled and changes exactly what the trace says.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from functools import lru_cache
 
 from mcp_inflight.model.config import DESIGNS, Config, profiles
 from mcp_inflight.model.logic import NONE, Concrete, apply_writes
@@ -37,7 +40,9 @@ from mcp_inflight.model.properties import PROPERTY
 from mcp_inflight.model.session import ACTION, canonical_clock, domains, initial
 from mcp_inflight.proofs.explore import changes, explore, id_name, inst_name
 
-DESIGNS_DRAWN = ("unguarded", "check_then_claim")
+#: Every design is explored: ``unguarded`` and ``check_then_claim`` break invariants, and every
+#: design, ``atomic`` included, meets the protocol hazards (``model/properties.py``).
+DESIGNS_DRAWN = ("atomic", "unguarded", "check_then_claim")
 RED = "#c62828"
 RED_FILL = "#ffd6d6"
 _WHAT = {"progress": "progress/log", "server_request": "elicitation/create",
@@ -61,8 +66,9 @@ class Arrow:
 @dataclass
 class Sequence:
     cfg: Config
-    invariant: str
+    invariant: str             # the property's name (an invariant or a protocol hazard)
     scope: str
+    kind: str                  # "invariant" | "hazard"
     lanes: list                # [(key, title)]
     arrows: list
     trace: list
@@ -75,7 +81,8 @@ class Sequence:
     @property
     def title(self) -> str:
         c = self.cfg
-        return f"{self.invariant} fails on {c.design.name}, {c.revision} {c.transport}"
+        what = "protocol hazard " if self.kind == "hazard" else ""
+        return f"{what}{self.invariant} fails on {c.design.name}, {c.revision} {c.transport}"
 
 
 def _inst(name: str) -> int:
@@ -212,9 +219,44 @@ def _lane_inst(key: str):
     return None
 
 
-@lru_cache(maxsize=None)
-def _run(cfg: Config):
+#: Explorer results by configuration, kept for the life of the process (``clear()`` forgets).
+_RESULTS: dict = {}
+
+
+def clear() -> None:
+    _RESULTS.clear()
+
+
+def _explore(cfg: Config):
     return explore(cfg, progress=False)
+
+
+def results(cfgs: list[Config], progress=None) -> list:
+    """``explore(cfg)`` for each of ``cfgs`` (in that order), run in parallel processes when the
+    machine has more than one CPU; each result is the explorer's, whichever process ran it."""
+    todo = [c for c in dict.fromkeys(cfgs) if c not in _RESULTS]
+    # the 2025-11-25 http runs are the longest: start them first
+    todo.sort(key=lambda c: (not (c.rev2025 and c.http), not c.http))
+    workers = min(len(todo), os.cpu_count() or 1)
+    done = 0
+
+    def tick(cfg):
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(f"explored {cfg.label} for counterexamples ({done}/{len(todo)})")
+
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            futures = {pool.submit(_explore, c): c for c in todo}
+            for f in as_completed(futures):
+                _RESULTS[futures[f]] = f.result()
+                tick(futures[f])
+    else:
+        for c in todo:
+            _RESULTS[c] = _explore(c)
+            tick(c)
+    return [_RESULTS[c] for c in cfgs]
 
 
 def configs() -> list[Config]:
@@ -222,17 +264,16 @@ def configs() -> list[Config]:
 
 
 def sequences(cfgs=None, progress=None) -> list[Sequence]:
-    """One :class:`Sequence` per failing invariant, design and profile, in a fixed order."""
+    """One :class:`Sequence` per failing invariant or hazard, design and profile, in a fixed
+    order (designs, then profiles, then properties as ``model/properties.py`` lists them)."""
     out = []
     cfgs = configs() if cfgs is None else cfgs
-    for k, cfg in enumerate(cfgs, 1):
-        if progress is not None:
-            progress(f"exploring {cfg.label} for counterexamples ({k}/{len(cfgs)})")
-        res = _run(cfg)
-        for v in res.of("invariant"):
-            if v.applies and not v.ok:
+    for cfg, res in zip(cfgs, results(cfgs, progress)):
+        for v in res.verdicts:
+            if v.kind in ("invariant", "hazard") and v.applies and not v.ok:
                 lanes, arr = arrows(cfg, v.trace)
-                out.append(Sequence(cfg, v.name, PROPERTY[v.name].scope, lanes, arr, v.trace))
+                out.append(Sequence(cfg, v.name, PROPERTY[v.name].scope, v.kind, lanes, arr,
+                                    v.trace))
     return out
 
 
@@ -363,7 +404,7 @@ def dot(seq: Sequence) -> str:
               "Bar head: dropped or closed.  Box on the core: a step inside the server.\\l"
               "Registries: inflight[id] and stream[id] as they change ('-' = empty).\\l"
               "Red: the message that went to the wrong place, the cancel that hit the wrong\\l"
-              "request, and the step where the invariant breaks.\\l")
+              "request, and the step where the invariant (or hazard) breaks.\\l")
     lines.append(f"    legend [shape=note, style=filled, fillcolor=\"#f6f6f6\", fontsize=9, "
                  f"label=\"{legend}\"];")
     lines.append(f"    {prev[keys[0]]} -> legend [style=invis];")
@@ -374,11 +415,12 @@ def dot(seq: Sequence) -> str:
 def index(seqs: list[Sequence]) -> str:
     """A Markdown list of every counterexample diagram, with its trace as text."""
     lines = ["# Counterexample sequence diagrams", "",
-             "Generated from `model/` by `mcp-inflight diagrams`: one diagram per invariant that "
-             "fails, per design and profile, at 2 ids and 2 request instances (the shortest trace "
-             "`mcp-inflight check` finds). Each has a Mermaid (`.mmd`) and a Graphviz "
-             "(`.dot`, `.svg`) version.", ""]
-    for seq in seqs:
+             "Generated from `model/` by `mcp-inflight diagrams`: one diagram per invariant or "
+             "protocol hazard that fails, per design and profile, at 2 ids and 2 request "
+             "instances (the shortest trace `mcp-inflight check` finds). Each has a Mermaid "
+             "(`.mmd`) and a Graphviz (`.dot`, `.svg`) version. Invariants first, then the "
+             "protocol hazards, which no server design avoids on the profile named.", ""]
+    for seq in sorted(seqs, key=lambda s: s.kind != "invariant"):
         lines.append(f"## {seq.title}")
         lines.append("")
         lines.append(f"[SVG]({seq.name}.svg) | [Mermaid]({seq.name}.mmd) | [DOT]({seq.name}.dot)")

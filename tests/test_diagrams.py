@@ -310,15 +310,21 @@ def _mismatches(cfg, trace, mmd):
 
 
 def test_a_diagram_for_every_counterexample_and_arrows_follow_the_trace(tmp_path):
+    """One diagram per failing invariant or hazard of every design and profile, no more, and
+    each one's arrows are its trace's steps, in order, to the lanes the trace names."""
     draw.generate(tmp_path)
     d = tmp_path / "counterexamples"
     expected_names = set()
     marks = 0
-    for cfg in draw_sequence.configs():
-        res = explore(cfg, progress=False)
-        for v in res.of("invariant"):
-            if not (v.applies and not v.ok):
+    cfgs = draw_sequence.configs()
+    assert {c.design.name for c in cfgs} >= {"unguarded", "check_then_claim"}
+    kinds = set()
+    for cfg, res in zip(cfgs, draw_sequence.results(cfgs)):  # the explorer's own results
+        assert res.cfg == cfg
+        for v in res.verdicts:
+            if not (v.kind in ("invariant", "hazard") and v.applies and not v.ok):
                 continue
+            kinds.add((cfg.design.name, v.kind))
             name = f"{cfg.design.name}-{cfg.revision}-{cfg.transport}-{v.name}"
             expected_names.add(name)
             mmd = (d / f"{name}.mmd").read_text()
@@ -335,6 +341,9 @@ def test_a_diagram_for_every_counterexample_and_arrows_follow_the_trace(tmp_path
     drawn = {p.stem for p in d.glob("*.mmd")}
     assert drawn == expected_names
     assert marks > 0
+    # the designs that break invariants, and the hazard every design meets, are all drawn
+    assert {("unguarded", "invariant"), ("check_then_claim", "invariant"),
+            ("atomic", "hazard")} <= kinds
     index = (d / "index.md").read_text()
     assert all(f"({n}.svg)" in index for n in expected_names)
 
