@@ -40,7 +40,8 @@ Every lifecycle decision (admit or refuse, release, drop a message, which reques
 is the model's: this module evaluates ``model/session.py``'s actions with the concrete backend
 of ``model/logic.py`` and adds no rule of its own.
 
-stdio: see :func:`guard_stdio` for why the same wrapper does not carry over.
+stdio: :func:`guard_stdio` wraps the SDK's stdio streams with the same model (its stdio
+profile); a refusal there is an error with ``id: null`` whose ``data`` names the id.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ INVALID_REQUEST = -32600
 SESSION_HEADER = b"mcp-session-id"
 SDK_STANDALONE_SLOT = "_GET_stream"
 CONFIG = Config(ATOMIC, "2025-11-25", "http")
+STDIO_CONFIG = Config(ATOMIC, "2025-11-25", "stdio")
 _FINISHED = (Life.RESPONDED, Life.REFUSED, Life.CANCELLED)
 
 
@@ -93,7 +95,8 @@ class SessionCore:
     model's initial values) so that the state stays as small as what is in flight.
     """
 
-    def __init__(self):
+    def __init__(self, config: Config | None = None):
+        self.cfg = config or CONFIG
         self.s = State(*[() if f.key else f.default for f in FIELDS])
         self.ids: dict = {}          # typed id -> id slot
         self.handles: dict = {}      # instance slot -> Handle
@@ -144,7 +147,7 @@ class SessionCore:
                     del self.ids[k]
 
     def _do(self, name, r, i=None):
-        ok, out, writes = ACTION[name].run(self._logic(), self.s, CONFIG, r, i)
+        ok, out, writes = ACTION[name].run(self._logic(), self.s, self.cfg, r, i)
         if ok:
             self.s = apply_writes(self.s, writes)
         return ok, out
@@ -181,7 +184,7 @@ class SessionCore:
         if not self._mine(handle):
             return False
         action = "respond" if kind == "response" else "emit"
-        stream, goes = ACTION[action].output(self._logic(), self.s, CONFIG, handle.slot, None)[kind]
+        stream, goes = ACTION[action].output(self._logic(), self.s, self.cfg, handle.slot, None)[kind]
         return bool(goes) and stream == handle.slot
 
     def respond(self, handle) -> bool:
@@ -212,11 +215,21 @@ class SessionCore:
             return None
         if typed not in self.ids:
             return None
-        tgt, hit, writes = on_cancel(self._logic(), self.s, CONFIG, self.ids[typed], NONE)
+        tgt, hit, writes = on_cancel(self._logic(), self.s, self.cfg, self.ids[typed], NONE)
         if not hit:
             return None
         self.s = apply_writes(self.s, writes)
         return self.handles.get(tgt)
+
+    def admitted(self, rid):
+        """The Handle in flight under ``rid`` (typed), or None."""
+        try:
+            typed = typed_id(rid)
+        except InvalidId:
+            return None
+        if typed not in self.ids:
+            return None
+        return self.handles.get(self.s.inflight[self.ids[typed]])
 
     def empty(self) -> bool:
         return not self.handles
@@ -451,16 +464,125 @@ def guard(app) -> Guard:
     return Guard(app)
 
 
-def guard_stdio():  # pragma: no cover - documentation of a decision
-    """Not provided: on stdio there is nothing to put in front of.
+# =============================================================================================
+# stdio: the same model around the SDK's stdio streams
+# =============================================================================================
 
-    The SDK's stdio transport reads stdin and writes stdout inside the server process; an
-    in-process wrapper would have to replace the SDK's stream objects (not two lines, and tied
-    to its internals), and a wrapper process between client and server would have to answer
-    refusals itself and track every response on stdout.  More to the point, on stdio the SDK
-    misroutes nothing: there is one ordered channel and every message carries the id its handler
-    holds, so the HTTP defects (misrouted progress, elicitation and responses, collateral closes)
-    do not arise; what remains is the in-flight table (a cancel by id hitting the newer of two
-    duplicates), which only the SDK itself can fix.
+def guard_stdio(read_stream, write_stream):
+    """Wrap the streams of the SDK's ``stdio_server()`` (2025-11-25 stdio, one session)::
+
+        async with stdio_server() as (read, write):
+            read, write = guard_stdio(read, write)
+            await server.run(read, write, server.create_initialization_options())
+
+    A request whose id is in flight is answered with a JSON-RPC ``-32600`` error whose ``id`` is
+    null and whose ``data`` names the id (so no pending request of the client matches it) and
+    never reaches the server; the id is free again once its response is written.  A
+    ``notifications/cancelled`` for an id not in flight is dropped.  On stdio the SDK misroutes
+    nothing on its own (one ordered channel, every message carries its handler's id), but with
+    duplicates admitted a cancel by id reaches the newer of the two and the client gets two
+    responses under one id; the guard keeps both from happening.
     """
-    raise NotImplementedError(guard_stdio.__doc__)
+    core = SessionCore(STDIO_CONFIG)
+    return _GuardedRead(read_stream, core, write_stream), _GuardedWrite(write_stream, core)
+
+
+class _GuardedRead:
+    """What the server reads: the client's messages, after the model's admission."""
+
+    def __init__(self, inner, core: SessionCore, write):
+        self.inner = inner
+        self.core = core
+        self.write = write
+
+    def __getattr__(self, name):    # e.g. ``last_context``
+        return getattr(self.inner, name)
+
+    async def receive(self):
+        from mcp.shared.message import ServerMessageMetadata, SessionMessage
+        from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCRequest
+
+        while True:
+            item = await self.inner.receive()
+            msg = getattr(item, "message", None)
+            if isinstance(msg, JSONRPCRequest):
+                verdict, value = self.core.arrive(msg.id)
+                if verdict == "refused":
+                    await self.write.send(SessionMessage(JSONRPCError(
+                        jsonrpc="2.0", id=None,
+                        error=ErrorData(code=value["code"], message=value["message"], data=value["data"]))))
+                    continue
+                handle = value
+                meta = item.metadata if isinstance(item.metadata, ServerMessageMetadata) else ServerMessageMetadata()
+                inner_hook = meta.on_request_unanswered
+
+                async def unanswered(handle=handle, inner_hook=inner_hook):
+                    self.core.respond(handle)      # a cancelled handler stopped: unwind
+                    if inner_hook is not None:
+                        await inner_hook()
+
+                meta.on_request_unanswered = unanswered
+                return SessionMessage(msg, metadata=meta)
+            if isinstance(msg, JSONRPCNotification) and msg.method == "notifications/cancelled":
+                params = msg.params if isinstance(msg.params, dict) else {}
+                if self.core.cancel(params.get("requestId")) is None:
+                    continue                       # unknown or finished id: ignored
+            return item
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        import anyio
+
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self):
+        await self.inner.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+        return None
+
+
+class _GuardedWrite:
+    """What the server writes: a message of a request goes out only where the model says it is
+    deliverable; the request's response releases its id."""
+
+    def __init__(self, inner, core: SessionCore):
+        self.inner = inner
+        self.core = core
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def send(self, item):
+        from mcp.shared.message import ServerMessageMetadata
+        from mcp_types import JSONRPCError, JSONRPCResponse
+
+        msg = getattr(item, "message", None)
+        if isinstance(msg, (JSONRPCResponse, JSONRPCError)) and msg.id is not None:
+            handle = self.core.admitted(msg.id)
+            if handle is not None and not self.core.respond(handle):
+                return
+        elif isinstance(item.metadata, ServerMessageMetadata) and item.metadata.related_request_id is not None:
+            handle = self.core.admitted(item.metadata.related_request_id)
+            if handle is not None and not self.core.deliverable(handle):
+                return
+        await self.inner.send(item)
+
+    async def aclose(self):
+        await self.inner.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+        return None

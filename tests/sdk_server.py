@@ -7,7 +7,8 @@ SDK; with ``--guard`` the SDK's ASGI app is wrapped by :func:`mcp_inflight.guard
 two lines a server author would add.
 
 Run it: ``python tests/sdk_server.py [--port 0] [--guard]``; it prints ``listening on URL``
-once it accepts connections.
+once it accepts connections.  ``--stdio`` serves stdin/stdout instead (with ``--guard``: the
+streams wrapped by :func:`mcp_inflight.guard.guard_stdio`).
 """
 
 from __future__ import annotations
@@ -66,12 +67,27 @@ def build_app(guarded: bool = False):
     return app
 
 
+async def serve_stdio(guarded: bool) -> None:
+    from mcp.server.stdio import stdio_server
+
+    low = build_server()._lowlevel_server
+    async with stdio_server() as (read, write):
+        if guarded:
+            from mcp_inflight.guard import guard_stdio
+            read, write = guard_stdio(read, write)
+        await low.run(read, write, low.create_initialization_options())
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     p.add_argument("--guard", action="store_true", help="wrap the SDK's app in mcp_inflight.guard")
+    p.add_argument("--stdio", action="store_true", help="serve stdin/stdout instead of HTTP")
     args = p.parse_args(argv)
+    if args.stdio:
+        anyio.run(serve_stdio, args.guard)
+        return 0
 
     import logging
 

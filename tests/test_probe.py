@@ -522,3 +522,96 @@ def test_official_client_works_through_the_guard(sdk_guarded):
 
     anyio.run(main)
     assert progress == [1, 2, 3]
+
+
+# --- stdio: the same model around the SDK's stdio streams (a real subprocess) -------------------
+
+class _Stdio:
+    def __init__(self, guarded):
+        import queue
+        import threading
+
+        argv = [sys.executable, str(HERE / "sdk_server.py"), "--stdio"] + (["--guard"] if guarded else [])
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.lines = queue.Queue()
+        self.seen = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+
+    def send(self, msg):
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+
+    def until(self, pred, timeout=10.0):
+        import queue
+
+        deadline = time.monotonic() + timeout
+        while not any(pred(m) for m in self.seen):
+            try:
+                self.seen.append(self.lines.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                return False
+        return True
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+def _stdio_duplicate_then_cancel(guarded):
+    s = _Stdio(guarded)
+    try:
+        s.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        assert s.until(lambda m: m.get("id") == 0)
+        s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        def call(rid, token, steps=5):
+            s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+                "name": "slow", "arguments": {"label": token, "steps": steps, "delay": 0.3},
+                "_meta": {"progressToken": token}}})
+
+        def progress(token):
+            return [m for m in s.seen if P.progress_token(m) == token]
+
+        call(1, "a")
+        assert s.until(lambda m: P.progress_token(m) == "a")
+        call(1, "b")                                   # a duplicate of the in-flight id 1
+        s.until(lambda m: P.progress_token(m) == "b" or (m.get("id", 0) is None), timeout=2)
+        s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        s.until(lambda m: False, timeout=2.5)          # let both run on
+        return s, progress("a"), progress("b")
+    except BaseException:
+        s.close()
+        raise
+
+
+def test_stdio_guard_refuses_the_duplicate_and_the_cancel_hits_the_first():
+    s, a, b = _stdio_duplicate_then_cancel(guarded=True)
+    try:
+        refusals = [m for m in s.seen if "error" in m and m.get("id") is None]
+        assert len(refusals) == 1 and refusals[0]["error"]["code"] == -32600
+        assert refusals[0]["error"]["data"] == {"id": 1}
+        assert b == []                                 # the duplicate never ran
+        assert 1 <= len(a) < 5                         # the cancel stopped the one it meant
+        assert not any(m.get("id") == 1 and "result" in m for m in s.seen)
+        s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",     # id 1 is free again
+                "params": {"name": "echo", "arguments": {"text": "again"}}})
+        assert s.until(lambda m: m.get("id") == 1 and "result" in m)
+    finally:
+        s.close()
+
+
+def test_stdio_bare_sdk_lets_the_cancel_hit_the_duplicate():
+    s, a, b = _stdio_duplicate_then_cancel(guarded=False)
+    try:
+        assert not any("error" in m and m.get("id") is None for m in s.seen)
+        assert s.until(lambda m: m.get("id") == 1 and "result" in m, timeout=5)
+        assert len(a) == 5                             # the request the cancel meant ran to the end
+        assert len(b) < 5                              # the duplicate was cancelled instead
+    finally:
+        s.close()
