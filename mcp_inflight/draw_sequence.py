@@ -7,8 +7,8 @@ that fails gets one diagram of its shortest trace (today: ``unguarded`` and
 no server design can avoid on that profile, drawn for each design).
 
 Lanes, left to right: the client, the rogue (when it sends), one lane per request instance's
-stream (its POST stream on Streamable HTTP; on stdio, the replies that carry that instance's
-id on the one channel), and the server core.  Every step of the trace is exactly one arrow, in
+stream (its POST stream on Streamable HTTP; on stdio, the request and the messages that carry
+its id on the one channel), and the server core.  Every step of the trace is exactly one arrow, in
 trace order, numbered like the trace:
 
 * a send goes from its sender to the instance's stream (the POST that opens it);
@@ -207,8 +207,11 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
         lanes.append(("R", "rogue"))
     for r in sorted(set(insts) | {_lane_inst(x) for x in uses if _lane_inst(x) is not None}):
         who = {"C": "client", "R": "rogue"}.get(senders.get(r, ""), "")
-        where = "POST stream" if cfg.http else "replies on stdio"
-        lanes.append((lane_of(r), f"{inst_name(r)}: {who} {where}".replace("  ", " ")))
+        if cfg.http:
+            title = f"{inst_name(r)}: {who} POST stream"
+        else:
+            title = f"{inst_name(r)}: {who} request on stdio"
+        lanes.append((lane_of(r), title.replace("  ", " ")))
     lanes.append(("S", "server core"))
     return lanes, res
 
@@ -413,7 +416,7 @@ def dot(seq: Sequence) -> str:
 
 
 def index(seqs: list[Sequence]) -> str:
-    """A Markdown list of every counterexample diagram, with its trace as text."""
+    """A Markdown page of every counterexample: links, the trace as text, the Mermaid inline."""
     lines = ["# Counterexample sequence diagrams", "",
              "Generated from `model/` by `mcp-inflight diagrams`: one diagram per invariant or "
              "protocol hazard that fails, per design and profile, at 2 ids and 2 request "
@@ -427,6 +430,10 @@ def index(seqs: list[Sequence]) -> str:
         lines.append("")
         for n, st in enumerate(seq.trace, 1):
             lines.append(f"{n}. {st['story'].replace('<--', '&larr;')}")
+        lines.append("")
+        lines.append("```mermaid")
+        lines.append(mermaid(seq).rstrip("\n"))
+        lines.append("```")
         lines.append("")
     return "\n".join(lines)
 
