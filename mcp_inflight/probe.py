@@ -480,6 +480,8 @@ def judge_collateral_close(control, test, cal) -> Verdict:
     v.refusal = refusal_of(b)
     if v.refusal is not None:
         return v
+    for text in crossed_tokens(test):
+        v.add("misrouted_notification", text)
     ta = test["aborts"][0]["t"]
     if not any(is_response(e["msg"]) for e in events(b, lambda m: True)):
         n_b = len(progress_of(test, b["token"]))

@@ -615,3 +615,34 @@ def test_stdio_bare_sdk_lets_the_cancel_hit_the_duplicate():
         assert len(b) < 5                              # the duplicate was cancelled instead
     finally:
         s.close()
+
+
+def test_guard_keeps_an_id_in_flight_after_its_client_went_away(sdk_guarded):
+    # 2025-11-25: a disconnect is not a cancel.  The handler runs on, so its id stays in flight
+    # (a new request under it is refused) until the handler answers; then it is free again.
+    import httpx
+
+    c, h = _raw_session(sdk_guarded)
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "slow", "arguments": {"label": "gone", "steps": 4, "delay": 0.3},
+        "_meta": {"progressToken": "gone"}}}
+    t0 = time.monotonic()
+    with httpx.Client(timeout=10) as one:
+        with one.stream("POST", sdk_guarded, headers=h, json=call) as r:
+            for line in r.iter_lines():
+                if "notifications/progress" in line:
+                    break                        # first progress seen: go away
+    time.sleep(0.1)
+    r = c.post(sdk_guarded, headers=h, json=dict(call, params=dict(call["params"], _meta={"progressToken": "x"})))
+    assert r.status_code == 409 and r.json()["error"]["data"] == {"id": 5}
+    while time.monotonic() - t0 < 1.2 + 0.5:     # the abandoned handler's 4 x 0.3 s
+        time.sleep(0.1)
+    deadline = time.monotonic() + 5
+    while True:
+        r = c.post(sdk_guarded, headers=h, json={"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                                 "params": {"name": "echo", "arguments": {"text": "ok"}}})
+        if r.status_code == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert r.status_code == 200 and _sse_messages(r.text)[-1]["result"]["content"][0]["text"] == "ok"
+    c.close()
