@@ -294,7 +294,29 @@ def generate(out_dir: pathlib.Path) -> list[pathlib.Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         written.append(path)
+    for rel in _leftovers(out_dir, set(files), dot_bin is not None):
+        (out_dir / rel).unlink()
+        print(f"removed {out_dir / rel} (the model no longer produces it)", file=sys.stderr)
     return written
+
+
+def _leftovers(out_dir: pathlib.Path, produced: set[str], have_dot: bool) -> list[str]:
+    """Generated-kind files in ``out_dir`` that are not in ``produced`` (relative names).
+
+    Without ``dot`` SVGs are not produced, so they are never counted as left over."""
+    if not out_dir.is_dir():
+        return []
+    kinds = FORMATS if have_dot else tuple(f for f in FORMATS if f != "svg")
+    present = [p for p in out_dir.iterdir() if p.is_file()]
+    for sub in SUBDIRS:
+        if (out_dir / sub).is_dir():
+            present += [p for p in (out_dir / sub).iterdir() if p.is_file()]
+    out = []
+    for p in sorted(present):
+        rel = p.relative_to(out_dir).as_posix()
+        if _generated_kind(rel, kinds) and rel not in produced:
+            out.append(rel)
+    return out
 
 
 def _diff(name: str, old: bytes, new: bytes) -> str:
@@ -318,7 +340,7 @@ def check(out_dir: pathlib.Path) -> tuple[bool, str]:
     with tempfile.TemporaryDirectory(prefix="mcp-inflight-diagrams-") as tmp:
         fresh = {p.relative_to(tmp).as_posix(): p.read_bytes()
                  for p in generate(pathlib.Path(tmp))}
-    missing, stale, extra, diffs = [], [], [], []
+    missing, stale, diffs = [], [], []
     for name in sorted(fresh):
         path = out_dir / name
         if not path.is_file():
@@ -328,16 +350,7 @@ def check(out_dir: pathlib.Path) -> tuple[bool, str]:
         if old != fresh[name]:
             stale.append(name)
             diffs.append(_diff(name, old, fresh[name]))
-    if out_dir.is_dir():
-        kinds = FORMATS if have_dot else tuple(f for f in FORMATS if f != "svg")
-        present = [p for p in out_dir.iterdir() if p.is_file()]
-        for sub in SUBDIRS:
-            if (out_dir / sub).is_dir():
-                present += [p for p in (out_dir / sub).iterdir() if p.is_file()]
-        for p in sorted(present):
-            rel = p.relative_to(out_dir).as_posix()
-            if _generated_kind(rel, kinds) and rel not in fresh:
-                extra.append(rel)
+    extra = _leftovers(out_dir, set(fresh), have_dot)
     ok = not (missing or stale or extra)
     out = []
     if ok:
