@@ -1187,17 +1187,18 @@ def build_parser():
     p = _Parser(
         prog="mcp-inflight probe",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Probe a Streamable HTTP MCP server (2025-era protocol, stateful session) for "
-                    "what it does when a request arrives under a JSON-RPC id that is still in flight.\n"
+        description="Probe a Streamable HTTP MCP server (2025-era protocol, stateful session) for what\n"
+                    "it does when a request arrives under a JSON-RPC id that is still in flight.\n\n"
                     "Each scenario runs first with distinct ids (the control), then with colliding ids:\n"
-                    "  " + ", ".join(SCENARIOS) + ".\n"
-                    "Misrouting is judged by progress tokens, request ids and result shapes, never by "
-                    "the tool's text. Only URL is contacted.",
-        epilog="defect classes:\n" + classes + "\n\nexit status: 0 clean, 1 defects found, "
-               "2 could not test (no session, tool missing, too fast to overlap, a control failed) "
-               "or usage error.\nThe defaults fit `mcp-inflight serve`.")
+                    "  " + ", ".join(SCENARIOS[:4]) + ",\n  " + ", ".join(SCENARIOS[4:]) + ".\n"
+                    "Misrouting is judged by progress tokens, request ids and result shapes, never by\n"
+                    "the tool's text. Every POST gets its own progress token. Only URL is contacted;\n"
+                    "a whole probe takes about 10-20 s against a healthy server.",
+        epilog="defect classes:\n" + classes + "\n\nexit status: 0 clean, 1 defects found, 2 could not "
+               "test (no session, tool missing,\ntoo fast to overlap, a control failed) or usage error. "
+               "The defaults fit `mcp-inflight serve`.")
     p.add_argument("url", type=_url, metavar="URL", help="the server's MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
-    p.add_argument("--tool", default=DEFAULT_TOOL,
+    p.add_argument("--tool", default=DEFAULT_TOOL, metavar="NAME",
                    help=f"a tool that reports progress for the client's progress token and runs at least "
                         f"a second (default: {DEFAULT_TOOL})")
     p.add_argument("--args", type=_json_object, default=DEFAULT_ARGS, metavar="JSON",
