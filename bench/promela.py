@@ -1,0 +1,356 @@
+"""Promela from ``model/``: a backend of the state interface whose values are Promela expressions.
+
+The rules of ``model/session.py`` and ``model/properties.py`` are Python functions over a logic
+object ``b`` and a state read by indexing (``model/logic.py``).  Handed :class:`Promela` and a
+:class:`StateView`, the very same functions return Promela expression text instead of Python
+values, so the SPIN model below is generated from the one specification, not written again:
+
+* every (action, r, i) of ``actions_for(cfg)`` becomes one ``d_step { guard -> effects }`` option
+  of a single ``do`` loop in one process, so one SPIN state is one model state (the process
+  never rests anywhere but at the ``do``);
+* effects follow the semantics of a list of ``Write``: the fields the writes read are first
+  copied to ``hidden`` pre-state variables (outside the state vector), every key, value and
+  ``when`` is read from those copies, then the writes are applied in list order, each as a
+  guarded assignment;
+* on stdio the explorer renumbers send times after every step (``canonical_clock`` in
+  ``model/session.py``: a time becomes its rank among undelivered messages, the clock their
+  number); the same renumbering is emitted in Promela after the writes.  It is the one piece of
+  this file that is not read from the model's backend interface (it is plain Python there), so
+  the state counts are its check;
+* step properties are judged inside the ``d_step``, after the writes, with the pre-state copies
+  as ``pre``, the live variables as ``post`` and the action's outputs computed on ``pre``;
+* state properties (invariants, hazards, witnesses) are judged on the pre-state of every
+  transition, and, through an extra ``timeout`` option, in every state where no action is
+  enabled; that option also asserts ``settled`` (a state with nothing enabled that is not settled
+  is a deadlock, as in the explorer) and leads back to the same state, so it adds no state.
+
+Each property has its own ``assert`` over a ``hidden`` flag named after it: the first violation
+fails ``assert(P_<name>)`` and sets the flag, so with ``pan -c0`` every property is reported at
+most once and the search goes on to the end (a witness is "violated" when it is reached).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterable
+
+from mcp_inflight.model.config import Config
+from mcp_inflight.model.lifecycle import Life
+from mcp_inflight.model.logic import NONE, Write
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.session import (CMSG_WIRE, FIELDS, actions_for, domains, initial,
+                                        settled)
+
+
+# --- expressions --------------------------------------------------------------------------
+
+def lit(x: Any) -> str:
+    """Promela text of a value: an expression, an int (IntEnum included) or a bool."""
+    if isinstance(x, Expr):
+        return x.text
+    if isinstance(x, bool):
+        return "1" if x else "0"
+    if isinstance(x, int):
+        return str(int(x))
+    raise TypeError(f"no Promela form for {x!r}")
+
+
+class Expr:
+    """A Promela expression.  Comparisons and ``+``/``-`` build larger expressions; truth is
+    refused, so a rule that branched in Python on a state value would fail loudly here."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _bin(self, op, other, swap=False):
+        a, c = (lit(other), self.text) if swap else (self.text, lit(other))
+        return Expr(f"({a} {op} {c})")
+
+    def __eq__(self, o):  # type: ignore[override]
+        return self._bin("==", o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._bin("!=", o)
+
+    def __lt__(self, o):
+        return self._bin("<", o)
+
+    def __le__(self, o):
+        return self._bin("<=", o)
+
+    def __gt__(self, o):
+        return self._bin(">", o)
+
+    def __ge__(self, o):
+        return self._bin(">=", o)
+
+    def __add__(self, o):
+        return self._bin("+", o)
+
+    def __radd__(self, o):
+        return self._bin("+", o, swap=True)
+
+    def __sub__(self, o):
+        return self._bin("-", o)
+
+    def __rsub__(self, o):
+        return self._bin("-", o, swap=True)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self):
+        raise TypeError(f"a model rule branched in Python on a state value: {self.text}")
+
+    def __repr__(self):
+        return f"Expr({self.text})"
+
+
+class Array:
+    """A keyed field: ``a[k]`` is the Promela element (``k`` a Python int or an expression)."""
+
+    __slots__ = ("name", "size")
+
+    def __init__(self, name: str, size: int):
+        self.name = name
+        self.size = size
+
+    def __getitem__(self, k):
+        if isinstance(k, Expr):
+            return Expr(f"{self.name}[{k.text}]")
+        k = int(k)
+        if not 0 <= k < self.size:
+            raise IndexError(f"{self.name}[{k}]: a constant key out of range (an unmasked NONE?)")
+        return Expr(f"{self.name}[{k}]")
+
+    def __len__(self):
+        return self.size
+
+    def __iter__(self):
+        return (self[k] for k in range(self.size))
+
+
+class StateView:
+    """The state read through Promela variables named ``<prefix><field>``."""
+
+    def __init__(self, cfg: Config, prefix: str = ""):
+        self._prefix = prefix
+        for f in FIELDS:
+            name = prefix + f.name
+            if f.key is None:
+                v: Any = Expr(name)
+            else:
+                v = Array(name, cfg.requests if f.key == "inst" else cfg.ids)
+            setattr(self, f.name, v)
+
+
+def _is_const(x) -> bool:
+    return not isinstance(x, Expr)
+
+
+class Promela:
+    """The logic interface of ``model/logic.py`` over Promela text.
+
+    Python constants fold (``And(True, e)`` is ``e``), quantifiers unroll over the finite domain,
+    ``&&``, ``||`` and ``(c -> a : b)`` short-circuit in pan's C, so a guarded read such as
+    ``t != -1 && open[t]`` never indexes with -1.
+    """
+
+    symbolic = True
+
+    def __init__(self, domains: dict[str, Iterable[int]]):
+        self.domains = {k: tuple(v) for k, v in domains.items()}
+
+    @staticmethod
+    def And(*xs):
+        parts = []
+        for x in xs:
+            if _is_const(x):
+                if not x:
+                    return False
+                continue
+            parts.append(x.text)
+        if not parts:
+            return True
+        return Expr(parts[0]) if len(parts) == 1 else Expr("(" + " && ".join(parts) + ")")
+
+    @staticmethod
+    def Or(*xs):
+        parts = []
+        for x in xs:
+            if _is_const(x):
+                if x:
+                    return True
+                continue
+            parts.append(x.text)
+        if not parts:
+            return False
+        return Expr(parts[0]) if len(parts) == 1 else Expr("(" + " || ".join(parts) + ")")
+
+    @staticmethod
+    def Not(x):
+        if _is_const(x):
+            return not x
+        return Expr(f"!({x.text})")
+
+    @classmethod
+    def Implies(cls, a, c):
+        return cls.Or(cls.Not(a), c)
+
+    @staticmethod
+    def Ite(c, a, other):
+        if _is_const(c):
+            return a if c else other
+        return Expr(f"({c.text} -> {lit(a)} : {lit(other)})")
+
+    @classmethod
+    def In(cls, x, values):
+        if _is_const(x):
+            return x in values
+        return cls.Or(*[x == v for v in values])
+
+    def ForAll(self, sort: str, fn: Callable[[int], Any]):
+        return self.And(*[fn(v) for v in self.domains[sort]])
+
+    def Exists(self, sort: str, fn: Callable[[int], Any]):
+        return self.Or(*[fn(v) for v in self.domains[sort]])
+
+
+# --- the generated model ------------------------------------------------------------------
+
+_TYPE = {"life": "byte", "id": "byte", "bool": "bool", "step": "byte", "sreq": "byte",
+         "cmsg": "byte", "time": "byte", "inst?": "short"}
+_PRE = "p_"
+
+
+def _cond(x) -> str:
+    return lit(x)
+
+
+def _writes(ws: list[Write]) -> list[str]:
+    out = []
+    for w in ws:
+        target = w.field if w.key is None else f"{w.field}[{lit(w.key)}]"
+        assign = f"{target} = {lit(w.value)}"
+        if _is_const(w.when):
+            if w.when:
+                out.append(assign + ";")
+            continue
+        out.append(f"if :: {lit(w.when)} -> {assign} :: else -> skip fi;")
+    return out
+
+
+def _check(name: str, holds) -> list[str]:
+    """Report property ``name`` the first time ``holds`` is false."""
+    if _is_const(holds):
+        return [] if holds else [f"if :: !P_{name} -> assert(P_{name}); P_{name} = 1 :: else -> skip fi;"]
+    return [f"if :: !P_{name} && !({holds.text}) -> assert(P_{name}); P_{name} = 1 :: else -> skip fi;"]
+
+
+def _canonical_clock(cfg: Config) -> list[str]:
+    """stdio: a send time becomes its rank among undelivered messages (model/session.py
+    ``canonical_clock``); pending times are distinct, so the rank is the number of pending
+    messages sent earlier."""
+    if not cfg.stdio:
+        return []
+    n = cfg.requests
+    sent = lambda q: f"(life[{q}] == {int(Life.SENT)})"  # noqa: E731
+    wire = lambda q: f"(cmsg[{q}] == {CMSG_WIRE})"  # noqa: E731
+
+    def rank(t):
+        terms = []
+        for q in range(n):
+            terms.append(f"(({sent(q)} && ts[{q}] < {t}) -> 1 : 0)")
+            terms.append(f"(({wire(q)} && cts[{q}] < {t}) -> 1 : 0)")
+        return " + ".join(terms)
+
+    lines = []
+    for r in range(n):
+        lines.append(f"c_ts[{r}] = ({sent(r)} -> ({rank(f'ts[{r}]')}) : 0);")
+        lines.append(f"c_cts[{r}] = ({wire(r)} -> ({rank(f'cts[{r}]')}) : 0);")
+    count = " + ".join(f"({sent(q)} -> 1 : 0) + ({wire(q)} -> 1 : 0)" for q in range(n))
+    lines.append(f"clock = {count};")
+    for r in range(n):
+        lines.append(f"ts[{r}] = c_ts[{r}]; cts[{r}] = c_cts[{r}];")
+    return lines
+
+
+def _copy_pre(cfg: Config, body: list[str]) -> list[str]:
+    """Copy to the pre-state variables exactly the fields the body reads from them."""
+    used = set(re.findall(r"\b" + _PRE + r"(\w+)\b", "\n".join(body)))
+    out = []
+    for f in FIELDS:
+        if f.name not in used:
+            continue
+        if f.key is None:
+            out.append(f"{_PRE}{f.name} = {f.name};")
+        else:
+            n = cfg.requests if f.key == "inst" else cfg.ids
+            out.append(" ".join(f"{_PRE}{f.name}[{k}] = {f.name}[{k}];" for k in range(n)))
+    return out
+
+
+def properties_for(cfg: Config, properties=PROPERTIES):
+    return [p for p in properties if p.applies(cfg)]
+
+
+def generate(cfg: Config, properties=PROPERTIES) -> str:
+    """The Promela text of ``cfg``: one process, one ``do``, one ``d_step`` per (action, r, i)."""
+    b = Promela(domains(cfg))
+    cur = StateView(cfg)
+    pre = StateView(cfg, _PRE)
+    props = properties_for(cfg, properties)
+    state_props = [p for p in props if p.scope == "state"]
+    step_props = [p for p in props if p.scope == "step"]
+
+    def state_checks(view):
+        lines = []
+        for p in state_props:
+            v = p.fn(b, view, cfg)
+            lines += _check(p.name, b.Not(v) if p.kind == "witness" else v)
+        return lines
+
+    s0 = initial(cfg)
+    decl = [f"/* {cfg.label}, ids={cfg.ids} requests={cfg.requests}: generated from model/ */"]
+    for f in FIELDS:
+        n = None if f.key is None else (cfg.requests if f.key == "inst" else cfg.ids)
+        init = getattr(s0, f.name)
+        v0 = init if n is None else init[0]
+        if n is not None and any(x != v0 for x in init):
+            raise ValueError(f"initial {f.name} is not uniform")
+        dim = "" if n is None else f"[{n}]"
+        decl.append(f"{_TYPE[f.sort]} {f.name}{dim} = {lit(v0)};")
+        decl.append(f"hidden {'int' if _TYPE[f.sort] == 'short' else 'byte'} {_PRE}{f.name}{dim};")
+    if cfg.stdio:
+        decl.append(f"hidden byte c_ts[{cfg.requests}], c_cts[{cfg.requests}];")
+    decl.append("hidden byte " + ", ".join(f"P_{p.name}" for p in props) + ";")
+
+    options = []
+    for a in actions_for(cfg):
+        for r in range(cfg.requests):
+            for i in (range(cfg.ids) if "i" in a.params else (None,)):
+                guard = a.guard(b, cur, cfg, r, i)
+                if _is_const(guard) and not guard:
+                    continue
+                out = a.output(b, pre, cfg, r, i)
+                writes = _writes(a.effect(b, pre, cfg, r, i, out))
+                body = writes + _canonical_clock(cfg)
+                checks = []
+                for p in step_props:
+                    checks += _check(p.name, p.fn(b, pre, cur, cfg, a, r, i, out))
+                body = _copy_pre(cfg, body + checks) + body + checks
+                label = f"{a.name} r={r}" + ("" if i is None else f" i={i}")
+                g = "true" if _is_const(guard) else guard.text
+                options.append(f"  /* {label} */\n  :: d_step {{ {g} ->\n"
+                               + "".join(f"       {x}\n" for x in state_checks(cur) + body)
+                               + "     }")
+    idle = state_checks(cur) + _check("deadlock", settled(b, cur, ))
+    options.append("  /* nothing enabled: judge the state, then stay */\n  :: d_step { timeout ->\n"
+                   + "".join(f"       {x}\n" for x in idle) + "     }")
+    decl.append("hidden byte P_deadlock;")
+    return ("\n".join(decl) + "\n\nactive proctype session() {\nend:\n  do\n"
+            + "\n".join(options) + "\n  od\n}\n")
+
+
+__all__ = ["Expr", "Array", "StateView", "Promela", "generate", "properties_for", "lit"]
