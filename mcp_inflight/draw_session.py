@@ -330,6 +330,8 @@ def dot_reduced(g: Graph) -> str:
             "Transitions that change nothing in this projection are not drawn,",
             "unless they break a step invariant (then a red self-loop).",
             "Every action, instance and id: the complete graph (.dot without -reduced).",
+            f"Here {len(g.bad_states)} of {len(g.states)} states break a state invariant and "
+            f"{sum(1 for e in g.edges if e[4])} of {len(g.edges)} transitions a step invariant.",
         ]),
     ]
     for k, (p, n, nb, bad) in enumerate(nodes):
