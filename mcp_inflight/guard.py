@@ -88,10 +88,10 @@ class SessionCore:
     """The ``atomic`` design of the model on one session's state (2025-11-25 Streamable HTTP).
 
     The state is the model's ``State`` with as many instance and id slots as the session
-    needs.  Requests are driven through the model's own actions: ``rogue_sends`` and ``arrive``
-    (the request is on the server; the guard cannot tell a client from a rogue, and no server
-    rule reads that ghost), then ``refuse`` or ``admit``, later ``respond``, ``break_stream``,
-    ``on_cancel`` and ``unwind``.  A finished instance is forgotten (its slot returns to the
+    needs.  Requests are driven through the model's own actions: ``client_sends`` (or
+    ``rogue_sends`` when the sender broke the id rule) and ``arrive`` put the request on the
+    server, then ``refuse`` or ``admit``, later ``respond``, ``break_stream``, ``on_cancel`` and
+    ``unwind``.  A finished instance is forgotten (its slot returns to the
     model's initial values) so that the state stays as small as what is in flight.
     """
 
@@ -100,6 +100,7 @@ class SessionCore:
         self.s = State(*[() if f.key else f.default for f in FIELDS])
         self.ids: dict = {}          # typed id -> id slot
         self.handles: dict = {}      # instance slot -> Handle
+        self.on_step = None          # optional fn(pre, post, action, r, i, out), for checking
 
     # --- slots ---------------------------------------------------------------------------
     def _grow(self, key):
@@ -149,7 +150,9 @@ class SessionCore:
     def _do(self, name, r, i=None):
         ok, out, writes = ACTION[name].run(self._logic(), self.s, self.cfg, r, i)
         if ok:
-            self.s = apply_writes(self.s, writes)
+            pre, self.s = self.s, apply_writes(self.s, writes)
+            if self.on_step is not None:
+                self.on_step(pre, self.s, ACTION[name], r, i, out)
         return ok, out
 
     def _mine(self, handle) -> bool:
@@ -161,10 +164,15 @@ class SessionCore:
         typed = typed_id(rid)
         i = self._id_slot(typed)
         r = self._instance_slot()
-        for name, arg in (("rogue_sends", i), ("arrive", None)):
-            ok, _ = self._do(name, r, arg)
-            if not ok:  # pragma: no cover - the model's send/arrive guards hold for a fresh slot
-                raise RuntimeError(f"model refused {name} for a fresh slot")
+        # Who sent it is a ghost no server rule reads; the model's own id rule tells a sender
+        # that obeys it (the client) from one that does not (a rogue), which keeps the
+        # client-side invariants meaningful when the state is checked.
+        sent, _ = self._do("client_sends", r, i)
+        if not sent:
+            sent, _ = self._do("rogue_sends", r, i)
+        arrived, _ = self._do("arrive", r)
+        if not (sent and arrived):  # pragma: no cover - the guards hold for a fresh slot
+            raise RuntimeError("the model refused to send or deliver on a fresh slot")
         ok, _ = self._do("refuse", r)
         if ok:
             self._forget(r)

@@ -646,3 +646,97 @@ def test_guard_keeps_an_id_in_flight_after_its_client_went_away(sdk_guarded):
         time.sleep(0.1)
     assert r.status_code == 200 and _sse_messages(r.text)[-1]["result"]["content"][0]["text"] == "ok"
     c.close()
+
+
+# --- the guard's state, checked against the model's invariants under random use ----------------
+
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule  # noqa: E402
+
+IDS = st.sampled_from([1, 2, "1", "2", "a"])
+
+
+class GuardCoreMachine(RuleBasedStateMachine):
+    """Random arrivals, responses (also through stale handles), broken streams and cancels on one
+    session of the guard's core.  After every step the model's state invariants hold on the
+    core's state, every step the model took keeps its step invariants, and the decisions agree
+    with what the id rule means: refused exactly when that typed id is in flight."""
+
+    def __init__(self):
+        super().__init__()
+        from mcp_inflight.guard import SessionCore
+        from mcp_inflight.model import INVARIANTS
+
+        self.core = SessionCore()
+        self.steps_ok = []
+        self.core.on_step = self._check_step
+        self.props = INVARIANTS
+        self.live = {}          # typed id -> handle, what the core should hold in flight
+        self.old = []           # handles already finished
+
+    def _check_step(self, pre, post, action, r, i, out):
+        b = self.core._logic()
+        for p in self.props:
+            if p.scope == "step" and p.applies(self.core.cfg):
+                assert p.fn(b, pre, post, self.core.cfg, action, r, i, out), (p.name, action.name)
+
+    @staticmethod
+    def key(rid):
+        return (type(rid).__name__, rid)
+
+    @rule(rid=IDS)
+    def arrive(self, rid):
+        verdict, value = self.core.arrive(rid)
+        assert (verdict == "refused") == (self.key(rid) in self.live)
+        if verdict == "admitted":
+            self.live[self.key(rid)] = value
+
+    @rule(rid=IDS, stale=st.booleans())
+    def respond(self, rid, stale):
+        if stale and self.old:
+            assert self.core.respond(self.old[-1]) is False
+            return
+        h = self.live.pop(self.key(rid), None)
+        if h is not None:
+            self.core.respond(h)
+            self.old.append(h)
+
+    @rule(rid=IDS)
+    def broken(self, rid):
+        h = self.live.get(self.key(rid))
+        if h is not None:
+            self.core.broken(h)
+            assert not self.core.deliverable(h)
+
+    @rule(rid=IDS)
+    def cancel(self, rid):
+        h = self.core.cancel(rid)
+        assert h is None or h is self.live.get(self.key(rid))
+
+    @invariant()
+    def model_invariants_hold(self):
+        b = self.core._logic()
+        for p in self.props:
+            if p.scope == "state" and p.applies(self.core.cfg):
+                assert p.fn(b, self.core.s, self.core.cfg), p.name
+        assert self.core.empty() == (not self.live)
+        if not self.live:       # nothing in flight: nothing left in the model's registries
+            assert set(self.core.s.inflight) <= {-1} and set(self.core.s.stream) <= {-1}
+
+
+TestGuardCoreMachine = GuardCoreMachine.TestCase
+
+
+@pytest.mark.parametrize("design", ["unguarded", "atomic-no-refusal"])
+def test_guard_core_machine_catches_a_design_that_breaks_the_rules(monkeypatch, design):
+    from hypothesis import settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from mcp_inflight import guard as G
+    from mcp_inflight.model import DESIGNS, Config, mutants
+
+    d = DESIGNS.get(design) or mutants()[design]
+    monkeypatch.setattr(G, "CONFIG", Config(d, "2025-11-25", "http"))
+    with pytest.raises(AssertionError):
+        run_state_machine_as_test(GuardCoreMachine, settings=settings(max_examples=200, deadline=None,
+                                                                      database=None))
