@@ -58,9 +58,9 @@ def build_server() -> MCPServer:
     return server
 
 
-def build_app(guarded: bool = False):
+def build_app(guarded: bool = False, json_response: bool = False):
     """The SDK's Streamable HTTP ASGI app, wrapped by the guard if ``guarded``."""
-    app = build_server().streamable_http_app()
+    app = build_server().streamable_http_app(json_response=json_response)
     if guarded:
         from mcp_inflight.guard import guard
         app = guard(app)
@@ -84,6 +84,7 @@ def main(argv=None) -> int:
     p.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     p.add_argument("--guard", action="store_true", help="wrap the SDK's app in mcp_inflight.guard")
     p.add_argument("--stdio", action="store_true", help="serve stdin/stdout instead of HTTP")
+    p.add_argument("--json-response", action="store_true", help="answer POSTs with JSON, not SSE")
     args = p.parse_args(argv)
     if args.stdio:
         anyio.run(serve_stdio, args.guard)
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(build_app(args.guard), log_level="warning", lifespan="on")
+    config = uvicorn.Config(build_app(args.guard, args.json_response), log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
 
     async def serve():

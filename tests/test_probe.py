@@ -740,3 +740,99 @@ def test_guard_core_machine_catches_a_design_that_breaks_the_rules(monkeypatch, 
     with pytest.raises(AssertionError):
         run_state_machine_as_test(GuardCoreMachine, settings=settings(max_examples=200, deadline=None,
                                                                       database=None))
+
+
+def test_guard_in_json_response_mode():
+    # The SDK answers each POST with one JSON body: the id is released as that body goes out.
+    import threading
+
+    import httpx
+
+    proc, url = _start([sys.executable, str(HERE / "sdk_server.py"), "--guard", "--json-response"])
+    try:
+        c, h = _raw_session(url)
+        slow = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "slow", "arguments": {"label": "j", "steps": 3, "delay": 0.3}}}
+        first = {}
+        t = threading.Thread(target=lambda: first.update(r=httpx.post(url, headers=h, json=slow, timeout=10)))
+        t.start()
+        time.sleep(0.4)
+        r = c.post(url, headers=h, json=slow)
+        assert r.status_code == 409 and r.json()["error"]["code"] == -32600
+        t.join()
+        assert first["r"].status_code == 200 and first["r"].json()["result"]["content"][0]["text"] == "done:j"
+        for n in range(3):
+            r = c.post(url, headers=h, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                             "params": {"name": "echo", "arguments": {"text": str(n)}}})
+            assert r.status_code == 200 and r.json()["id"] == 3
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_guard_releases_on_the_response_and_holds_the_next_one_until_the_sdk_let_go():
+    # A stand-in ASGI app that, like the SDK, sends a request's response on its SSE stream and
+    # only then cleans up.  The client may reuse the id as soon as it sees the response: that
+    # POST is admitted at once (no 409) but enters the app only after the first has left it.
+    import asyncio
+
+    from mcp_inflight.guard import guard
+
+    log = []
+    gates = {}                                          # n -> lets request n leave the app
+
+    async def app(scope, receive, send):
+        body = json.loads((await receive())["body"])
+        log.append(("enter", body["params"]["n"]))
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        msg = {"jsonrpc": "2.0", "id": body["id"], "result": {"content": []}}
+        await send({"type": "http.response.body", "body": b"event: message\r\ndata: " +
+                    json.dumps(msg).encode() + b"\r\n\r\n", "more_body": True})
+        await gates[body["params"]["n"]].wait()     # still inside the app after the response
+        log.append(("leave", body["params"]["n"]))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def scope():
+        return {"type": "http", "method": "POST", "headers": [(b"mcp-session-id", b"s1")]}
+
+    def call(n, sent):
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"n": n}}).encode()
+        done = {"receive": False}
+
+        async def receive():
+            if not done["receive"]:
+                done["receive"] = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()
+
+        async def send(m):
+            sent.append(m)
+        return receive, send
+
+    async def main():
+        g = guard(app)
+        first, second = [], []
+        r1 = asyncio.ensure_future(g(scope(), *call(1, first)))
+        while not any(b"data:" in m.get("body", b"") for m in first):
+            await asyncio.sleep(0)                      # the client has seen A's response
+        r2 = asyncio.ensure_future(g(scope(), *call(2, second)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert second == [] and log == [("enter", 1)]  # admitted, waiting for the app to let go
+        gates[1].set()
+        await r1
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert log[:3] == [("enter", 1), ("leave", 1), ("enter", 2)]
+        assert second[0]["status"] == 200
+        gates[2].set()
+        await r2
+        assert g.sessions == {} and g.in_sdk == {}
+
+    async def run():
+        gates.update({1: asyncio.Event(), 2: asyncio.Event()})
+        await main()
+
+    asyncio.run(run())
