@@ -1,0 +1,427 @@
+"""The sans-IO session core: the model's ``atomic`` design, running on one session's state.
+
+Like h11, this module does no I/O: no sockets, no asyncio, no clock.  An adapter (stdio,
+Streamable HTTP, a guard in front of another server) tells the core what happened on the wire
+and the core answers what to do: admit this request (with an opaque handle) or refuse it with
+this JSON-RPC error, write this message on that request's stream or drop it, cancel that
+handler.  Every answer is computed by the model's own actions (``model/session.py``: ``arrive``,
+``admit``, ``refuse``, ``emit``, ``server_request``, ``answer``, ``respond``, ``on_cancel``,
+``unwind``, ``break_stream``) with the concrete backend of ``model/logic.py`` under
+``model.config.ATOMIC``; this module adds no guard and no effect of its own.
+
+The admission API (stable; other adapters build on it)
+-------------------------------------------------------
+::
+
+    core = SessionCore("2025-11-25", "http")      # one per session (2026-07-28 http: per server)
+    v = core.arrive(rid)            # rid: the request's JSON id exactly as parsed
+    if isinstance(v, Refused):      # an id in flight: send v.error (on HTTP: 409, ``id: null``)
+        ...
+    else:
+        h = v.handle                # opaque, compared by identity
+    core.emit(h)      -> Handle | None   # progress/log: the stream to write it on, None = drop
+    core.server_request(h) -> Handle | None   # elicitation/sampling: its stream, None = fail it
+    core.answer(h)                   # the client answered that server-to-client request
+    core.finish(h)    -> Handle | None   # the handler ended: stream for its response, or None
+    core.close(h)     -> bool        # h's stream closed; True if that cancels h's handler
+    core.cancel(rid)  -> Handle | None   # notifications/cancelled: the handle to cancel, if any
+    core.end()        -> list[Handle]    # the session ends (DELETE): handles to cancel
+
+``arrive`` raises :class:`InvalidId` (JSON-RPC -32600) for an id that is not a string or an
+integer (``null``, booleans, floats, objects, arrays).  Ids keep their JSON type: ``7`` and
+``"7"`` are two ids (:func:`typed_id`).  A handle is released by identity only: releasing a
+finished or foreign handle changes nothing.  ``initialize`` is never handed to ``cancel``'s
+target because adapters answer it within the step that admits it (no cancel can come between).
+
+How the model's state is kept at run time
+-----------------------------------------
+The explorer's state is a tuple per field over a bounded set of instances and ids.  Here each
+keyed field is a mapping with the field's default (:class:`_Table`): instances are numbered by
+a per-session counter (never reused, so identity comparisons stay sound), ids are typed keys.
+The model's functions read it by indexing exactly as they read the explorer's tuples.  Writes
+are applied by :func:`apply_runtime` (a write of the default value deletes the entry, so the
+tables hold only what is live); ``tests/test_core.py`` checks it against
+``model.logic.apply_writes`` on every transition of explored state spaces.  Quantifiers over
+``inst`` range over the live instances, over ``id`` over the ids present in a registry.
+
+Ghost fields (``rogue``, ``got_resp``) and wire fields (``cmsg``, ``ts``, ``cts``, ``clock``)
+are not server state: the core never stores them (writes to them are discarded, reads give the
+field's default).  No server-side guard depends on them: ``arrive``'s channel-order condition
+reads send times, which are all equal here (the adapter hands messages over in the order it
+reads them), and a cancel is handled by the model's ``on_cancel``, which reads only server state.
+
+A message that comes in enters as the model's send (its effect: life ``sent``, the id, an open
+channel) followed by ``arrive``; the send's guard is the sender's obligation (the client's id
+rule), which a server cannot check, so it is not evaluated.  An instance that has finished
+(responded, refused, or cancelled and unwound) is no longer read by any server rule (no
+registry points at it, its stream is done); its entries are forgotten and its final lifecycle
+state is kept on its handle.
+
+A limit of the model, kept here: one server-to-client request per request instance (the
+model's ``no_server_request_yet``); a second one from the same handler is not sent.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from itertools import count
+
+from mcp_inflight.model import ACTION, ATOMIC, Concrete, Config, Life
+from mcp_inflight.model.lifecycle import LIVE
+from mcp_inflight.model.logic import NONE, Write
+from mcp_inflight.model.session import FIELD, FIELDS, on_cancel
+
+INVALID_REQUEST = -32600
+_FINAL = (Life.RESPONDED, Life.REFUSED, Life.CANCELLED)
+_STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
+_DISCARDED = frozenset(f.name for f in FIELDS if f.ghost or f.wire)
+
+
+class InvalidId(ValueError):
+    """The id is not a JSON-RPC request id (a string or an integer)."""
+
+    code = INVALID_REQUEST
+
+    def __init__(self, rid):
+        self.rid = rid
+        super().__init__(f"Invalid Request: a request id must be a string or an integer, "
+                         f"not {_show(rid)}")
+
+    @property
+    def error(self) -> dict:
+        return {"code": INVALID_REQUEST, "message": str(self)}
+
+
+def _show(rid) -> str:
+    try:
+        return json.dumps(rid)
+    except (TypeError, ValueError):
+        return repr(rid)
+
+
+class IdKey(tuple):
+    """A typed id: ``IdKey(("int", 7))`` and ``IdKey(("str", "7"))`` differ.  No internal slot
+    (such as the standalone GET stream) is ever stored under an ``IdKey``."""
+
+    __slots__ = ()
+
+    @property
+    def value(self):
+        return self[1]
+
+
+def typed_id(rid) -> IdKey:
+    """The registry key of a JSON-RPC id; raises :class:`InvalidId` for anything else."""
+    t = type(rid)
+    if t is int:
+        return IdKey(("int", rid))
+    if t is str:
+        return IdKey(("str", rid))
+    raise InvalidId(rid)
+
+
+class Handle:
+    """One admitted request.  Opaque to adapters; compared by identity."""
+
+    __slots__ = ("inst", "id", "key", "final", "data")
+
+    def __init__(self, inst: int, rid, key: IdKey):
+        self.inst = inst
+        self.id = rid
+        self.key = key
+        self.final: Life | None = None   # set when the instance is finished and forgotten
+        self.data = None                 # free for the adapter (its stream, its task)
+
+    def __repr__(self):
+        return f"Handle(#{self.inst}, id={_show(self.id)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    handle: Handle
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A duplicate of an id in flight.  ``error`` is the JSON-RPC error object to send; on
+    Streamable HTTP it goes in a 409 response whose body has ``id: null``."""
+
+    id: object
+    error: dict
+
+
+class _Table(dict):
+    """A keyed field of the model: a mapping that reads the field's default for absent keys."""
+
+    __slots__ = ("default",)
+
+    def __init__(self, default):
+        super().__init__()
+        self.default = default
+
+    def __missing__(self, key):
+        return self.default
+
+
+class _Discard:
+    """A ghost or wire field: never stored, always read as its default."""
+
+    __slots__ = ("default",)
+
+    def __init__(self, default):
+        self.default = default
+
+    def __getitem__(self, key):
+        return self.default
+
+
+class RuntimeState:
+    """The model's state (``model.session.FIELDS``) as mappings, readable by the model's rules."""
+
+    def __init__(self):
+        for f in FIELDS:
+            if f.key is None:
+                setattr(self, f.name, f.default)
+            elif f.name in _DISCARDED:
+                setattr(self, f.name, _Discard(f.default))
+            else:
+                setattr(self, f.name, _Table(f.default))
+
+    def snapshot(self) -> dict:
+        """The stored (server) fields, as plain dicts (for tests and debugging)."""
+        return {name: dict(getattr(self, name)) for name in _STORED}
+
+
+def apply_runtime(state: RuntimeState, writes: list[Write]) -> None:
+    """Apply the model's writes to a runtime state in place (``model.logic`` semantics: values
+    come from the pre-state, writes apply in order, a false ``when`` skips).  Ghost and wire
+    fields are discarded; a write of a field's default removes the entry."""
+    for w in writes:
+        if not w.when or w.field in _DISCARDED:
+            continue
+        f = FIELD[w.field]
+        if f.key is None:
+            setattr(state, w.field, w.value)
+            continue
+        if w.key == NONE:
+            raise ValueError(f"write to {w.field}[NONE]: an unmasked NONE key (model bug)")
+        table = getattr(state, w.field)
+        if w.value == f.default:
+            table.pop(w.key, None)
+        else:
+            table[w.key] = w.value
+
+
+class _Live(Concrete):
+    """The concrete backend whose quantifiers range over what is live in a runtime state."""
+
+    def __init__(self, state: RuntimeState):
+        self.state = state
+
+    def _domain(self, sort):
+        if sort == "inst":
+            return tuple(self.state.life)
+        return tuple(set(self.state.inflight) | set(self.state.stream))
+
+    def ForAll(self, sort, fn):
+        return all(fn(v) for v in self._domain(sort))
+
+    def Exists(self, sort, fn):
+        return any(fn(v) for v in self._domain(sort))
+
+
+_ARRIVE = ACTION["arrive"]
+_ADMIT = ACTION["admit"]
+_REFUSE = ACTION["refuse"]
+_EMIT = ACTION["emit"]
+_SREQ = ACTION["server_request"]
+_ANSWER = ACTION["answer"]
+_RESPOND = ACTION["respond"]
+_UNWIND = ACTION["unwind"]
+_BREAK = ACTION["break_stream"]
+_SEND_EFFECT = ACTION["rogue_sends"].effect
+
+
+class SessionCore:
+    """One session's requests under the ``atomic`` design (see the module text for the API)."""
+
+    def __init__(self, revision: str = "2025-11-25", transport: str = "http", design=ATOMIC):
+        self.cfg = Config(design, revision, transport)
+        self.s = RuntimeState()
+        self.b = _Live(self.s)
+        self._handles: dict[int, Handle] = {}
+        self._next = count()
+        self.dropped = 0             # messages not written because their stream was gone
+        self.on_step = None          # optional fn(action_name, inst, out), for tests
+
+    # --- running the model -----------------------------------------------------------------
+    def _run(self, action, r, i=None):
+        ok, out, writes = action.run(self.b, self.s, self.cfg, r, i)
+        if ok:
+            apply_runtime(self.s, writes)
+            if self.on_step is not None:
+                self.on_step(action.name, r, out)
+        return ok, out
+
+    def _forget_if_done(self, h: Handle):
+        r = h.inst
+        s = self.s
+        life = s.life[r]
+        if life in _FINAL and not s.running[r]:
+            h.final = Life(life)
+            for name in _STORED:
+                getattr(s, name).pop(r, None)
+            self._handles.pop(r, None)
+
+    def _mine(self, h) -> bool:
+        return self._handles.get(getattr(h, "inst", None)) is h
+
+    def _target(self, out, kind) -> Handle | None:
+        t, goes = out[kind]
+        if not goes:
+            self.dropped += 1
+            return None
+        return self._handles.get(t)
+
+    # --- admission -------------------------------------------------------------------------
+    def arrive(self, rid) -> Admitted | Refused:
+        """A request with JSON id ``rid`` arrives: admitted or refused (before anything is
+        registered).  Raises :class:`InvalidId` for an id that is not a string or integer."""
+        key = typed_id(rid)
+        r = next(self._next)
+        apply_runtime(self.s, _SEND_EFFECT(self.b, self.s, self.cfg, r, key, {}))
+        ok, _ = self._run(_ARRIVE, r)
+        if not ok:  # pragma: no cover - a fresh instance in ``sent`` always arrives
+            raise RuntimeError("the model did not let a fresh request arrive")
+        h = Handle(r, rid, key)
+        self._handles[r] = h
+        ok, _ = self._run(_ADMIT, r)
+        if ok:
+            return Admitted(h)
+        ok, _ = self._run(_REFUSE, r)
+        if not ok:  # pragma: no cover - atomic: every received request is admitted or refused
+            raise RuntimeError("the model neither admitted nor refused the request")
+        self._forget_if_done(h)
+        return Refused(rid, {"code": INVALID_REQUEST,
+                             "message": f"Invalid Request: id {_show(rid)} is already in flight",
+                             "data": {"id": rid}})
+
+    # --- a running handler ---------------------------------------------------------------
+    def emit(self, h: Handle) -> Handle | None:
+        """A progress or log notification of ``h``: the handle whose stream gets it, or None
+        (dropped and counted: the handler is no longer running or its stream is gone)."""
+        if not self._mine(h):
+            self.dropped += 1
+            return None
+        ok, out = self._run(_EMIT, h.inst)
+        if not ok:
+            self.dropped += 1
+            return None
+        return self._target(out, "progress")
+
+    def server_request(self, h: Handle) -> Handle | None:
+        """``h``'s handler sends a server-to-client request (2025-11-25): the handle whose stream
+        carries it, or None (not sent: stream gone, handler stopped, or one already made)."""
+        if not self._mine(h) or not _SREQ.applies(self.cfg):
+            return None
+        ok, out = self._run(_SREQ, h.inst)
+        if not ok:
+            return None
+        return self._target(out, "server_request")
+
+    def answer(self, h: Handle) -> bool:
+        """The client answered ``h``'s pending server-to-client request."""
+        if not self._mine(h) or not _ANSWER.applies(self.cfg):
+            return False
+        return self._run(_ANSWER, h.inst)[0]
+
+    def finish(self, h: Handle) -> Handle | None:
+        """``h``'s handler has ended.  Live: its response (the model's ``respond``) goes on the
+        returned handle's stream, or nowhere (None: its stream broke).  Cancelled: the handler
+        unwinds and nothing is written.  Entries are released by identity either way."""
+        if not self._mine(h):
+            return None
+        ok, out = self._run(_RESPOND, h.inst)
+        if ok:
+            target = self._target(out, "response")
+        else:
+            self._run(_UNWIND, h.inst)
+            target = None
+        self._forget_if_done(h)
+        return target
+
+    # --- the client's side of an admitted request ----------------------------------------
+    def close(self, h: Handle) -> bool:
+        """``h``'s response stream closed before its response.  2025-11-25 http: the stream is
+        dropped, the handler goes on (``break_stream``).  2026-07-28 http: that is cancellation
+        (``on_cancel`` by connection); returns True when the handler must be cancelled."""
+        if not self._mine(h) or not self.cfg.http:
+            return False
+        r = h.inst
+        if self.cfg.close_is_cancel:
+            return self._cancel_with(self.s.rid[r], r) is h
+        if _BREAK.applies(self.cfg):
+            self._run(_BREAK, r)
+        return False
+
+    def cancel(self, rid) -> Handle | None:
+        """``notifications/cancelled`` for ``rid``: the handle whose handler must be cancelled,
+        or None (unknown, finished, not a valid id, or not how this profile cancels: ignored)."""
+        if self.cfg.close_is_cancel:
+            return None
+        try:
+            key = typed_id(rid)
+        except InvalidId:
+            return None
+        return self._cancel_with(key, NONE)
+
+    def _cancel_with(self, key, conn) -> Handle | None:
+        tgt, hit, writes = on_cancel(self.b, self.s, self.cfg, key, conn)
+        if not hit:
+            return None
+        apply_runtime(self.s, writes)
+        if self.on_step is not None:
+            self.on_step("on_cancel", tgt, {})
+        return self._handles.get(tgt)
+
+    def end(self) -> list[Handle]:
+        """The session ends (HTTP DELETE): every live request is cancelled through the model's
+        cancel; returns the handles whose handlers must be cancelled (each then ``finish``es)."""
+        out = []
+        for h in list(self._handles.values()):
+            if self.s.life[h.inst] in LIVE:
+                if self.cfg.close_is_cancel:
+                    got = self._cancel_with(h.key, h.inst)
+                else:
+                    got = self._cancel_with(h.key, NONE)
+                if got is not None:
+                    out.append(got)
+        return out
+
+    # --- reading ---------------------------------------------------------------------------
+    def life(self, h: Handle) -> Life:
+        """``h``'s lifecycle state (its final one once finished)."""
+        if h.final is not None:
+            return h.final
+        return Life(self.s.life[h.inst])
+
+    def in_flight(self, rid) -> Handle | None:
+        """The handle in flight under ``rid`` (typed), or None."""
+        try:
+            key = typed_id(rid)
+        except InvalidId:
+            return None
+        return self._handles.get(self.s.inflight[key])
+
+    def live(self) -> list[Handle]:
+        return list(self._handles.values())
+
+    def empty(self) -> bool:
+        """No request of this session is unfinished and every registry is empty."""
+        return not self._handles and all(not getattr(self.s, n) for n in _STORED)
+
+    def registries(self) -> dict:
+        """The id-keyed registries (typed id -> handle), for tests and diagnostics."""
+        return {name: {k: self._handles.get(v, v) for k, v in getattr(self.s, name).items()}
+                for name in ("inflight", "stream")}
