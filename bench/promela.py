@@ -11,7 +11,8 @@ values, so the SPIN model below is generated from the one specification, not wri
 * effects follow the semantics of a list of ``Write``: the fields the writes read are first
   copied to ``hidden`` pre-state variables (outside the state vector), every key, value and
   ``when`` is read from those copies, then the writes are applied in list order, each as a
-  guarded assignment;
+  guarded assignment (an array read inside its own index, which SPIN does not accept, is read
+  from a second copy);
 * on stdio the explorer renumbers send times after every step (``canonical_clock`` in
   ``model/session.py``: a time becomes its rank among undelivered messages, the clock their
   number); the same renumbering is emitted in Promela after the writes.  It is the one piece of
@@ -108,16 +109,26 @@ class Expr:
 
 
 class Array:
-    """A keyed field: ``a[k]`` is the Promela element (``k`` a Python int or an expression)."""
+    """A keyed field: ``a[k]`` is the Promela element (``k`` a Python int or an expression).
 
-    __slots__ = ("name", "size")
+    SPIN rejects an array indexed by an expression that reads the same array
+    (``rid[inflight[rid[0]]]``: "do not index an array with itself"); such a read goes to
+    ``alias``, a second copy of the array, when there is one.
+    """
 
-    def __init__(self, name: str, size: int):
+    __slots__ = ("name", "size", "alias")
+
+    def __init__(self, name: str, size: int, alias: str | None = None):
         self.name = name
         self.size = size
+        self.alias = alias
 
     def __getitem__(self, k):
         if isinstance(k, Expr):
+            if re.search(r"(?<![\w])" + self.name + r"\[", k.text):
+                if self.alias is None:
+                    raise ValueError(f"{self.name} indexed by itself ({k.text}) and no alias")
+                return Expr(f"{self.alias}[{k.text}]")
             return Expr(f"{self.name}[{k.text}]")
         k = int(k)
         if not 0 <= k < self.size:
@@ -134,14 +145,15 @@ class Array:
 class StateView:
     """The state read through Promela variables named ``<prefix><field>``."""
 
-    def __init__(self, cfg: Config, prefix: str = ""):
+    def __init__(self, cfg: Config, prefix: str = "", alias_prefix: str | None = None):
         self._prefix = prefix
         for f in FIELDS:
             name = prefix + f.name
             if f.key is None:
                 v: Any = Expr(name)
             else:
-                v = Array(name, cfg.requests if f.key == "inst" else cfg.ids)
+                alias = None if alias_prefix is None else alias_prefix + f.name
+                v = Array(name, cfg.requests if f.key == "inst" else cfg.ids, alias)
             setattr(self, f.name, v)
 
 
@@ -222,6 +234,7 @@ class Promela:
 _TYPE = {"life": "byte", "id": "byte", "bool": "bool", "step": "byte", "sreq": "byte",
          "cmsg": "byte", "time": "byte", "inst?": "short"}
 _PRE = "p_"
+_ALIAS = "q_"  # a second pre-state copy, for an array read inside its own index
 
 
 def _cond(x) -> str:
@@ -278,16 +291,18 @@ def _canonical_clock(cfg: Config) -> list[str]:
 
 def _copy_pre(cfg: Config, body: list[str]) -> list[str]:
     """Copy to the pre-state variables exactly the fields the body reads from them."""
-    used = set(re.findall(r"\b" + _PRE + r"(\w+)\b", "\n".join(body)))
+    text = "\n".join(body)
     out = []
-    for f in FIELDS:
-        if f.name not in used:
-            continue
-        if f.key is None:
-            out.append(f"{_PRE}{f.name} = {f.name};")
-        else:
-            n = cfg.requests if f.key == "inst" else cfg.ids
-            out.append(" ".join(f"{_PRE}{f.name}[{k}] = {f.name}[{k}];" for k in range(n)))
+    for prefix in (_PRE, _ALIAS):
+        used = set(re.findall(r"\b" + prefix + r"(\w+)\b", text))
+        for f in FIELDS:
+            if f.name not in used:
+                continue
+            if f.key is None:
+                out.append(f"{prefix}{f.name} = {f.name};")
+            else:
+                n = cfg.requests if f.key == "inst" else cfg.ids
+                out.append(" ".join(f"{prefix}{f.name}[{k}] = {f.name}[{k}];" for k in range(n)))
     return out
 
 
@@ -299,7 +314,7 @@ def generate(cfg: Config, properties=PROPERTIES) -> str:
     """The Promela text of ``cfg``: one process, one ``do``, one ``d_step`` per (action, r, i)."""
     b = Promela(domains(cfg))
     cur = StateView(cfg)
-    pre = StateView(cfg, _PRE)
+    pre = StateView(cfg, _PRE, _ALIAS)
     props = properties_for(cfg, properties)
     state_props = [p for p in props if p.scope == "state"]
     step_props = [p for p in props if p.scope == "step"]
@@ -321,7 +336,10 @@ def generate(cfg: Config, properties=PROPERTIES) -> str:
             raise ValueError(f"initial {f.name} is not uniform")
         dim = "" if n is None else f"[{n}]"
         decl.append(f"{_TYPE[f.sort]} {f.name}{dim} = {lit(v0)};")
-        decl.append(f"hidden {'int' if _TYPE[f.sort] == 'short' else 'byte'} {_PRE}{f.name}{dim};")
+        hidden_type = "int" if _TYPE[f.sort] == "short" else "byte"
+        decl.append(f"hidden {hidden_type} {_PRE}{f.name}{dim};")
+        if n is not None:
+            decl.append(f"hidden {hidden_type} {_ALIAS}{f.name}{dim};")
     if cfg.stdio:
         decl.append(f"hidden byte c_ts[{cfg.requests}], c_cts[{cfg.requests}];")
     decl.append("hidden byte " + ", ".join(f"P_{p.name}" for p in props) + ";")
