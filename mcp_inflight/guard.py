@@ -36,6 +36,9 @@ SDK's ASGI app and changes nothing in it:
   late, never misrouted).  An id equal to the SDK's internal slot name ``_GET_stream`` is refused
   with -32600 (HTTP 400): the SDK would put the request's stream in its standalone stream's slot.
 
+Requests without a session pass through untouched: ``initialize`` (nothing to collide with yet)
+and 2026-07-28 POSTs, which the SDK serves each on its own, with no table shared between them.
+
 Every lifecycle decision (admit or refuse, release, drop a message, which request a cancel hits)
 is the model's: this module evaluates ``model/session.py``'s actions with the concrete backend
 of ``model/logic.py`` and adds no rule of its own.
