@@ -241,6 +241,7 @@ _RESPOND = ACTION["respond"]
 _UNWIND = ACTION["unwind"]
 _BREAK = ACTION["break_stream"]
 _SEND_EFFECT = ACTION["rogue_sends"].effect
+_CLOSE_EFFECT = ACTION["send_cancel"].effect
 
 
 class SessionCore:
@@ -360,6 +361,9 @@ class SessionCore:
             return False
         r = h.inst
         if self.cfg.close_is_cancel:
+            # The client's close is the model's send_cancel (its effect: the stream is no longer
+            # open; its guard is the client's belief, not the server's to check), then on_cancel.
+            apply_runtime(self.s, _CLOSE_EFFECT(self.b, self.s, self.cfg, r, None, {}))
             return self._cancel_with(self.s.rid[r], r) is h
         if _BREAK.applies(self.cfg):
             self._run(_BREAK, r)
@@ -392,11 +396,11 @@ class SessionCore:
         for h in list(self._handles.values()):
             if self.s.life[h.inst] in LIVE:
                 if self.cfg.close_is_cancel:
-                    got = self._cancel_with(h.key, h.inst)
+                    hit = self.close(h)
                 else:
-                    got = self._cancel_with(h.key, NONE)
-                if got is not None:
-                    out.append(got)
+                    hit = self._cancel_with(h.key, NONE) is h
+                if hit:
+                    out.append(h)
         return out
 
     # --- reading ---------------------------------------------------------------------------

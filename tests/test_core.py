@@ -1,0 +1,363 @@
+"""The sans-IO core against the model, side by side.
+
+A hypothesis state machine drives ``impl.core.SessionCore`` and the model (``model/session.py``
+on a bounded concrete ``State``, the ``atomic`` design) through the same arrivals, duplicates,
+progress, server-to-client requests, answers, responses, cancels and broken streams.  After every
+step the core's observable state (lifecycle, handler, stream, pending server request of every
+request; both id-keyed registries; the dropped-message count) equals the model's, and every
+invariant holds on the model's state, on the core's runtime state and on every transition.
+"""
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from mcp_inflight.impl.core import (Admitted, InvalidId, Refused, RuntimeState, SessionCore,
+                                    _Live, apply_runtime, typed_id)
+from mcp_inflight.model import (ACTION, ATOMIC, INVARIANTS, NONE, UNGUARDED, Concrete, Config,
+                                Life, actions_for, apply_writes, initial, profiles)
+from mcp_inflight.model import properties as P
+from mcp_inflight.model.session import FIELDS, canonical_clock, domains, on_cancel, quiescent
+from mcp_inflight.proofs.explore import explore
+
+N = 6                       # request instances in the bounded model
+IDS = {0: 7, 1: "7"}        # the model's two ids, as JSON ids of different types
+STORED = [f.name for f in FIELDS if f.key == "inst" and not (f.ghost or f.wire)]
+RUNTIME_INVARIANTS = ("unique_in_flight", "no_orphan", "quiescent_clean")
+
+
+class CoreVsModel(RuleBasedStateMachine):
+    revision = "2025-11-25"
+    transport = "http"
+
+    def __init__(self):
+        super().__init__()
+        self.cfg = Config(ATOMIC, self.revision, self.transport, ids=2, requests=N)
+        self.b = Concrete(domains(self.cfg))
+        self.s = initial(self.cfg)
+        self.core = SessionCore(self.revision, self.transport)
+        self.h = {}                # model instance -> core handle
+        self.dropped = 0
+
+    # --- the model side ----------------------------------------------------------------
+    def step(self, name, r, i=None):
+        a = ACTION[name]
+        if not a.applies(self.cfg):
+            return None
+        ok, out, writes = a.run(self.b, self.s, self.cfg, r, i)
+        if not ok:
+            return None
+        pre = self.s
+        post = canonical_clock(self.cfg, apply_writes(pre, writes))
+        for p in INVARIANTS:
+            if p.scope == "step" and p.applies(self.cfg):
+                assert p.fn(self.b, pre, post, self.cfg, a, r, i, out), (p.name, name, r)
+        self.s = post
+        return out
+
+    def handle_of(self, t):
+        return self.h.get(t) if t != NONE else None
+
+    def expect_target(self, out, kind):
+        t, goes = out[kind]
+        if not goes:
+            self.dropped += 1
+            return None
+        return self.handle_of(t)
+
+    # --- rules -------------------------------------------------------------------------
+    @rule(i=st.sampled_from([0, 1]), rogue=st.booleans())
+    def send(self, i, rogue):
+        free = [r for r in range(N) if self.s.life[r] == Life.UNSENT]
+        if free:
+            self.step("rogue_sends" if rogue else "client_sends", free[0], i)
+
+    @rule(r=st.integers(0, N - 1))
+    def arrive(self, r):
+        if self.step("arrive", r) is None:
+            return
+        rid = IDS[self.s.rid[r]]
+        verdict = self.core.arrive(rid)
+        if self.step("admit", r) is not None:
+            assert isinstance(verdict, Admitted)
+            self.h[r] = verdict.handle
+        else:
+            assert self.step("refuse", r) is not None, "atomic admits or refuses every arrival"
+            assert isinstance(verdict, Refused)
+            assert verdict.error["code"] == -32600 and verdict.error["data"] == {"id": rid}
+
+    @rule(r=st.integers(0, N - 1))
+    def emit(self, r):
+        if r not in self.h:
+            return
+        out = self.step("emit", r)
+        got = self.core.emit(self.h[r])
+        if out is None:
+            self.dropped += 1
+            assert got is None
+        else:
+            assert got is self.expect_target(out, "progress")
+
+    @rule(r=st.integers(0, N - 1))
+    def server_request(self, r):
+        if r not in self.h:
+            return
+        out = self.step("server_request", r)
+        got = self.core.server_request(self.h[r])
+        assert got is (None if out is None else self.expect_target(out, "server_request"))
+
+    @rule(r=st.integers(0, N - 1))
+    def answer(self, r):
+        if r not in self.h:
+            return
+        out = self.step("answer", r)
+        assert self.core.answer(self.h[r]) == (out is not None)
+
+    @rule(r=st.integers(0, N - 1))
+    def handler_ends(self, r):
+        if r not in self.h:
+            return
+        out = self.step("respond", r)
+        expected = None
+        if out is not None:
+            expected = self.expect_target(out, "response")
+        else:
+            self.step("unwind", r)
+        assert self.core.finish(self.h[r]) is expected
+
+    @rule(r=st.integers(0, N - 1))
+    def client_cancels(self, r):
+        if self.cfg.close_is_cancel:
+            # the close is seen by the server at once (its own connection)
+            if self.s.life[r] == Life.SENT or r not in self.h:
+                return
+            pre = self.s
+            if self.step("send_cancel", r) is None:
+                return
+            tgt, hit, _ = on_cancel(self.b, self.s, self.cfg, self.s.rid[r], r)
+            assert self.step("deliver_cancel", r) is not None
+            assert self.core.close(self.h[r]) == bool(hit and tgt == r), pre
+        else:
+            self.step("send_cancel", r)
+
+    @precondition(lambda self: not self.cfg.close_is_cancel)
+    @rule(r=st.integers(0, N - 1))
+    def cancel_arrives(self, r):
+        pre = self.s
+        if ACTION["deliver_cancel"].run(self.b, pre, self.cfg, r)[0] is False:
+            return
+        tgt, hit, _ = on_cancel(self.b, pre, self.cfg, pre.rid[r], r)
+        self.step("deliver_cancel", r)
+        got = self.core.cancel(IDS[pre.rid[r]])
+        assert got is (self.handle_of(tgt) if hit else None)
+
+    @rule(r=st.integers(0, N - 1))
+    def stream_breaks(self, r):
+        if r not in self.h or self.cfg.close_is_cancel:
+            return
+        self.step("break_stream", r)
+        assert self.core.close(self.h[r]) is False
+
+    # --- after every step --------------------------------------------------------------
+    @invariant()
+    def same_observable_state(self):
+        s, core = self.s, self.core
+        for r, h in self.h.items():
+            assert core.life(h) == s.life[r], (r, h)
+            assert h.key == typed_id(IDS[s.rid[r]])
+            if h.final is None:
+                assert core.s.rid[h.inst] == h.key
+                for name in STORED:
+                    if name == "rid":
+                        continue
+                    assert getattr(core.s, name)[h.inst] == getattr(s, name)[r], (name, r)
+            else:
+                assert not s.running[r] and s.life[r] in (Life.RESPONDED, Life.REFUSED, Life.CANCELLED)
+        regs = core.registries()
+        for name in ("inflight", "stream") if self.cfg.http else ("inflight",):
+            want = {typed_id(IDS[i]): self.h[t] for i, t in enumerate(getattr(s, name)) if t != NONE}
+            assert regs[name] == want, name
+        if not self.cfg.http:
+            assert regs["stream"] == {}
+        assert core.dropped == self.dropped
+
+    @invariant()
+    def invariants_hold(self):
+        for p in INVARIANTS:
+            if p.scope == "state" and p.applies(self.cfg):
+                assert p.fn(self.b, self.s, self.cfg), p.name
+        for name in RUNTIME_INVARIANTS:
+            assert P.PROPERTY[name].fn(self.core.b, self.core.s, self.core.cfg), name
+        if quiescent(self.b, self.s):
+            assert self.core.empty()
+
+
+def _machine(revision, transport):
+    cls = type(f"CoreVsModel_{revision}_{transport}".replace("-", "_"), (CoreVsModel,),
+               {"revision": revision, "transport": transport})
+    return cls.TestCase
+
+
+_SETTINGS = settings(max_examples=60, stateful_step_count=40, deadline=None)
+TestCore_2025_http = _machine("2025-11-25", "http")
+TestCore_2025_stdio = _machine("2025-11-25", "stdio")
+TestCore_2026_http = _machine("2026-07-28", "http")
+TestCore_2026_stdio = _machine("2026-07-28", "stdio")
+for _t in (TestCore_2025_http, TestCore_2025_stdio, TestCore_2026_http, TestCore_2026_stdio):
+    _t.settings = _SETTINGS
+del _t
+
+
+# --- the runtime applier and the model's, on explored transitions ---------------------------
+
+def _to_runtime(s):
+    rt = RuntimeState()
+    for f in FIELDS:
+        if f.key is None or f.ghost or f.wire:
+            continue
+        for k, v in enumerate(getattr(s, f.name)):
+            if v != f.default:
+                getattr(rt, f.name)[k] = v
+    return rt
+
+
+def _stored(s) -> dict:
+    if isinstance(s, RuntimeState):
+        return s.snapshot()
+    return {f.name: {k: v for k, v in enumerate(getattr(s, f.name)) if v != f.default}
+            for f in FIELDS if f.key is not None and not (f.ghost or f.wire)}
+
+
+@pytest.mark.parametrize("ids", [1, pytest.param(2, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("revision,transport", profiles())
+def test_runtime_applier_agrees_with_apply_writes(revision, transport, ids):
+    """On every transition of the explored state space, applying the model's writes to the
+    runtime state gives the model's post-state (server fields), and every server-side guard
+    that reads only server state gives the same answer on both representations."""
+    cfg = Config(ATOMIC, revision, transport, ids=ids, requests=2)
+    b = Concrete(domains(cfg))
+    server = [a for a in actions_for(cfg)
+              if a.side == "server" or a.name == "answer"]
+    seen = {"edges": 0, "guards": 0}
+    checked = set()
+
+    def on_edge(pre, action, args, post, out):
+        r, i = args["r"], args.get("i")
+        writes = action.effect(b, pre, cfg, r, i, out)
+        rt = _to_runtime(pre)
+        apply_runtime(rt, writes)
+        assert _stored(rt) == _stored(post), (action.name, args)
+        seen["edges"] += 1
+        if pre in checked:
+            return
+        checked.add(pre)
+        rt_pre = _to_runtime(pre)
+        live = _Live(rt_pre)
+        for a in server:
+            for q in range(cfg.requests):
+                if pre.life[q] == Life.UNSENT:
+                    continue
+                assert bool(a.guard(live, rt_pre, cfg, q)) == bool(a.guard(b, pre, cfg, q)), a.name
+                seen["guards"] += 1
+
+    res = explore(cfg, progress=False, on_edge=on_edge)
+    assert res.complete and seen["edges"] > 50 and seen["guards"] > 50
+
+
+# --- the same checks catch a core on a broken design ----------------------------------------
+
+def test_runtime_invariants_fail_on_an_unguarded_core():
+    core = SessionCore("2025-11-25", "http", design=UNGUARDED)
+    a = core.arrive(7)
+    b = core.arrive(7)
+    assert isinstance(a, Admitted) and isinstance(b, Admitted)
+    assert not P.unique_in_flight(core.b, core.s, core.cfg)
+    core.finish(a.handle)                  # removes by id: b's entries go too
+    assert not P.no_orphan(core.b, core.s, core.cfg)
+
+
+def test_state_machine_catches_an_unguarded_core(monkeypatch):
+    """The side-by-side machine fails when the core does not run the model's atomic design."""
+    orig = SessionCore.__init__
+
+    def unguarded(self, revision="2025-11-25", transport="http", design=ATOMIC):
+        orig(self, revision, transport, design=UNGUARDED)
+
+    monkeypatch.setattr(SessionCore, "__init__", unguarded)
+    m = CoreVsModel()
+    m.send(0, False)
+    m.arrive(0)
+    m.send(0, True)
+    with pytest.raises(AssertionError):
+        m.arrive(1)
+
+
+# --- ids ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [None, True, False, 1.5, 7.0, {"a": 1}, [1]])
+def test_invalid_ids(bad):
+    core = SessionCore()
+    with pytest.raises(InvalidId) as e:
+        core.arrive(bad)
+    assert e.value.error["code"] == -32600
+    assert core.empty()
+
+
+def test_typed_ids_and_sequential_reuse():
+    core = SessionCore()
+    a = core.arrive(7).handle
+    b = core.arrive("7").handle
+    assert isinstance(core.arrive(7), Refused) and isinstance(core.arrive("7"), Refused)
+    assert core.finish(a) is a
+    assert core.in_flight(7) is None and core.in_flight("7") is b
+    c = core.arrive(7)
+    assert isinstance(c, Admitted) and c.handle is not a
+    assert core.finish(a) is None          # a stale handle releases nothing
+    assert core.in_flight(7) is c.handle
+    core.finish(b)
+    core.finish(c.handle)
+    assert core.empty()
+
+
+def test_broken_stream_2025_handler_goes_on_and_messages_are_dropped():
+    core = SessionCore("2025-11-25", "http")
+    a = core.arrive(1).handle
+    b = core.arrive(2).handle
+    assert core.close(a) is False
+    assert core.life(a) == Life.STREAM_BROKEN
+    assert core.emit(a) is None and core.dropped == 1
+    assert core.emit(b) is b
+    assert isinstance(core.arrive(1), Refused)   # still in flight until its handler ends
+    assert core.finish(a) is None and core.dropped == 2
+    assert isinstance(core.arrive(1), Admitted)
+
+
+def test_close_is_cancel_2026_http():
+    core = SessionCore("2026-07-28", "http")
+    a = core.arrive(1).handle
+    b = core.arrive(2).handle
+    assert core.cancel(1) is None                 # notifications/cancelled is stdio-only there
+    assert core.close(a) is True
+    assert core.life(a) == Life.CANCELLED and core.life(b) == Life.IN_FLIGHT
+    assert core.emit(a) is None
+    assert core.finish(a) is None
+    assert core.finish(b) is b and core.empty()
+
+
+def test_cancel_unknown_or_finished_is_ignored():
+    core = SessionCore("2025-11-25", "stdio")
+    a = core.arrive(1).handle
+    assert core.cancel(2) is None and core.cancel("1") is None and core.cancel(None) is None
+    core.finish(a)
+    assert core.cancel(1) is None and core.empty()
+
+
+def test_end_cancels_everything_live():
+    core = SessionCore("2025-11-25", "http")
+    hs = [core.arrive(i).handle for i in range(3)]
+    assert core.server_request(hs[0]) is hs[0]
+    assert set(core.end()) == set(hs)
+    for h in hs:
+        assert core.finish(h) is None
+    assert core.empty()
