@@ -9,8 +9,9 @@ For every design x profile x bound (ids x requests) it runs:
   (``mcp_inflight.proofs.explore``), timed around the call;
 * SPIN, end to end and timed as one: the Promela text generated from ``model/`` by
   ``bench/promela.py`` (no hand-written Promela), ``spin -a``, ``gcc -O2 -DSAFETY -DNOCLAIM``
-  (safety only, no never claim; no ``-DCOLLAPSE``: on these 30-40 byte state vectors it halved
-  pan's rate), then ``pan -c0 -m<depth> -w<hash>``.
+  (safety only, no never claim; no ``-DCOLLAPSE``: on these 30-40 byte state vectors it made
+  pan slower, see bench/RESULTS.md), then ``pan -c0 -m<depth> -w<hash>``, the hash table sized
+  to about twice the state count.
 
 ``-c0`` makes pan go on after errors, to the end of the state space.  Each property has its own
 ``assert`` guarded by a ``hidden`` flag (outside the state vector), so a property is reported at
@@ -50,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from promela import generate, properties_for  # noqa: E402
 
-from mcp_inflight.model import DESIGNS, Config, profiles  # noqa: E402
+from mcp_inflight.model import DESIGNS, Config, mutants, profiles  # noqa: E402
 from mcp_inflight.proofs.explore import explore  # noqa: E402
 
 GCC_FLAGS = ["-O2", "-DSAFETY", "-DNOCLAIM"]
@@ -80,12 +81,12 @@ def _run(cmd, cwd):
 
 
 def run_spin(cfg: Config, workdir: str | os.PathLike, depth: int = 200_000,
-             hash_bits: int | None = None) -> dict:
+             hash_bits: int | None = None, embedded_c: bool = True) -> dict:
     """Generate, compile and run pan for ``cfg`` in ``workdir``; every verdict from one run."""
     wd = Path(workdir)
     wd.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    text = generate(cfg)
+    text = generate(cfg, embedded_c=embedded_c)
     (wd / "model.pml").write_text(text)
     t1 = time.monotonic()
     _run(["spin", "-a", "model.pml"], wd)
@@ -129,13 +130,13 @@ def run_ours(cfg: Config, symmetry: bool) -> dict:
             "deadlock": r.deadlocks > 0, "complete": r.complete}
 
 
-def compare(cfg: Config, workdir, depth=200_000) -> dict:
+def compare(cfg: Config, workdir, depth=200_000, embedded_c=True) -> dict:
     """One configuration, both checkers: counts, verdicts, times."""
     nosym = run_ours(cfg, symmetry=False)
     sym = run_ours(cfg, symmetry=True)
     # a hash table about twice the expected number of states (pan's default is -w24)
     bits = max(18, math.ceil(math.log2(max(nosym["states"], 1))) + 1)
-    spin = run_spin(cfg, workdir, depth=depth, hash_bits=bits)
+    spin = run_spin(cfg, workdir, depth=depth, hash_bits=bits, embedded_c=embedded_c)
     kinds = {p.name: p.kind for p in properties_for(cfg)}
     disagree = sorted(n for n in kinds if nosym["verdicts"].get(n) != spin["verdicts"].get(n))
     if nosym["deadlock"] != spin["deadlock"]:
@@ -175,11 +176,12 @@ def _rate(states, sec):
     return states / sec if sec > 0 else float("inf")
 
 
-def print_report(rows: list[dict], mach: dict, load_after: str) -> None:
+def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = False) -> None:
     print(f"machine: {mach['nproc']} cpu, {mach['cpu']}; Python {mach['python']}; {mach['spin']};"
           f" {mach['gcc']}")
     print(f"load average (1, 5, 15 min) before: {mach['load']}; after: {load_after}")
-    print(f"SPIN: spin -a; gcc {' '.join(GCC_FLAGS)}; pan -c0 -m<depth> -w<bits>;"
+    print(f"SPIN: Promela generated from model/ ({'pure Promela' if pure else 'state properties as one c_code function'});"
+          f" spin -a; gcc {' '.join(GCC_FLAGS)}; pan -c0 -m<depth> -w<bits>;"
           " one pan run judges every property")
     print()
     print("State counts (ours without symmetry vs SPIN 'states, stored'; one to one) and verdicts")
@@ -263,12 +265,16 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Exit 0 when every count matches and every verdict agrees, 1 otherwise, "
                "2 on a usage error or when spin or gcc is missing.")
     p.add_argument("--designs", default="atomic,unguarded",
-                   help="comma-separated designs (default: atomic,unguarded)")
+                   help="comma-separated designs or mutants of atomic, e.g. "
+                        "atomic-free-on-cancel (default: atomic,unguarded)")
     p.add_argument("--revision", default="all", help="2025-11-25, 2026-07-28 or all (default)")
     p.add_argument("--transport", default="all", help="stdio, http or all (default)")
     p.add_argument("--bounds", type=_bounds, default=_bounds("2x2,3x2"),
                    help="comma-separated IDSxREQUESTS bounds (default: 2x2,3x2)")
     p.add_argument("--depth", type=int, default=200_000, help="pan -m search depth (default 200000)")
+    p.add_argument("--pure-promela", action="store_true",
+                   help="spell the state properties out in every d_step instead of one "
+                        "embedded C function (more C for gcc)")
     p.add_argument("--keep", metavar="DIR",
                    help="keep the generated .pml, pan.c and pan here (default: a temporary directory)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
@@ -278,13 +284,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"explore_vs_spin: {' and '.join(missing)} not found on PATH "
               "(Debian: apt-get install spin gcc)", file=sys.stderr)
         return 2
+    known = {**DESIGNS, **mutants()}
     designs = [d.strip() for d in a.designs.split(",") if d.strip()]
-    bad = [d for d in designs if d not in DESIGNS]
+    bad = [d for d in designs if d not in known]
     if bad:
-        p.error(f"unknown design(s) {', '.join(bad)}; valid: {', '.join(DESIGNS)}")
+        p.error(f"unknown design(s) {', '.join(bad)}; valid: {', '.join(known)}")
     try:
         profs = profiles(a.revision, a.transport)
-        cfgs = [Config(DESIGNS[d], rev, tr, ids=i, requests=n)
+        cfgs = [Config(known[d], rev, tr, ids=i, requests=n)
                 for d in designs for rev, tr in profs for i, n in a.bounds]
     except ValueError as e:
         p.error(str(e))
@@ -297,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             wd = base / f"{cfg.design.name}-{cfg.revision}-{cfg.transport}-{cfg.ids}x{cfg.requests}"
             try:
-                rows.append(compare(cfg, wd, depth=a.depth))
+                rows.append(compare(cfg, wd, depth=a.depth, embedded_c=not a.pure_promela))
             except SpinError as e:
                 print(f"explore_vs_spin: {cfg.label}: {e}", file=sys.stderr)
                 return 1
@@ -306,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"machine": mach, "load_after": load_after, "gcc_flags": GCC_FLAGS,
                           "runs": rows}, indent=1))
     else:
-        print_report(rows, mach, load_after)
+        print_report(rows, mach, load_after, pure=a.pure_promela)
     ok = all(r["states_match"] and r["verdicts_agree"] for r in rows)
     if not ok:
         print("MISMATCH: a count or a verdict differs between the two checkers", file=sys.stderr)

@@ -8,7 +8,6 @@ two quick ones only generate Promela, so a rule that stops being expressible in 
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from explore_vs_spin import compare, run_spin  # noqa: E402
 from promela import Expr, Promela, generate  # noqa: E402
 
-from mcp_inflight.model import ATOMIC, DESIGNS, Config, mutants, profiles  # noqa: E402
+from mcp_inflight.model import DESIGNS, Config, mutants, profiles  # noqa: E402
 from mcp_inflight.model.properties import INVARIANTS  # noqa: E402
 
 needs_spin = pytest.mark.skipif(
@@ -99,5 +98,16 @@ def test_mutants_agree_too(name, tmp_path):
 @pytest.mark.slow
 @needs_spin
 def test_counts_agree_at_3_ids(tmp_path):
-    row = compare(Config(replace(ATOMIC), "2026-07-28", "stdio", ids=3, requests=2), tmp_path)
+    row = compare(Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=3, requests=2), tmp_path)
     assert row["states_match"] and row["verdicts_agree"]
+
+
+@pytest.mark.slow
+@needs_spin
+def test_pure_promela_and_embedded_c_agree(tmp_path):
+    cfg = Config(DESIGNS["unguarded"], "2025-11-25", "stdio")
+    c = run_spin(cfg, tmp_path / "c")
+    pure = run_spin(cfg, tmp_path / "p", embedded_c=False)
+    assert (c["states"], c["verdicts"]) == (pure["states"], pure["verdicts"])
+    assert "c_code" in (tmp_path / "c" / "model.pml").read_text()
+    assert "c_code" not in (tmp_path / "p" / "model.pml").read_text()
