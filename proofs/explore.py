@@ -28,6 +28,7 @@ from mcp_inflight.model.logic import NONE, Concrete, apply_writes
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import (FIELDS, State, actions_for, canonical_clock, domains,
                                         initial, settled)
+from mcp_inflight.proofs.compiled import Compiled, key_function
 
 # --- symmetry -----------------------------------------------------------------------------
 
@@ -267,7 +268,161 @@ class _Progress:
 
 
 def explore(cfg: Config, symmetry: bool = True, max_states: int | None = None,
-            progress: bool | None = None, properties=PROPERTIES, on_edge=None) -> RunResult:
+            progress: bool | None = None, properties=PROPERTIES, on_edge=None,
+            engine: str = "compiled") -> RunResult:
+    """Explore every reachable state of ``cfg`` and judge every property on it.
+
+    ``on_edge(pre, action, args, post, out)``, if given, is called for every transition taken
+    (concrete pre- and post-states, with the action's output), so that callers such as the
+    diagrams can see the state graph without searching it a second time.
+
+    ``engine``: ``compiled`` (default) runs the model's rules specialised and compiled for the
+    run (``proofs/compiled.py``); ``interpreted`` calls them through ``model.logic.Concrete``
+    on every step.  Both read the same rules and give the same states, transitions and verdicts
+    (``tests/test_compiled.py``); the compiled one is several times faster.
+    """
+    if engine == "interpreted":
+        return _explore_interpreted(cfg, symmetry, max_states, progress, properties, on_edge)
+    if engine != "compiled":
+        raise ValueError(f"engine must be compiled or interpreted, not {engine!r}")
+    return _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge)
+
+
+def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
+                      progress: bool | None, properties, on_edge) -> RunResult:
+    t0 = time.monotonic()
+    comp = Compiled(cfg, properties)
+    lay = comp.layout
+    expand = comp.expand
+    settled_ = comp.settled
+    moves = comp.moves
+    key_of = key_function(cfg, lay, symmetry)
+    props = [(p, p.applies(cfg)) for p in properties]
+    step_props = comp.step_props
+    # state properties still to be decided: (name, check, is_witness)
+    pending_state = [(p.name, chk, p.kind == "witness")
+                     for p, chk in zip(comp.state_props, comp.state_checks)]
+    first_bad: dict[str, tuple] = {}
+    if progress is None:
+        progress = sys.stderr.isatty()
+    prog = _Progress(progress, cfg.label)
+
+    s0 = comp.initial()
+    k0 = key_of(s0)
+    parent: dict = {k0: None}          # key -> (parent key, move index); None for the root
+    res = RunResult(cfg, symmetry)
+    move_count = [0] * len(moves)
+    complete = True
+    n_trans = 0
+    deadlock_key = None
+    deadlocks = 0
+    limit = max_states if max_states is not None else sys.maxsize
+
+    def judge_state(key, s):
+        nonlocal pending_state
+        hit = False
+        for name, chk, wit in pending_state:
+            if bool(chk(s)) == wit:
+                first_bad[name] = ("state", key)
+                hit = True
+        if hit:
+            pending_state = [x for x in pending_state if x[0] not in first_bad]
+
+    judge_state(k0, s0)
+    level = [(k0, s0)]
+    depth = 0
+    while level:
+        nxt = []
+        for key, s in level:
+            succ = expand(s)
+            if not succ:
+                if not settled_(s):
+                    deadlocks += 1
+                    if deadlock_key is None:
+                        deadlock_key = key
+                continue
+            n_trans += len(succ)
+            if on_edge is not None:
+                pre_state = lay.unflatten(s)
+            for m, t, outs, bad in succ:
+                move_count[m] += 1
+                if on_edge is not None:
+                    mv = moves[m]
+                    on_edge(pre_state, mv.action, mv.args, lay.unflatten(t), comp.out_dict(mv, outs))
+                if bad:
+                    for j in bad:
+                        name = step_props[j].name
+                        if name not in first_bad:
+                            first_bad[name] = ("step", key, m)
+                tk = key_of(t)
+                if tk in parent:
+                    continue
+                if len(parent) >= limit:
+                    complete = False
+                    continue
+                parent[tk] = (key, m)
+                nxt.append((tk, t))
+                if pending_state:
+                    judge_state(tk, t)
+            if len(parent) & 0xFFF == 0:
+                prog.tick(len(parent), depth)
+        if nxt:
+            depth += 1
+        level = nxt
+    prog.done()
+
+    def successor(s, m):
+        for mm, t, _, _ in expand(s):
+            if mm == m:
+                return t
+        raise AssertionError("a stored move is no longer enabled (explorer bug)")
+
+    def path(key) -> list:
+        ms = []
+        while parent[key] is not None:
+            key, m = parent[key]
+            ms.append(m)
+        steps = []
+        s = s0
+        for m in reversed(ms):
+            t = successor(s, m)
+            mv = moves[m]
+            steps.append((mv.action, mv.args, lay.unflatten(s), lay.unflatten(t)))
+            s = t
+        return steps
+
+    def step_path(key, m) -> list:
+        steps = path(key)
+        s = lay.flatten(steps[-1][3]) if steps else s0
+        mv = moves[m]
+        return steps + [(mv.action, mv.args, lay.unflatten(s), lay.unflatten(successor(s, m)))]
+
+    res.states = len(parent)
+    res.transitions = n_trans
+    res.depth = depth
+    res.complete = complete
+    res.deadlocks = deadlocks
+    res.coverage = {a.name: 0 for a in actions_for(cfg)}
+    for mv, n in zip(moves, move_count):
+        res.coverage[mv.action.name] += n
+    res.deadlock_trace = trace_json(cfg, path(deadlock_key)) if deadlock_key is not None else None
+    for p, ap in props:
+        hit = first_bad.get(p.name) if ap else None
+        trace = None
+        if hit is not None:
+            if hit[0] == "state":
+                trace = trace_json(cfg, path(hit[1]))
+            else:
+                trace = trace_json(cfg, step_path(hit[1], hit[2]))
+        ok = (hit is not None) if p.kind == "witness" else (hit is None)
+        res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
+    res.seconds = time.monotonic() - t0
+    return res
+
+
+def _explore_interpreted(cfg: Config, symmetry: bool = True, max_states: int | None = None,
+                         progress: bool | None = None, properties=PROPERTIES,
+                         on_edge=None) -> RunResult:
     """Explore every reachable state of ``cfg`` and judge every property on it.
 
     ``on_edge(pre, action, args, post, out)``, if given, is called for every transition taken

@@ -1,0 +1,541 @@
+"""A code-generating reading of the model: the model's rules, specialised per run and compiled.
+
+The guards, effects, outputs and properties of ``model/`` are Python functions over a logic
+object ``b`` and a state read by indexing (``model/logic.py``).  :class:`Gen` is a third backend
+for them, beside the concrete one and the symbolic one: its values are Python *expression
+strings* over a flat state tuple ``s``.  Calling a rule once with ``Gen`` for a fixed
+configuration and fixed action arguments ``(r, i)`` yields the source of that rule specialised
+to them (quantifiers unrolled over the finite domains, configuration tests and constants folded
+away); :func:`compile_config` joins these into one generated module per run and ``exec``s it.
+Nothing here states a lifecycle rule: every guard, effect and property still comes from
+``model/``.  ``tests/test_compiled.py`` checks that this reading and the concrete one
+(``model.logic.Concrete`` with ``apply_writes``) agree on every transition of explored state
+spaces.
+
+The flat state is one tuple: each field of ``model.session.FIELDS`` in order, a keyed field
+taking one slot per key.  Successor states are built by copying the tuple and applying the
+writes in list order, as ``apply_writes`` does.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_inflight.model.config import Config
+from mcp_inflight.model.lifecycle import Life
+from mcp_inflight.model.logic import NONE, Write
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.session import (CMSG_WIRE, FIELDS, State, actions_for, domains, initial,
+                                        settled)
+
+# --- the flat layout -----------------------------------------------------------------------
+
+
+class Layout:
+    """Where each field of ``FIELDS`` lives in the flat tuple for a configuration."""
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.base: dict[str, int] = {}
+        self.size: dict[str, int] = {}
+        pos = 0
+        for f in FIELDS:
+            n = cfg.requests if f.key == "inst" else cfg.ids if f.key == "id" else 1
+            self.base[f.name] = pos
+            self.size[f.name] = n
+            pos += n
+        self.width = pos
+
+    def flatten(self, s: State) -> tuple:
+        out = []
+        for f in FIELDS:
+            v = getattr(s, f.name)
+            if f.key is None:
+                out.append(v)
+            else:
+                out.extend(v)
+        return tuple(out)
+
+    def unflatten(self, t) -> State:
+        vals = []
+        for f in FIELDS:
+            b = self.base[f.name]
+            if f.key is None:
+                vals.append(t[b])
+            else:
+                vals.append(tuple(t[b:b + self.size[f.name]]))
+        return State(*vals)
+
+
+# --- the generating backend ----------------------------------------------------------------
+
+def lift(x) -> str:
+    """Python source for a value of the interface: an expression, a bool or an int."""
+    if isinstance(x, Expr):
+        return x.src
+    if isinstance(x, bool):
+        return "True" if x else "False"
+    if isinstance(x, int):
+        return repr(int(x))
+    raise TypeError(f"the model produced a value the generator cannot render: {x!r}")
+
+
+def _neg(x) -> bool:
+    """May this value be negative (``NONE``)?  Used to emulate tuple indexing with ``NONE``."""
+    if isinstance(x, Expr):
+        return x.maybe_neg
+    return isinstance(x, int) and not isinstance(x, bool) and x < 0
+
+
+class Expr:
+    """A value known only when the generated code runs: its Python source over ``s``."""
+
+    __slots__ = ("src", "maybe_neg")
+
+    def __init__(self, src: str, maybe_neg: bool = True):
+        self.src = src
+        self.maybe_neg = maybe_neg
+
+    def __bool__(self):
+        raise TypeError("a model rule branched with a Python `if` on a state value; "
+                        "rules may branch only on the configuration (model/logic.py)")
+
+    def _bin(self, op, other, rev=False):
+        a, c = (lift(other), self.src) if rev else (self.src, lift(other))
+        return Expr(f"({a} {op} {c})", maybe_neg=False)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return self._bin("==", o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._bin("!=", o)
+
+    def __lt__(self, o):
+        return self._bin("<", o)
+
+    def __le__(self, o):
+        return self._bin("<=", o)
+
+    def __gt__(self, o):
+        return self._bin(">", o)
+
+    def __ge__(self, o):
+        return self._bin(">=", o)
+
+    def __add__(self, o):
+        return Expr(f"({self.src} + {lift(o)})", self.maybe_neg or _neg(o))
+
+    def __radd__(self, o):
+        return Expr(f"({lift(o)} + {self.src})", self.maybe_neg or _neg(o))
+
+    def __sub__(self, o):
+        return Expr(f"({self.src} - {lift(o)})")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _FieldView:
+    __slots__ = ("var", "base", "n", "sort")
+
+    def __init__(self, var, base, n, sort):
+        self.var, self.base, self.n, self.sort = var, base, n, sort
+
+    def __getitem__(self, k):
+        neg = self.sort == "inst?"
+        if isinstance(k, Expr):
+            if k.maybe_neg:
+                # tuple indexing semantics of the concrete reading: s.f[-1] is the last slot
+                return Expr(f"{self.var}[{self.base} + {k.src} % {self.n}]", neg)
+            return Expr(f"{self.var}[{self.base} + {k.src}]", neg)
+        k = int(k)
+        if not -self.n <= k < self.n:
+            raise IndexError(f"key {k} out of range")
+        return Expr(f"{self.var}[{self.base + k % self.n}]", neg)
+
+    def __len__(self):
+        return self.n
+
+    def __iter__(self):
+        return (self[k] for k in range(self.n))
+
+
+class View:
+    """A state as the model reads it (``s.life[r]``, ``s.clock``), generating source over ``var``."""
+
+    def __init__(self, layout: Layout, var: str):
+        self._var = var
+        for f in FIELDS:
+            b = layout.base[f.name]
+            if f.key is None:
+                setattr(self, f.name, Expr(f"{var}[{b}]", f.sort == "inst?"))
+            else:
+                setattr(self, f.name, _FieldView(var, b, layout.size[f.name], f.sort))
+
+
+class Gen:
+    """The logic interface of ``model/logic.py`` producing Python source; constants fold."""
+
+    symbolic = False
+
+    def __init__(self, domains_: dict):
+        self.domains = {k: tuple(v) for k, v in domains_.items()}
+
+    @staticmethod
+    def And(*xs):
+        parts = []
+        for x in xs:
+            if isinstance(x, Expr):
+                parts.append(x.src)
+            elif not x:
+                return False
+        if not parts:
+            return True
+        if len(parts) == 1:
+            return Expr(parts[0], False)
+        return Expr("(" + " and ".join(parts) + ")", False)
+
+    @staticmethod
+    def Or(*xs):
+        parts = []
+        for x in xs:
+            if isinstance(x, Expr):
+                parts.append(x.src)
+            elif x:
+                return True
+        if not parts:
+            return False
+        if len(parts) == 1:
+            return Expr(parts[0], False)
+        return Expr("(" + " or ".join(parts) + ")", False)
+
+    @staticmethod
+    def Not(x):
+        if isinstance(x, Expr):
+            return Expr(f"(not {x.src})", False)
+        return not x
+
+    @classmethod
+    def Implies(cls, a, c):
+        return cls.Or(cls.Not(a), c)
+
+    @staticmethod
+    def Ite(c, a, other):
+        if not isinstance(c, Expr):
+            return a if c else other
+        return Expr(f"({lift(a)} if {c.src} else {lift(other)})", _neg(a) or _neg(other))
+
+    @staticmethod
+    def In(x, values):
+        values = tuple(values)
+        if not isinstance(x, Expr):
+            return x in values
+        if not values:
+            return False
+        if len(values) == 1:
+            return Expr(f"({x.src} == {lift(values[0])})", False)
+        return Expr(f"({x.src} in ({', '.join(lift(v) for v in values)},))", False)
+
+    def ForAll(self, sort, fn):
+        return self.And(*[fn(v) for v in self.domains[sort]])
+
+    def Exists(self, sort, fn):
+        return self.Or(*[fn(v) for v in self.domains[sort]])
+
+
+# --- code generation -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Move:
+    """One action with fixed arguments; ``kinds`` names the outputs in the order returned."""
+
+    index: int
+    action: Any
+    r: int
+    i: int | None
+    kinds: tuple[str, ...]
+
+    @property
+    def args(self) -> dict:
+        return {"r": self.r} if self.i is None else {"r": self.r, "i": self.i}
+
+
+class _Src:
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def emit(self, depth: int, line: str):
+        self.lines.append("    " * depth + line)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _clock_source(lay: Layout, cfg: Config, src: _Src, var: str, depth: int):
+    """stdio: ``model.session.canonical_clock`` on the flat tuple ``var`` (rebinds ``var``).
+
+    The same renumbering (send times replaced by their rank among undelivered messages), kept
+    here in flat form for speed; the agreement test compares it with the model's function on
+    every explored transition.
+    """
+    n = cfg.requests
+    L, TS, CM, CT, CL = (lay.base[x] for x in ("life", "ts", "cmsg", "cts", "clock"))
+    d = depth
+    src.emit(d, "_p = []")
+    for r in range(n):
+        src.emit(d, f"if {var}[{L + r}] == {int(Life.SENT)}: _p.append(({var}[{TS + r}], 0, {r}))")
+        src.emit(d, f"if {var}[{CM + r}] == {CMSG_WIRE}: _p.append(({var}[{CT + r}], 1, {r}))")
+    src.emit(d, "_p.sort()")
+    src.emit(d, f"_c = list({var})")
+    for r in range(n):
+        src.emit(d, f"_c[{TS + r}] = 0; _c[{CT + r}] = 0")
+    src.emit(d, "for _k, (_x, _w, _r) in enumerate(_p):")
+    src.emit(d + 1, f"_c[({TS}, {CT})[_w] + _r] = _k")
+    src.emit(d, f"_c[{CL}] = len(_p)")
+    src.emit(d, f"{var} = tuple(_c)")
+
+
+def _writes_source(lay: Layout, writes: list[Write], src: _Src, d: int, tag: str) -> None:
+    """Emit the computation of every key, value and condition from the pre-state, then the
+    copy of ``s`` with the writes applied in list order, bound to ``t``."""
+    live = []
+    for j, w in enumerate(writes):
+        if not isinstance(w.when, Expr) and not w.when:
+            continue
+        name = f"{tag}{j}"
+        f = w.field
+        base, n = lay.base[f], lay.size[f]
+        if w.key is None:
+            pos = str(base)
+            key_src = None
+        elif isinstance(w.key, Expr):
+            src.emit(d, f"k{name} = {w.key.src}")
+            key_src = f"k{name}"
+            pos = f"{base} + k{name}"
+        else:
+            k = int(w.key)
+            if k < 0:
+                key_src = repr(k)
+                pos = None
+            else:
+                key_src = None
+                pos = str(base + k)
+        val = lift(w.value)
+        if isinstance(w.value, Expr):
+            src.emit(d, f"v{name} = {val}")
+            val = f"v{name}"
+        cond = None
+        if isinstance(w.when, Expr):
+            src.emit(d, f"w{name} = {w.when.src}")
+            cond = f"w{name}"
+        check = isinstance(w.key, Expr) and w.key.maybe_neg or (pos is None)
+        live.append((f, pos, key_src, val, cond, check, n))
+    if not live:
+        src.emit(d, "t = s")
+        return
+    src.emit(d, "n = list(s)")
+    for f, pos, key_src, val, cond, check, n in live:
+        dd = d
+        if cond is not None:
+            src.emit(dd, f"if {cond}:")
+            dd += 1
+        if check:
+            src.emit(dd, f"if {key_src} < 0: raise ValueError('write to {f}[' + str({key_src}) + "
+                         f"']: an unmasked NONE key (model bug)')")
+        if pos is not None:
+            src.emit(dd, f"n[{pos}] = {val}")
+    src.emit(d, "t = tuple(n)")
+
+
+class Compiled:
+    """The generated functions of one configuration.
+
+    ``expand(s)`` returns, for flat state ``s``, the list of ``(move index, successor, outputs,
+    failed step properties)`` of every enabled move (successor already clock-canonical on stdio;
+    outputs a tuple ``(t0, d0, t1, d1, ...)`` in the move's ``kinds`` order; failed step
+    properties as indices into ``step_props``).  ``state_checks[j](s)`` evaluates state property
+    ``state_props[j]``; ``settled(s)`` is the model's ``settled``.
+    """
+
+    def __init__(self, cfg: Config, properties=PROPERTIES):
+        self.cfg = cfg
+        self.layout = lay = Layout(cfg)
+        b = Gen(domains(cfg))
+        pre = View(lay, "s")
+        post = View(lay, "t")
+        props = [p for p in properties if p.applies(cfg)]
+        self.step_props = [p for p in props if p.scope == "step"]
+        self.state_props = [p for p in props if p.scope == "state"]
+        self.moves: list[Move] = []
+        src = _Src()
+        src.emit(0, "def expand(s):")
+        src.emit(1, "res = []")
+        for a in actions_for(cfg):
+            for r in range(cfg.requests):
+                for i in (range(cfg.ids) if "i" in a.params else (None,)):
+                    self._move(b, pre, post, cfg, a, r, i, src)
+        src.emit(1, "return res")
+        src.emit(0, "")
+        for j, p in enumerate(self.state_props):
+            v = p.fn(b, pre, cfg)
+            src.emit(0, f"def state_check_{j}(s):")
+            src.emit(1, f"return {lift(v)}")
+        src.emit(0, "def settled(s):")
+        src.emit(1, f"return {lift(settled(b, pre))}")
+        src.emit(0, "def clock(s):")
+        if cfg.stdio:
+            _clock_source(lay, cfg, src, "s", 1)
+        src.emit(1, "return s")
+        self.source = src.text()
+        ns: dict = {}
+        exec(compile(self.source, f"<compiled model: {cfg.label} {cfg.ids}x{cfg.requests}>",
+                     "exec"), ns)
+        self.expand = ns["expand"]
+        self.settled = ns["settled"]
+        self.clock = ns["clock"]
+        self.state_checks = [ns[f"state_check_{j}"] for j in range(len(self.state_props))]
+
+    def _move(self, b, pre, post, cfg, a, r, i, src: _Src):
+        m = len(self.moves)
+        guard = a.guard(b, pre, cfg, r, i)
+        out = a.output(b, pre, cfg, r, i)
+        kinds = tuple(out)
+        self.moves.append(Move(m, a, r, i, kinds))
+        if not isinstance(guard, Expr) and not guard:
+            return
+        src.emit(1, f"# {a.name} r={r} i={i}")
+        d = 1
+        if isinstance(guard, Expr):
+            src.emit(d, f"if {guard.src}:")
+            d += 1
+        hoisted = {}
+        flat_out = []
+        for n, kind in enumerate(kinds):
+            t_, d_ = out[kind]
+            names = []
+            for part, val in (("t", t_), ("d", d_)):
+                if isinstance(val, Expr):
+                    src.emit(d, f"o{part}{n} = {val.src}")
+                    names.append(Expr(f"o{part}{n}", val.maybe_neg))
+                else:
+                    names.append(val)
+            hoisted[kind] = tuple(names)
+            flat_out.extend(lift(x) for x in names)
+        writes = a.effect(b, pre, cfg, r, i, hoisted)
+        _writes_source(self.layout, writes, src, d, "w")
+        if cfg.stdio:
+            _clock_source(self.layout, cfg, src, "t", d)
+        failed = []
+        for j, p in enumerate(self.step_props):
+            v = p.fn(b, pre, post, cfg, a, r, i, hoisted)
+            if isinstance(v, Expr):
+                failed.append((j, v.src))
+            elif not v:
+                failed.append((j, "False"))
+        outs = "(" + "".join(x + ", " for x in flat_out) + ")"
+        if failed:
+            src.emit(d, "bad = []")
+            for j, cond in failed:
+                src.emit(d, f"if not {cond}: bad.append({j})")
+            src.emit(d, f"res.append(({m}, t, {outs}, bad))")
+        else:
+            src.emit(d, f"res.append(({m}, t, {outs}, ()))")
+
+    def out_dict(self, move: Move, outs: tuple) -> dict:
+        return {k: (outs[2 * n], outs[2 * n + 1]) for n, k in enumerate(move.kinds)}
+
+    def initial(self) -> tuple:
+        return self.clock(self.layout.flatten(initial(self.cfg)))
+
+
+# --- symmetry on flat states ----------------------------------------------------------------
+
+def canonical_source(cfg: Config, lay: Layout) -> str:
+    """Source of ``canon(s) -> bytes``: the least, over id permutations, of the state with its
+    instances sorted by a signature and renamed accordingly, encoded as bytes (every value + 1).
+
+    The signature of an instance is built from ``FIELDS``: every instance-keyed field (ids
+    renamed by the permutation; a field naming an instance is left out, since it names another
+    instance), then, for each id-keyed field naming an instance, whether it holds this instance
+    under its own id; the instance's number breaks ties.  Two instances with equal signatures
+    are indistinguishable, so for each id permutation the sorted state is unique, and the least
+    over all permutations is the same for every member of an orbit: the reduction is exact.
+    """
+    n, ids = cfg.requests, cfg.ids
+    L = lay.base["life"]
+    RID = lay.base["rid"]
+    inst_fields = [f for f in FIELDS if f.key == "inst"]
+    id_fields = [f for f in FIELDS if f.key == "id"]
+    sig_fields = [f for f in inst_fields if f.sort != "inst?"]
+    reg_fields = [f for f in id_fields if f.sort == "inst?"]
+    src = _Src()
+    src.emit(0, "def canon(s):")
+    for r in range(n):
+        src.emit(1, f"u{r} = s[{L + r}] != {int(Life.UNSENT)}")
+    cands = []
+    for pn, pi in enumerate(itertools.permutations(range(ids))):
+        pinv = [0] * ids
+        for k, v in enumerate(pi):
+            pinv[v] = k
+        src.emit(1, f"P = {tuple(pi)!r}")
+        for r in range(n):
+            parts = []
+            for f in sig_fields:
+                x = f"s[{lay.base[f.name] + r}]"
+                if f.sort == "id":
+                    x = f"(P[{x}] if u{r} else {x})"
+                if f.name == "life":
+                    x = f"-{x}"
+                parts.append(x)
+            for f in reg_fields:
+                b = lay.base[f.name]
+                parts.append(f"s[{b} + s[{RID + r}]] == {r}")
+            parts.append(str(r))
+            src.emit(1, f"g{r} = ({', '.join(parts)},)")
+        src.emit(1, f"o = sorted(({', '.join(f'g{r}' for r in range(n))},))")
+        for j in range(n):
+            src.emit(1, f"o{j} = o[{j}][-1]")
+        # sg[old] = new + 1; sg[-1] = 0 (NONE + 1)
+        src.emit(1, f"sg = [0] * {n + 1}")
+        for j in range(n):
+            src.emit(1, f"sg[o{j}] = {j + 1}")
+        items = []
+        for f in FIELDS:
+            b = lay.base[f.name]
+            if f.key == "inst":
+                for j in range(n):
+                    x = f"s[{b} + o{j}]"
+                    if f.sort == "id":
+                        x = f"(P[{x}] if s[{L} + o{j}] != {int(Life.UNSENT)} else {x}) + 1"
+                    elif f.sort == "inst?":
+                        x = f"sg[{x}]"
+                    else:
+                        x = f"{x} + 1"
+                    items.append(x)
+            elif f.key == "id":
+                for k in range(ids):
+                    x = f"s[{b + pinv[k]}]"
+                    items.append(f"sg[{x}]" if f.sort == "inst?" else f"{x} + 1")
+            else:
+                items.append(f"s[{b}] + 1")
+        src.emit(1, f"c{pn} = bytes(({', '.join(items)},))")
+        cands.append(f"c{pn}")
+    if len(cands) == 1:
+        src.emit(1, f"return {cands[0]}")
+    else:
+        src.emit(1, f"return min({', '.join(cands)})")
+    return src.text()
+
+
+def raw_source(lay: Layout) -> str:
+    """Source of ``raw(s) -> bytes``: the state itself, encoded as bytes (every value + 1)."""
+    return ("def raw(s):\n    return bytes((" +
+            ", ".join(f"s[{k}] + 1" for k in range(lay.width)) + ",))\n")
+
+
+def key_function(cfg: Config, lay: Layout, symmetry: bool):
+    text = canonical_source(cfg, lay) if symmetry else raw_source(lay)
+    ns: dict = {}
+    exec(compile(text, f"<state key: {cfg.label}>", "exec"), ns)
+    return ns["canon" if symmetry else "raw"]
