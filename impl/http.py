@@ -1,0 +1,319 @@
+"""Streamable HTTP as a plain ASGI callable over the session core (run it with uvicorn).
+
+``create_app(server, path="/mcp")`` returns the app.  No web framework: an ASGI callable is the
+thinnest layer uvicorn can run (no routing tables, middleware stacks or request objects built
+per call), and SSE framing is a few bytes written by hand, so a tools/call costs the JSON work,
+the core's steps and the ASGI sends, nothing more.
+
+Both revisions on one endpoint, told apart by the ``MCP-Protocol-Version`` header:
+
+* **2026-07-28** (header ``2026-07-28``): POST only (GET and DELETE get 405), no sessions
+  (``Mcp-Session-Id`` is ignored).  Each POST is its own scope: its request is admitted by a
+  core of its own and everything it writes goes on its own response; a closed response stream
+  is cancellation (the core's ``close``).  With no session there is no way to tell two clients
+  apart, so ids of different POSTs never collide.
+* **2025-11-25** (no header, or a handshake revision): ``initialize`` creates a session whose
+  ``Mcp-Session-Id`` comes from :mod:`secrets`; later requests need it (400 without, 404 when
+  unknown or ended).  A request's POST is answered with SSE (tool calls: progress, logs and
+  server-to-client requests, then the response) or JSON (answered at once).  A duplicate of an
+  id in flight gets 409 with a JSON-RPC -32600 body (``id: null``, ``data.id`` naming the id)
+  before anything is registered.  One standalone GET stream per session (a second gets 409);
+  it is kept in a slot of its own, never under a request id.  DELETE ends the session: its
+  handlers are cancelled and pending server-to-client requests released.  A broken POST
+  stream drops that stream only; its handler goes on and its later messages are dropped.
+
+Checks on every request: ``Host`` must name this server (DNS rebinding: 421 otherwise),
+``Origin`` if present must be an allowed origin (403), the body is limited (413), a JSON
+array body is 400 with -32600 (no batches), an unsupported ``MCP-Protocol-Version`` is 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from urllib.parse import urlsplit
+
+from .server import (HANDSHAKE_VERSIONS, LEGACY, MODERN, UNSUPPORTED_PROTOCOL_VERSION, Server,
+                     Session, dumps, error, error_reply, parse)
+
+_JSON = [(b"content-type", b"application/json")]
+_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def _sse(msg) -> bytes:
+    return b"event: message\ndata: " + dumps(msg) + b"\n\n"
+
+
+class _Outlet:
+    """One POST's response stream: messages queue here and the POST writes them as SSE."""
+
+    __slots__ = ("items", "wake", "done", "broken")
+
+    def __init__(self):
+        self.items = []
+        self.wake = None
+        self.done = False
+        self.broken = False
+
+    def send(self, msg):
+        if self.broken or self.done:
+            return
+        self.items.append(msg)
+        w = self.wake
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    def close(self):
+        self.done = True
+        w = self.wake
+        if w is not None and not w.done():
+            w.set_result(None)
+
+
+class _HttpSession(Session):
+    def __init__(self, server, sid):
+        super().__init__(server, "http", LEGACY)
+        self.sid = sid
+        self.standalone = None      # the GET stream's closer (a future), in a slot of its own
+
+
+class App:
+    """The ASGI app; see the module text."""
+
+    def __init__(self, server: Server, path: str = "/mcp", allowed_hosts=None, allowed_origins=None,
+                 max_body: int = 4 * 1024 * 1024):
+        self.server = server
+        self.path = path
+        self.allowed_hosts = set(allowed_hosts or LOOPBACK)
+        self.allowed_origins = set(allowed_origins or ())
+        self.max_body = max_body
+        self.sessions: dict[str, _HttpSession] = {}
+
+    # --- plumbing -------------------------------------------------------------------------
+    @staticmethod
+    async def _reply(send, status, body: bytes = b"", headers=(), ctype=_JSON):
+        await send({"type": "http.response.start", "status": status,
+                    "headers": (ctype if body else []) + list(headers)})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _error(self, send, status, code, message, rid=None, data=None, headers=()):
+        await self._reply(send, status, dumps(error_reply(rid, error(code, message, data))), headers)
+
+    def _host_ok(self, host: bytes | None) -> bool:
+        if host is None:
+            return False
+        h = host.decode("latin-1")
+        name = h.rsplit(":", 1)[0] if not h.endswith("]") else h
+        return name in self.allowed_hosts or h in self.allowed_hosts
+
+    def _origin_ok(self, origin: bytes | None) -> bool:
+        if origin is None:
+            return True
+        o = origin.decode("latin-1")
+        if o in self.allowed_origins:
+            return True
+        try:
+            return urlsplit(o).hostname in {n.strip("[]") for n in self.allowed_hosts}
+        except ValueError:
+            return False
+
+    async def _body(self, receive, headers) -> bytes | None:
+        clen = headers.get(b"content-length")
+        if clen is not None:
+            try:
+                if int(clen) > self.max_body:
+                    return None
+            except ValueError:
+                return None
+        chunks = []
+        size = 0
+        while True:
+            m = await receive()
+            if m["type"] == "http.disconnect":
+                return b""
+            chunk = m.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                return None
+            chunks.append(chunk)
+            if not m.get("more_body"):
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    # --- ASGI ------------------------------------------------------------------------------
+    async def __call__(self, scope, receive, send):
+        kind = scope["type"]
+        if kind == "lifespan":
+            return await self._lifespan(receive, send)
+        if kind != "http":
+            return
+        if scope["path"] != self.path:
+            return await self._reply(send, 404, b"Not Found", ctype=[(b"content-type", b"text/plain")])
+        headers = dict(scope["headers"])
+        if not self._host_ok(headers.get(b"host")):
+            return await self._error(send, 421, -32600, "Misdirected Request: Host is not this server")
+        if not self._origin_ok(headers.get(b"origin")):
+            return await self._error(send, 403, -32600, "Forbidden: Origin not allowed")
+        version = headers.get(b"mcp-protocol-version")
+        version = version.decode("latin-1") if version is not None else None
+        if version is not None and version != MODERN and version not in HANDSHAKE_VERSIONS:
+            return await self._error(send, 400, UNSUPPORTED_PROTOCOL_VERSION,
+                                     f"Unsupported MCP-Protocol-Version: {version}",
+                                     data={"supported": [LEGACY, MODERN], "requested": version})
+        method = scope["method"]
+        if method == "POST":
+            return await self._post(scope, receive, send, headers, version == MODERN)
+        if version == MODERN:
+            return await self._reply(send, 405, b"", [(b"allow", b"POST")])
+        if method == "GET":
+            return await self._get(receive, send, headers)
+        if method == "DELETE":
+            return await self._delete(send, headers)
+        return await self._reply(send, 405, b"", [(b"allow", b"GET, POST, DELETE")])
+
+    async def _lifespan(self, receive, send):
+        while True:
+            m = await receive()
+            if m["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif m["type"] == "lifespan.shutdown":
+                for s in list(self.sessions.values()):
+                    self._end(s)
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _session(self, headers):
+        """(session, None) or (None, (status, message))."""
+        sid = headers.get(b"mcp-session-id")
+        if sid is None:
+            return None, (400, "Bad Request: Mcp-Session-Id header is required")
+        s = self.sessions.get(sid.decode("latin-1"))
+        if s is None:
+            return None, (404, "Session not found")
+        return s, None
+
+    def _end(self, s: _HttpSession):
+        self.sessions.pop(s.sid, None)
+        s.end()
+        if s.standalone is not None and not s.standalone.done():
+            s.standalone.set_result(None)
+
+    async def _post(self, scope, receive, send, headers, modern):
+        body = await self._body(receive, headers)
+        if body is None:
+            return await self._error(send, 413, -32600, "Payload Too Large")
+        inc = parse(body)
+        if inc.kind == "invalid":
+            return await self._error(send, 400, inc.error["code"], inc.error["message"], inc.id,
+                                     inc.error.get("data"))
+        msg = inc.msg
+        if modern:
+            if inc.kind != "request":
+                return await self._reply(send, 202)
+            session = Session(self.server, "http", MODERN)
+            return await self._request(session, msg, receive, send, ())
+        if inc.kind == "request" and msg["method"] == "initialize" and b"mcp-session-id" not in headers:
+            sid = secrets.token_urlsafe(24)
+            session = _HttpSession(self.server, sid)
+            self.sessions[sid] = session
+            extra = [(b"mcp-session-id", sid.encode())]
+            return await self._request(session, msg, receive, send, extra)
+        session, err = self._session(headers)
+        if err is not None:
+            return await self._error(send, err[0], -32600, err[1])
+        if inc.kind == "request":
+            return await self._request(session, msg, receive, send, ())
+        if inc.kind == "notification":
+            session.notification(msg)
+        else:
+            session.response(msg)
+        return await self._reply(send, 202)
+
+    async def _request(self, session: Session, msg, receive, send, extra):
+        outlet = _Outlet()
+        status, value = session.request(msg, outlet)
+        if status == "refused":
+            return await self._reply(send, 409, dumps(error_reply(None, value)), extra)
+        if status == "reply":
+            return await self._reply(send, 200, dumps(value), extra)
+        handle = value
+        loop = asyncio.get_running_loop()
+        watcher = loop.create_task(self._watch(session, handle, outlet, receive))
+        started = False
+        try:
+            while True:
+                if not outlet.items and not outlet.done:
+                    outlet.wake = loop.create_future()
+                    await outlet.wake
+                    outlet.wake = None
+                if outlet.broken:
+                    return
+                items, outlet.items = outlet.items, []
+                last = outlet.done and not outlet.items
+                chunk = b"".join(_sse(m) for m in items)
+                if not started:
+                    await send({"type": "http.response.start", "status": 200, "headers": _SSE + list(extra)})
+                    started = True
+                await send({"type": "http.response.body", "body": chunk, "more_body": not last})
+                if last:
+                    return
+        except OSError:          # the client went away while we wrote
+            outlet.broken = True
+            session.closed(handle)
+        finally:
+            watcher.cancel()
+
+    async def _watch(self, session, handle, outlet, receive):
+        while True:
+            m = await receive()
+            if m["type"] == "http.disconnect":
+                if not outlet.done:
+                    outlet.broken = True
+                    session.closed(handle)
+                    w = outlet.wake
+                    if w is not None and not w.done():
+                        w.set_result(None)
+                return
+
+    async def _get(self, receive, send, headers):
+        session, err = self._session(headers)
+        if err is not None:
+            return await self._error(send, err[0], -32600, err[1])
+        if session.standalone is not None:
+            return await self._error(send, 409, -32600, "Conflict: this session already has a standalone stream")
+        loop = asyncio.get_running_loop()
+        closer = session.standalone = loop.create_future()
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+        await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
+
+        async def watch():
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not closer.done():
+                closer.set_result(None)
+
+        watcher = loop.create_task(watch())
+        try:
+            await closer
+            try:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except OSError:
+                pass
+        finally:
+            watcher.cancel()
+            if session.standalone is closer:
+                session.standalone = None
+
+    async def _delete(self, send, headers):
+        session, err = self._session(headers)
+        if err is not None:
+            return await self._error(send, err[0], -32600, err[1])
+        self._end(session)
+        return await self._reply(send, 200)
+
+
+def create_app(server: Server, path: str = "/mcp", **options) -> App:
+    """The Streamable HTTP ASGI app for ``server`` at ``path`` (options: ``allowed_hosts``,
+    ``allowed_origins``, ``max_body``)."""
+    return App(server, path, **options)

@@ -1,0 +1,510 @@
+"""A small MCP server API over the sans-IO core, shared by the stdio and HTTP adapters.
+
+Writing a server::
+
+    from mcp_inflight.impl.server import Server
+
+    server = Server("demo")
+
+    @server.tool()
+    async def slow(ctx, label: str, steps: int = 3, delay: float = 0.1) -> str:
+        for k in range(steps):
+            await asyncio.sleep(delay)
+            await ctx.progress(k + 1, steps, f"{label} {k + 1}/{steps}")
+            await ctx.log(f"{label}: step {k + 1}")
+        return f"done:{label}"
+
+then ``mcp_inflight.impl.http.create_app(server)`` (ASGI) or
+``mcp_inflight.impl.stdio.serve_stdio(server)``.
+
+A tool handler is an ``async def`` whose first parameter is the :class:`Context` and whose
+other parameters are the tool's arguments; their annotations and defaults become the tool's
+``inputSchema`` and are validated by pydantic (an invalid call is a tool error, ``isError``).
+It returns a string (one text block), a list of content blocks, or a dict (a full result).
+The context gives ``progress(...)``, ``log(...)``, ``elicit(...)``, ``sample(...)`` and
+``cancelled`` (an ``asyncio.Event``; the handler's task is also cancelled, so the next
+``await`` raises ``CancelledError``).
+
+Validation: incoming messages are checked with ``mcp_types`` 2.3.0 (the pydantic models of the
+MCP schema that ship with the official ``mcp`` package): the JSON-RPC envelope
+(``mcp_types.jsonrpc``) and each request's and notification's params for the negotiated
+revision (``mcp_types.methods.validate_client_request``), so the schema is the official one
+and per-revision (a method removed in 2026-07-28, such as ``initialize``' successors, is
+refused there as unknown).  Ids are checked first by :func:`impl.core.typed_id`, which keeps
+their JSON type.
+
+Every lifecycle decision (admit or refuse, where a message goes, what a cancel hits, when an
+id is free) is the core's, that is the model's.  This module routes what the core returns.
+
+Revisions: 2025-11-25 (``initialize``, sessions, server-to-client requests on the originating
+request's stream) and 2026-07-28 (``server/discover``, per-request ``_meta``; elicitation and
+sampling come back as an ``InputRequiredResult`` and the client retries with the answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from itertools import count
+from typing import Any, Callable
+
+import pydantic
+from mcp_types import jsonrpc as J
+from mcp_types import methods as M
+
+from .core import Admitted, InvalidId, SessionCore, typed_id
+
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+REVISIONS = (LEGACY, MODERN)
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+PARSE_ERROR = J.PARSE_ERROR
+INVALID_REQUEST = J.INVALID_REQUEST
+METHOD_NOT_FOUND = J.METHOD_NOT_FOUND
+INVALID_PARAMS = J.INVALID_PARAMS
+INTERNAL_ERROR = J.INTERNAL_ERROR
+UNSUPPORTED_PROTOCOL_VERSION = J.UNSUPPORTED_PROTOCOL_VERSION
+
+
+def error(code: int, message: str, data=None) -> dict:
+    e = {"code": code, "message": message}
+    if data is not None:
+        e["data"] = data
+    return e
+
+
+def error_reply(rid, err: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "error": err}
+
+
+def dumps(msg) -> bytes:
+    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# --- parsing -----------------------------------------------------------------------------------
+
+class Incoming:
+    """One decoded message: ``kind`` is request, notification, response or invalid."""
+
+    __slots__ = ("kind", "msg", "id", "error")
+
+    def __init__(self, kind, msg=None, rid=None, err=None):
+        self.kind = kind
+        self.msg = msg
+        self.id = rid
+        self.error = err
+
+
+_ENVELOPE = {
+    "request": J.JSONRPCRequest,
+    "notification": J.JSONRPCNotification,
+    "response": J.JSONRPCResponse,
+    "error": J.JSONRPCError,
+}
+
+
+def parse(raw) -> Incoming:
+    """Decode one JSON-RPC message (bytes or str) and check its envelope with ``mcp_types``."""
+    try:
+        msg = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return Incoming("invalid", err=error(PARSE_ERROR, "Parse error: the body is not JSON"))
+    return classify(msg)
+
+
+def classify(msg) -> Incoming:
+    if isinstance(msg, list):
+        return Incoming("invalid", err=error(
+            INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported (one message per body)"))
+    if not isinstance(msg, dict):
+        return Incoming("invalid", err=error(INVALID_REQUEST, "Invalid Request: a message must be a JSON object"))
+    if "method" in msg:
+        kind = "request" if "id" in msg else "notification"
+    elif "id" in msg and ("result" in msg or "error" in msg):
+        kind = "response"
+    else:
+        return Incoming("invalid", err=error(
+            INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response"))
+    rid = msg.get("id")
+    if kind == "request":
+        try:
+            typed_id(rid)
+        except InvalidId as e:
+            return Incoming("invalid", err=e.error)
+    model = _ENVELOPE["error" if kind == "response" and "error" in msg else kind]
+    try:
+        model.model_validate(msg)
+    except pydantic.ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "message"
+        good_id = rid if kind == "request" else None
+        return Incoming("invalid", rid=good_id, err=error(
+            INVALID_REQUEST, f"Invalid Request: {where}: {first['msg']}"))
+    return Incoming(kind, msg, rid)
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+class Tool:
+    def __init__(self, fn: Callable, name: str, description: str | None):
+        self.fn = fn
+        self.name = name
+        self.description = description or (inspect.getdoc(fn) or "").split("\n\n")[0] or None
+        params = list(inspect.signature(fn).parameters.values())[1:]
+        fields = {}
+        for p in params:
+            ann = Any if p.annotation is inspect.Parameter.empty else p.annotation
+            default = ... if p.default is inspect.Parameter.empty else p.default
+            fields[p.name] = (ann, default)
+        self.model = pydantic.create_model(f"{name}_arguments", **fields)
+        schema = self.model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.input_schema = schema
+        self.listing = {"name": name, "inputSchema": schema}
+        if self.description:
+            self.listing["description"] = self.description
+
+    def arguments(self, raw) -> dict:
+        return dict(self.model.model_validate(raw or {}))
+
+
+def _content(value) -> dict:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        return {"content": [{"type": "text", "text": value}], "isError": False}
+    if isinstance(value, list):
+        return {"content": value, "isError": False}
+    return {"content": [{"type": "text", "text": json.dumps(value)}], "isError": False}
+
+
+class Server:
+    """Tools and server identity; transport-independent."""
+
+    def __init__(self, name: str = "mcp-inflight", version: str = "0.1.0", instructions: str | None = None):
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.tools: dict[str, Tool] = {}
+
+    def tool(self, name: str | None = None, description: str | None = None):
+        """Register an ``async def handler(ctx, **arguments)`` as a tool."""
+        def register(fn):
+            self.add_tool(fn, name, description)
+            return fn
+        return register
+
+    def add_tool(self, fn: Callable, name: str | None = None, description: str | None = None) -> Tool:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"tool {fn.__name__!r}: the handler must be an async function")
+        t = Tool(fn, name or fn.__name__, description)
+        self.tools[t.name] = t
+        return t
+
+    @property
+    def info(self) -> dict:
+        return {"name": self.name, "version": self.version}
+
+    @property
+    def capabilities(self) -> dict:
+        return {"tools": {"listChanged": False}, "logging": {}}
+
+
+# --- the handler's view ----------------------------------------------------------------------
+
+class RequestFailed(Exception):
+    """A server-to-client request could not be made or was answered with an error."""
+
+    def __init__(self, err: dict):
+        self.error = err
+        super().__init__(err.get("message", "request failed"))
+
+
+class _InputRequired(Exception):
+    """2026-07-28: the handler needs the client's input; the call returns InputRequiredResult."""
+
+    def __init__(self, key: str, request: dict):
+        self.key = key
+        self.request = request
+
+
+class Context:
+    """What a tool handler gets: progress, log, elicit, sample and the cancellation signal."""
+
+    def __init__(self, session: "Session", handle, params: dict):
+        self.session = session
+        self.handle = handle
+        self.request_id = handle.id
+        meta = params.get("_meta") or {}
+        self.progress_token = meta.get("progressToken")
+        self.cancelled = asyncio.Event()
+        self.input_responses = params.get("inputResponses") or {}
+        self._asked = 0
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Report progress (only if the request carried a progress token).  Returns whether the
+        notification was written (False: no token, or the core dropped it)."""
+        if self.progress_token is None:
+            return False
+        params = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        return self.session.notify(self.handle, "notifications/progress", params)
+
+    async def log(self, data, level: str = "info", logger: str | None = None) -> bool:
+        """A ``notifications/message`` on this request's stream (if the level passes)."""
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.session.log_level):
+            return False
+        params = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        return self.session.notify(self.handle, "notifications/message", params)
+
+    async def elicit(self, message: str, schema: dict | None = None) -> dict:
+        """Ask the user (``elicitation/create``, form mode); returns the ElicitResult dict."""
+        params = {"mode": "form", "message": message,
+                  "requestedSchema": schema or {"type": "object", "properties": {}}}
+        return await self._ask("elicitation/create", params)
+
+    async def sample(self, messages: list, max_tokens: int = 256, **extra) -> dict:
+        """Ask the client's model (``sampling/createMessage``); returns the CreateMessageResult."""
+        params = {"messages": messages, "maxTokens": max_tokens, **extra}
+        return await self._ask("sampling/createMessage", params)
+
+    async def _ask(self, method, params) -> dict:
+        self._asked += 1
+        if self.session.revision == MODERN:
+            key = f"{method}#{self._asked}"
+            if key in self.input_responses:
+                return self.input_responses[key]
+            raise _InputRequired(key, {"method": method, "params": params})
+        return await self.session.server_request(self.handle, method, params)
+
+
+def _invalid_params(rid, method, version, params):
+    """The error reply for a request the MCP schema of ``version`` rejects, else None."""
+    try:
+        M.validate_client_request(method, version, params)
+    except KeyError:
+        return error_reply(rid, error(METHOD_NOT_FOUND, f"Method not found: {method} ({version})"))
+    except pydantic.ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        return error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {where}: {first['msg']}"))
+    return None
+
+
+# --- one session -----------------------------------------------------------------------------
+
+class Session:
+    """One MCP session (stdio: the process; HTTP 2025-11-25: an ``Mcp-Session-Id``; HTTP
+    2026-07-28: one POST).  Messages in, replies out through each request's outlet.
+
+    An *outlet* is the adapter's object for one request's channel: ``send(msg: dict)`` writes a
+    message on it, ``close()`` ends it (HTTP: the POST's response).  The core decides which
+    outlet gets what: ``handle.data`` is the outlet of the request that handle stands for.
+    """
+
+    def __init__(self, server: Server, transport: str, revision: str | None = None):
+        self.server = server
+        self.transport = transport
+        self.revision = revision or LEGACY
+        self.negotiated = revision is not None
+        self.core = SessionCore(self.revision, transport)
+        self.log_level = "debug"
+        self.tasks: dict = {}             # handle -> (task, context)
+        self.pending: dict = {}           # typed server-request id -> (future, handle)
+        self._sids = count(1)
+        self.ended = False
+
+    def _set_revision(self, revision):
+        if revision != self.revision and self.core.empty():
+            self.revision = revision
+            self.core = SessionCore(revision, self.transport)
+        self.negotiated = True
+
+    # --- writing ------------------------------------------------------------------------
+    def notify(self, handle, method, params) -> bool:
+        target = self.core.emit(handle)
+        if target is None:
+            return False
+        target.data.send({"jsonrpc": "2.0", "method": method, "params": params})
+        return True
+
+    async def server_request(self, handle, method, params) -> dict:
+        target = self.core.server_request(handle)
+        if target is None:
+            raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: the request's stream is gone "
+                                                      f"or it already has a server-to-client request"))
+        sid = next(self._sids)
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[typed_id(sid)] = (fut, handle)
+        target.data.send({"jsonrpc": "2.0", "id": sid, "method": method, "params": params})
+        try:
+            return await fut
+        finally:
+            self.pending.pop(typed_id(sid), None)
+
+    # --- reading ------------------------------------------------------------------------
+    def request(self, msg: dict, outlet):
+        """A request arrives.  Returns ``("refused", error)``, ``("reply", message)`` (answered
+        at once, within the step that admitted it) or ``("running", handle)`` (a handler runs
+        and will write on ``outlet``, then close it)."""
+        verdict = self.core.arrive(msg["id"])
+        if not isinstance(verdict, Admitted):
+            return "refused", verdict.error
+        h = verdict.handle
+        h.data = outlet
+        rid = msg["id"]
+        method = msg["method"]
+        params = msg.get("params")
+        reply = self._immediate(h, rid, method, params)
+        if reply is not None:
+            target = self.core.finish(h)
+            return "reply", (reply if target is h else None)
+        tool = self.server.tools[params["name"]]
+        ctx = Context(self, h, params)
+        task = asyncio.get_running_loop().create_task(self._run(h, rid, tool, params, ctx))
+        self.tasks[h] = (task, ctx)
+        return "running", h
+
+    def _immediate(self, h, rid, method, params):
+        """The reply to a request answered at once, or None for a tool call that runs."""
+        if method == "initialize":
+            if self.revision == MODERN and (self.transport == "http" or self.negotiated):
+                return error_reply(rid, error(METHOD_NOT_FOUND, "initialize is not part of 2026-07-28"))
+            bad = _invalid_params(rid, method, LEGACY, params)
+            if bad is not None:
+                return bad
+            version = params.get("protocolVersion")
+            self._set_revision(LEGACY)
+            chosen = version if version in HANDSHAKE_VERSIONS else LEGACY
+            res = {"protocolVersion": chosen, "capabilities": self.server.capabilities,
+                   "serverInfo": self.server.info}
+            if self.server.instructions:
+                res["instructions"] = self.server.instructions
+            return {"jsonrpc": "2.0", "id": rid, "result": res}
+        if method == "server/discover":
+            if not (self.transport == "stdio" and not self.negotiated) and self.revision != MODERN:
+                return error_reply(rid, error(METHOD_NOT_FOUND, "server/discover is not part of 2025-11-25"))
+            self._set_revision(MODERN)
+        version = self.revision
+        bad = _invalid_params(rid, method, version, params)
+        if bad is not None:
+            return bad
+        modern = version == MODERN
+        if method == "server/discover":
+            res = {"supportedVersions": [LEGACY, MODERN], "capabilities": self.server.capabilities,
+                   "ttlMs": 0, "cacheScope": "private",
+                   "_meta": {SERVER_INFO_META_KEY: self.server.info}}
+            if self.server.instructions:
+                res["instructions"] = self.server.instructions
+        elif method == "ping":
+            res = {}
+        elif method == "tools/list":
+            res = {"tools": [t.listing for t in self.server.tools.values()]}
+        elif method == "logging/setLevel":
+            self.log_level = params["level"]
+            res = {}
+        elif method == "tools/call":
+            if params["name"] in self.server.tools:
+                return None
+            return error_reply(rid, error(INVALID_PARAMS, f"Unknown tool: {params['name']}"))
+        else:
+            return error_reply(rid, error(METHOD_NOT_FOUND, f"Method not found: {method}"))
+        if modern:
+            res["resultType"] = "complete"
+        return {"jsonrpc": "2.0", "id": rid, "result": res}
+
+    async def _run(self, h, rid, tool, params, ctx):
+        reply = None
+        try:
+            try:
+                args = tool.arguments(params.get("arguments"))
+            except pydantic.ValidationError as e:
+                res = {"content": [{"type": "text", "text": f"invalid arguments: {e}"}], "isError": True}
+            else:
+                try:
+                    res = _content(await tool.fn(ctx, **args))
+                except _InputRequired as need:
+                    res = {"resultType": "input_required", "inputRequests": {need.key: need.request}}
+                except RequestFailed as e:
+                    res = {"content": [{"type": "text", "text": str(e)}], "isError": True}
+            if self.revision == MODERN:
+                res.setdefault("resultType", "complete")
+            reply = {"jsonrpc": "2.0", "id": rid, "result": res}
+        except asyncio.CancelledError:
+            reply = None
+        except Exception as e:  # the tool failed: a tool error the model can see
+            reply = {"jsonrpc": "2.0", "id": rid,
+                     "result": {"content": [{"type": "text", "text": f"{type(e).__name__}: {e}"}],
+                                "isError": True}}
+        finally:
+            self.tasks.pop(h, None)
+            target = self.core.finish(h)
+            if target is not None and reply is not None:
+                target.data.send(reply)
+            h.data.close()
+
+    def notification(self, msg: dict) -> None:
+        method = msg["method"]
+        params = msg.get("params")
+        try:
+            M.validate_client_notification(method, self.revision, params)
+        except (KeyError, ValueError, pydantic.ValidationError):
+            return                      # unknown or malformed notifications are ignored
+        if method == "notifications/cancelled":
+            target = self.core.cancel((params or {}).get("requestId"))
+            if target is not None:
+                self._cancel_handler(target)
+
+    def _cancel_handler(self, handle):
+        entry = self.tasks.get(handle)
+        if entry is not None:
+            task, ctx = entry
+            ctx.cancelled.set()
+            task.cancel()
+
+    def closed(self, handle) -> None:
+        """The request's channel closed before its response (HTTP)."""
+        if self.core.close(handle):
+            self._cancel_handler(handle)
+
+    def response(self, msg: dict) -> bool:
+        """A response from the client to a server-to-client request; False if it answers nothing."""
+        try:
+            key = typed_id(msg.get("id"))
+        except InvalidId:
+            return False
+        entry = self.pending.get(key)
+        if entry is None:
+            return False
+        fut, handle = entry
+        if fut.done():
+            return False
+        self.core.answer(handle)
+        if "error" in msg:
+            fut.set_exception(RequestFailed(msg["error"]))
+        else:
+            fut.set_result(msg["result"])
+        return True
+
+    def end(self) -> None:
+        """The session ends: cancel every handler (through the core) and release every waiter."""
+        self.ended = True
+        for h in self.core.end():
+            self._cancel_handler(h)
+        for fut, _ in list(self.pending.values()):
+            if not fut.done():
+                fut.set_exception(RequestFailed(error(INTERNAL_ERROR, "the session ended")))
+
+    def idle(self) -> bool:
+        return self.core.empty() and not self.pending and not self.tasks

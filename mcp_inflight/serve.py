@@ -1,0 +1,157 @@
+"""``mcp-inflight serve``: an MCP server on the verified core, over Streamable HTTP or stdio.
+
+The demo tools (other checks depend on their names and arguments):
+
+* ``slow {label, steps, delay}``: each step waits ``delay`` seconds, reports progress (the
+  message contains the label) and logs a line containing the label; returns ``done:<label>``;
+* ``ask {label, delay}``: after ``delay`` seconds elicits with a message containing the label;
+  returns ``ask:<label>:<action>``;
+* ``echo {text}``: returns the text.
+
+``--fixtures NAME`` serves ``mcp_inflight.fixtures.NAME`` instead: that module provides
+``build() -> Server`` (or ``register(server)``, or a module-level ``server``).
+
+On HTTP the server prints ``mcp-inflight serve: listening on http://HOST:PORT/PATH`` to stderr
+once the socket is bound (``--port 0`` picks a free port), so scripts can read the port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import sys
+
+from mcp_inflight.impl.server import Server
+
+
+def demo_server() -> Server:
+    server = Server("mcp-inflight-demo", instructions="Demo tools: slow, ask, echo.")
+
+    @server.tool(description="Report progress and a log line for each of `steps` steps, then return done:<label>.")
+    async def slow(ctx, label: str, steps: int = 3, delay: float = 0.1) -> str:
+        for k in range(1, steps + 1):
+            await asyncio.sleep(delay)
+            await ctx.progress(k, steps, f"{label}: step {k}/{steps}")
+            await ctx.log(f"{label}: step {k}/{steps}")
+        return f"done:{label}"
+
+    @server.tool(description="After `delay` seconds ask the user (elicitation); return ask:<label>:<action>.")
+    async def ask(ctx, label: str, delay: float = 0.0) -> str:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        answer = await ctx.elicit(f"{label}: may I go on?", {
+            "type": "object", "properties": {"ok": {"type": "boolean", "title": "OK"}}})
+        return f"ask:{label}:{answer.get('action')}"
+
+    @server.tool(description="Return the text unchanged.")
+    async def echo(ctx, text: str) -> str:
+        return text
+
+    return server
+
+
+class FixtureError(Exception):
+    pass
+
+
+def fixture_server(name: str) -> Server:
+    modname = f"mcp_inflight.fixtures.{name}"
+    try:
+        found = importlib.util.find_spec(modname)
+    except ModuleNotFoundError:
+        found = None
+    if not name.isidentifier() or found is None:
+        import pkgutil
+
+        import mcp_inflight.fixtures as pkg
+        known = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__))
+        raise FixtureError(f"no fixture module {modname!r}; available: {', '.join(known) or 'none'}")
+    mod = importlib.import_module(modname)
+    if hasattr(mod, "build"):
+        server = mod.build()
+    elif hasattr(mod, "register"):
+        server = Server(f"mcp-inflight-{name}")
+        mod.register(server)
+    elif isinstance(getattr(mod, "server", None), Server):
+        server = mod.server
+    else:
+        raise FixtureError(f"{modname} has no build(), register(server) or server")
+    if not isinstance(server, Server):
+        raise FixtureError(f"{modname}.build() returned {type(server).__name__}, not a Server")
+    return server
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mcp-inflight serve",
+        description="Run an MCP server whose request lifecycle is the verified model (atomic design): "
+                    "the demo tools slow, ask and echo, or a fixture server. Streamable HTTP serves "
+                    "2025-11-25 (sessions) and 2026-07-28 (stateless) on one endpoint; stdio serves "
+                    "whichever the client negotiates.")
+    p.add_argument("--transport", choices=("http", "stdio"), default="http",
+                   help="http: Streamable HTTP with uvicorn (default); stdio: newline-delimited JSON")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port to bind; 0 picks a free one (default 8000)")
+    p.add_argument("--path", default="/mcp", help="the MCP endpoint's path (default /mcp)")
+    p.add_argument("--fixtures", metavar="NAME",
+                   help="serve mcp_inflight.fixtures.NAME instead of the demo tools")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="an Origin allowed besides this host's own (repeatable)")
+    p.add_argument("--max-body", type=int, default=4 * 1024 * 1024, metavar="BYTES",
+                   help="largest POST body accepted; larger gets 413 (default 4 MiB)")
+    return p
+
+
+async def _serve_http(server: Server, args) -> None:
+    import uvicorn
+
+    from mcp_inflight.impl.http import LOOPBACK, create_app
+
+    hosts = set(LOOPBACK) | {args.host}
+    app = create_app(server, args.path, allowed_hosts=hosts, allowed_origins=args.allow_origin,
+                     max_body=args.max_body)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                            access_log=False, lifespan="on")
+    userver = uvicorn.Server(config)
+    task = asyncio.create_task(userver.serve())
+    while not userver.started:
+        if task.done():
+            await task
+            raise SystemExit(1)
+        await asyncio.sleep(0.02)
+    sock = userver.servers[0].sockets[0]
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"mcp-inflight serve: listening on http://{shown}:{port}{args.path}", file=sys.stderr, flush=True)
+    await task
+
+
+def run(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if not args.path.startswith("/"):
+        print("mcp-inflight serve: --path must start with /", file=sys.stderr)
+        return 2
+    try:
+        server = fixture_server(args.fixtures) if args.fixtures else demo_server()
+    except FixtureError as e:
+        print(f"mcp-inflight serve: {e}", file=sys.stderr)
+        return 2
+    try:
+        if args.transport == "stdio":
+            from mcp_inflight.impl.stdio import serve_stdio
+            asyncio.run(serve_stdio(server))
+        else:
+            asyncio.run(_serve_http(server, args))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def main() -> int:  # pragma: no cover
+    return run(sys.argv[1:])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
