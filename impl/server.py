@@ -60,6 +60,7 @@ MODERN = "2026-07-28"
 REVISIONS = (LEGACY, MODERN)
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
+LOG_LEVEL_META_KEY = "io.modelcontextprotocol/logLevel"
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 PARSE_ERROR = J.PARSE_ERROR
@@ -245,6 +246,7 @@ class Context:
         self.progress_token = meta.get("progressToken")
         self.cancelled = asyncio.Event()
         self.input_responses = params.get("inputResponses") or {}
+        self.log_level = meta.get(LOG_LEVEL_META_KEY)
         self._asked = 0
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
@@ -261,7 +263,13 @@ class Context:
 
     async def log(self, data, level: str = "info", logger: str | None = None) -> bool:
         """A ``notifications/message`` on this request's stream (if the level passes)."""
-        if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.session.log_level):
+        floor = self.session.log_level
+        if self.session.revision == MODERN:
+            # 2026-07-28: only requests that opt in with a level in _meta get log messages
+            floor = self.log_level
+            if floor not in LOG_LEVELS:
+                return False
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(floor):
             return False
         params = {"level": level, "data": data}
         if logger is not None:
@@ -358,6 +366,9 @@ class Session:
         """A request arrives.  Returns ``("refused", error)``, ``("reply", message)`` (answered
         at once, within the step that admitted it) or ``("running", handle)`` (a handler runs
         and will write on ``outlet``, then close it)."""
+        if not self.negotiated and msg["method"] in ("initialize", "server/discover"):
+            # the handshake picks the revision (and so the core's profile) before admission
+            self._set_revision(MODERN if msg["method"] == "server/discover" else LEGACY)
         verdict = self.core.arrive(msg["id"])
         if not isinstance(verdict, Admitted):
             return "refused", verdict.error
@@ -379,23 +390,20 @@ class Session:
     def _immediate(self, h, rid, method, params):
         """The reply to a request answered at once, or None for a tool call that runs."""
         if method == "initialize":
-            if self.revision == MODERN and (self.transport == "http" or self.negotiated):
+            if self.revision == MODERN:
                 return error_reply(rid, error(METHOD_NOT_FOUND, "initialize is not part of 2026-07-28"))
             bad = _invalid_params(rid, method, LEGACY, params)
             if bad is not None:
                 return bad
             version = params.get("protocolVersion")
-            self._set_revision(LEGACY)
             chosen = version if version in HANDSHAKE_VERSIONS else LEGACY
             res = {"protocolVersion": chosen, "capabilities": self.server.capabilities,
                    "serverInfo": self.server.info}
             if self.server.instructions:
                 res["instructions"] = self.server.instructions
             return {"jsonrpc": "2.0", "id": rid, "result": res}
-        if method == "server/discover":
-            if not (self.transport == "stdio" and not self.negotiated) and self.revision != MODERN:
-                return error_reply(rid, error(METHOD_NOT_FOUND, "server/discover is not part of 2025-11-25"))
-            self._set_revision(MODERN)
+        if method == "server/discover" and self.revision != MODERN:
+            return error_reply(rid, error(METHOD_NOT_FOUND, "server/discover is not part of 2025-11-25"))
         version = self.revision
         bad = _invalid_params(rid, method, version, params)
         if bad is not None:
@@ -422,6 +430,9 @@ class Session:
             return error_reply(rid, error(METHOD_NOT_FOUND, f"Method not found: {method}"))
         if modern:
             res["resultType"] = "complete"
+            if method in M.CACHEABLE_METHODS:
+                res.setdefault("ttlMs", 0)
+                res.setdefault("cacheScope", "private")
         return {"jsonrpc": "2.0", "id": rid, "result": res}
 
     async def _run(self, h, rid, tool, params, ctx):

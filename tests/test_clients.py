@@ -1,0 +1,80 @@
+"""The official ``mcp`` 2.3.0 client against ``mcp-inflight serve``, over Streamable HTTP (a real
+server process on a loopback port) and over stdio (a real subprocess), in ``legacy`` mode and in
+the default ``auto`` mode (which tries 2026-07-28 ``server/discover`` first)."""
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+
+import mcp_types as types
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+SERVE = [sys.executable, "-m", "mcp_inflight", "serve"]
+
+
+@pytest.fixture(scope="module")
+def http_url():
+    proc = subprocess.Popen(SERVE + ["--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        m = re.search(r"listening on (http://\S+)", line)
+        assert m, f"serve did not start: {line!r}"
+        yield m.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _stdio():
+    return StdioServerParameters(command=sys.executable, args=["-m", "mcp_inflight", "serve", "--transport", "stdio"],
+                                 env=dict(os.environ))
+
+
+async def _scenario(target, mode):
+    progress = []
+    logs = []
+    asked = []
+
+    async def on_progress(p, total, message):
+        progress.append((p, total, message))
+
+    async def on_log(params):
+        logs.append(params.data)
+
+    async def on_elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    client = Client(target, mode=mode, elicitation_callback=on_elicit, logging_callback=on_log,
+                    log_level="info")
+    async with client:
+        tools = await client.list_tools()
+        assert {"slow", "ask", "echo"} <= {t.name for t in tools.tools}
+        res = await client.call_tool("slow", {"label": "L1", "steps": 3, "delay": 0.01},
+                                     progress_callback=on_progress)
+        assert res.content[0].text == "done:L1"
+        assert [p for p, _, _ in progress] == [1, 2, 3]
+        assert all("L1" in m for _, _, m in progress)
+        res = await client.call_tool("ask", {"label": "Q", "delay": 0.01})
+        assert res.content[0].text == "ask:Q:accept"
+        assert len(asked) == 1 and "Q" in asked[0]
+        res = await client.call_tool("echo", {"text": "hi"})
+        assert res.content[0].text == "hi"
+        version = client.session.protocol_version
+    await asyncio.sleep(0.05)
+    assert any("L1" in str(x) for x in logs), logs
+    return version
+
+
+@pytest.mark.parametrize("mode,expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
+def test_official_client_over_http(http_url, mode, expected):
+    assert asyncio.run(_scenario(http_url, mode)) == expected
+
+
+@pytest.mark.parametrize("mode,expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
+def test_official_client_over_stdio(mode, expected):
+    assert asyncio.run(_scenario(_stdio(), mode)) == expected
