@@ -50,11 +50,19 @@ def _mcp_inflight() -> list[str]:
     return [str(exe)] if exe.exists() else [_python(), "-m", "mcp_inflight"]
 
 
+def _ours(port: int) -> list[str]:
+    """``mcp-inflight serve --fixtures conformance`` when the serve command is installed; until
+    then the fixture module's own launcher (the same server object on the same HTTP adapter)."""
+    import importlib.util
+    if importlib.util.find_spec("mcp_inflight.serve") is not None:
+        return _mcp_inflight() + ["serve", "--host", "127.0.0.1", "--port", str(port),
+                                  "--fixtures", "conformance"]
+    return [_python(), "-m", "mcp_inflight.fixtures.conformance", "--port", str(port)]
+
+
 # name -> (what it is, command line for a port)
 SERVERS = {
-    "mcp-inflight": ("mcp-inflight serve --fixtures conformance",
-                     lambda port: _mcp_inflight() + ["serve", "--http", "--host", "127.0.0.1", "--port", str(port),
-                                                     "--fixtures", "conformance"]),
+    "mcp-inflight": ("mcp-inflight (fixtures: conformance)", _ours),
     "sdk": ("official SDK mcp 2.3.0, bare",
             lambda port: [_python(), str(HERE / "sdk_fixture.py"), "--port", str(port)]),
     "sdk-guard": ("official SDK mcp 2.3.0 behind mcp_inflight.guard",
