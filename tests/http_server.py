@@ -1,0 +1,70 @@
+"""A real uvicorn server on a loopback port running the Streamable HTTP app, for the tests."""
+
+import asyncio
+import json
+import threading
+import time
+
+import uvicorn
+
+from mcp_inflight.impl.http import create_app
+from mcp_inflight.serve import demo_server
+
+
+def build_server():
+    """The demo tools plus ``hold`` (waits until released or cancelled, recording which)."""
+    server = demo_server()
+    server.events = []
+    server.release = {}
+
+    @server.tool()
+    async def hold(ctx, label: str, timeout: float = 5.0) -> str:
+        ev = server.release.setdefault(label, asyncio.Event())
+        try:
+            await ctx.progress(0, None, f"{label}: holding")
+            await asyncio.wait_for(ev.wait(), timeout)
+        except asyncio.CancelledError:
+            server.events.append(("cancelled", label))
+            raise
+        server.events.append(("done", label))
+        return f"held:{label}"
+
+    @server.tool()
+    async def release(ctx, label: str) -> str:
+        server.release.setdefault(label, asyncio.Event()).set()
+        return f"released:{label}"
+
+    return server
+
+
+class Running:
+    def __init__(self, app):
+        self.app = app
+        self.config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(self.config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def start(server=None, **options):
+    server = server or build_server()
+    app = create_app(server, "/mcp", **options)
+    return Running(app)
+
+
+def sse_messages(lines):
+    """JSON messages from an iterable of SSE lines."""
+    for line in lines:
+        if line.startswith("data:"):
+            yield json.loads(line[5:].strip())
