@@ -177,6 +177,7 @@ def _rate(states, sec):
 
 
 def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = False) -> None:
+    w = max([10] + [len(r["design"]) for r in rows])
     print(f"machine: {mach['nproc']} cpu, {mach['cpu']}; Python {mach['python']}; {mach['spin']};"
           f" {mach['gcc']}")
     print(f"load average (1, 5, 15 min) before: {mach['load']}; after: {load_after}")
@@ -185,7 +186,7 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
           " one pan run judges every property")
     print()
     print("State counts (ours without symmetry vs SPIN 'states, stored'; one to one) and verdicts")
-    hdr = (f"{'design':<10} {'profile':<17} {'bound':>5} {'ours':>9} {'SPIN':>9} {'match':>5}"
+    hdr = (f"{'design':<{w}} {'profile':<17} {'bound':>5} {'ours':>9} {'SPIN':>9} {'match':>5}"
            f" {'ours sym':>9} {'verdicts':>8}  invariants failed (both)")
     print(hdr)
     print("-" * len(hdr))
@@ -195,7 +196,7 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         fails = ", ".join(r["failed_ours"]) or "none"
         if r["failed_ours"] != r["failed_spin"]:
             fails = f"ours: {fails}; SPIN: {', '.join(r['failed_spin']) or 'none'}"
-        print(f"{r['design']:<10} {prof:<17} {bound:>5} {r['ours']['states']:>9,}"
+        print(f"{r['design']:<{w}} {prof:<17} {bound:>5} {r['ours']['states']:>9,}"
               f" {r['spin']['states']:>9,} {'yes' if r['states_match'] else 'NO':>5}"
               f" {r['ours_sym']['states']:>9,} {'agree' if r['verdicts_agree'] else 'DIFFER':>8}"
               f"  {fails}")
@@ -211,10 +212,10 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         if not r["verdicts_agree"]:
             extra.append("verdicts differ on: " + ", ".join(r["disagree"]))
         for e in extra:
-            print(f"{'':<10} {'':<17} {'':>5} {e}")
+            print(f"{'':<{w}} {'':<17} {'':>5} {e}")
     print()
     print("Time to verdict (seconds) and states per second; ratios ours / SPIN")
-    hdr = (f"{'design':<10} {'profile':<17} {'bound':>5} {'ours':>7} {'sym':>7} {'SPIN':>7}"
+    hdr = (f"{'design':<{w}} {'profile':<17} {'bound':>5} {'ours':>7} {'sym':>7} {'SPIN':>7}"
            f" {'(gen+spin+gcc+pan)':>24} {'t ours/SPIN':>11} {'t sym/SPIN':>10}"
            f" {'ours st/s':>10} {'sym st/s':>9} {'SPIN st/s (e2e)':>20} {'rate ours/SPIN':>14}")
     print(hdr)
@@ -229,7 +230,7 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         r_y = _rate(y["states"], y["seconds"])
         r_s = _rate(s["states"], ss["pan"])
         r_e = _rate(s["states"], ss["total"])
-        print(f"{r['design']:<10} {prof:<17} {bound:>5} {o['seconds']:>7.2f} {y['seconds']:>7.2f}"
+        print(f"{r['design']:<{w}} {prof:<17} {bound:>5} {o['seconds']:>7.2f} {y['seconds']:>7.2f}"
               f" {ss['total']:>7.2f} {phases:>24} {o['seconds'] / ss['total']:>11.2f}"
               f" {y['seconds'] / ss['total']:>10.2f} {r_o:>10,.0f} {r_y:>9,.0f}"
               f" {f'{r_s:,.0f} ({r_e:,.0f})':>20} {r_o / r_s:>14.3f}")
