@@ -51,8 +51,10 @@ def handle_line(session: Session, channel: _Channel, line: bytes) -> None:
         session.response(inc.msg)
 
 
-async def serve_stdio(server: Server, reader: asyncio.StreamReader | None = None, write=None) -> None:
-    """Serve ``server`` on stdin/stdout (or the given reader and ``write(bytes)``)."""
+async def serve_stdio(server: Server, reader: asyncio.StreamReader | None = None, write=None,
+                      session: Session | None = None) -> None:
+    """Serve ``server`` on stdin/stdout (or the given reader and ``write(bytes)``; ``session``
+    lets a caller keep the session to inspect it)."""
     loop = asyncio.get_running_loop()
     if reader is None:
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
@@ -64,7 +66,7 @@ async def serve_stdio(server: Server, reader: asyncio.StreamReader | None = None
             out.write(data)
             out.flush()
 
-    session = Session(server, "stdio")
+    session = session or Session(server, "stdio")
     channel = _Channel(write)
     while True:
         try:
