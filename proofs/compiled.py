@@ -34,38 +34,58 @@ from mcp_inflight.model.session import (CMSG_WIRE, FIELDS, State, actions_for, d
 
 
 class Layout:
-    """Where each field of ``FIELDS`` lives in the flat tuple for a configuration."""
+    """Where each field of ``FIELDS`` lives in the flat tuple for a configuration.
+
+    Instance-major: instance r's fields are one block ``[r*W, (r+1)*W)`` (in ``FIELDS`` order,
+    with ``rid`` last so that a block without its id is one slice), then the id-keyed fields
+    (``ids`` slots each), then the scalars.
+    """
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
+        inst = [f for f in FIELDS if f.key == "inst" and f.name != "rid"]
+        inst += [f for f in FIELDS if f.name == "rid"]
+        self.inst_fields = tuple(f.name for f in inst)
+        self.W = W = len(inst)
         self.base: dict[str, int] = {}
+        self.stride: dict[str, int] = {}
         self.size: dict[str, int] = {}
-        pos = 0
+        for off, f in enumerate(inst):
+            self.base[f.name] = off
+            self.stride[f.name] = W
+            self.size[f.name] = cfg.requests
+        pos = W * cfg.requests
         for f in FIELDS:
-            n = cfg.requests if f.key == "inst" else cfg.ids if f.key == "id" else 1
+            if f.key == "inst":
+                continue
+            n = cfg.ids if f.key == "id" else 1
             self.base[f.name] = pos
+            self.stride[f.name] = 1
             self.size[f.name] = n
             pos += n
         self.width = pos
 
+    def pos(self, field: str, k: int = 0) -> int:
+        return self.base[field] + k * self.stride[field]
+
     def flatten(self, s: State) -> tuple:
-        out = []
+        out = [None] * self.width
         for f in FIELDS:
             v = getattr(s, f.name)
             if f.key is None:
-                out.append(v)
+                out[self.base[f.name]] = v
             else:
-                out.extend(v)
+                for k, x in enumerate(v):
+                    out[self.pos(f.name, k)] = x
         return tuple(out)
 
     def unflatten(self, t) -> State:
         vals = []
         for f in FIELDS:
-            b = self.base[f.name]
             if f.key is None:
-                vals.append(t[b])
+                vals.append(t[self.base[f.name]])
             else:
-                vals.append(tuple(t[b:b + self.size[f.name]]))
+                vals.append(tuple(t[self.pos(f.name, k)] for k in range(self.size[f.name])))
         return State(*vals)
 
 
@@ -136,23 +156,29 @@ class Expr:
     __hash__ = None  # type: ignore[assignment]
 
 
-class _FieldView:
-    __slots__ = ("var", "base", "n", "sort")
+def _index_src(base: int, stride: int, n: int, k) -> str:
+    """Source of the flat position of key ``k`` (an expression) of a field."""
+    if k.maybe_neg:
+        # tuple indexing semantics of the concrete reading: s.f[-1] is the last slot
+        idx = f"{k.src} % {n}"
+        return f"{base} + ({idx}) * {stride}" if stride != 1 else f"{base} + {idx}"
+    return f"{base} + {k.src} * {stride}" if stride != 1 else f"{base} + {k.src}"
 
-    def __init__(self, var, base, n, sort):
-        self.var, self.base, self.n, self.sort = var, base, n, sort
+
+class _FieldView:
+    __slots__ = ("var", "base", "n", "sort", "stride")
+
+    def __init__(self, var, base, n, sort, stride):
+        self.var, self.base, self.n, self.sort, self.stride = var, base, n, sort, stride
 
     def __getitem__(self, k):
         neg = self.sort == "inst?"
         if isinstance(k, Expr):
-            if k.maybe_neg:
-                # tuple indexing semantics of the concrete reading: s.f[-1] is the last slot
-                return Expr(f"{self.var}[{self.base} + {k.src} % {self.n}]", neg)
-            return Expr(f"{self.var}[{self.base} + {k.src}]", neg)
+            return Expr(f"{self.var}[{_index_src(self.base, self.stride, self.n, k)}]", neg)
         k = int(k)
         if not -self.n <= k < self.n:
             raise IndexError(f"key {k} out of range")
-        return Expr(f"{self.var}[{self.base + k % self.n}]", neg)
+        return Expr(f"{self.var}[{self.base + (k % self.n) * self.stride}]", neg)
 
     def __len__(self):
         return self.n
@@ -171,7 +197,8 @@ class View:
             if f.key is None:
                 setattr(self, f.name, Expr(f"{var}[{b}]", f.sort == "inst?"))
             else:
-                setattr(self, f.name, _FieldView(var, b, layout.size[f.name], f.sort))
+                setattr(self, f.name, _FieldView(var, b, layout.size[f.name], f.sort,
+                                                    layout.stride[f.name]))
 
 
 class Gen:
@@ -280,18 +307,21 @@ def _clock_source(lay: Layout, cfg: Config, src: _Src, var: str, depth: int):
     every explored transition.
     """
     n = cfg.requests
-    L, TS, CM, CT, CL = (lay.base[x] for x in ("life", "ts", "cmsg", "cts", "clock"))
+    P = lay.pos
+    CL = lay.base["clock"]
     d = depth
     src.emit(d, "_p = []")
     for r in range(n):
-        src.emit(d, f"if {var}[{L + r}] == {int(Life.SENT)}: _p.append(({var}[{TS + r}], 0, {r}))")
-        src.emit(d, f"if {var}[{CM + r}] == {CMSG_WIRE}: _p.append(({var}[{CT + r}], 1, {r}))")
+        src.emit(d, f"if {var}[{P('life', r)}] == {int(Life.SENT)}: "
+                    f"_p.append(({var}[{P('ts', r)}], {P('ts', r)}))")
+        src.emit(d, f"if {var}[{P('cmsg', r)}] == {CMSG_WIRE}: "
+                    f"_p.append(({var}[{P('cts', r)}], {P('cts', r)}))")
     src.emit(d, "_p.sort()")
     src.emit(d, f"_c = list({var})")
     for r in range(n):
-        src.emit(d, f"_c[{TS + r}] = 0; _c[{CT + r}] = 0")
-    src.emit(d, "for _k, (_x, _w, _r) in enumerate(_p):")
-    src.emit(d + 1, f"_c[({TS}, {CT})[_w] + _r] = _k")
+        src.emit(d, f"_c[{P('ts', r)}] = 0; _c[{P('cts', r)}] = 0")
+    src.emit(d, "for _k, (_x, _at) in enumerate(_p):")
+    src.emit(d + 1, "_c[_at] = _k")
     src.emit(d, f"_c[{CL}] = len(_p)")
     src.emit(d, f"{var} = tuple(_c)")
 
@@ -305,14 +335,14 @@ def _writes_source(lay: Layout, writes: list[Write], src: _Src, d: int, tag: str
             continue
         name = f"{tag}{j}"
         f = w.field
-        base, n = lay.base[f], lay.size[f]
+        base, n, stride = lay.base[f], lay.size[f], lay.stride[f]
         if w.key is None:
             pos = str(base)
             key_src = None
         elif isinstance(w.key, Expr):
             src.emit(d, f"k{name} = {w.key.src}")
             key_src = f"k{name}"
-            pos = f"{base} + k{name}"
+            pos = _index_src(base, stride, n, Expr(key_src, False))
         else:
             k = int(w.key)
             if k < 0:
@@ -320,7 +350,7 @@ def _writes_source(lay: Layout, writes: list[Write], src: _Src, d: int, tag: str
                 pos = None
             else:
                 key_src = None
-                pos = str(base + k)
+                pos = str(lay.pos(f, k))
         val = lift(w.value)
         if isinstance(w.value, Expr):
             src.emit(d, f"v{name} = {val}")
@@ -452,79 +482,70 @@ class Compiled:
 # --- symmetry on flat states ----------------------------------------------------------------
 
 def canonical_source(cfg: Config, lay: Layout) -> str:
-    """Source of ``canon(s) -> bytes``: the least, over id permutations, of the state with its
-    instances sorted by a signature and renamed accordingly, encoded as bytes (every value + 1).
+    """Source of ``canon(s) -> bytes``: a canonical name of the orbit of flat state ``s`` under
+    renaming of instances and of ids.
 
-    The signature of an instance is built from ``FIELDS``: every instance-keyed field (ids
-    renamed by the permutation; a field naming an instance is left out, since it names another
-    instance), then, for each id-keyed field naming an instance, whether it holds this instance
-    under its own id; the instance's number breaks ties.  Two instances with equal signatures
-    are indistinguishable, so for each id permutation the sorted state is unique, and the least
-    over all permutations is the same for every member of an orbit: the reduction is exact.
+    Every field of ``FIELDS`` takes part, by its key and sort: an instance's signature is its
+    block of instance-keyed fields without its id, plus, for each id-keyed field naming an
+    instance, whether that field holds this instance under its own id.  Ids are ordered first, by
+    the sorted signatures of the sent instances under each id; then instances are ordered by
+    signature and renamed id; every field is renamed accordingly and the result encoded as
+    bytes.  The key is always a renaming of ``s`` (so distinct orbits never share a key: sound);
+    ids or instances tied on their signatures are interchangeable, so every member of an orbit
+    gets the same key (exact: one state per orbit).
     """
-    n, ids = cfg.requests, cfg.ids
-    L = lay.base["life"]
-    RID = lay.base["rid"]
-    inst_fields = [f for f in FIELDS if f.key == "inst"]
-    id_fields = [f for f in FIELDS if f.key == "id"]
-    sig_fields = [f for f in inst_fields if f.sort != "inst?"]
-    reg_fields = [f for f in id_fields if f.sort == "inst?"]
+    n, ids, W = cfg.requests, cfg.ids, lay.W
+    for f in FIELDS:
+        if f.key == "inst" and (f.sort == "inst?" or (f.sort == "id" and f.name != "rid")):
+            raise NotImplementedError(
+                f"symmetry: per-instance field {f.name!r} of sort {f.sort!r} names another "
+                "instance or an id; canonical_source must learn to rename it")
+        if f.key is None and f.sort in ("inst?", "id"):
+            raise NotImplementedError(
+                f"symmetry: scalar field {f.name!r} of sort {f.sort!r} must be renamed; "
+                "canonical_source must learn to rename it")
+        if f.key == "id" and f.sort == "id":
+            raise NotImplementedError(f"symmetry: id-keyed field {f.name!r} holds an id")
+    P_ = lay.pos
+    regs = [f.name for f in FIELDS if f.key == "id" and f.sort == "inst?"]
+    others = [f.name for f in FIELDS if f.key == "id" and f.sort != "inst?"]
+    scalars = [f.name for f in FIELDS if f.key is None]
+    unsent = int(Life.UNSENT)
     src = _Src()
     src.emit(0, "def canon(s):")
     for r in range(n):
-        src.emit(1, f"u{r} = s[{L + r}] != {int(Life.UNSENT)}")
-    cands = []
-    for pn, pi in enumerate(itertools.permutations(range(ids))):
-        pinv = [0] * ids
-        for k, v in enumerate(pi):
-            pinv[v] = k
-        src.emit(1, f"P = {tuple(pi)!r}")
+        rid = f"s[{P_('rid', r)}]"
+        flags = "".join(f"s[{lay.base[g]} + {rid}] == {r}, " for g in regs)
+        src.emit(1, f"h{r} = s[{r * W}:{r * W + W - 1}] + ({flags})")
+    if ids > 1:
+        src.emit(1, "D = (" + "[], " * ids + ")")
         for r in range(n):
-            parts = []
-            for f in sig_fields:
-                x = f"s[{lay.base[f.name] + r}]"
-                if f.sort == "id":
-                    x = f"(P[{x}] if u{r} else {x})"
-                if f.name == "life":
-                    x = f"-{x}"
-                parts.append(x)
-            for f in reg_fields:
-                b = lay.base[f.name]
-                parts.append(f"s[{b} + s[{RID + r}]] == {r}")
-            parts.append(str(r))
-            src.emit(1, f"g{r} = ({', '.join(parts)},)")
-        src.emit(1, f"o = sorted(({', '.join(f'g{r}' for r in range(n))},))")
-        for j in range(n):
-            src.emit(1, f"o{j} = o[{j}][-1]")
-        # sg[old] = new + 1; sg[-1] = 0 (NONE + 1)
-        src.emit(1, f"sg = [0] * {n + 1}")
-        for j in range(n):
-            src.emit(1, f"sg[o{j}] = {j + 1}")
-        items = []
-        for f in FIELDS:
-            b = lay.base[f.name]
-            if f.key == "inst":
-                for j in range(n):
-                    x = f"s[{b} + o{j}]"
-                    if f.sort == "id":
-                        x = f"(P[{x}] if s[{L} + o{j}] != {int(Life.UNSENT)} else {x}) + 1"
-                    elif f.sort == "inst?":
-                        x = f"sg[{x}]"
-                    else:
-                        x = f"{x} + 1"
-                    items.append(x)
-            elif f.key == "id":
-                for k in range(ids):
-                    x = f"s[{b + pinv[k]}]"
-                    items.append(f"sg[{x}]" if f.sort == "inst?" else f"{x} + 1")
-            else:
-                items.append(f"s[{b}] + 1")
-        src.emit(1, f"c{pn} = bytes(({', '.join(items)},))")
-        cands.append(f"c{pn}")
-    if len(cands) == 1:
-        src.emit(1, f"return {cands[0]}")
+            src.emit(1, f"if s[{P_('life', r)}] != {unsent}: D[s[{P_('rid', r)}]].append(h{r})")
+        for k in range(ids):
+            src.emit(1, f"D[{k}].sort()")
+        src.emit(1, "ko = sorted((" + "".join(f"(D[{k}], {k}), " for k in range(ids)) + "))")
+        src.emit(1, f"P = [0] * {ids}")
+        for j in range(ids):
+            src.emit(1, f"P[ko[{j}][1]] = {j}")
+        for r in range(n):
+            rid = f"s[{P_('rid', r)}]"
+            src.emit(1, f"g{r} = h{r} + ((P[{rid}] if s[{P_('life', r)}] != {unsent} else {rid}), {r})")
     else:
-        src.emit(1, f"return min({', '.join(cands)})")
+        src.emit(1, "P = (0,)")
+        for r in range(n):
+            src.emit(1, f"g{r} = h{r} + (s[{P_('rid', r)}], {r})")
+    src.emit(1, "o = sorted((" + "".join(f"g{r}, " for r in range(n)) + "))")
+    src.emit(1, f"sg = [{n}] * {n + 1}")
+    for j in range(n):
+        src.emit(1, f"sg[o[{j}][-1]] = {j}")
+    src.emit(1, f"R = [0] * {ids * (len(regs) + len(others))}")
+    for m, g in enumerate(regs + others):
+        for k in range(ids):
+            x = f"s[{lay.base[g] + k}]"
+            src.emit(1, f"R[{m * ids} + P[{k}]] = " + (f"sg[{x}]" if g in regs else x))
+    tail = "".join(f"s[{lay.base[g]}], " for g in scalars)
+    src.emit(1, "return bytes(" + " + ".join(f"o[{j}][:-1]" for j in range(n))
+             + f" + tuple(R) + ({tail}))")
     return src.text()
 
 
