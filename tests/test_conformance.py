@@ -147,12 +147,17 @@ def suite_installed():
 def test_conformance_suite(server, suite_installed, tmp_path):
     if importlib.util.find_spec(NEEDS[server]) is None:
         pytest.skip(f"{NEEDS[server]} is not installed, so the {server} server cannot run")
-    r = subprocess.run([sys.executable, str(RUN), "--server", server, "--results", str(tmp_path), "--json"],
+    # Behind the guard the SDK must pass exactly what it passes bare: run both, compare.
+    servers = ["sdk", "sdk-guard"] if server == "sdk-guard" else [server]
+    argv = [a for s in servers for a in ("--server", s)]
+    r = subprocess.run([sys.executable, str(RUN), *argv, "--results", str(tmp_path), "--json"],
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"conformance run failed for {server}:\n{r.stdout}\n{r.stderr[-4000:]}"
     summary = json.loads(r.stdout)
     assert summary["ok"]
-    assert {x["revision"] for x in summary["runs"]} == set(run.REVISIONS)
+    assert summary["guard_differences"] == []
+    assert {(x["server"], x["revision"]) for x in summary["runs"]} == {
+        (s, rev) for s in servers for rev in run.REVISIONS}
     for x in summary["runs"]:
         assert x["required"] > 0 and not x["unexpected"] and not x["stale"] and x["agrees"]
 
@@ -229,3 +234,15 @@ def test_sdk_fixture_duplicate_in_flight_id(guarded):
         # The bare SDK takes the duplicate in (the defect the guard removes); the first POST then
         # waits for a response that went to the second (measured: no answer at all).
         assert statuses[1] == 200 and statuses != [200, 409], statuses
+
+
+def test_guard_differences_compare_bare_and_guarded_per_revision():
+    def v(server, rev, failed):
+        return {"server": server, "revision": rev, "failed": failed}
+    same = [v("sdk", "2025-11-25", ["x"]), v("sdk-guard", "2025-11-25", ["x"])]
+    assert run.guard_differences(same) == []
+    worse = [v("sdk", "2025-11-25", []), v("sdk-guard", "2025-11-25", ["tools-list"])]
+    assert run.guard_differences(worse) == ["2025-11-25 tools-list: passes bare, fails behind the guard"]
+    better = [v("sdk", "2026-07-28", ["caching"]), v("sdk-guard", "2026-07-28", [])]
+    assert run.guard_differences(better) == ["2026-07-28 caching: fails bare, passes behind the guard"]
+    assert run.guard_differences([v("sdk", "2025-11-25", ["x"])]) == [], "only where both ran"

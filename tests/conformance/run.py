@@ -244,6 +244,23 @@ def judge(run: dict, needed: list[str]) -> dict:
             "agrees": agrees}
 
 
+def guard_differences(verdicts: list[dict]) -> list[str]:
+    """The guard must be transparent to the suite: behind it the SDK passes exactly the
+    scenarios it passes bare (checked for each revision where both ran)."""
+    by = {(v["server"], v["revision"]): v for v in verdicts}
+    out = []
+    for (server, rev), bare in by.items():
+        guarded = by.get(("sdk-guard", rev))
+        if server != "sdk" or guarded is None:
+            continue
+        failed_bare, failed_guarded = set(bare["failed"]), set(guarded["failed"])
+        for s in sorted(failed_guarded - failed_bare):
+            out.append(f"{rev} {s}: passes bare, fails behind the guard")
+        for s in sorted(failed_bare - failed_guarded):
+            out.append(f"{rev} {s}: fails bare, passes behind the guard")
+    return out
+
+
 # --- main -------------------------------------------------------------------------------------
 
 def _choices(valid, what):
@@ -302,7 +319,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"error: {e}")
         return 1
     ok = all(not v["unexpected"] and not v["stale"] and v["agrees"] for v in verdicts)
-    summary = {"ok": ok, "runs": [{k: v[k] for k in ("server", "revision", "required", "passed", "failed",
+    differences = guard_differences(verdicts)
+    ok = ok and not differences
+    summary = {"ok": ok, "guard_differences": differences, "runs": [{k: v[k] for k in ("server", "revision", "required", "passed", "failed",
                                                         "unexpected", "stale", "seconds", "suite_exit",
                                                         "agrees")}
                                   for v in verdicts]}
@@ -333,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
             for s in v["stale"]:
                 print(f"STALE EXPECTED FAILURE {v['server']} {v['revision']} {s}: it passes now or is not "
                       f"required; remove it from expected-failures/{v['server']}-{v['revision']}.txt")
+        for d in differences:
+            print(f"GUARD NOT TRANSPARENT {d}")
         print(f"results: {results}")
     return 0 if ok else 1
 
