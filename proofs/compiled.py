@@ -407,10 +407,12 @@ class Compiled:
                     self._move(b, pre, post, cfg, a, r, i, src)
         src.emit(1, "return res")
         src.emit(0, "")
+        self._state_src = []
         for j, p in enumerate(self.state_props):
-            v = p.fn(b, pre, cfg)
+            v = lift(p.fn(b, pre, cfg))
+            self._state_src.append(v)
             src.emit(0, f"def state_check_{j}(s):")
-            src.emit(1, f"return {lift(v)}")
+            src.emit(1, f"return {v}")
         src.emit(0, "def settled(s):")
         src.emit(1, f"return {lift(settled(b, pre))}")
         src.emit(0, "def clock(s):")
@@ -471,6 +473,18 @@ class Compiled:
             src.emit(d, f"res.append(({m}, t, {outs}, bad))")
         else:
             src.emit(d, f"res.append(({m}, t, {outs}, ()))")
+
+    def event_function(self, pending: list[int]):
+        """One function telling whether any of the state properties ``pending`` (indices into
+        ``state_props``) has an event in ``s``: an invariant or hazard fails, a witness holds."""
+        parts = []
+        for j in pending:
+            v = self._state_src[j]
+            parts.append(f"({v})" if self.state_props[j].kind == "witness" else f"not ({v})")
+        text = "def events(s):\n    return " + (" or ".join(parts) if parts else "False") + "\n"
+        ns: dict = {}
+        exec(compile(text, "<state events>", "exec"), ns)
+        return ns["events"]
 
     def out_dict(self, move: Move, outs: tuple) -> dict:
         return {k: (outs[2 * n], outs[2 * n + 1]) for n, k in enumerate(move.kinds)}

@@ -318,21 +318,25 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
     deadlocks = 0
     limit = max_states if max_states is not None else sys.maxsize
 
+    events = comp.event_function(list(range(len(pending_state))))
+
     def judge_state(key, s):
-        nonlocal pending_state
-        hit = False
+        nonlocal pending_state, events
         for name, chk, wit in pending_state:
             if bool(chk(s)) == wit:
                 first_bad[name] = ("state", key)
-                hit = True
-        if hit:
-            pending_state = [x for x in pending_state if x[0] not in first_bad]
+        pending_state = [x for x in pending_state if x[0] not in first_bad]
+        events = comp.event_function([j for j, p in enumerate(comp.state_props)
+                                      if p.name not in first_bad])
 
-    judge_state(k0, s0)
+    if events(s0):
+        judge_state(k0, s0)
     level = [(k0, s0)]
     depth = 0
     while level:
         nxt = []
+        # successors already met in this sweep are skipped before their (costlier) key is made
+        met = set()
         for key, s in level:
             succ = expand(s)
             if not succ:
@@ -354,6 +358,9 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
                         name = step_props[j].name
                         if name not in first_bad:
                             first_bad[name] = ("step", key, m)
+                if t in met:
+                    continue
+                met.add(t)
                 tk = key_of(t)
                 if tk in parent:
                     continue
@@ -362,7 +369,7 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
                     continue
                 parent[tk] = (key, m)
                 nxt.append((tk, t))
-                if pending_state:
+                if events(t):
                     judge_state(tk, t)
             if len(parent) & 0xFFF == 0:
                 prog.tick(len(parent), depth)
@@ -541,5 +548,44 @@ def _explore_interpreted(cfg: Config, symmetry: bool = True, max_states: int | N
     return res
 
 
-__all__ = ["explore", "RunResult", "Verdict", "Canonicalizer", "trace_json", "changes", "story",
+def _explore_job(args):
+    cfg, kwargs = args
+    return explore(cfg, **kwargs)
+
+
+def explore_many(cfgs, jobs: int | None = None, progress: bool | None = None,
+                 **kwargs) -> list[RunResult]:
+    """``explore(cfg, **kwargs)`` for each of ``cfgs``, in that order, the runs spread over up
+    to ``jobs`` processes (default: the number of CPUs) when there is more than one.  Results
+    are the same as one run after another; only the wall time differs."""
+    import os
+    cfgs = list(cfgs)
+    if kwargs.get("on_edge") is not None:
+        raise ValueError("explore_many does not take on_edge (it runs in other processes)")
+    if progress is None:
+        progress = sys.stderr.isatty()
+    jobs = min(jobs or os.cpu_count() or 1, len(cfgs))
+    if jobs <= 1:
+        return [explore(c, progress=progress, **kwargs) for c in cfgs]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    kwargs = dict(kwargs, progress=False)
+    out: list = [None] * len(cfgs)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futs = {pool.submit(_explore_job, (c, kwargs)): n for n, c in enumerate(cfgs)}
+        done = 0
+        for fut in as_completed(futs):
+            out[futs[fut]] = fut.result()
+            done += 1
+            if progress:
+                sys.stderr.write(f"\r  {done}/{len(cfgs)} runs done ({jobs} processes)   ")
+                sys.stderr.flush()
+    if progress:
+        sys.stderr.write("\r" + " " * 60 + "\r")
+        sys.stderr.flush()
+    return out
+
+
+__all__ = ["explore", "explore_many", "RunResult", "Verdict", "Canonicalizer", "trace_json", "changes", "story",
            "inst_name", "id_name"]
