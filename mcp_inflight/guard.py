@@ -13,7 +13,7 @@ SDK's ASGI app and changes nothing in it:
 
 * **admission**: a POST carrying a JSON-RPC request in a session (``Mcp-Session-Id``) is
   admitted or refused by the model's ``atomic`` design (``model/session.py``: ``admit``,
-  ``refuse``), on the session's concrete state; a refused duplicate gets HTTP 409 with a
+  ``refuse``, through the runtime core); a refused duplicate gets HTTP 409 with a
   JSON-RPC ``-32600`` body (``id: null``, ``data.id`` naming the id) and never reaches the SDK.
   Ids keep their JSON type: ``7`` and ``"7"`` are two ids.  An id that is not a string or an
   integer is Invalid Request (HTTP 400).
@@ -40,8 +40,10 @@ Requests without a session pass through untouched: ``initialize`` (nothing to co
 and 2026-07-28 POSTs, which the SDK serves each on its own, with no table shared between them.
 
 Every lifecycle decision (admit or refuse, release, drop a message, which request a cancel hits)
-is the model's: this module evaluates ``model/session.py``'s actions with the concrete backend
-of ``model/logic.py`` and adds no rule of its own.
+is the model's, asked of the runtime core (``mcp_inflight.impl.core.SessionCore``, one per
+session, the ``atomic`` design on the 2025-11-25 profile): ``arrive``, ``emit`` (progress, logs
+and server-to-client requests alike: each goes out only on its own request's open stream),
+``finish``, ``close``, ``cancel``.  This module only reads the SDK's traffic and adds no rule.
 
 stdio: :func:`guard_stdio` wraps the SDK's stdio streams with the same model (its stdio
 profile); a refusal there is an error with ``id: null`` whose ``data`` names the id.
@@ -51,199 +53,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 
-from mcp_inflight.model import ACTION, ATOMIC, FIELDS, NONE, Concrete, Config, Life, State, apply_writes
-from mcp_inflight.model.session import on_cancel
+from mcp_inflight.impl.core import InvalidId, Refused, SessionCore
+from mcp_inflight.model import ATOMIC
 
-INVALID_REQUEST = -32600
 SESSION_HEADER = b"mcp-session-id"
 SDK_STANDALONE_SLOT = "_GET_stream"
-CONFIG = Config(ATOMIC, "2025-11-25", "http")
-STDIO_CONFIG = Config(ATOMIC, "2025-11-25", "stdio")
-_FINISHED = (Life.RESPONDED, Life.REFUSED, Life.CANCELLED)
+REVISION = "2025-11-25"
+#: The design the guard's cores run: the model's ``atomic`` (tests swap in a broken one to show
+#: that the decisions are the model's).
+DESIGN = ATOMIC
 
 
-# =============================================================================================
-# The model, run on one session's concrete state
-# =============================================================================================
-
-class InvalidId(ValueError):
-    """The request's id is not a JSON-RPC id (string or integer)."""
-
-
-def typed_id(rid):
-    """A key that keeps the JSON type of an id: ``7`` and ``"7"`` differ."""
-    if isinstance(rid, bool) or not isinstance(rid, (int, str)):
-        raise InvalidId(f"Invalid Request: a request id must be a string or an integer, not {json.dumps(rid)}")
-    return (type(rid).__name__, rid)
-
-
-@dataclass(eq=False)
-class Handle:
-    """One admitted request (compared by identity)."""
-
-    slot: int
-    rid: object
-
-
-class SessionCore:
-    """The ``atomic`` design of the model on one session's state (2025-11-25 Streamable HTTP).
-
-    The state is the model's ``State`` with as many instance and id slots as the session
-    needs.  Requests are driven through the model's own actions: ``client_sends`` (or
-    ``rogue_sends`` when the sender broke the id rule) and ``arrive`` put the request on the
-    server, then ``refuse`` or ``admit``, later ``respond``, ``break_stream``, ``on_cancel`` and
-    ``unwind``.  A finished instance is forgotten (its slot returns to the
-    model's initial values) so that the state stays as small as what is in flight.
-    """
-
-    def __init__(self, config: Config | None = None):
-        self.cfg = config or CONFIG
-        self.s = State(*[() if f.key else f.default for f in FIELDS])
-        self.ids: dict = {}          # typed id -> id slot
-        self.handles: dict = {}      # instance slot -> Handle
-        self.on_step = None          # optional fn(pre, post, action, r, i, out), for checking
-
-    # --- slots ---------------------------------------------------------------------------
-    def _grow(self, key):
-        self.s = State(*[getattr(self.s, f.name) + (f.default,) if f.key == key else getattr(self.s, f.name)
-                         for f in FIELDS])
-
-    def _logic(self):
-        return Concrete({"inst": range(len(self.s.life)), "id": range(len(self.s.inflight))})
-
-    def _id_slot(self, typed) -> int:
-        if typed in self.ids:
-            return self.ids[typed]
-        used = set(self.ids.values())
-        free = [k for k in range(len(self.s.inflight)) if k not in used]
-        if free:
-            slot = free[0]
-        else:
-            self._grow("id")
-            slot = len(self.s.inflight) - 1
-        self.ids[typed] = slot
-        return slot
-
-    def _instance_slot(self) -> int:
-        for r, life in enumerate(self.s.life):
-            if life == Life.UNSENT:
-                return r
-        self._grow("inst")
-        return len(self.s.life) - 1
-
-    def _forget(self, r):
-        """Drop a finished instance: reset its slot, and its id's slot if nothing else uses it."""
-        i = self.s.rid[r]
-        vals = []
-        for f in FIELDS:
-            v = getattr(self.s, f.name)
-            if f.key == "inst":
-                v = v[:r] + (f.default,) + v[r + 1:]
-            vals.append(v)
-        self.s = State(*vals)
-        self.handles.pop(r, None)
-        in_use = any(self.s.life[q] != Life.UNSENT and self.s.rid[q] == i for q in range(len(self.s.life)))
-        if not in_use and self.s.inflight[i] == NONE and self.s.stream[i] == NONE:
-            for k, v in list(self.ids.items()):
-                if v == i:
-                    del self.ids[k]
-
-    def _do(self, name, r, i=None):
-        ok, out, writes = ACTION[name].run(self._logic(), self.s, self.cfg, r, i)
-        if ok:
-            pre, self.s = self.s, apply_writes(self.s, writes)
-            if self.on_step is not None:
-                self.on_step(pre, self.s, ACTION[name], r, i, out)
-        return ok, out
-
-    def _mine(self, handle) -> bool:
-        return self.handles.get(handle.slot) is handle
-
-    # --- what the guard asks -------------------------------------------------------------
-    def arrive(self, rid):
-        """``("admitted", Handle)`` or ``("refused", error)`` for a request with id ``rid``."""
-        typed = typed_id(rid)
-        i = self._id_slot(typed)
-        r = self._instance_slot()
-        # Who sent it is a ghost no server rule reads; the model's own id rule tells a sender
-        # that obeys it (the client) from one that does not (a rogue), which keeps the
-        # client-side invariants meaningful when the state is checked.
-        sent, _ = self._do("client_sends", r, i)
-        if not sent:
-            sent, _ = self._do("rogue_sends", r, i)
-        arrived, _ = self._do("arrive", r)
-        if not (sent and arrived):  # pragma: no cover - the guards hold for a fresh slot
-            raise RuntimeError("the model refused to send or deliver on a fresh slot")
-        ok, _ = self._do("refuse", r)
-        if ok:
-            self._forget(r)
-            return "refused", {"code": INVALID_REQUEST,
-                               "message": f"Invalid Request: id {json.dumps(rid)} is already in flight "
-                                          f"in this session",
-                               "data": {"id": rid}}
-        ok, _ = self._do("admit", r)
-        if not ok:  # pragma: no cover - atomic: refuse and admit cover every received request
-            raise RuntimeError("model neither refused nor admitted the request")
-        h = Handle(r, rid)
-        self.handles[r] = h
-        return "admitted", h
-
-    def deliverable(self, handle, kind="progress") -> bool:
-        """Whether a message of this request goes out on its own stream (the model's output)."""
-        if not self._mine(handle):
-            return False
-        action = "respond" if kind == "response" else "emit"
-        stream, goes = ACTION[action].output(self._logic(), self.s, self.cfg, handle.slot, None)[kind]
-        return bool(goes) and stream == handle.slot
-
-    def respond(self, handle) -> bool:
-        """The request's handler answered: release its entries (by identity).  A cancelled
-        request's handler stopped instead (``unwind``).  Returns whether the response goes out."""
-        if not self._mine(handle):
-            return False
-        r = handle.slot
-        goes = self.deliverable(handle, "response")
-        if self.s.life[r] == Life.CANCELLED:
-            self._do("unwind", r)
-        else:
-            self._do("respond", r)
-        if self.s.life[r] in _FINISHED and not self.s.running[r]:
-            self._forget(r)
-        return goes
-
-    def broken(self, handle):
-        """The POST's connection ended: the model's ``break_stream``."""
-        if self._mine(handle):
-            self._do("break_stream", handle.slot)
-
-    def cancel(self, rid):
-        """A ``notifications/cancelled`` for ``rid``: the Handle it cancels, or None (ignored)."""
-        try:
-            typed = typed_id(rid)
-        except InvalidId:
-            return None
-        if typed not in self.ids:
-            return None
-        tgt, hit, writes = on_cancel(self._logic(), self.s, self.cfg, self.ids[typed], NONE)
-        if not hit:
-            return None
-        self.s = apply_writes(self.s, writes)
-        return self.handles.get(tgt)
-
-    def admitted(self, rid):
-        """The Handle in flight under ``rid`` (typed), or None."""
-        try:
-            typed = typed_id(rid)
-        except InvalidId:
-            return None
-        if typed not in self.ids:
-            return None
-        return self.handles.get(self.s.inflight[self.ids[typed]])
-
-    def empty(self) -> bool:
-        return not self.handles
+def new_core(transport: str = "http") -> SessionCore:
+    """One session's core (``mcp_inflight.impl.core``) on the 2025-11-25 profile."""
+    return SessionCore(REVISION, transport, DESIGN)
 
 
 # =============================================================================================
@@ -307,7 +131,7 @@ class Guard:
         self.app = app
         self.sessions: dict[str, SessionCore] = {}
         self.in_sdk: dict[tuple, asyncio.Event] = {}    # (session, SDK slot) -> left the SDK
-        self.forwarded: dict[Handle, asyncio.Event] = {}  # admitted -> its POST reached the SDK
+        self.forwarded: dict = {}                        # handle -> its POST reached the SDK
 
     def __getattr__(self, name):   # e.g. Starlette's .state, .router of the wrapped app
         return getattr(self.app, name)
@@ -345,19 +169,21 @@ class Guard:
 
     async def _request(self, sid, rid, scope, replay, send):
         if isinstance(rid, str) and rid == SDK_STANDALONE_SLOT:
-            return await _reply(send, 400, {"code": INVALID_REQUEST, "message":
+            return await _reply(send, 400, {"code": InvalidId.code, "message":
                                             f"Invalid Request: id {json.dumps(rid)} is the server's "
                                             f"standalone stream slot; use another id", "data": {"id": rid}}, sid)
-        core = self.sessions.setdefault(sid, SessionCore())
+        core = self.sessions.get(sid)
+        if core is None:
+            core = self.sessions[sid] = new_core("http")
         try:
-            verdict, value = core.arrive(rid)
+            verdict = core.arrive(rid)
         except InvalidId as exc:
             self._drop_if_empty(sid, core)
-            return await _reply(send, 400, {"code": INVALID_REQUEST, "message": str(exc)}, sid)
-        if verdict == "refused":
+            return await _reply(send, 400, exc.error, sid)
+        if isinstance(verdict, Refused):
             self._drop_if_empty(sid, core)
-            return await _reply(send, 409, value, sid)
-        handle = value
+            return await _reply(send, 409, verdict.error, sid)
+        handle = verdict.handle
         reached = self.forwarded[handle] = asyncio.Event()
         slots = [(sid, s) for s in _sdk_slots(rid)]
         left = asyncio.Event()
@@ -377,7 +203,7 @@ class Guard:
                     del self.in_sdk[k]
             left.set()
             self.forwarded.pop(handle, None)
-            core.respond(handle)       # no-op when its response already released it
+            core.finish(handle)        # no-op when its response already released it
             self._drop_if_empty(sid, core)
 
     def _drop_if_empty(self, sid, core):
@@ -393,7 +219,7 @@ class Guard:
 
         async def guarded_send(message):
             if replay.gone:
-                core.broken(handle)
+                core.close(handle)     # 2025-11-25: the stream broke, the handler goes on
             goes = not replay.gone
             if message["type"] == "http.response.start":
                 ctype = dict((k.lower(), v) for k, v in message.get("headers", ())).get(b"content-type", b"")
@@ -403,12 +229,12 @@ class Guard:
                 if state["sse"]:
                     if any(_is_own_response(m, rid) for m in watch.feed(message.get("body", b""))):
                         state["answered"] = True
-                        goes = core.respond(handle)
+                        goes = core.finish(handle) is handle
                     else:
-                        goes = core.deliverable(handle)
+                        goes = core.emit(handle) is handle
                 elif final:
                     state["answered"] = True
-                    goes = core.respond(handle)
+                    goes = core.finish(handle) is handle
             if goes:
                 await send(message)
             elif message["type"] == "http.response.body" and not message.get("more_body", False) \
@@ -494,7 +320,7 @@ def guard_stdio(read_stream, write_stream):
     duplicates admitted a cancel by id reaches the newer of the two and the client gets two
     responses under one id; the guard keeps both from happening.
     """
-    core = SessionCore(STDIO_CONFIG)
+    core = new_core("stdio")
     return _GuardedRead(read_stream, core, write_stream), _GuardedWrite(write_stream, core)
 
 
@@ -517,18 +343,19 @@ class _GuardedRead:
             item = await self.inner.receive()
             msg = getattr(item, "message", None)
             if isinstance(msg, JSONRPCRequest):
-                verdict, value = self.core.arrive(msg.id)
-                if verdict == "refused":
+                verdict = self.core.arrive(msg.id)
+                if isinstance(verdict, Refused):
+                    err = verdict.error
                     await self.write.send(SessionMessage(JSONRPCError(
                         jsonrpc="2.0", id=None,
-                        error=ErrorData(code=value["code"], message=value["message"], data=value["data"]))))
+                        error=ErrorData(code=err["code"], message=err["message"], data=err.get("data")))))
                     continue
-                handle = value
+                handle = verdict.handle
                 meta = item.metadata if isinstance(item.metadata, ServerMessageMetadata) else ServerMessageMetadata()
                 inner_hook = meta.on_request_unanswered
 
                 async def unanswered(handle=handle, inner_hook=inner_hook):
-                    self.core.respond(handle)      # a cancelled handler stopped: unwind
+                    self.core.finish(handle)       # a cancelled handler stopped: unwind
                     if inner_hook is not None:
                         await inner_hook()
 
@@ -579,12 +406,12 @@ class _GuardedWrite:
 
         msg = getattr(item, "message", None)
         if isinstance(msg, (JSONRPCResponse, JSONRPCError)) and msg.id is not None:
-            handle = self.core.admitted(msg.id)
-            if handle is not None and not self.core.respond(handle):
+            handle = self.core.in_flight(msg.id)
+            if handle is not None and self.core.finish(handle) is not handle:
                 return
         elif isinstance(item.metadata, ServerMessageMetadata) and item.metadata.related_request_id is not None:
-            handle = self.core.admitted(item.metadata.related_request_id)
-            if handle is not None and not self.core.deliverable(handle):
+            handle = self.core.in_flight(item.metadata.related_request_id)
+            if handle is not None and self.core.emit(handle) is not handle:
                 return
         await self.inner.send(item)
 
