@@ -65,17 +65,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import count
 
 from mcp_inflight.model import ACTION, ATOMIC, Concrete, Config, Life
 from mcp_inflight.model.lifecycle import LIVE
 from mcp_inflight.model.logic import NONE, Write
-from mcp_inflight.model.session import FIELD, FIELDS, on_cancel
+from mcp_inflight.model.session import CONDITIONS, FIELDS, on_cancel
 
 INVALID_REQUEST = -32600
 _FINAL = (Life.RESPONDED, Life.REFUSED, Life.CANCELLED)
 _STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
 _DISCARDED = frozenset(f.name for f in FIELDS if f.ghost or f.wire)
+_SCALAR = object()
+#: per field: None (discarded), _SCALAR, or the keyed field's default
+_KIND = {f.name: None if f.name in _DISCARDED else _SCALAR if f.key is None else f.default for f in FIELDS}
 
 
 class InvalidId(ValueError):
@@ -198,16 +202,18 @@ def apply_runtime(state: RuntimeState, writes: list[Write]) -> None:
     come from the pre-state, writes apply in order, a false ``when`` skips).  Ghost and wire
     fields are discarded; a write of a field's default removes the entry."""
     for w in writes:
-        if not w.when or w.field in _DISCARDED:
+        if not w.when:
             continue
-        f = FIELD[w.field]
-        if f.key is None:
+        kind = _KIND[w.field]
+        if kind is None:                      # ghost or wire: not server state
+            continue
+        if kind is _SCALAR:
             setattr(state, w.field, w.value)
             continue
         if w.key == NONE:
             raise ValueError(f"write to {w.field}[NONE]: an unmasked NONE key (model bug)")
         table = getattr(state, w.field)
-        if w.value == f.default:
+        if w.value == kind:
             table.pop(w.key, None)
         else:
             table[w.key] = w.value
@@ -244,11 +250,36 @@ _SEND_EFFECT = ACTION["rogue_sends"].effect
 _CLOSE_EFFECT = ACTION["send_cancel"].effect
 
 
+@lru_cache(maxsize=None)
+def compiled_guard(action, cfg: Config):
+    """``action``'s guard on ``cfg`` as (source states or None, condition functions): the parts
+    ``model.session.Action.guard`` combines with ``And``, read from the model's tables once.
+    ``tests/test_core.py`` checks it against ``Action.guard`` on explored state spaces."""
+    return action.sources(cfg), tuple(CONDITIONS[n] for n in action.conditions(cfg))
+
+
+def guard_holds(action, b, s, cfg: Config, r, i=None) -> bool:
+    """``action``'s guard evaluated from :func:`compiled_guard` (what the core runs)."""
+    src, conds = compiled_guard(action, cfg)
+    return (src is None or s.life[r] in src) and all(cond(b, s, cfg, r, i) for cond in conds)
+
+
+@lru_cache(maxsize=None)
+def _config(design, revision, transport) -> Config:
+    return Config(design, revision, transport)
+
+
+@lru_cache(maxsize=None)
+def _guards_for(cfg: Config) -> dict:
+    return {a.name: compiled_guard(a, cfg) for a in ACTION.values()}
+
+
 class SessionCore:
     """One session's requests under the ``atomic`` design (see the module text for the API)."""
 
     def __init__(self, revision: str = "2025-11-25", transport: str = "http", design=ATOMIC):
-        self.cfg = Config(design, revision, transport)
+        self.cfg = _config(design, revision, transport)
+        self._guards = _guards_for(self.cfg)
         self.s = RuntimeState()
         self.b = _Live(self.s)
         self._handles: dict[int, Handle] = {}
@@ -258,12 +289,21 @@ class SessionCore:
 
     # --- running the model -----------------------------------------------------------------
     def _run(self, action, r, i=None):
-        ok, out, writes = action.run(self.b, self.s, self.cfg, r, i)
-        if ok:
-            apply_runtime(self.s, writes)
-            if self.on_step is not None:
-                self.on_step(action.name, r, out)
-        return ok, out
+        """Take ``action`` on instance ``r`` if its guard holds: the model's ``Action.run``, with
+        the guard's parts (the trigger's source set and named conditions) looked up once per
+        profile (:func:`compiled_guard`) and the output and effect computed only when it holds."""
+        b, s, c = self.b, self.s, self.cfg
+        src, conds = self._guards[action.name]
+        if src is not None and s.life[r] not in src:
+            return False, None
+        for cond in conds:
+            if not cond(b, s, c, r, i):
+                return False, None
+        out = action.output(b, s, c, r, i)
+        apply_runtime(s, action.effect(b, s, c, r, i, out))
+        if self.on_step is not None:
+            self.on_step(action.name, r, out)
+        return True, out
 
     def _forget_if_done(self, h: Handle):
         r = h.inst

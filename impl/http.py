@@ -93,8 +93,8 @@ class App:
     # --- plumbing -------------------------------------------------------------------------
     @staticmethod
     async def _reply(send, status, body: bytes = b"", headers=(), ctype=_JSON):
-        await send({"type": "http.response.start", "status": status,
-                    "headers": (ctype if body else []) + list(headers)})
+        h = (ctype if body else []) + [(b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": h + list(headers)})
         await send({"type": "http.response.body", "body": body})
 
     async def _error(self, send, status, code, message, rid=None, data=None, headers=()):
@@ -238,6 +238,10 @@ class App:
         if status == "reply":
             return await self._reply(send, 200, dumps(value), extra)
         handle = value
+        await asyncio.sleep(0)          # let the handler take its first step
+        if outlet.done:                 # it has already answered: one body, no stream to watch
+            body = b"".join(_sse(m) for m in outlet.items)
+            return await self._reply(send, 200, body, extra, ctype=_SSE)
         loop = asyncio.get_running_loop()
         watcher = loop.create_task(self._watch(session, handle, outlet, receive))
         started = False

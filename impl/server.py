@@ -82,8 +82,30 @@ def error_reply(rid, err: dict) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "error": err}
 
 
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; json is the fallback
+    _orjson = None
+
+
 def dumps(msg) -> bytes:
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(msg)
+        except TypeError:            # e.g. an integer beyond 64 bits: the standard library copes
+            pass
     return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+_json_loads = json.loads
+
+
+def loads(raw):
+    """Parse UTF-8 JSON.  The standard library's parser keeps every integer an ``int`` (orjson
+    would read one beyond 64 bits as a float, changing an id's JSON type)."""
+    if isinstance(raw, (bytes, bytearray)):
+        raw = raw.decode("utf-8")
+    return _json_loads(raw)
 
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -111,7 +133,7 @@ _ENVELOPE = {
 def parse(raw) -> Incoming:
     """Decode one JSON-RPC message (bytes or str) and check its envelope with ``mcp_types``."""
     try:
-        msg = json.loads(raw)
+        msg = loads(raw)
     except (ValueError, UnicodeDecodeError):
         return Incoming("invalid", err=error(PARSE_ERROR, "Parse error: the body is not JSON"))
     return classify(msg)

@@ -113,7 +113,8 @@ async def _serve_http(server: Server, args) -> None:
     app = create_app(server, args.path, allowed_hosts=hosts, allowed_origins=args.allow_origin,
                      max_body=args.max_body)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                            access_log=False, lifespan="on")
+                            access_log=False, lifespan="on", proxy_headers=False,
+                            server_header=False, date_header=False)
     userver = uvicorn.Server(config)
     task = asyncio.create_task(userver.serve())
     while not userver.started:
@@ -126,6 +127,15 @@ async def _serve_http(server: Server, args) -> None:
     shown = f"[{host}]" if ":" in host else host
     print(f"mcp-inflight serve: listening on http://{shown}:{port}{args.path}", file=sys.stderr, flush=True)
     await task
+
+
+def _run_loop(coro):
+    """Run on uvloop when it is installed (faster I/O), else on asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
 
 
 def run(argv: list[str]) -> int:
@@ -143,7 +153,7 @@ def run(argv: list[str]) -> int:
             from mcp_inflight.impl.stdio import serve_stdio
             asyncio.run(serve_stdio(server))
         else:
-            asyncio.run(_serve_http(server, args))
+            _run_loop(_serve_http(server, args))
     except KeyboardInterrupt:
         pass
     return 0

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from mcp_inflight.impl.core import (Admitted, InvalidId, Refused, RuntimeState, SessionCore,
-                                    _Live, apply_runtime, typed_id)
+                                    _Live, apply_runtime, guard_holds, typed_id)
 from mcp_inflight.model import (ACTION, ATOMIC, INVARIANTS, NONE, UNGUARDED, Concrete, Config,
                                 Life, actions_for, apply_writes, initial, profiles)
 from mcp_inflight.model import properties as P
@@ -258,7 +258,9 @@ def test_runtime_applier_agrees_with_apply_writes(revision, transport, ids):
             for q in range(cfg.requests):
                 if pre.life[q] == Life.UNSENT:
                     continue
-                assert bool(a.guard(live, rt_pre, cfg, q)) == bool(a.guard(b, pre, cfg, q)), a.name
+                want = bool(a.guard(b, pre, cfg, q))
+                assert bool(a.guard(live, rt_pre, cfg, q)) == want, a.name
+                assert guard_holds(a, live, rt_pre, cfg, q) == want, a.name
                 seen["guards"] += 1
 
     res = explore(cfg, progress=False, on_edge=on_edge)
