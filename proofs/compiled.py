@@ -563,6 +563,30 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
     return src.text()
 
 
+def decode_key(cfg: Config, lay: Layout, key: bytes) -> tuple:
+    """The flat state a key of ``canonical_source`` names (the orbit's representative)."""
+    n, ids, W = cfg.requests, cfg.ids, lay.W
+    regs = [f.name for f in FIELDS if f.key == "id" and f.sort == "inst?"]
+    others = [f.name for f in FIELDS if f.key == "id" and f.sort != "inst?"]
+    scalars = [f.name for f in FIELDS if f.key is None]
+    out = [0] * lay.width
+    per = W + len(regs)
+    for j in range(n):
+        chunk = key[j * per:(j + 1) * per]
+        out[j * W:j * W + W - 1] = chunk[:W - 1]
+        out[lay.pos("rid", j)] = chunk[-1]
+    at = n * per
+    for g in regs + others:
+        for k in range(ids):
+            v = key[at]
+            out[lay.base[g] + k] = (NONE if v == n else v) if g in regs else v
+            at += 1
+    for g in scalars:
+        out[lay.base[g]] = key[at]
+        at += 1
+    return tuple(out)
+
+
 def raw_source(lay: Layout) -> str:
     """Source of ``raw(s) -> bytes``: the state itself, encoded as bytes (every value + 1)."""
     return ("def raw(s):\n    return bytes((" +

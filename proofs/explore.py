@@ -16,7 +16,6 @@ more than one representative of an orbit, which costs states, never verdicts.
 
 from __future__ import annotations
 
-import itertools
 import sys
 import time
 from collections import deque
@@ -28,66 +27,27 @@ from mcp_inflight.model.logic import NONE, Concrete, apply_writes
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import (FIELDS, State, actions_for, canonical_clock, domains,
                                         initial, settled)
-from mcp_inflight.proofs.compiled import Compiled, key_function
+from mcp_inflight.proofs.compiled import Compiled, Layout, decode_key, key_function
 
 # --- symmetry -----------------------------------------------------------------------------
 
-_IDX = {f.name: n for n, f in enumerate(FIELDS)}
-
-
-def _relabel(s: State, sigma, pi) -> State:
-    """The state with instance r renamed sigma[r] and id k renamed pi[k]."""
-    out = []
-    n_inst = len(sigma)
-    sent = [s.life[r] != Life.UNSENT for r in range(n_inst)]
-    for f in FIELDS:
-        v = s[_IDX[f.name]]
-        if f.key == "inst":
-            new = [None] * n_inst
-            for r in range(n_inst):
-                x = v[r]
-                if f.sort == "inst?":
-                    x = NONE if x == NONE else sigma[x]
-                elif f.sort == "id":
-                    x = pi[x] if sent[r] else x
-                new[sigma[r]] = x
-            out.append(tuple(new))
-        elif f.key == "id":
-            new = [None] * len(pi)
-            for k in range(len(pi)):
-                x = v[k]
-                if f.sort == "inst?":
-                    x = NONE if x == NONE else sigma[x]
-                new[pi[k]] = x
-            out.append(tuple(new))
-        else:
-            out.append(v)
-    return State(*out)
-
 
 class Canonicalizer:
+    """The canonical representative of a state's orbit under renaming of ids and instances.
+
+    The key is built by ``proofs/compiled.py:canonical_source`` from ``FIELDS`` (every field by
+    its key and sort, none listed by name), so a field added to the model takes part without
+    being added here; ``tests/test_explore.py`` checks the key against a brute-force orbit.
+    """
+
     def __init__(self, cfg: Config):
-        self.n_inst = cfg.requests
-        self.id_perms = [tuple(p) for p in itertools.permutations(range(cfg.ids))]
+        self.cfg = cfg
+        self.layout = Layout(cfg)
+        self.bytes_key = key_function(cfg, self.layout, True)
 
     def key(self, s: State) -> State:
-        best = None
-        for pi in self.id_perms:
-            sigs = []
-            for r in range(self.n_inst):
-                k = s.rid[r]
-                sigs.append((
-                    -int(s.life[r]), pi[k] if s.life[r] != Life.UNSENT else 0, s.rogue[r],
-                    s.running[r], s.open[r], s.step[r], s.sreq[r], s.cmsg[r], s.ts[r], s.cts[r],
-                    s.got_resp[r], s.inflight[k] == r, s.stream[k] == r, r))
-            order = sorted(range(self.n_inst), key=sigs.__getitem__)
-            sigma = [0] * self.n_inst
-            for new, old in enumerate(order):
-                sigma[old] = new
-            cand = _relabel(s, sigma, pi)
-            if best is None or cand < best:
-                best = cand
-        return best
+        k = self.bytes_key(self.layout.flatten(s))
+        return self.layout.unflatten(decode_key(self.cfg, self.layout, k))
 
 
 # --- results ------------------------------------------------------------------------------
