@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import importlib
 import importlib.util
+import socket
 import sys
 
 from mcp_inflight.impl.server import Server
@@ -53,6 +54,10 @@ def demo_server() -> Server:
 
 
 class FixtureError(Exception):
+    pass
+
+
+class ServeError(Exception):
     pass
 
 
@@ -97,6 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--path", default="/mcp", help="the MCP endpoint's path (default /mcp)")
     p.add_argument("--fixtures", metavar="NAME",
                    help="serve mcp_inflight.fixtures.NAME instead of the demo tools")
+    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                   help="a Host header name accepted besides loopback names and --host (repeatable; "
+                        "other Hosts get 421, against DNS rebinding)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="an Origin allowed besides this host's own (repeatable)")
     p.add_argument("--max-body", type=int, default=4 * 1024 * 1024, metavar="BYTES",
@@ -109,24 +117,25 @@ async def _serve_http(server: Server, args) -> None:
 
     from mcp_inflight.impl.http import LOOPBACK, create_app
 
-    hosts = set(LOOPBACK) | {args.host}
+    hosts = set(LOOPBACK) | {args.host} | set(args.allow_host)
     app = create_app(server, args.path, allowed_hosts=hosts, allowed_origins=args.allow_origin,
                      max_body=args.max_body)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                            access_log=False, lifespan="on", proxy_headers=False,
-                            server_header=False, date_header=False)
+    try:
+        infos = socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, addr = infos[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(2048)           # bound and listening before the port is announced
+    except OSError as e:
+        raise ServeError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            proxy_headers=False, server_header=False, date_header=False)
     userver = uvicorn.Server(config)
-    task = asyncio.create_task(userver.serve())
-    while not userver.started:
-        if task.done():
-            await task
-            raise SystemExit(1)
-        await asyncio.sleep(0.02)
-    sock = userver.servers[0].sockets[0]
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"mcp-inflight serve: listening on http://{shown}:{port}{args.path}", file=sys.stderr, flush=True)
-    await task
+    await userver.serve(sockets=[sock])
 
 
 def _run_loop(coro):
@@ -154,6 +163,9 @@ def run(argv: list[str]) -> int:
             asyncio.run(serve_stdio(server))
         else:
             _run_loop(_serve_http(server, args))
+    except ServeError as e:
+        print(f"mcp-inflight serve: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         pass
     return 0

@@ -78,3 +78,12 @@ def test_official_client_over_http(http_url, mode, expected):
 @pytest.mark.parametrize("mode,expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
 def test_official_client_over_stdio(mode, expected):
     assert asyncio.run(_scenario(_stdio(), mode)) == expected
+
+
+def test_serve_help_and_fixture_errors():
+    r = subprocess.run(SERVE + ["--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "--transport" in r.stdout and "--fixtures" in r.stdout
+    r = subprocess.run(SERVE + ["--fixtures", "no_such_fixture"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "no fixture module 'mcp_inflight.fixtures.no_such_fixture'" in r.stderr
+    r = subprocess.run(SERVE + ["--path", "mcp"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--path" in r.stderr
