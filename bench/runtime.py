@@ -9,8 +9,8 @@
    pays per POST).  Every returned verdict is checked (admitted, routed to its own handle,
    refused), and the core must be empty at the end.
 2. **HTTP, over loopback**, one server at a time, each a subprocess run the same way (uvicorn,
-   one worker, ``log_level=warning``, no access log, lifespan on, uvloop when installed: the
-   settings of ``mcp-inflight serve``):
+   one worker, ``log_level=warning``, no access log, lifespan on, no proxy headers, no
+   ``server`` or ``date`` header, uvloop when installed: the settings of ``mcp-inflight serve``):
 
    * ``ours``: ``mcp-inflight serve --port 0`` (the demo tools; ``echo`` is called);
    * ``sdk``:  ``bench/sdk_echo.py``, the official ``mcp`` SDK's low-level ``Server`` with the same
@@ -65,7 +65,8 @@ def uvicorn_config(app, port: int):
     import uvicorn
 
     return uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                          access_log=False, lifespan="on")
+                          access_log=False, lifespan="on", proxy_headers=False,
+                          server_header=False, date_header=False)
 
 
 def serve_subprocess(name: str, port: int, loop: str) -> int:

@@ -1,0 +1,311 @@
+"""Load and faults: the Streamable HTTP app of ``mcp-inflight serve`` under many sessions at once.
+
+uvicorn runs the app with the demo tools (``mcp_inflight.serve.demo_server``, built as ``serve``
+builds it) on a loopback port in a thread of this process, so that its registries can be read
+afterwards.  The clients are httpx async clients speaking raw JSON-RPC (the ids are ours).
+
+Per session (all sessions at once, all calls of a session at once), 20 calls:
+
+* 16 originals under ids ``1..8`` and ``"1".."8"`` (the same ids in every session, and ``7`` and
+  ``"7"`` in flight together: ids keep their JSON type and sessions do not share ids):
+  ``ask`` calls that stay in flight until the client answers their elicitation, ``slow`` calls
+  read to the end, and ``slow`` calls whose stream the client aborts after its first progress;
+* 4 duplicates (20%): a ``slow`` call under the id of an ``ask`` that is in flight (sent once
+  that ``ask``'s elicitation has arrived on its own stream, so the original is surely in flight).
+
+Every call's arguments carry a label unique over the run, and every progress token is unique,
+so each message read on a stream tells whose it is.  Afterwards: every admitted, unaborted call
+got exactly one response, on its own stream, with its own id (typed) and its own result; every
+duplicate got 409 with a JSON-RPC -32600 body (``id: null``, ``data.id`` naming the id); no
+stream carried a message of another request (zero misrouted); every session's core, its
+pending server-to-client requests and its handler tasks are empty; every id can be used again;
+after DELETE no session is left.
+"""
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+from http_server import Running
+
+from mcp_inflight.impl.http import create_app
+from mcp_inflight.serve import demo_server
+
+pytestmark = pytest.mark.slow
+
+SESSIONS = 50
+IDS = [*range(1, 9), *(str(k) for k in range(1, 9))]      # 16 ids: 1..8 and "1".."8"
+ASK = {1, "2", 3, "4"}                                      # each gets a duplicate
+ABORT = {5, "6"}                                            # stream aborted after its first progress
+SLOW_STEPS, SLOW_DELAY = 3, 0.05
+ABORT_STEPS, ABORT_DELAY = 5, 0.3                           # > 1 s left after the abort
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "load", "version": "1"}}
+ACCEPT = {"accept": "application/json, text/event-stream"}
+
+
+def same_id(a, b) -> bool:
+    return type(a) is type(b) and a == b
+
+
+class Call:
+    """One tools/call on its own POST: what was sent and every message its stream carried."""
+
+    def __init__(self, sess: int, rid, kind: str):
+        self.sess, self.rid, self.kind = sess, rid, kind
+        self.label = f"s{sess}-{type(rid).__name__}{rid}-{kind}"
+        self.token = f"tok-{self.label}"
+        self.status = None
+        self.body = None          # a non-SSE body (the 409)
+        self.msgs = []
+        self.misrouted = []
+        self.hung = False
+        self.answered = asyncio.Event()     # the HTTP status is in
+
+    def body_json(self):
+        args = {"label": self.label}
+        if self.kind == "ask":
+            name, args["delay"] = "ask", 0.0
+        else:
+            name = "slow"
+            steps, delay = (ABORT_STEPS, ABORT_DELAY) if self.kind == "abort" else (SLOW_STEPS, SLOW_DELAY)
+            args.update(steps=steps, delay=delay)
+        return {"jsonrpc": "2.0", "id": self.rid, "method": "tools/call",
+                "params": {"name": name, "arguments": args, "_meta": {"progressToken": self.token}}}
+
+    def judge(self, m) -> str | None:
+        """Why message ``m`` does not belong on this call's stream, or None if it does."""
+        method = m.get("method")
+        if method == "notifications/progress":
+            p = m["params"]
+            if p.get("progressToken") != self.token or self.label not in p.get("message", ""):
+                return "progress of another request"
+        elif method == "notifications/message":
+            if self.label not in str(m["params"].get("data")):
+                return "log line of another request"
+        elif method == "elicitation/create":
+            if self.kind != "ask" or self.label not in m["params"].get("message", ""):
+                return "elicitation of another request"
+        elif "result" in m or "error" in m:
+            if not same_id(m.get("id"), self.rid):
+                return f"response for id {m.get('id')!r}"
+            want = f"ask:{self.label}:accept" if self.kind == "ask" else f"done:{self.label}"
+            content = (m.get("result") or {}).get("content") or [{}]
+            if content[0].get("text") != want:
+                return f"result {content[0].get('text')!r}, not {want!r}"
+        else:
+            return f"unexpected message {m}"
+        return None
+
+
+async def post_call(client, url, headers, call: Call, on_message=None, hang: float = 30.0):
+    """POST ``call``; read its SSE stream message by message (or its one JSON body).  A stream
+    still open after ``hang`` seconds is given up and the call marked hung."""
+    try:
+        await asyncio.wait_for(_post_call(client, url, headers, call, on_message), hang)
+    except asyncio.TimeoutError:
+        call.hung = True
+
+
+async def _post_call(client, url, headers, call: Call, on_message):
+    async with client.stream("POST", url, json=call.body_json(), headers=headers) as r:
+        call.status = r.status_code
+        call.answered.set()
+        if not r.headers.get("content-type", "").startswith("text/event-stream"):
+            call.body = json.loads(await r.aread())
+            return
+        async for line in r.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            m = json.loads(line[5:].strip())
+            call.msgs.append(m)
+            why = call.judge(m)
+            if why:
+                call.misrouted.append(why)
+            if on_message is not None and await on_message(m) == "abort":
+                return      # leaving the block closes the connection mid-stream
+
+
+async def one_session(client, url, sess: int, calls: list, dups: list, hang: float):
+    r = await client.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+                          headers=ACCEPT)
+    assert r.status_code == 200, r.text
+    sid = r.headers["mcp-session-id"]
+    h = {**ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+    r = await client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h)
+    assert r.status_code == 202
+
+    mine = [Call(sess, rid, "ask" if rid in ASK else "abort" if rid in ABORT else "slow") for rid in IDS]
+    calls.extend(mine)
+
+    async def run(call: Call):
+        async def on_message(m):
+            if call.kind == "abort" and m.get("method") == "notifications/progress":
+                return "abort"
+            if call.kind == "ask" and m.get("method") == "elicitation/create":
+                # the original is in flight (its elicitation is pending): send the duplicate
+                # and answer the elicitation once the duplicate's status is in, while the
+                # duplicate's own stream (if a server admitted it) is still open
+                dup = Call(sess, call.rid, "dup")
+                dups.append(dup)
+                task = asyncio.create_task(post_call(client, url, h, dup, hang=hang))
+                await asyncio.wait([asyncio.create_task(dup.answered.wait()), task],
+                                   return_when=asyncio.FIRST_COMPLETED)
+                answer = {"jsonrpc": "2.0", "id": m["id"],
+                          "result": {"action": "accept", "content": {"ok": True}}}
+                ra = await client.post(url, json=answer, headers=h)
+                assert ra.status_code == 202, ra.text
+                await task
+            return None
+
+        await post_call(client, url, h, call, on_message, hang=hang)
+
+    await asyncio.gather(*(run(c) for c in mine))
+    return sid, h
+
+
+async def reuse_all(client, url, h) -> list:
+    """Every id again (echo), all at once: each must be admitted and answered."""
+    async def one(rid):
+        body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": f"again-{rid!r}"}}}
+        r = await client.post(url, json=body, headers=h)
+        msgs = [json.loads(x[5:]) for x in r.text.splitlines() if x.startswith("data:")]
+        ok = (r.status_code == 200 and len(msgs) == 1 and same_id(msgs[0].get("id"), rid)
+              and msgs[0]["result"]["content"][0]["text"] == f"again-{rid!r}")
+        return None if ok else (rid, r.status_code, r.text[:200])
+    return [x for x in await asyncio.gather(*(one(rid) for rid in IDS)) if x is not None]
+
+
+def wait_until(pred, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def run_load(url, sessions: int, hang: float):
+    """The load: ``sessions`` sessions at once, each with its 20 calls at once."""
+    calls, dups = [], []
+
+    async def main():
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=100)
+        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+            return await asyncio.gather(*(one_session(client, url, k, calls, dups, hang)
+                                          for k in range(sessions)))
+
+    return asyncio.run(main()), calls, dups
+
+
+def faults(calls, dups) -> dict:
+    """What went wrong on the client's side, by kind (every list empty when all is well)."""
+    out = {"misrouted": [], "hung": [], "status": [], "responses": [], "stream": [], "duplicate": []}
+    for c in calls + dups:
+        out["misrouted"] += [(c.label, w) for w in c.misrouted]
+        if c.hung:
+            out["hung"].append(c.label)
+    for c in calls:
+        if c.status != 200:
+            out["status"].append((c.label, c.status, c.body))
+            continue
+        responses = [m for m in c.msgs if "result" in m or "error" in m]
+        progress = [m for m in c.msgs if m.get("method") == "notifications/progress"]
+        if c.kind == "abort":
+            if responses or len(progress) != 1:        # aborted at its first progress
+                out["stream"].append((c.label, c.msgs))
+            continue
+        if len(responses) != 1 or c.msgs[-1] is not responses[0]:
+            out["responses"].append((c.label, len(responses), c.msgs))   # exactly one, last
+            continue
+        if c.kind == "slow":
+            logs = [m for m in c.msgs if m.get("method") == "notifications/message"]
+            if len(progress) != SLOW_STEPS or len(logs) != SLOW_STEPS:
+                out["stream"].append((c.label, c.msgs))
+        elif [m["method"] for m in c.msgs if "method" in m] != ["elicitation/create"]:
+            out["stream"].append((c.label, c.msgs))
+    for d in dups:
+        body = d.body or {}
+        err = body.get("error") or {}
+        if not (d.status == 409 and d.msgs == [] and "id" in body and body["id"] is None
+                and err.get("code") == -32600 and same_id((err.get("data") or {}).get("id"), d.rid)):
+            out["duplicate"].append((d.label, d.status, d.body, d.msgs))
+    return out
+
+
+@pytest.fixture(scope="module")
+def srv():
+    app = create_app(demo_server(), "/mcp")
+    s = Running(app)
+    yield s
+    s.stop()
+
+
+def test_load_and_faults(srv):
+    url = srv.url
+    app = srv.app
+    started = time.monotonic()
+    sessions, calls, dups = run_load(url, SESSIONS, hang=30.0)
+    load_s = time.monotonic() - started
+
+    # --- every call judged -------------------------------------------------------------
+    assert len(calls) == SESSIONS * len(IDS)
+    assert len(dups) == SESSIONS * len(ASK)
+    found = faults(calls, dups)
+    assert {k: len(v) for k, v in found.items()} == {k: 0 for k in found}, \
+        {k: v[:3] for k, v in found.items() if v}
+
+    # --- the server's registries ---------------------------------------------------------
+    live = [s for s in app.sessions.values()]
+    assert len(live) == SESSIONS
+    assert wait_until(lambda: all(s.idle() for s in live), 15), [
+        (s.sid, s.core.registries(), s.core.live(), len(s.pending), len(s.tasks)) for s in live if not s.idle()]
+    for s in live:
+        assert s.core.empty() and s.core.live() == []
+        assert s.core.registries() == {"inflight": {}, "stream": {}}
+        assert s.pending == {} and s.tasks == {}
+    # the server saw every abort: each aborted call's later messages (its response at least)
+    # were dropped by the core, not written
+    dropped = sum(s.core.dropped for s in live)
+    assert dropped >= SESSIONS * len(ABORT), dropped
+
+    # --- every id is free again; then DELETE ends every session ----------------------------
+    async def after():
+        async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=None)) as client:
+            bad = await asyncio.gather(*(reuse_all(client, url, h) for _, h in sessions))
+            codes = await asyncio.gather(*(client.delete(url, headers=h) for _, h in sessions))
+            return [b for bs in bad for b in bs], [r.status_code for r in codes]
+
+    bad, codes = asyncio.run(after())
+    assert bad == [], bad[:5]
+    assert codes == [200] * SESSIONS
+    assert app.sessions == {}
+    assert all(s.idle() for s in live)
+    print(f"\nload: {SESSIONS} sessions x {len(IDS) + len(ASK)} calls ({len(calls)} admitted, "
+          f"{len(dups)} duplicates refused, {SESSIONS * len(ABORT)} aborted, {dropped} messages dropped) "
+          f"in {load_s:.1f} s")
+
+
+def test_the_checks_catch_an_unguarded_server(monkeypatch):
+    """The same load, smaller, against the same app whose sessions run the model's ``unguarded``
+    design (overwrite on arrival, remove by id: the official SDKs' keying): the checks above
+    must see duplicates admitted, messages misrouted and requests left without a response."""
+    import functools
+
+    import mcp_inflight.impl.server as server_mod
+    from mcp_inflight.model import DESIGNS
+
+    monkeypatch.setattr(server_mod, "SessionCore",
+                        functools.partial(server_mod.SessionCore, design=DESIGNS["unguarded"]))
+    running = Running(create_app(demo_server(), "/mcp"))
+    try:
+        _, calls, dups = run_load(running.url, 4, hang=3.0)
+    finally:
+        running.stop()
+    found = faults(calls, dups)
+    assert len(found["duplicate"]) == len(dups)      # every duplicate admitted, none refused
+    assert found["misrouted"]                        # the original's messages on the duplicate's stream
+    assert found["hung"] or found["responses"]       # and the original left without its response
