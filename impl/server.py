@@ -61,6 +61,7 @@ REVISIONS = (LEGACY, MODERN)
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 LOG_LEVEL_META_KEY = "io.modelcontextprotocol/logLevel"
+CLIENT_CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 PARSE_ERROR = J.PARSE_ERROR
@@ -210,11 +211,26 @@ def _content(value) -> dict:
 class Server:
     """Tools and server identity; transport-independent."""
 
-    def __init__(self, name: str = "mcp-inflight", version: str = "0.1.0", instructions: str | None = None):
+    def __init__(self, name: str = "mcp-inflight", version: str = "0.1.0", instructions: str | None = None,
+                 capabilities: dict | None = None):
         self.name = name
         self.version = version
         self.instructions = instructions
         self.tools: dict[str, Tool] = {}
+        self.methods: dict[str, Callable] = {}
+        self.extra_capabilities = dict(capabilities or {})
+
+    def method(self, name: str):
+        """Register ``async def handler(ctx, params) -> dict`` (the JSON-RPC result) for a request
+        method, e.g. ``resources/read`` or ``prompts/get``; it replaces the built-in handling of
+        that method (``tools/list``, ``tools/call``).  Raise :class:`JsonRpcError` to answer with
+        an error.  Params are validated against the MCP schema when the method is in it."""
+        def register(fn):
+            if not inspect.iscoroutinefunction(fn):
+                raise TypeError(f"method {name!r}: the handler must be an async function")
+            self.methods[name] = fn
+            return fn
+        return register
 
     def tool(self, name: str | None = None, description: str | None = None):
         """Register an ``async def handler(ctx, **arguments)`` as a tool."""
@@ -236,10 +252,18 @@ class Server:
 
     @property
     def capabilities(self) -> dict:
-        return {"tools": {"listChanged": False}, "logging": {}}
+        return {"tools": {"listChanged": False}, "logging": {}, **self.extra_capabilities}
 
 
 # --- the handler's view ----------------------------------------------------------------------
+
+class JsonRpcError(Exception):
+    """Raised by a handler: answer the request with this JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data=None):
+        super().__init__(message)
+        self.error = error(code, message, data)
+
 
 class RequestFailed(Exception):
     """A server-to-client request could not be made or was answered with an error."""
@@ -266,6 +290,11 @@ class Context:
         self.request_id = handle.id
         meta = params.get("_meta") or {}
         self.progress_token = meta.get("progressToken")
+        self.protocol_version = session.revision
+        if session.revision == MODERN:
+            self.client_capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
+        else:
+            self.client_capabilities = session.client_capabilities
         self.cancelled = asyncio.Event()
         self.input_responses = params.get("inputResponses") or {}
         self.log_level = meta.get(LOG_LEVEL_META_KEY)
@@ -309,6 +338,16 @@ class Context:
         params = {"messages": messages, "maxTokens": max_tokens, **extra}
         return await self._ask("sampling/createMessage", params)
 
+    async def request(self, method: str, params: dict) -> dict:
+        """A server-to-client request tied to this request (2025-11-25: sent on its stream and
+        awaited; 2026-07-28: returned to the client in an InputRequiredResult, answered by its
+        retry).  Returns the client's result; raises :class:`RequestFailed` on an error."""
+        return await self._ask(method, params)
+
+    async def notify(self, method: str, params: dict | None = None) -> bool:
+        """A notification on this request's stream (where the core routes it)."""
+        return self.session.notify(self.handle, method, params or {})
+
     async def _ask(self, method, params) -> dict:
         self._asked += 1
         if self.session.revision == MODERN:
@@ -350,6 +389,7 @@ class Session:
         self.negotiated = revision is not None
         self.core = SessionCore(self.revision, transport)
         self.log_level = "debug"
+        self.client_capabilities = None   # from initialize (2025-11-25)
         self.tasks: dict = {}             # handle -> (task, context)
         self.pending: dict = {}           # typed server-request id -> (future, handle)
         self._sids = count(1)
@@ -403,9 +443,13 @@ class Session:
         if reply is not None:
             target = self.core.finish(h)
             return "reply", (reply if target is h else None)
-        tool = self.server.tools[params["name"]]
-        ctx = Context(self, h, params)
-        task = asyncio.get_running_loop().create_task(self._run(h, rid, tool, params, ctx))
+        ctx = Context(self, h, params or {})
+        custom = self.server.methods.get(method)
+        if custom is not None:
+            job = self._run_method(h, rid, custom, params or {}, ctx)
+        else:
+            job = self._run(h, rid, self.server.tools[params["name"]], params, ctx)
+        task = asyncio.get_running_loop().create_task(job)
         self.tasks[h] = (task, ctx)
         return "running", h
 
@@ -419,6 +463,7 @@ class Session:
                 return bad
             version = params.get("protocolVersion")
             chosen = version if version in HANDSHAKE_VERSIONS else LEGACY
+            self.client_capabilities = params.get("capabilities")
             res = {"protocolVersion": chosen, "capabilities": self.server.capabilities,
                    "serverInfo": self.server.info}
             if self.server.instructions:
@@ -428,6 +473,10 @@ class Session:
             return error_reply(rid, error(METHOD_NOT_FOUND, "server/discover is not part of 2025-11-25"))
         version = self.revision
         bad = _invalid_params(rid, method, version, params)
+        if method in self.server.methods:
+            if bad is not None and bad["error"]["code"] == INVALID_PARAMS:
+                return bad
+            return None                       # a registered handler runs
         if bad is not None:
             return bad
         modern = version == MODERN
@@ -457,6 +506,35 @@ class Session:
                 res.setdefault("cacheScope", "private")
         return {"jsonrpc": "2.0", "id": rid, "result": res}
 
+    async def _run_method(self, h, rid, fn, params, ctx):
+        reply = None
+        try:
+            try:
+                res = await fn(ctx, params)
+                if self.revision == MODERN and isinstance(res, dict):
+                    res.setdefault("resultType", "complete")
+                reply = {"jsonrpc": "2.0", "id": rid, "result": res}
+            except JsonRpcError as e:
+                reply = error_reply(rid, e.error)
+            except RequestFailed as e:
+                reply = error_reply(rid, e.error)
+            except _InputRequired as need:
+                reply = {"jsonrpc": "2.0", "id": rid, "result": {
+                    "resultType": "input_required", "inputRequests": {need.key: need.request}}}
+        except asyncio.CancelledError:
+            reply = None
+        except Exception as e:
+            reply = error_reply(rid, error(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
+        finally:
+            self._done(h, reply)
+
+    def _done(self, h, reply):
+        self.tasks.pop(h, None)
+        target = self.core.finish(h)
+        if target is not None and reply is not None:
+            target.data.send(reply)
+        h.data.close()
+
     async def _run(self, h, rid, tool, params, ctx):
         reply = None
         try:
@@ -481,11 +559,7 @@ class Session:
                      "result": {"content": [{"type": "text", "text": f"{type(e).__name__}: {e}"}],
                                 "isError": True}}
         finally:
-            self.tasks.pop(h, None)
-            target = self.core.finish(h)
-            if target is not None and reply is not None:
-                target.data.send(reply)
-            h.data.close()
+            self._done(h, reply)
 
     def notification(self, msg: dict) -> None:
         method = msg["method"]

@@ -143,3 +143,54 @@ def test_modern_stdio_discover_then_call():
         assert m["id"] == 3 and m["result"]["content"][0]["text"] == "ask:M:accept"
         assert await p.close() == 0
     run(go())
+
+
+def test_registered_methods_context_request_and_errors():
+    """The server API beyond tools: a handler per method, a server-to-client request through the
+    context (answered on the same channel), a JSON-RPC error raised by a handler."""
+    from mcp_inflight.impl.server import JsonRpcError, Server, Session
+    from mcp_inflight.impl.stdio import serve_stdio
+
+    server = Server("custom", capabilities={"prompts": {}})
+
+    @server.method("prompts/get")
+    async def get_prompt(ctx, params):
+        if params["name"] != "roots":
+            raise JsonRpcError(-32602, f"no prompt {params['name']}")
+        roots = await ctx.request("roots/list", {})
+        assert ctx.client_capabilities == {"roots": {}} and ctx.protocol_version == "2025-11-25"
+        return {"messages": [{"role": "user", "content": {"type": "text", "text": str(len(roots["roots"]))}}]}
+
+    async def go():
+        reader = asyncio.StreamReader()
+        out = []
+        session = Session(server, "stdio")
+        task = asyncio.create_task(serve_stdio(server, reader, out.append, session))
+
+        async def recv():
+            while not out:
+                await asyncio.sleep(0.005)
+            return json.loads(out.pop(0))
+
+        def feed(m):
+            reader.feed_data(json.dumps(m).encode() + b"\n")
+
+        feed({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {**INIT, "capabilities": {"roots": {}}}})
+        assert (await recv())["result"]["capabilities"]["prompts"] == {}
+        feed({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "nope"}})
+        m = await recv()
+        assert m["id"] == 1 and m["error"]["code"] == -32602
+        feed({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "roots"}})
+        req = await recv()
+        assert req["method"] == "roots/list"
+        feed({"jsonrpc": "2.0", "id": req["id"], "result": {"roots": [{"uri": "file:///a"}]}})
+        m = await recv()
+        assert m["id"] == 2 and m["result"]["messages"][0]["content"]["text"] == "1"
+        feed({"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"nam": 1}})
+        m = await recv()
+        assert m["id"] == 3 and m["error"]["code"] == -32602      # schema-checked params
+        reader.feed_eof()
+        await asyncio.wait_for(task, 5)
+        assert session.idle()
+    run(go())
