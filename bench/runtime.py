@@ -1,6 +1,6 @@
 """The runtime's benchmark: the core's cost per request lifecycle, then tools/call over HTTP.
 
-    .venv/bin/python bench/runtime.py [--duration 10] [--warmup 2] [--connections 10]
+    .venv/bin/python bench/runtime.py [--duration 10] [--warmup 2] [--rounds 3] [--connections 10]
 
 1. **Core, in process** (``time.perf_counter_ns`` over many iterations): one 2025-11-25 http
    session core; per request lifecycle ``arrive`` (admitted), ``emit`` (a progress notification
@@ -18,7 +18,9 @@
    * ``bare``: ``bench/bare_echo.py``, a bare ASGI app answering the same call with one SSE event
      (the ceiling).
 
-   The load generator is ``wrk`` (native) with ``bench/wrk_call.lua``: every request a
+   The servers take turns (``--rounds``, default 3: ours, sdk, bare, ours, ...) and the median
+   of each figure is reported, with the ratios taken round by round (the machine is shared and
+   its load drifts).  The load generator is ``wrk`` (native) with ``bench/wrk_call.lua``: every request a
    ``tools/call echo`` under its own id, in the session that an ``initialize`` made first.  The
    Lua script checks every response (a 200 whose body has a result with the echoed text); after
    the run a sample of calls is made with httpx and the SSE body parsed (one message, its id,
@@ -240,7 +242,6 @@ def bench_server(name, args) -> dict:
 
     srv = Running(name, args.loop)
     try:
-        loop, parser = srv.runtime()
         with httpx.Client(timeout=10) as client:
             headers = open_session(client, srv.url)
             sid = headers["mcp-session-id"]
@@ -252,6 +253,7 @@ def bench_server(name, args) -> dict:
             res, raw = run_wrk(srv.url, sid, args.duration, args.threads, args.connections)
             post_good, post_problems = sample_calls(client, srv.url, headers, args.sample, "post")
         rss_kb = _rss_kb(srv.proc.pid)
+        loop, parser = srv.runtime()            # after the load: every module it uses is loaded
     finally:
         srv.stop()
     secs = res["duration_us"] / 1e6
@@ -389,9 +391,29 @@ def print_core(c: dict) -> None:
     print(f"  new SessionCore (2026-07-28 http: per POST) {c['new_session_core_us']:7.2f} us")
 
 
-def print_http(rows: list[dict], args) -> None:
+def summarize(rounds: list[dict]) -> dict:
+    """One server's rounds: the median of each figure, the sums of the counts."""
+    from statistics import median
+
+    r = dict(rounds[-1])
+    for key in ("calls_per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "rss_mb"):
+        vals = [x[key] for x in rounds if x[key] is not None]
+        r[key] = median(vals) if vals else None
+    for key in ("requests", "ok", "non_2xx", "bad_status", "bad_body", "socket_errors", "sample_ok", "sample_n"):
+        r[key] = sum(x[key] for x in rounds)
+    r["sample_problems"] = [p for x in rounds for p in x["sample_problems"]][:5]
+    r["valid"] = all(x["valid"] for x in rounds)
+    r["loop"] = "/".join(sorted({x["loop"] for x in rounds}))
+    r["parser"] = "/".join(sorted({x["parser"] for x in rounds}))
+    r["rounds_calls_per_s"] = [round(x["calls_per_s"]) for x in rounds]
+    return r
+
+
+def print_http(rows: list[dict], runs: dict, args) -> None:
+    per = f"median of {args.rounds} rounds" if args.rounds > 1 else "one round"
     print(f"\ntools/call echo over HTTP (loopback), wrk {args.threads} thread, {args.connections} connections, "
-          f"{args.duration:g} s after {args.warmup:g} s warm-up, one session per server, SSE answers")
+          f"{args.duration:g} s after {args.warmup:g} s warm-up per server and round, servers taking turns; "
+          f"one session per server, SSE answers; {per}; counts summed")
     hdr = (f"  {'server':34} {'calls/s':>8} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} {'requests':>9} "
            f"{'non-2xx':>7} {'bad':>4} {'errs':>4} {'sample':>7} {'RSS MB':>6}  loop/parser")
     print(hdr)
@@ -403,6 +425,9 @@ def print_http(rows: list[dict], args) -> None:
               f"{r['socket_errors']:4d} {r['sample_ok']:>3}/{r['sample_n']:<3} {rss}  {r['loop']}/{r['parser']}{flag}")
         for p in r["sample_problems"]:
             print(f"      sample problem: {p}")
+    if args.rounds > 1:
+        print("  calls/s per round: " + "; ".join(
+            f"{r['server']} {', '.join(str(v) for v in r['rounds_calls_per_s'])}" for r in rows))
     if len({(r["loop"], r["parser"]) for r in rows}) > 1:
         print("  NOTE: the servers did not all run on the same event loop and HTTP parser")
     by = {r["server"]: r for r in rows}
@@ -410,13 +435,19 @@ def print_http(rows: list[dict], args) -> None:
     if ours is None:
         return
     print()
+    from statistics import median
+
     for other, aim in (("sdk", 3.0), ("bare", 0.7)):
         if other in by:
             o = by[other]
-            ratio = ours["calls_per_s"] / o["calls_per_s"] if o["calls_per_s"] else float("inf")
+            per_round = [a["calls_per_s"] / b["calls_per_s"]
+                         for a, b in zip(runs[ours["server"]], runs[other]) if b["calls_per_s"]]
+            ratio = median(per_round) if per_round else float("inf")
             ok = ours["valid"] and o["valid"]
             verdict = ("meets" if ratio >= aim else "MISSES") if ok else "not comparable (invalid run)"
-            print(f"  throughput {ours['server']} / {other}: {ratio:5.2f}x   (aim >= {aim:g}x: {verdict})")
+            rounds = f"  per round: {', '.join(f'{x:.2f}' for x in per_round)}" if len(per_round) > 1 else ""
+            print(f"  throughput {ours['server']} / {other}: {ratio:5.2f}x   (aim >= {aim:g}x: {verdict}){rounds}")
+            ours.setdefault("ratios", {})[other] = {"median": ratio, "per_round": per_round, "aim": aim}
 
 
 def main(argv=None) -> int:
@@ -428,6 +459,8 @@ def main(argv=None) -> int:
     p.add_argument("--duration", type=int, default=10, help="seconds of measured load per server (default 10)")
     p.add_argument("--warmup", type=int, default=2, help="seconds of warm-up load per server, not counted (default 2)")
     p.add_argument("--connections", type=int, default=10, help="wrk connections (default 10)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="the servers take turns this many times; medians are reported (default 3)")
     p.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
     p.add_argument("--core-iterations", type=int, default=100_000, metavar="N",
                    help="request lifecycles timed in process (default 100000)")
@@ -463,11 +496,16 @@ def main(argv=None) -> int:
         print_core(out["core"])
     rows = []
     if not args.no_http:
-        for name in servers:
-            print(f"  ... {TITLES[name]}: {args.warmup:g} s warm-up + {args.duration:g} s", file=sys.stderr, flush=True)
-            rows.append(bench_server(name, args))
+        runs = {name: [] for name in servers}
+        for k in range(args.rounds):
+            for name in servers:
+                print(f"  ... round {k + 1}/{args.rounds}, {TITLES[name]}: {args.warmup:g} s warm-up + "
+                      f"{args.duration:g} s", file=sys.stderr, flush=True)
+                runs[name].append(bench_server(name, args))
+        rows = [summarize(runs[name]) for name in servers]
         out["http"] = rows
-        print_http(rows, args)
+        out["http_rounds"] = runs
+        print_http(rows, runs, args)
     out["uptime_after"] = uptime()
     print(f"\nload after: {out['uptime_after']}")
     if args.json:
