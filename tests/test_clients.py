@@ -80,10 +80,14 @@ def test_official_client_over_stdio(mode, expected):
     assert asyncio.run(_scenario(_stdio(), mode)) == expected
 
 
-def test_serve_help_and_fixture_errors():
-    r = subprocess.run(SERVE + ["--help"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and "--transport" in r.stdout and "--fixtures" in r.stdout
-    r = subprocess.run(SERVE + ["--fixtures", "no_such_fixture"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "no fixture module 'mcp_inflight.fixtures.no_such_fixture'" in r.stderr
-    r = subprocess.run(SERVE + ["--path", "mcp"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "--path" in r.stderr
+def test_serve_help_and_fixture_errors(capsys):
+    from mcp_inflight.serve import run as serve
+    with pytest.raises(SystemExit) as e:
+        serve(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "--transport" in out and "--fixtures" in out
+    assert serve(["--fixtures", "no_such_fixture"]) == 2
+    assert "no fixture module 'mcp_inflight.fixtures.no_such_fixture'" in capsys.readouterr().err
+    assert serve(["--path", "mcp"]) == 2
+    assert "--path" in capsys.readouterr().err
