@@ -24,7 +24,9 @@ Both revisions on one endpoint, told apart by the ``MCP-Protocol-Version`` heade
 
 Checks on every request: ``Host`` must name this server (DNS rebinding: 421 otherwise),
 ``Origin`` if present must be an allowed origin (403), the body is limited (413), a JSON
-array body is 400 with -32600 (no batches), an unsupported ``MCP-Protocol-Version`` is 400.
+array body is 400 with -32600 (no batches), an unsupported ``MCP-Protocol-Version`` is 400
+(-32022), and on 2026-07-28 a request whose ``_meta`` names another revision than the header is
+400 (-32020).
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ import asyncio
 import secrets
 from urllib.parse import urlsplit
 
-from .server import (HANDSHAKE_VERSIONS, LEGACY, MODERN, UNSUPPORTED_PROTOCOL_VERSION, Server,
-                     Session, dumps, error, error_reply, parse)
+from .server import (HANDSHAKE_VERSIONS, HEADER_MISMATCH, LEGACY, MODERN, PROTOCOL_VERSION_META_KEY,
+                     UNSUPPORTED_PROTOCOL_VERSION, Server, Session, dumps, error, error_reply, parse)
 
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
@@ -211,6 +213,12 @@ class App:
         if modern:
             if inc.kind != "request":
                 return await self._reply(send, 202)
+            meta = (msg.get("params") or {}).get("_meta") if isinstance(msg.get("params"), dict) else None
+            stated = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+            if stated is not None and stated != MODERN:
+                return await self._error(send, 400, HEADER_MISMATCH,
+                                         f"MCP-Protocol-Version header {MODERN} does not match the "
+                                         f"request's _meta protocol version {stated}", msg["id"])
             session = Session(self.server, "http", MODERN)
             return await self._request(session, msg, receive, send, ())
         if inc.kind == "request" and msg["method"] == "initialize" and b"mcp-session-id" not in headers:

@@ -229,6 +229,9 @@ def test_modern_discover_and_call(srv):
             r = await c.post(srv.url, json=body, headers=h)
             msg = list(sse_messages(r.text.splitlines()))[-1]
             assert msg["result"]["content"][0]["text"] == "m" and msg["result"]["resultType"] == "complete"
+            body["params"]["_meta"] = {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}
+            r = await c.post(srv.url, json=body, headers=h)
+            assert r.status_code == 400 and r.json()["error"]["code"] == -32020
             for verb in ("GET", "DELETE"):
                 r = await c.request(verb, srv.url, headers=h)
                 assert r.status_code == 405
