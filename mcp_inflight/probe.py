@@ -404,6 +404,8 @@ def judge_cancel_routing(control, test, cal) -> Verdict:
     c_cancel = control["cancels"][0]["t"] if control.get("cancels") else None
     if c_cancel is None:
         problems.append("no cancel was sent")
+    elif _finished_before(ca, c_cancel):
+        problems.append(_too_late("the cancel", ca, c_cancel))
     else:
         late, _ = _stopped(control, ca, c_cancel, cal)
         if late or any(is_success(e["msg"]) for e in events(ca, is_response)):
@@ -411,6 +413,8 @@ def judge_cancel_routing(control, test, cal) -> Verdict:
     if problems:
         return _not_judged(v, problems)
     a, b = post_named(test, "A"), post_named(test, "B")
+    if _finished_before(a, test["cancels"][0]["t"]):
+        return _not_judged(v, [_too_late("the cancel", a, test["cancels"][0]["t"])], "test")
     v.refusal = refusal_of(b)
     for text in crossed_tokens(test):
         v.add("misrouted_notification", text)
@@ -474,9 +478,15 @@ def judge_collateral_close(control, test, cal) -> Verdict:
     must go on to B's result."""
     v = Verdict("collateral_close")
     problems = _control_problems(control, cal, completes=("B",), tokens_complete=("B",))
+    problems = ["after aborting A: " + p for p in problems]
+    ca = post_named(control, "A")
+    if control.get("aborts") and _finished_before(ca, control["aborts"][0]["t"]):
+        problems.append(_too_late("the abort", ca, control["aborts"][0]["t"]))
     if problems:
-        return _not_judged(v, ["after aborting A: " + p for p in problems])
+        return _not_judged(v, problems)
     a, b = post_named(test, "A"), post_named(test, "B")
+    if _finished_before(a, test["aborts"][0]["t"]):
+        return _not_judged(v, [_too_late("the abort", a, test["aborts"][0]["t"])], "test")
     v.refusal = refusal_of(b)
     if v.refusal is not None:
         return v
@@ -528,10 +538,22 @@ def judge_reuse(control, test, cal) -> Verdict:
     return v
 
 
-def _not_judged(v: Verdict, problems) -> Verdict:
+def _not_judged(v: Verdict, problems, run="control") -> Verdict:
     v.status = "not_judged"
-    v.note = "the control run with distinct ids failed: " + "; ".join(problems)
+    v.note = ("the control run with distinct ids failed: " if run == "control" else
+              "the run with colliding ids could not be judged: ") + "; ".join(problems)
     return v
+
+
+def _finished_before(post, t) -> bool:
+    """``post`` had its response before time ``t``."""
+    r = first_response(post)
+    return r is not None and r["t"] <= t
+
+
+def _too_late(what, post, t) -> str:
+    return (f"A (id {show(post['id'])}) had its response at {first_response(post)['t']:.2f}s, before "
+            f"{what} at {t:.2f}s (is the machine overloaded? give --args for a longer run)")
 
 
 JUDGES = {
@@ -639,7 +661,8 @@ class Post:
         import httpx
 
         s = self.session
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0), headers=s.extra_headers)
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0), headers=s.extra_headers,
+                                        verify=_tls())
         try:
             async with self.client.stream("POST", s.url, json=self.msg, headers=s.headers()) as r:
                 self.status = r.status_code
@@ -706,6 +729,18 @@ class Post:
                 "events": self.events, "end": self.end, "how": self.how}
 
 
+_TLS = []
+
+
+def _tls():
+    """One TLS context for every connection of the probe (building one per client costs more
+    CPU than the probe's own work; each POST has its own client so that it can be aborted)."""
+    if not _TLS:
+        import ssl
+        _TLS.append(ssl.create_default_context())
+    return _TLS[0]
+
+
 def _parse_json(raw: bytes):
     try:
         return json.loads(raw.decode("utf-8", "replace"))
@@ -769,7 +804,7 @@ class Session:
     async def open(self):
         import httpx
 
-        self.client = httpx.AsyncClient(timeout=10.0, headers=self.extra_headers)
+        self.client = httpx.AsyncClient(timeout=10.0, headers=self.extra_headers, verify=_tls())
         init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                 "params": {"protocolVersion": PROTOCOL_VERSION,
                            "capabilities": {"elicitation": {}},
@@ -986,7 +1021,9 @@ async def scenario_cancel_routing(t: Target, cal, variant, t0):
         await until(lambda: _own_progress(a) >= 1 or a.done, time.monotonic() + cal["duration"] * 2 + 2)
         b = s.post("B", t.call(idb, _tok("cancel_routing", variant, "B")), "rogue",
                    _tok("cancel_routing", variant, "B"))
-        await until(lambda: _token_seen(s, b.token) >= 1 or b.done, time.monotonic() + cal["duration"] + 1)
+        half = max(1, cal["steps"] // 2)   # cancel once B runs, and while A is still early on
+        await until(lambda: _token_seen(s, b.token) >= 1 or b.done or _own_progress(a) >= half,
+                    time.monotonic() + cal["duration"] + 1)
         await s.cancel(ida, "A")
         await _finish(s, cal, posts=[b])
         await until(lambda: a.done, time.monotonic() + 1.0)
@@ -1019,7 +1056,9 @@ async def scenario_collateral_close(t: Target, cal, variant, t0):
         await until(lambda: _own_progress(a) >= 1 or a.done, time.monotonic() + cal["duration"] * 2 + 2)
         b = s.post("B", t.call(idb, _tok("collateral_close", variant, "B")), "rogue",
                    _tok("collateral_close", variant, "B"))
-        await until(lambda: _token_seen(s, b.token) >= 1 or b.done, time.monotonic() + cal["duration"] + 1)
+        half = max(1, cal["steps"] // 2)
+        await until(lambda: _token_seen(s, b.token) >= 1 or b.done or _own_progress(a) >= half,
+                    time.monotonic() + cal["duration"] + 1)
         await s.abort(a)
         await _finish(s, cal, posts=[b])
     finally:

@@ -191,6 +191,14 @@ def test_cancel_routing_is_not_judged_when_the_server_ignores_cancels():
     assert v.status == "not_judged" and "did not stop A" in v.note
 
 
+def test_cancel_sent_after_the_target_finished_is_not_judged():
+    control = _cancel_control()
+    control["cancels"][0]["t"] = 2.5
+    control["posts"][0] = post("A", 31, 0.0, steps("tA", 0.0) + [(2.01, result(31))], token="tA")
+    v = P.judge("cancel_routing", control, control, CAL)
+    assert v.status == "not_judged" and "before the cancel at 2.50s" in v.note
+
+
 def test_collateral_close():
     control = {"posts": [post("A", 61, 0.0, steps("tA", 0.0, n=1), token="tA", how="aborted", end=0.7),
                          post("B", 62, 0.6, steps("tB", 0.6) + [(2.61, result(62))], token="tB")],
