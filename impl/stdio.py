@@ -71,12 +71,8 @@ async def serve_stdio(server: Server, reader: asyncio.StreamReader | None = None
     while True:
         try:
             line = await reader.readline()
-        except ValueError:       # a line over the limit: skip to the next newline
+        except ValueError:       # a line over the limit (its buffered part is discarded)
             channel.send(error_reply(None, {"code": -32600, "message": "Invalid Request: message too large"}))
-            try:
-                await reader.readuntil(b"\n")
-            except (asyncio.LimitOverrunError, asyncio.IncompleteReadError, ValueError):
-                pass
             continue
         if not line:
             break
