@@ -246,3 +246,59 @@ def test_guard_differences_compare_bare_and_guarded_per_revision():
     better = [v("sdk", "2026-07-28", ["caching"]), v("sdk-guard", "2026-07-28", [])]
     assert run.guard_differences(better) == ["2026-07-28 caching: fails bare, passes behind the guard"]
     assert run.guard_differences([v("sdk", "2025-11-25", ["x"])]) == [], "only where both ran"
+
+
+# --- quick: the fixture contract's own pieces ---------------------------------------------------
+
+def test_request_state_round_trips_and_refuses_tampering():
+    from mcp_inflight.fixtures import contract
+    token = contract.seal_state({"tool": "t", "round": 1})
+    assert contract.open_state(token) == {"round": 1, "tool": "t"}
+    body, tag = token.rsplit(".", 1)
+    forged = contract.seal_state({"tool": "t", "round": 2}).rsplit(".", 1)[0] + "." + tag
+    for bad in (forged, body + "." + "0" * len(tag), "junk", None, 7):
+        with pytest.raises(contract.ContractError) as e:
+            contract.open_state(bad)
+        assert e.value.code == -32602
+
+
+def test_contract_media_are_well_formed():
+    import base64
+    import struct
+    import zlib
+
+    from mcp_inflight.fixtures import contract
+    png = base64.b64decode(contract.PNG_B64)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    length, kind = struct.unpack(">I4s", png[8:16])
+    assert kind == b"IHDR" and struct.unpack(">II", png[16:24]) == (1, 1)
+    assert struct.unpack(">I", png[16 + length:20 + length])[0] == zlib.crc32(png[12:16 + length])
+    wav = base64.b64decode(contract.WAV_B64)
+    assert wav[:4] == b"RIFF" and wav[8:12] == b"WAVE" and struct.unpack("<I", wav[4:8])[0] == len(wav) - 8
+
+
+def test_contract_tool_names_are_unique_and_spec_shaped():
+    import re
+
+    from mcp_inflight.fixtures import contract
+    names = [t["name"] for t in contract.TOOLS]
+    assert len(names) == len(set(names))
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", n) for n in names)
+
+
+def test_missing_capability_is_refused_only_when_known():
+    import asyncio
+
+    from mcp_inflight.fixtures import contract
+
+    class P:
+        protocol_version = "2026-07-28"
+
+        def __init__(self, caps):
+            self.client_capabilities = caps
+
+    call = {"name": "test_missing_capability", "arguments": {}}
+    with pytest.raises(contract.ContractError) as e:
+        asyncio.run(contract.call_tool(P({}), call))
+    assert e.value.code == -32021 and e.value.data == {"requiredCapabilities": {"sampling": {}}}
+    assert asyncio.run(contract.call_tool(P({"sampling": {}}), call))["content"]
