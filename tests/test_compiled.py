@@ -1,0 +1,182 @@
+"""The compiled reading of the model (proofs/compiled.py) against the concrete one.
+
+The explorer runs the model's rules through a code-generating backend; that is a second reading
+of the one specification, so on every transition of explored state spaces it must agree with
+``model.logic.Concrete`` + ``apply_writes``: the same enabled moves, the same successors, the
+same outputs, the same verdicts of every step and state property, the same ``settled``.
+"""
+
+import pytest
+
+from mcp_inflight.model import (DESIGNS, PROPERTIES, Concrete, Config, apply_writes, mutants,
+                                profiles)
+from mcp_inflight.model.session import canonical_clock, domains, settled
+from mcp_inflight.proofs.compiled import Compiled, Expr, Gen, Layout, View
+from mcp_inflight.proofs.explore import explore
+
+ALL_DESIGNS = {**DESIGNS, **mutants()}
+
+
+def reachable(cfg):
+    """Every reachable concrete state (no symmetry), in BFS order."""
+    seen = {}
+
+    def on_edge(pre, action, args, post, out):
+        seen.setdefault(pre, None)
+        seen.setdefault(post, None)
+
+    explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
+    return list(seen)
+
+
+def disagreements(cfg, comp, states, limit=5):
+    """Where the compiled functions ``comp`` and the concrete reading of ``cfg`` differ."""
+    b = Concrete(domains(cfg))
+    lay = comp.layout
+    step_props = comp.step_props
+    out = []
+    for s in states:
+        flat = lay.flatten(s)
+        got = {m: (t, outs, set(bad)) for m, t, outs, bad in comp.expand(flat)}
+        for mv in comp.moves:
+            a, r, i = mv.action, mv.r, mv.i
+            enabled = bool(a.guard(b, s, cfg, r, i))
+            if enabled != (mv.index in got):
+                out.append((s, a.name, r, i, "enabled", enabled))
+                continue
+            if not enabled:
+                continue
+            o = a.output(b, s, cfg, r, i)
+            t = canonical_clock(cfg, apply_writes(s, a.effect(b, s, cfg, r, i, o)))
+            ct, couts, cbad = got[mv.index]
+            if lay.unflatten(ct) != t:
+                out.append((s, a.name, r, i, "successor", t, lay.unflatten(ct)))
+            co = comp.out_dict(mv, couts)
+            if {k: (v[0], bool(v[1])) for k, v in o.items()} != \
+                    {k: (v[0], bool(v[1])) for k, v in co.items()}:
+                out.append((s, a.name, r, i, "outputs", o, co))
+            bad = {j for j, p in enumerate(step_props)
+                   if not p.fn(b, s, t, cfg, a, r, i, o)}
+            if bad != cbad:
+                out.append((s, a.name, r, i, "step properties",
+                            sorted(step_props[j].name for j in bad ^ cbad)))
+        for p, chk in zip(comp.state_props, comp.state_checks):
+            if bool(p.fn(b, s, cfg)) != bool(chk(flat)):
+                out.append((s, p.name, "state property"))
+        if bool(settled(b, s)) != bool(comp.settled(flat)):
+            out.append((s, "settled"))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def sample(states, at_most):
+    """Every k-th state (deterministic), so that the default run stays quick; the slow tests
+    below check every state."""
+    step = max(1, -(-len(states) // at_most))
+    return states[::step]
+
+
+CASES = [pytest.param(d, rev, tr, id=f"{d}-{rev}-{tr}") for d in DESIGNS for rev, tr in profiles()]
+ALL_CASES = [pytest.param(d, rev, tr, id=f"{d}-{rev}-{tr}")
+             for d in ALL_DESIGNS for rev, tr in profiles()]
+
+
+@pytest.mark.parametrize("design,revision,transport", CASES)
+def test_compiled_agrees_with_concrete(design, revision, transport):
+    cfg = Config(DESIGNS[design], revision, transport, ids=1, requests=2)
+    states = reachable(cfg)
+    assert len(states) > 500
+    assert disagreements(cfg, Compiled(cfg), sample(states, 1500)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design,revision,transport", ALL_CASES)
+def test_compiled_agrees_with_concrete_every_state(design, revision, transport):
+    cfg = Config(ALL_DESIGNS[design], revision, transport, ids=1, requests=2)
+    assert disagreements(cfg, Compiled(cfg), reachable(cfg)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design,revision,transport", CASES)
+def test_compiled_agrees_with_concrete_two_ids(design, revision, transport):
+    cfg = Config(DESIGNS[design], revision, transport, ids=2, requests=2)
+    assert disagreements(cfg, Compiled(cfg), reachable(cfg)) == []
+
+
+def test_the_agreement_check_sees_a_different_reading():
+    """The check above is not vacuous: the compiled functions of another design disagree."""
+    cfg = Config(DESIGNS["atomic"], "2025-11-25", "http", ids=1, requests=2)
+    other = Config(DESIGNS["unguarded"], "2025-11-25", "http", ids=1, requests=2)
+    found = disagreements(cfg, Compiled(other), reachable(cfg))
+    assert found
+    kinds = {d[4] if len(d) > 4 else d[-1] for d in found}
+    assert kinds & {"enabled", "successor", "outputs", "step properties", "state property"}
+
+
+def _same_run(cfg, symmetry):
+    a = explore(cfg, symmetry=symmetry, progress=False, engine="interpreted").to_json()
+    c = explore(cfg, symmetry=symmetry, progress=False).to_json()
+    a.pop("seconds")
+    c.pop("seconds")
+    assert a == c, cfg.label
+
+
+@pytest.mark.parametrize("design", list(DESIGNS))
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_both_engines_give_the_same_run(design, symmetry):
+    """Same states, transitions, coverage, verdicts and traces from either engine."""
+    for rev, tr in [("2026-07-28", "stdio"), ("2026-07-28", "http")]:
+        _same_run(Config(DESIGNS[design], rev, tr, ids=2, requests=2), symmetry)
+    _same_run(Config(DESIGNS[design], "2025-11-25", "stdio", ids=1, requests=2), symmetry)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design,revision,transport", CASES)
+def test_both_engines_give_the_same_run_two_ids(design, revision, transport):
+    for symmetry in (True, False):
+        _same_run(Config(DESIGNS[design], revision, transport, ids=2, requests=2), symmetry)
+
+
+def test_layout_round_trip_covers_every_field():
+    from mcp_inflight.model.session import FIELDS, State
+    cfg = Config(DESIGNS["atomic"], "2025-11-25", "http", ids=2, requests=3)
+    lay = Layout(cfg)
+    # a state with a distinct value in every slot
+    vals, n = [], 0
+    for f in FIELDS:
+        size = lay.size[f.name]
+        if f.key is None:
+            vals.append(n)
+        else:
+            vals.append(tuple(range(n, n + size)))
+        n += size
+    s = State(*vals)
+    flat = lay.flatten(s)
+    assert sorted(flat) == list(range(lay.width))
+    assert lay.unflatten(flat) == s
+
+
+def test_a_rule_that_branches_on_state_is_refused():
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=1, requests=1)
+    s = View(Layout(cfg), "s")
+    assert isinstance(s.life[0] == 1, Expr)
+    with pytest.raises(TypeError, match="branched"):
+        if s.life[0] == 1:
+            pass
+
+
+def test_generated_logic_folds_constants():
+    b = Gen({"inst": range(2), "id": range(1)})
+    assert b.And(True, True) is True
+    assert b.And(True, False, Expr("x")) is False
+    assert b.Or(False, Expr("x")).src == "x"
+    assert b.ForAll("inst", lambda r: r < 5) is True
+    assert b.Ite(Expr("c"), 1, 2).src == "(1 if c else 2)"
+
+
+def test_every_property_is_compiled():
+    cfg = Config(DESIGNS["atomic"], "2025-11-25", "http", ids=2, requests=2)
+    c = Compiled(cfg)
+    names = {p.name for p in c.step_props} | {p.name for p in c.state_props}
+    assert names == {p.name for p in PROPERTIES if p.applies(cfg)}
