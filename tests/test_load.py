@@ -24,7 +24,11 @@ after DELETE no session is left.
 
 import asyncio
 import json
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -34,6 +38,7 @@ from mcp_inflight.impl.http import create_app
 from mcp_inflight.serve import demo_server
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
 
 SESSIONS = 50
 IDS = [*range(1, 9), *(str(k) for k in range(1, 9))]      # 16 ids: 1..8 and "1".."8"
@@ -309,3 +314,22 @@ def test_the_checks_catch_an_unguarded_server(monkeypatch):
     assert len(found["duplicate"]) == len(dups)      # every duplicate admitted, none refused
     assert found["misrouted"]                        # the original's messages on the duplicate's stream
     assert found["hung"] or found["responses"]       # and the original left without its response
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (apt-get install wrk)")
+def test_bench_runtime_runs_and_checks_every_response(tmp_path):
+    """bench/runtime.py end to end, short: every server starts, every response is checked, the
+    ratios are printed and the JSON carries them."""
+    out = tmp_path / "runtime.json"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "runtime.py"), "--rounds", "1", "--duration", "1",
+                        "--warmup", "0", "--sample", "3", "--core-iterations", "2000", "--json", str(out)],
+                       capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "throughput ours / sdk:" in p.stdout and "throughput ours / bare:" in p.stdout
+    figures = json.loads(out.read_text())
+    assert figures["core"]["lifecycle_us"] > 0
+    rows = {r["server"]: r for r in figures["http"]}
+    assert set(rows) == {"ours", "sdk", "bare"}
+    for r in rows.values():
+        assert r["valid"] and r["requests"] > 0 and r["ok"] == r["requests"] and r["sample_ok"] == 6
+    assert set(rows["ours"]["ratios"]) == {"sdk", "bare"}
