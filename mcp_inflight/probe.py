@@ -353,6 +353,9 @@ def judge_duplicate_progress(control, test, cal) -> Verdict:
     problems = _control_problems(control, cal, completes=("A", "B"), tokens_complete=("A", "B"))
     if problems:
         return _not_judged(v, problems)
+    why = _no_overlap(test)
+    if why:
+        return _not_judged(v, [why], "test")
     b = post_named(test, "B")
     v.refusal = refusal_of(b)
     _judge_routing(v, test, cal, ("A", "B"), tool_names=("A", "B"))
@@ -366,6 +369,9 @@ def judge_response_routing(control, test, cal) -> Verdict:
     problems = _control_problems(control, cal, completes=("A", "B"), tokens_complete=("A",))
     if problems:
         return _not_judged(v, problems)
+    why = _no_overlap(test)
+    if why:
+        return _not_judged(v, [why], "test")
     a, b = post_named(test, "A"), post_named(test, "B")
     v.refusal = refusal_of(b)
     for text in crossed_tokens(test):
@@ -415,6 +421,9 @@ def judge_cancel_routing(control, test, cal) -> Verdict:
     a, b = post_named(test, "A"), post_named(test, "B")
     if _finished_before(a, test["cancels"][0]["t"]):
         return _not_judged(v, [_too_late("the cancel", a, test["cancels"][0]["t"])], "test")
+    why = _no_overlap(test)
+    if why:
+        return _not_judged(v, [why], "test")
     v.refusal = refusal_of(b)
     for text in crossed_tokens(test):
         v.add("misrouted_notification", text)
@@ -453,6 +462,9 @@ def judge_server_request_routing(control, test, cal) -> Verdict:
                             f"expected {cal['elicits']}")
     if problems:
         return _not_judged(v, problems)
+    why = _no_overlap(test)
+    if why:
+        return _not_judged(v, [why], "test")
     a, b = post_named(test, "A"), post_named(test, "B")
     v.refusal = refusal_of(b)
     cands = [p for p in (a, b) if refusal_of(p) is None]
@@ -487,6 +499,9 @@ def judge_collateral_close(control, test, cal) -> Verdict:
     a, b = post_named(test, "A"), post_named(test, "B")
     if _finished_before(a, test["aborts"][0]["t"]):
         return _not_judged(v, [_too_late("the abort", a, test["aborts"][0]["t"])], "test")
+    why = _no_overlap(test)
+    if why:
+        return _not_judged(v, [why], "test")
     v.refusal = refusal_of(b)
     if v.refusal is not None:
         return v
@@ -508,7 +523,7 @@ def judge_id_types(control, test, cal) -> Verdict:
     problems = _control_problems(control, cal, completes=("A", "B"), tokens_complete=("A", "B"))
     if problems:
         return _not_judged(v, problems)
-    a, b = post_named(test, "A"), post_named(test, "B")
+    a, b = post_named(test, "A"), post_named(test, "B")   # (two ids: they need not overlap)
     ref = refusal_of(b)
     if ref is not None:
         v.add("id_type_confusion", f"B (id {show(b['id'])}) was refused while A (id {show(a['id'])}) was in "
@@ -543,6 +558,22 @@ def _not_judged(v: Verdict, problems, run="control") -> Verdict:
     v.note = ("the control run with distinct ids failed: " if run == "control" else
               "the run with colliding ids could not be judged: ") + "; ".join(problems)
     return v
+
+
+def _no_overlap(run, a="A", b="B"):
+    """Why the colliding run says nothing, or None: the server answered B's POST (its status
+    line) only after A had its response, so the two never overlapped and B was rightly admitted."""
+    pa, pb = post_named(run, a), post_named(run, b)
+    if refusal_of(pb) is not None:
+        return None
+    ra = first_response(pa)
+    if pb.get("head") is None:
+        return f"{b}'s POST got no HTTP answer: {ended(pb)}"
+    if ra is not None and ra["t"] <= pb["head"]:
+        return (f"{a} had its response at {ra['t']:.2f}s, before the server answered {b}'s POST at "
+                f"{pb['head']:.2f}s: the two did not overlap (the server holds a duplicate until the "
+                f"first is done, or the machine is overloaded: give --args for a longer run)")
+    return None
 
 
 def _finished_before(post, t) -> bool:
@@ -649,6 +680,7 @@ class Post:
         self.token = token
         self.sent = session.now()
         self.status = None
+        self.head = None
         self.content_type = None
         self.body = None
         self.events: list[dict] = []
@@ -666,6 +698,7 @@ class Post:
         try:
             async with self.client.stream("POST", s.url, json=self.msg, headers=s.headers()) as r:
                 self.status = r.status_code
+                self.head = round(self.session.now(), 4)
                 self.content_type = r.headers.get("content-type", "")
                 if r.status_code >= 300 or "text/event-stream" not in self.content_type:
                     raw = await r.aread()
@@ -725,7 +758,8 @@ class Post:
     def record(self):
         return {"name": self.name, "sender": self.sender, "method": self.msg.get("method"),
                 "id": self.msg.get("id"), "token": self.token, "sent": round(self.sent, 4),
-                "status": self.status, "content_type": self.content_type, "body": self.body,
+                "status": self.status, "head": self.head, "content_type": self.content_type,
+                "body": self.body,
                 "events": self.events, "end": self.end, "how": self.how}
 
 
@@ -955,7 +989,7 @@ def _answered(post: Post):
 async def _finish(s: Session, cal, posts=None, extra=0.0):
     """Wait until every POST has ended, at most long enough for a tool call to finish twice."""
     posts = s.posts if posts is None else posts
-    wait = 2.0 * cal["duration"] + 2.0 + extra
+    wait = 2.5 * cal["duration"] + 3.0 + extra
     await until(lambda: all(p.done for p in posts), time.monotonic() + wait)
 
 

@@ -43,12 +43,13 @@ def elicit(sid):
 
 
 def post(name, rid, sent, events=(), *, token=None, status=200, how="closed", end=None, body=None,
-         method="tools/call", sender="client"):
+         method="tools/call", sender="client", head=None):
     events = [{"t": t, "msg": m} for t, m in events]
     if end is None:
         end = events[-1]["t"] if events else sent
     return {"name": name, "sender": sender, "method": method, "id": rid, "token": token, "sent": sent,
-            "status": status, "content_type": "text/event-stream" if status == 200 else "application/json",
+            "status": status, "head": sent + 0.005 if head is None else head,
+            "content_type": "text/event-stream" if status == 200 else "application/json",
             "body": body, "events": events, "end": end, "how": how}
 
 
@@ -189,6 +190,15 @@ def test_cancel_routing_is_not_judged_when_the_server_ignores_cancels():
     control["posts"][0] = post("A", 31, 0.0, steps("tA", 0.0) + [(2.01, result(31))], token="tA")
     v = P.judge("cancel_routing", control, control, CAL)
     assert v.status == "not_judged" and "did not stop A" in v.note
+
+
+def test_duplicate_admitted_only_after_the_first_finished_is_not_judged():
+    # A slow machine: B's POST was answered only after A's response, so B was rightly admitted.
+    control = own_run(11, 12)
+    a = post("A", 11, 0.0, steps("tA", 0.0) + [(2.01, result(11))], token="tA")
+    b = post("B", 11, 1.0, steps("tB", 2.1) + [(4.2, result(11))], token="tB", head=2.05)
+    v = P.judge("duplicate_progress", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    assert v.status == "not_judged" and "did not overlap" in v.note and v.findings == []
 
 
 def test_cancel_sent_after_the_target_finished_is_not_judged():
