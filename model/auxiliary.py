@@ -1,0 +1,169 @@
+"""Auxiliary invariants: the facts that make the safety invariants inductive.
+
+The invariants of ``model/properties.py`` speak of what a user sees (no misrouting, no leak, no
+hung request).  Most are true of ``atomic`` but not *inductive* on their own: a state can satisfy
+them and still reach a bad one in one step (for instance a state where an id is "in flight" for
+an instance that no longer runs).  Such states are unreachable, and the facts below say why.  The
+prover (``proofs/prove.py``) proves each of them inductive together with the invariants, and
+every invariant's proof lists them; a candidate that is not inductive on a design comes back
+with a counterexample to induction, and a candidate that does not hold is simply not part of
+that design's proof.
+
+They are written against the state interface of ``model/logic.py``, like every property, so
+the explorer can check them too (``explore(cfg, properties=AUXILIARY)``).  They state facts about
+the model's state; they add no rule and no guard.  ``applies(c)`` restricts a fact to the
+configurations where its subject exists (the stream registry on http, the send clock on stdio,
+the id being held until the handler ends).
+"""
+
+from __future__ import annotations
+
+from .lifecycle import LIVE, Life
+from .logic import NONE
+from .properties import Property
+from .session import CMSG_NONE, CMSG_WIRE, SREQ_LOST, SREQ_NONE, SREQ_PENDING
+
+_always = lambda c: True  # noqa: E731
+
+
+def unsent_is_blank(b, s, c):
+    """A slot no request has used holds nothing: no handler, no open channel, no response, no
+    cancel, no server-to-client request, no claim progress.  Needed so that a registry entry or a
+    cancel can never be attributed to an instance that was never sent."""
+    return b.ForAll("inst", lambda r: b.Implies(s.life[r] == Life.UNSENT, b.And(
+        b.Not(s.running[r]), b.Not(s.open[r]), b.Not(s.got_resp[r]), b.Not(s.rogue[r]),
+        s.cmsg[r] == CMSG_NONE, s.sreq[r] == SREQ_NONE, s.step[r] == 0)))
+
+
+def inflight_names_owner(b, s, c):
+    """An in-flight entry under id k names a running instance whose id is k.  Needed by every
+    registry invariant: it is what makes "the entry under my id" mean "my entry"."""
+    return b.ForAll("id", lambda k: b.Implies(s.inflight[k] != NONE, b.And(
+        s.rid[s.inflight[k]] == k, s.running[s.inflight[k]])))
+
+
+def live_is_running(b, s, c):
+    """An admitted instance that has neither finished nor been cancelled has a running handler."""
+    return b.ForAll("inst", lambda r: b.Implies(b.In(s.life[r], LIVE), s.running[r]))
+
+
+def running_is_admitted(b, s, c):
+    """A running handler belongs to an admitted instance, live or cancelled and unwinding."""
+    return b.ForAll("inst", lambda r: b.Implies(
+        s.running[r], b.In(s.life[r], LIVE + (Life.CANCELLED,))))
+
+
+def live_owns_inflight(b, s, c):
+    """A live instance holds the in-flight entry of its id.  This is the heart of the atomic
+    claim: nothing can overwrite the entry while its owner is live, so a removal or a cancel that
+    looks the id up finds the owner (and an identity guard on it never fires)."""
+    return b.ForAll("inst", lambda r: b.Implies(b.In(s.life[r], LIVE), s.inflight[s.rid[r]] == r))
+
+
+def running_owns_inflight(b, s, c):
+    """With the id held until the handler ends, every running handler (cancelled ones included)
+    holds the in-flight entry of its id, so a new request under that id is refused until then."""
+    return b.ForAll("inst", lambda r: b.Implies(s.running[r], s.inflight[s.rid[r]] == r))
+
+
+def stream_follows_inflight(b, s, c):
+    """http: a stream slot is held only by the instance holding the in-flight entry of the same
+    id (the atomic claim takes both; they are released together, or the stream first)."""
+    return b.ForAll("id", lambda k: b.Implies(s.stream[k] != NONE, s.inflight[k] == s.stream[k]))
+
+
+def open_live_has_stream(b, s, c):
+    """http: an in-flight instance, client's or rogue's, whose POST stream is open holds the
+    stream slot of its id (the strengthening of ``no_orphan`` to every sender)."""
+    return b.ForAll("inst", lambda r: b.Implies(
+        b.And(s.life[r] == Life.IN_FLIGHT, s.open[r]), s.stream[s.rid[r]] == r))
+
+
+def answered_is_final(b, s, c):
+    """A channel that received a response or refusal belongs to a responded or refused instance:
+    a live instance has never been answered (so its one response is its first)."""
+    return b.ForAll("inst", lambda r: b.Implies(
+        s.got_resp[r], b.In(s.life[r], (Life.RESPONDED, Life.REFUSED))))
+
+
+def responded_open_answered(b, s, c):
+    """A responded instance whose channel is still open has received its response (needed for
+    ``no_hung_request``: the response went out on the instance's own open stream)."""
+    return b.ForAll("inst", lambda r: b.Implies(
+        b.And(s.life[r] == Life.RESPONDED, s.open[r]), s.got_resp[r]))
+
+
+def broken_is_closed(b, s, c):
+    """2025-11-25 http: an instance whose POST stream broke has no open channel (so its response,
+    which has nowhere to go, is not owed to anyone)."""
+    return b.ForAll("inst", lambda r: b.Implies(s.life[r] == Life.STREAM_BROKEN, b.Not(s.open[r])))
+
+
+def pending_request_running(b, s, c):
+    """A pending (or dropped) server-to-client request belongs to a running handler, so it is
+    cleared when the handler ends (``quiescent_clean``)."""
+    return b.ForAll("inst", lambda r: b.Implies(
+        b.In(s.sreq[r], (SREQ_PENDING, SREQ_LOST)), s.running[r]))
+
+
+def no_broken_stream(b, s, c):
+    """Outside 2025-11-25 http no stream breaks under a running handler (on 2026-07-28 closing is
+    cancellation; stdio has no per-request stream)."""
+    return b.ForAll("inst", lambda r: s.life[r] != Life.STREAM_BROKEN)
+
+
+def client_reuse_answered(b, s, c):
+    """Of two client instances under one id, at least one was answered: the client reuses an id
+    only after a response (the id rule, as a fact about states)."""
+    return b.ForAll("inst", lambda p: b.ForAll("inst", lambda q: b.Implies(
+        b.And(p != q, b.Not(s.rogue[p]), b.Not(s.rogue[q]), s.rid[p] == s.rid[q],
+              s.life[p] != Life.UNSENT, s.life[q] != Life.UNSENT),
+        b.Or(s.got_resp[p], s.got_resp[q]))))
+
+
+def clock_ahead(b, s, c):
+    """stdio: every message still on the wire was sent before the current send time."""
+    return b.ForAll("inst", lambda q: b.And(
+        b.Implies(s.life[q] == Life.SENT, s.ts[q] < s.clock),
+        b.Implies(s.cmsg[q] == CMSG_WIRE, s.cts[q] < s.clock)))
+
+
+def stale_cancel_ahead(b, s, c):
+    """stdio: while a client's cancel for r is on the wire, a later unanswered client request
+    under r's id is still on the wire behind it (one ordered channel).  This is why a stale
+    cancel cannot reach the request that reused the id on stdio."""
+    return b.ForAll("inst", lambda r: b.ForAll("inst", lambda q: b.Implies(
+        b.And(r != q, b.Not(s.rogue[r]), b.Not(s.rogue[q]), s.rid[r] == s.rid[q],
+              s.cmsg[r] == CMSG_WIRE, s.life[q] != Life.UNSENT, b.Not(s.got_resp[q])),
+        b.And(s.life[q] == Life.SENT, s.ts[q] > s.cts[r]))))
+
+
+_http = lambda c: c.http  # noqa: E731
+_stdio = lambda c: c.stdio  # noqa: E731
+
+
+def _aux(fn, applies=_always) -> Property:
+    return Property(fn.__name__, "auxiliary", "state", fn, applies, " ".join(fn.__doc__.split()))
+
+
+AUXILIARY: tuple[Property, ...] = (
+    _aux(unsent_is_blank),
+    _aux(inflight_names_owner),
+    _aux(live_is_running),
+    _aux(running_is_admitted),
+    _aux(live_owns_inflight),
+    _aux(running_owns_inflight, lambda c: c.design.free_on == "handler_end"),
+    _aux(stream_follows_inflight, _http),
+    _aux(open_live_has_stream, _http),
+    _aux(answered_is_final),
+    _aux(responded_open_answered),
+    _aux(broken_is_closed, lambda c: c.rev2025 and c.http),
+    _aux(pending_request_running),
+    _aux(no_broken_stream, lambda c: not (c.rev2025 and c.http)),
+    _aux(client_reuse_answered),
+    _aux(clock_ahead, _stdio),
+    _aux(stale_cancel_ahead, _stdio),
+)
+AUX = {p.name: p for p in AUXILIARY}
+
+__all__ = ["AUXILIARY", "AUX"]

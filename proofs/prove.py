@@ -1,0 +1,594 @@
+"""The z3 prover: inductive proofs, counterexamples to induction, bounded model checking.
+
+It reads the model's actions and properties through the symbolic backend of
+``proofs/symbolic.py`` and adds no rule of its own.  For one configuration (design x profile):
+
+1. **Induction** (in the style of Ivy and mypyvy).  The candidates are the applicable state
+   invariants of ``model/properties.py`` and the auxiliary invariants of ``model/auxiliary.py``.
+   Every candidate must hold initially, and be preserved by every action from any state that
+   satisfies all candidates (``inv and step => inv'``), for any number of ids and instances:
+   ids and instances are unbounded integers, the quantifiers of the model are z3 quantifiers.
+   A candidate that fails is dropped with its *counterexample to induction* and the others are
+   tried again without it (Houdini), so what remains is an inductive invariant.  A step
+   property (routing, removal, cancel, refusal) is proved when every action from every state of
+   that inductive invariant keeps it.
+2. **Counterexamples to induction** are shown on a small finite universe (the fewest instances
+   and ids that exhibit one): the pre-state, the action with its arguments, the post-state and
+   the conjunct that broke.
+3. **Bounded model checking** for what induction did not prove: from the initial state, z3
+   searches for a trace of at most ``depth`` steps (shortest first) that breaks the property.
+   A trace found is replayed on the concrete backend before it is reported (the two readings
+   must agree), and printed like the explorer's traces.
+
+A solver ``unknown`` (or a timeout) is never a pass: the property is reported as unknown and
+``prove`` exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+from mcp_inflight.model.auxiliary import AUXILIARY
+from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
+from mcp_inflight.model.logic import Concrete, apply_writes as concrete_writes
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.session import State, actions_for, initial
+from mcp_inflight.model.session import domains as concrete_domains
+from mcp_inflight.proofs import symbolic as sym
+
+DEFAULT_DEPTH = 12
+DEFAULT_TIMEOUT = 30.0
+#: Time for a first attempt at an obligation before looking for a small counterexample.
+QUICK_MS = 1000
+#: The universe of the bounded search (request instances, ids): the explorer's default bound.
+BMC_REQUESTS = 2
+BMC_IDS = 2
+#: Finite universes (instances, ids) tried, smallest first, to show a counterexample to induction.
+CTI_UNIVERSES = ((1, 1), (2, 1), (2, 2), (3, 2), (3, 3), (4, 3))
+
+
+# --- results ------------------------------------------------------------------------------
+
+@dataclass
+class Proof:
+    """The prover's verdict on one property of one configuration.
+
+    ``status``: ``proved`` (inductive, for any number of ids and instances), ``trace`` (a
+    reachable violation within the depth), ``cti`` (not proved inductive and no violation within
+    the depth), ``unknown`` (the solver gave up), ``n/a`` (does not apply to the profile).
+    """
+
+    name: str
+    kind: str
+    applies: bool
+    status: str = "n/a"
+    seconds: float = 0.0
+    auxiliary: list = field(default_factory=list)
+    cti: dict | None = None
+    trace: list | None = None
+    depth: int | None = None
+    note: str = ""
+    doc: str = ""
+
+    @property
+    def method(self) -> str | None:
+        if not self.applies:
+            return None
+        return "induction" if self.status == "proved" else "bmc"
+
+    @property
+    def proved(self) -> bool:
+        return self.status == "proved"
+
+    @property
+    def holds(self) -> bool | None:
+        """True: proved, or no violation within the depth; False: a trace; None: unknown."""
+        if self.status == "unknown":
+            return None
+        return self.status != "trace"
+
+    def to_json(self) -> dict:
+        return {"method": self.method, "proved": self.proved, "status": self.status,
+                "seconds": round(self.seconds, 3), "auxiliary": list(self.auxiliary),
+                "cti": self.cti, "trace": self.trace, "depth": self.depth,
+                **({"note": self.note} if self.note else {})}
+
+
+@dataclass
+class ProveResult:
+    cfg: Config
+    depth: int
+    proofs: list = field(default_factory=list)
+    seconds: float = 0.0
+    queries: int = 0
+    slowest: tuple = (0.0, "")
+
+    def of(self, kind) -> list:
+        return [p for p in self.proofs if p.kind == kind]
+
+    def proof(self, name) -> Proof:
+        for p in self.proofs:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def ok(self) -> bool:
+        return all(p.proved for p in self.of("invariant") if p.applies)
+
+    def to_json(self) -> dict:
+        c = self.cfg
+        def entry(p):
+            return {"name": p.name, "applies": p.applies, "proof": p.to_json() if p.applies else None}
+        return {
+            "design": c.design.name, "revision": c.revision, "transport": c.transport,
+            "depth": self.depth, "seconds": round(self.seconds, 3), "queries": self.queries,
+            "slowest_query": {"seconds": round(self.slowest[0], 3), "query": self.slowest[1]},
+            "ok": self.ok,
+            "invariants": [entry(p) for p in self.of("invariant")],
+            "hazards": [entry(p) for p in self.of("hazard")],
+            "auxiliary": [dict(entry(p), doc=p.doc) for p in self.of("auxiliary")],
+        }
+
+
+class SolverUnknown(Exception):
+    pass
+
+
+# --- the prover -----------------------------------------------------------------------------
+
+class _Step:
+    """One action instantiated on a symbolic pre-state with symbolic arguments."""
+
+    def __init__(self, b, pre, cfg, action, r, i):
+        self.action = action
+        self.r = r
+        self.i = i if "i" in action.params else None
+        self.guard, self.out, self.writes = action.run(b, pre, cfg, r, self.i)
+        self.post = sym.apply_writes(pre, self.writes)
+        self.params = b.And(sym.param_ok(b, "inst", r),
+                            sym.param_ok(b, "id", i) if self.i is not None else True)
+
+
+class _Universe:
+    """A pre-state and every action on it, read by one backend (unbounded or finite)."""
+
+    def __init__(self, cfg, b, tag):
+        self.cfg = cfg
+        self.b = b
+        if b.domains is None:
+            self.pre = sym.fresh_state(tag)
+        else:
+            self.pre = sym.fresh_finite_state(tag, len(b.domains["inst"]), len(b.domains["id"]))
+        self.r = z3.Int(f"{tag}.r")
+        self.i = z3.Int(f"{tag}.i")
+        self._cache = {}
+        self.typed = sym.to_bool(sym.well_typed(b, self.pre))
+        self.steps = {a.name: _Step(b, self.pre, cfg, a, self.r, self.i) for a in actions_for(cfg)}
+
+    def state(self, prop, s):
+        key = (prop.name, id(s))
+        if key not in self._cache:
+            self._cache[key] = (s, sym.to_bool(prop.fn(self.b, s, self.cfg)))
+        return self._cache[key][1]
+
+    def step_prop(self, prop, st: _Step):
+        v = prop.fn(self.b, self.pre, st.post, self.cfg, st.action, st.r, st.i, st.out)
+        return v if isinstance(v, bool) else v
+
+    def hypotheses(self, st: _Step, hyps):
+        return [self.typed, sym.to_bool(st.params), sym.to_bool(st.guard)] + \
+               [self.state(h, self.pre) for h in hyps]
+
+
+class Prover:
+    def __init__(self, cfg: Config, depth: int = DEFAULT_DEPTH, timeout: float = DEFAULT_TIMEOUT,
+                 progress=None, requests: int = BMC_REQUESTS, ids: int = BMC_IDS,
+                 batch: bool = True):
+        self.cfg = cfg
+        self.depth = depth
+        self.timeout_ms = max(1, int(timeout * 1000))
+        self.progress = progress or (lambda msg: None)
+        self.requests = requests
+        self.ids = ids
+        self.batch = batch
+        self.queries = 0
+        self.slowest = (0.0, "")
+        self.spent: dict[str, float] = {}
+
+    # -- solving
+    def _check(self, formulas, what: str, name: str, timeout_ms=None) -> z3.CheckSatResult:
+        s = z3.Solver()
+        s.set("timeout", timeout_ms or self.timeout_ms)
+        s.add(*formulas)
+        t0 = time.monotonic()
+        res = s.check()
+        dt = time.monotonic() - t0
+        self.queries += 1
+        names = name if isinstance(name, list) else [name]
+        for n in names:   # a query about several properties is shared among them
+            self.spent[n] = self.spent.get(n, 0.0) + dt / len(names)
+        if dt > self.slowest[0]:
+            self.slowest = (dt, what)
+        self._model = s.model() if res == z3.sat else None
+        self._reason = s.reason_unknown() if res == z3.unknown else ""
+        return res
+
+    # -- induction
+    def _obligation(self, formulas, what, name, finite):
+        """Decide one proof obligation (``formulas`` unsatisfiable).  A quick unbounded attempt
+        first; if it is not unsat, a counterexample on a small finite universe; then, if still
+        undecided, the unbounded query with the full timeout.  Returns ``(verdict, cti)`` with
+        verdict ``ok``, ``cti`` or ``unknown``."""
+        quick = min(self.timeout_ms, QUICK_MS)
+        res = self._check(formulas, what, name, quick)
+        if res == z3.unsat:
+            return "ok", None
+        cti = finite()
+        if cti is not None:
+            return "cti", cti
+        if res == z3.unknown and quick < self.timeout_ms:
+            res = self._check(formulas, what, name)
+            if res == z3.unsat:
+                return "ok", None
+        if res == z3.sat:
+            return "cti", None
+        return "unknown", f"{what}: {self._reason or 'unknown'}"
+
+    def induction(self, targets, hazards):
+        """Houdini over the state candidates, then the step properties under what survives.
+
+        Auxiliary invariants must be preserved by every action.  A state invariant is proved
+        either the same way or, more cheaply, by following in every state from the auxiliary
+        invariants that are themselves preserved (then it is preserved too).  Returns
+        ``(kept, ctis, unknown, implied)``."""
+        cfg = self.cfg
+        U = _Universe(cfg, sym.Symbolic(), "pre")
+        init = sym.initial_state()
+        aux = [p for p in AUXILIARY if p.applies(cfg)]
+        state_targets = [p for p in targets + hazards if p.scope == "state"]
+        ctis: dict[str, dict] = {}
+        unknown: dict[str, str] = {}
+        kept = []
+        for p in aux + state_targets:
+            res = self._check([z3.Not(U.state(p, init))], f"{p.name}: initial state", p.name)
+            if res == z3.unsat:
+                kept.append(p)
+            elif res == z3.sat:
+                ctis[p.name] = {"initial": True, "broken": p.name,
+                                "text": f"{p.name} does not hold in the initial state"}
+            else:
+                unknown[p.name] = f"initial state: {self._reason}"
+        implied: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            kept_aux = [p for p in kept if p.kind == "auxiliary"]
+            implied = set()
+            for p in kept:
+                if p.kind == "auxiliary":
+                    continue
+                res = self._check([U.typed] + [U.state(h, U.pre) for h in kept_aux] +
+                                  [z3.Not(U.state(p, U.pre))],
+                                  f"{p.name} follows from the auxiliary invariants", p.name,
+                                  min(self.timeout_ms, QUICK_MS))
+                if res == z3.unsat:
+                    implied.add(p.name)
+            for name, st in U.steps.items():
+                todo = [p for p in kept if p.name not in implied]
+                if not todo:
+                    break
+                if self.batch and len(todo) > 1:
+                    goal = z3.Not(z3.And(*[U.state(p, st.post) for p in todo]))
+                    res = self._check(U.hypotheses(st, kept) + [goal],
+                                      f"every candidate preserved by {name}",
+                                      [p.name for p in todo], min(self.timeout_ms, QUICK_MS))
+                    if res == z3.unsat:
+                        continue
+                hyps = list(kept)
+                for p in todo:
+                    goal = z3.Not(U.state(p, st.post))
+                    verdict, cti = self._obligation(
+                        U.hypotheses(st, hyps) + [goal], f"{p.name} preserved by {name}", p.name,
+                        lambda: self._finite_cti(hyps, p, name))
+                    if verdict == "ok":
+                        continue
+                    kept.remove(p)
+                    changed = True
+                    if verdict == "unknown":
+                        unknown[p.name] = cti
+                    else:
+                        ctis[p.name] = cti or self._raw_cti(st, p)
+        step_props = [p for p in targets + hazards if p.scope == "step"]
+        for name, st in U.steps.items():
+            todo = []
+            for p in step_props:
+                if p.name in ctis or p.name in unknown:
+                    continue
+                v = U.step_prop(p, st)
+                if v is not True:
+                    todo.append((p, sym.to_bool(v)))
+            if not todo:
+                continue
+            batch = [v for p, v in todo if p.kind == "invariant"]
+            if self.batch and len(batch) > 1 and len(batch) == len(todo):
+                res = self._check(U.hypotheses(st, kept) + [z3.Not(z3.And(*batch))],
+                                  f"every step property on {name}", [p.name for p, _ in todo],
+                                  min(self.timeout_ms, QUICK_MS))
+                if res == z3.unsat:
+                    continue
+            for p, v in todo:
+                verdict, cti = self._obligation(
+                    U.hypotheses(st, kept) + [z3.Not(v)], f"{p.name} on {name}", p.name,
+                    lambda: self._finite_cti(kept, p, name))
+                if verdict == "ok":
+                    continue
+                if verdict == "unknown":
+                    unknown[p.name] = cti
+                else:
+                    ctis[p.name] = cti or self._raw_cti(st, p)
+        return kept, ctis, unknown, implied
+
+    def _finite_cti(self, hyps, prop, action_name):
+        """A counterexample to induction on the smallest finite universe that has one."""
+        for n, m in CTI_UNIVERSES:
+            b = sym.Symbolic({"inst": range(n), "id": range(m)})
+            U = _Universe(self.cfg, b, f"cti{n}{m}")
+            st = U.steps[action_name]
+            if prop.scope == "state":
+                goal = z3.Not(U.state(prop, st.post))
+                base = [h for h in hyps if h is not prop] + [prop]
+            else:
+                v = U.step_prop(prop, st)
+                if v is True:
+                    continue
+                goal = z3.Not(sym.to_bool(v))
+                base = hyps
+            res = self._check(U.hypotheses(st, base) + [goal],
+                              f"{prop.name} on {action_name}: counterexample, {n} instances {m} ids",
+                              prop.name)
+            if res == z3.sat:
+                return self._render_cti(self._model, U, st, prop, list(range(n)), list(range(m)))
+        return None
+
+    def _raw_cti(self, st, prop):
+        return {"broken": prop.name, "action": st.action.name, "pre": None, "post": None,
+                "text": f"{prop.name} is not preserved by {st.action.name}; the counterexample "
+                        f"needs more than {CTI_UNIVERSES[-1][0]} instances or "
+                        f"{CTI_UNIVERSES[-1][1]} ids to show"}
+
+    def _render_cti(self, model, U, st, prop, insts, ids):
+        from mcp_inflight.proofs.explore import changes, id_name, inst_name
+        pre = sym.concrete_state(model, U.pre, insts, ids, State)
+        post = sym.concrete_state(model, st.post, insts, ids, State)
+        r = model.eval(st.r, model_completion=True).as_long()
+        args = {"r": inst_name(r)}
+        if st.i is not None:
+            args["i"] = id_name(model.eval(st.i, model_completion=True).as_long())
+        return {"broken": prop.name, "action": st.action.name, "args": args,
+                "pre": describe_state(pre), "post": describe_state(post),
+                "changes": changes(pre, post),
+                "text": f"{prop.name} is not preserved by {st.action.name}"
+                        f"({', '.join(f'{k}={v}' for k, v in args.items())})"}
+
+    # -- bounded model checking
+    def bmc(self, props, depth=None, requests=None, ids=None):
+        """Shortest traces (at most ``depth`` steps) breaking each of ``props``.
+
+        Returns ``{name: trace}`` for those broken, and the names the solver could not decide."""
+        depth = self.depth if depth is None else depth
+        cfg = self.cfg
+        n = requests or self.requests
+        m = ids or self.ids
+        b = sym.Symbolic({"inst": range(n), "id": range(m)})
+        acts = list(actions_for(cfg))
+        sends = [k for k, a in enumerate(acts) if "i" in a.params]
+        s = z3.Solver()   # collects the unrolling; each query is solved afresh (faster here)
+        cur = sym.initial_finite_state(n, m)
+        top_id = z3.IntVal(-1)
+        choices = []
+        last_steps = None
+        found: dict[str, list] = {}
+        unknown: dict[str, str] = {}
+        todo = list(props)
+        for d in range(depth + 1):
+            for p in list(todo):
+                if p.scope == "state":
+                    bad = z3.Not(sym.to_bool(p.fn(b, cur, cfg)))
+                else:
+                    if last_steps is None:
+                        continue
+                    a_t = choices[-1][0]
+                    opts = []
+                    for k, (a, st_pre, r_t, i_t, g, out, post) in enumerate(last_steps):
+                        v = p.fn(b, st_pre, post, cfg, a, r_t, i_t, out)
+                        if v is True:
+                            continue
+                        opts.append(z3.And(a_t == k, z3.Not(sym.to_bool(v))))
+                    if not opts:
+                        continue
+                    bad = z3.Or(*opts)
+                s2 = z3.Solver()
+                s2.set("timeout", self.timeout_ms)
+                s2.add(*s.assertions())
+                s2.add(bad)
+                t0 = time.monotonic()
+                res = s2.check()
+                dt = time.monotonic() - t0
+                self.queries += 1
+                self.spent[p.name] = self.spent.get(p.name, 0.0) + dt
+                if dt > self.slowest[0]:
+                    self.slowest = (dt, f"{p.name}: bounded search at depth {d}")
+                if res == z3.sat:
+                    found[p.name] = self._replay(s2.model(), choices, acts, p)
+                    todo.remove(p)
+                elif res == z3.unknown:
+                    unknown[p.name] = f"depth {d}: {s.reason_unknown()}"
+                    todo.remove(p)
+            if not todo or d == depth:
+                break
+            self.progress(f"bounded search depth {d + 1} ({len(todo)} properties left)")
+            a_t, r_t, i_t = z3.Int(f"a{d}"), z3.Int(f"r{d}"), z3.Int(f"i{d}")
+            choices.append((a_t, r_t, i_t))
+            is_send = z3.Or(*[a_t == k for k in sends])
+            # ids are interchangeable: take them in order of first use (no trace is lost)
+            s.add(a_t >= 0, a_t < len(acts), r_t >= 0, r_t < n, i_t >= 0, i_t < m,
+                  z3.Implies(is_send, i_t <= top_id + 1), z3.Implies(z3.Not(is_send), i_t == 0))
+            top_id = z3.If(z3.And(is_send, i_t > top_id), i_t, top_id)
+            steps = []
+            for k, a in enumerate(acts):
+                ia = i_t if "i" in a.params else None
+                g, out, writes = a.run(b, cur, cfg, r_t, ia)
+                post = sym.apply_writes(cur, writes)
+                steps.append((a, cur, r_t, ia, g, out, post))
+                s.add(z3.Implies(a_t == k, sym.to_bool(g)))
+            nxt = sym.fresh_finite_state(f"s{d + 1}", n, m)
+            for f, now in cur.fields().items():
+                new = nxt.fields()[f]
+                posts = [st[6].fields()[f] for st in steps]
+                if isinstance(now, sym.Vec):
+                    for j in range(len(now)):
+                        s.add(new[j] == _choose(a_t, [p_[j] for p_ in posts], now[j]))
+                else:
+                    s.add(new == _choose(a_t, posts, now))
+            cur = nxt
+            last_steps = steps
+        return found, unknown
+
+    def _replay(self, model, choices, acts, prop):
+        """The trace in ``model``, replayed on the concrete backend and rendered as the explorer
+        renders its traces.  A disagreement between the two readings is an error, not a result."""
+        from mcp_inflight.proofs.explore import trace_json
+        raw = []
+        for a_t, r_t, i_t in choices:
+            a = acts[model.eval(a_t, model_completion=True).as_long()]
+            r = model.eval(r_t, model_completion=True).as_long()
+            i = model.eval(i_t, model_completion=True).as_long() if "i" in a.params else None
+            raw.append((a, r, i))
+        id_map: dict[int, int] = {}
+        for a, r, i in raw:
+            if i is not None and i not in id_map:
+                id_map[i] = len(id_map)
+        sends = sum(1 for a, _, _ in raw if "i" in a.params)
+        cfg = Config(self.cfg.design, self.cfg.revision, self.cfg.transport,
+                     ids=max(1, len(id_map)), requests=max(1, sends))
+        b = Concrete(concrete_domains(cfg))
+        s = initial(cfg)
+        steps = []
+        for a, r, i in raw:
+            i2 = None if i is None else id_map[i]
+            if r >= cfg.requests or not a.guard(b, s, cfg, r, i2):
+                raise RuntimeError(f"bounded trace for {prop.name}: {a.name} is not enabled when "
+                                   "replayed concretely (the readings disagree)")
+            out = a.output(b, s, cfg, r, i2)
+            t = concrete_writes(s, a.effect(b, s, cfg, r, i2, out))
+            args = {"r": r} if i2 is None else {"r": r, "i": i2}
+            steps.append((a, args, s, t, out))
+            s = t
+        if prop.scope == "state":
+            broken = not prop.fn(b, s, cfg)
+        else:
+            a, args, pre, post, out = steps[-1]
+            broken = not prop.fn(b, pre, post, cfg, a, args["r"], args.get("i"), out)
+        if not broken:
+            raise RuntimeError(f"bounded trace for {prop.name} does not break it when replayed "
+                               "concretely (the readings disagree)")
+        return trace_json(cfg, [(a, args, pre, post) for a, args, pre, post, _ in steps])
+
+    # -- everything for one configuration
+    def run(self, names=None) -> ProveResult:
+        cfg = self.cfg
+        t0 = time.monotonic()
+        res = ProveResult(cfg, self.depth)
+        props = [p for p in PROPERTIES if p.kind in ("invariant", "hazard")
+                 and (names is None or p.name in names)]
+        targets = [p for p in props if p.kind == "invariant" and p.applies(cfg)]
+        hazards = [p for p in props if p.kind == "hazard" and p.applies(cfg)]
+        self.progress(f"{cfg.label}: induction")
+        kept, ctis, unknown, implied = self.induction(targets, hazards)
+        self.implied = implied
+        kept_names = {p.name for p in kept}
+        aux_names = [p.name for p in AUXILIARY if p.name in kept_names]
+        open_props = [p for p in targets + hazards
+                      if p.name in ctis and p.name not in unknown]
+        traces, bmc_unknown = self.bmc(open_props) if open_props else ({}, {})
+        for p in props:
+            pr = Proof(p.name, p.kind, p.applies(cfg), doc=p.doc)
+            if pr.applies:
+                pr.seconds = self.spent.get(p.name, 0.0)
+                pr.auxiliary = aux_names
+                if p.name in unknown:
+                    pr.status, pr.note = "unknown", unknown[p.name]
+                elif p.name not in ctis:
+                    pr.status = "proved"
+                else:
+                    pr.cti = ctis[p.name]
+                    pr.depth = self.depth
+                    if p.name in traces:
+                        pr.status, pr.trace = "trace", traces[p.name]
+                    elif p.name in bmc_unknown:
+                        pr.status, pr.note = "unknown", bmc_unknown[p.name]
+                    else:
+                        pr.status = "cti"
+                        pr.note = (f"not inductive with the auxiliary invariants that hold here, "
+                                   f"and no violation within {self.depth} steps")
+            res.proofs.append(pr)
+        for p in AUXILIARY:
+            pr = Proof(p.name, "auxiliary", p.applies(cfg), doc=p.doc)
+            if pr.applies:
+                pr.seconds = self.spent.get(p.name, 0.0)
+                if p.name in kept_names:
+                    pr.status = "proved"
+                    pr.auxiliary = [n for n in aux_names if n != p.name]
+                elif p.name in unknown:
+                    pr.status, pr.note = "unknown", unknown[p.name]
+                else:
+                    pr.status, pr.cti = "cti", ctis.get(p.name)
+                    pr.note = "not an invariant of this design's proof"
+            res.proofs.append(pr)
+        res.seconds = time.monotonic() - t0
+        res.queries = self.queries
+        res.slowest = self.slowest
+        return res
+
+
+def _choose(a_t, options, unchanged):
+    """``options[a_t]``, skipping the actions that leave the slot as it was."""
+    term = unchanged
+    for k in range(len(options) - 1, -1, -1):
+        v = options[k]
+        if isinstance(v, bool):
+            v = z3.BoolVal(v)
+        if z3.is_expr(v) and v.eq(unchanged):
+            continue
+        term = z3.If(a_t == k, v, term)
+    return term
+
+
+def describe_state(s: State) -> dict:
+    """A finite state as ``{"instances": {A: {...}}, "inflight": {1: A}, ...}`` for CTIs."""
+    from mcp_inflight.model.session import FIELDS
+    from mcp_inflight.proofs.explore import id_name, inst_name, render_value
+    insts = {}
+    for n in range(len(s.life)):
+        insts[inst_name(n)] = {f.name: render_value(f, getattr(s, f.name)[n])
+                               for f in FIELDS if f.key == "inst"}
+    out = {"instances": insts}
+    for f in FIELDS:
+        if f.key == "id":
+            out[f.name] = {id_name(k): render_value(f, v) for k, v in enumerate(getattr(s, f.name))}
+        elif f.key is None:
+            out[f.name] = render_value(f, getattr(s, f.name))
+    return out
+
+
+def prove(cfg: Config, depth: int = DEFAULT_DEPTH, timeout: float = DEFAULT_TIMEOUT,
+          names=None, progress=None) -> ProveResult:
+    """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring."""
+    return Prover(cfg, depth=depth, timeout=timeout, progress=progress).run(names)

@@ -1,0 +1,375 @@
+"""The symbolic (z3) reading of the model: the second backend of ``model/logic.py``.
+
+Nothing here states a lifecycle rule.  The guards, effects and properties are the functions of
+``model/session.py``, ``model/properties.py`` and ``model/auxiliary.py``; this module only gives
+the operations of the state interface a meaning over z3 terms:
+
+* a keyed field (``life``, ``inflight``...) is a z3 array from ``Int`` to ``Int`` (or ``Bool``):
+  ``s.life[r]`` is a ``Select``; an instance or id is an ``Int`` (``NONE`` = -1 is "no
+  instance"), a scalar field (``clock``) is an ``Int``;
+* a list of :class:`~mcp_inflight.model.logic.Write` becomes ``Store``\\ s, each under
+  ``If(when, ...)``, every value and key computed from the pre-state and the stores applied in
+  list order, exactly as :func:`~mcp_inflight.model.logic.apply_writes` does on tuples;
+* ``ForAll``/``Exists`` over a sort become z3 quantifiers over the naturals (``domains=None``:
+  the unbounded reading used by the induction proofs, any number of ids and instances), or
+  finite conjunctions/disjunctions over given values (``domains={...}``: bounded model checking
+  and the agreement tests, where a run can only ever touch finitely many of them).
+
+Values that are constant in Python stay Python values (``True``, ``3``), so a guard that does
+not apply to a configuration folds away before z3 sees it.
+"""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Any, Callable, Iterable
+
+import z3
+
+from mcp_inflight.model.logic import NONE, Write
+from mcp_inflight.model.session import FIELDS
+
+#: Range of each finite value sort of ``model/session.py`` (inclusive); ``life`` is the
+#: lifecycle enumeration.
+_RANGES = {"life": (0, 7), "step": (0, 2), "sreq": (0, 3), "cmsg": (0, 2)}
+
+_fresh = count()
+
+
+def _is_py(x) -> bool:
+    return isinstance(x, (bool, int)) and not isinstance(x, z3.ExprRef)
+
+
+def to_bool(x) -> z3.BoolRef:
+    """A z3 Boolean for a backend value (which may be a Python ``bool``)."""
+    if isinstance(x, bool):
+        return z3.BoolVal(x)
+    return x
+
+
+class Symbolic:
+    """The state interface over z3 terms.  ``domains=None``: quantifiers range over every natural
+    number (unbounded); otherwise over the given values of each sort ("inst", "id")."""
+
+    symbolic = True
+
+    def __init__(self, domains: dict[str, Iterable[int]] | None = None):
+        self.domains = None if domains is None else {k: tuple(v) for k, v in domains.items()}
+
+    @staticmethod
+    def And(*xs):
+        out = []
+        for x in xs:
+            if isinstance(x, bool):
+                if not x:
+                    return False
+                continue
+            out.append(x)
+        if not out:
+            return True
+        return out[0] if len(out) == 1 else z3.And(*out)
+
+    @staticmethod
+    def Or(*xs):
+        out = []
+        for x in xs:
+            if isinstance(x, bool):
+                if x:
+                    return True
+                continue
+            out.append(x)
+        if not out:
+            return False
+        return out[0] if len(out) == 1 else z3.Or(*out)
+
+    @staticmethod
+    def Not(x):
+        if isinstance(x, bool):
+            return not x
+        return z3.Not(x)
+
+    @staticmethod
+    def Implies(a, c):
+        if isinstance(a, bool):
+            return Symbolic.Or(not a, c)
+        if isinstance(c, bool):
+            return True if c else z3.Not(a)
+        return z3.Implies(a, c)
+
+    @staticmethod
+    def Ite(c, a, other):
+        if isinstance(c, bool):
+            return a if c else other
+        if isinstance(a, bool) and isinstance(other, bool):
+            return Symbolic.Or(Symbolic.And(c, a), Symbolic.And(Symbolic.Not(c), other))
+        return z3.If(c, a, other)
+
+    @staticmethod
+    def In(x, values):
+        if _is_py(x):
+            return x in values
+        return Symbolic.Or(*[x == v for v in values])
+
+    def _quant(self, sort: str, fn: Callable, forall: bool):
+        if self.domains is not None:
+            parts = [fn(v) for v in self.domains[sort]]
+            return self.And(*parts) if forall else self.Or(*parts)
+        x = z3.Int(f"{sort}!{next(_fresh)}")
+        body = fn(x)
+        if isinstance(body, bool):
+            return body  # the domain is never empty
+        if forall:
+            return z3.ForAll([x], z3.Implies(x >= 0, body))
+        return z3.Exists([x], z3.And(x >= 0, body))
+
+    def ForAll(self, sort: str, fn: Callable[[Any], Any]):
+        return self._quant(sort, fn, True)
+
+    def Exists(self, sort: str, fn: Callable[[Any], Any]):
+        return self._quant(sort, fn, False)
+
+
+# --- states -------------------------------------------------------------------------------
+
+class SymState:
+    """A session state whose fields are z3 terms, read by the model exactly like a concrete
+    ``State``: ``s.life[r]``, ``s.inflight[s.rid[r]]``, ``s.clock``."""
+
+    __slots__ = tuple(f.name for f in FIELDS)
+
+    def __init__(self, **fields):
+        for f in FIELDS:
+            setattr(self, f.name, fields[f.name])
+
+    def fields(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in FIELDS}
+
+
+def _sort(f):
+    return z3.BoolSort() if f.sort == "bool" else z3.IntSort()
+
+
+def fresh_state(prefix: str) -> SymState:
+    """A state with every field an unconstrained z3 constant (the pre-state of an induction step)."""
+    vals = {}
+    for f in FIELDS:
+        if f.key is None:
+            vals[f.name] = z3.Const(f"{prefix}.{f.name}", _sort(f))
+        else:
+            vals[f.name] = z3.Array(f"{prefix}.{f.name}", z3.IntSort(), _sort(f))
+    return SymState(**vals)
+
+
+def _lit(f, v):
+    return z3.BoolVal(bool(v)) if f.sort == "bool" else z3.IntVal(int(v))
+
+
+def initial_state() -> SymState:
+    """The initial state: every slot holds its field's default, for every instance and id."""
+    vals = {}
+    for f in FIELDS:
+        d = _lit(f, f.default)
+        vals[f.name] = d if f.key is None else z3.K(z3.IntSort(), d)
+    return SymState(**vals)
+
+
+def from_concrete(state, default_tail: bool = True) -> SymState:
+    """A concrete ``State`` as z3 terms: each array holds the tuple's values at 0..n-1 and the
+    field's default elsewhere (the instances and ids a bounded run never uses)."""
+    vals = {}
+    for f in FIELDS:
+        v = getattr(state, f.name)
+        if f.key is None:
+            vals[f.name] = _lit(f, v)
+            continue
+        arr = z3.K(z3.IntSort(), _lit(f, f.default))
+        for k, x in enumerate(v):
+            arr = z3.Store(arr, k, _lit(f, x))
+        vals[f.name] = arr
+    return SymState(**vals)
+
+
+class Vec:
+    """A keyed field over a finite universe as one z3 term per slot (bounded model checking and
+    small counterexamples: no arrays, no quantifiers).  Reading at a symbolic key is the chain
+    ``If(k == 0, v0, If(k == 1, v1, ...))``; outside the universe it reads the field's default
+    (only ever reached under a false ``when``: a masked ``NONE`` key)."""
+
+    __slots__ = ("slots", "default")
+
+    def __init__(self, slots, default):
+        self.slots = list(slots)
+        self.default = default
+
+    def __getitem__(self, k):
+        if _is_py(k):
+            return self.slots[k] if 0 <= k < len(self.slots) else self.default
+        term = self.default
+        for j in range(len(self.slots) - 1, -1, -1):
+            term = z3.If(k == j, self.slots[j], term)
+        return term
+
+    def __len__(self):
+        return len(self.slots)
+
+    def store(self, k, v, when):
+        slots = list(self.slots)
+        for j in range(len(slots)):
+            if _is_py(k):
+                if k != j:
+                    continue
+                hit = when
+            else:
+                hit = Symbolic.And(when, k == j)
+            if isinstance(hit, bool):
+                if hit:
+                    slots[j] = v
+                continue
+            slots[j] = z3.If(hit, v, slots[j])
+        return Vec(slots, self.default)
+
+
+def fresh_finite_state(prefix: str, n_inst: int, n_id: int) -> SymState:
+    """A state over ``n_inst`` instances and ``n_id`` ids, every slot a fresh z3 constant."""
+    vals = {}
+    for f in FIELDS:
+        if f.key is None:
+            vals[f.name] = z3.Const(f"{prefix}.{f.name}", _sort(f))
+        else:
+            n = n_inst if f.key == "inst" else n_id
+            vals[f.name] = Vec([z3.Const(f"{prefix}.{f.name}[{k}]", _sort(f)) for k in range(n)],
+                               _lit(f, f.default))
+    return SymState(**vals)
+
+
+def initial_finite_state(n_inst: int, n_id: int) -> SymState:
+    vals = {}
+    for f in FIELDS:
+        d = _lit(f, f.default)
+        vals[f.name] = d if f.key is None else Vec([d] * (n_inst if f.key == "inst" else n_id), d)
+    return SymState(**vals)
+
+
+def finite_from_concrete(state) -> SymState:
+    """A concrete ``State`` as a finite symbolic state (every slot a literal)."""
+    vals = {}
+    for f in FIELDS:
+        v = getattr(state, f.name)
+        vals[f.name] = _lit(f, v) if f.key is None else Vec([_lit(f, x) for x in v],
+                                                             _lit(f, f.default))
+    return SymState(**vals)
+
+
+def apply_writes(state: SymState, writes: list[Write]) -> SymState:
+    """The post-state of ``writes`` (values computed from the pre-state): stores in list order,
+    each under its ``when``; the reading of :func:`mcp_inflight.model.logic.apply_writes`."""
+    vals = state.fields()
+    for w in writes:
+        when = w.when
+        if isinstance(when, bool) and not when:
+            continue
+        f = _FIELD[w.field]
+        old = vals[w.field]
+        value = _coerce(f, w.value)
+        if isinstance(old, Vec):
+            vals[w.field] = old.store(w.key, value, when)
+            continue
+        new = value if w.key is None else z3.Store(old, w.key, value)
+        vals[w.field] = new if isinstance(when, bool) else z3.If(when, new, old)
+    return SymState(**vals)
+
+
+def write_keys_ok(b: Symbolic, writes: list[Write]):
+    """Every keyed write that takes effect has a key that is not ``NONE`` (the symbolic form of
+    the check :func:`mcp_inflight.model.logic.apply_writes` makes on concrete states)."""
+    parts = []
+    for w in writes:
+        if w.key is None or _is_py(w.key):
+            if _is_py(w.key) and w.key < 0:
+                parts.append(b.Not(w.when))
+            continue
+        parts.append(b.Implies(w.when, w.key != NONE))
+    return b.And(*parts)
+
+
+def _coerce(f, v):
+    if _is_py(v):
+        return _lit(f, v)
+    return v
+
+
+_FIELD = {f.name: f for f in FIELDS}
+
+
+def well_typed(b: Symbolic, s: SymState):
+    """Each slot holds a value of its field's sort: lifecycle and small enumerations in range,
+    ids natural, instance references natural or ``NONE`` (with finite domains: within them)."""
+    def inst_slot(x):
+        parts = []
+        for f in FIELDS:
+            if f.key != "inst":
+                continue
+            v = getattr(s, f.name)[x]
+            if f.sort in _RANGES:
+                lo, hi = _RANGES[f.sort]
+                parts += [v >= lo, v <= hi]
+            elif f.sort == "id":
+                parts.append(b.In(v, b.domains["id"]) if b.domains is not None else v >= 0)
+        return b.And(*parts)
+
+    def id_slot(k):
+        parts = []
+        for f in FIELDS:
+            if f.key == "id" and f.sort == "inst?":
+                v = getattr(s, f.name)[k]
+                if b.domains is not None:
+                    parts.append(b.In(v, (NONE,) + b.domains["inst"]))
+                else:
+                    parts.append(v >= NONE)
+        return b.And(*parts)
+
+    return b.And(b.ForAll("inst", inst_slot), b.ForAll("id", id_slot))
+
+
+def param_ok(b: Symbolic, sort: str, x):
+    """An action argument of ``sort`` ("inst" or "id") is a member of that sort."""
+    if b.domains is not None:
+        return b.In(x, b.domains[sort])
+    return x >= 0
+
+
+# --- reading values back out of a model ---------------------------------------------------
+
+def concrete_state(model: z3.ModelRef, s: SymState, insts: list, ids: list, State):
+    """The finite view of ``s`` in ``model`` on the given instances and ids, as a concrete
+    ``State`` whose instance number n is ``insts[n]`` and id number m is ``ids[m]``; instance
+    references and ids outside the view become ``NONE``/the raw value (callers close the view
+    first)."""
+    inst_pos = {v: n for n, v in enumerate(insts)}
+    id_pos = {v: n for n, v in enumerate(ids)}
+    out = []
+    for f in FIELDS:
+        term = getattr(s, f.name)
+        if f.key is None:
+            out.append(_py(model.eval(term, model_completion=True)))
+            continue
+        keys = insts if f.key == "inst" else ids
+        vals = []
+        for k in keys:
+            v = _py(model.eval(term[k], model_completion=True))
+
+            if f.sort == "inst?":
+                v = inst_pos.get(v, NONE)
+            elif f.sort == "id":
+                v = id_pos.get(v, v)
+            vals.append(v)
+        out.append(tuple(vals))
+    return State(*out)
+
+
+def _py(v):
+    if z3.is_true(v):
+        return True
+    if z3.is_false(v):
+        return False
+    return v.as_long()
