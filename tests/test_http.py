@@ -281,3 +281,22 @@ def test_status_codes(srv):
             r = await c.delete(srv.url, headers=h)
             assert r.status_code == 404
     run(go())
+
+
+def test_modern_posts_are_separate_scopes(srv):
+    """2026-07-28 has no session, so two clients cannot be told apart: the same id on two
+    concurrent POSTs is two requests, each answered on its own stream."""
+    async def go():
+        async with httpx.AsyncClient(timeout=10) as c:
+            h = {**ACCEPT, "mcp-protocol-version": MODERN}
+            bodies = []
+            for label in ("one", "two"):
+                b = call(1, "slow", {"label": label, "steps": 3, "delay": 0.03}, label)
+                b["params"]["_meta"].update(MODERN_META)
+                bodies.append(b)
+            async with Stream(c, srv.url, bodies[0], h) as a, Stream(c, srv.url, bodies[1], h) as b:
+                ma, mb = await asyncio.gather(a.rest(), b.rest())
+            for msgs, label in ((ma, "one"), (mb, "two")):
+                assert [m["params"]["progressToken"] for m in msgs if "method" in m] == [label] * 3
+                assert msgs[-1]["result"]["content"][0]["text"] == f"done:{label}"
+    run(go())
