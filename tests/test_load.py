@@ -333,3 +333,68 @@ def test_bench_runtime_runs_and_checks_every_response(tmp_path):
     for r in rows.values():
         assert r["valid"] and r["requests"] > 0 and r["ok"] == r["requests"] and r["sample_ok"] == 6
     assert set(rows["ours"]["ratios"]) == {"sdk", "bare"}
+
+
+MODERN = "2026-07-28"
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+               "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "1"},
+               "io.modelcontextprotocol/clientCapabilities": {}}
+MODERN_POSTS = 300
+
+
+def test_modern_closes_cancel_under_load():
+    """2026-07-28 (no sessions): 300 concurrent POSTs, all under id 1, of a tool that holds until
+    released; every other client closes its stream after the first progress (which is
+    cancellation on this revision), the rest release themselves by another POST and read their
+    response.  Every closed request's handler is cancelled, every other one answered on its own
+    stream, and no handler is left running."""
+    from http_server import build_server
+
+    server = build_server()              # the demo tools plus hold/release, which record their end
+    running = Running(create_app(server, "/mcp"))
+    h = {**ACCEPT, "mcp-protocol-version": MODERN}
+
+    async def one(client, k):
+        label = f"m{k}"
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "hold", "arguments": {"label": label, "timeout": 30},
+                           "_meta": {**MODERN_META, "progressToken": label}}}
+        async with client.stream("POST", running.url, json=body, headers=h) as r:
+            assert r.status_code == 200, (r.status_code, await r.aread())
+            lines = r.aiter_lines()
+            msgs = []
+            async for line in lines:
+                if line.startswith("data:"):
+                    msgs.append(json.loads(line[5:]))
+                    break
+            if k % 2 == 0:
+                return msgs                # closing the stream: cancellation
+            rel = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "release", "arguments": {"label": label}, "_meta": MODERN_META}}
+            rr = await client.post(running.url, json=rel, headers=h)
+            assert rr.status_code == 200, rr.text
+            msgs += [json.loads(x[5:]) for x in [y async for y in lines] if x.startswith("data:")]
+            return msgs
+
+    async def main():
+        async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=None)) as client:
+            return await asyncio.wait_for(asyncio.gather(*(one(client, k) for k in range(MODERN_POSTS))), 90)
+
+    try:
+        results = asyncio.run(main())
+        closed = {f"m{k}" for k in range(0, MODERN_POSTS, 2)}
+        answered = {f"m{k}" for k in range(1, MODERN_POSTS, 2)}
+        assert wait_until(lambda: len(server.events) == MODERN_POSTS, 10), len(server.events)
+    finally:
+        running.stop()
+    for k, msgs in enumerate(results):
+        label = f"m{k}"
+        first = msgs[0]
+        assert first["method"] == "notifications/progress" and first["params"]["progressToken"] == label, msgs
+        if k % 2:
+            assert len(msgs) == 2 and same_id(msgs[1]["id"], 1), msgs
+            assert msgs[1]["result"]["content"][0]["text"] == f"held:{label}", msgs
+        else:
+            assert len(msgs) == 1
+    assert {lab for e, lab in server.events if e == "cancelled"} == closed
+    assert {lab for e, lab in server.events if e == "done"} == answered
