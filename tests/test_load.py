@@ -20,6 +20,10 @@ duplicate got 409 with a JSON-RPC -32600 body (``id: null``, ``data.id`` naming 
 stream carried a message of another request (zero misrouted); every session's core, its
 pending server-to-client requests and its handler tasks are empty; every id can be used again;
 after DELETE no session is left.
+
+The same checks run against the app with an ``unguarded`` core (they must fail there); a
+2026-07-28 run checks that closed streams cancel their handlers under load; and
+``bench/runtime.py`` runs end to end, briefly.
 """
 
 import asyncio
