@@ -246,6 +246,11 @@ def bench_server(name, args) -> dict:
             headers = open_session(client, srv.url)
             sid = headers["mcp-session-id"]
             pre_good, pre_problems = sample_calls(client, srv.url, headers, args.sample, "pre")
+            # uvicorn's own headers tell whether the server ran with serve's settings
+            probe = client.post(srv.url, headers=headers, content=json.dumps(
+                {"jsonrpc": "2.0", "id": "uvicorn-headers", "method": "tools/call",
+                 "params": {"name": "echo", "arguments": {"text": ECHO_TEXT}}}))
+            uvicorn_headers = sorted(k for k in ("server", "date") if k in probe.headers)
             if args.warmup > 0:
                 warm, _ = run_wrk(srv.url, sid, args.warmup, args.threads, args.connections)
             else:
@@ -266,7 +271,7 @@ def bench_server(name, args) -> dict:
              and (warm is None or (warm["ok"] == warm["requests"] and warm["status_errors"] == 0)))
     return {
         "server": name, "title": TITLES[name], "cmd": " ".join(srv.cmd),
-        "loop": loop, "parser": parser,
+        "loop": loop, "parser": parser, "uvicorn_headers": uvicorn_headers,
         "calls_per_s": res["requests"] / secs if secs else 0.0,
         "p50_ms": res["p50_us"] / 1000, "p90_ms": res["p90_us"] / 1000, "p99_ms": res["p99_us"] / 1000,
         "max_ms": res["max_us"] / 1000,
@@ -430,6 +435,9 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
             f"{r['server']} {', '.join(str(v) for v in r['rounds_calls_per_s'])}" for r in rows))
     if len({(r["loop"], r["parser"]) for r in rows}) > 1:
         print("  NOTE: the servers did not all run on the same event loop and HTTP parser")
+    if len({tuple(r["uvicorn_headers"]) for r in rows}) > 1:
+        print("  NOTE: uvicorn's server/date headers differ between the servers: not the same uvicorn settings "
+              + "; ".join(f"{r['server']}: {', '.join(r['uvicorn_headers']) or 'none'}" for r in rows))
     by = {r["server"]: r for r in rows}
     ours = by.get("ours") or by.get("ours-app")
     if ours is None:
