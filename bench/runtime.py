@@ -509,7 +509,11 @@ def main(argv=None) -> int:
             for name in servers:
                 print(f"  ... round {k + 1}/{args.rounds}, {TITLES[name]}: {args.warmup:g} s warm-up + "
                       f"{args.duration:g} s", file=sys.stderr, flush=True)
-                runs[name].append(bench_server(name, args))
+                try:
+                    runs[name].append(bench_server(name, args))
+                except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+                    print(f"bench/runtime.py: {TITLES[name]}: {e}", file=sys.stderr)
+                    return 1
         rows = [summarize(runs[name]) for name in servers]
         out["http"] = rows
         out["http_rounds"] = runs
