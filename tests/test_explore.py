@@ -1,0 +1,222 @@
+"""The explorer's own machinery: deadlock detection, the symmetry key, parallel runs, bounds."""
+
+import itertools
+
+import pytest
+
+import mcp_inflight.proofs.compiled as compiled
+import mcp_inflight.proofs.explore as explore_mod
+from mcp_inflight.model import DESIGNS, Config, Life, profiles
+from mcp_inflight.model.logic import NONE
+from mcp_inflight.model.session import FIELDS, Field, actions_for
+from mcp_inflight.proofs.compiled import Layout, key_function
+from mcp_inflight.proofs.explore import Canonicalizer, explore, explore_many
+
+# --- deadlocks -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def without_respond(monkeypatch):
+    """The model with ``respond`` and ``emit`` taken out of every action set: an admitted
+    request whose cancel was already spent (it arrived before the admission and found nothing)
+    has nothing left to do, yet it is unfinished -- a deadlock."""
+    def reduced(cfg):
+        return tuple(a for a in actions_for(cfg) if a.name not in ("respond", "emit"))
+    monkeypatch.setattr(compiled, "actions_for", reduced)
+    monkeypatch.setattr(explore_mod, "actions_for", reduced)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "interpreted"])
+def test_deadlock_is_reported_with_a_trace(without_respond, engine):
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=1, requests=1)
+    r = explore(cfg, progress=False, engine=engine)
+    assert r.deadlocks > 0
+    t = r.deadlock_trace
+    assert t, "a deadlock comes with the shortest trace to it"
+    acts = [s["action"] for s in t]
+    assert acts[0] == "client_sends"
+    assert acts[-1] == "admit"
+    assert "deliver_cancel" in acts and acts.index("deliver_cancel") < acts.index("admit")
+    assert t[-1]["changes"]["life[A]"] == ["received", "in_flight"]
+    assert "respond" not in r.coverage
+
+
+def test_no_deadlock_on_the_full_model():
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=1, requests=1)
+    r = explore(cfg, progress=False)
+    assert r.deadlocks == 0 and r.deadlock_trace is None
+
+
+# --- the symmetry key --------------------------------------------------------------------------
+
+def relabel(s, sigma, pi):
+    """``s`` with instance r renamed sigma[r] and id k renamed pi[k], field by field from
+    FIELDS (an unsent instance's id is a placeholder and keeps its value)."""
+    vals = []
+    n = len(sigma)
+    sent = [s.life[r] != Life.UNSENT for r in range(n)]
+    for f in FIELDS:
+        v = getattr(s, f.name)
+
+        def val(x, r=None, f=f):
+            if f.sort == "inst?":
+                return NONE if x == NONE else sigma[x]
+            if f.sort == "id" and (r is None or sent[r]):
+                return pi[x]
+            return x
+        if f.key == "inst":
+            new = [None] * n
+            for r in range(n):
+                new[sigma[r]] = val(v[r], r)
+        elif f.key == "id":
+            new = [None] * len(pi)
+            for k in range(len(pi)):
+                new[pi[k]] = val(v[k])
+        else:
+            vals.append(val(v))
+            continue
+        vals.append(tuple(new))
+    return type(s)(*vals)
+
+
+def brute_orbit(cfg, s):
+    """The least renaming of ``s`` over every instance and id permutation."""
+    return min(relabel(s, sg, pi)
+               for sg in itertools.permutations(range(cfg.requests))
+               for pi in itertools.permutations(range(cfg.ids)))
+
+
+def reachable(cfg):
+    seen = {}
+
+    def on_edge(pre, action, args, post, out):
+        seen.setdefault(pre, None)
+        seen.setdefault(post, None)
+    explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
+    return list(seen)
+
+
+KEY_CASES = [("unguarded", "2025-11-25", "stdio", 2, 2), ("check_then_claim", "2026-07-28", "http", 2, 2),
+             pytest.param("atomic", "2025-11-25", "http", 2, 2, marks=pytest.mark.slow),
+             pytest.param("unguarded", "2026-07-28", "http", 3, 2, marks=pytest.mark.slow),
+             pytest.param("check_then_claim", "2026-07-28", "http", 2, 3, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("design,revision,transport,ids,requests", KEY_CASES)
+def test_symmetry_key_names_exactly_the_orbit(design, revision, transport, ids, requests):
+    """key(s1) == key(s2) exactly when s1 and s2 are renamings of each other, on every reachable
+    state; so the reduced run has one state per orbit."""
+    cfg = Config(DESIGNS[design], revision, transport, ids=ids, requests=requests)
+    lay = Layout(cfg)
+    key = key_function(cfg, lay, True)
+    states = reachable(cfg)
+    by_orbit, by_key = {}, {}
+    for s in states:
+        k = key(lay.flatten(s))
+        o = brute_orbit(cfg, s)
+        assert by_orbit.setdefault(o, k) == k, "one orbit, two keys (not exact)"
+        assert by_key.setdefault(k, o) == o, "one key, two orbits (unsound)"
+    assert explore(cfg, progress=False).states == len(by_orbit) < len(states)
+
+
+def _alternatives(f, cfg, x):
+    dom = {"life": list(Life), "id": range(cfg.ids), "inst?": range(-1, cfg.requests),
+           "bool": (False, True), "step": range(3), "sreq": range(4), "cmsg": range(3),
+           "time": range(3)}[f.sort]
+    return [int(v) for v in dom if v != x][:2]
+
+
+def test_every_field_takes_part_in_the_symmetry_key():
+    """Change any one slot of a state: the key changes unless the result is a renaming of the
+    state.  A field left out of the key would give two orbits one key."""
+    cfg = Config(DESIGNS["unguarded"], "2025-11-25", "stdio", ids=2, requests=2)
+    lay = Layout(cfg)
+    key = key_function(cfg, lay, True)
+    checked = set()
+    for s in reachable(cfg)[::150]:
+        k0, o0 = key(lay.flatten(s)), brute_orbit(cfg, s)
+        for f in FIELDS:
+            n = lay.size[f.name]
+            for slot in range(n):
+                cur = getattr(s, f.name) if f.key is None else getattr(s, f.name)[slot]
+                for alt in _alternatives(f, cfg, cur):
+                    if f.key is None:
+                        t = s._replace(**{f.name: alt})
+                    else:
+                        v = list(getattr(s, f.name))
+                        v[slot] = alt
+                        t = s._replace(**{f.name: tuple(v)})
+                    same_orbit = brute_orbit(cfg, t) == o0
+                    assert (key(lay.flatten(t)) == k0) == same_orbit, (f.name, slot, alt)
+                    checked.add(f.name)
+    assert checked == {f.name for f in FIELDS}
+
+
+def test_a_new_per_instance_field_enters_the_key_without_edits(monkeypatch):
+    extra = Field("extra", "inst", "bool", False, False, False, "a field the key was not told of")
+    monkeypatch.setattr(compiled, "FIELDS", FIELDS + (extra,))
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=1, requests=2)
+    lay = Layout(cfg)
+    key = key_function(cfg, lay, True)
+    base = [0] * lay.width
+    for k in range(cfg.ids):
+        base[lay.pos("inflight", k)] = NONE
+        base[lay.pos("stream", k)] = NONE
+    flipped = list(base)
+    flipped[lay.pos("extra", 0)] = 1
+    assert key(tuple(base)) != key(tuple(flipped))
+
+
+@pytest.mark.parametrize("field", [
+    Field("peer", "inst", "inst?", False, False, -1, "names another instance"),
+    Field("other_id", "inst", "id", False, False, 0, "an id besides rid"),
+    Field("last", None, "inst?", False, False, -1, "a scalar naming an instance"),
+])
+def test_the_key_refuses_fields_it_cannot_rename(monkeypatch, field):
+    monkeypatch.setattr(compiled, "FIELDS", FIELDS + (field,))
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=2, requests=2)
+    with pytest.raises(NotImplementedError, match=field.name):
+        key_function(cfg, Layout(cfg), True)
+
+
+def test_canonicalizer_returns_a_renaming_in_the_same_orbit():
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=2, requests=2)
+    c = Canonicalizer(cfg)
+    for s in reachable(cfg)[::10]:
+        k = c.key(s)
+        assert brute_orbit(cfg, k) == brute_orbit(cfg, s)
+        assert c.key(k) == k
+
+
+# --- runs --------------------------------------------------------------------------------------
+
+def test_explore_many_matches_one_run_after_another():
+    cfgs = [Config(DESIGNS[d], rev, tr, ids=2, requests=2)
+            for d in ("atomic", "unguarded") for rev, tr in profiles() if rev == "2026-07-28"]
+    seq = [explore(c, progress=False).to_json() for c in cfgs]
+    par = [r.to_json() for r in explore_many(cfgs, jobs=2, progress=False)]
+    for a, b in zip(seq, par):
+        a.pop("seconds")
+        b.pop("seconds")
+    assert par == seq
+
+
+def test_max_states_stops_the_run_and_says_so():
+    cfg = Config(DESIGNS["atomic"], "2025-11-25", "http", ids=2, requests=2)
+    r = explore(cfg, max_states=500, progress=False)
+    assert not r.complete and not r.ok
+    assert r.states == 500
+
+
+def test_traces_replay_on_the_model():
+    """Every step of a reported trace is an enabled move of the model from the previous state
+    (traces are rebuilt by replaying stored moves)."""
+    cfg = Config(DESIGNS["unguarded"], "2025-11-25", "http", ids=2, requests=2)
+    r = explore(cfg, progress=False)
+    traces = [v.trace for v in r.verdicts if v.trace]
+    assert traces
+    for t in traces:
+        for a, b in zip(t, t[1:]):
+            for name, (_, after) in a["changes"].items():
+                if name in b["changes"]:
+                    assert b["changes"][name][0] == after
