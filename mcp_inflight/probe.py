@@ -1295,6 +1295,11 @@ def build_parser():
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        import httpx  # noqa: F401
+    except ImportError:
+        sys.stderr.write("mcp-inflight probe: needs the httpx package (pip install httpx)\n")
+        return 2
     t = Target(url=args.url, tool=args.tool, args=args.args,
                elicit_tool=args.elicit_tool or None, elicit_args=args.elicit_args,
                headers=dict(args.header))
