@@ -987,7 +987,8 @@ def _answered(post: Post):
 
 
 async def _finish(s: Session, cal, posts=None, extra=0.0):
-    """Wait until every POST has ended, at most long enough for a tool call to finish twice."""
+    """Wait until every POST has ended, at most 2.5 times the tool's running time plus 3 s (what
+    has not come by then counts as lost)."""
     posts = s.posts if posts is None else posts
     wait = 2.5 * cal["duration"] + 3.0 + extra
     await until(lambda: all(p.done for p in posts), time.monotonic() + wait)
@@ -1003,11 +1004,11 @@ def _tok(scenario, variant, name):
     return f"{scenario}:{variant}:{name}"
 
 
-async def scenario_duplicate_progress(t: Target, cal, variant, t0, ids=(11, 12), sender="rogue",
-                                      name="duplicate_progress"):
+async def scenario_duplicate_progress(t: Target, cal, variant, t0):
+    name, sender = "duplicate_progress", "rogue"
     s = await _session(t, t0)
     try:
-        ida, idb = ids[0], (ids[0] if variant == "test" else ids[1])
+        ida, idb = 11, (11 if variant == "test" else 12)
         a = s.post("A", t.call(ida, _tok(name, variant, "A")), "client", _tok(name, variant, "A"))
         half = max(1, cal["steps"] // 2)
         await until(lambda: _own_progress(a) >= half or a.done, time.monotonic() + cal["duration"] * 2 + 2)
