@@ -190,7 +190,7 @@ class _Universe:
 class Prover:
     def __init__(self, cfg: Config, depth: int = DEFAULT_DEPTH, timeout: float = DEFAULT_TIMEOUT,
                  progress=None, requests: int = BMC_REQUESTS, ids: int = BMC_IDS,
-                 batch: bool = True):
+                 batch: bool = True, auxiliary=None):
         self.cfg = cfg
         self.depth = depth
         self.timeout_ms = max(1, int(timeout * 1000))
@@ -198,6 +198,7 @@ class Prover:
         self.requests = requests
         self.ids = ids
         self.batch = batch
+        self.auxiliary = AUXILIARY if auxiliary is None else tuple(auxiliary)
         self.queries = 0
         self.slowest = (0.0, "")
         self.spent: dict[str, float] = {}
@@ -251,7 +252,7 @@ class Prover:
         cfg = self.cfg
         U = _Universe(cfg, sym.Symbolic(), "pre")
         init = sym.initial_state()
-        aux = [p for p in AUXILIARY if p.applies(cfg)]
+        aux = [p for p in self.auxiliary if p.applies(cfg)]
         state_targets = [p for p in targets + hazards if p.scope == "state"]
         ctis: dict[str, dict] = {}
         unknown: dict[str, str] = {}
@@ -514,7 +515,7 @@ class Prover:
         kept, ctis, unknown, implied = self.induction(targets, hazards)
         self.implied = implied
         kept_names = {p.name for p in kept}
-        aux_names = [p.name for p in AUXILIARY if p.name in kept_names]
+        aux_names = [p.name for p in self.auxiliary if p.name in kept_names]
         open_props = [p for p in targets + hazards
                       if p.name in ctis and p.name not in unknown]
         traces, bmc_unknown = self.bmc(open_props) if open_props else ({}, {})
@@ -539,7 +540,7 @@ class Prover:
                         pr.note = (f"not inductive with the auxiliary invariants that hold here, "
                                    f"and no violation within {self.depth} steps")
             res.proofs.append(pr)
-        for p in AUXILIARY:
+        for p in self.auxiliary:
             pr = Proof(p.name, "auxiliary", p.applies(cfg), doc=p.doc)
             if pr.applies:
                 pr.seconds = self.spent.get(p.name, 0.0)
@@ -592,3 +593,204 @@ def prove(cfg: Config, depth: int = DEFAULT_DEPTH, timeout: float = DEFAULT_TIME
           names=None, progress=None) -> ProveResult:
     """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring."""
     return Prover(cfg, depth=depth, timeout=timeout, progress=progress).run(names)
+
+
+# --- command line ---------------------------------------------------------------------------
+
+def all_designs() -> dict:
+    """The designs by name, and the mutants of ``atomic`` (one safeguard removed each)."""
+    from mcp_inflight.model.config import mutants
+    return {**DESIGNS, **mutants()}
+
+
+def _prove_one(args):
+    cfg, depth, timeout = args
+    return prove(cfg, depth=depth, timeout=timeout)
+
+
+def prove_all(cfgs, depth=DEFAULT_DEPTH, timeout=DEFAULT_TIMEOUT, jobs=1, progress=False):
+    """Prove every configuration, in ``jobs`` processes; results in the order given."""
+    work = [(c, depth, timeout) for c in cfgs]
+    t0 = time.monotonic()
+
+    def note(n, r):
+        if progress:
+            sys.stderr.write(f"  proved {n}/{len(work)}: {r.cfg.label} in {r.seconds:.1f}s "
+                             f"({time.monotonic() - t0:.1f}s elapsed)\n")
+            sys.stderr.flush()
+
+    if jobs <= 1 or len(work) <= 1:
+        out = []
+        for n, w in enumerate(work, 1):
+            out.append(_prove_one(w))
+            note(n, out[-1])
+        return out
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as ex:
+        futs = [ex.submit(_prove_one, w) for w in work]
+        out = []
+        for n, f in enumerate(futs, 1):
+            out.append(f.result())
+            note(n, out[-1])
+        return out
+
+
+def mark(p: Proof) -> str:
+    if not p.applies:
+        return "n/a"
+    return {"proved": "PROVED", "trace": "FAILS (trace)", "unknown": "UNKNOWN (solver gave up)",
+            "cti": "not proved (no trace within depth)"}[p.status]
+
+
+def format_cti(cti: dict) -> list[str]:
+    lines = [f"  counterexample to induction: {cti['text']}"]
+    if cti.get("pre") is None:
+        return lines
+    for label, key in (("pre-state", "pre"), ("post-state", "post")):
+        st = cti[key]
+        lines.append(f"    {label}:")
+        for name, vals in st["instances"].items():
+            lines.append(f"      {name}: " + " ".join(f"{k}={v}" for k, v in vals.items()))
+        regs = [f"{f}[{k}]={v}" for f in ("inflight", "stream") for k, v in st[f].items()]
+        lines.append("      " + " ".join(regs) + f" clock={st['clock']}")
+    if cti.get("changes"):
+        lines.append("    changes: " + ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in cti["changes"].items()))
+    lines.append(f"    broken conjunct: {cti['broken']}")
+    return lines
+
+
+def render_text(results) -> str:
+    from mcp_inflight.cli import format_trace
+    lines = []
+    width = max(len(r.cfg.label) for r in results)
+    for title, kind in (("Invariants (z3)", "invariant"),
+                        ("Protocol hazards (reported, never fail)", "hazard")):
+        lines.append(title)
+        for r in results:
+            for p in r.of(kind):
+                extra = f"  {p.seconds:.2f}s" if p.applies else ""
+                lines.append(f"  {r.cfg.label:<{width}}  {p.name:<28} {mark(p)}{extra}")
+        lines.append("")
+    lines.append("Auxiliary invariants (proved with the invariants; part of the model)")
+    for r in results:
+        kept = [p.name for p in r.of("auxiliary") if p.applies and p.proved]
+        dropped = [p.name for p in r.of("auxiliary") if p.applies and not p.proved]
+        lines.append(f"  {r.cfg.label:<{width}}  proved: {', '.join(kept) or '-'}")
+        if dropped:
+            lines.append(f"  {'':<{width}}  not invariants of this design: {', '.join(dropped)}")
+    lines.append("")
+    lines.append("Runs")
+    for r in results:
+        lines.append(f"  {r.cfg.label:<{width}}  {r.queries} queries  {r.seconds:.2f}s  "
+                     f"bounded search: depth {r.depth}, {BMC_REQUESTS} requests, {BMC_IDS} ids  "
+                     f"slowest query {r.slowest[0]:.2f}s ({r.slowest[1]})")
+    lines.append("")
+    for r in results:
+        for p in r.proofs:
+            if not p.applies or p.kind == "auxiliary" or p.proved:
+                continue
+            head = "hazard" if p.kind == "hazard" else "counterexample"
+            if p.status == "trace":
+                lines.append(f"{head}: {p.name} on {r.cfg.label} (bounded model checking)")
+                lines.extend(format_trace(p.trace))
+            elif p.status == "unknown":
+                lines.append(f"unknown: {p.name} on {r.cfg.label}: the solver gave up ({p.note})")
+            else:
+                lines.append(f"not proved: {p.name} on {r.cfg.label}: {p.note}")
+            if p.cti:
+                lines.extend(format_cti(p.cti))
+            lines.append("")
+    return "\n".join(lines)
+
+
+def write_junit(path, results):
+    import xml.etree.ElementTree as ET
+    from mcp_inflight.cli import format_trace
+    suite = ET.Element("testsuite", name="mcp-inflight prove")
+    n = fails = skipped = 0
+    for r in results:
+        for p in r.proofs:
+            if p.kind == "auxiliary":
+                continue
+            n += 1
+            case = ET.SubElement(suite, "testcase", classname=r.cfg.label.replace(" ", "."),
+                                 name=f"{p.kind}:{p.name}", time=f"{p.seconds:.3f}")
+            if not p.applies:
+                skipped += 1
+                ET.SubElement(case, "skipped", message="does not apply to this profile")
+            elif not p.proved and p.kind == "invariant":
+                fails += 1
+                f = ET.SubElement(case, "failure", message=f"{p.name} {mark(p)}")
+                f.text = "\n".join(format_trace(p.trace) if p.trace else
+                                   format_cti(p.cti) if p.cti else [p.note])
+            elif not p.proved:
+                ET.SubElement(case, "system-out").text = "\n".join(
+                    format_trace(p.trace) if p.trace else [p.note])
+    suite.set("tests", str(n))
+    suite.set("failures", str(fails))
+    suite.set("skipped", str(skipped))
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def build_parser():
+    import os
+    from mcp_inflight.cli import _choice, _Parser, _positive
+    p = _Parser(
+        prog="mcp-inflight prove",
+        description="Prove the invariants with z3 for any number of ids, requests and streams. "
+                    "Each invariant is proved inductive (with the auxiliary invariants of "
+                    "model/auxiliary.py, themselves proved); one that is not comes back with a "
+                    "counterexample to induction, and bounded model checking then looks for a "
+                    "real trace from the initial state (shortest first). Exit 0 when every "
+                    "invariant is proved; 1 when one is not, or when the solver gives up "
+                    "(never counted as a pass); 2 on a usage error. Protocol hazards are "
+                    "reported and never change the exit code.")
+    names = list(all_designs())
+    p.add_argument("--design", default="atomic", type=_choice(names + ["all"], "design"),
+                   help="atomic | unguarded | check_then_claim | all, or a mutant of atomic "
+                        "(atomic-split-claim, atomic-no-refusal, ...) (default: atomic)")
+    p.add_argument("--revision", default="all", type=_choice(list(REVISIONS) + ["all"], "revision"),
+                   help="2025-11-25 | 2026-07-28 | all (default: all)")
+    p.add_argument("--transport", default="all", type=_choice(list(TRANSPORTS) + ["all"], "transport"),
+                   help="stdio | http | all (default: all)")
+    p.add_argument("--depth", type=_positive, default=DEFAULT_DEPTH,
+                   help=f"longest trace bounded model checking looks for (default: {DEFAULT_DEPTH})")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                   help=f"seconds per solver query; a query that runs out is 'unknown' and the "
+                        f"run fails (default: {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--jobs", type=_positive, default=min(2, os.cpu_count() or 1),
+                   help="configurations proved in parallel processes (default: 2, or 1 on one core)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
+    return p
+
+
+def configs(design: str, revision: str, transport: str) -> list[Config]:
+    names = all_designs()
+    designs = list(DESIGNS.values()) if design == "all" else [names[design]]
+    return [Config(d, rev, tr) for d in designs for rev, tr in profiles(revision, transport)]
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.timeout <= 0:
+        build_parser().error("--timeout must be positive")
+    cfgs = configs(args.design, args.revision, args.transport)
+    results = prove_all(cfgs, depth=args.depth, timeout=args.timeout, jobs=args.jobs,
+                        progress=not args.json and sys.stderr.isatty())
+    ok = all(r.ok for r in results)
+    unknown = [f"{p.name} on {r.cfg.label}" for r in results for p in r.proofs
+               if p.applies and p.status == "unknown" and p.kind == "invariant"]
+    if args.json:
+        json.dump({"ok": ok, "runs": [r.to_json() for r in results]}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_text(results) + "\n")
+        if unknown:
+            sys.stdout.write("UNKNOWN: the solver gave up on " + "; ".join(unknown) +
+                             " (raise --timeout); this is not a pass\n")
+        sys.stdout.write("OK: every invariant is proved for any number of ids and requests\n"
+                         if ok else "FAILED: see the table, counterexamples and traces above\n")
+    if args.junit_xml:
+        write_junit(args.junit_xml, results)
+    return 0 if ok else 1

@@ -1,0 +1,294 @@
+"""The z3 prover: one definition read two ways, inductive proofs, counterexamples, traces."""
+
+import pytest
+import z3
+
+from mcp_inflight.model import (DESIGNS, HAZARDS, INVARIANTS, PROPERTY, Concrete, Config,
+                                actions_for, apply_writes, mutants, profiles)
+from mcp_inflight.model.auxiliary import AUX, AUXILIARY
+from mcp_inflight.model.session import FIELDS, domains
+from mcp_inflight.proofs import symbolic as S
+from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.prove import Prover, prove
+
+from conftest import run as explored
+
+PROFILES = profiles()
+ATOMIC = DESIGNS["atomic"]
+
+
+@pytest.fixture(scope="module")
+def atomic_proofs():
+    return {p: prove(Config(ATOMIC, *p)) for p in PROFILES}
+
+
+# --- one definition: the symbolic reading agrees with the concrete one ------------------------
+
+def _states(cfg, limit=None):
+    seen = set()
+    explore(cfg, symmetry=False, progress=False, on_edge=lambda pre, a, args, post, out: seen.add(pre))
+    states = sorted(seen)
+    if limit is not None and len(states) > limit:
+        step = len(states) / limit
+        states = [states[int(n * step)] for n in range(limit)]
+    return states
+
+
+def _lit(x):
+    if not z3.is_expr(x):
+        return x
+    v = z3.simplify(x)
+    assert z3.is_true(v) or z3.is_false(v) or z3.is_int_value(v), f"not a literal: {v}"
+    return True if z3.is_true(v) else False if z3.is_false(v) else v.as_long()
+
+
+def _agree(cfg, states, to_symbolic):
+    """Every move from every state: same enabledness, same outputs, same successor, same verdict
+    of every property, concrete vs symbolic (the symbolic state built from the concrete one)."""
+    b = Concrete(domains(cfg))
+    bs = S.Symbolic(domains(cfg))
+    props = [p for p in INVARIANTS + HAZARDS + AUXILIARY if p.applies(cfg)]
+    checked = 0
+    for s in states:
+        ss = to_symbolic(s)
+        for p in props:
+            if p.scope == "state":
+                assert _lit(p.fn(bs, ss, cfg)) == bool(p.fn(b, s, cfg)), (p.name, s)
+        for a in actions_for(cfg):
+            for r in range(cfg.requests):
+                for i in (range(cfg.ids) if "i" in a.params else (None,)):
+                    g, out, writes = a.run(b, s, cfg, r, i)
+                    gs, outs, writes_s = a.run(bs, ss, cfg, r, i)
+                    assert _lit(gs) == bool(g), (a.name, r, i, s)
+                    if not g:
+                        continue
+                    checked += 1
+                    for kind, (t, d) in out.items():
+                        ts, ds = outs[kind]
+                        assert (_lit(ts), _lit(ds)) == (t, bool(d)), (a.name, kind, s)
+                    post = apply_writes(s, writes)
+                    post_s = S.apply_writes(ss, writes_s)
+                    for f in FIELDS:
+                        want, got = getattr(post, f.name), getattr(post_s, f.name)
+                        if f.key is None:
+                            assert _lit(got) == want, (a.name, f.name, s)
+                        else:
+                            assert [_lit(got[k]) for k in range(len(want))] == list(want), \
+                                (a.name, f.name, s)
+                    for p in props:
+                        if p.scope == "step":
+                            v = p.fn(b, s, post, cfg, a, r, i, out)
+                            vs = p.fn(bs, ss, post_s, cfg, a, r, i, outs)
+                            assert _lit(vs) == bool(v), (p.name, a.name, s)
+    return checked
+
+
+@pytest.mark.parametrize("design", list(DESIGNS))
+@pytest.mark.parametrize("profile", PROFILES, ids="-".join)
+def test_symbolic_reading_agrees_on_explored_transitions(design, profile):
+    """A sample of the states reachable at 1 id and 2 requests, in both symbolic representations
+    (finite slots for bounded search, arrays for the proofs); every state in the slow test."""
+    cfg = Config(DESIGNS[design], *profile, ids=1, requests=2)
+    states = _states(cfg, limit=8)
+    assert _agree(cfg, states, S.finite_from_concrete) > 0
+    assert _agree(cfg, states[:3], S.from_concrete) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", list(DESIGNS))
+@pytest.mark.parametrize("profile", PROFILES, ids="-".join)
+def test_symbolic_reading_agrees_on_every_explored_transition(design, profile):
+    cfg = Config(DESIGNS[design], *profile, ids=1, requests=2)
+    assert _agree(cfg, _states(cfg), S.finite_from_concrete) > 0
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids="-".join)
+def test_unbounded_quantifiers_agree_with_the_concrete_guards(profile):
+    """With quantifiers over all naturals (the proofs' reading), the solver decides each guard on
+    a concrete state exactly as the concrete backend does."""
+    cfg = Config(ATOMIC, *profile, ids=1, requests=2)
+    b = Concrete(domains(cfg))
+    bs = S.Symbolic()
+    for s in _states(cfg, limit=4):
+        ss = S.from_concrete(s)
+        for a in actions_for(cfg):
+            for r in range(cfg.requests):
+                i = 0 if "i" in a.params else None
+                g = S.to_bool(a.guard(bs, ss, cfg, r, i))
+                solver = z3.Solver()
+                solver.add(z3.Not(g) if a.guard(b, s, cfg, r, i) else g)
+                assert solver.check() == z3.unsat, (a.name, r, s)
+
+
+# --- induction ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("profile", PROFILES, ids="-".join)
+def test_every_invariant_is_proved_on_atomic(atomic_proofs, profile):
+    res = atomic_proofs[profile]
+    assert res.ok
+    for p in res.of("invariant"):
+        if p.applies:
+            assert p.status == "proved", (p.name, p.note, p.cti)
+            assert p.method == "induction" and p.cti is None and p.trace is None
+            assert p.auxiliary, p.name
+    for p in res.of("auxiliary"):
+        if p.applies:
+            assert p.status == "proved", (p.name, p.cti)
+    doc = res.to_json()
+    inv = {v["name"]: v for v in doc["invariants"]}
+    assert inv["unique_in_flight"]["proof"]["method"] == "induction"
+    assert inv["unique_in_flight"]["proof"]["proved"] is True
+    assert set(inv["unique_in_flight"]["proof"]) >= {"method", "proved", "seconds", "auxiliary",
+                                                       "cti", "trace"}
+
+
+def test_auxiliary_invariants_hold_in_the_explorer_too():
+    for profile in PROFILES:
+        res = explore(Config(ATOMIC, *profile), progress=False, properties=AUXILIARY)
+        assert all(v.ok for v in res.verdicts if v.applies), profile
+
+
+def test_stale_cancel_hazard_proved_where_it_holds_and_traced_where_it_fails(atomic_proofs):
+    for profile, res in atomic_proofs.items():
+        p = res.proof("stale_cancel_is_inert")
+        if profile == ("2025-11-25", "http"):
+            assert p.status == "trace"
+            assert "not the one meant" in p.trace[-1]["story"]
+            assert p.trace[-1]["action"] == "deliver_cancel"
+            assert not explored("atomic", *profile).verdict("stale_cancel_is_inert").ok
+        else:
+            assert p.status == "proved", (profile, p.cti)
+    assert "stale_cancel_ahead" in atomic_proofs[("2025-11-25", "stdio")].proof(
+        "stale_cancel_is_inert").auxiliary
+
+
+def test_without_auxiliary_invariants_induction_gives_a_counterexample():
+    """unique_in_flight alone is not inductive: the CTI has the pre-state, the action with its
+    arguments, the post-state and the broken conjunct; no reachable trace exists."""
+    res = Prover(Config(ATOMIC, "2026-07-28", "http"), auxiliary=(), depth=6).run(
+        ["unique_in_flight"])
+    p = res.proof("unique_in_flight")
+    assert p.status == "cti" and not p.proved and p.trace is None
+    cti = p.cti
+    assert cti["broken"] == "unique_in_flight"
+    assert cti["action"] == "admit" and "r" in cti["args"]
+    live = [n for n, v in cti["post"]["instances"].items() if v["life"] in ("in_flight", "stream_broken")]
+    rids = {cti["post"]["instances"][n]["rid"] for n in live}
+    assert len(live) >= 2 and len(rids) < len(live)
+    assert cti["changes"]
+
+
+def test_a_dropped_auxiliary_candidate_is_reported_with_its_cti():
+    """A false candidate is not silently kept: Houdini drops it with a counterexample, and the
+    proof of the invariants does not use it."""
+    from mcp_inflight.model.properties import Property
+    from mcp_inflight.model.lifecycle import Life
+    bogus = Property("nobody_is_refused", "auxiliary", "state",
+                     lambda b, s, c: b.ForAll("inst", lambda r: s.life[r] != Life.REFUSED),
+                     lambda c: True, "false on purpose")
+    res = Prover(Config(ATOMIC, "2026-07-28", "http"),
+                 auxiliary=AUXILIARY + (bogus,)).run(["unique_in_flight"])
+    p = res.proof("nobody_is_refused")
+    assert p.status == "cti" and p.cti["action"] == "refuse"
+    assert "nobody_is_refused" not in res.proof("unique_in_flight").auxiliary
+    assert res.proof("unique_in_flight").proved
+
+
+# --- bounded model checking and engine agreement ---------------------------------------------
+
+def _agrees_with_explorer(design, profile, res):
+    ex = explored(design.name, *profile) if design.name in DESIGNS else \
+        explore(Config(design, *profile), progress=False)
+    for p in res.proofs:
+        if p.kind == "auxiliary" or not p.applies:
+            continue
+        v = ex.verdict(p.name)
+        assert p.holds is not None, (design.name, profile, p.name, p.note)
+        assert p.holds == v.ok, (design.name, profile, p.name, p.status, v.ok)
+        if not v.ok:
+            assert p.trace and len(p.trace) <= res.depth
+    return ex
+
+
+def test_bmc_trace_for_unguarded_duplicate():
+    res = Prover(Config(DESIGNS["unguarded"], "2026-07-28", "http"), auxiliary=()).run(
+        ["unique_in_flight", "no_misrouted_response"])
+    for name in ("unique_in_flight", "no_misrouted_response"):
+        p = res.proof(name)
+        assert p.status == "trace" and p.method == "bmc" and p.cti is not None
+        ex = explored("unguarded", "2026-07-28", "http").verdict(name)
+        assert len(p.trace) == len(ex.trace), name   # both shortest
+    assert "misrouted" in res.proof("no_misrouted_response").trace[-1]["story"]
+
+
+def test_bmc_trace_for_check_then_claim_orphan():
+    res = Prover(Config(DESIGNS["check_then_claim"], "2026-07-28", "http"), auxiliary=()).run(
+        ["no_orphan"])
+    p = res.proof("no_orphan")
+    assert p.status == "trace"
+    assert [s["action"] for s in p.trace].count("check") >= 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", list(DESIGNS))
+@pytest.mark.parametrize("profile", PROFILES, ids="-".join)
+def test_engines_agree(design, profile):
+    """For every design x profile x invariant and hazard: explorer verdict at the default bound
+    and prover verdict agree (proof or no trace vs holds; trace vs counterexample)."""
+    res = prove(Config(DESIGNS[design], *profile))
+    _agrees_with_explorer(DESIGNS[design], profile, res)
+
+
+# --- mutants: atomic minus one safeguard ------------------------------------------------------
+
+#: Which invariants catch each mutant (on some profile), as both engines find them.
+CAUGHT_BY = {
+    "atomic-split-claim": {"no_orphan", "refusal_is_inert", "no_hung_request"},
+    "atomic-no-refusal": {"unique_in_flight", "cancel_hits_target", "no_orphan", "no_hung_request"},
+    "atomic-free-on-cancel": {"owned_removal"},
+}
+#: Mutants whose safeguard is redundant once the claim is atomic: the auxiliary invariants
+#: (live_owns_inflight, stream_follows_inflight...) show the guarded entry is always the owner's.
+EQUIVALENT = {"atomic-unguarded-write", "atomic-cancel-by-id", "atomic-unguarded-respond",
+              "atomic-unguarded-cancel", "atomic-unguarded-unwind", "atomic-unguarded-break",
+              "atomic-unguarded-refuse"}
+
+
+def test_mutant_table_covers_every_mutant():
+    assert set(CAUGHT_BY) | EQUIVALENT == set(mutants())
+
+
+@pytest.mark.parametrize("mutant,profile,name", [
+    ("atomic-no-refusal", ("2026-07-28", "http"), "unique_in_flight"),
+    ("atomic-split-claim", ("2026-07-28", "http"), "no_orphan"),
+    ("atomic-free-on-cancel", ("2026-07-28", "stdio"), "owned_removal"),
+])
+def test_mutant_caught_with_a_trace(mutant, profile, name):
+    d = mutants()[mutant]
+    res = Prover(Config(d, *profile), auxiliary=()).run([name])
+    assert res.proof(name).status == "trace"
+    assert not explore(Config(d, *profile), progress=False).verdict(name).ok
+
+
+def test_equivalent_mutant_is_proved_like_atomic():
+    res = prove(Config(mutants()["atomic-unguarded-respond"], "2026-07-28", "http"))
+    assert res.ok
+    assert explore(Config(mutants()["atomic-unguarded-respond"], "2026-07-28", "http"),
+                   progress=False).ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", sorted(mutants()))
+def test_mutants_on_both_engines(mutant):
+    d = mutants()[mutant]
+    broken = set()
+    for profile in PROFILES:
+        res = prove(Config(d, *profile))
+        ex = _agrees_with_explorer(d, profile, res)
+        broken |= {p.name for p in res.of("invariant") if p.applies and p.status == "trace"}
+        assert {v.name for v in ex.of("invariant") if v.applies and not v.ok} <= broken
+    if mutant in EQUIVALENT:
+        assert broken == set()
+    else:
+        assert broken == CAUGHT_BY[mutant]
+        assert AUX  # the auxiliary invariants are what the equivalent mutants are proved with
