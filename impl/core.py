@@ -6,8 +6,12 @@ and the core answers what to do: admit this request (with an opaque handle) or r
 this JSON-RPC error, write this message on that request's stream or drop it, cancel that
 handler.  Every answer is computed by the model's own actions (``model/session.py``: ``arrive``,
 ``admit``, ``refuse``, ``emit``, ``server_request``, ``answer``, ``respond``, ``on_cancel``,
-``unwind``, ``break_stream``) with the concrete backend of ``model/logic.py`` under
-``model.config.ATOMIC``; this module adds no guard and no effect of its own.
+``unwind``, ``break_stream``) under ``model.config.ATOMIC``; this module adds no guard and no
+effect of its own.  Two engines run them on the same runtime state: ``"generated"`` (the
+default) runs Python generated once per profile from those functions (``impl/compiled.py``),
+``"model"`` calls the functions themselves with the concrete backend of ``model/logic.py``.
+``tests/test_core.py`` checks that both agree with the model on explored state spaces and runs
+the side-by-side state machine on both.
 
 The admission API (stable; other adapters build on it)
 -------------------------------------------------------
@@ -237,15 +241,6 @@ class _Live(Concrete):
         return any(fn(v) for v in self._domain(sort))
 
 
-_ARRIVE = ACTION["arrive"]
-_ADMIT = ACTION["admit"]
-_REFUSE = ACTION["refuse"]
-_EMIT = ACTION["emit"]
-_SREQ = ACTION["server_request"]
-_ANSWER = ACTION["answer"]
-_RESPOND = ACTION["respond"]
-_UNWIND = ACTION["unwind"]
-_BREAK = ACTION["break_stream"]
 _SEND_EFFECT = ACTION["rogue_sends"].effect
 _CLOSE_EFFECT = ACTION["send_cancel"].effect
 
@@ -274,36 +269,77 @@ def _guards_for(cfg: Config) -> dict:
     return {a.name: compiled_guard(a, cfg) for a in ACTION.values()}
 
 
+ENGINES = ("generated", "model")
+
+
+def _model_engine(core) -> dict:
+    """The actions run through the model's functions with the concrete backend on the runtime
+    state (``engine="model"``): the reference the generated actions are tested against."""
+    b, s, c = core.b, core.s, core.cfg
+    guards = _guards_for(c)
+    acts = {}
+
+    def action(name):
+        a = ACTION[name]
+        src, conds = guards[name]
+
+        def run(r, i=None):
+            if not a.applies(c):
+                return False, None
+            if src is not None and s.life[r] not in src:
+                return False, None
+            for cond in conds:
+                if not cond(b, s, c, r, i):
+                    return False, None
+            out = a.output(b, s, c, r, i)
+            apply_runtime(s, a.effect(b, s, c, r, i, out))
+            return True, (next(iter(out.values())) if out else None)
+        return run
+
+    for name in ("arrive", "admit", "refuse", "emit", "server_request", "answer", "respond",
+                 "unwind", "break_stream"):
+        acts[name] = action(name)
+    acts["send"] = lambda r, i=None: apply_runtime(s, _SEND_EFFECT(b, s, c, r, i, {}))
+    acts["close"] = lambda r, i=None: apply_runtime(s, _CLOSE_EFFECT(b, s, c, r, None, {}))
+
+    def cancel(i, conn):
+        tgt, hit, writes = on_cancel(b, s, c, i, conn)
+        apply_runtime(s, writes)
+        return tgt, hit
+    acts["on_cancel"] = cancel
+    return acts
+
+
 class SessionCore:
     """One session's requests under the ``atomic`` design (see the module text for the API)."""
 
-    def __init__(self, revision: str = "2025-11-25", transport: str = "http", design=ATOMIC):
+    def __init__(self, revision: str = "2025-11-25", transport: str = "http", design=ATOMIC,
+                 engine: str = "generated"):
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.cfg = _config(design, revision, transport)
-        self._guards = _guards_for(self.cfg)
+        self.engine = engine
         self.s = RuntimeState()
         self.b = _Live(self.s)
         self._handles: dict[int, Handle] = {}
         self._next = count()
         self.dropped = 0             # messages not written because their stream was gone
         self.on_step = None          # optional fn(action_name, inst, out), for tests
+        if engine == "generated":
+            from .compiled import bind
+            self._acts = bind(self.cfg, self.s)
+        else:
+            self._acts = _model_engine(self)
 
     # --- running the model -----------------------------------------------------------------
-    def _run(self, action, r, i=None):
-        """Take ``action`` on instance ``r`` if its guard holds: the model's ``Action.run``, with
-        the guard's parts (the trigger's source set and named conditions) looked up once per
-        profile (:func:`compiled_guard`) and the output and effect computed only when it holds."""
-        b, s, c = self.b, self.s, self.cfg
-        src, conds = self._guards[action.name]
-        if src is not None and s.life[r] not in src:
-            return False, None
-        for cond in conds:
-            if not cond(b, s, c, r, i):
-                return False, None
-        out = action.output(b, s, c, r, i)
-        apply_runtime(s, action.effect(b, s, c, r, i, out))
-        if self.on_step is not None:
-            self.on_step(action.name, r, out)
-        return True, out
+    def _run(self, name, r, i=None):
+        """Take the model's action ``name`` on instance ``r`` if its guard holds; returns
+        ``(taken, output)`` where ``output`` is ``(stream, goes_out)`` for an action that
+        writes a message, else None."""
+        ok, out = self._acts[name](r, i)
+        if ok and self.on_step is not None:
+            self.on_step(name, r, out)
+        return ok, out
 
     def _forget_if_done(self, h: Handle):
         r = h.inst
@@ -318,8 +354,8 @@ class SessionCore:
     def _mine(self, h) -> bool:
         return self._handles.get(getattr(h, "inst", None)) is h
 
-    def _target(self, out, kind) -> Handle | None:
-        t, goes = out[kind]
+    def _target(self, out) -> Handle | None:
+        t, goes = out
         if not goes:
             self.dropped += 1
             return None
@@ -331,16 +367,16 @@ class SessionCore:
         registered).  Raises :class:`InvalidId` for an id that is not a string or integer."""
         key = typed_id(rid)
         r = next(self._next)
-        apply_runtime(self.s, _SEND_EFFECT(self.b, self.s, self.cfg, r, key, {}))
-        ok, _ = self._run(_ARRIVE, r)
+        self._acts["send"](r, key)
+        ok, _ = self._run("arrive", r)
         if not ok:  # pragma: no cover - a fresh instance in ``sent`` always arrives
             raise RuntimeError("the model did not let a fresh request arrive")
         h = Handle(r, rid, key)
         self._handles[r] = h
-        ok, _ = self._run(_ADMIT, r)
+        ok, _ = self._run("admit", r)
         if ok:
             return Admitted(h)
-        ok, _ = self._run(_REFUSE, r)
+        ok, _ = self._run("refuse", r)
         if not ok:  # pragma: no cover - atomic: every received request is admitted or refused
             raise RuntimeError("the model neither admitted nor refused the request")
         self._forget_if_done(h)
@@ -355,27 +391,27 @@ class SessionCore:
         if not self._mine(h):
             self.dropped += 1
             return None
-        ok, out = self._run(_EMIT, h.inst)
+        ok, out = self._run("emit", h.inst)
         if not ok:
             self.dropped += 1
             return None
-        return self._target(out, "progress")
+        return self._target(out)
 
     def server_request(self, h: Handle) -> Handle | None:
         """``h``'s handler sends a server-to-client request (2025-11-25): the handle whose stream
         carries it, or None (not sent: stream gone, handler stopped, or one already made)."""
-        if not self._mine(h) or not _SREQ.applies(self.cfg):
+        if not self._mine(h) or not ACTION["server_request"].applies(self.cfg):
             return None
-        ok, out = self._run(_SREQ, h.inst)
+        ok, out = self._run("server_request", h.inst)
         if not ok:
             return None
-        return self._target(out, "server_request")
+        return self._target(out)
 
     def answer(self, h: Handle) -> bool:
         """The client answered ``h``'s pending server-to-client request."""
-        if not self._mine(h) or not _ANSWER.applies(self.cfg):
+        if not self._mine(h) or not ACTION["answer"].applies(self.cfg):
             return False
-        return self._run(_ANSWER, h.inst)[0]
+        return self._run("answer", h.inst)[0]
 
     def finish(self, h: Handle) -> Handle | None:
         """``h``'s handler has ended.  Live: its response (the model's ``respond``) goes on the
@@ -383,11 +419,11 @@ class SessionCore:
         unwinds and nothing is written.  Entries are released by identity either way."""
         if not self._mine(h):
             return None
-        ok, out = self._run(_RESPOND, h.inst)
+        ok, out = self._run("respond", h.inst)
         if ok:
-            target = self._target(out, "response")
+            target = self._target(out)
         else:
-            self._run(_UNWIND, h.inst)
+            self._run("unwind", h.inst)
             target = None
         self._forget_if_done(h)
         return target
@@ -403,10 +439,10 @@ class SessionCore:
         if self.cfg.close_is_cancel:
             # The client's close is the model's send_cancel (its effect: the stream is no longer
             # open; its guard is the client's belief, not the server's to check), then on_cancel.
-            apply_runtime(self.s, _CLOSE_EFFECT(self.b, self.s, self.cfg, r, None, {}))
+            self._acts["close"](r)
             return self._cancel_with(self.s.rid[r], r) is h
-        if _BREAK.applies(self.cfg):
-            self._run(_BREAK, r)
+        if ACTION["break_stream"].applies(self.cfg):
+            self._run("break_stream", r)
         return False
 
     def cancel(self, rid) -> Handle | None:
@@ -421,10 +457,9 @@ class SessionCore:
         return self._cancel_with(key, NONE)
 
     def _cancel_with(self, key, conn) -> Handle | None:
-        tgt, hit, writes = on_cancel(self.b, self.s, self.cfg, key, conn)
+        tgt, hit = self._acts["on_cancel"](key, conn)
         if not hit:
             return None
-        apply_runtime(self.s, writes)
         if self.on_step is not None:
             self.on_step("on_cancel", tgt, {})
         return self._handles.get(tgt)

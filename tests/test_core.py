@@ -30,13 +30,14 @@ RUNTIME_INVARIANTS = ("unique_in_flight", "no_orphan", "quiescent_clean")
 class CoreVsModel(RuleBasedStateMachine):
     revision = "2025-11-25"
     transport = "http"
+    engine = "generated"
 
     def __init__(self):
         super().__init__()
         self.cfg = Config(ATOMIC, self.revision, self.transport, ids=2, requests=N)
         self.b = Concrete(domains(self.cfg))
         self.s = initial(self.cfg)
-        self.core = SessionCore(self.revision, self.transport)
+        self.core = SessionCore(self.revision, self.transport, engine=self.engine)
         self.h = {}                # model instance -> core handle
         self.dropped = 0
 
@@ -193,9 +194,9 @@ class CoreVsModel(RuleBasedStateMachine):
             assert self.core.empty()
 
 
-def _machine(revision, transport):
-    cls = type(f"CoreVsModel_{revision}_{transport}".replace("-", "_"), (CoreVsModel,),
-               {"revision": revision, "transport": transport})
+def _machine(revision, transport, engine="generated"):
+    cls = type(f"CoreVsModel_{revision}_{transport}_{engine}".replace("-", "_"), (CoreVsModel,),
+               {"revision": revision, "transport": transport, "engine": engine})
     return cls.TestCase
 
 
@@ -204,7 +205,9 @@ TestCore_2025_http = _machine("2025-11-25", "http")
 TestCore_2025_stdio = _machine("2025-11-25", "stdio")
 TestCore_2026_http = _machine("2026-07-28", "http")
 TestCore_2026_stdio = _machine("2026-07-28", "stdio")
-for _t in (TestCore_2025_http, TestCore_2025_stdio, TestCore_2026_http, TestCore_2026_stdio):
+TestCore_2025_http_model_engine = _machine("2025-11-25", "http", "model")
+for _t in (TestCore_2025_http, TestCore_2025_stdio, TestCore_2026_http, TestCore_2026_stdio,
+           TestCore_2025_http_model_engine):
     _t.settings = _SETTINGS
 del _t
 
@@ -213,12 +216,8 @@ del _t
 
 def _to_runtime(s):
     rt = RuntimeState()
-    for f in FIELDS:
-        if f.key is None or f.ghost or f.wire:
-            continue
-        for k, v in enumerate(getattr(s, f.name)):
-            if v != f.default:
-                getattr(rt, f.name)[k] = v
+    for name, items in _stored(s).items():
+        getattr(rt, name).update(items)
     return rt
 
 
@@ -267,6 +266,75 @@ def test_runtime_applier_agrees_with_apply_writes(revision, transport, ids):
     assert res.complete and seen["edges"] > 50 and seen["guards"] > 50
 
 
+# --- the generated actions and the model's own, on explored transitions ----------------------
+
+@pytest.mark.parametrize("ids", [1, pytest.param(2, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("revision,transport", profiles())
+def test_generated_actions_agree_with_the_model(revision, transport, ids):
+    """For every explored state, every action the core takes on every instance (and every cancel
+    by id or by connection) gives the same guard, output and post-state through the code
+    generated from the model as through the model's functions with ``Concrete`` and
+    ``apply_writes`` (server fields; ghost and wire fields are not runtime state)."""
+    from mcp_inflight.impl.compiled import bind
+    from mcp_inflight.model.session import FIELD
+
+    cfg = Config(ATOMIC, revision, transport, ids=ids, requests=2)
+    b = Concrete(domains(cfg))
+    states = set()
+    explore(cfg, progress=False, on_edge=lambda pre, a, args, post, out: states.add(pre))
+    names = ("arrive", "admit", "refuse", "emit", "server_request", "answer", "respond", "unwind",
+             "break_stream")
+    compared = 0
+    ordered = sorted(states)
+    if ids == 1 and len(ordered) > 1500:
+        ordered = ordered[::3]   # the quick run takes every third state; the slow run takes all
+    for pre in ordered:
+        stored = _stored(pre)
+
+        def fresh():
+            rt = RuntimeState()
+            for name, items in stored.items():
+                getattr(rt, name).update(items)
+            return rt
+
+        for name in names:
+            a = ACTION[name]
+            for r in range(cfg.requests):
+                rt = fresh()
+                got = bind(cfg, rt)[name](r)
+                if not a.applies(cfg):
+                    assert got == (False, None)
+                    continue
+                ok, out, writes = a.run(b, pre, cfg, r)
+                if name == "arrive":
+                    # stdio's channel order is a wire condition: the adapter keeps it by handing
+                    # messages to the core in the order it reads them, so the runtime reads no
+                    # send times; the rest of the guard must agree.
+                    assert got[0] == (pre.life[r] == Life.SENT), (name, r, pre)
+                else:
+                    assert got[0] == bool(ok), (name, r, pre)
+                if ok:
+                    assert got[1] == (next(iter(out.values())) if out else None), (name, r)
+                    assert _stored(rt) == _stored(apply_writes(pre, writes)), (name, r)
+                compared += 1
+        for i in range(cfg.ids):
+            for conn in [NONE] + list(range(cfg.requests)):
+                rt = fresh()
+                tgt, hit = bind(cfg, rt)["on_cancel"](i, conn)
+                want_t, want_hit, writes = on_cancel(b, pre, cfg, i, conn)
+                assert bool(hit) == bool(want_hit) and (not hit or tgt == want_t)
+                assert _stored(rt) == _stored(apply_writes(pre, writes))
+                compared += 1
+        for r in range(cfg.requests):          # the effects applied without a guard
+            for short, name in (("send", "rogue_sends"), ("close", "send_cancel")):
+                rt = fresh()
+                bind(cfg, rt)[short](r, 0)
+                want = apply_writes(pre, ACTION[name].effect(b, pre, cfg, r, 0, {}))
+                assert _stored(rt) == _stored(want), (short, r)
+    assert compared > 500
+    assert FIELD["rid"].default == 0
+
+
 # --- the same checks catch a core on a broken design ----------------------------------------
 
 def test_runtime_invariants_fail_on_an_unguarded_core():
@@ -283,8 +351,8 @@ def test_state_machine_catches_an_unguarded_core(monkeypatch):
     """The side-by-side machine fails when the core does not run the model's atomic design."""
     orig = SessionCore.__init__
 
-    def unguarded(self, revision="2025-11-25", transport="http", design=ATOMIC):
-        orig(self, revision, transport, design=UNGUARDED)
+    def unguarded(self, revision="2025-11-25", transport="http", design=ATOMIC, engine="generated"):
+        orig(self, revision, transport, design=UNGUARDED, engine=engine)
 
     monkeypatch.setattr(SessionCore, "__init__", unguarded)
     m = CoreVsModel()

@@ -1,0 +1,211 @@
+"""The model's server-side actions, generated as Python for the runtime state of the core.
+
+The core (``impl/core.py``) can run the model's actions two ways on the same runtime state:
+through the concrete backend (``model.logic.Concrete``: every guard and effect re-evaluated
+call by call, building ``Write`` records) or through code generated here from the very same
+functions.  Generation calls each action of ``model/session.py`` once per profile with a
+code-producing logic backend (the expression generator of ``proofs/compiled.py``) and a view of
+the runtime state whose reads are source text: ``s.life[r]`` becomes ``life.get(r, 0)``, a ghost
+or wire field becomes its default (the core never stores them, so the constant folds away),
+``ForAll("inst", ...)`` becomes ``all(... for q in life)`` over the live instances.  The writes
+become assignments into the runtime tables, every key and value computed before the first is
+applied, as ``model.logic`` specifies.  Nothing here states a rule; the text of every guard and
+effect comes from ``model/``.
+
+``tests/test_core.py`` checks that the generated actions and the model's own (``Concrete`` with
+``apply_writes``) agree on every transition of explored state spaces: guard, output, post-state.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import count
+
+from mcp_inflight.model.config import Config
+from mcp_inflight.model.logic import NONE
+from mcp_inflight.model.session import ACTION, FIELDS, on_cancel
+from mcp_inflight.proofs.compiled import Expr, Gen, lift
+
+#: The keyed fields the core stores (the rest are ghost or wire fields, read as their default).
+STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
+_DEFAULT = {f.name: f.default for f in FIELDS}
+_SORT = {f.name: f.sort for f in FIELDS}
+
+#: The actions the core takes (the server's own, the client's answer, and the two client steps
+#: whose *effects* the core applies when a message arrives or a stream closes).
+GUARDED = ("arrive", "admit", "refuse", "emit", "server_request", "answer", "respond", "unwind",
+           "break_stream")
+EFFECT_ONLY = {"send": "rogue_sends", "close": "send_cancel"}
+
+
+class _Field:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __getitem__(self, k):
+        return Expr(f"T_{self.name}.get({lift(k)}, {int(_DEFAULT[self.name])!r})",
+                    _SORT[self.name] == "inst?")
+
+
+class _Fixed:
+    """A ghost or wire field: always its default (the core does not keep it)."""
+
+    __slots__ = ("default",)
+
+    def __init__(self, default):
+        self.default = default
+
+    def __getitem__(self, k):
+        return self.default
+
+
+class RuntimeView:
+    """The runtime state as the model reads it, producing source over the tables ``T_<field>``."""
+
+    def __init__(self):
+        for f in FIELDS:
+            if f.name in STORED:
+                setattr(self, f.name, _Field(f.name))
+            elif f.key is None:
+                setattr(self, f.name, f.default)
+            else:
+                setattr(self, f.name, _Fixed(f.default))
+
+
+class RuntimeGen(Gen):
+    """The source-producing logic with quantifiers over what is live at run time."""
+
+    def __init__(self):
+        super().__init__({})
+        self._names = count()
+
+    def _domain(self, sort):
+        return "T_life" if sort == "inst" else "(T_inflight.keys() | T_stream.keys())"
+
+    def ForAll(self, sort, fn):
+        v = f"q{next(self._names)}"
+        body = fn(Expr(v, False))
+        if not isinstance(body, Expr):
+            return True if body else Expr(f"(not {self._domain(sort)})", False)
+        return Expr(f"all({body.src} for {v} in {self._domain(sort)})", False)
+
+    def Exists(self, sort, fn):
+        v = f"q{next(self._names)}"
+        body = fn(Expr(v, False))
+        if not isinstance(body, Expr):
+            return Expr(f"bool({self._domain(sort)})", False) if body else False
+        return Expr(f"any({body.src} for {v} in {self._domain(sort)})", False)
+
+
+def _is_false(x) -> bool:
+    return not isinstance(x, Expr) and not x
+
+
+def _writes(lines, writes, ind):
+    """Source applying ``writes``: all keys, values and conditions first, then the assignments."""
+    plan = []
+    for n, w in enumerate(writes):
+        if w.field not in STORED or _is_false(w.when):
+            continue
+        if w.key is None:
+            raise ValueError(f"scalar server field {w.field!r}: the runtime keeps none")
+        k, v = f"k{n}", f"v{n}"
+        lines.append(f"{ind}{k} = {lift(w.key)}")
+        lines.append(f"{ind}{v} = {lift(w.value)}")
+        cond = None
+        if isinstance(w.when, Expr):
+            cond = f"c{n}"
+            lines.append(f"{ind}{cond} = {w.when.src}")
+        plan.append((w, k, v, cond))
+    for w, k, v, cond in plan:
+        inner = ind
+        if cond is not None:
+            lines.append(f"{ind}if {cond}:")
+            inner = ind + "    "
+        if isinstance(w.key, Expr) and w.key.maybe_neg:
+            lines.append(f"{inner}if {k} == {NONE}:")
+            lines.append(f"{inner}    raise ValueError('write to {w.field}[NONE]: an unmasked NONE key (model bug)')")
+        default = int(_DEFAULT[w.field])
+        if not isinstance(w.value, Expr):
+            if w.value == _DEFAULT[w.field]:
+                lines.append(f"{inner}T_{w.field}.pop({k}, None)")
+            else:
+                lines.append(f"{inner}T_{w.field}[{k}] = {v}")
+        else:
+            lines.append(f"{inner}if {v} == {default}:")
+            lines.append(f"{inner}    T_{w.field}.pop({k}, None)")
+            lines.append(f"{inner}else:")
+            lines.append(f"{inner}    T_{w.field}[{k}] = {v}")
+    if not plan:
+        lines.append(f"{ind}pass")
+
+
+def source(cfg: Config) -> str:
+    """The generated module for ``cfg``: ``bind(tables) -> {name: function}``."""
+    s = RuntimeView()
+    r, i = Expr("r", False), Expr("i", False)
+    args = ", ".join(f"T_{n}" for n in STORED)
+    lines = [f"def bind({args}):", "    out = {}"]
+    for name in GUARDED:
+        a = ACTION[name]
+        if not a.applies(cfg):
+            lines += [f"    def act_{name}(r, i=None):", "        return False, None",
+                      f"    out[{name!r}] = act_{name}"]
+            continue
+        b = RuntimeGen()
+        guard = a.guard(b, s, cfg, r, i)
+        outputs = a.output(b, s, cfg, r, i)
+        lines.append(f"    def act_{name}(r, i=None):")
+        if _is_false(guard):
+            lines += ["        return False, None", f"    out[{name!r}] = act_{name}"]
+            continue
+        if isinstance(guard, Expr):
+            lines.append(f"        if not {guard.src}:")
+            lines.append("            return False, None")
+        names = {}
+        for kind, (t, d) in outputs.items():
+            lines.append(f"        o_t = {lift(t)}")
+            lines.append(f"        o_d = {lift(d)}")
+            names[kind] = (Expr("o_t", _t_neg(t)), Expr("o_d", False))
+        if len(names) > 1:
+            raise ValueError(f"{name}: more than one output kind; the core expects at most one")
+        writes = a.effect(b, s, cfg, r, i, names)
+        _writes(lines, writes, "        ")
+        lines.append("        return True, " + ("(o_t, o_d)" if names else "None"))
+        lines.append(f"    out[{name!r}] = act_{name}")
+    for short, name in EFFECT_ONLY.items():
+        a = ACTION[name]
+        b = RuntimeGen()
+        lines.append(f"    def eff_{short}(r, i=None):")
+        _writes(lines, a.effect(b, s, cfg, r, i, {}), "        ")
+        lines.append(f"    out[{short!r}] = eff_{short}")
+    b = RuntimeGen()
+    tgt, hit, writes = on_cancel(b, s, cfg, i, Expr("conn", False))
+    lines.append("    def act_on_cancel(i, conn):")
+    lines.append(f"        tgt = {lift(tgt)}")
+    lines.append(f"        hit = {lift(hit)}")
+    _writes(lines, writes, "        ")
+    lines.append("        return tgt, hit")
+    lines.append("    out['on_cancel'] = act_on_cancel")
+    lines.append("    return out")
+    return "\n".join(lines) + "\n"
+
+
+def _t_neg(t) -> bool:
+    return t.maybe_neg if isinstance(t, Expr) else (isinstance(t, int) and t < 0)
+
+
+@lru_cache(maxsize=None)
+def binder(cfg: Config):
+    """``bind(*tables)`` for ``cfg`` (generated and compiled once per profile)."""
+    src = source(cfg)
+    namespace: dict = {}
+    exec(compile(src, f"<mcp-inflight runtime actions: {cfg.label}>", "exec"), namespace)
+    return namespace["bind"]
+
+
+def bind(cfg: Config, state) -> dict:
+    """The generated actions of ``cfg`` bound to a runtime state's tables."""
+    return binder(cfg)(*(getattr(state, n) for n in STORED))
