@@ -125,12 +125,9 @@ class Incoming:
         self.error = err
 
 
-_ENVELOPE = {
-    "request": J.JSONRPCRequest,
-    "notification": J.JSONRPCNotification,
-    "response": J.JSONRPCResponse,
-    "error": J.JSONRPCError,
-}
+_ENVELOPE = {kind: model.__pydantic_validator__.validate_python for kind, model in (
+    ("request", J.JSONRPCRequest), ("notification", J.JSONRPCNotification),
+    ("response", J.JSONRPCResponse), ("error", J.JSONRPCError))}
 
 
 def parse(raw) -> Incoming:
@@ -161,9 +158,9 @@ def classify(msg) -> Incoming:
             typed_id(rid)
         except InvalidId as e:
             return Incoming("invalid", err=e.error)
-    model = _ENVELOPE["error" if kind == "response" and "error" in msg else kind]
+    validate = _ENVELOPE["error" if kind == "response" and "error" in msg else kind]
     try:
-        model.model_validate(msg)
+        validate(msg)
     except pydantic.ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "message"
@@ -197,7 +194,11 @@ class Tool:
             self.listing["description"] = self.description
 
     def arguments(self, raw) -> dict:
-        return dict(self.model.model_validate(raw or {}))
+        return self._validate(raw if raw is not None else {}).__dict__
+
+    @property
+    def _validate(self):
+        return self.model.__pydantic_validator__.validate_python
 
 
 def _content(value) -> dict:
