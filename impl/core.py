@@ -160,13 +160,11 @@ class Refused:
 
 
 class _Table(dict):
-    """A keyed field of the model: a mapping that reads the field's default for absent keys."""
+    """A keyed field of the model: a mapping that reads the field's default for absent keys
+    (one subclass per field holds the default, so a table is created without arguments)."""
 
-    __slots__ = ("default",)
-
-    def __init__(self, default):
-        super().__init__()
-        self.default = default
+    __slots__ = ()
+    default = None
 
     def __missing__(self, key):
         return self.default
@@ -184,17 +182,20 @@ class _Discard:
         return self.default
 
 
+_TABLES = tuple((f.name, type(f"_Table_{f.name}", (_Table,), {"__slots__": (), "default": f.default}))
+                for f in FIELDS if f.key is not None and f.name not in _DISCARDED)
+_FIXED = {f.name: (f.default if f.key is None else _Discard(f.default))
+          for f in FIELDS if f.key is None or f.name in _DISCARDED}
+
+
 class RuntimeState:
     """The model's state (``model.session.FIELDS``) as mappings, readable by the model's rules."""
 
     def __init__(self):
-        for f in FIELDS:
-            if f.key is None:
-                setattr(self, f.name, f.default)
-            elif f.name in _DISCARDED:
-                setattr(self, f.name, _Discard(f.default))
-            else:
-                setattr(self, f.name, _Table(f.default))
+        d = self.__dict__
+        d.update(_FIXED)                    # ghost and wire fields: shared, read-only defaults
+        for name, table in _TABLES:
+            d[name] = table()
 
     def snapshot(self) -> dict:
         """The stored (server) fields, as plain dicts (for tests and debugging)."""

@@ -91,6 +91,7 @@ class App:
         self.allowed_origins = set(allowed_origins or ())
         self.max_body = max_body
         self.sessions: dict[str, _HttpSession] = {}
+        self._spare: list[Session] = []        # idle 2026-07-28 scopes, ready for the next POST
 
     # --- plumbing -------------------------------------------------------------------------
     @staticmethod
@@ -219,8 +220,14 @@ class App:
                 return await self._error(send, 400, HEADER_MISMATCH,
                                          f"MCP-Protocol-Version header {MODERN} does not match the "
                                          f"request's _meta protocol version {stated}", msg["id"])
-            session = Session(self.server, "http", MODERN)
-            return await self._request(session, msg, receive, send, ())
+            # no session: each POST is its own scope; an idle scope is reused (its core is empty)
+            spare = self._spare
+            session = spare.pop() if spare else Session(self.server, "http", MODERN)
+            try:
+                return await self._request(session, msg, receive, send, ())
+            finally:
+                if session.idle() and len(spare) < 256:
+                    spare.append(session)
         if inc.kind == "request" and msg["method"] == "initialize" and b"mcp-session-id" not in headers:
             sid = secrets.token_urlsafe(24)
             session = _HttpSession(self.server, sid)
