@@ -17,7 +17,7 @@ The admission API (stable; other adapters build on it)
 -------------------------------------------------------
 ::
 
-    core = SessionCore("2025-11-25", "http")      # one per session (2026-07-28 http: per server)
+    core = SessionCore("2025-11-25", "http")  # one per session (2026-07-28 http: one per POST)
     v = core.arrive(rid)            # rid: the request's JSON id exactly as parsed
     if isinstance(v, Refused):      # an id in flight: send v.error (on HTTP: 409, ``id: null``)
         ...
@@ -43,10 +43,11 @@ The explorer's state is a tuple per field over a bounded set of instances and id
 keyed field is a mapping with the field's default (:class:`_Table`): instances are numbered by
 a per-session counter (never reused, so identity comparisons stay sound), ids are typed keys.
 The model's functions read it by indexing exactly as they read the explorer's tuples.  Writes
-are applied by :func:`apply_runtime` (a write of the default value deletes the entry, so the
-tables hold only what is live); ``tests/test_core.py`` checks it against
-``model.logic.apply_writes`` on every transition of explored state spaces.  Quantifiers over
-``inst`` range over the live instances, over ``id`` over the ids present in a registry.
+are applied by :func:`apply_runtime` (``"model"`` engine) or by the generated assignments (a
+write of the default value deletes the entry, so the tables hold only what is live);
+``tests/test_core.py`` checks both against ``model.logic.apply_writes`` on every transition of
+explored state spaces.  Quantifiers over ``inst`` range over the live instances, over ``id``
+over the ids present in a registry.
 
 Ghost fields (``rogue``, ``got_resp``) and wire fields (``cmsg``, ``ts``, ``cts``, ``clock``)
 are not server state: the core never stores them (writes to them are discarded, reads give the
