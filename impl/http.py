@@ -251,6 +251,8 @@ class App:
         if status == "refused":
             return await self._reply(send, 409, dumps(error_reply(None, value)), extra)
         if status == "reply":
+            if value is None:      # the core routed the reply nowhere (not reachable on a fresh POST)
+                return await self._reply(send, 202, b"", extra)
             return await self._reply(send, 200, dumps(value), extra)
         handle = value
         await asyncio.sleep(0)          # let the handler take its first step
