@@ -527,39 +527,63 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
     unsent = int(Life.UNSENT)
     src = _Src()
     src.emit(0, "def canon(s):")
+    sent = (lambda r: f"s[{P_('life', r)}]") if unsent == 0 else \
+        (lambda r: f"(s[{P_('life', r)}] != {unsent})")
     for r in range(n):
-        rid = f"s[{P_('rid', r)}]"
-        flags = "".join(f"s[{lay.base[g]} + {rid}] == {r}, " for g in regs)
+        src.emit(1, f"r{r} = s[{P_('rid', r)}]")
+        flags = "".join(f"s[{lay.base[g]} + r{r}] == {r}, " for g in regs)
         src.emit(1, f"h{r} = s[{r * W}:{r * W + W - 1}] + ({flags})")
-    if ids > 1:
+
+    def finish(depth, pi, prid):
+        """Sort the instances under id renaming ``pi`` and return the encoded state."""
+        gs = ", ".join(f"h{r} + ({prid(r)}, {r})" for r in range(n))
+        src.emit(depth, f"o = sorted(({gs},))")
+        src.emit(depth, f"sg = [{n}] * {n + 1}")
+        for j in range(n):
+            src.emit(depth, f"sg[o[{j}][-1]] = {j}")
+        items = []
+        for g in regs + others:
+            for k_new in range(ids):
+                x = f"s[{lay.base[g] + pi.index(k_new)}]"
+                items.append(f"sg[{x}]" if g in regs else x)
+        items += [f"s[{lay.base[g]}]" for g in scalars]
+        src.emit(depth, "return bytes(" + " + ".join(f"o[{j}][:-1]" for j in range(n))
+                 + f" + ({', '.join(items)},))")
+
+    if ids == 1:
+        finish(1, (0,), lambda r: f"r{r}")
+    elif ids == 2:
+        # order the two ids by the sorted signatures of their sent instances
+        src.emit(1, "a = []; b = []")
+        for r in range(n):
+            src.emit(1, f"if {sent(r)}: (b if r{r} else a).append(h{r})")
+        src.emit(1, "a.sort(); b.sort()")
+        src.emit(1, "if b < a:")
+        finish(2, (1, 0), lambda r: f"((1 - r{r}) if {sent(r)} else r{r})")
+        finish(1, (0, 1), lambda r: f"r{r}")
+    else:
         src.emit(1, "D = (" + "[], " * ids + ")")
         for r in range(n):
-            src.emit(1, f"if s[{P_('life', r)}] != {unsent}: D[s[{P_('rid', r)}]].append(h{r})")
+            src.emit(1, f"if {sent(r)}: D[r{r}].append(h{r})")
         for k in range(ids):
             src.emit(1, f"D[{k}].sort()")
         src.emit(1, "ko = sorted((" + "".join(f"(D[{k}], {k}), " for k in range(ids)) + "))")
         src.emit(1, f"P = [0] * {ids}")
         for j in range(ids):
             src.emit(1, f"P[ko[{j}][1]] = {j}")
-        for r in range(n):
-            rid = f"s[{P_('rid', r)}]"
-            src.emit(1, f"g{r} = h{r} + ((P[{rid}] if s[{P_('life', r)}] != {unsent} else {rid}), {r})")
-    else:
-        src.emit(1, "P = (0,)")
-        for r in range(n):
-            src.emit(1, f"g{r} = h{r} + (s[{P_('rid', r)}], {r})")
-    src.emit(1, "o = sorted((" + "".join(f"g{r}, " for r in range(n)) + "))")
-    src.emit(1, f"sg = [{n}] * {n + 1}")
-    for j in range(n):
-        src.emit(1, f"sg[o[{j}][-1]] = {j}")
-    src.emit(1, f"R = [0] * {ids * (len(regs) + len(others))}")
-    for m, g in enumerate(regs + others):
-        for k in range(ids):
-            x = f"s[{lay.base[g] + k}]"
-            src.emit(1, f"R[{m * ids} + P[{k}]] = " + (f"sg[{x}]" if g in regs else x))
-    tail = "".join(f"s[{lay.base[g]}], " for g in scalars)
-    src.emit(1, "return bytes(" + " + ".join(f"o[{j}][:-1]" for j in range(n))
-             + f" + tuple(R) + ({tail}))")
+        gs = ", ".join(f"h{r} + ((P[r{r}] if {sent(r)} else r{r}), {r})" for r in range(n))
+        src.emit(1, f"o = sorted(({gs},))")
+        src.emit(1, f"sg = [{n}] * {n + 1}")
+        for j in range(n):
+            src.emit(1, f"sg[o[{j}][-1]] = {j}")
+        src.emit(1, f"R = [0] * {ids * (len(regs) + len(others))}")
+        for m, g in enumerate(regs + others):
+            for k in range(ids):
+                x = f"s[{lay.base[g] + k}]"
+                src.emit(1, f"R[{m * ids} + P[{k}]] = " + (f"sg[{x}]" if g in regs else x))
+        tail = "".join(f"s[{lay.base[g]}], " for g in scalars)
+        src.emit(1, "return bytes(" + " + ".join(f"o[{j}][:-1]" for j in range(n))
+                 + f" + tuple(R) + ({tail}))")
     return src.text()
 
 

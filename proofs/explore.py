@@ -293,10 +293,13 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
         judge_state(k0, s0)
     level = [(k0, s0)]
     depth = 0
+    expanded = 0
     while level:
         nxt = []
         # successors already met in this sweep are skipped before their (costlier) key is made
         met = set()
+        met_add = met.add
+        nxt_append = nxt.append
         for key, s in level:
             succ = expand(s)
             if not succ:
@@ -318,9 +321,9 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
                         name = step_props[j].name
                         if name not in first_bad:
                             first_bad[name] = ("step", key, m)
-                if t in met:
+                if t is s or t in met:   # a move that writes nothing returns s itself
                     continue
-                met.add(t)
+                met_add(t)
                 tk = key_of(t)
                 if tk in parent:
                     continue
@@ -328,10 +331,11 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
                     complete = False
                     continue
                 parent[tk] = (key, m)
-                nxt.append((tk, t))
+                nxt_append((tk, t))
                 if events(t):
                     judge_state(tk, t)
-            if len(parent) & 0xFFF == 0:
+            expanded += 1
+            if not expanded & 0x7FF:
                 prog.tick(len(parent), depth)
         if nxt:
             depth += 1
