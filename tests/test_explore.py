@@ -99,7 +99,7 @@ def reachable(cfg):
 KEY_CASES = [("unguarded", "2025-11-25", "stdio", 2, 2), ("check_then_claim", "2026-07-28", "http", 2, 2),
              pytest.param("atomic", "2025-11-25", "http", 2, 2, marks=pytest.mark.slow),
              pytest.param("unguarded", "2026-07-28", "http", 3, 2, marks=pytest.mark.slow),
-             pytest.param("check_then_claim", "2026-07-28", "http", 2, 3, marks=pytest.mark.slow)]
+             pytest.param("check_then_claim", "2026-07-28", "http", 1, 3, marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("design,revision,transport,ids,requests", KEY_CASES)
