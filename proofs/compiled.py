@@ -166,10 +166,11 @@ def _index_src(base: int, stride: int, n: int, k) -> str:
 
 
 class _FieldView:
-    __slots__ = ("var", "base", "n", "sort", "stride")
+    __slots__ = ("var", "base", "n", "sort", "stride", "unpacked")
 
-    def __init__(self, var, base, n, sort, stride):
+    def __init__(self, var, base, n, sort, stride, unpacked=None):
         self.var, self.base, self.n, self.sort, self.stride = var, base, n, sort, stride
+        self.unpacked = unpacked
 
     def __getitem__(self, k):
         neg = self.sort == "inst?"
@@ -178,7 +179,10 @@ class _FieldView:
         k = int(k)
         if not -self.n <= k < self.n:
             raise IndexError(f"key {k} out of range")
-        return Expr(f"{self.var}[{self.base + (k % self.n) * self.stride}]", neg)
+        pos = self.base + (k % self.n) * self.stride
+        if self.unpacked:
+            return Expr(f"{self.unpacked}{pos}", neg)
+        return Expr(f"{self.var}[{pos}]", neg)
 
     def __len__(self):
         return self.n
@@ -190,15 +194,21 @@ class _FieldView:
 class View:
     """A state as the model reads it (``s.life[r]``, ``s.clock``), generating source over ``var``."""
 
-    def __init__(self, layout: Layout, var: str):
+    def __init__(self, layout: Layout, var: str, unpacked: str | None = None):
         self._var = var
         for f in FIELDS:
             b = layout.base[f.name]
             if f.key is None:
-                setattr(self, f.name, Expr(f"{var}[{b}]", f.sort == "inst?"))
+                x = f"{unpacked}{b}" if unpacked else f"{var}[{b}]"
+                setattr(self, f.name, Expr(x, f.sort == "inst?"))
             else:
                 setattr(self, f.name, _FieldView(var, b, layout.size[f.name], f.sort,
-                                                    layout.stride[f.name]))
+                                                    layout.stride[f.name], unpacked))
+
+
+def unpack_line(layout: Layout, var: str = "s", prefix: str = "x") -> str:
+    """``(x0, x1, ...) = s``: the slots a View with ``unpacked=prefix`` reads by name."""
+    return "(" + ", ".join(f"{prefix}{k}" for k in range(layout.width)) + f",) = {var}"
 
 
 class Gen:
@@ -326,7 +336,8 @@ def _clock_source(lay: Layout, cfg: Config, src: _Src, var: str, depth: int):
     src.emit(d, f"{var} = tuple(_c)")
 
 
-def _writes_source(lay: Layout, writes: list[Write], src: _Src, d: int, tag: str) -> None:
+def _writes_source(lay: Layout, writes: list[Write], src: _Src, d: int, tag: str,
+                   unpacked: str | None = None) -> None:
     """Emit the computation of every key, value and condition from the pre-state, then the
     copy of ``s`` with the writes applied in list order, bound to ``t``."""
     live = []
@@ -364,6 +375,13 @@ def _writes_source(lay: Layout, writes: list[Write], src: _Src, d: int, tag: str
     if not live:
         src.emit(d, "t = s")
         return
+    if unpacked and all(cond is None and not check and pos is not None and pos.isdigit()
+                        for _, pos, _, _, cond, check, _ in live):
+        # every write lands on a fixed slot: build the successor as one tuple display
+        slots = {int(pos): val for _, pos, _, val, _, _, _ in live}
+        src.emit(d, "t = (" + ", ".join(slots.get(k, f"{unpacked}{k}")
+                                        for k in range(lay.width)) + ",)")
+        return
     src.emit(d, "n = list(s)")
     for f, pos, key_src, val, cond, check, n in live:
         dd = d
@@ -392,14 +410,16 @@ class Compiled:
         self.cfg = cfg
         self.layout = lay = Layout(cfg)
         b = Gen(domains(cfg))
-        pre = View(lay, "s")
+        pre = View(lay, "s", unpacked="x")
         post = View(lay, "t")
+        self._unpack = unpack_line(lay)
         props = [p for p in properties if p.applies(cfg)]
         self.step_props = [p for p in props if p.scope == "step"]
         self.state_props = [p for p in props if p.scope == "state"]
         self.moves: list[Move] = []
         src = _Src()
         src.emit(0, "def expand(s):")
+        src.emit(1, self._unpack)
         src.emit(1, "res = []")
         for a in actions_for(cfg):
             for r in range(cfg.requests):
@@ -412,8 +432,10 @@ class Compiled:
             v = lift(p.fn(b, pre, cfg))
             self._state_src.append(v)
             src.emit(0, f"def state_check_{j}(s):")
+            src.emit(1, self._unpack)
             src.emit(1, f"return {v}")
         src.emit(0, "def settled(s):")
+        src.emit(1, self._unpack)
         src.emit(1, f"return {lift(settled(b, pre))}")
         src.emit(0, "def clock(s):")
         if cfg.stdio:
@@ -455,7 +477,7 @@ class Compiled:
             hoisted[kind] = tuple(names)
             flat_out.extend(lift(x) for x in names)
         writes = a.effect(b, pre, cfg, r, i, hoisted)
-        _writes_source(self.layout, writes, src, d, "w")
+        _writes_source(self.layout, writes, src, d, "w", unpacked="x")
         if cfg.stdio:
             _clock_source(self.layout, cfg, src, "t", d)
         failed = []
@@ -481,7 +503,8 @@ class Compiled:
         for j in pending:
             v = self._state_src[j]
             parts.append(f"({v})" if self.state_props[j].kind == "witness" else f"not ({v})")
-        text = "def events(s):\n    return " + (" or ".join(parts) if parts else "False") + "\n"
+        text = (f"def events(s):\n    {self._unpack}\n    return "
+                + (" or ".join(parts) if parts else "False") + "\n")
         ns: dict = {}
         exec(compile(text, "<state events>", "exec"), ns)
         return ns["events"]
