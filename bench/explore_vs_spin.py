@@ -305,10 +305,18 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             wd = base / f"{cfg.design.name}-{cfg.revision}-{cfg.transport}-{cfg.ids}x{cfg.requests}"
             try:
-                rows.append(compare(cfg, wd, depth=a.depth, embedded_c=not a.pure_promela))
+                row = compare(cfg, wd, depth=a.depth, embedded_c=not a.pure_promela)
             except SpinError as e:
                 print(f"explore_vs_spin: {cfg.label}: {e}", file=sys.stderr)
                 return 1
+            rows.append(row)
+            print(f"    states ours {row['ours']['states']:,} in {row['ours']['seconds']:.2f} s,"
+                  f" with symmetry {row['ours_sym']['states']:,} in"
+                  f" {row['ours_sym']['seconds']:.2f} s; SPIN {row['spin']['states']:,} in"
+                  f" {row['spin']['seconds']['total']:.2f} s;"
+                  f" {'match' if row['states_match'] else 'MISMATCH'},"
+                  f" verdicts {'agree' if row['verdicts_agree'] else 'DIFFER'}",
+                  file=sys.stderr, flush=True)
     load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
     if a.json:
         print(json.dumps({"machine": mach, "load_after": load_after, "gcc_flags": GCC_FLAGS,
