@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.model.logic import NONE, Write
+from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import (CMSG_WIRE, FIELDS, actions_for, domains, initial,
                                         settled)
