@@ -1,17 +1,24 @@
 """Explicit-state explorer over the model of ``model/`` (breadth-first, so traces are shortest).
 
 It reads the actions, conditions and properties of ``model/session.py`` and
-``model/properties.py`` through the concrete backend and adds no rule of its own.  What it
-adds is search: canonical hashing (a canonical form under symmetry of interchangeable ids and
-instances, on by default), per-action coverage, deadlock detection, traces, and a progress line
-on a terminal.
+``model/properties.py`` and adds no rule of its own.  By default it runs them compiled: the
+model's functions are called once with the code-generating backend of ``proofs/compiled.py``,
+specialised to the run and to each action's arguments, and the generated functions do the
+search's work; ``engine="interpreted"`` calls them through ``model.logic.Concrete`` on every
+step instead (same results, ``tests/test_compiled.py``).  What the explorer adds is search:
+canonical hashing (a canonical form under symmetry of interchangeable ids and instances, on by
+default), per-action coverage, deadlock detection, traces, and a progress line on a terminal.
+
+States are flat tuples while they wait in the queue; the visited set keeps only a compact key
+(bytes) per state and the move that first reached it.  A trace is rebuilt by replaying those
+moves from the initial state, so it is the same concrete run the search took.
 
 Symmetry: ids are interchangeable (no rule names a particular id) and so are instances (a rule
-names an instance only through its fields).  The canonical key of a state is the least, over
-permutations of the ids, of the state with its instances sorted by a signature that does not
-mention other instances' names; ties keep their order.  Every key is a relabelling of its state,
-so the reduction is sound for properties that are themselves symmetric (all of ours); it may keep
-more than one representative of an orbit, which costs states, never verdicts.
+names an instance only through its fields).  The key of a state names its orbit under renaming
+of ids and instances (``proofs/compiled.py:canonical_source``, built from ``FIELDS``): it is
+always a renaming of the state, so the reduction is sound for properties that are themselves
+symmetric (all of ours), and it is exact (one state per orbit; ``tests/test_explore.py`` checks
+it against a brute-force orbit).
 """
 
 from __future__ import annotations
