@@ -62,12 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="explore every reachable state and judge the invariants",
         description="Explore every reachable state of the model (breadth-first, so every "
                     "counterexample is a shortest one) for each selected design and profile, "
-                    "and judge each invariant, witness and protocol hazard. Exit 0 when every "
-                    "invariant holds and every witness is reached; 1 otherwise; 2 on a usage "
-                    "error. Hazards are reported in their own section and never change the "
-                    "exit code.")
+                    "and judge each invariant, witness and protocol hazard; then prove each "
+                    "invariant with z3 for any number of ids and requests (as 'mcp-inflight "
+                    "prove' does) and print both verdicts side by side. Exit 0 when every "
+                    "invariant holds and is proved and every witness is reached; 1 otherwise "
+                    "(a solver timeout included); 2 on a usage error. Hazards are reported in "
+                    "their own section and never change the exit code.")
     c.add_argument("--design", default="atomic", type=_choice(list(DESIGNS) + ["all"], "design"),
-                   help="atomic | unguarded | check_then_claim | all (default: atomic)")
+                   help="atomic | unguarded | check_then_claim | all (default: atomic); "
+                        "'mcp-inflight prove --design' also takes the mutants of atomic")
     c.add_argument("--revision", default="all", type=_choice(list(REVISIONS) + ["all"], "revision"),
                    help="2025-11-25 | 2026-07-28 | all (default: all)")
     c.add_argument("--transport", default="all", type=_choice(list(TRANSPORTS) + ["all"], "transport"),
@@ -82,6 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop a run after this many states; an incomplete run fails")
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     c.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
+    c.add_argument("--no-prove", action="store_true",
+                   help="run only the explorer (skip the z3 proofs)")
+    c.add_argument("--no-explore", action="store_true",
+                   help="run only the z3 prover (skip the explorer)")
+    c.add_argument("--depth", type=_positive, default=12,
+                   help="prover: longest trace bounded model checking looks for (default: 12)")
+    c.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                   help="prover: seconds per solver query; running out fails the check (default: 30)")
     for name, (_, helptext) in _available().items():
         d = sub.add_parser(name, help=helptext, add_help=False)
         d.add_argument("rest", nargs=argparse.REMAINDER)
@@ -144,10 +155,11 @@ def format_trace(trace) -> list[str]:
     return out
 
 
-def write_junit(path, results):
+def write_junit(path, results, proofs=None):
     suite = ET.Element("testsuite", name="mcp-inflight check")
     n = fails = skipped = 0
-    for r in results:
+    for k, r in enumerate(results):
+        pr = proofs[k] if proofs is not None else None
         for v in r.verdicts:
             n += 1
             case = ET.SubElement(suite, "testcase", classname=r.cfg.label.replace(" ", "."),
@@ -161,27 +173,112 @@ def write_junit(path, results):
                 f.text = "\n".join(format_trace(v.trace)) if v.trace else ""
             elif not v.ok:
                 ET.SubElement(case, "system-out").text = "\n".join(format_trace(v.trace or []))
+            if pr is not None and v.applies and v.kind != "witness":
+                p = pr.proof(v.name)
+                if v.kind == "invariant" and not p.proved and v.ok:
+                    fails += 1
+                    f = ET.SubElement(case, "failure", message=f"{v.name} z3: {_proof_mark(p)}")
+                    f.text = p.note
+                case.set("time", f"{r.seconds + p.seconds:.3f}")
     suite.set("tests", str(n))
     suite.set("failures", str(fails))
     suite.set("skipped", str(skipped))
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def cmd_check(args) -> int:
-    from mcp_inflight.proofs.explore import explore
+def _proof_mark(p) -> str:
+    from mcp_inflight.proofs.prove import mark
+    return mark(p)
 
-    results = [explore(cfg, symmetry=not args.no_symmetry, max_states=args.max_states,
-                       progress=None if not args.json else False) for cfg in _runs(args)]
-    ok = all(r.ok for r in results)
+
+def render_combined(results, proofs) -> str:
+    """One table: the explorer's verdict and the prover's, side by side, per run x property."""
+    lines = []
+    width = max(len(r.cfg.label) for r in results)
+    for section, kinds in (("Invariants and witnesses", ("invariant", "witness")),
+                           ("Protocol hazards (reported, never fail the check)", ("hazard",))):
+        lines.append(section)
+        lines.append(f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} z3")
+        for r, pr in zip(results, proofs):
+            for v in r.verdicts:
+                if v.kind in kinds:
+                    z = _proof_mark(pr.proof(v.name)) if v.kind != "witness" else "-"
+                    lines.append(f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
+                                 f"{_mark(v):<10} {z}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _proof_notes(proofs) -> str:
+    """The prover's runs, auxiliary invariants and what it did not prove (from its own report)."""
+    from mcp_inflight.proofs.prove import render_text as prove_text
+    text = prove_text(proofs)
+    keep = text.split("Auxiliary invariants", 1)[1]
+    return "z3: auxiliary invariants" + keep.replace("\nRuns\n", "\nz3 runs\n", 1)
+
+
+def cmd_check(args) -> int:
+    if args.no_prove and args.no_explore:
+        build_parser().error("--no-prove and --no-explore leave nothing to run")
+    if args.timeout <= 0:
+        build_parser().error("--timeout must be positive")
+    cfgs = _runs(args)
+    results = proofs = None
+    if not args.no_explore:
+        from mcp_inflight.proofs.explore import explore
+        results = [explore(cfg, symmetry=not args.no_symmetry, max_states=args.max_states,
+                           progress=None if not args.json else False) for cfg in cfgs]
+    if not args.no_prove:
+        import os
+        from mcp_inflight.proofs.prove import prove_all
+        proofs = prove_all(cfgs, depth=args.depth, timeout=args.timeout,
+                           jobs=min(2, os.cpu_count() or 1),
+                           progress=not args.json and sys.stderr.isatty())
+    ok = (results is None or all(r.ok for r in results)) and \
+         (proofs is None or all(p.ok for p in proofs))
     if args.json:
-        json.dump({"ok": ok, "runs": [r.to_json() for r in results]}, sys.stdout, indent=1)
+        if results is not None:
+            runs = [r.to_json() for r in results]
+            if proofs is not None:
+                for run, pr in zip(runs, proofs):
+                    for key in ("invariants", "hazards"):
+                        for v in run[key]:
+                            p = pr.proof(v["name"])
+                            v["proof"] = p.to_json() if p.applies else None
+                    run["prover"] = {k: v for k, v in pr.to_json().items()
+                                     if k in ("seconds", "queries", "slowest_query", "ok", "depth",
+                                              "auxiliary")}
+        else:
+            runs = [p.to_json() for p in proofs]
+        json.dump({"ok": ok, "runs": runs}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_text(results) + "\n")
-        sys.stdout.write(("OK: every invariant holds and every witness is reached\n" if ok else
-                          "FAILED: see the table and counterexamples above\n"))
+        if results is not None and proofs is not None:
+            text = render_combined(results, proofs) + "\n" + \
+                render_text(results).split("Runs\n", 1)[1].join(("Runs\n", "")) + \
+                "\n" + _proof_notes(proofs)
+        elif results is not None:
+            text = render_text(results)
+        else:
+            from mcp_inflight.proofs.prove import render_text as prove_text
+            text = prove_text(proofs)
+        sys.stdout.write(text + "\n")
+        what = {(False, False): "every invariant holds and is proved, and every witness is reached",
+                (False, True): "every invariant holds and every witness is reached",
+                (True, False): "every invariant is proved"}[(args.no_explore, args.no_prove)]
+        unknown = [f"{p.name} on {r.cfg.label}" for r in (proofs or []) for p in r.proofs
+                   if p.applies and p.kind == "invariant" and p.status == "unknown"]
+        if unknown:
+            sys.stdout.write("UNKNOWN: the solver gave up on " + "; ".join(unknown) +
+                             " (raise --timeout); this is not a pass\n")
+        sys.stdout.write(f"OK: {what}\n" if ok else
+                         "FAILED: see the table and counterexamples above\n")
     if args.junit_xml:
-        write_junit(args.junit_xml, results)
+        if results is not None:
+            write_junit(args.junit_xml, results, proofs)
+        else:
+            from mcp_inflight.proofs.prove import write_junit as prove_junit
+            prove_junit(args.junit_xml, proofs)
     return 0 if ok else 1
 
 

@@ -198,6 +198,7 @@ class Prover:
         self.requests = requests
         self.ids = ids
         self.batch = batch
+        self._universes = {}
         self.auxiliary = AUXILIARY if auxiliary is None else tuple(auxiliary)
         self.queries = 0
         self.slowest = (0.0, "")
@@ -209,7 +210,7 @@ class Prover:
         s.set("timeout", timeout_ms or self.timeout_ms)
         s.add(*formulas)
         t0 = time.monotonic()
-        res = s.check()
+        res = _solve(s, timeout_ms or self.timeout_ms)
         dt = time.monotonic() - t0
         self.queries += 1
         names = name if isinstance(name, list) else [name]
@@ -339,8 +340,10 @@ class Prover:
     def _finite_cti(self, hyps, prop, action_name):
         """A counterexample to induction on the smallest finite universe that has one."""
         for n, m in CTI_UNIVERSES:
-            b = sym.Symbolic({"inst": range(n), "id": range(m)})
-            U = _Universe(self.cfg, b, f"cti{n}{m}")
+            if (n, m) not in self._universes:
+                b = sym.Symbolic({"inst": range(n), "id": range(m)})
+                self._universes[(n, m)] = _Universe(self.cfg, b, f"cti{n}{m}")
+            U = self._universes[(n, m)]
             st = U.steps[action_name]
             if prop.scope == "state":
                 goal = z3.Not(U.state(prop, st.post))
@@ -420,7 +423,7 @@ class Prover:
                 s2.add(*s.assertions())
                 s2.add(bad)
                 t0 = time.monotonic()
-                res = s2.check()
+                res = _solve(s2, self.timeout_ms)
                 dt = time.monotonic() - t0
                 self.queries += 1
                 self.spent[p.name] = self.spent.get(p.name, 0.0) + dt
@@ -557,6 +560,21 @@ class Prover:
         res.queries = self.queries
         res.slowest = self.slowest
         return res
+
+
+def _solve(solver, timeout_ms) -> z3.CheckSatResult:
+    """``solver.check()``, interrupted if it overruns its own timeout (z3 does not always notice
+    a timeout inside quantifier instantiation); an interrupted query is ``unknown``."""
+    import threading
+    timer = threading.Timer(timeout_ms / 1000 + 0.2, z3.main_ctx().interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        return solver.check()
+    except z3.Z3Exception:
+        return z3.unknown
+    finally:
+        timer.cancel()
 
 
 def _choose(a_t, options, unchanged):

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 
 def cli(*args):
     return subprocess.run([sys.executable, "-m", "mcp_inflight", *args], capture_output=True, text=True)
@@ -23,14 +25,14 @@ def test_check_passes_on_atomic_and_prints_one_json_object():
     assert run["bounds"] == {"ids": 2, "requests": 2}
     inv = {v["name"]: v for v in run["invariants"]}
     assert inv["no_misrouted_server_request"]["applies"] is False
-    assert all(set(v) == {"name", "applies", "holds", "trace"} for v in run["invariants"])
+    assert all(set(v) == {"name", "applies", "holds", "trace", "proof"} for v in run["invariants"])
     assert all(set(v) == {"name", "applies", "reached", "trace"} for v in run["witnesses"])
 
 
 def test_check_fails_on_unguarded_with_traces_and_junit(tmp_path):
     junit = tmp_path / "r.xml"
     p = cli("check", "--design", "unguarded", "--revision", "2026-07-28", "--transport", "http",
-            "--junit-xml", str(junit))
+            "--junit-xml", str(junit), "--no-prove")
     assert p.returncode == 1
     assert "counterexample: unique_in_flight" in p.stdout
     assert "FAILED" in p.stdout
@@ -51,3 +53,72 @@ def test_max_states_makes_an_incomplete_run_fail():
     p = cli("check", "--revision", "2026-07-28", "--transport", "http", "--max-states", "50")
     assert p.returncode == 1
     assert "INCOMPLETE" in p.stdout
+
+
+# --- the prover, alone and inside check ---------------------------------------------------------
+
+def test_check_json_gives_each_invariant_its_proof():
+    p = cli("check", "--revision", "2026-07-28", "--transport", "http", "--json")
+    assert p.returncode == 0, p.stderr
+    run = json.loads(p.stdout)["runs"][0]
+    for v in run["invariants"]:
+        if not v["applies"]:
+            assert v["proof"] is None
+            continue
+        proof = v["proof"]
+        assert set(proof) >= {"method", "proved", "seconds", "auxiliary", "cti", "trace"}
+        assert proof["method"] == "induction" and proof["proved"] is True
+        assert proof["cti"] is None and proof["trace"] is None
+        assert "live_owns_inflight" in proof["auxiliary"]
+    assert run["hazards"][0]["proof"]["proved"] is True
+
+
+def test_check_no_prove_keeps_the_explorer_output_as_it_was():
+    p = cli("check", "--revision", "2026-07-28", "--json", "--no-prove")
+    assert p.returncode == 0, p.stderr
+    run = json.loads(p.stdout)["runs"][0]
+    assert all(set(v) == {"name", "applies", "holds", "trace"} for v in run["invariants"])
+
+
+def test_check_combined_table_and_no_explore():
+    p = cli("check", "--revision", "2026-07-28", "--transport", "stdio")
+    assert p.returncode == 0, p.stderr
+    assert "explorer" in p.stdout and "PROVED" in p.stdout
+    assert "holds      PROVED" in p.stdout
+    q = cli("check", "--revision", "2026-07-28", "--transport", "stdio", "--no-explore", "--json")
+    assert q.returncode == 0, q.stderr
+    run = json.loads(q.stdout)["runs"][0]
+    assert "states" not in run
+    assert all(v["proof"]["proved"] for v in run["invariants"] if v["applies"])
+    assert cli("check", "--no-prove", "--no-explore").returncode == 2
+
+
+@pytest.mark.slow
+def test_prove_fails_on_unguarded_with_cti_and_trace(tmp_path):
+    junit = tmp_path / "p.xml"
+    p = cli("prove", "--design", "unguarded", "--revision", "2026-07-28", "--transport", "http",
+            "--json", "--junit-xml", str(junit))
+    assert p.returncode == 1
+    run = json.loads(p.stdout)["runs"][0]
+    inv = {v["name"]: v["proof"] for v in run["invariants"]}
+    assert inv["unique_in_flight"]["method"] == "bmc"
+    assert inv["unique_in_flight"]["proved"] is False
+    assert inv["unique_in_flight"]["trace"][-1]["action"] == "admit"
+    assert inv["unique_in_flight"]["cti"]["broken"] == "unique_in_flight"
+    assert inv["quiescent_clean"]["proved"] is True
+    suite = ET.parse(junit).getroot()
+    assert int(suite.get("failures")) >= 5
+
+
+def test_prove_solver_timeout_is_a_failure_said_plainly():
+    p = cli("prove", "--revision", "2026-07-28", "--transport", "http", "--timeout", "0.001")
+    assert p.returncode == 1
+    assert "UNKNOWN" in p.stdout and "not a pass" in p.stdout
+
+
+def test_prove_usage():
+    p = cli("prove", "--help")
+    assert p.returncode == 0
+    assert "--depth" in p.stdout and "counterexample to induction" in p.stdout
+    assert cli("prove", "--depth", "0").returncode == 2
+    assert cli("prove", "--design", "nope").returncode == 2
