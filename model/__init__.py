@@ -4,6 +4,7 @@ Every rule of the request lifecycle is written once in this package; the explore
 the diagrams and the runtime core read it.
 """
 
+from .auxiliary import AUXILIARY
 from .config import ATOMIC, CHECK_THEN_CLAIM, DESIGNS, UNGUARDED, Config, Design, mutants, profiles
 from .lifecycle import Life
 from .logic import NONE, Concrete, Write, apply_writes
@@ -11,6 +12,7 @@ from .properties import HAZARDS, INVARIANTS, PROPERTIES, PROPERTY, WITNESSES, Pr
 from .session import ACTION, ACTIONS, CONDITIONS, FIELDS, Action, State, actions_for, initial
 
 __all__ = [
+    "AUXILIARY",
     "ATOMIC", "CHECK_THEN_CLAIM", "DESIGNS", "UNGUARDED", "Config", "Design", "mutants", "profiles",
     "Life", "NONE", "Concrete", "Write", "apply_writes", "HAZARDS", "INVARIANTS", "PROPERTIES",
     "PROPERTY", "WITNESSES", "Property", "ACTION", "ACTIONS", "CONDITIONS", "FIELDS", "Action",

@@ -26,7 +26,6 @@ A solver ``unknown`` (or a timeout) is never a pass: the property is reported as
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time

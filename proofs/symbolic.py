@@ -279,19 +279,6 @@ def apply_writes(state: SymState, writes: list[Write]) -> SymState:
     return SymState(**vals)
 
 
-def write_keys_ok(b: Symbolic, writes: list[Write]):
-    """Every keyed write that takes effect has a key that is not ``NONE`` (the symbolic form of
-    the check :func:`mcp_inflight.model.logic.apply_writes` makes on concrete states)."""
-    parts = []
-    for w in writes:
-        if w.key is None or _is_py(w.key):
-            if _is_py(w.key) and w.key < 0:
-                parts.append(b.Not(w.when))
-            continue
-        parts.append(b.Implies(w.when, w.key != NONE))
-    return b.And(*parts)
-
-
 def _coerce(f, v):
     if _is_py(v):
         return _lit(f, v)
