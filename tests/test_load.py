@@ -1,7 +1,7 @@
 """Load and faults: the Streamable HTTP app of ``mcp-inflight serve`` under many sessions at once.
 
 uvicorn runs the app with the demo tools (``mcp_inflight.serve.demo_server``, built as ``serve``
-builds it) on a loopback port in a thread of this process, so that its registries can be read
+builds it, plus the ``hold``/``release`` pair of ``tests/http_server.py``) on a loopback port in a thread of this process, so that its registries can be read
 afterwards.  The clients are httpx async clients speaking raw JSON-RPC (the ids are ours).
 
 Per session (all sessions at once, all calls of a session at once), 20 calls:
@@ -10,8 +10,13 @@ Per session (all sessions at once, all calls of a session at once), 20 calls:
   ``"7"`` in flight together: ids keep their JSON type and sessions do not share ids):
   ``ask`` calls that stay in flight until the client answers their elicitation, ``slow`` calls
   read to the end, and ``slow`` calls whose stream the client aborts after its first progress;
-* 4 duplicates (20%): a ``slow`` call under the id of an ``ask`` that is in flight (sent once
+* 4 duplicates (20%): a ``hold`` call under the id of an ``ask`` that is in flight (sent once
   that ``ask``'s elicitation has arrived on its own stream, so the original is surely in flight).
+  The client answers the elicitation once the duplicate's status is in.  A server that admits
+  the duplicate holds it until the client releases it, and the client does that only once the
+  original's response has shown up (on the original's stream or on the duplicate's), so the
+  duplicate is in flight whenever the original answers, however slow the machine: whether a
+  misrouting server misroutes does not depend on timing.
 
 Every call's arguments carry a label unique over the run, and every progress token is unique,
 so each message read on a stream tells whose it is.  Afterwards: every admitted, unaborted call
@@ -36,10 +41,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from http_server import Running
+from http_server import Running, build_server
 
 from mcp_inflight.impl.http import create_app
-from mcp_inflight.serve import demo_server
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,17 +76,23 @@ class Call:
         self.misrouted = []
         self.hung = False
         self.answered = asyncio.Event()     # the HTTP status is in
+        self.hang = 30.0                    # a held duplicate holds at most this long
 
     def body_json(self):
         args = {"label": self.label}
         if self.kind == "ask":
             name, args["delay"] = "ask", 0.0
+        elif self.kind == "dup":
+            name, args["timeout"] = "hold", self.hang
         else:
             name = "slow"
             steps, delay = (ABORT_STEPS, ABORT_DELAY) if self.kind == "abort" else (SLOW_STEPS, SLOW_DELAY)
             args.update(steps=steps, delay=delay)
         return {"jsonrpc": "2.0", "id": self.rid, "method": "tools/call",
                 "params": {"name": name, "arguments": args, "_meta": {"progressToken": self.token}}}
+
+    def own_response(self, m) -> bool:
+        return ("result" in m or "error" in m) and self.judge(m) is None
 
     def judge(self, m) -> str | None:
         """Why message ``m`` does not belong on this call's stream, or None if it does."""
@@ -100,7 +110,8 @@ class Call:
         elif "result" in m or "error" in m:
             if not same_id(m.get("id"), self.rid):
                 return f"response for id {m.get('id')!r}"
-            want = f"ask:{self.label}:accept" if self.kind == "ask" else f"done:{self.label}"
+            want = {"ask": f"ask:{self.label}:accept", "dup": f"held:{self.label}"}.get(
+                self.kind, f"done:{self.label}")
             content = (m.get("result") or {}).get("content") or [{}]
             if content[0].get("text") != want:
                 return f"result {content[0].get('text')!r}, not {want!r}"
@@ -150,26 +161,48 @@ async def one_session(client, url, sess: int, calls: list, dups: list, hang: flo
     calls.extend(mine)
 
     async def run(call: Call):
+        dup = dup_task = None
+        released = False
+
+        async def release():
+            nonlocal released
+            if released or dup is None or dup.status != 200:
+                return          # nothing admitted to release (a refused duplicate holds nothing)
+            released = True
+            body = {"jsonrpc": "2.0", "id": f"release-{dup.label}", "method": "tools/call",
+                    "params": {"name": "release", "arguments": {"label": dup.label}}}
+            rr = await client.post(url, json=body, headers=h)
+            assert rr.status_code == 200, rr.text
+
+        async def on_dup_message(m):
+            if call.own_response(m):        # the original's response, on the duplicate's stream
+                await release()
+            return None
+
         async def on_message(m):
+            nonlocal dup, dup_task
             if call.kind == "abort" and m.get("method") == "notifications/progress":
                 return "abort"
             if call.kind == "ask" and m.get("method") == "elicitation/create":
                 # the original is in flight (its elicitation is pending): send the duplicate
-                # and answer the elicitation once the duplicate's status is in, while the
-                # duplicate's own stream (if a server admitted it) is still open
+                # and answer the elicitation once the duplicate's status is in
                 dup = Call(sess, call.rid, "dup")
+                dup.hang = hang
                 dups.append(dup)
-                task = asyncio.create_task(post_call(client, url, h, dup, hang=hang))
-                await asyncio.wait([asyncio.create_task(dup.answered.wait()), task],
+                dup_task = asyncio.create_task(post_call(client, url, h, dup, on_dup_message, hang=hang))
+                await asyncio.wait([asyncio.create_task(dup.answered.wait()), dup_task],
                                    return_when=asyncio.FIRST_COMPLETED)
                 answer = {"jsonrpc": "2.0", "id": m["id"],
                           "result": {"action": "accept", "content": {"ok": True}}}
                 ra = await client.post(url, json=answer, headers=h)
                 assert ra.status_code == 202, ra.text
-                await task
             return None
 
         await post_call(client, url, h, call, on_message, hang=hang)
+        if dup_task is not None:
+            if any(call.own_response(m) for m in call.msgs):
+                await release()             # the original answered on its own stream
+            await dup_task
 
     await asyncio.gather(*(run(c) for c in mine))
     return sid, h
@@ -247,7 +280,7 @@ def faults(calls, dups) -> dict:
 
 @pytest.fixture(scope="module")
 def srv():
-    app = create_app(demo_server(), "/mcp")
+    app = create_app(build_server(), "/mcp")
     s = Running(app)
     yield s
     s.stop()
@@ -309,15 +342,27 @@ def test_the_checks_catch_an_unguarded_server(monkeypatch):
 
     monkeypatch.setattr(server_mod, "SessionCore",
                         functools.partial(server_mod.SessionCore, design=DESIGNS["unguarded"]))
-    running = Running(create_app(demo_server(), "/mcp"))
+    running = Running(create_app(build_server(), "/mcp"))
     try:
         _, calls, dups = run_load(running.url, 4, hang=3.0)
     finally:
         running.stop()
     found = faults(calls, dups)
+    asks = [c for c in calls if c.kind == "ask"]
+    assert len(dups) == len(asks) == 4 * len(ASK)
     assert len(found["duplicate"]) == len(dups)      # every duplicate admitted, none refused
-    assert found["misrouted"]                        # the original's messages on the duplicate's stream
-    assert found["hung"] or found["responses"]       # and the original left without its response
+    # every duplicate was in flight when its original answered (it is held until then), so the
+    # original's response went by id to the duplicate's stream, and the original never got it
+    mine = {(c.sess, c.rid): c for c in asks}
+    for d in dups:
+        original = mine[(d.sess, d.rid)]
+        assert d.status == 200 and any(original.own_response(m) for m in d.msgs), (d.label, d.msgs)
+        assert d.misrouted, (d.label, d.msgs)
+        assert not any(original.own_response(m) for m in original.msgs), original.msgs
+    # ... and each original's POST hung or ended without a response
+    left = {label for label in found["hung"]} | {x[0] for x in found["responses"]}
+    assert {c.label for c in asks} <= left, left
+    assert len(found["misrouted"]) >= len(dups)
 
 
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (apt-get install wrk)")
