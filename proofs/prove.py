@@ -758,7 +758,9 @@ def build_parser():
                     "Each invariant is proved inductive (with the auxiliary invariants of "
                     "model/auxiliary.py, themselves proved); one that is not comes back with a "
                     "counterexample to induction, and bounded model checking then looks for a "
-                    "real trace from the initial state (shortest first). Exit 0 when every "
+                    "real trace from the initial state (shortest first; over "
+                    f"{BMC_REQUESTS} requests and {BMC_IDS} ids, the explorer's default bound). "
+                    "Exit 0 when every "
                     "invariant is proved; 1 when one is not, or when the solver gives up "
                     "(never counted as a pass); 2 on a usage error. Protocol hazards are "
                     "reported and never change the exit code.")
