@@ -25,8 +25,13 @@ Both revisions on one endpoint, told apart by the ``MCP-Protocol-Version`` heade
 Checks on every request: ``Host`` must name this server (DNS rebinding: 421 otherwise),
 ``Origin`` if present must be an allowed origin (403), the body is limited (413), a JSON
 array body is 400 with -32600 (no batches), an unsupported ``MCP-Protocol-Version`` is 400
-(-32022), and on 2026-07-28 a request whose ``_meta`` names another revision than the header is
-400 (-32020).
+(-32022; on a POST the body is read first, so the error carries the request's id), and on
+2026-07-28 a request whose ``_meta`` names another revision than the header is 400 (-32020).
+
+2026-07-28 answers a JSON-RPC error that is a request's whole reply with the HTTP status of
+:data:`MODERN_ERROR_STATUS` (the transport: -32601 Method not found is 404; -32020, -32021 and
+-32022 are 400; a request the schema rejects, -32602 or -32600, is 400), as a JSON body.  A
+reply that follows notifications on an SSE stream keeps the stream's 200.
 """
 
 from __future__ import annotations
@@ -35,16 +40,35 @@ import asyncio
 import secrets
 from urllib.parse import urlsplit
 
-from .server import (HANDSHAKE_VERSIONS, HEADER_MISMATCH, LEGACY, MODERN, PROTOCOL_VERSION_META_KEY,
-                     UNSUPPORTED_PROTOCOL_VERSION, Server, Session, dumps, error, error_reply, parse)
+from .server import (HANDSHAKE_VERSIONS, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, LEGACY,
+                     METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN, PARSE_ERROR,
+                     PROTOCOL_VERSION_META_KEY, UNSUPPORTED_PROTOCOL_VERSION, Server, Session, dumps,
+                     error, error_reply, parse)
 
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
+#: 2026-07-28: the HTTP status of a request answered by a JSON-RPC error alone (other codes: 200).
+#: The transport spec (basic/transports/streamable-http): -32601 is 404; -32020, -32022 and
+#: -32021 are 400.  The conformance suite (SEP-2575 checks): a request whose ``_meta`` the
+#: schema rejects (-32602) is 400.  The official ``mcp`` 2.3.0 server uses the same table.
+MODERN_ERROR_STATUS = {
+    PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, METHOD_NOT_FOUND: 404,
+}
+
 
 def _sse(msg) -> bytes:
     return b"event: message\ndata: " + dumps(msg) + b"\n\n"
+
+
+def _error_status(msg) -> int | None:
+    """The 2026-07-28 HTTP status of ``msg`` if it is a JSON-RPC error with a mapped code."""
+    err = msg.get("error") if "result" not in msg else None
+    if isinstance(err, dict):
+        return MODERN_ERROR_STATUS.get(err.get("code"))
+    return None
 
 
 class _Outlet:
@@ -103,6 +127,10 @@ class App:
     async def _error(self, send, status, code, message, rid=None, data=None, headers=()):
         await self._reply(send, status, dumps(error_reply(rid, error(code, message, data))), headers)
 
+    async def _unsupported(self, send, version, rid=None):
+        await self._error(send, 400, UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported MCP-Protocol-Version: {version}",
+                          rid, data={"supported": [LEGACY, MODERN], "requested": version})
+
     def _host_ok(self, host: bytes | None) -> bool:
         if host is None:
             return False
@@ -160,13 +188,13 @@ class App:
             return await self._error(send, 403, -32600, "Forbidden: Origin not allowed")
         version = headers.get(b"mcp-protocol-version")
         version = version.decode("latin-1") if version is not None else None
-        if version is not None and version != MODERN and version not in HANDSHAKE_VERSIONS:
-            return await self._error(send, 400, UNSUPPORTED_PROTOCOL_VERSION,
-                                     f"Unsupported MCP-Protocol-Version: {version}",
-                                     data={"supported": [LEGACY, MODERN], "requested": version})
+        supported = version is None or version == MODERN or version in HANDSHAKE_VERSIONS
         method = scope["method"]
         if method == "POST":
-            return await self._post(scope, receive, send, headers, version == MODERN)
+            return await self._post(scope, receive, send, headers, version == MODERN,
+                                    None if supported else version)
+        if not supported:
+            return await self._unsupported(send, version)
         if version == MODERN:
             return await self._reply(send, 405, b"", [(b"allow", b"POST")])
         if method == "GET":
@@ -202,11 +230,13 @@ class App:
         if s.standalone is not None and not s.standalone.done():
             s.standalone.set_result(None)
 
-    async def _post(self, scope, receive, send, headers, modern):
+    async def _post(self, scope, receive, send, headers, modern, unsupported=None):
         body = await self._body(receive, headers)
         if body is None:
             return await self._error(send, 413, -32600, "Payload Too Large")
         inc = parse(body)
+        if unsupported is not None:         # the request's id, when it has a readable one
+            return await self._unsupported(send, unsupported, inc.id)
         if inc.kind == "invalid":
             return await self._error(send, 400, inc.error["code"], inc.error["message"], inc.id,
                                      inc.error.get("data"))
@@ -250,14 +280,18 @@ class App:
         status, value = session.request(msg, outlet)
         if status == "refused":
             return await self._reply(send, 409, dumps(error_reply(None, value)), extra)
+        modern = session.revision == MODERN
         if status == "reply":
             if value is None:      # the core routed the reply nowhere (not reachable on a fresh POST)
                 return await self._reply(send, 202, b"", extra)
-            return await self._reply(send, 200, dumps(value), extra)
+            return await self._reply(send, (modern and _error_status(value)) or 200, dumps(value), extra)
         handle = value
         await asyncio.sleep(0)          # let the handler take its first step
         if outlet.done:                 # it has already answered: one body, no stream to watch
-            body = b"".join(_sse(m) for m in outlet.items)
+            items = outlet.items
+            if modern and len(items) == 1 and _error_status(items[0]):
+                return await self._reply(send, _error_status(items[0]), dumps(items[0]), extra)
+            body = b"".join(_sse(m) for m in items)
             return await self._reply(send, 200, body, extra, ctype=_SSE)
         loop = asyncio.get_running_loop()
         watcher = loop.create_task(self._watch(session, handle, outlet, receive))
@@ -272,6 +306,9 @@ class App:
                     return
                 items, outlet.items = outlet.items, []
                 last = outlet.done and not outlet.items
+                if not started and last and modern and len(items) == 1 and _error_status(items[0]):
+                    # an error is the whole reply: its own status, as JSON
+                    return await self._reply(send, _error_status(items[0]), dumps(items[0]), extra)
                 chunk = b"".join(_sse(m) for m in items)
                 if not started:
                     await send({"type": "http.response.start", "status": 200, "headers": _SSE + list(extra)})

@@ -71,6 +71,7 @@ INVALID_PARAMS = J.INVALID_PARAMS
 INTERNAL_ERROR = J.INTERNAL_ERROR
 UNSUPPORTED_PROTOCOL_VERSION = J.UNSUPPORTED_PROTOCOL_VERSION
 HEADER_MISMATCH = J.HEADER_MISMATCH
+MISSING_REQUIRED_CLIENT_CAPABILITY = J.MISSING_REQUIRED_CLIENT_CAPABILITY
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 
 
@@ -215,13 +216,25 @@ class Server:
     """Tools and server identity; transport-independent."""
 
     def __init__(self, name: str = "mcp-inflight", version: str = "0.1.0", instructions: str | None = None,
-                 capabilities: dict | None = None):
+                 capabilities: dict | None = None, revision_capabilities: dict | None = None):
+        """``capabilities``: capabilities advertised on every revision, besides ``tools`` and
+        ``logging``.  ``revision_capabilities``: per revision (``"2025-11-25"``,
+        ``"2026-07-28"``), capabilities that replace those of the same name on that revision
+        only, e.g. ``{"2025-11-25": {"resources": {"subscribe": True}}}`` for a server that
+        serves ``resources/subscribe`` (2025-11-25) but not ``subscriptions/listen``
+        (2026-07-28)."""
         self.name = name
         self.version = version
         self.instructions = instructions
         self.tools: dict[str, Tool] = {}
         self.methods: dict[str, Callable] = {}
         self.extra_capabilities = dict(capabilities or {})
+        per = dict(revision_capabilities or {})
+        unknown = sorted(set(per) - set(REVISIONS))
+        if unknown:
+            raise ValueError(f"revision_capabilities: unknown revision(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(REVISIONS)}")
+        self.revision_capabilities = {rev: dict(per.get(rev) or {}) for rev in REVISIONS}
 
     def method(self, name: str):
         """Register ``async def handler(ctx, params) -> dict`` (the JSON-RPC result) for a request
@@ -255,7 +268,13 @@ class Server:
 
     @property
     def capabilities(self) -> dict:
+        """The capabilities common to every revision (see :meth:`capabilities_for`)."""
         return {"tools": {"listChanged": False}, "logging": {}, **self.extra_capabilities}
+
+    def capabilities_for(self, revision: str) -> dict:
+        """The capabilities advertised on ``revision`` (initialize's result on 2025-11-25,
+        server/discover's on 2026-07-28)."""
+        return {**self.capabilities, **self.revision_capabilities.get(revision, {})}
 
 
 # --- the handler's view ----------------------------------------------------------------------
@@ -467,7 +486,7 @@ class Session:
             version = params.get("protocolVersion")
             chosen = version if version in HANDSHAKE_VERSIONS else LEGACY
             self.client_capabilities = params.get("capabilities")
-            res = {"protocolVersion": chosen, "capabilities": self.server.capabilities,
+            res = {"protocolVersion": chosen, "capabilities": self.server.capabilities_for(LEGACY),
                    "serverInfo": self.server.info}
             if self.server.instructions:
                 res["instructions"] = self.server.instructions
@@ -477,14 +496,17 @@ class Session:
         version = self.revision
         bad = _invalid_params(rid, method, version, params)
         if method in self.server.methods:
-            if bad is not None and bad["error"]["code"] == INVALID_PARAMS:
+            # a registered handler runs unless the schema of this revision rejects the request:
+            # bad params, or a method of the MCP schema that this revision does not have (a
+            # method of no revision is the server's own, and runs)
+            if bad is not None and (bad["error"]["code"] == INVALID_PARAMS or method in M.SPEC_CLIENT_METHODS):
                 return bad
-            return None                       # a registered handler runs
+            return None
         if bad is not None:
             return bad
         modern = version == MODERN
         if method == "server/discover":
-            res = {"supportedVersions": [LEGACY, MODERN], "capabilities": self.server.capabilities,
+            res = {"supportedVersions": [LEGACY, MODERN], "capabilities": self.server.capabilities_for(MODERN),
                    "ttlMs": 0, "cacheScope": "private",
                    "_meta": {SERVER_INFO_META_KEY: self.server.info}}
             if self.server.instructions:

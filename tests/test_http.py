@@ -300,3 +300,131 @@ def test_modern_posts_are_separate_scopes(srv):
                 assert [m["params"]["progressToken"] for m in msgs if "method" in m] == [label] * 3
                 assert msgs[-1]["result"]["content"][0]["text"] == f"done:{label}"
     run(go())
+
+
+def _statuses_server():
+    """Method handlers that answer with JSON-RPC errors at once, after a pause, or after a
+    notification; a spec method 2026-07-28 removed; a method of the server's own; and
+    capabilities that differ per revision."""
+    from mcp_inflight.impl.server import JsonRpcError, Server
+
+    server = Server("statuses", capabilities={"resources": {}},
+                    revision_capabilities={"2025-11-25": {"resources": {"subscribe": True}}})
+
+    @server.method("resources/subscribe")
+    async def subscribe(ctx, params):
+        return {}
+
+    @server.method("x/custom")
+    async def custom(ctx, params):
+        return {"custom": True}
+
+    @server.method("x/fail")
+    async def fail(ctx, params):
+        raise JsonRpcError(-32021, "The client did not declare sampling", {"requiredCapabilities": {"sampling": {}}})
+
+    @server.method("x/fail-later")
+    async def fail_later(ctx, params):
+        await asyncio.sleep(0.05)
+        raise JsonRpcError(-32601, "nothing here after all")
+
+    @server.method("x/fail-after-progress")
+    async def fail_after_progress(ctx, params):
+        await ctx.progress(1, 2, "half")
+        await asyncio.sleep(0.05)
+        raise JsonRpcError(-32602, "bad after all")
+
+    return server
+
+
+def test_modern_error_statuses_and_ids():
+    """2026-07-28: an error that is a request's whole reply gets the transport's status (404 for
+    -32601, 400 for -32602/-32021/-32022) with the request's id, as JSON, wherever it is made
+    (at once, by a handler at once or later); after a notification the SSE stream keeps 200.
+    2025-11-25 keeps 200 for JSON-RPC errors."""
+    s = start(_statuses_server())
+
+    def req(rid, method, params=None, meta=True):
+        params = dict(params or {})
+        if meta:
+            params["_meta"] = {**MODERN_META, **params.get("_meta", {})}
+        return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+    async def go():
+        async with httpx.AsyncClient(timeout=10) as c:
+            h = {**ACCEPT, "mcp-protocol-version": MODERN}
+
+            async def post(body, headers=h):
+                r = await c.post(s.url, json=body, headers=headers)
+                ctype = r.headers.get("content-type", "")
+                return r.status_code, ctype, (r.json() if ctype.startswith("application/json")
+                                              else list(sse_messages(r.text.splitlines())))
+
+            for rid, method in ((11, "initialize"), (12, "ping"), (13, "logging/setLevel"),
+                                (14, "unknown/method"), (15, "resources/subscribe"),
+                                (16, "resources/unsubscribe")):
+                status, _, body = await post(req(rid, method))
+                assert (status, body["id"], body["error"]["code"]) == (404, rid, -32601), (method, body)
+            status, _, body = await post(req(21, "server/discover", meta=False))
+            assert (status, body["id"], body["error"]["code"]) == (400, 21, -32602), body
+            meta = {k: v for k, v in MODERN_META.items() if not k.endswith("clientCapabilities")}
+            status, _, body = await post({"jsonrpc": "2.0", "id": 22, "method": "server/discover",
+                                          "params": {"_meta": meta}})
+            assert (status, body["id"], body["error"]["code"]) == (400, 22, -32602), body
+            status, _, body = await post(req(31, "x/fail"))
+            assert (status, body["id"], body["error"]["code"]) == (400, 31, -32021), body
+            status, _, body = await post(req(32, "x/fail-later"))
+            assert (status, body["id"], body["error"]["code"]) == (404, 32, -32601), body
+            status, ctype, msgs = await post(req(33, "x/fail-after-progress", {"_meta": {"progressToken": "p"}}))
+            assert status == 200 and ctype.startswith("text/event-stream"), (status, ctype)
+            assert [m.get("method") for m in msgs] == ["notifications/progress", None]
+            assert (msgs[-1]["id"], msgs[-1]["error"]["code"]) == (33, -32602)
+            status, _, msgs = await post(req(41, "x/custom"))                 # the server's own method
+            assert status == 200 and msgs[-1]["id"] == 41 and msgs[-1]["result"]["custom"] is True, msgs
+            # an unsupported MCP-Protocol-Version: 400 with the request's id (the body is read)
+            bad = {**h, "mcp-protocol-version": "v999.0.0"}
+            status, _, body = await post(req(51, "server/discover", {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "v999.0.0"}}), bad)
+            assert (status, body["id"], body["error"]["code"]) == (400, 51, -32022), body
+            assert body["error"]["data"] == {"supported": ["2025-11-25", MODERN], "requested": "v999.0.0"}
+            r = await c.post(s.url, content=b"{not json", headers=bad)
+            assert r.status_code == 400 and r.json()["id"] is None and r.json()["error"]["code"] == -32022
+            # capabilities per revision
+            status, _, body = await post(req(61, "server/discover"))
+            assert status == 200 and body["result"]["capabilities"]["resources"] == {}, body
+
+            # 2025-11-25: JSON-RPC errors are answered with 200; subscribe is served and advertised
+            r = await c.post(s.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+                             headers=ACCEPT)
+            assert r.json()["result"]["capabilities"]["resources"] == {"subscribe": True}
+            lh = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            for rid, method, code in ((71, "unknown/method", -32601), (72, "x/fail", -32021),
+                                      (73, "server/discover", -32601)):
+                r = await c.post(s.url, json={"jsonrpc": "2.0", "id": rid, "method": method, "params": {}},
+                                 headers=lh)
+                msgs = (list(sse_messages(r.text.splitlines())) if "event-stream" in r.headers["content-type"]
+                        else [r.json()])
+                assert r.status_code == 200 and (msgs[-1]["id"], msgs[-1]["error"]["code"]) == (rid, code), msgs
+            r = await c.post(s.url, json={"jsonrpc": "2.0", "id": 74, "method": "resources/subscribe",
+                                          "params": {"uri": "test://x"}}, headers=lh)
+            msgs = list(sse_messages(r.text.splitlines())) if "event-stream" in r.headers["content-type"] else [r.json()]
+            assert r.status_code == 200 and msgs[-1] == {"jsonrpc": "2.0", "id": 74, "result": {}}, msgs
+            r = await c.post(s.url, json={"jsonrpc": "2.0", "id": 75, "method": "ping"},
+                             headers={**lh, "mcp-protocol-version": "1999-01-01"})
+            assert r.status_code == 400 and r.json()["id"] == 75 and r.json()["error"]["code"] == -32022
+
+    try:
+        run(go())
+    finally:
+        s.stop()
+
+
+def test_revision_capabilities_are_checked():
+    from mcp_inflight.impl.server import Server
+
+    with pytest.raises(ValueError, match="unknown revision"):
+        Server("x", revision_capabilities={"2024-01-01": {}})
+    s = Server("x", capabilities={"prompts": {}}, revision_capabilities={MODERN: {"prompts": {"listChanged": True}}})
+    assert s.capabilities_for("2025-11-25")["prompts"] == {}
+    assert s.capabilities_for(MODERN)["prompts"] == {"listChanged": True}
+    assert s.capabilities_for(MODERN)["tools"] == s.capabilities["tools"]
