@@ -91,3 +91,37 @@ def test_serve_help_and_fixture_errors(capsys):
     assert "no fixture module 'mcp_inflight.fixtures.no_such_fixture'" in capsys.readouterr().err
     assert serve(["--path", "mcp"]) == 2
     assert "--path" in capsys.readouterr().err
+
+
+def test_runtime_requirements_cover_what_serve_and_probe_import():
+    """Every package ``mcp-inflight serve``, ``mcp-inflight probe`` and the runtime import (at
+    module level or inside a function) is a runtime requirement of the distribution, not only
+    a test extra: an installed ``mcp-inflight`` runs them without the test extras."""
+    import ast
+    import importlib.metadata as md
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    declared = {Requirement(r).name.lower().replace("_", "-") for r in project["dependencies"]}
+    dists = md.packages_distributions()
+    files = [root / "mcp_inflight" / "serve.py", root / "mcp_inflight" / "probe.py", *sorted((root / "impl").glob("*.py"))]
+    missing = {}
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                tops = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            for top in tops:
+                if top in sys.stdlib_module_names or top == "mcp_inflight":
+                    continue
+                names = {d.lower().replace("_", "-") for d in dists.get(top, [top])}
+                if not names & declared:
+                    missing.setdefault(top, set()).add(f.name)
+    assert missing == {}, f"imported but not in [project] dependencies: {missing}"
