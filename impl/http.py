@@ -116,6 +116,22 @@ class App:
         self.max_body = max_body
         self.sessions: dict[str, _HttpSession] = {}
         self._spare: list[Session] = []        # idle 2026-07-28 scopes, ready for the next POST
+        self._active: set[Session] = set()     # 2026-07-28 scopes whose POST is being answered
+        self._left: set[Session] = set()       # scopes no longer reachable by a request (their
+                                               # POST ended, or their session was deleted) that
+                                               # were not idle then: a handler still unwinding,
+                                               # or a leak
+
+    def live_requests(self) -> int:
+        """Requests admitted and not finished, over every session and every 2026-07-28 POST,
+        including those whose POST has ended or whose session was deleted while their handler
+        still runs.  0 once everything has finished and no registry holds an entry (a request
+        left in a core after its handler ended, a leak, keeps it above 0)."""
+        for s in list(self._left):
+            if s.idle():
+                self._left.discard(s)
+        scopes = [*list(self.sessions.values()), *list(self._active), *list(self._left)]
+        return sum(len(s.core.live()) for s in scopes)
 
     # --- plumbing -------------------------------------------------------------------------
     @staticmethod
@@ -227,6 +243,8 @@ class App:
     def _end(self, s: _HttpSession):
         self.sessions.pop(s.sid, None)
         s.end()
+        if not s.idle():
+            self._left.add(s)
         if s.standalone is not None and not s.standalone.done():
             s.standalone.set_result(None)
 
@@ -253,10 +271,14 @@ class App:
             # no session: each POST is its own scope; an idle scope is reused (its core is empty)
             spare = self._spare
             session = spare.pop() if spare else Session(self.server, "http", MODERN)
+            self._active.add(session)
             try:
                 return await self._request(session, msg, receive, send, ())
             finally:
-                if session.idle() and len(spare) < 256:
+                self._active.discard(session)
+                if not session.idle():
+                    self._left.add(session)
+                elif len(spare) < 256:
                     spare.append(session)
         if inc.kind == "request" and msg["method"] == "initialize" and b"mcp-session-id" not in headers:
             sid = secrets.token_urlsafe(24)

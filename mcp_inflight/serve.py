@@ -112,6 +112,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def uvicorn_settings() -> dict:
+    """The uvicorn settings ``serve`` runs its HTTP server with (the keyword arguments of
+    ``uvicorn.Config`` besides the app and the socket): no access log, no ``server`` and ``date``
+    headers, proxy headers not trusted, the app's lifespan run.  Benchmarks use the same."""
+    return {"log_level": "warning", "access_log": False, "lifespan": "on", "proxy_headers": False,
+            "server_header": False, "date_header": False}
+
+
 async def _serve_http(server: Server, args) -> None:
     import uvicorn
 
@@ -129,8 +137,7 @@ async def _serve_http(server: Server, args) -> None:
         sock.listen(2048)           # bound and listening before the port is announced
     except OSError as e:
         raise ServeError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            proxy_headers=False, server_header=False, date_header=False)
+    config = uvicorn.Config(app, **uvicorn_settings())
     userver = uvicorn.Server(config)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

@@ -12,7 +12,8 @@ from mcp_inflight.serve import demo_server
 
 
 def build_server():
-    """The demo tools plus ``hold`` (waits until released or cancelled, recording which)."""
+    """The demo tools plus ``hold`` (waits until released or cancelled, recording which),
+    ``stubborn`` (goes on after a cancellation until released) and ``release``."""
     server = demo_server()
     server.events = []
     server.release = {}
@@ -26,6 +27,20 @@ def build_server():
         except asyncio.CancelledError:
             server.events.append(("cancelled", label))
             raise
+        server.events.append(("done", label))
+        return f"held:{label}"
+
+    @server.tool()
+    async def stubborn(ctx, label: str, timeout: float = 5.0) -> str:
+        """Like hold, but goes on after one cancellation (a handler that does not stop at
+        once) until released."""
+        ev = server.release.setdefault(label, asyncio.Event())
+        await ctx.progress(0, None, f"{label}: holding")
+        try:
+            await asyncio.wait_for(ev.wait(), timeout)
+        except asyncio.CancelledError:
+            server.events.append(("ignored-cancel", label))
+            await asyncio.wait_for(ev.wait(), timeout)
         server.events.append(("done", label))
         return f"held:{label}"
 

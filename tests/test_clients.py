@@ -93,6 +93,25 @@ def test_serve_help_and_fixture_errors(capsys):
     assert "--path" in capsys.readouterr().err
 
 
+def test_serve_runs_with_its_public_uvicorn_settings(http_url):
+    """``uvicorn_settings()`` is what ``serve`` runs with (a benchmark reuses it): valid uvicorn
+    settings, and the running server shows them (no ``server`` or ``date`` header)."""
+    import httpx
+    import uvicorn
+
+    from mcp_inflight.serve import uvicorn_settings
+
+    settings = uvicorn_settings()
+    config = uvicorn.Config(lambda scope, receive, send: None, **settings)
+    assert (config.server_header, config.date_header, config.access_log) == (False, False, False)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                 "io.modelcontextprotocol/clientCapabilities": {}}}}
+    r = httpx.post(http_url, json=body, headers={"accept": "application/json, text/event-stream",
+                                                 "mcp-protocol-version": "2026-07-28"})
+    assert r.status_code == 200 and "server" not in r.headers and "date" not in r.headers, r.headers
+
+
 def test_runtime_requirements_cover_what_serve_and_probe_import():
     """Every package ``mcp-inflight serve``, ``mcp-inflight probe`` and the runtime import (at
     module level or inside a function) is a runtime requirement of the distribution, not only

@@ -428,3 +428,58 @@ def test_revision_capabilities_are_checked():
     assert s.capabilities_for("2025-11-25")["prompts"] == {}
     assert s.capabilities_for(MODERN)["prompts"] == {"listChanged": True}
     assert s.capabilities_for(MODERN)["tools"] == s.capabilities["tools"]
+
+
+def test_live_requests_sees_modern_requests_and_handlers_after_their_post():
+    """2026-07-28 POSTs have no session, so the app's live-request count is how a test sees
+    them: each held request counts; a closed stream's cancelled handler stops counting once it
+    has ended; a handler that goes on after its POST has ended still counts until it ends."""
+    s = start()
+    app = s.app
+    h = {**ACCEPT, "mcp-protocol-version": MODERN}
+
+    def body(rid, tool, label):
+        b = call(rid, tool, {"label": label, "timeout": 10}, label)
+        b["params"]["_meta"].update(MODERN_META)
+        return b
+
+    async def until(pred, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while not pred() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return pred()
+
+    async def release(c, label):
+        r = await c.post(s.url, json=body(99, "release", label), headers=h)
+        assert r.status_code == 200
+
+    async def go():
+        async with httpx.AsyncClient(timeout=10) as c:
+            assert app.live_requests() == 0
+            async with Stream(c, s.url, body(1, "hold", "L1"), h) as a, \
+                    Stream(c, s.url, body(1, "hold", "L2"), h) as b:
+                async with Stream(c, s.url, body(1, "hold", "L3"), h) as d:
+                    for x in (a, b, d):
+                        assert (await x.next())["method"] == "notifications/progress"
+                    assert app.live_requests() == 3
+                assert await until(lambda: app.live_requests() == 2), app.live_requests()   # L3 closed
+                async with Stream(c, s.url, body(1, "stubborn", "S"), h) as st:
+                    assert (await st.next())["method"] == "notifications/progress"
+                # S's POST is over; its handler went on after the cancellation
+                assert await until(lambda: ("ignored-cancel", "S") in app.server.events)
+                assert app.live_requests() == 3
+                await release(c, "S")
+                assert await until(lambda: ("done", "S") in app.server.events)
+                assert await until(lambda: app.live_requests() == 2), app.live_requests()
+                await release(c, "L1")
+                await release(c, "L2")
+                ma, mb = await asyncio.gather(a.rest(), b.rest())
+            assert ma[-1]["result"]["content"][0]["text"] == "held:L1"
+            assert mb[-1]["result"]["content"][0]["text"] == "held:L2"
+            assert await until(lambda: app.live_requests() == 0), app.live_requests()
+
+    try:
+        run(go())
+    finally:
+        s.stop()
+    assert ("cancelled", "L3") in app.server.events

@@ -305,6 +305,7 @@ def test_load_and_faults(srv):
     assert len(live) == SESSIONS
     assert wait_until(lambda: all(s.idle() for s in live), 15), [
         (s.sid, s.core.registries(), s.core.live(), len(s.pending), len(s.tasks)) for s in live if not s.idle()]
+    assert wait_until(lambda: app.live_requests() == 0, 5), app.live_requests()
     for s in live:
         assert s.core.empty() and s.core.live() == []
         assert s.core.registries() == {"inflight": {}, "stream": {}}
@@ -396,12 +397,13 @@ def test_modern_closes_cancel_under_load():
     released; every other client closes its stream after the first progress (which is
     cancellation on this revision), the rest release themselves by another POST and read their
     response.  Every closed request's handler is cancelled, every other one answered on its own
-    stream, and no handler is left running."""
+    stream, and no handler is left running (the app's live-request count is back to 0)."""
     from http_server import build_server
 
     server = build_server()              # the demo tools plus hold/release, which record their end
     running = Running(create_app(server, "/mcp"))
     h = {**ACCEPT, "mcp-protocol-version": MODERN}
+    seen = []          # the app's live-request count, read while requests are held
 
     async def one(client, k):
         label = f"m{k}"
@@ -416,6 +418,7 @@ def test_modern_closes_cancel_under_load():
                 if line.startswith("data:"):
                     msgs.append(json.loads(line[5:]))
                     break
+            seen.append(running.app.live_requests())
             if k % 2 == 0:
                 return msgs                # closing the stream: cancellation
             rel = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -434,8 +437,11 @@ def test_modern_closes_cancel_under_load():
         closed = {f"m{k}" for k in range(0, MODERN_POSTS, 2)}
         answered = {f"m{k}" for k in range(1, MODERN_POSTS, 2)}
         assert wait_until(lambda: len(server.events) == MODERN_POSTS, 10), len(server.events)
+        # no POST has a session to look into: the app's count shows every request finished
+        assert wait_until(lambda: running.app.live_requests() == 0, 10), running.app.live_requests()
     finally:
         running.stop()
+    assert max(seen) > 0, seen
     for k, msgs in enumerate(results):
         label = f"m{k}"
         first = msgs[0]
