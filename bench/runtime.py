@@ -66,9 +66,9 @@ def uvicorn_config(app, port: int):
     """The uvicorn settings of ``mcp-inflight serve`` (mcp_inflight/serve.py), for every server."""
     import uvicorn
 
-    return uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                          access_log=False, lifespan="on", proxy_headers=False,
-                          server_header=False, date_header=False)
+    from mcp_inflight.serve import uvicorn_settings
+
+    return uvicorn.Config(app, host="127.0.0.1", port=port, **uvicorn_settings())
 
 
 def serve_subprocess(name: str, port: int, loop: str) -> int:
