@@ -1,5 +1,7 @@
 """The z3 prover: one definition read two ways, inductive proofs, counterexamples, traces."""
 
+import os
+
 import pytest
 import z3
 
@@ -94,12 +96,17 @@ def test_symbolic_reading_agrees_on_explored_transitions(design, profile):
     assert _agree(cfg, states[:3], S.from_concrete) > 0
 
 
+#: States per configuration in the slow agreement test (spread evenly over the explored space);
+#: MCP_INFLIGHT_EVERY_STATE=1 takes every state (about 15 minutes on 2 cores: too long for CI).
+SLOW_SAMPLE = None if os.environ.get("MCP_INFLIGHT_EVERY_STATE") == "1" else 150
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("design", list(DESIGNS))
 @pytest.mark.parametrize("profile", PROFILES, ids="-".join)
 def test_symbolic_reading_agrees_on_every_explored_transition(design, profile):
     cfg = Config(DESIGNS[design], *profile, ids=1, requests=2)
-    assert _agree(cfg, _states(cfg), S.finite_from_concrete) > 0
+    assert _agree(cfg, _states(cfg, limit=SLOW_SAMPLE), S.finite_from_concrete) > 0
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids="-".join)
