@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
 
 DEFAULT_IDS = 2
-DEFAULT_REQUESTS = 2
+DEFAULT_REQUESTS = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -225,9 +225,9 @@ def cmd_check(args) -> int:
     cfgs = _runs(args)
     results = proofs = None
     if not args.no_explore:
-        from mcp_inflight.proofs.explore import explore
-        results = [explore(cfg, symmetry=not args.no_symmetry, max_states=args.max_states,
-                           progress=None if not args.json else False) for cfg in cfgs]
+        from mcp_inflight.proofs.explore import explore_many
+        results = explore_many(cfgs, symmetry=not args.no_symmetry, max_states=args.max_states,
+                               progress=None if not args.json else False)
     if not args.no_prove:
         import os
         from mcp_inflight.proofs.prove import prove_all

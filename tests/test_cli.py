@@ -22,7 +22,7 @@ def test_check_passes_on_atomic_and_prints_one_json_object():
     for key in ("design", "revision", "transport", "bounds", "symmetry", "states", "transitions",
                 "seconds", "invariants", "witnesses", "hazards", "coverage"):
         assert key in run
-    assert run["bounds"] == {"ids": 2, "requests": 2}
+    assert run["bounds"] == {"ids": 2, "requests": 3}
     inv = {v["name"]: v for v in run["invariants"]}
     assert inv["no_misrouted_server_request"]["applies"] is False
     assert all(set(v) == {"name", "applies", "holds", "trace", "proof"} for v in run["invariants"])
