@@ -1,5 +1,5 @@
 """The README's table of probe results: ``mcp-inflight probe`` against ``mcp-inflight serve``,
-a server on the official Python SDK (``tests/sdk_server.py``) without the guard, and the same
+a server on the official Python SDK (``tests/support/sdk_server.py``) without the guard, and the same
 server with it.  Each server runs as its own process on a free loopback port; the probes run one
 after the other.
 
@@ -23,7 +23,7 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SDK_SERVER = ROOT / "tests" / "sdk_server.py"
+SDK_SERVER = ROOT / "tests" / "support" / "sdk_server.py"
 
 
 def _free_port() -> int:

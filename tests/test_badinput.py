@@ -8,7 +8,7 @@ import time
 
 import httpx
 import pytest
-from http_server import sse_messages, start
+from support.http_server import sse_messages, start
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ import time
 
 import httpx
 import pytest
-from http_server import sse_messages, start
+from support.http_server import sse_messages, start
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
         "clientInfo": {"name": "test", "version": "1"}}

@@ -1,7 +1,7 @@
 """Load and faults: the Streamable HTTP app of ``mcp-inflight serve`` under many sessions at once.
 
 uvicorn runs the app with the demo tools (``mcp_inflight.serve.demo_server``, built as ``serve``
-builds it, plus the ``hold``/``release`` pair of ``tests/http_server.py``) on a loopback port in a thread of this process, so that its registries can be read
+builds it, plus the ``hold``/``release`` pair of ``tests/support/http_server.py``) on a loopback port in a thread of this process, so that its registries can be read
 afterwards.  The clients are httpx async clients speaking raw JSON-RPC (the ids are ours).
 
 Per session (all sessions at once, all calls of a session at once), 20 calls:
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from http_server import Running, build_server
+from support.http_server import Running, build_server
 
 from mcp_inflight.impl.http import create_app
 
@@ -398,7 +398,7 @@ def test_modern_closes_cancel_under_load():
     cancellation on this revision), the rest release themselves by another POST and read their
     response.  Every closed request's handler is cancelled, every other one answered on its own
     stream, and no handler is left running (the app's live-request count is back to 0)."""
-    from http_server import build_server
+    from support.http_server import build_server
 
     server = build_server()              # the demo tools plus hold/release, which record their end
     running = Running(create_app(server, "/mcp"))

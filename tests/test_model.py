@@ -1,7 +1,7 @@
 """The model against its named invariants, witnesses and hazards."""
 
 import pytest
-from conftest import run
+from support.explored import run
 from hypothesis import given
 from hypothesis import strategies as st
 

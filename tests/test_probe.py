@@ -308,7 +308,7 @@ def _start(argv, env=None):
 
 @pytest.fixture(scope="module")
 def sdk_bare():
-    proc, url = _start([sys.executable, str(HERE / "sdk_server.py")])
+    proc, url = _start([sys.executable, str(HERE / "support" / "sdk_server.py")])
     yield url
     proc.terminate()
     proc.wait(10)
@@ -316,7 +316,7 @@ def sdk_bare():
 
 @pytest.fixture(scope="module")
 def sdk_guarded():
-    proc, url = _start([sys.executable, str(HERE / "sdk_server.py"), "--guard"])
+    proc, url = _start([sys.executable, str(HERE / "support" / "sdk_server.py"), "--guard"])
     yield url
     proc.terminate()
     proc.wait(10)
@@ -514,7 +514,7 @@ class _Stdio:
         import queue
         import threading
 
-        argv = [sys.executable, str(HERE / "sdk_server.py"), "--stdio"] + (["--guard"] if guarded else [])
+        argv = [sys.executable, str(HERE / "support" / "sdk_server.py"), "--stdio"] + (["--guard"] if guarded else [])
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, bufsize=1)
         self.lines = queue.Queue()
@@ -638,7 +638,7 @@ def test_guard_in_json_response_mode():
 
     import httpx
 
-    proc, url = _start([sys.executable, str(HERE / "sdk_server.py"), "--guard", "--json-response"])
+    proc, url = _start([sys.executable, str(HERE / "support" / "sdk_server.py"), "--guard", "--json-response"])
     try:
         c, h = _raw_session(url)
         slow = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {

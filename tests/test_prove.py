@@ -13,7 +13,7 @@ from mcp_inflight.proofs import symbolic as S
 from mcp_inflight.proofs.explore import explore
 from mcp_inflight.proofs.prove import Prover, prove
 
-from conftest import run as explored
+from support.explored import run as explored
 
 PROFILES = profiles()
 ATOMIC = DESIGNS["atomic"]

@@ -6,7 +6,7 @@ It has the tools the probe's defaults expect (the same names and arguments as
 SDK; with ``--guard`` the SDK's ASGI app is wrapped by :func:`mcp_inflight.guard.guard`, the
 two lines a server author would add.
 
-Run it: ``python tests/sdk_server.py [--port 0] [--guard]``; it prints ``listening on URL``
+Run it: ``python tests/support/sdk_server.py [--port 0] [--guard]``; it prints ``listening on URL``
 once it accepts connections.  ``--stdio`` serves stdin/stdout instead (with ``--guard``: the
 streams wrapped by :func:`mcp_inflight.guard.guard_stdio`).
 """
