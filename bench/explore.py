@@ -10,7 +10,7 @@ gives states, transitions, wall seconds, CPU seconds, states per wall second and
 reduction factor (states off / states on).  A profile stops growing after the first bound where
 a run took longer than --budget seconds; a run cut short by --max-states is marked '>' and its
 figures are lower bounds.  --engines instead measures the compiled and the interpreted engine
-(both read model/; see proofs/compiled.py) on the same runs.  Wall seconds on a shared machine
+(both read model/; see proofs/compiled_model.py) on the same runs.  Wall seconds on a shared machine
 are noisy: compare figures of one run, and read CPU seconds beside them.
 """
 

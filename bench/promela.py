@@ -36,8 +36,9 @@ most once and the search goes on to the end (a witness is "violated" when it is 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable
+from typing import Any
 
+from mcp_inflight.model import codegen
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
@@ -47,68 +48,23 @@ from mcp_inflight.model.session import (CMSG_WIRE, FIELDS, actions_for, domains,
 
 
 # --- expressions --------------------------------------------------------------------------
+# The generator of ``model/codegen.py`` with Promela's spelling of the operations.
+
+
+class Expr(codegen.Expr):
+    """A Promela expression (``&&``, ``||``, ``!``, ``(c -> a : b)``, booleans as 1/0)."""
+
+    __slots__ = ()
+    syntax = codegen.PROMELA
+
+    @property
+    def text(self) -> str:
+        return self.src
+
 
 def lit(x: Any) -> str:
     """Promela text of a value: an expression, an int (IntEnum included) or a bool."""
-    if isinstance(x, Expr):
-        return x.text
-    if isinstance(x, bool):
-        return "1" if x else "0"
-    if isinstance(x, int):
-        return str(int(x))
-    raise TypeError(f"no Promela form for {x!r}")
-
-
-class Expr:
-    """A Promela expression.  Comparisons and ``+``/``-`` build larger expressions; truth is
-    refused, so a rule that branched in Python on a state value would fail loudly here."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def _bin(self, op, other, swap=False):
-        a, c = (lit(other), self.text) if swap else (self.text, lit(other))
-        return Expr(f"({a} {op} {c})")
-
-    def __eq__(self, o):  # type: ignore[override]
-        return self._bin("==", o)
-
-    def __ne__(self, o):  # type: ignore[override]
-        return self._bin("!=", o)
-
-    def __lt__(self, o):
-        return self._bin("<", o)
-
-    def __le__(self, o):
-        return self._bin("<=", o)
-
-    def __gt__(self, o):
-        return self._bin(">", o)
-
-    def __ge__(self, o):
-        return self._bin(">=", o)
-
-    def __add__(self, o):
-        return self._bin("+", o)
-
-    def __radd__(self, o):
-        return self._bin("+", o, swap=True)
-
-    def __sub__(self, o):
-        return self._bin("-", o)
-
-    def __rsub__(self, o):
-        return self._bin("-", o, swap=True)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __bool__(self):
-        raise TypeError(f"a model rule branched in Python on a state value: {self.text}")
-
-    def __repr__(self):
-        return f"Expr({self.text})"
+    return codegen.lift(x, codegen.PROMELA)
 
 
 class Array:
@@ -161,10 +117,10 @@ class StateView:
 
 
 def _is_const(x) -> bool:
-    return not isinstance(x, Expr)
+    return not isinstance(x, codegen.Expr)
 
 
-class Promela:
+class Promela(codegen.Gen):
     """The logic interface of ``model/logic.py`` over Promela text.
 
     Python constants fold (``And(True, e)`` is ``e``), quantifiers unroll over the finite domain,
@@ -173,63 +129,7 @@ class Promela:
     """
 
     symbolic = True
-
-    def __init__(self, domains: dict[str, Iterable[int]]):
-        self.domains = {k: tuple(v) for k, v in domains.items()}
-
-    @staticmethod
-    def And(*xs):
-        parts = []
-        for x in xs:
-            if _is_const(x):
-                if not x:
-                    return False
-                continue
-            parts.append(x.text)
-        if not parts:
-            return True
-        return Expr(parts[0]) if len(parts) == 1 else Expr("(" + " && ".join(parts) + ")")
-
-    @staticmethod
-    def Or(*xs):
-        parts = []
-        for x in xs:
-            if _is_const(x):
-                if x:
-                    return True
-                continue
-            parts.append(x.text)
-        if not parts:
-            return False
-        return Expr(parts[0]) if len(parts) == 1 else Expr("(" + " || ".join(parts) + ")")
-
-    @staticmethod
-    def Not(x):
-        if _is_const(x):
-            return not x
-        return Expr(f"!({x.text})")
-
-    @classmethod
-    def Implies(cls, a, c):
-        return cls.Or(cls.Not(a), c)
-
-    @staticmethod
-    def Ite(c, a, other):
-        if _is_const(c):
-            return a if c else other
-        return Expr(f"({c.text} -> {lit(a)} : {lit(other)})")
-
-    @classmethod
-    def In(cls, x, values):
-        if _is_const(x):
-            return x in values
-        return cls.Or(*[x == v for v in values])
-
-    def ForAll(self, sort: str, fn: Callable[[int], Any]):
-        return self.And(*[fn(v) for v in self.domains[sort]])
-
-    def Exists(self, sort: str, fn: Callable[[int], Any]):
-        return self.Or(*[fn(v) for v in self.domains[sort]])
+    expr = Expr
 
 
 # --- the generated model ------------------------------------------------------------------

@@ -8,7 +8,7 @@ handler.  Every answer is computed by the model's own actions (``model/session.p
 ``admit``, ``refuse``, ``emit``, ``server_request``, ``answer``, ``respond``, ``on_cancel``,
 ``unwind``, ``break_stream``) under ``model.config.ATOMIC``; this module adds no guard and no
 effect of its own.  Two engines run them on the same runtime state: ``"generated"`` (the
-default) runs Python generated once per profile from those functions (``impl/compiled.py``),
+default) runs Python generated once per profile from those functions (``impl/generated.py``),
 ``"model"`` calls the functions themselves with the concrete backend of ``model/logic.py``.
 ``tests/test_core.py`` checks that both agree with the model on explored state spaces and runs
 the side-by-side state machine on both.
@@ -328,7 +328,7 @@ class SessionCore:
         self.dropped = 0             # messages not written because their stream was gone
         self.on_step = None          # optional fn(action_name, inst, out), for tests
         if engine == "generated":
-            from .compiled import bind
+            from .generated import bind
             self._acts = bind(self.cfg, self.s)
         else:
             self._acts = _model_engine(self)

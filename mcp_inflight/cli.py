@@ -6,7 +6,6 @@ import argparse
 import importlib
 import json
 import sys
-import xml.etree.ElementTree as ET
 
 from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
 
@@ -14,14 +13,14 @@ DEFAULT_IDS = 2
 DEFAULT_REQUESTS = 3
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message):
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         sys.exit(2)
 
 
-def _choice(valid, what):
+def choice(valid, what):
     def parse(v):
         if v not in valid:
             raise argparse.ArgumentTypeError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
@@ -29,7 +28,7 @@ def _choice(valid, what):
     return parse
 
 
-def _positive(v):
+def positive(v):
     try:
         n = int(v)
     except ValueError:
@@ -41,7 +40,7 @@ def _positive(v):
 
 # Subcommands with their own parser, in their own module: name -> (module, help).
 DELEGATED = {
-    "prove": ("mcp_inflight.proofs.prove", "prove the invariants with z3 for any number of ids"),
+    "prove": ("mcp_inflight.cli_prove", "prove the invariants with z3 for any number of ids"),
     "diagrams": ("mcp_inflight.draw", "generate the diagrams from the model, or check them"),
     "serve": ("mcp_inflight.serve", "run an MCP server on the verified core (stdio or HTTP)"),
     "probe": ("mcp_inflight.probe", "probe an MCP server over HTTP for in-flight id collisions"),
@@ -55,9 +54,9 @@ def _available() -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mcp-inflight",
+    p = Parser(prog="mcp-inflight",
                 description="The request lifecycle of MCP servers as one verified state machine.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     c = sub.add_parser(
         "check", help="explore every reachable state and judge the invariants",
         description="Explore every reachable state of the model (breadth-first, so every "
@@ -68,20 +67,20 @@ def build_parser() -> argparse.ArgumentParser:
                     "invariant holds and is proved and every witness is reached; 1 otherwise "
                     "(a solver timeout included); 2 on a usage error. Hazards are reported in "
                     "their own section and never change the exit code.")
-    c.add_argument("--design", default="atomic", type=_choice(list(DESIGNS) + ["all"], "design"),
+    c.add_argument("--design", default="atomic", type=choice(list(DESIGNS) + ["all"], "design"),
                    help="atomic | unguarded | check_then_claim | all (default: atomic); "
                         "'mcp-inflight prove --design' also takes the mutants of atomic")
-    c.add_argument("--revision", default="all", type=_choice(list(REVISIONS) + ["all"], "revision"),
+    c.add_argument("--revision", default="all", type=choice(list(REVISIONS) + ["all"], "revision"),
                    help="2025-11-25 | 2026-07-28 | all (default: all)")
-    c.add_argument("--transport", default="all", type=_choice(list(TRANSPORTS) + ["all"], "transport"),
+    c.add_argument("--transport", default="all", type=choice(list(TRANSPORTS) + ["all"], "transport"),
                    help="stdio | http | all (default: all)")
-    c.add_argument("--ids", type=_positive, default=DEFAULT_IDS,
+    c.add_argument("--ids", type=positive, default=DEFAULT_IDS,
                    help=f"distinct request ids (default: {DEFAULT_IDS})")
-    c.add_argument("--requests", type=_positive, default=DEFAULT_REQUESTS,
+    c.add_argument("--requests", type=positive, default=DEFAULT_REQUESTS,
                    help=f"request instances a run may send (default: {DEFAULT_REQUESTS})")
     c.add_argument("--no-symmetry", action="store_true",
                    help="do not reduce by symmetry of ids and instances (to compare counts)")
-    c.add_argument("--max-states", type=_positive, default=None,
+    c.add_argument("--max-states", type=positive, default=None,
                    help="stop a run after this many states; an incomplete run fails")
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     c.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
@@ -89,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only the explorer (skip the z3 proofs)")
     c.add_argument("--no-explore", action="store_true",
                    help="run only the z3 prover (skip the explorer)")
-    c.add_argument("--depth", type=_positive, default=12,
+    c.add_argument("--depth", type=positive, default=12,
                    help="prover: longest trace bounded model checking looks for (default: 12)")
     c.add_argument("--timeout", type=float, default=30.0, metavar="S",
                    help="prover: seconds per solver query; running out fails the check (default: 30)")
@@ -105,119 +104,8 @@ def _runs(args):
             for d in designs for rev, tr in profiles(args.revision, args.transport)]
 
 
-def _mark(v) -> str:
-    if not v.applies:
-        return "n/a"
-    if v.kind == "witness":
-        return "reached" if v.ok else "UNREACHED"
-    return "holds" if v.ok else "FAILS"
-
-
-def render_text(results) -> str:
-    lines = []
-    width = max(len(r.cfg.label) for r in results)
-    for section, kinds in (("Invariants and witnesses", ("invariant", "witness")),
-                           ("Protocol hazards (reported, never fail the check)", ("hazard",))):
-        lines.append(section)
-        for r in results:
-            for v in r.verdicts:
-                if v.kind in kinds:
-                    lines.append(f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {_mark(v)}")
-        lines.append("")
-    lines.append("Runs")
-    for r in results:
-        extra = "" if r.complete else "  INCOMPLETE (--max-states reached)"
-        dead = f"  dead actions: {', '.join(r.dead_actions)}" if r.dead_actions else ""
-        dl = f"  deadlocks: {r.deadlocks}" if r.deadlocks else ""
-        lines.append(f"  {r.cfg.label:<{width}}  bounds ids={r.cfg.ids} requests={r.cfg.requests}"
-                     f"  symmetry={'on' if r.symmetry else 'off'}  {r.states:,} states"
-                     f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s{extra}{dead}{dl}")
-    lines.append("")
-    for r in results:
-        for v in r.verdicts:
-            if v.applies and v.trace is not None and (v.kind != "witness"):
-                head = "hazard" if v.kind == "hazard" else "counterexample"
-                lines.append(f"{head}: {v.name} on {r.cfg.label}")
-                lines.extend(format_trace(v.trace))
-                lines.append("")
-            if v.applies and v.kind == "witness" and not v.ok:
-                lines.append(f"witness unreachable: {v.name} on {r.cfg.label} at this bound")
-                lines.append("")
-    return "\n".join(lines)
-
-
-def format_trace(trace) -> list[str]:
-    out = []
-    for n, step in enumerate(trace, 1):
-        out.append(f"  {n}. {step['story']}")
-        if step["changes"]:
-            out.append("       " + ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in step["changes"].items()))
-    return out
-
-
-def write_junit(path, results, proofs=None):
-    suite = ET.Element("testsuite", name="mcp-inflight check")
-    n = fails = skipped = 0
-    for k, r in enumerate(results):
-        pr = proofs[k] if proofs is not None else None
-        for v in r.verdicts:
-            n += 1
-            case = ET.SubElement(suite, "testcase", classname=r.cfg.label.replace(" ", "."),
-                                 name=f"{v.kind}:{v.name}", time=f"{r.seconds:.3f}")
-            if not v.applies:
-                skipped += 1
-                ET.SubElement(case, "skipped", message="does not apply to this profile")
-            elif not v.ok and v.kind != "hazard":
-                fails += 1
-                f = ET.SubElement(case, "failure", message=f"{v.name} {_mark(v)}")
-                f.text = "\n".join(format_trace(v.trace)) if v.trace else ""
-            elif not v.ok:
-                ET.SubElement(case, "system-out").text = "\n".join(format_trace(v.trace or []))
-            if pr is not None and v.applies and v.kind != "witness":
-                p = pr.proof(v.name)
-                if v.kind == "invariant" and not p.proved and v.ok:
-                    fails += 1
-                    f = ET.SubElement(case, "failure", message=f"{v.name} z3: {_proof_mark(p)}")
-                    f.text = p.note
-                case.set("time", f"{r.seconds + p.seconds:.3f}")
-    suite.set("tests", str(n))
-    suite.set("failures", str(fails))
-    suite.set("skipped", str(skipped))
-    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
-
-
-def _proof_mark(p) -> str:
-    from mcp_inflight.proofs.prove import mark
-    return mark(p)
-
-
-def render_combined(results, proofs) -> str:
-    """One table: the explorer's verdict and the prover's, side by side, per run x property."""
-    lines = []
-    width = max(len(r.cfg.label) for r in results)
-    for section, kinds in (("Invariants and witnesses", ("invariant", "witness")),
-                           ("Protocol hazards (reported, never fail the check)", ("hazard",))):
-        lines.append(section)
-        lines.append(f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} z3")
-        for r, pr in zip(results, proofs):
-            for v in r.verdicts:
-                if v.kind in kinds:
-                    z = _proof_mark(pr.proof(v.name)) if v.kind != "witness" else "-"
-                    lines.append(f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
-                                 f"{_mark(v):<10} {z}")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _proof_notes(proofs) -> str:
-    """The prover's runs, auxiliary invariants and what it did not prove (from its own report)."""
-    from mcp_inflight.proofs.prove import render_text as prove_text
-    text = prove_text(proofs)
-    keep = text.split("Auxiliary invariants", 1)[1]
-    return "z3: auxiliary invariants" + keep.replace("\nRuns\n", "\nz3 runs\n", 1)
-
-
 def cmd_check(args) -> int:
+    from mcp_inflight import report
     if args.no_prove and args.no_explore:
         build_parser().error("--no-prove and --no-explore leave nothing to run")
     if args.timeout <= 0:
@@ -254,14 +142,11 @@ def cmd_check(args) -> int:
         sys.stdout.write("\n")
     else:
         if results is not None and proofs is not None:
-            text = render_combined(results, proofs) + "\n" + \
-                render_text(results).split("Runs\n", 1)[1].join(("Runs\n", "")) + \
-                "\n" + _proof_notes(proofs)
+            text = report.combined_text(results, proofs)
         elif results is not None:
-            text = render_text(results)
+            text = report.explore_text(results)
         else:
-            from mcp_inflight.proofs.prove import render_text as prove_text
-            text = prove_text(proofs)
+            text = report.prove_text(proofs)
         sys.stdout.write(text + "\n")
         what = {(False, False): "every invariant holds and is proved, and every witness is reached",
                 (False, True): "every invariant holds and every witness is reached",
@@ -274,11 +159,7 @@ def cmd_check(args) -> int:
         sys.stdout.write(f"OK: {what}\n" if ok else
                          "FAILED: see the table and counterexamples above\n")
     if args.junit_xml:
-        if results is not None:
-            write_junit(args.junit_xml, results, proofs)
-        else:
-            from mcp_inflight.proofs.prove import write_junit as prove_junit
-            prove_junit(args.junit_xml, proofs)
+        report.write_junit(args.junit_xml, results, proofs)
     return 0 if ok else 1
 
 

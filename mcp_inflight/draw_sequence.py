@@ -38,7 +38,8 @@ from mcp_inflight.model.config import DESIGNS, Config, profiles
 from mcp_inflight.model.logic import NONE, Concrete, apply_writes
 from mcp_inflight.model.properties import PROPERTY
 from mcp_inflight.model.session import ACTION, canonical_clock, domains, initial
-from mcp_inflight.proofs.explore import changes, explore, id_name, inst_name
+from mcp_inflight.model.trace import changes, id_name, inst_name
+from mcp_inflight.proofs.explore import explore
 
 #: Every design is explored: ``unguarded`` and ``check_then_claim`` break invariants, and every
 #: design, ``atomic`` included, meets the protocol hazards (``model/properties.py``).

@@ -45,7 +45,8 @@ from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Concrete
 from mcp_inflight.model.properties import INVARIANTS
 from mcp_inflight.model.session import ACTIONS, FIELDS, canonical_clock, domains, initial
-from mcp_inflight.proofs.explore import explore, id_name, inst_name, render_value
+from mcp_inflight.model.trace import id_name, inst_name, render_value
+from mcp_inflight.proofs.explore import explore
 
 DESIGNS_DRAWN = ("atomic", "unguarded")
 REVISION = "2026-07-28"

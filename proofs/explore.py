@@ -2,7 +2,8 @@
 
 It reads the actions, conditions and properties of ``model/session.py`` and
 ``model/properties.py`` and adds no rule of its own.  By default it runs them compiled: the
-model's functions are called once with the code-generating backend of ``proofs/compiled.py``,
+model's functions are called once with the code-generating backend of ``model/codegen.py``
+(``proofs/compiled_model.py``),
 specialised to the run and to each action's arguments, and the generated functions do the
 search's work; ``engine="interpreted"`` calls them through ``model.logic.Concrete`` on every
 step instead (same results, ``tests/test_compiled.py``).  What the explorer adds is search:
@@ -15,7 +16,7 @@ moves from the initial state, so it is the same concrete run the search took.
 
 Symmetry: ids are interchangeable (no rule names a particular id) and so are instances (a rule
 names an instance only through its fields).  The key of a state names its orbit under renaming
-of ids and instances (``proofs/compiled.py:canonical_source``, built from ``FIELDS``): it is
+of ids and instances (``proofs/flat.py:canonical_source``, built from ``FIELDS``): it is
 always a renaming of the state, so the reduction is sound for properties that are themselves
 symmetric (all of ours), and it is exact (one state per orbit; ``tests/test_explore.py`` checks
 it against a brute-force orbit).
@@ -34,7 +35,10 @@ from mcp_inflight.model.logic import NONE, Concrete, apply_writes
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import (FIELDS, State, actions_for, canonical_clock, domains,
                                         initial, settled)
-from mcp_inflight.proofs.compiled import Compiled, Layout, decode_key, key_function
+from mcp_inflight.model.trace import (Trace, build_trace, changes, id_name, inst_name, render_value,
+                                      story, trace_json, trace_to_json)
+from mcp_inflight.proofs.compiled_model import Compiled
+from mcp_inflight.proofs.flat import Layout, decode_key, key_function
 
 # --- symmetry -----------------------------------------------------------------------------
 
@@ -42,7 +46,7 @@ from mcp_inflight.proofs.compiled import Compiled, Layout, decode_key, key_funct
 class Canonicalizer:
     """The canonical representative of a state's orbit under renaming of ids and instances.
 
-    The key is built by ``proofs/compiled.py:canonical_source`` from ``FIELDS`` (every field by
+    The key is built by ``proofs/flat.py:canonical_source`` from ``FIELDS`` (every field by
     its key and sort, none listed by name), so a field added to the model takes part without
     being added here; ``tests/test_explore.py`` checks the key against a brute-force orbit.
     """
@@ -65,12 +69,13 @@ class Verdict:
     kind: str
     applies: bool
     ok: bool               # invariant/hazard: holds; witness: reached
-    trace: list | None = None
+    trace: Trace | None = None
     doc: str = ""
 
     def to_json(self) -> dict:
         key = "reached" if self.kind == "witness" else "holds"
-        return {"name": self.name, "applies": self.applies, key: self.ok, "trace": self.trace}
+        return {"name": self.name, "applies": self.applies, key: self.ok,
+                "trace": trace_to_json(self.trace)}
 
 
 @dataclass
@@ -85,7 +90,7 @@ class RunResult:
     verdicts: list[Verdict] = field(default_factory=list)
     coverage: dict = field(default_factory=dict)
     deadlocks: int = 0
-    deadlock_trace: list | None = None
+    deadlock_trace: Trace | None = None
 
     def of(self, kind):
         return [v for v in self.verdicts if v.kind == kind]
@@ -115,95 +120,8 @@ class RunResult:
             "witnesses": [v.to_json() for v in self.of("witness")],
             "hazards": [v.to_json() for v in self.of("hazard")],
             "coverage": dict(self.coverage), "dead_actions": self.dead_actions,
-            "deadlocks": self.deadlocks, "deadlock_trace": self.deadlock_trace,
+            "deadlocks": self.deadlocks, "deadlock_trace": trace_to_json(self.deadlock_trace),
         }
-
-
-# --- rendering of traces ------------------------------------------------------------------
-
-_SREQ = ("none", "pending", "lost", "answered")
-_CMSG = ("none", "on wire", "delivered")
-_STEP = ("unchecked", "checked", "stream claimed")
-
-
-def inst_name(r) -> str:
-    return "-" if r == NONE else chr(ord("A") + r)
-
-
-def id_name(k) -> str:
-    return str(k + 1)
-
-
-def render_value(f, v):
-    if f.sort == "life":
-        return Life(v).label
-    if f.sort == "inst?":
-        return inst_name(v)
-    if f.sort == "id":
-        return id_name(v)
-    if f.sort == "bool":
-        return "true" if v else "false"
-    if f.sort == "sreq":
-        return _SREQ[v]
-    if f.sort == "cmsg":
-        return _CMSG[v]
-    if f.sort == "step":
-        return _STEP[v]
-    return str(v)
-
-
-def changes(pre: State, post: State) -> dict:
-    """The fields that changed, as ``{"life[A]": ["received", "in_flight"]}`` (times omitted)."""
-    out = {}
-    for f in FIELDS:
-        if f.sort == "time":
-            continue
-        a, b = getattr(pre, f.name), getattr(post, f.name)
-        if f.key is None:
-            if a != b:
-                out[f.name] = [render_value(f, a), render_value(f, b)]
-            continue
-        name = inst_name if f.key == "inst" else id_name
-        for k, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                out[f"{f.name}[{name(k)}]"] = [render_value(f, x), render_value(f, y)]
-    return out
-
-
-_WHAT = {"progress": "progress/log", "server_request": "elicitation", "response": "response"}
-
-
-def story(action, args, pre: State, post: State, out: dict) -> str:
-    r = args.get("r")
-    i = args.get("i")
-    text = action.story.format(
-        r=inst_name(r), i=id_name(i) if i is not None else "",
-        id=id_name(pre.rid[r] if i is None else i),
-        sender="rogue" if pre.rogue[r] else "client")
-    notes = []
-    for kind, (t, d) in out.items():
-        what = _WHAT.get(kind, kind)
-        if not d:
-            notes.append(f"{what} dropped (no live stream)")
-        elif t == r:
-            notes.append(f"{what} written on its own stream")
-        else:
-            notes.append(f"{what} written on {inst_name(t)}'s stream  <-- misrouted")
-    for k, (x, y) in enumerate(zip(pre.life, post.life)):
-        if x != y and y == Life.CANCELLED and action.name == "deliver_cancel":
-            notes.append(f"{inst_name(k)} is cancelled" + ("" if k == r else "  <-- not the one meant"))
-    return text + ("  ->  " + "; ".join(notes) if notes else "")
-
-
-def trace_json(cfg, steps) -> list[dict]:
-    b = Concrete(domains(cfg))
-    res = []
-    for action, args, pre, post in steps:
-        out = action.output(b, pre, cfg, args["r"], args.get("i"))
-        rendered = {k: (inst_name(v) if k == "r" else id_name(v)) for k, v in args.items()}
-        res.append({"action": action.name, "args": rendered,
-                    "story": story(action, args, pre, post, out), "changes": changes(pre, post)})
-    return res
 
 
 # --- the search ---------------------------------------------------------------------------
@@ -244,7 +162,7 @@ def explore(cfg: Config, symmetry: bool = True, max_states: int | None = None,
     diagrams can see the state graph without searching it a second time.
 
     ``engine``: ``compiled`` (default) runs the model's rules specialised and compiled for the
-    run (``proofs/compiled.py``); ``interpreted`` calls them through ``model.logic.Concrete``
+    run (``proofs/compiled_model.py``); ``interpreted`` calls them through ``model.logic.Concrete``
     on every step.  Both read the same rules and give the same states, transitions and verdicts
     (``tests/test_compiled.py``); the compiled one is several times faster.
     """
@@ -383,15 +301,15 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
     res.coverage = {a.name: 0 for a in actions_for(cfg)}
     for mv, n in zip(moves, move_count):
         res.coverage[mv.action.name] += n
-    res.deadlock_trace = trace_json(cfg, path(deadlock_key)) if deadlock_key is not None else None
+    res.deadlock_trace = build_trace(cfg, path(deadlock_key)) if deadlock_key is not None else None
     for p, ap in props:
         hit = first_bad.get(p.name) if ap else None
         trace = None
         if hit is not None:
             if hit[0] == "state":
-                trace = trace_json(cfg, path(hit[1]))
+                trace = build_trace(cfg, path(hit[1]))
             else:
-                trace = trace_json(cfg, step_path(hit[1], hit[2]))
+                trace = build_trace(cfg, step_path(hit[1], hit[2]))
         ok = (hit is not None) if p.kind == "witness" else (hit is None)
         res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
     res.seconds = time.monotonic() - t0
@@ -501,16 +419,16 @@ def _explore_interpreted(cfg: Config, symmetry: bool = True, max_states: int | N
     res.seconds = time.monotonic() - t0
     res.complete = complete
     res.deadlocks = deadlocks
-    res.deadlock_trace = trace_json(cfg, path(deadlock_key)) if deadlock_key is not None else None
+    res.deadlock_trace = build_trace(cfg, path(deadlock_key)) if deadlock_key is not None else None
     for p, ap in props:
         hit = first_bad.get(p.name) if ap else None
         trace = None
         if hit is not None:
             if hit[0] == "state":
-                trace = trace_json(cfg, path(hit[1]))
+                trace = build_trace(cfg, path(hit[1]))
             else:
                 _, pk, a, args, t = hit
-                trace = trace_json(cfg, path(pk) + [(a, args, concrete[pk], t)])
+                trace = build_trace(cfg, path(pk) + [(a, args, concrete[pk], t)])
         if p.kind == "witness":
             ok = hit is not None
         else:
@@ -558,5 +476,5 @@ def explore_many(cfgs, jobs: int | None = None, progress: bool | None = None,
     return out
 
 
-__all__ = ["explore", "explore_many", "RunResult", "Verdict", "Canonicalizer", "trace_json", "changes", "story",
-           "inst_name", "id_name"]
+__all__ = ["explore", "explore_many", "RunResult", "Verdict", "Canonicalizer", "trace_json",
+           "changes", "story", "inst_name", "id_name", "render_value"]

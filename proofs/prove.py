@@ -39,6 +39,8 @@ from mcp_inflight.model.logic import Concrete, apply_writes as concrete_writes
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import State, actions_for, initial
 from mcp_inflight.model.session import domains as concrete_domains
+from mcp_inflight.model.trace import (CounterexampleToInduction, Trace, build_trace, changes,
+                                      describe_state, id_name, inst_name, trace_to_json)
 from mcp_inflight.proofs import symbolic as sym
 
 DEFAULT_DEPTH = 12
@@ -69,8 +71,8 @@ class Proof:
     status: str = "n/a"
     seconds: float = 0.0
     auxiliary: list = field(default_factory=list)
-    cti: dict | None = None
-    trace: list | None = None
+    cti: CounterexampleToInduction | None = None
+    trace: Trace | None = None
     depth: int | None = None
     note: str = ""
     doc: str = ""
@@ -95,7 +97,8 @@ class Proof:
     def to_json(self) -> dict:
         return {"method": self.method, "proved": self.proved, "status": self.status,
                 "seconds": round(self.seconds, 3), "auxiliary": list(self.auxiliary),
-                "cti": self.cti, "trace": self.trace, "depth": self.depth,
+                "cti": None if self.cti is None else self.cti.to_json(),
+                "trace": trace_to_json(self.trace), "depth": self.depth,
                 **({"note": self.note} if self.note else {})}
 
 
@@ -254,7 +257,7 @@ class Prover:
         init = sym.initial_state()
         aux = [p for p in self.auxiliary if p.applies(cfg)]
         state_targets = [p for p in targets + hazards if p.scope == "state"]
-        ctis: dict[str, dict] = {}
+        ctis: dict[str, CounterexampleToInduction] = {}
         unknown: dict[str, str] = {}
         kept = []
         for p in aux + state_targets:
@@ -262,8 +265,8 @@ class Prover:
             if res == z3.unsat:
                 kept.append(p)
             elif res == z3.sat:
-                ctis[p.name] = {"initial": True, "broken": p.name,
-                                "text": f"{p.name} does not hold in the initial state"}
+                ctis[p.name] = CounterexampleToInduction(
+                    p.name, f"{p.name} does not hold in the initial state", initial=True)
             else:
                 unknown[p.name] = f"initial state: {self._reason}"
         implied: set[str] = set()
@@ -361,24 +364,23 @@ class Prover:
         return None
 
     def _raw_cti(self, st, prop):
-        return {"broken": prop.name, "action": st.action.name, "pre": None, "post": None,
-                "text": f"{prop.name} is not preserved by {st.action.name}; the counterexample "
-                        f"needs more than {CTI_UNIVERSES[-1][0]} instances or "
-                        f"{CTI_UNIVERSES[-1][1]} ids to show"}
+        return CounterexampleToInduction(
+            prop.name, f"{prop.name} is not preserved by {st.action.name}; the counterexample "
+                       f"needs more than {CTI_UNIVERSES[-1][0]} instances or "
+                       f"{CTI_UNIVERSES[-1][1]} ids to show", action=st.action.name)
 
     def _render_cti(self, model, U, st, prop, insts, ids):
-        from mcp_inflight.proofs.explore import changes, id_name, inst_name
         pre = sym.concrete_state(model, U.pre, insts, ids, State)
         post = sym.concrete_state(model, st.post, insts, ids, State)
         r = model.eval(st.r, model_completion=True).as_long()
         args = {"r": inst_name(r)}
         if st.i is not None:
             args["i"] = id_name(model.eval(st.i, model_completion=True).as_long())
-        return {"broken": prop.name, "action": st.action.name, "args": args,
-                "pre": describe_state(pre), "post": describe_state(post),
-                "changes": changes(pre, post),
-                "text": f"{prop.name} is not preserved by {st.action.name}"
-                        f"({', '.join(f'{k}={v}' for k, v in args.items())})"}
+        return CounterexampleToInduction(
+            prop.name, f"{prop.name} is not preserved by {st.action.name}"
+                       f"({', '.join(f'{k}={v}' for k, v in args.items())})",
+            action=st.action.name, args=args, pre=describe_state(pre),
+            post=describe_state(post), changes=changes(pre, post))
 
     # -- bounded model checking
     def bmc(self, props, depth=None, requests=None, ids=None):
@@ -397,7 +399,7 @@ class Prover:
         top_id = z3.IntVal(-1)
         choices = []
         last_steps = None
-        found: dict[str, list] = {}
+        found: dict[str, Trace] = {}
         unknown: dict[str, str] = {}
         todo = list(props)
         for d in range(depth + 1):
@@ -467,7 +469,6 @@ class Prover:
     def _replay(self, model, choices, acts, prop):
         """The trace in ``model``, replayed on the concrete backend and rendered as the explorer
         renders its traces.  A disagreement between the two readings is an error, not a result."""
-        from mcp_inflight.proofs.explore import trace_json
         raw = []
         for a_t, r_t, i_t in choices:
             a = acts[model.eval(a_t, model_completion=True).as_long()]
@@ -502,7 +503,7 @@ class Prover:
         if not broken:
             raise RuntimeError(f"bounded trace for {prop.name} does not break it when replayed "
                                "concretely (the readings disagree)")
-        return trace_json(cfg, [(a, args, pre, post) for a, args, pre, post, _ in steps])
+        return build_trace(cfg, [(a, args, pre, post) for a, args, pre, post, _ in steps])
 
     # -- everything for one configuration
     def run(self, names=None) -> ProveResult:
@@ -589,30 +590,11 @@ def _choose(a_t, options, unchanged):
     return term
 
 
-def describe_state(s: State) -> dict:
-    """A finite state as ``{"instances": {A: {...}}, "inflight": {1: A}, ...}`` for CTIs."""
-    from mcp_inflight.model.session import FIELDS
-    from mcp_inflight.proofs.explore import id_name, inst_name, render_value
-    insts = {}
-    for n in range(len(s.life)):
-        insts[inst_name(n)] = {f.name: render_value(f, getattr(s, f.name)[n])
-                               for f in FIELDS if f.key == "inst"}
-    out = {"instances": insts}
-    for f in FIELDS:
-        if f.key == "id":
-            out[f.name] = {id_name(k): render_value(f, v) for k, v in enumerate(getattr(s, f.name))}
-        elif f.key is None:
-            out[f.name] = render_value(f, getattr(s, f.name))
-    return out
-
-
 def prove(cfg: Config, depth: int = DEFAULT_DEPTH, timeout: float = DEFAULT_TIMEOUT,
           names=None, progress=None) -> ProveResult:
     """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring."""
     return Prover(cfg, depth=depth, timeout=timeout, progress=progress).run(names)
 
-
-# --- command line ---------------------------------------------------------------------------
 
 def all_designs() -> dict:
     """The designs by name, and the mutants of ``atomic`` (one safeguard removed each)."""
@@ -650,166 +632,3 @@ def prove_all(cfgs, depth=DEFAULT_DEPTH, timeout=DEFAULT_TIMEOUT, jobs=1, progre
             out.append(f.result())
             note(n, out[-1])
         return out
-
-
-def mark(p: Proof) -> str:
-    if not p.applies:
-        return "n/a"
-    return {"proved": "PROVED", "trace": "FAILS (trace)", "unknown": "UNKNOWN (solver gave up)",
-            "cti": "not proved (no trace within depth)"}[p.status]
-
-
-def format_cti(cti: dict) -> list[str]:
-    lines = [f"  counterexample to induction: {cti['text']}"]
-    if cti.get("pre") is None:
-        return lines
-    for label, key in (("pre-state", "pre"), ("post-state", "post")):
-        st = cti[key]
-        lines.append(f"    {label}:")
-        for name, vals in st["instances"].items():
-            lines.append(f"      {name}: " + " ".join(f"{k}={v}" for k, v in vals.items()))
-        regs = [f"{f}[{k}]={v}" for f in ("inflight", "stream") for k, v in st[f].items()]
-        lines.append("      " + " ".join(regs) + f" clock={st['clock']}")
-    if cti.get("changes"):
-        lines.append("    changes: " + ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in cti["changes"].items()))
-    lines.append(f"    broken conjunct: {cti['broken']}")
-    return lines
-
-
-def render_text(results) -> str:
-    from mcp_inflight.cli import format_trace
-    lines = []
-    width = max(len(r.cfg.label) for r in results)
-    for title, kind in (("Invariants (z3)", "invariant"),
-                        ("Protocol hazards (reported, never fail)", "hazard")):
-        lines.append(title)
-        for r in results:
-            for p in r.of(kind):
-                extra = f"  {p.seconds:.2f}s" if p.applies else ""
-                lines.append(f"  {r.cfg.label:<{width}}  {p.name:<28} {mark(p)}{extra}")
-        lines.append("")
-    lines.append("Auxiliary invariants (proved with the invariants; part of the model)")
-    for r in results:
-        kept = [p.name for p in r.of("auxiliary") if p.applies and p.proved]
-        dropped = [p.name for p in r.of("auxiliary") if p.applies and not p.proved]
-        lines.append(f"  {r.cfg.label:<{width}}  proved: {', '.join(kept) or '-'}")
-        if dropped:
-            lines.append(f"  {'':<{width}}  not invariants of this design: {', '.join(dropped)}")
-    lines.append("")
-    lines.append("Runs")
-    for r in results:
-        lines.append(f"  {r.cfg.label:<{width}}  {r.queries} queries  {r.seconds:.2f}s  "
-                     f"bounded search: depth {r.depth}, {BMC_REQUESTS} requests, {BMC_IDS} ids  "
-                     f"slowest query {r.slowest[0]:.2f}s ({r.slowest[1]})")
-    lines.append("")
-    for r in results:
-        for p in r.proofs:
-            if not p.applies or p.kind == "auxiliary" or p.proved:
-                continue
-            head = "hazard" if p.kind == "hazard" else "counterexample"
-            if p.status == "trace":
-                lines.append(f"{head}: {p.name} on {r.cfg.label} (bounded model checking)")
-                lines.extend(format_trace(p.trace))
-            elif p.status == "unknown":
-                lines.append(f"unknown: {p.name} on {r.cfg.label}: the solver gave up ({p.note})")
-            else:
-                lines.append(f"not proved: {p.name} on {r.cfg.label}: {p.note}")
-            if p.cti:
-                lines.extend(format_cti(p.cti))
-            lines.append("")
-    return "\n".join(lines)
-
-
-def write_junit(path, results):
-    import xml.etree.ElementTree as ET
-    from mcp_inflight.cli import format_trace
-    suite = ET.Element("testsuite", name="mcp-inflight prove")
-    n = fails = skipped = 0
-    for r in results:
-        for p in r.proofs:
-            if p.kind == "auxiliary":
-                continue
-            n += 1
-            case = ET.SubElement(suite, "testcase", classname=r.cfg.label.replace(" ", "."),
-                                 name=f"{p.kind}:{p.name}", time=f"{p.seconds:.3f}")
-            if not p.applies:
-                skipped += 1
-                ET.SubElement(case, "skipped", message="does not apply to this profile")
-            elif not p.proved and p.kind == "invariant":
-                fails += 1
-                f = ET.SubElement(case, "failure", message=f"{p.name} {mark(p)}")
-                f.text = "\n".join(format_trace(p.trace) if p.trace else
-                                   format_cti(p.cti) if p.cti else [p.note])
-            elif not p.proved:
-                ET.SubElement(case, "system-out").text = "\n".join(
-                    format_trace(p.trace) if p.trace else [p.note])
-    suite.set("tests", str(n))
-    suite.set("failures", str(fails))
-    suite.set("skipped", str(skipped))
-    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
-
-
-def build_parser():
-    import os
-    from mcp_inflight.cli import _choice, _Parser, _positive
-    p = _Parser(
-        prog="mcp-inflight prove",
-        description="Prove the invariants with z3 for any number of ids, requests and streams. "
-                    "Each invariant is proved inductive (with the auxiliary invariants of "
-                    "model/auxiliary.py, themselves proved); one that is not comes back with a "
-                    "counterexample to induction, and bounded model checking then looks for a "
-                    "real trace from the initial state (shortest first; over "
-                    f"{BMC_REQUESTS} requests and {BMC_IDS} ids, the explorer's default bound). "
-                    "Exit 0 when every "
-                    "invariant is proved; 1 when one is not, or when the solver gives up "
-                    "(never counted as a pass); 2 on a usage error. Protocol hazards are "
-                    "reported and never change the exit code.")
-    names = list(all_designs())
-    p.add_argument("--design", default="atomic", type=_choice(names + ["all"], "design"),
-                   help="atomic | unguarded | check_then_claim | all, or a mutant of atomic "
-                        "(atomic-split-claim, atomic-no-refusal, ...) (default: atomic)")
-    p.add_argument("--revision", default="all", type=_choice(list(REVISIONS) + ["all"], "revision"),
-                   help="2025-11-25 | 2026-07-28 | all (default: all)")
-    p.add_argument("--transport", default="all", type=_choice(list(TRANSPORTS) + ["all"], "transport"),
-                   help="stdio | http | all (default: all)")
-    p.add_argument("--depth", type=_positive, default=DEFAULT_DEPTH,
-                   help=f"longest trace bounded model checking looks for (default: {DEFAULT_DEPTH})")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-                   help=f"seconds per solver query; a query that runs out is 'unknown' and the "
-                        f"run fails (default: {DEFAULT_TIMEOUT:g})")
-    p.add_argument("--jobs", type=_positive, default=min(2, os.cpu_count() or 1),
-                   help="configurations proved in parallel processes (default: 2, or 1 on one core)")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    p.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
-    return p
-
-
-def configs(design: str, revision: str, transport: str) -> list[Config]:
-    names = all_designs()
-    designs = list(DESIGNS.values()) if design == "all" else [names[design]]
-    return [Config(d, rev, tr) for d in designs for rev, tr in profiles(revision, transport)]
-
-
-def run(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    if args.timeout <= 0:
-        build_parser().error("--timeout must be positive")
-    cfgs = configs(args.design, args.revision, args.transport)
-    results = prove_all(cfgs, depth=args.depth, timeout=args.timeout, jobs=args.jobs,
-                        progress=not args.json and sys.stderr.isatty())
-    ok = all(r.ok for r in results)
-    unknown = [f"{p.name} on {r.cfg.label}" for r in results for p in r.proofs
-               if p.applies and p.status == "unknown" and p.kind == "invariant"]
-    if args.json:
-        json.dump({"ok": ok, "runs": [r.to_json() for r in results]}, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(render_text(results) + "\n")
-        if unknown:
-            sys.stdout.write("UNKNOWN: the solver gave up on " + "; ".join(unknown) +
-                             " (raise --timeout); this is not a pass\n")
-        sys.stdout.write("OK: every invariant is proved for any number of ids and requests\n"
-                         if ok else "FAILED: see the table, counterexamples and traces above\n")
-    if args.junit_xml:
-        write_junit(args.junit_xml, results)
-    return 0 if ok else 1

@@ -1,4 +1,4 @@
-"""The compiled reading of the model (proofs/compiled.py) against the concrete one.
+"""The compiled reading of the model (proofs/compiled_model.py) against the concrete one.
 
 The explorer runs the model's rules through a code-generating backend; that is a second reading
 of the one specification, so on every transition of explored state spaces it must agree with
@@ -8,11 +8,20 @@ same outputs, the same verdicts of every step and state property, the same ``set
 
 import pytest
 
-from mcp_inflight.model import (DESIGNS, PROPERTIES, Concrete, Config, apply_writes, mutants,
-                                profiles)
+from mcp_inflight.model import (
+    DESIGNS,
+    PROPERTIES,
+    Concrete,
+    Config,
+    apply_writes,
+    mutants,
+    profiles,
+)
+from mcp_inflight.model.codegen import Expr, Gen
 from mcp_inflight.model.session import canonical_clock, domains, settled
-from mcp_inflight.proofs.compiled import Compiled, Expr, Gen, Layout, View
+from mcp_inflight.proofs.compiled_model import Compiled, View
 from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.flat import Layout
 
 ALL_DESIGNS = {**DESIGNS, **mutants()}
 

@@ -275,7 +275,7 @@ def test_generated_actions_agree_with_the_model(revision, transport, ids):
     by id or by connection) gives the same guard, output and post-state through the code
     generated from the model as through the model's functions with ``Concrete`` and
     ``apply_writes`` (server fields; ghost and wire fields are not runtime state)."""
-    from mcp_inflight.impl.compiled import bind
+    from mcp_inflight.impl.generated import bind
     from mcp_inflight.model.session import FIELD
 
     cfg = Config(ATOMIC, revision, transport, ids=ids, requests=2)

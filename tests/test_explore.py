@@ -4,13 +4,14 @@ import itertools
 
 import pytest
 
-import mcp_inflight.proofs.compiled as compiled
+import mcp_inflight.proofs.compiled_model as compiled_model
 import mcp_inflight.proofs.explore as explore_mod
+import mcp_inflight.proofs.flat as flat
 from mcp_inflight.model import DESIGNS, Config, Life, profiles
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import FIELDS, Field, actions_for
-from mcp_inflight.proofs.compiled import Layout, key_function
 from mcp_inflight.proofs.explore import Canonicalizer, explore, explore_many
+from mcp_inflight.proofs.flat import Layout, key_function
 
 # --- deadlocks -------------------------------------------------------------------------------
 
@@ -22,7 +23,7 @@ def without_respond(monkeypatch):
     has nothing left to do, yet it is unfinished -- a deadlock."""
     def reduced(cfg):
         return tuple(a for a in actions_for(cfg) if a.name not in ("respond", "emit"))
-    monkeypatch.setattr(compiled, "actions_for", reduced)
+    monkeypatch.setattr(compiled_model, "actions_for", reduced)
     monkeypatch.setattr(explore_mod, "actions_for", reduced)
 
 
@@ -154,7 +155,7 @@ def test_every_field_takes_part_in_the_symmetry_key():
 
 def test_a_new_per_instance_field_enters_the_key_without_edits(monkeypatch):
     extra = Field("extra", "inst", "bool", False, False, False, "a field the key was not told of")
-    monkeypatch.setattr(compiled, "FIELDS", FIELDS + (extra,))
+    monkeypatch.setattr(flat, "FIELDS", FIELDS + (extra,))
     cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=1, requests=2)
     lay = Layout(cfg)
     key = key_function(cfg, lay, True)
@@ -173,7 +174,7 @@ def test_a_new_per_instance_field_enters_the_key_without_edits(monkeypatch):
     Field("last", None, "inst?", False, False, -1, "a scalar naming an instance"),
 ])
 def test_the_key_refuses_fields_it_cannot_rename(monkeypatch, field):
-    monkeypatch.setattr(compiled, "FIELDS", FIELDS + (field,))
+    monkeypatch.setattr(flat, "FIELDS", FIELDS + (field,))
     cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=2, requests=2)
     with pytest.raises(NotImplementedError, match=field.name):
         key_function(cfg, Layout(cfg), True)

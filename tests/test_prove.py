@@ -177,12 +177,13 @@ def test_without_auxiliary_invariants_induction_gives_a_counterexample():
     p = res.proof("unique_in_flight")
     assert p.status == "cti" and not p.proved and p.trace is None
     cti = p.cti
-    assert cti["broken"] == "unique_in_flight"
-    assert cti["action"] == "admit" and "r" in cti["args"]
-    live = [n for n, v in cti["post"]["instances"].items() if v["life"] in ("in_flight", "stream_broken")]
-    rids = {cti["post"]["instances"][n]["rid"] for n in live}
+    assert cti.broken == "unique_in_flight"
+    assert cti.action == "admit" and "r" in cti.args
+    live = [n for n, v in cti.post["instances"].items() if v["life"] in ("in_flight", "stream_broken")]
+    rids = {cti.post["instances"][n]["rid"] for n in live}
     assert len(live) >= 2 and len(rids) < len(live)
-    assert cti["changes"]
+    assert cti.changes
+    assert cti.to_json()["broken"] == "unique_in_flight"
 
 
 def test_a_dropped_auxiliary_candidate_is_reported_with_its_cti():
@@ -196,7 +197,7 @@ def test_a_dropped_auxiliary_candidate_is_reported_with_its_cti():
     res = Prover(Config(ATOMIC, "2026-07-28", "http"),
                  auxiliary=AUXILIARY + (bogus,)).run(["unique_in_flight"])
     p = res.proof("nobody_is_refused")
-    assert p.status == "cti" and p.cti["action"] == "refuse"
+    assert p.status == "cti" and p.cti.action == "refuse"
     assert "nobody_is_refused" not in res.proof("unique_in_flight").auxiliary
     assert res.proof("unique_in_flight").proved
 

@@ -4,7 +4,7 @@ The core (``impl/core.py``) can run the model's actions two ways on the same run
 through the concrete backend (``model.logic.Concrete``: every guard and effect re-evaluated
 call by call, building ``Write`` records) or through code generated here from the very same
 functions.  Generation calls each action of ``model/session.py`` once per profile with a
-code-producing logic backend (the expression generator of ``proofs/compiled.py``) and a view of
+code-producing logic backend (the generator of ``model/codegen.py``) and a view of
 the runtime state whose reads are source text: ``s.life[r]`` becomes ``life.get(r, 0)``, a ghost
 or wire field becomes its default (the core never stores them, so the constant folds away),
 ``ForAll("inst", ...)`` becomes ``all(... for q in life)`` over the live instances.  The writes
@@ -24,7 +24,7 @@ from itertools import count
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import ACTION, FIELDS, on_cancel
-from mcp_inflight.proofs.compiled import Expr, Gen, lift
+from mcp_inflight.model.codegen import Expr, Gen, compile_source, is_false, lift, maybe_negative
 
 #: The keyed fields the core stores (the rest are ghost or wire fields, read as their default).
 STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
@@ -99,15 +99,11 @@ class RuntimeGen(Gen):
         return Expr(f"any({body.src} for {v} in {self._domain(sort)})", False)
 
 
-def _is_false(x) -> bool:
-    return not isinstance(x, Expr) and not x
-
-
 def _writes(lines, writes, ind):
     """Source applying ``writes``: all keys, values and conditions first, then the assignments."""
     plan = []
     for n, w in enumerate(writes):
-        if w.field not in STORED or _is_false(w.when):
+        if w.field not in STORED or is_false(w.when):
             continue
         if w.key is None:
             raise ValueError(f"scalar server field {w.field!r}: the runtime keeps none")
@@ -158,7 +154,7 @@ def source(cfg: Config) -> str:
         guard = a.guard(b, s, cfg, r, i)
         outputs = a.output(b, s, cfg, r, i)
         lines.append(f"    def act_{name}(r, i=None):")
-        if _is_false(guard):
+        if is_false(guard):
             lines += ["        return False, None", f"    out[{name!r}] = act_{name}"]
             continue
         if isinstance(guard, Expr):
@@ -168,7 +164,7 @@ def source(cfg: Config) -> str:
         for kind, (t, d) in outputs.items():
             lines.append(f"        o_t = {lift(t)}")
             lines.append(f"        o_d = {lift(d)}")
-            names[kind] = (Expr("o_t", _t_neg(t)), Expr("o_d", False))
+            names[kind] = (Expr("o_t", maybe_negative(t)), Expr("o_d", False))
         if len(names) > 1:
             raise ValueError(f"{name}: more than one output kind; the core expects at most one")
         writes = a.effect(b, s, cfg, r, i, names)
@@ -193,17 +189,11 @@ def source(cfg: Config) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _t_neg(t) -> bool:
-    return t.maybe_neg if isinstance(t, Expr) else (isinstance(t, int) and t < 0)
-
-
 @lru_cache(maxsize=None)
 def binder(cfg: Config):
     """``bind(*tables)`` for ``cfg`` (generated and compiled once per profile)."""
     src = source(cfg)
-    namespace: dict = {}
-    exec(compile(src, f"<mcp-inflight runtime actions: {cfg.label}>", "exec"), namespace)
-    return namespace["bind"]
+    return compile_source(src, f"<mcp-inflight runtime actions: {cfg.label}>")["bind"]
 
 
 def bind(cfg: Config, state) -> dict:

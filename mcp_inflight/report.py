@@ -1,0 +1,272 @@
+"""Reports of the two checkers: text tables, the combined check report, JUnit XML.
+
+The records come from the checkers (``proofs.explore.RunResult``/``Verdict``,
+``proofs.prove.ProveResult``/``Proof``) and their traces and counterexamples to induction from
+``model/trace.py``, which renders each of them one way.  This module lays them out: the
+explorer's table, the prover's table, both side by side for ``mcp-inflight check``, and one
+JUnit writer for any of the three.  Every report is built from the records, section by section.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from mcp_inflight.model.trace import trace_lines
+from mcp_inflight.proofs.explore import RunResult, Verdict
+from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS, Proof, ProveResult
+
+_SECTIONS = (("Invariants and witnesses", ("invariant", "witness")),
+             ("Protocol hazards (reported, never fail the check)", ("hazard",)))
+_AUX_TITLE = "auxiliary invariants (proved with the invariants; part of the model)"
+
+
+# --- marks --------------------------------------------------------------------------------
+
+def verdict_mark(v: Verdict) -> str:
+    """The explorer's verdict in one word."""
+    if not v.applies:
+        return "n/a"
+    if v.kind == "witness":
+        return "reached" if v.ok else "UNREACHED"
+    return "holds" if v.ok else "FAILS"
+
+
+def proof_mark(p: Proof) -> str:
+    """The prover's verdict in a few words."""
+    if not p.applies:
+        return "n/a"
+    return {"proved": "PROVED", "trace": "FAILS (trace)", "unknown": "UNKNOWN (solver gave up)",
+            "cti": "not proved (no trace within depth)"}[p.status]
+
+
+def _width(runs: Sequence[RunResult] | Sequence[ProveResult]) -> int:
+    return max(len(r.cfg.label) for r in runs)
+
+
+# --- the explorer -------------------------------------------------------------------------
+
+def _verdict_sections(results: Sequence[RunResult]) -> list[str]:
+    lines = []
+    width = _width(results)
+    for section, kinds in _SECTIONS:
+        lines.append(section)
+        for r in results:
+            for v in r.verdicts:
+                if v.kind in kinds:
+                    lines.append(f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
+                                 f"{verdict_mark(v)}")
+        lines.append("")
+    return lines
+
+
+def _explore_runs(results: Sequence[RunResult]) -> list[str]:
+    lines = ["Runs"]
+    width = _width(results)
+    for r in results:
+        extra = "" if r.complete else "  INCOMPLETE (--max-states reached)"
+        dead = f"  dead actions: {', '.join(r.dead_actions)}" if r.dead_actions else ""
+        dl = f"  deadlocks: {r.deadlocks}" if r.deadlocks else ""
+        lines.append(f"  {r.cfg.label:<{width}}  bounds ids={r.cfg.ids} requests={r.cfg.requests}"
+                     f"  symmetry={'on' if r.symmetry else 'off'}  {r.states:,} states"
+                     f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s"
+                     f"{extra}{dead}{dl}")
+    lines.append("")
+    return lines
+
+
+def _explore_traces(results: Sequence[RunResult]) -> list[str]:
+    lines = []
+    for r in results:
+        for v in r.verdicts:
+            if v.applies and v.trace is not None and (v.kind != "witness"):
+                head = "hazard" if v.kind == "hazard" else "counterexample"
+                lines.append(f"{head}: {v.name} on {r.cfg.label}")
+                lines.extend(trace_lines(v.trace))
+                lines.append("")
+            if v.applies and v.kind == "witness" and not v.ok:
+                lines.append(f"witness unreachable: {v.name} on {r.cfg.label} at this bound")
+                lines.append("")
+    return lines
+
+
+def explore_text(results: Sequence[RunResult]) -> str:
+    """The explorer's report: verdicts, runs, counterexamples."""
+    return "\n".join(_verdict_sections(results) + _explore_runs(results)
+                     + _explore_traces(results))
+
+
+# --- the prover ---------------------------------------------------------------------------
+
+def _proof_sections(results: Sequence[ProveResult]) -> list[str]:
+    lines = []
+    width = _width(results)
+    for title, kind in (("Invariants (z3)", "invariant"),
+                        ("Protocol hazards (reported, never fail)", "hazard")):
+        lines.append(title)
+        for r in results:
+            for p in r.of(kind):
+                extra = f"  {p.seconds:.2f}s" if p.applies else ""
+                lines.append(f"  {r.cfg.label:<{width}}  {p.name:<28} {proof_mark(p)}{extra}")
+        lines.append("")
+    return lines
+
+
+def _auxiliary(results: Sequence[ProveResult], title: str) -> list[str]:
+    lines = [title]
+    width = _width(results)
+    for r in results:
+        kept = [p.name for p in r.of("auxiliary") if p.applies and p.proved]
+        dropped = [p.name for p in r.of("auxiliary") if p.applies and not p.proved]
+        lines.append(f"  {r.cfg.label:<{width}}  proved: {', '.join(kept) or '-'}")
+        if dropped:
+            lines.append(f"  {'':<{width}}  not invariants of this design: {', '.join(dropped)}")
+    lines.append("")
+    return lines
+
+
+def _prove_runs(results: Sequence[ProveResult], title: str) -> list[str]:
+    lines = [title]
+    width = _width(results)
+    for r in results:
+        lines.append(f"  {r.cfg.label:<{width}}  {r.queries} queries  {r.seconds:.2f}s  "
+                     f"bounded search: depth {r.depth}, {BMC_REQUESTS} requests, {BMC_IDS} ids  "
+                     f"slowest query {r.slowest[0]:.2f}s ({r.slowest[1]})")
+    lines.append("")
+    return lines
+
+
+def _proof_problems(results: Sequence[ProveResult]) -> list[str]:
+    lines = []
+    for r in results:
+        for p in r.proofs:
+            if not p.applies or p.kind == "auxiliary" or p.proved:
+                continue
+            head = "hazard" if p.kind == "hazard" else "counterexample"
+            if p.status == "trace" and p.trace is not None:
+                lines.append(f"{head}: {p.name} on {r.cfg.label} (bounded model checking)")
+                lines.extend(trace_lines(p.trace))
+            elif p.status == "unknown":
+                lines.append(f"unknown: {p.name} on {r.cfg.label}: the solver gave up ({p.note})")
+            else:
+                lines.append(f"not proved: {p.name} on {r.cfg.label}: {p.note}")
+            if p.cti:
+                lines.extend(p.cti.lines())
+            lines.append("")
+    return lines
+
+
+def prove_text(results: Sequence[ProveResult]) -> str:
+    """The prover's report: verdicts, auxiliary invariants, runs, what was not proved."""
+    return "\n".join(_proof_sections(results)
+                     + _auxiliary(results, "A" + _AUX_TITLE[1:])
+                     + _prove_runs(results, "Runs") + _proof_problems(results))
+
+
+# --- both ---------------------------------------------------------------------------------
+
+def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -> list[str]:
+    lines = []
+    width = _width(results)
+    for section, kinds in _SECTIONS:
+        lines.append(section)
+        lines.append(f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} z3")
+        for r, pr in zip(results, proofs):
+            for v in r.verdicts:
+                if v.kind in kinds:
+                    z = proof_mark(pr.proof(v.name)) if v.kind != "witness" else "-"
+                    lines.append(f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
+                                 f"{verdict_mark(v):<10} {z}")
+        lines.append("")
+    return lines
+
+
+def combined_text(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -> str:
+    """``mcp-inflight check``: one table with both verdicts side by side, the explorer's runs and
+    counterexamples, then the prover's auxiliary invariants, runs and what it did not prove."""
+    return "\n".join(_side_by_side(results, proofs) + _explore_runs(results)
+                     + _explore_traces(results)
+                     + _auxiliary(proofs, "z3: " + _AUX_TITLE) + _prove_runs(proofs, "z3 runs")
+                     + _proof_problems(proofs))
+
+
+# --- JUnit --------------------------------------------------------------------------------
+
+def write_junit(path: str, results: Sequence[RunResult] | None,
+                proofs: Sequence[ProveResult] | None = None) -> None:
+    """One test case per run x property: the explorer's verdicts (with the prover's beside them
+    when both ran), or the prover's alone when ``results`` is None."""
+    if results is None:
+        assert proofs is not None
+        _write(path, "mcp-inflight prove", _prove_cases(proofs))
+    else:
+        _write(path, "mcp-inflight check", _check_cases(results, proofs))
+
+
+_Case = tuple[str, str, float, str | None, str | None, str | None]
+# (classname, name, seconds, outcome: None | "skipped" | "failure" | "system-out", message, text)
+
+
+def _check_cases(results: Sequence[RunResult],
+                 proofs: Sequence[ProveResult] | None) -> list[_Case]:
+    cases = []
+    for k, r in enumerate(results):
+        pr = proofs[k] if proofs is not None else None
+        for v in r.verdicts:
+            outcome = message = text = None
+            seconds = r.seconds
+            if not v.applies:
+                outcome, message = "skipped", "does not apply to this profile"
+            elif not v.ok and v.kind != "hazard":
+                outcome, message = "failure", f"{v.name} {verdict_mark(v)}"
+                text = "\n".join(trace_lines(v.trace)) if v.trace else ""
+            elif not v.ok:
+                outcome, text = "system-out", "\n".join(trace_lines(v.trace or ()))
+            if pr is not None and v.applies and v.kind != "witness":
+                p = pr.proof(v.name)
+                if v.kind == "invariant" and not p.proved and v.ok:
+                    outcome, message, text = "failure", f"{v.name} z3: {proof_mark(p)}", p.note
+                seconds = r.seconds + p.seconds
+            cases.append((r.cfg.label.replace(" ", "."), f"{v.kind}:{v.name}", seconds,
+                          outcome, message, text))
+    return cases
+
+
+def _prove_cases(results: Sequence[ProveResult]) -> list[_Case]:
+    cases = []
+    for r in results:
+        for p in r.proofs:
+            if p.kind == "auxiliary":
+                continue
+            outcome = message = text = None
+            if not p.applies:
+                outcome, message = "skipped", "does not apply to this profile"
+            elif not p.proved and p.kind == "invariant":
+                outcome, message = "failure", f"{p.name} {proof_mark(p)}"
+                text = "\n".join(trace_lines(p.trace) if p.trace else
+                                 p.cti.lines() if p.cti else [p.note])
+            elif not p.proved:
+                outcome = "system-out"
+                text = "\n".join(trace_lines(p.trace) if p.trace else [p.note])
+            cases.append((r.cfg.label.replace(" ", "."), f"{p.kind}:{p.name}", p.seconds,
+                          outcome, message, text))
+    return cases
+
+
+def _write(path: str, suite_name: str, cases: list[_Case]) -> None:
+    suite = ET.Element("testsuite", name=suite_name)
+    fails = skipped = 0
+    for classname, name, seconds, outcome, message, text in cases:
+        case = ET.SubElement(suite, "testcase", classname=classname, name=name,
+                             time=f"{seconds:.3f}")
+        if outcome is None:
+            continue
+        el = ET.SubElement(case, outcome, **({"message": message} if message else {}))
+        if text is not None:
+            el.text = text
+        skipped += outcome == "skipped"
+        fails += outcome == "failure"
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(fails))
+    suite.set("skipped", str(skipped))
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
