@@ -43,7 +43,7 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import (CMSG_WIRE, FIELDS, actions_for, domains, initial,
+from mcp_inflight.model.session import (FIELDS, Cmsg, actions_for, domains, initial,
                                         settled)
 
 
@@ -188,7 +188,7 @@ def _canonical_clock(cfg: Config) -> list[str]:
         return []
     n = cfg.requests
     sent = lambda q: f"(life[{q}] == {int(Life.SENT)})"  # noqa: E731
-    wire = lambda q: f"(cmsg[{q}] == {CMSG_WIRE})"  # noqa: E731
+    wire = lambda q: f"(cmsg[{q}] == {int(Cmsg.WIRE)})"  # noqa: E731
 
     def rank(t):
         terms = []

@@ -74,12 +74,12 @@ from functools import lru_cache
 from itertools import count
 
 from mcp_inflight.model import ACTION, ATOMIC, Concrete, Config, Life
-from mcp_inflight.model.lifecycle import LIVE
+from mcp_inflight.model.lifecycle import FINAL, LIVE
 from mcp_inflight.model.logic import NONE, Write
-from mcp_inflight.model.session import CONDITIONS, FIELDS, on_cancel
+from mcp_inflight.model.session import (CONDITIONS, FIELDS, SERVER_ACTIONS, SERVER_EFFECTS,
+                                        on_cancel)
 
 INVALID_REQUEST = -32600
-_FINAL = (Life.RESPONDED, Life.REFUSED, Life.CANCELLED)
 _STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
 _DISCARDED = frozenset(f.name for f in FIELDS if f.ghost or f.wire)
 _SCALAR = object()
@@ -243,8 +243,8 @@ class _Live(Concrete):
         return any(fn(v) for v in self._domain(sort))
 
 
-_SEND_EFFECT = ACTION["rogue_sends"].effect
-_CLOSE_EFFECT = ACTION["send_cancel"].effect
+_SEND_EFFECT = ACTION[SERVER_EFFECTS["send"]].effect
+_CLOSE_EFFECT = ACTION[SERVER_EFFECTS["close"]].effect
 
 
 @lru_cache(maxsize=None)
@@ -298,8 +298,7 @@ def _model_engine(core) -> dict:
             return True, (next(iter(out.values())) if out else None)
         return run
 
-    for name in ("arrive", "admit", "refuse", "emit", "server_request", "answer", "respond",
-                 "unwind", "break_stream"):
+    for name in SERVER_ACTIONS:
         acts[name] = action(name)
     acts["send"] = lambda r, i=None: apply_runtime(s, _SEND_EFFECT(b, s, c, r, i, {}))
     acts["close"] = lambda r, i=None: apply_runtime(s, _CLOSE_EFFECT(b, s, c, r, None, {}))
@@ -347,7 +346,7 @@ class SessionCore:
         r = h.inst
         s = self.s
         life = s.life[r]
-        if life in _FINAL and not s.running[r]:
+        if life in FINAL and not s.running[r]:
             h.final = Life(life)
             for name in _STORED:
                 getattr(s, name).pop(r, None)

@@ -23,7 +23,7 @@ from itertools import count
 
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.logic import NONE
-from mcp_inflight.model.session import ACTION, FIELDS, on_cancel
+from mcp_inflight.model.session import ACTION, FIELDS, SERVER_ACTIONS, SERVER_EFFECTS, on_cancel
 from mcp_inflight.model.codegen import Expr, Gen, compile_source, is_false, lift, maybe_negative
 
 #: The keyed fields the core stores (the rest are ghost or wire fields, read as their default).
@@ -31,11 +31,6 @@ STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f
 _DEFAULT = {f.name: f.default for f in FIELDS}
 _SORT = {f.name: f.sort for f in FIELDS}
 
-#: The actions the core takes (the server's own, the client's answer, and the two client steps
-#: whose *effects* the core applies when a message arrives or a stream closes).
-GUARDED = ("arrive", "admit", "refuse", "emit", "server_request", "answer", "respond", "unwind",
-           "break_stream")
-EFFECT_ONLY = {"send": "rogue_sends", "close": "send_cancel"}
 
 
 class _Field:
@@ -144,7 +139,7 @@ def source(cfg: Config) -> str:
     r, i = Expr("r", False), Expr("i", False)
     args = ", ".join(f"T_{n}" for n in STORED)
     lines = [f"def bind({args}):", "    out = {}"]
-    for name in GUARDED:
+    for name in SERVER_ACTIONS:
         a = ACTION[name]
         if not a.applies(cfg):
             lines += [f"    def act_{name}(r, i=None):", "        return False, None",
@@ -171,7 +166,7 @@ def source(cfg: Config) -> str:
         _writes(lines, writes, "        ")
         lines.append("        return True, " + ("(o_t, o_d)" if names else "None"))
         lines.append(f"    out[{name!r}] = act_{name}")
-    for short, name in EFFECT_ONLY.items():
+    for short, name in SERVER_EFFECTS.items():
         a = ACTION[name]
         b = RuntimeGen()
         lines.append(f"    def eff_{short}(r, i=None):")

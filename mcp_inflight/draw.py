@@ -37,7 +37,7 @@ from functools import lru_cache
 
 from mcp_inflight.model import lifecycle as lc
 
-PRE_STATES = ("unsent", "sent")
+PRE_STATES = tuple(s.label for s in lc.PRE)
 FORMATS = ("dot", "mmd", "svg")
 DEFAULT_OUT = "diagrams"
 
@@ -57,11 +57,11 @@ def _edges(revision: str) -> list[tuple[str, str, str, str]]:
     """``(source, dest, trigger, label)`` per edge, in table order then source order."""
     out = []
     for r in lc.table(revision):
-        label = r["trigger"]
-        if r["conditions"]:
-            label += " [" + ", ".join(r["conditions"]) + "]"
-        for src in r["source"]:
-            out.append((src, r["dest"], r["trigger"], label))
+        label = r.trigger
+        if r.conditions:
+            label += " [" + ", ".join(r.conditions) + "]"
+        for src in r.source:
+            out.append((src, r.dest, r.trigger, label))
     return out
 
 

@@ -34,10 +34,11 @@ import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
+from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config, profiles
-from mcp_inflight.model.logic import NONE, Concrete, apply_writes
+from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.properties import PROPERTY
-from mcp_inflight.model.session import ACTION, canonical_clock, domains, initial
+from mcp_inflight.model.session import ACTION
 from mcp_inflight.model.trace import changes, id_name, inst_name
 from mcp_inflight.proofs.explore import explore
 
@@ -100,17 +101,17 @@ def lane_of(r: int) -> str:
 
 def replay(cfg: Config, trace: list) -> list:
     """``[(action, r, i, pre, post, out)]`` for each step of ``trace``, through the model."""
-    b = Concrete(domains(cfg))
-    s = canonical_clock(cfg, initial(cfg))
+    b = step.backend(cfg)
+    s = step.start(cfg)
     steps = []
     for n, st in enumerate(trace, 1):
         a = ACTION[st["action"]]
         r = _inst(st["args"]["r"])
         i = _id(st["args"]["i"]) if "i" in st["args"] else None
-        if not a.guard(b, s, cfg, r, i):
+        tr = step.take(cfg, s, step.Move(a, r, i), b)
+        if tr is None:
             raise RuntimeError(f"{cfg.label}: step {n} ({st['story']}) is not enabled on replay")
-        out = a.output(b, s, cfg, r, i)
-        t = canonical_clock(cfg, apply_writes(s, a.effect(b, s, cfg, r, i, out)))
+        out, t = tr.out, tr.post
         if changes(s, t) != st["changes"]:
             raise RuntimeError(f"{cfg.label}: step {n} ({st['story']}) changes "
                                f"{changes(s, t)} on replay, not {st['changes']}")

@@ -40,11 +40,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.model.logic import Concrete
 from mcp_inflight.model.properties import INVARIANTS
-from mcp_inflight.model.session import ACTIONS, FIELDS, canonical_clock, domains, initial
+from mcp_inflight.model.session import ACTIONS, FIELDS
 from mcp_inflight.model.trace import id_name, inst_name, render_value
 from mcp_inflight.proofs.explore import explore
 
@@ -82,7 +82,7 @@ def _edge_key(e):
 @lru_cache(maxsize=None)
 def graph(cfg: Config) -> Graph:
     """The explored transition graph of ``cfg`` (no symmetry), numbered breadth-first."""
-    b = Concrete(domains(cfg))
+    b = step.backend(cfg)
     state_inv = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "state"]
     step_inv = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "step"]
     succ: dict = {}
@@ -96,7 +96,7 @@ def graph(cfg: Config) -> Graph:
     if not res.complete:  # pragma: no cover - no bound is given
         raise RuntimeError(f"exploration of {cfg.label} did not complete")
     g = Graph(cfg, coverage=dict(res.coverage))
-    s0 = canonical_clock(cfg, initial(cfg))
+    s0 = step.start(cfg)
     g.number[s0] = 0
     g.states.append(s0)
     todo = deque([s0])

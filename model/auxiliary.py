@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from .lifecycle import LIVE, Life
 from .logic import NONE
-from .properties import Property
-from .session import CMSG_NONE, CMSG_WIRE, SREQ_LOST, SREQ_NONE, SREQ_PENDING
+from .properties import Property, auxiliary
+from .session import Cmsg, Sreq, Step
 
 _always = lambda c: True  # noqa: E731
 
@@ -32,7 +32,7 @@ def unsent_is_blank(b, s, c):
     cancel can never be attributed to an instance that was never sent."""
     return b.ForAll("inst", lambda r: b.Implies(s.life[r] == Life.UNSENT, b.And(
         b.Not(s.running[r]), b.Not(s.open[r]), b.Not(s.got_resp[r]), b.Not(s.rogue[r]),
-        s.cmsg[r] == CMSG_NONE, s.sreq[r] == SREQ_NONE, s.step[r] == 0)))
+        s.cmsg[r] == Cmsg.NONE, s.sreq[r] == Sreq.NONE, s.step[r] == Step.UNCHECKED)))
 
 
 def inflight_names_owner(b, s, c):
@@ -103,7 +103,7 @@ def pending_request_running(b, s, c):
     """A pending (or dropped) server-to-client request belongs to a running handler, so it is
     cleared when the handler ends (``quiescent_clean``)."""
     return b.ForAll("inst", lambda r: b.Implies(
-        b.In(s.sreq[r], (SREQ_PENDING, SREQ_LOST)), s.running[r]))
+        b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST)), s.running[r]))
 
 
 def no_broken_stream(b, s, c):
@@ -125,7 +125,7 @@ def clock_ahead(b, s, c):
     """stdio: every message still on the wire was sent before the current send time."""
     return b.ForAll("inst", lambda q: b.And(
         b.Implies(s.life[q] == Life.SENT, s.ts[q] < s.clock),
-        b.Implies(s.cmsg[q] == CMSG_WIRE, s.cts[q] < s.clock)))
+        b.Implies(s.cmsg[q] == Cmsg.WIRE, s.cts[q] < s.clock)))
 
 
 def stale_cancel_ahead(b, s, c):
@@ -134,7 +134,7 @@ def stale_cancel_ahead(b, s, c):
     cancel cannot reach the request that reused the id on stdio."""
     return b.ForAll("inst", lambda r: b.ForAll("inst", lambda q: b.Implies(
         b.And(r != q, b.Not(s.rogue[r]), b.Not(s.rogue[q]), s.rid[r] == s.rid[q],
-              s.cmsg[r] == CMSG_WIRE, s.life[q] != Life.UNSENT, b.Not(s.got_resp[q])),
+              s.cmsg[r] == Cmsg.WIRE, s.life[q] != Life.UNSENT, b.Not(s.got_resp[q])),
         b.And(s.life[q] == Life.SENT, s.ts[q] > s.cts[r]))))
 
 
@@ -142,27 +142,23 @@ _http = lambda c: c.http  # noqa: E731
 _stdio = lambda c: c.stdio  # noqa: E731
 
 
-def _aux(fn, applies=_always) -> Property:
-    return Property(fn.__name__, "auxiliary", "state", fn, applies, " ".join(fn.__doc__.split()))
-
-
 AUXILIARY: tuple[Property, ...] = (
-    _aux(unsent_is_blank),
-    _aux(inflight_names_owner),
-    _aux(live_is_running),
-    _aux(running_is_admitted),
-    _aux(live_owns_inflight),
-    _aux(running_owns_inflight, lambda c: c.design.free_on == "handler_end"),
-    _aux(stream_follows_inflight, _http),
-    _aux(open_live_has_stream, _http),
-    _aux(answered_is_final),
-    _aux(responded_open_answered),
-    _aux(broken_is_closed, lambda c: c.rev2025 and c.http),
-    _aux(pending_request_running),
-    _aux(no_broken_stream, lambda c: not (c.rev2025 and c.http)),
-    _aux(client_reuse_answered),
-    _aux(clock_ahead, _stdio),
-    _aux(stale_cancel_ahead, _stdio),
+    auxiliary(unsent_is_blank),
+    auxiliary(inflight_names_owner),
+    auxiliary(live_is_running),
+    auxiliary(running_is_admitted),
+    auxiliary(live_owns_inflight),
+    auxiliary(running_owns_inflight, lambda c: c.design.free_on == "handler_end"),
+    auxiliary(stream_follows_inflight, _http),
+    auxiliary(open_live_has_stream, _http),
+    auxiliary(answered_is_final),
+    auxiliary(responded_open_answered),
+    auxiliary(broken_is_closed, lambda c: c.rev2025 and c.http),
+    auxiliary(pending_request_running),
+    auxiliary(no_broken_stream, lambda c: not (c.rev2025 and c.http)),
+    auxiliary(client_reuse_answered),
+    auxiliary(clock_ahead, _stdio),
+    auxiliary(stale_cancel_ahead, _stdio),
 )
 AUX = {p.name: p for p in AUXILIARY}
 

@@ -14,8 +14,12 @@ server).  They exist because the wire is part of what the checker explores.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
+from typing import Any
+
+from .config import REVISIONS
 
 
 class Life(IntEnum):
@@ -35,24 +39,41 @@ class Life(IntEnum):
 
 STATES: tuple[str, ...] = tuple(s.label for s in Life)
 INITIAL = "unsent"
-REVISIONS = ("2025-11-25", "2026-07-28")
 
+#: The two pre-states: a slot no request has used yet, and a request on the wire.
+PRE: tuple[Life, ...] = (Life.UNSENT, Life.SENT)
 #: Instances whose handler was admitted and has neither finished nor been cancelled.
-LIVE = (Life.IN_FLIGHT, Life.STREAM_BROKEN)
+LIVE: tuple[Life, ...] = (Life.IN_FLIGHT, Life.STREAM_BROKEN)
+#: Where an instance's lifecycle ends (a cancelled handler may still be unwinding).
+FINAL: tuple[Life, ...] = (Life.RESPONDED, Life.REFUSED, Life.CANCELLED)
 
 
-def _t(trigger, source, dest, conditions=(), doc=""):
-    return {
-        "trigger": trigger,
-        "source": list(source) if isinstance(source, (list, tuple)) else [source],
-        "dest": dest,
-        "conditions": list(conditions),
-        "doc": doc,
-    }
+@dataclass(frozen=True)
+class Row:
+    """One transition of the lifecycle table: ``trigger`` moves an instance from any of
+    ``source`` to ``dest`` when every named condition holds (``model/session.py:CONDITIONS``)."""
+
+    trigger: str
+    source: tuple[str, ...]
+    dest: str
+    conditions: tuple[str, ...]
+    doc: str
+
+    def transition(self) -> dict[str, Any]:
+        """The row as a ``transitions`` transition (``trigger``, ``source``, ``dest``,
+        ``conditions``; fresh lists)."""
+        return {"trigger": self.trigger, "source": list(self.source), "dest": self.dest,
+                "conditions": list(self.conditions)}
+
+
+def _t(trigger: str, source: str | list[str], dest: str, conditions: tuple[str, ...] | list[str] = (),
+       doc: str = "") -> Row:
+    src = tuple(source) if isinstance(source, (list, tuple)) else (source,)
+    return Row(trigger, src, dest, tuple(conditions), doc)
 
 
 @lru_cache(maxsize=None)
-def _table(revision: str) -> tuple:
+def _table(revision: str) -> tuple[Row, ...]:
     if revision not in REVISIONS:
         raise ValueError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
     rows = [
@@ -84,32 +105,31 @@ def _table(revision: str) -> tuple:
     return tuple(rows)
 
 
-def table(revision: str) -> list[dict]:
-    """The lifecycle transitions of ``revision`` as ``transitions``-style dicts (fresh copies)."""
-    return [dict(row, source=list(row["source"]), conditions=list(row["conditions"]))
-            for row in _table(revision)]
+def table(revision: str) -> tuple[Row, ...]:
+    """The lifecycle transitions of ``revision``, in table order."""
+    return _table(revision)
 
 
 @lru_cache(maxsize=None)
-def row(revision: str, trigger: str) -> dict:
+def row(revision: str, trigger: str) -> Row:
     for r in _table(revision):
-        if r["trigger"] == trigger:
+        if r.trigger == trigger:
             return r
     raise KeyError(f"no trigger {trigger!r} in the {revision} lifecycle")
 
 
 @lru_cache(maxsize=None)
 def sources(revision: str, trigger: str) -> tuple[Life, ...]:
-    return tuple(Life[s.upper()] for s in row(revision, trigger)["source"])
+    return tuple(Life[s.upper()] for s in row(revision, trigger).source)
 
 
 @lru_cache(maxsize=None)
 def dest(revision: str, trigger: str) -> Life:
-    return Life[row(revision, trigger)["dest"].upper()]
+    return Life[row(revision, trigger).dest.upper()]
 
 
 def triggers(revision: str) -> list[str]:
-    return [r["trigger"] for r in _table(revision)]
+    return [r.trigger for r in _table(revision)]
 
 
 def machine(revision: str, model=None, graph: bool = False):
@@ -123,8 +143,8 @@ def machine(revision: str, model=None, graph: bool = False):
         from transitions.extensions import GraphMachine as M
     else:
         from transitions import Machine as M
-    rows = [{k: v for k, v in r.items() if k != "doc"} for r in table(revision)]
-    kwargs = dict(states=list(STATES), transitions=rows, initial=INITIAL,
+    rows = [r.transition() for r in table(revision)]
+    kwargs: dict[str, Any] = dict(states=list(STATES), transitions=rows, initial=INITIAL,
                   auto_transitions=False, send_event=True)
     if model is not None:
         kwargs["model"] = model

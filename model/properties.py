@@ -15,12 +15,12 @@ is reported as such and counts neither way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from .config import Config
 from .lifecycle import LIVE, Life
 from .logic import NONE
-from .session import (REGISTRIES, SREQ_ANSWERED, SREQ_PENDING, answered, quiescent)
+from .session import REGISTRIES, Sreq, answered, quiescent
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,41 @@ class Property:
     doc: str
 
 
-_always = lambda c: True  # noqa: E731
+def _always(c: Config) -> bool:
+    return True
+
+
+def _rev2025(c: Config) -> bool:
+    return c.rev2025
+
+
+def _property(kind: str, fn: Callable, scope: str, applies: Callable[[Config], bool]) -> Property:
+    """A property named after ``fn``, documented by its docstring (whitespace folded)."""
+    if not fn.__doc__:
+        raise ValueError(f"property {fn.__name__} has no docstring")
+    return Property(fn.__name__, kind, scope, fn, applies, " ".join(fn.__doc__.split()))
+
+
+def invariant(fn: Callable, scope: str = "state",
+              applies: Callable[[Config], bool] = _always) -> Property:
+    """Must hold in every reachable state (``scope="state"``) or on every transition (``"step"``)."""
+    return _property("invariant", fn, scope, applies)
+
+
+def witness(fn: Callable, applies: Callable[[Config], bool] = _always) -> Property:
+    """Must hold in some reachable state (so that no invariant holds vacuously)."""
+    return _property("witness", fn, "state", applies)
+
+
+def hazard(fn: Callable, scope: str = "step",
+           applies: Callable[[Config], bool] = _always) -> Property:
+    """Checked and reported with its trace; a failure is the protocol's, and fails no check."""
+    return _property("hazard", fn, scope, applies)
+
+
+def auxiliary(fn: Callable, applies: Callable[[Config], bool] = _always) -> Property:
+    """A fact about states that helps the invariants be inductive (``model/auxiliary.py``)."""
+    return _property("auxiliary", fn, "state", applies)
 
 
 def _registry_untouched(b, pre, post, c, field, owner):
@@ -50,24 +84,38 @@ def _registries(c: Config):
 # --- invariants ---------------------------------------------------------------------------
 
 def unique_in_flight(b, s, c):
+    """Never two admitted, unfinished instances under one id in a session. Encodes the id rule
+    of basic/index (an id MUST NOT match another request in flight) on the receiving side:
+    the defect of overwrite-on-arrival registries."""
     return b.ForAll("inst", lambda p: b.ForAll("inst", lambda q: b.Implies(
         b.And(p != q, b.In(s.life[p], LIVE), b.In(s.life[q], LIVE)), s.rid[p] != s.rid[q])))
 
 
-def _goes_only_to_own(kind):
-    def prop(b, pre, post, c, action, r, i, out):
-        if kind not in out:
-            return True
-        t, d = out[kind]
-        return b.Implies(d, t == r)
-    return prop
+def _goes_only_to_own(b, out, r, kind):
+    """A message of ``kind`` that goes out goes on r's own stream."""
+    if kind not in out:
+        return True
+    t, d = out[kind]
+    return b.Implies(d, t == r)
 
 
-no_misrouted_notification = _goes_only_to_own("progress")
-no_misrouted_server_request = _goes_only_to_own("server_request")
+def no_misrouted_notification(b, pre, post, c, action, r, i, out):
+    """Progress and log notifications of r are written only on r's stream (Streamable HTTP:
+    notifications on a response stream relate to its request; the SDK defect where A's
+    progress goes to B's stream)."""
+    return _goes_only_to_own(b, out, r, "progress")
+
+
+def no_misrouted_server_request(b, pre, post, c, action, r, i, out):
+    """A server-to-client request made for r goes only on r's stream, so its answer resolves r's
+    waiter (2025-11-25, SEP-2260: sampling/elicitation associated with the originating
+    request). Not applicable on 2026-07-28 (no server-initiated requests)."""
+    return _goes_only_to_own(b, out, r, "server_request")
 
 
 def no_misrouted_response(b, pre, post, c, action, r, i, out):
+    """r's response (or refusal) is written only on r's stream, at most once (the defect where
+    B's POST gets A's result)."""
     if "response" not in out:
         return True
     t, d = out["response"]
@@ -75,12 +123,18 @@ def no_misrouted_response(b, pre, post, c, action, r, i, out):
 
 
 def owned_removal(b, pre, post, c, action, r, i, out):
+    """Finishing, cancelling, unwinding or a broken stream removes only registry entries owned
+    by that instance or stream (the defect where aborting A's connection closes B's stream,
+    or the first to finish deletes the shared entry)."""
     if not action.removal or action.name == "refuse":
         return True
     return b.And(*[_registry_untouched(b, pre, post, c, f, r) for f in _registries(c)])
 
 
 def cancel_hits_target(b, pre, post, c, action, r, i, out):
+    """A client's cancel arriving while the instance it means is live cancels that instance and
+    nothing else (basic/utilities/cancellation; the defect where notifications/cancelled hits
+    the duplicate)."""
     if action.name != "deliver_cancel":
         return True
     return b.Implies(
@@ -90,6 +144,9 @@ def cancel_hits_target(b, pre, post, c, action, r, i, out):
 
 
 def no_orphan(b, s, c):
+    """An admitted, live client instance with an open stream can be reached by its routing
+    entries (its messages and response can be delivered): the race of a check separate from
+    the claims."""
     def reachable(r):
         k = s.rid[r]
         return b.And(s.inflight[k] == r, (s.stream[k] == r) if c.http else True)
@@ -98,6 +155,8 @@ def no_orphan(b, s, c):
 
 
 def refusal_is_inert(b, pre, post, c, action, r, i, out):
+    """Refusing a duplicate changes no registry and writes exactly one error, on the duplicate's
+    own channel."""
     if action.name != "refuse":
         return True
     same = [b.ForAll("id", lambda k, f=f: getattr(post, f)[k] == getattr(pre, f)[k])
@@ -107,12 +166,17 @@ def refusal_is_inert(b, pre, post, c, action, r, i, out):
 
 
 def quiescent_clean(b, s, c):
+    """When nothing is unfinished, every registry is empty: no leaked in-flight entry, stream
+    slot or pending server-to-client request."""
     return b.Implies(quiescent(b, s), b.And(
         *[b.ForAll("id", lambda k, f=f: getattr(s, f)[k] == NONE) for f in _registries(c)],
-        b.ForAll("inst", lambda r: s.sreq[r] != SREQ_PENDING)))
+        b.ForAll("inst", lambda r: s.sreq[r] != Sreq.PENDING)))
 
 
 def no_hung_request(b, s, c):
+    """When nothing is unfinished, every client request whose stream is still open has received
+    its response, its refusal or its cancellation: no POST waits forever (measured on the
+    Python SDK)."""
     return b.Implies(quiescent(b, s), b.ForAll("inst", lambda r: b.Implies(
         b.And(b.Not(s.rogue[r]), s.life[r] != Life.UNSENT, s.open[r]),
         b.Or(answered(b, s, r), b.In(s.life[r], (Life.REFUSED, Life.CANCELLED))))))
@@ -121,22 +185,43 @@ def no_hung_request(b, s, c):
 # --- witnesses ----------------------------------------------------------------------------
 
 def sequential_reuse(b, s, c):
+    """An id is admitted again after its response (the id rule permits it; a design that forbids
+    it is wrong)."""
     return b.Exists("inst", lambda p: b.Exists("inst", lambda q: b.And(
         p != q, b.Not(s.rogue[p]), b.Not(s.rogue[q]), s.rid[p] == s.rid[q],
         s.life[p] == Life.RESPONDED, b.In(s.life[q], (Life.IN_FLIGHT, Life.RESPONDED)))))
 
 
-def _some_life(state):
-    return lambda b, s, c: b.Exists("inst", lambda r: s.life[r] == state)
+def _some_life(b, s, state):
+    return b.Exists("inst", lambda r: s.life[r] == state)
+
+
+def duplicate_refused(b, s, c):
+    """Some duplicate is refused."""
+    return _some_life(b, s, Life.REFUSED)
+
+
+def cancelled(b, s, c):
+    """Some request is cancelled."""
+    return _some_life(b, s, Life.CANCELLED)
+
+
+def stream_broken(b, s, c):
+    """Some POST stream breaks while its handler goes on (2025-11-25 http only)."""
+    return _some_life(b, s, Life.STREAM_BROKEN)
 
 
 def server_request_answered(b, s, c):
-    return b.Exists("inst", lambda r: s.sreq[r] == SREQ_ANSWERED)
+    """Some server-to-client request is answered (2025-11-25 only)."""
+    return b.Exists("inst", lambda r: s.sreq[r] == Sreq.ANSWERED)
 
 
 # --- hazards ------------------------------------------------------------------------------
 
 def stale_cancel_is_inert(b, pre, post, c, action, r, i, out):
+    """A client's cancel that arrives after the instance it means has finished cancels no other
+    request of the client (cancellation: both sides MUST handle the race where the cancel
+    arrives after the response)."""
     if action.name != "deliver_cancel":
         return True
     return b.Implies(
@@ -144,63 +229,27 @@ def stale_cancel_is_inert(b, pre, post, c, action, r, i, out):
         b.ForAll("inst", lambda q: b.Implies(b.Not(pre.rogue[q]), post.life[q] == pre.life[q])))
 
 
-_rev2025 = lambda c: c.rev2025  # noqa: E731
+def _rev2025_http(c: Config) -> bool:
+    return c.rev2025 and c.http
+
 
 PROPERTIES: tuple[Property, ...] = (
-    Property("unique_in_flight", "invariant", "state", unique_in_flight, _always,
-             "Never two admitted, unfinished instances under one id in a session. Encodes the id "
-             "rule of basic/index (an id MUST NOT match another request in flight) on the "
-             "receiving side: the defect of overwrite-on-arrival registries."),
-    Property("no_misrouted_notification", "invariant", "step", no_misrouted_notification, _always,
-             "Progress and log notifications of r are written only on r's stream (Streamable "
-             "HTTP: notifications on a response stream relate to its request; the SDK defect "
-             "where A's progress goes to B's stream)."),
-    Property("no_misrouted_server_request", "invariant", "step", no_misrouted_server_request,
-             _rev2025,
-             "A server-to-client request made for r goes only on r's stream, so its answer "
-             "resolves r's waiter (2025-11-25, SEP-2260: sampling/elicitation associated with the "
-             "originating request). Not applicable on 2026-07-28 (no server-initiated requests)."),
-    Property("no_misrouted_response", "invariant", "step", no_misrouted_response, _always,
-             "r's response (or refusal) is written only on r's stream, at most once (the defect "
-             "where B's POST gets A's result)."),
-    Property("owned_removal", "invariant", "step", owned_removal, _always,
-             "Finishing, cancelling, unwinding or a broken stream removes only registry entries "
-             "owned by that instance or stream (the defect where aborting A's connection "
-             "closes B's stream, or the first to finish deletes the shared entry)."),
-    Property("cancel_hits_target", "invariant", "step", cancel_hits_target, _always,
-             "A client's cancel arriving while the instance it means is live cancels that "
-             "instance and nothing else (basic/utilities/cancellation; the defect where "
-             "notifications/cancelled hits the duplicate)."),
-    Property("no_orphan", "invariant", "state", no_orphan, _always,
-             "An admitted, live client instance with an open stream can be reached by its "
-             "routing entries (its messages and response can be delivered): the race of a "
-             "check separate from the claims."),
-    Property("refusal_is_inert", "invariant", "step", refusal_is_inert, _always,
-             "Refusing a duplicate changes no registry and writes exactly one error, on the "
-             "duplicate's own channel."),
-    Property("quiescent_clean", "invariant", "state", quiescent_clean, _always,
-             "When nothing is unfinished, every registry is empty: no leaked in-flight entry, "
-             "stream slot or pending server-to-client request."),
-    Property("no_hung_request", "invariant", "state", no_hung_request, _always,
-             "When nothing is unfinished, every client request whose stream is still open has "
-             "received its response, its refusal or its cancellation: no POST waits forever "
-             "(measured on the Python SDK)."),
-    Property("sequential_reuse", "witness", "state", sequential_reuse, _always,
-             "An id is admitted again after its response (the id rule permits it; a design that "
-             "forbids it is wrong)."),
-    Property("duplicate_refused", "witness", "state", _some_life(Life.REFUSED), _always,
-             "Some duplicate is refused."),
-    Property("cancelled", "witness", "state", _some_life(Life.CANCELLED), _always,
-             "Some request is cancelled."),
-    Property("stream_broken", "witness", "state", _some_life(Life.STREAM_BROKEN),
-             lambda c: c.rev2025 and c.http,
-             "Some POST stream breaks while its handler goes on (2025-11-25 http only)."),
-    Property("server_request_answered", "witness", "state", server_request_answered, _rev2025,
-             "Some server-to-client request is answered (2025-11-25 only)."),
-    Property("stale_cancel_is_inert", "hazard", "step", stale_cancel_is_inert, _always,
-             "A client's cancel that arrives after the instance it means has finished cancels no "
-             "other request of the client (cancellation: both sides MUST handle the race where "
-             "the cancel arrives after the response)."),
+    invariant(unique_in_flight),
+    invariant(no_misrouted_notification, "step"),
+    invariant(no_misrouted_server_request, "step", _rev2025),
+    invariant(no_misrouted_response, "step"),
+    invariant(owned_removal, "step"),
+    invariant(cancel_hits_target, "step"),
+    invariant(no_orphan),
+    invariant(refusal_is_inert, "step"),
+    invariant(quiescent_clean),
+    invariant(no_hung_request),
+    witness(sequential_reuse),
+    witness(duplicate_refused),
+    witness(cancelled),
+    witness(stream_broken, _rev2025_http),
+    witness(server_request_answered, _rev2025),
+    hazard(stale_cancel_is_inert),
 )
 PROPERTY = {p.name: p for p in PROPERTIES}
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")

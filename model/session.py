@@ -35,9 +35,10 @@ with ``inflight``.
 from __future__ import annotations
 
 from collections import namedtuple
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 from functools import lru_cache
-from typing import Callable
 
 from . import lifecycle as lc
 from .config import Config
@@ -45,12 +46,49 @@ from .lifecycle import LIVE, Life
 from .logic import NONE, Write
 
 # --- value domains ------------------------------------------------------------------------
-SREQ_NONE, SREQ_PENDING, SREQ_LOST, SREQ_ANSWERED = 0, 1, 2, 3
-CMSG_NONE, CMSG_WIRE, CMSG_DELIVERED = 0, 1, 2
+
+class Step(IntEnum):
+    """check_then_claim's progress through the transport's check and the claims."""
+
+    UNCHECKED = 0
+    CHECKED = 1
+    CLAIMED = 2
+
+    @property
+    def label(self) -> str:
+        return "stream claimed" if self is Step.CLAIMED else self.name.lower()
+
+
+class Sreq(IntEnum):
+    """An instance's server-to-client request (the waiter registry, keyed by server ids)."""
+
+    NONE = 0
+    PENDING = 1    # written on a stream, waiting for the answer
+    LOST = 2       # pending, but dropped (no live stream)
+    ANSWERED = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class Cmsg(IntEnum):
+    """An instance's cancel message."""
+
+    NONE = 0
+    WIRE = 1       # sent, not yet read by the server
+    DELIVERED = 2
+
+    @property
+    def label(self) -> str:
+        return "on wire" if self is Cmsg.WIRE else self.name.lower()
 
 
 @dataclass(frozen=True)
 class Field:
+    """One field of the state.  ``domain``: the enumeration of its values, for a field of a
+    finite sort; the renderers, the prover's typing and the drawings read its range from it."""
+
     name: str
     key: str | None  # "inst", "id" or None (scalar)
     sort: str        # "life", "id", "inst?", "bool", "step", "sreq", "cmsg", "time"
@@ -58,18 +96,24 @@ class Field:
     wire: bool
     default: object
     doc: str
+    domain: type[IntEnum] | None = None
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("life", "inst", "life", False, False, Life.UNSENT, "lifecycle state"),
+    Field("life", "inst", "life", False, False, Life.UNSENT, "lifecycle state", Life),
     Field("rid", "inst", "id", False, False, 0, "the request's JSON-RPC id"),
     Field("rogue", "inst", "bool", True, False, False, "sent by the rogue, not the client"),
     Field("running", "inst", "bool", False, False, False, "its handler is running"),
     Field("open", "inst", "bool", False, False, False, "its response channel is open"),
-    Field("step", "inst", "step", False, False, 0, "check_then_claim: 0 unchecked, 1 checked, 2 stream claimed"),
-    Field("sreq", "inst", "sreq", False, False, SREQ_NONE, "its server-to-client request: none, pending (written), lost (pending, dropped), answered"),
-    Field("got_resp", "inst", "bool", True, False, False, "its channel has received a response or refusal (the client's view)"),
-    Field("cmsg", "inst", "cmsg", False, True, CMSG_NONE, "its cancel: none, on the wire, delivered"),
+    Field("step", "inst", "step", False, False, Step.UNCHECKED,
+          "check_then_claim: unchecked, checked, stream claimed", Step),
+    Field("sreq", "inst", "sreq", False, False, Sreq.NONE,
+          "its server-to-client request: none, pending (written), lost (pending, dropped), "
+          "answered", Sreq),
+    Field("got_resp", "inst", "bool", True, False, False,
+          "its channel has received a response or refusal (the client's view)"),
+    Field("cmsg", "inst", "cmsg", False, True, Cmsg.NONE,
+          "its cancel: none, on the wire, delivered", Cmsg),
     Field("ts", "inst", "time", False, True, 0, "send time of the request (stdio order)"),
     Field("cts", "inst", "time", False, True, 0, "send time of its cancel (stdio order)"),
     Field("inflight", "id", "inst?", False, False, NONE, "in-flight entry (handler, cancel handle) per id"),
@@ -113,7 +157,7 @@ def quiescent(b, s):
 def settled(b, s):
     """Nothing left to do: nothing unfinished and no cancel on the wire (a state with no enabled
     action that is not settled is a deadlock)."""
-    return b.And(quiescent(b, s), b.ForAll("inst", lambda r: s.cmsg[r] != CMSG_WIRE))
+    return b.And(quiescent(b, s), b.ForAll("inst", lambda r: s.cmsg[r] != Cmsg.WIRE))
 
 
 def route(b, s, c: Config, r):
@@ -154,7 +198,7 @@ def in_order(b, s, c: Config, t):
         return True
     return b.ForAll("inst", lambda q: b.And(
         b.Implies(s.life[q] == Life.SENT, s.ts[q] >= t),
-        b.Implies(s.cmsg[q] == CMSG_WIRE, s.cts[q] >= t)))
+        b.Implies(s.cmsg[q] == Cmsg.WIRE, s.cts[q] >= t)))
 
 
 # --- named conditions (the lifecycle table and the actions refer to these by name) ---------
@@ -177,23 +221,23 @@ CONDITIONS: dict[str, Callable] = {
     "client_obeys_id_rule": _client_id_rule,
     "in_channel_order": lambda b, s, c, r, i: in_order(b, s, c, s.ts[r]),
     "split_claim": lambda b, s, c, r, i: c.design.claim == "split",
-    "unchecked": lambda b, s, c, r, i: s.step[r] == 0,
-    "checked": lambda b, s, c, r, i: s.step[r] == 1,
+    "unchecked": lambda b, s, c, r, i: s.step[r] == Step.UNCHECKED,
+    "checked": lambda b, s, c, r, i: s.step[r] == Step.CHECKED,
     "id_not_in_flight": lambda b, s, c, r, i: s.inflight[s.rid[r]] == NONE,
     "id_in_flight": lambda b, s, c, r, i: s.inflight[s.rid[r]] != NONE,
-    "claim_complete": lambda b, s, c, r, i: (s.step[r] == 2) if c.design.claim == "split" else True,
+    "claim_complete": lambda b, s, c, r, i: (s.step[r] == Step.CLAIMED) if c.design.claim == "split" else True,
     "claim_ok": lambda b, s, c, r, i: True if c.design.claim == "overwrite" else s.inflight[s.rid[r]] == NONE,
     "refuses_duplicates": lambda b, s, c, r, i: c.design.refuses,
-    "at_decision_point": lambda b, s, c, r, i: b.In(s.step[r], (0, 2)) if c.design.claim == "split" else True,
+    "at_decision_point": lambda b, s, c, r, i: b.In(s.step[r], (Step.UNCHECKED, Step.CLAIMED)) if c.design.claim == "split" else True,
     "handler_running": lambda b, s, c, r, i: s.running[r],
     "stream_open": lambda b, s, c, r, i: s.open[r],
-    "no_server_request_yet": lambda b, s, c, r, i: s.sreq[r] == SREQ_NONE,
-    "server_request_pending": lambda b, s, c, r, i: s.sreq[r] == SREQ_PENDING,
-    "cancel_not_sent": lambda b, s, c, r, i: s.cmsg[r] == CMSG_NONE,
+    "no_server_request_yet": lambda b, s, c, r, i: s.sreq[r] == Sreq.NONE,
+    "server_request_pending": lambda b, s, c, r, i: s.sreq[r] == Sreq.PENDING,
+    "cancel_not_sent": lambda b, s, c, r, i: s.cmsg[r] == Cmsg.NONE,
     "believed_in_progress": lambda b, s, c, r, i: b.And(
         s.life[r] != Life.UNSENT, b.Not(answered(b, s, r))),
     "close_needs_open_stream": lambda b, s, c, r, i: s.open[r] if c.close_is_cancel else True,
-    "cancel_on_wire": lambda b, s, c, r, i: s.cmsg[r] == CMSG_WIRE,
+    "cancel_on_wire": lambda b, s, c, r, i: s.cmsg[r] == Cmsg.WIRE,
     "cancel_in_channel_order": lambda b, s, c, r, i: in_order(b, s, c, s.cts[r]),
     "close_after_request": lambda b, s, c, r, i: (s.life[r] != Life.SENT) if c.close_is_cancel else True,
 }
@@ -224,7 +268,7 @@ def _release_all(b, s, c: Config, site: str, r) -> list[Write]:
     out = [release(b, s, c, site, "inflight", s.rid[r], r)]
     if c.http:
         out.append(release(b, s, c, site, "stream", s.rid[r], r))
-    out.append(Write("sreq", r, SREQ_NONE, b.In(s.sreq[r], (SREQ_PENDING, SREQ_LOST))))
+    out.append(Write("sreq", r, Sreq.NONE, b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST))))
     return out
 
 
@@ -257,7 +301,7 @@ class Action:
         return self.guard(b, s, c, r, i), out, self.effect(b, s, c, r, i, out)
 
     def conditions(self, c: Config) -> tuple[str, ...]:
-        base = () if self.trigger is None else tuple(lc.row(c.revision, self.trigger)["conditions"])
+        base = () if self.trigger is None else lc.row(c.revision, self.trigger).conditions
         return base + self.extra
 
     def sources(self, c: Config):
@@ -288,11 +332,11 @@ def _arrive(b, s, c, r, i, out):
 
 
 def _check(b, s, c, r, i, out):
-    return [Write("step", r, 1 if c.http else 2)]
+    return [Write("step", r, Step.CHECKED if c.http else Step.CLAIMED)]
 
 
 def _claim_stream(b, s, c, r, i, out):
-    return [Write("step", r, 2), Write("stream", s.rid[r], r)]
+    return [Write("step", r, Step.CLAIMED), Write("stream", s.rid[r], r)]
 
 
 def _admit(b, s, c, r, i, out):
@@ -318,7 +362,7 @@ def _out_routed(kind):
 def _refuse(b, s, c, r, i, out):
     out_writes = [_fire(c, "refuse", r), Write("got_resp", r, True)]
     if c.http and c.design.claim == "split":
-        out_writes.append(release(b, s, c, "refuse", "stream", s.rid[r], r, s.step[r] == 2))
+        out_writes.append(release(b, s, c, "refuse", "stream", s.rid[r], r, s.step[r] == Step.CLAIMED))
     return out_writes
 
 
@@ -328,11 +372,11 @@ def _emit(b, s, c, r, i, out):
 
 def _server_request(b, s, c, r, i, out):
     _, d = out["server_request"]
-    return [Write("sreq", r, b.Ite(d, SREQ_PENDING, SREQ_LOST))]
+    return [Write("sreq", r, b.Ite(d, Sreq.PENDING, Sreq.LOST))]
 
 
 def _answer(b, s, c, r, i, out):
-    return [Write("sreq", r, SREQ_ANSWERED)]
+    return [Write("sreq", r, Sreq.ANSWERED)]
 
 
 def _respond(b, s, c, r, i, out):
@@ -342,7 +386,7 @@ def _respond(b, s, c, r, i, out):
 
 
 def _send_cancel(b, s, c, r, i, out):
-    out = [Write("cmsg", r, CMSG_WIRE)] + stamp(b, s, c, "cts", r)
+    out = [Write("cmsg", r, Cmsg.WIRE)] + stamp(b, s, c, "cts", r)
     if c.close_is_cancel:
         out.append(Write("open", r, False))
     return out
@@ -350,7 +394,7 @@ def _send_cancel(b, s, c, r, i, out):
 
 def _deliver_cancel(b, s, c, r, i, out):
     _, _, writes = on_cancel(b, s, c, s.rid[r], r)
-    return [Write("cmsg", r, CMSG_DELIVERED)] + writes
+    return [Write("cmsg", r, Cmsg.DELIVERED)] + writes
 
 
 def _unwind(b, s, c, r, i, out):
@@ -359,7 +403,7 @@ def _unwind(b, s, c, r, i, out):
         out.append(release(b, s, c, "unwind", "inflight", s.rid[r], r))
     if c.http:
         out.append(release(b, s, c, "unwind", "stream", s.rid[r], r))
-    out.append(Write("sreq", r, SREQ_NONE, b.In(s.sreq[r], (SREQ_PENDING, SREQ_LOST))))
+    out.append(Write("sreq", r, Sreq.NONE, b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST))))
     return out
 
 
@@ -408,11 +452,19 @@ ACTIONS: tuple[Action, ...] = (
 ACTION = {a.name: a for a in ACTIONS}
 
 
+#: The actions a server takes (its own steps, the client's answer to its request, and the wire's
+#: delivery of a request), as the runtime core runs them, guard and effect.
+SERVER_ACTIONS: tuple[str, ...] = ("arrive", "admit", "refuse", "emit", "server_request", "answer",
+                                   "respond", "unwind", "break_stream")
+#: The client steps whose *effects* a server applies when a message comes in (``send``: the
+#: request is on the wire, the id and an open channel recorded) or a stream closes (``close``);
+#: their guards are the sender's obligations, which a server cannot check.
+SERVER_EFFECTS: dict[str, str] = {"send": "rogue_sends", "close": "send_cancel"}
+
+
 @lru_cache(maxsize=None)
 def actions_for(cfg: Config) -> tuple[Action, ...]:
     return tuple(a for a in ACTIONS if a.applies(cfg))
-
-
 
 
 def canonical_clock(c: Config, s: State) -> State:
@@ -424,7 +476,7 @@ def canonical_clock(c: Config, s: State) -> State:
     if not c.stdio:
         return s
     pending = sorted([(s.ts[r], 0, r) for r in range(c.requests) if s.life[r] == Life.SENT]
-                     + [(s.cts[r], 1, r) for r in range(c.requests) if s.cmsg[r] == CMSG_WIRE])
+                     + [(s.cts[r], 1, r) for r in range(c.requests) if s.cmsg[r] == Cmsg.WIRE])
     ts = [0] * c.requests
     cts = [0] * c.requests
     for rank, (_, kind, r) in enumerate(pending):

@@ -16,12 +16,7 @@ from typing import Any
 from .config import Config
 from .lifecycle import Life
 from .logic import NONE, Concrete
-from .session import FIELDS, Action, State, domains
-
-_SREQ = ("none", "pending", "lost", "answered")
-_CMSG = ("none", "on wire", "delivered")
-_STEP = ("unchecked", "checked", "stream claimed")
-
+from .session import FIELDS, Action, Field, State, domains
 
 def inst_name(r) -> str:
     return "-" if r == NONE else chr(ord("A") + r)
@@ -31,21 +26,16 @@ def id_name(k) -> str:
     return str(k + 1)
 
 
-def render_value(f, v):
-    if f.sort == "life":
-        return Life(v).label
+def render_value(f: Field, v: Any) -> str:
+    """A field's value as the reports show it (an enumeration's label, an instance's letter)."""
+    if f.domain is not None:
+        return str(f.domain(v).label)
     if f.sort == "inst?":
         return inst_name(v)
     if f.sort == "id":
         return id_name(v)
     if f.sort == "bool":
         return "true" if v else "false"
-    if f.sort == "sreq":
-        return _SREQ[v]
-    if f.sort == "cmsg":
-        return _CMSG[v]
-    if f.sort == "step":
-        return _STEP[v]
     return str(v)
 
 

@@ -22,7 +22,7 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import CMSG_WIRE, FIELDS, actions_for, domains, initial, settled
+from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, initial, settled
 from mcp_inflight.proofs.flat import Layout
 
 # --- reading the flat state ------------------------------------------------------------
@@ -115,7 +115,7 @@ def _clock_source(lay: Layout, cfg: Config, src: Source, var: str, depth: int):
     for r in range(n):
         src.emit(d, f"if {var}[{P('life', r)}] == {int(Life.SENT)}: "
                     f"_p.append(({var}[{P('ts', r)}], {P('ts', r)}))")
-        src.emit(d, f"if {var}[{P('cmsg', r)}] == {CMSG_WIRE}: "
+        src.emit(d, f"if {var}[{P('cmsg', r)}] == {int(Cmsg.WIRE)}: "
                     f"_p.append(({var}[{P('cts', r)}], {P('cts', r)}))")
     src.emit(d, "_p.sort()")
     src.emit(d, f"_c = list({var})")

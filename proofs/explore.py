@@ -3,10 +3,9 @@
 It reads the actions, conditions and properties of ``model/session.py`` and
 ``model/properties.py`` and adds no rule of its own.  By default it runs them compiled: the
 model's functions are called once with the code-generating backend of ``model/codegen.py``
-(``proofs/compiled_model.py``),
-specialised to the run and to each action's arguments, and the generated functions do the
-search's work; ``engine="interpreted"`` calls them through ``model.logic.Concrete`` on every
-step instead (same results, ``tests/test_compiled.py``).  What the explorer adds is search:
+(``proofs/compiled_model.py``), specialised to the run and to each action's arguments, and the
+generated functions do the search's work; ``engine="interpreted"`` takes every step through
+``model/step.py`` (the concrete backend) instead (same results, ``tests/test_compiled.py``).  What the explorer adds is search:
 canonical hashing (a canonical form under symmetry of interchangeable ids and instances, on by
 default), per-action coverage, deadlock detection, traces, and a progress line on a terminal.
 
@@ -30,11 +29,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.model.logic import NONE, Concrete, apply_writes
+from mcp_inflight.model import step
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import (FIELDS, State, actions_for, canonical_clock, domains,
-                                        initial, settled)
+from mcp_inflight.model.session import State, actions_for, settled
 from mcp_inflight.model.trace import (Trace, build_trace, changes, id_name, inst_name, render_value,
                                       story, trace_json, trace_to_json)
 from mcp_inflight.proofs.compiled_model import Compiled
@@ -325,15 +322,8 @@ def _explore_interpreted(cfg: Config, symmetry: bool = True, max_states: int | N
     (concrete pre- and post-states, with the action's output), so that callers such as the
     diagrams can see the state graph without searching it a second time.
     """
-    b = Concrete(domains(cfg))
+    b = step.backend(cfg)
     acts = actions_for(cfg)
-    moves = []
-    for a in acts:
-        src = a.sources(cfg)
-        for r in range(cfg.requests):
-            for i in (range(cfg.ids) if "i" in a.params else (None,)):
-                args = {"r": r} if i is None else {"r": r, "i": i}
-                moves.append((a, r, i, src, args))
     props = [(p, p.applies(cfg)) for p in properties]
     state_props = [p for p, ap in props if ap and p.scope == "state"]
     step_props = [p for p, ap in props if ap and p.scope == "step"]
@@ -344,7 +334,7 @@ def _explore_interpreted(cfg: Config, symmetry: bool = True, max_states: int | N
     prog = _Progress(progress, cfg.label)
 
     t0 = time.monotonic()
-    s0 = canonical_clock(cfg, initial(cfg))
+    s0 = step.start(cfg)
     k0 = canon(s0)
     parent: dict = {k0: None}      # key -> (parent key, action, args, this concrete state)
     concrete: dict = {k0: s0}
@@ -371,14 +361,10 @@ def _explore_interpreted(cfg: Config, symmetry: bool = True, max_states: int | N
         s = concrete[key]
         d = depth_of[key]
         enabled = False
-        for a, r, i, src, args in moves:
-            if src is not None and s.life[r] not in src:
-                continue
-            if not a.guard(b, s, cfg, r, i):
-                continue
+        for tr in step.successors(cfg, s, b):
             enabled = True
-            out = a.output(b, s, cfg, r, i)
-            t = canonical_clock(cfg, apply_writes(s, a.effect(b, s, cfg, r, i, out)))
+            a, args, t, out = tr.action, tr.args, tr.post, tr.out
+            r, i = tr.move.r, tr.move.i
             n_trans += 1
             res.coverage[a.name] += 1
             if on_edge is not None:

@@ -26,7 +26,6 @@ A solver ``unknown`` (or a timeout) is never a pass: the property is reported as
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -34,11 +33,10 @@ from dataclasses import dataclass, field
 import z3
 
 from mcp_inflight.model.auxiliary import AUXILIARY
-from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
-from mcp_inflight.model.logic import Concrete, apply_writes as concrete_writes
+from mcp_inflight.model.config import DESIGNS, Config
+from mcp_inflight.model import step
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import State, actions_for, initial
-from mcp_inflight.model.session import domains as concrete_domains
+from mcp_inflight.model.session import State, actions_for
 from mcp_inflight.model.trace import (CounterexampleToInduction, Trace, build_trace, changes,
                                       describe_state, id_name, inst_name, trace_to_json)
 from mcp_inflight.proofs import symbolic as sym
@@ -482,19 +480,17 @@ class Prover:
         sends = sum(1 for a, _, _ in raw if "i" in a.params)
         cfg = Config(self.cfg.design, self.cfg.revision, self.cfg.transport,
                      ids=max(1, len(id_map)), requests=max(1, sends))
-        b = Concrete(concrete_domains(cfg))
-        s = initial(cfg)
+        b = step.backend(cfg)
+        s = step.start(cfg)
         steps = []
         for a, r, i in raw:
             i2 = None if i is None else id_map[i]
-            if r >= cfg.requests or not a.guard(b, s, cfg, r, i2):
+            tr = step.take(cfg, s, step.Move(a, r, i2), b) if r < cfg.requests else None
+            if tr is None:
                 raise RuntimeError(f"bounded trace for {prop.name}: {a.name} is not enabled when "
                                    "replayed concretely (the readings disagree)")
-            out = a.output(b, s, cfg, r, i2)
-            t = concrete_writes(s, a.effect(b, s, cfg, r, i2, out))
-            args = {"r": r} if i2 is None else {"r": r, "i": i2}
-            steps.append((a, args, s, t, out))
-            s = t
+            steps.append((a, tr.args, s, tr.post, tr.out))
+            s = tr.post
         if prop.scope == "state":
             broken = not prop.fn(b, s, cfg)
         else:

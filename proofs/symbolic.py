@@ -29,9 +29,6 @@ import z3
 from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.model.session import FIELDS
 
-#: Range of each finite value sort of ``model/session.py`` (inclusive); ``life`` is the
-#: lifecycle enumeration.
-_RANGES = {"life": (0, 7), "step": (0, 2), "sreq": (0, 3), "cmsg": (0, 2)}
 
 _fresh = count()
 
@@ -297,9 +294,8 @@ def well_typed(b: Symbolic, s: SymState):
             if f.key != "inst":
                 continue
             v = getattr(s, f.name)[x]
-            if f.sort in _RANGES:
-                lo, hi = _RANGES[f.sort]
-                parts += [v >= lo, v <= hi]
+            if f.domain is not None:   # a finite sort: the range of its enumeration
+                parts += [v >= min(f.domain), v <= max(f.domain)]
             elif f.sort == "id":
                 parts.append(b.In(v, b.domains["id"]) if b.domains is not None else v >= 0)
         return b.And(*parts)

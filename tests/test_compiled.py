@@ -13,12 +13,12 @@ from mcp_inflight.model import (
     PROPERTIES,
     Concrete,
     Config,
-    apply_writes,
     mutants,
     profiles,
+    step,
 )
 from mcp_inflight.model.codegen import Expr, Gen
-from mcp_inflight.model.session import canonical_clock, domains, settled
+from mcp_inflight.model.session import domains, settled
 from mcp_inflight.proofs.compiled_model import Compiled, View
 from mcp_inflight.proofs.explore import explore
 from mcp_inflight.proofs.flat import Layout
@@ -49,14 +49,14 @@ def disagreements(cfg, comp, states, limit=5):
         got = {m: (t, outs, set(bad)) for m, t, outs, bad in comp.expand(flat)}
         for mv in comp.moves:
             a, r, i = mv.action, mv.r, mv.i
-            enabled = bool(a.guard(b, s, cfg, r, i))
+            tr = step.take(cfg, s, step.Move(a, r, i), b)
+            enabled = tr is not None
             if enabled != (mv.index in got):
                 out.append((s, a.name, r, i, "enabled", enabled))
                 continue
-            if not enabled:
+            if tr is None:
                 continue
-            o = a.output(b, s, cfg, r, i)
-            t = canonical_clock(cfg, apply_writes(s, a.effect(b, s, cfg, r, i, o)))
+            o, t = tr.out, tr.post
             ct, couts, cbad = got[mv.index]
             if lay.unflatten(ct) != t:
                 out.append((s, a.name, r, i, "successor", t, lay.unflatten(ct)))

@@ -13,12 +13,34 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from mcp_inflight.impl.core import (Admitted, InvalidId, Refused, RuntimeState, SessionCore,
-                                    _Live, apply_runtime, guard_holds, typed_id)
-from mcp_inflight.model import (ACTION, ATOMIC, INVARIANTS, NONE, UNGUARDED, Concrete, Config,
-                                Life, actions_for, apply_writes, initial, profiles)
+from mcp_inflight.impl.core import (
+    Admitted,
+    InvalidId,
+    Refused,
+    RuntimeState,
+    SessionCore,
+    _Live,
+    apply_runtime,
+    guard_holds,
+    typed_id,
+)
+from mcp_inflight.model import (
+    ACTION,
+    ATOMIC,
+    INVARIANTS,
+    NONE,
+    UNGUARDED,
+    Concrete,
+    Config,
+    Life,
+    actions_for,
+    apply_writes,
+    initial,
+    profiles,
+    step,
+)
 from mcp_inflight.model import properties as P
-from mcp_inflight.model.session import FIELDS, canonical_clock, domains, on_cancel, quiescent
+from mcp_inflight.model.session import FIELDS, domains, on_cancel, quiescent
 from mcp_inflight.proofs.explore import explore
 
 N = 6                       # request instances in the bounded model
@@ -46,11 +68,10 @@ class CoreVsModel(RuleBasedStateMachine):
         a = ACTION[name]
         if not a.applies(self.cfg):
             return None
-        ok, out, writes = a.run(self.b, self.s, self.cfg, r, i)
-        if not ok:
+        tr = step.take(self.cfg, self.s, step.Move(a, r, i), self.b)
+        if tr is None:
             return None
-        pre = self.s
-        post = canonical_clock(self.cfg, apply_writes(pre, writes))
+        pre, post, out = self.s, tr.post, tr.out
         for p in INVARIANTS:
             if p.scope == "step" and p.applies(self.cfg):
                 assert p.fn(self.b, pre, post, self.cfg, a, r, i, out), (p.name, name, r)

@@ -107,8 +107,8 @@ def test_every_state_and_trigger_in_every_format(tmp_path, rev):
         for s in lc.STATES:
             assert s in text, (fmt, s)
         for r in lc.table(rev):
-            label = r["trigger"] + (" [" + ", ".join(r["conditions"]) + "]"
-                                    if r["conditions"] else "")
+            label = r.trigger + (" [" + ", ".join(r.conditions) + "]"
+                                    if r.conditions else "")
             assert label in text, (fmt, label)
         assert "model/session.py CONDITIONS" in text, fmt
 

@@ -7,7 +7,7 @@ import pytest
 import mcp_inflight.proofs.compiled_model as compiled_model
 import mcp_inflight.proofs.explore as explore_mod
 import mcp_inflight.proofs.flat as flat
-from mcp_inflight.model import DESIGNS, Config, Life, profiles
+from mcp_inflight.model import DESIGNS, Config, Life, profiles, step
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import FIELDS, Field, actions_for
 from mcp_inflight.proofs.explore import Canonicalizer, explore, explore_many
@@ -25,6 +25,10 @@ def without_respond(monkeypatch):
         return tuple(a for a in actions_for(cfg) if a.name not in ("respond", "emit"))
     monkeypatch.setattr(compiled_model, "actions_for", reduced)
     monkeypatch.setattr(explore_mod, "actions_for", reduced)
+    monkeypatch.setattr(step, "actions_for", reduced)
+    step.moves.cache_clear()
+    yield
+    step.moves.cache_clear()
 
 
 @pytest.mark.parametrize("engine", ["compiled", "interpreted"])

@@ -4,9 +4,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_inflight.model import ATOMIC, CHECK_THEN_CLAIM, UNGUARDED, Concrete, Config, FIELDS
-from mcp_inflight.model import actions_for, apply_writes, initial, profiles
-from mcp_inflight.model.session import canonical_clock, domains
+from mcp_inflight.model import (
+    ATOMIC,
+    CHECK_THEN_CLAIM,
+    FIELDS,
+    UNGUARDED,
+    Config,
+    profiles,
+    step,
+)
 
 GHOSTS = [f.name for f in FIELDS if f.ghost]
 
@@ -20,10 +26,9 @@ def _real_writes(writes):
        flips=st.lists(st.booleans(), min_size=8, max_size=8))
 def test_server_and_wire_actions_ignore_ghosts(design, profile, rnd, flips):
     cfg = Config(design, *profile, ids=2, requests=3)
-    b = Concrete(domains(cfg))
-    s = canonical_clock(cfg, initial(cfg))
-    moves = [(a, r, i) for a in actions_for(cfg) for r in range(cfg.requests)
-             for i in (range(cfg.ids) if "i" in a.params else (None,))]
+    b = step.backend(cfg)
+    s = step.start(cfg)
+    moves = [(m.action, m.r, m.i) for m in step.moves(cfg)]
     for _ in range(40):
         other = s._replace(**{g: tuple(x ^ f for x, f in zip(getattr(s, g), flips))
                               for g in GHOSTS})
@@ -36,8 +41,7 @@ def test_server_and_wire_actions_ignore_ghosts(design, profile, rnd, flips):
             if g1:
                 assert o1 == o2, a.name
                 assert _real_writes(w1) == _real_writes(w2), a.name
-        enabled = [(a, r, i) for a, r, i in moves if a.guard(b, s, cfg, r, i)]
+        enabled = list(step.successors(cfg, s, b))
         if not enabled:
             break
-        a, r, i = rnd.choice(enabled)
-        s = canonical_clock(cfg, apply_writes(s, a.run(b, s, cfg, r, i)[2]))
+        s = rnd.choice(enabled).post

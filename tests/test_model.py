@@ -1,13 +1,20 @@
 """The model against its named invariants, witnesses and hazards."""
 
 import pytest
-from support.explored import run
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_inflight.model import (ATOMIC, INVARIANTS, WITNESSES, Concrete, Config, Life,
-                                actions_for, apply_writes, initial, lifecycle, profiles)
-from mcp_inflight.model.session import canonical_clock, domains
+from mcp_inflight.model import (
+    ATOMIC,
+    INVARIANTS,
+    WITNESSES,
+    Config,
+    Life,
+    lifecycle,
+    profiles,
+    step,
+)
+from support.explored import run
 
 PROFILES = profiles()
 
@@ -155,11 +162,11 @@ def test_lifecycle_table_drives_a_transitions_machine():
         m = lifecycle.machine(rev)
         assert set(m.states) == set(lifecycle.STATES)
         for row in lifecycle.table(rev):
-            t = m.get_transitions(trigger=row["trigger"])
-            assert {x.source for x in t} == set(row["source"])
-            assert {x.dest for x in t} == {row["dest"]}
+            t = m.get_transitions(trigger=row.trigger)
+            assert {x.source for x in t} == set(row.source)
+            assert {x.dest for x in t} == {row.dest}
             for x in t:
-                assert [c.func for c in x.conditions] == row["conditions"]
+                assert [c.func for c in x.conditions] == list(row.conditions)
     assert lifecycle.dest("2025-11-25", "stream_closed") == Life.STREAM_BROKEN
     assert lifecycle.dest("2026-07-28", "stream_closed") == Life.CANCELLED
 
@@ -167,19 +174,16 @@ def test_lifecycle_table_drives_a_transitions_machine():
 @given(st.sampled_from(PROFILES), st.randoms(use_true_random=False))
 def test_random_walks_on_atomic_keep_every_invariant(profile, rnd):
     cfg = Config(ATOMIC, *profile, ids=2, requests=4)
-    b = Concrete(domains(cfg))
-    s = canonical_clock(cfg, initial(cfg))
-    moves = [(a, r, i) for a in actions_for(cfg) for r in range(cfg.requests)
-             for i in (range(cfg.ids) if "i" in a.params else (None,))]
+    b = step.backend(cfg)
+    s = step.start(cfg)
     state_inv = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "state"]
     step_inv = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "step"]
     for _ in range(60):
-        enabled = [(a, r, i) for a, r, i in moves if a.guard(b, s, cfg, r, i)]
+        enabled = list(step.successors(cfg, s, b))
         if not enabled:
             break
-        a, r, i = rnd.choice(enabled)
-        _, out, writes = a.run(b, s, cfg, r, i)
-        t = canonical_clock(cfg, apply_writes(s, writes))
+        tr = rnd.choice(enabled)
+        a, r, i, out, t = tr.action, tr.move.r, tr.move.i, tr.out, tr.post
         for p in step_inv:
             assert p.fn(b, s, t, cfg, a, r, i, out), (p.name, a.name)
         for p in state_inv:
