@@ -9,7 +9,10 @@ import shutil
 
 import pytest
 
-from mcp_inflight import draw, draw_sequence, draw_session
+from mcp_inflight import draw
+from mcp_inflight.draw import render
+from mcp_inflight.draw import sequence as draw_sequence
+from mcp_inflight.draw import session as draw_session
 from mcp_inflight.model import lifecycle as lc
 from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.model.logic import Concrete
@@ -136,7 +139,7 @@ def test_committed_diagrams_are_current():
 
 def test_without_dot_svg_is_skipped_with_one_warning(tmp_path, monkeypatch, capsys):
     draw.generate(tmp_path)
-    monkeypatch.setattr(draw, "_dot_binary", lambda: None)
+    monkeypatch.setattr(render, "dot_binary", lambda: None)
     written = draw.generate(tmp_path / "nodot")
     assert all(p.suffix != ".svg" for p in written)
     assert capsys.readouterr().err.count("warning") == 1

@@ -48,6 +48,8 @@ from mcp_inflight.model.session import ACTIONS, FIELDS
 from mcp_inflight.model.trace import id_name, inst_name, render_value
 from mcp_inflight.proofs.explore import explore
 
+from .render import quote, quote_escaped
+
 DESIGNS_DRAWN = ("atomic", "unguarded")
 REVISION = "2026-07-28"
 TRANSPORT = "http"
@@ -183,15 +185,6 @@ def project_label(cfg: Config, p) -> str:
     return _NL.join(lines)
 
 
-def _q(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _qlabel(text: str) -> str:
-    """Quote a label that already contains DOT escapes (``\\n``, ``\\l``)."""
-    return '"' + text.replace('"', '\\"') + '"'
-
-
 def _edge_text(a, args) -> str:
     t = f"{a.name} {inst_name(args['r'])}"
     if "i" in args:
@@ -222,8 +215,8 @@ def dot_full(g: Graph) -> str:
         f"// {len(g.states)} states, {len(g.edges)} transitions; {len(g.bad_states)} states break "
         f"a state invariant (red), {n_bad_edges} transitions break a step invariant (red).",
         "// Generated from model/ by mcp-inflight diagrams; states are numbered breadth-first.",
-        f"digraph {_q('session ' + g.label)} {{",
-        f"    label={_q(_title(g, 'Session state graph (complete)'))};",
+        f"digraph {quote('session ' + g.label)} {{",
+        f"    label={quote(_title(g, 'Session state graph (complete)'))};",
         "    labelloc=t;",
         '    node [shape=circle, fontsize=9, width=0.3, fixedsize=false];',
         '    edge [fontsize=8];',
@@ -236,18 +229,18 @@ def dot_full(g: Graph) -> str:
     ]
     for n, s in enumerate(g.states):
         tip = state_text(cfg, s)
-        attrs = [f"label={_q(str(n))}"]
+        attrs = [f"label={quote(str(n))}"]
         if n in g.bad_states:
             tip += " | breaks: " + ", ".join(g.bad_states[n])
             attrs += [f'color="{RED}"', f'fontcolor="{RED}"', "style=filled",
                       f'fillcolor="{RED_FILL}"']
-        attrs.append(f"tooltip={_q(tip)}")
+        attrs.append(f"tooltip={quote(tip)}")
         lines.append(f"    s{n} [{', '.join(attrs)}];")
     for pre, a, args, post, broken in g.edges:
-        attrs = [f"label={_q(_edge_text(a, args))}"]
+        attrs = [f"label={quote(_edge_text(a, args))}"]
         if broken:
             attrs += [f'color="{RED}"', f'fontcolor="{RED}"', "penwidth=2",
-                      f"tooltip={_q('breaks: ' + ', '.join(broken))}"]
+                      f"tooltip={quote('breaks: ' + ', '.join(broken))}"]
         lines.append(f"    s{pre} -> s{post} [{', '.join(attrs)}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -309,7 +302,7 @@ def dot_reduced(g: Graph) -> str:
         "nodes by their projection",
         "// onto the lifecycle state of each instance and the owners of the id-keyed registries. "
         "The complete graph is in the file without -reduced.",
-        f"digraph {_q('session ' + g.label + ' reduced')} {{",
+        f"digraph {quote('session ' + g.label + ' reduced')} {{",
         "    rankdir=TB;",
         "    newrank=true;",
         "    nodesep=0.35;",
@@ -317,7 +310,7 @@ def dot_reduced(g: Graph) -> str:
         '    fontname="Helvetica";',
         "    fontsize=16;",
         "    labelloc=t;",
-        f"    label={_q(_title(g, 'Session state graph, reduced view'))};",
+        f"    label={quote(_title(g, 'Session state graph, reduced view'))};",
         '    node [fontname="Helvetica", fontsize=10, shape=box, style="rounded"];',
         '    edge [fontname="Helvetica", fontsize=8, color="#555555"];',
         _legend([
@@ -344,10 +337,10 @@ def dot_reduced(g: Graph) -> str:
                       f'fillcolor="{RED_FILL}"', "penwidth=2"]
         if k == 0:
             attrs.append("peripheries=2")
-        attrs.insert(0, f"label={_qlabel(label)}")
+        attrs.insert(0, f"label={quote_escaped(label)}")
         lines.append(f"    n{k} [{', '.join(attrs)}];")
     for i, j, labels, brk in edges:
-        attrs = [f"label={_qlabel(_NL.join(labels))}"]
+        attrs = [f"label={quote_escaped(_NL.join(labels))}"]
         if brk:
             attrs += [f'color="{RED}"', f'fontcolor="{RED}"', "penwidth=2"]
         lines.append(f"    n{i} -> n{j} [{', '.join(attrs)}];")

@@ -42,6 +42,8 @@ from mcp_inflight.model.session import ACTION
 from mcp_inflight.model.trace import changes, id_name, inst_name
 from mcp_inflight.proofs.explore import explore
 
+from .render import quote
+
 #: Every design is explored: ``unguarded`` and ``check_then_claim`` break invariants, and every
 #: design, ``atomic`` included, meets the protocol hazards (``model/properties.py``).
 DESIGNS_DRAWN = ("atomic", "unguarded", "check_then_claim")
@@ -322,18 +324,13 @@ def mermaid(seq: Sequence) -> str:
 
 # --- Graphviz -----------------------------------------------------------------------------
 
-def _q(text: str) -> str:
-    """A DOT string; a newline in ``text`` becomes a centred line break."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
 def dot(seq: Sequence) -> str:
     """The sequence diagram in DOT: one column per lane (dashed lifelines), one row per step."""
     keys = [k for k, _ in seq.lanes]
     col = {k: n for n, k in enumerate(keys)}
     last = len(seq.arrows)
     lines = [
-        f"digraph {_q(seq.name)} {{",
+        f"digraph {quote(seq.name)} {{",
         "    rankdir=TB;",
         "    newrank=true;",
         "    nodesep=0.25;",
@@ -342,17 +339,17 @@ def dot(seq: Sequence) -> str:
         '    fontname="Helvetica";',
         "    fontsize=14;",
         "    labelloc=t;",
-        f"    label={_q(seq.title)};",
+        f"    label={quote(seq.title)};",
         '    node [fontname="Helvetica", fontsize=10];',
         '    edge [fontname="Helvetica", fontsize=10];',
         "",
     ]
     for k, title in seq.lanes:
         lines.append(f"    h_{k} [shape=box, style=\"rounded,filled\", fillcolor=\"#eef2f7\", "
-                     f"label={_q(title)}];")
+                     f"label={quote(title)}];")
     lines.append("    { rank=same; " + " -> ".join(f"h_{k}" for k in keys)
                  + " [style=invis, weight=0]; }")
-    lines.append(f"    h_note [shape=plaintext, label=\"registries\", fontcolor=\"grey30\"];")
+    lines.append("    h_note [shape=plaintext, label=\"registries\", fontcolor=\"grey30\"];")
     lines.append(f"    {{ rank=same; h_{keys[-1]} -> h_note [style=invis]; }}")
     prev = {k: f"h_{k}" for k in keys}
     prev["note"] = "h_note"
@@ -369,7 +366,7 @@ def dot(seq: Sequence) -> str:
                 lines.append(
                     f"    {node} [shape=box, style=\"rounded{',filled' if bad else ''}\", "
                     f"fillcolor=\"{RED_FILL}\", color=\"{colour}\", fontcolor=\"{colour}\", "
-                    f"label={_q(label)}];")
+                    f"label={quote(label)}];")
             else:
                 lines.append(f"    {node} [shape=point, width=0.04, color=\"grey60\"];")
             row.append(node)
@@ -379,7 +376,7 @@ def dot(seq: Sequence) -> str:
         nn = f"p{n}_note"
         if note:
             style = f", style=filled, fillcolor=\"{RED_FILL}\", color=\"{RED}\"" if n == last else ""
-            lines.append(f"    {nn} [shape=note, fontsize=9{style}, label={_q(note)}];")
+            lines.append(f"    {nn} [shape=note, fontsize=9{style}, label={quote(note)}];")
         else:
             lines.append(f"    {nn} [shape=point, style=invis, width=0.01];")
         lines.append("    { rank=same; " + " -> ".join(row + [nn]) + " [style=invis]; }")
@@ -393,7 +390,7 @@ def dot(seq: Sequence) -> str:
             left, right = sorted((a.src, a.dst), key=col.__getitem__)
             forward = left == a.src
             head = {"sync": "normal", "async": "vee", "lost": "tee"}[a.kind]
-            attrs = [f"label={_q(label)}", f"color=\"{colour}\"", f"fontcolor=\"{colour}\"",
+            attrs = [f"label={quote(label)}", f"color=\"{colour}\"", f"fontcolor=\"{colour}\"",
                      "constraint=false"]
             if forward:
                 attrs.append(f"arrowhead={head}")
