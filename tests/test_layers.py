@@ -1,0 +1,109 @@
+"""The layers of DESIGN.md, checked on every import statement of the project (lazy ones too).
+
+``model/`` imports nothing else of the project; the two checkers (``proofs/``) and the runtime
+(``impl/``) import ``model/`` and never each other; the applications (``mcp_inflight/``: command
+line, drawing, probe, serve, web explorer) and ``bench/`` sit on top.  Nothing below imports an
+application.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: folder of the repository -> the package it is installed as (pyproject's package-dir)
+PACKAGES = {"model": "mcp_inflight.model", "proofs": "mcp_inflight.proofs",
+            "impl": "mcp_inflight.impl", "mcp_inflight": "mcp_inflight"}
+
+#: layer -> the layers it may import (its own included)
+ALLOWED = {
+    "model": {"model"},
+    "proofs": {"model", "proofs"},
+    "impl": {"model", "impl"},
+    "app": {"model", "proofs", "impl", "app"},
+    "bench": {"model", "proofs", "impl", "app", "bench"},
+}
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a dotted module name of the project (None: not the project's)."""
+    parts = module.split(".")
+    if parts[0] != "mcp_inflight":
+        return None
+    if len(parts) > 1 and parts[1] in ("model", "proofs", "impl"):
+        return parts[1]
+    return "app"
+
+
+def module_of(path: pathlib.Path) -> str:
+    rel = path.relative_to(ROOT)
+    top = rel.parts[0]
+    if top == "bench":
+        return "bench." + rel.stem
+    names = list(rel.with_suffix("").parts[1:])
+    if names and names[-1] == "__init__":
+        names = names[:-1]
+    return ".".join([PACKAGES[top], *names])
+
+
+def imports(source: str, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """Every project module named by an import in ``source`` (absolute and relative)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            out.append((node.lineno, target))
+            # ``from mcp_inflight import probe`` names the submodule
+            out += [(node.lineno, f"{target}.{a.name}") for a in node.names
+                    if target in ("mcp_inflight",)]
+    return out
+
+
+def violations(path: pathlib.Path, source: str | None = None) -> list[str]:
+    module = module_of(path)
+    own = "bench" if module.startswith("bench.") else layer_of(module)
+    text = path.read_text() if source is None else source
+    bad = []
+    for line, target in imports(text, module, path.name == "__init__.py"):
+        theirs = layer_of(target)
+        if theirs is None or target == "mcp_inflight":
+            continue
+        if theirs not in ALLOWED[own]:
+            rel = path.relative_to(ROOT)
+            bad.append(f"{rel}:{line}: {own} module {module} imports {target} ({theirs})")
+    return bad
+
+
+def project_files() -> list[pathlib.Path]:
+    files = []
+    for top in (*PACKAGES, "bench"):
+        files += sorted((ROOT / top).rglob("*.py"))
+    return [f for f in files if "node_modules" not in f.parts]
+
+
+def test_every_import_keeps_the_layers():
+    files = project_files()
+    assert any(f.parent.name == "model" for f in files) and len(files) > 30
+    bad = [v for f in files for v in violations(f)]
+    assert not bad, "imports across the layers:\n" + "\n".join(bad)
+
+
+def test_the_check_sees_a_runtime_module_importing_a_checker():
+    core = ROOT / "impl" / "core.py"
+    for source in ("from mcp_inflight.proofs.explore import explore\n",
+                   "def f():\n    from ..proofs import prove\n",
+                   "import mcp_inflight.proofs.explore\n"):
+        assert violations(core, source), source
+    assert violations(ROOT / "model" / "session.py", "from mcp_inflight.impl import core\n")
+    assert violations(ROOT / "proofs" / "explore.py", "from mcp_inflight import cli\n")
+    assert violations(ROOT / "impl" / "core.py", "from mcp_inflight import probe\n")
+    assert not violations(core, "from mcp_inflight.model import ATOMIC\nfrom .sse import Decoder\n")
