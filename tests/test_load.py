@@ -56,7 +56,7 @@ SLOW_STEPS, SLOW_DELAY = 3, 0.05
 ABORT_STEPS, ABORT_DELAY = 5, 0.3                           # > 1 s left after the abort
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
         "clientInfo": {"name": "load", "version": "1"}}
-ACCEPT = {"accept": "application/json, text/event-stream"}
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def same_id(a, b) -> bool:
