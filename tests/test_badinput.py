@@ -97,7 +97,7 @@ def test_http_bad_input(srv, http, line, modern):
     assert r.status_code in (200, 202, 400, 404, 409), (r.status_code, r.text)
     if r.content:
         if r.headers["content-type"].startswith("text/event-stream"):
-            for m in sse_messages(r.text.splitlines()):
+            for m in sse_messages(r.text):
                 well_formed(m)
         else:
             well_formed(r.json())
