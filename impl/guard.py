@@ -263,6 +263,7 @@ class Guard:
             reached.set()
             watch = self._watch(core, handle, rid, replay, send)
             watch.sid = sid
+            replay.on_gone = watch.gone
             await self.app(scope, replay.receive, watch)
             abandoned = replay.released and not watch.answered
         finally:
@@ -306,6 +307,13 @@ class _Watch:
         self.answered = False
         self.decoder = _SSEWatch()
         self.sid = None
+        self.asking = False        # the last message out was a server-to-client request
+
+    def gone(self) -> None:
+        """The client went away: a handler waiting on it can never go on, so the SDK must
+        see the disconnect (its idle expiry then runs as without the guard)."""
+        if self.asking:
+            self.replay.release()
 
     async def __call__(self, message):
         replay, core, handle = self.replay, self.core, self.handle
@@ -326,7 +334,9 @@ class _Watch:
                     goes = core.finish(handle) is handle
                 else:
                     goes = core.emit(handle) is handle
-                    if not goes and replay.gone and any(_is_server_request(m) for m in msgs):
+                    if msgs:
+                        self.asking = _is_server_request(msgs[-1])
+                    if not goes and replay.gone and self.asking:
                         replay.release()   # it waits on a client that is gone: let the SDK know
             elif final:
                 self.answered = True
@@ -382,6 +392,7 @@ class _Replay:
         self.released = False
         self.sent = False
         self.let_go = asyncio.Event()
+        self.on_gone = None
 
     def release(self) -> None:
         self.released = True
@@ -396,6 +407,8 @@ class _Replay:
             if m["type"] != "http.disconnect":
                 return m
             self.gone = True
+            if self.on_gone is not None:
+                self.on_gone()
         await self.let_go.wait()    # until the guard lets the SDK see the disconnect
         return {"type": "http.disconnect"}
 
