@@ -450,3 +450,56 @@ def test_modern_closes_cancel_under_load():
             assert len(msgs) == 1
     assert {lab for e, lab in server.events if e == "cancelled"} == closed
     assert {lab for e, lab in server.events if e == "done"} == answered
+
+
+def test_cancel_and_delete_races_over_real_sockets():
+    """A tools/call raced by its notifications/cancelled, and by its session's DELETE, many at
+    once over real HTTP: every POST ends (none hangs), nothing stays live, every id is free."""
+    server = build_server()
+    running = Running(create_app(server, "/mcp"))
+    rounds, width = 300, 30
+
+    async def session(client):
+        r = await client.post(running.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                                 "params": INIT}, headers=ACCEPT)
+        h = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"]}
+        await client.post(running.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                          headers=h)
+        return h
+
+    def call(rid):
+        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": f"r{rid}"}}}
+
+    async def cancel_race(client, h, rid):
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
+        a, b = await asyncio.gather(client.post(running.url, json=call(rid), headers=h),
+                                    client.post(running.url, json=cancel, headers=h))
+        return a.status_code
+
+    async def delete_race(client):
+        h = await session(client)
+        a, b = await asyncio.gather(client.post(running.url, json=call(1), headers=h),
+                                    client.delete(running.url, headers=h))
+        return a.status_code, b.status_code
+
+    async def main():
+        limits = httpx.Limits(max_connections=None)
+        async with httpx.AsyncClient(timeout=20, limits=limits) as client:
+            h = await session(client)
+            for start in range(0, rounds, width):
+                statuses = await asyncio.gather(*(cancel_race(client, h, rid)
+                                                  for rid in range(start, start + width)))
+                assert set(statuses) <= {200, 202}, statuses
+            deleted = await asyncio.gather(*(delete_race(client) for _ in range(rounds)))
+            assert all(b == 200 for _, b in deleted)
+            assert wait_until(lambda: running.app.live_requests() == 0, 10), running.app.live_requests()
+            for rid in range(rounds):                 # every id is free again
+                r = await client.post(running.url, json=call(rid), headers=h)
+                assert r.status_code == 200, (rid, r.status_code, r.text[:200])
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 120))     # a hung POST fails here
+        assert not running.app._left and len(running.app.sessions) == 1
+    finally:
+        running.stop()
