@@ -46,6 +46,8 @@ import sys
 import time
 from pathlib import Path
 
+from mcp_inflight.impl import sse
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 LUA = HERE / "wrk_call.lua"
@@ -171,7 +173,7 @@ INIT = {"protocolVersion": "2025-11-25", "capabilities": {},
 
 
 def sse_messages(text: str) -> list:
-    return [json.loads(line[5:].strip()) for line in text.splitlines() if line.startswith("data:")]
+    return sse.messages(text)
 
 
 def open_session(client, url) -> dict:

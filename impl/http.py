@@ -31,7 +31,10 @@ array body is 400 with -32600 (no batches), an unsupported ``MCP-Protocol-Versio
 2026-07-28 answers a JSON-RPC error that is a request's whole reply with the HTTP status of
 :data:`MODERN_ERROR_STATUS` (the transport: -32601 Method not found is 404; -32020, -32021 and
 -32022 are 400; a request the schema rejects, -32602 or -32600, is 400), as a JSON body.  A
-reply that follows notifications on an SSE stream keeps the stream's 200.
+reply that follows notifications on an SSE stream keeps the stream's 200, and so does one that
+comes after the handler's first step: a running request's headers (200, SSE) are sent as soon as
+the handler has taken that step, so a handler silent for long does not trip a client's read
+timeout waiting for them.
 """
 
 from __future__ import annotations
@@ -40,14 +43,18 @@ import asyncio
 import secrets
 from urllib.parse import urlsplit
 
+from . import sse
 from .server import (HANDSHAKE_VERSIONS, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, LEGACY,
                      METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN, PARSE_ERROR,
                      PROTOCOL_VERSION_META_KEY, UNSUPPORTED_PROTOCOL_VERSION, Server, Session, dumps,
-                     error, error_reply, parse)
+                     encode_message, error, error_reply, parse)
 
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+#: JSON-RPC code of a request refused for a resource bound (too many sessions or requests); the
+#: implementation-defined server-error range of JSON-RPC 2.0.
+SERVER_BUSY = -32000
 
 #: 2026-07-28: the HTTP status of a request answered by a JSON-RPC error alone (other codes: 200).
 #: The transport spec (basic/transports/streamable-http): -32601 is 404; -32020, -32022 and
@@ -60,7 +67,8 @@ MODERN_ERROR_STATUS = {
 
 
 def _sse(msg) -> bytes:
-    return b"event: message\ndata: " + dumps(msg) + b"\n\n"
+    data = encode_message(msg)
+    return b"" if data is None else sse.encode(data)
 
 
 def _error_status(msg) -> int | None:
@@ -69,6 +77,80 @@ def _error_status(msg) -> int | None:
     if isinstance(err, dict):
         return MODERN_ERROR_STATUS.get(err.get("code"))
     return None
+
+
+def _json_body(msg) -> bytes:
+    data = encode_message(msg)
+    return b"" if data is None else data
+
+
+class _Headers:
+    """A request's headers: names lower-cased by the server (ASGI), values as bytes; a name
+    given twice is recorded so that a header that must be single can be refused."""
+
+    __slots__ = ("map", "twice")
+
+    def __init__(self, raw) -> None:
+        m: dict[bytes, bytes] = {}
+        twice: set[bytes] = set()
+        for k, v in raw:
+            k = k.lower()
+            if k in m:
+                twice.add(k)
+            m[k] = v
+        self.map = m
+        self.twice = twice
+
+    def get(self, name: bytes, default=None):
+        return self.map.get(name, default)
+
+    def __contains__(self, name: bytes) -> bool:
+        return name in self.map
+
+
+#: headers a request may carry once only (a second copy could be read differently by a proxy)
+_SINGLE = (b"host", b"origin", b"content-length", b"content-type", b"mcp-session-id",
+           b"mcp-protocol-version")
+
+
+def _media_types(value: bytes | None) -> set[str]:
+    if value is None:
+        return set()
+    return {part.split(";", 1)[0].strip().lower() for part in value.decode("latin-1").split(",")}
+
+
+def _accepts(value: bytes | None, *wanted: str) -> bool:
+    """Whether an ``Accept`` header admits every media type in ``wanted`` (wildcards count)."""
+    types = _media_types(value)
+    if "*/*" in types:
+        return True
+    return all(w in types or (w.split("/", 1)[0] + "/*") in types for w in wanted)
+
+
+def _split_host(value: str) -> tuple[str, int | None] | None:
+    """``host[:port]`` (an IPv6 literal in brackets) as (lower-case name, port or None); None
+    when it is not a well-formed Host value."""
+    if not value or any(c.isspace() or c in "/?#@\\" for c in value):
+        return None
+    if value.startswith("["):
+        close = value.find("]")
+        if close < 0:
+            return None
+        name, rest = value[:close + 1], value[close + 1:]
+        if rest and not rest.startswith(":"):
+            return None
+        port_text = rest[1:] if rest else None
+    else:
+        name, colon, port_text = value.partition(":")
+        if not colon:
+            port_text = None
+        if ":" in (port_text or ""):
+            return None
+    if port_text is None:
+        return name.lower(), None
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
+        return None
+    return name.lower(), int(port_text)
 
 
 class _Outlet:
@@ -102,36 +184,65 @@ class _HttpSession(Session):
         super().__init__(server, "http", LEGACY)
         self.sid = sid
         self.standalone = None      # the GET stream's closer (a future), in a slot of its own
+        self.seen = 0.0             # the loop's clock when a request of the session last came
 
 
 class App:
-    """The ASGI app; see the module text."""
+    """The ASGI app; see the module text.
+
+    Resource bounds (each a keyword of :func:`create_app`; ``None`` turns a bound off):
+
+    * ``max_body`` (4 MiB): a larger body is 413, refused as soon as its size is known (from
+      ``Content-Length`` or while it streams), never buffered whole.
+    * ``max_sessions`` (1024): ``initialize`` beyond it is 503 with ``Retry-After`` (after idle
+      sessions past their expiry are dropped).
+    * ``session_idle_timeout`` (3600 s): a 2025-11-25 session with no request in flight, no
+      standalone stream and no request for that long is ended; its id then gets 404, which the
+      official client answers by initialising again.
+    * ``max_in_flight`` (256): a request arriving while that many of its session's handlers run
+      is 429 (before the core sees it: the request is not admitted, its id stays free).
+    * ``body_timeout`` (30 s): a body whose next chunk takes longer is 408.  Slow headers are
+      the HTTP server's (``serve`` sets uvicorn's limits).
+    """
 
     def __init__(self, server: Server, path: str = "/mcp", allowed_hosts=None, allowed_origins=None,
-                 max_body: int = 4 * 1024 * 1024):
+                 max_body: int | None = 4 * 1024 * 1024, max_sessions: int | None = 1024,
+                 session_idle_timeout: float | None = 3600.0, max_in_flight: int | None = 256,
+                 body_timeout: float | None = 30.0):
         self.server = server
         self.path = path
-        self.allowed_hosts = set(allowed_hosts or LOOPBACK)
-        self.allowed_origins = set(allowed_origins or ())
+        self.allowed_hosts = {h.lower() for h in (allowed_hosts or LOOPBACK)}
+        self.allowed_origins = {o.lower().rstrip("/") for o in (allowed_origins or ())}
         self.max_body = max_body
+        self.max_sessions = max_sessions
+        self.session_idle_timeout = session_idle_timeout
+        self.max_in_flight = max_in_flight
+        self.body_timeout = body_timeout
         self.sessions: dict[str, _HttpSession] = {}
         self._spare: list[Session] = []        # idle 2026-07-28 scopes, ready for the next POST
         self._active: set[Session] = set()     # 2026-07-28 scopes whose POST is being answered
         self._left: set[Session] = set()       # scopes no longer reachable by a request (their
-                                               # POST ended, or their session was deleted) that
-                                               # were not idle then: a handler still unwinding,
-                                               # or a leak
+                                               # POST ended, or their session was deleted) whose
+                                               # handlers still unwind; each leaves this set
+                                               # when its last handler finishes (``on_idle``)
+        self._next_sweep = 0.0
 
     def live_requests(self) -> int:
         """Requests admitted and not finished, over every session and every 2026-07-28 POST,
         including those whose POST has ended or whose session was deleted while their handler
         still runs.  0 once everything has finished and no registry holds an entry (a request
         left in a core after its handler ended, a leak, keeps it above 0)."""
-        for s in list(self._left):
-            if s.idle():
-                self._left.discard(s)
         scopes = [*list(self.sessions.values()), *list(self._active), *list(self._left)]
         return sum(len(s.core.live()) for s in scopes)
+
+    def _leave(self, s: Session) -> None:
+        """``s`` is no longer reachable by a request: keep it only while a handler unwinds."""
+        if s.idle():
+            self._left.discard(s)
+            s.on_idle = None
+        else:
+            s.on_idle = self._leave
+            self._left.add(s)
 
     # --- plumbing -------------------------------------------------------------------------
     @staticmethod
@@ -147,42 +258,71 @@ class App:
         await self._error(send, 400, UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported MCP-Protocol-Version: {version}",
                           rid, data={"supported": [LEGACY, MODERN], "requested": version})
 
-    def _host_ok(self, host: bytes | None) -> bool:
+    def _name_ok(self, name: str, port: int | None, own_port: int | None) -> bool:
+        if port is not None and f"{name}:{port}" in self.allowed_hosts:
+            return True
+        if name not in self.allowed_hosts:
+            return False
+        return port is None or own_port is None or port == own_port
+
+    def _host_ok(self, host: bytes | None, own_port: int | None) -> bool:
+        """DNS rebinding: the Host names this server (case-insensitive), with this server's port
+        when it names one (or a ``name:port`` that is allowed as such)."""
         if host is None:
             return False
-        h = host.decode("latin-1")
-        name = h.rsplit(":", 1)[0] if not h.endswith("]") else h
-        return name in self.allowed_hosts or h in self.allowed_hosts
+        parts = _split_host(host.decode("latin-1"))
+        return parts is not None and self._name_ok(*parts, own_port)
 
-    def _origin_ok(self, origin: bytes | None) -> bool:
+    def _origin_ok(self, origin: bytes | None, own_port: int | None) -> bool:
+        """An Origin, if sent, is an allowed origin, or an http(s) origin naming an allowed host
+        and this server's port (a page served from another local port is another origin)."""
         if origin is None:
             return True
-        o = origin.decode("latin-1")
+        o = origin.decode("latin-1").lower()
         if o in self.allowed_origins:
             return True
         try:
-            return urlsplit(o).hostname in {n.strip("[]") for n in self.allowed_hosts}
+            u = urlsplit(o)
+            port = u.port
         except ValueError:
             return False
+        if u.scheme not in ("http", "https") or not u.hostname or u.path or u.query or u.fragment \
+                or u.username is not None:
+            return False
+        name = f"[{u.hostname}]" if ":" in u.hostname else u.hostname
+        if port is None:
+            port = 80 if u.scheme == "http" else 443
+        return self._name_ok(name, port, own_port) or (
+            name.strip("[]") in self.allowed_hosts and self._name_ok(name.strip("[]"), port, own_port))
 
-    async def _body(self, receive, headers) -> bytes | None:
+    async def _next_chunk(self, receive):
+        if self.body_timeout is None:
+            return await receive()
+        return await asyncio.wait_for(receive(), self.body_timeout)
+
+    async def _body(self, receive, headers) -> bytes | int:
+        """The whole body, or the HTTP status refusing it: 413 too large, 408 too slow, 400 a
+        body that never fully arrived (the client left mid-body: nothing of it is served)."""
+        limit = self.max_body
         clen = headers.get(b"content-length")
         if clen is not None:
-            try:
-                if int(clen) > self.max_body:
-                    return None
-            except ValueError:
-                return None
+            if not (clen.isdigit() and len(clen) < 20):
+                return 400
+            if limit is not None and int(clen) > limit:
+                return 413
         chunks = []
         size = 0
         while True:
-            m = await receive()
+            try:
+                m = await self._next_chunk(receive)
+            except TimeoutError:
+                return 408
             if m["type"] == "http.disconnect":
-                return b""
+                return 400
             chunk = m.get("body", b"")
             size += len(chunk)
-            if size > self.max_body:
-                return None
+            if limit is not None and size > limit:
+                return 413
             chunks.append(chunk)
             if not m.get("more_body"):
                 break
@@ -197,16 +337,29 @@ class App:
             return
         if scope["path"] != self.path:
             return await self._reply(send, 404, b"Not Found", ctype=[(b"content-type", b"text/plain")])
-        headers = dict(scope["headers"])
-        if not self._host_ok(headers.get(b"host")):
+        headers = _Headers(scope["headers"])
+        if headers.twice:
+            twice = sorted(n.decode("latin-1") for n in headers.twice.intersection(_SINGLE))
+            if twice:
+                return await self._error(send, 400, INVALID_REQUEST,
+                                         f"Bad Request: header given more than once: {', '.join(twice)}")
+        server_addr = scope.get("server")
+        own_port = server_addr[1] if server_addr and len(server_addr) > 1 else None
+        if not self._host_ok(headers.get(b"host"), own_port):
             return await self._error(send, 421, -32600, "Misdirected Request: Host is not this server")
-        if not self._origin_ok(headers.get(b"origin")):
+        if not self._origin_ok(headers.get(b"origin"), own_port):
             return await self._error(send, 403, -32600, "Forbidden: Origin not allowed")
         version = headers.get(b"mcp-protocol-version")
         version = version.decode("latin-1") if version is not None else None
         supported = version is None or version == MODERN or version in HANDSHAKE_VERSIONS
         method = scope["method"]
         if method == "POST":
+            if not _accepts(headers.get(b"accept"), "application/json", "text/event-stream"):
+                return await self._error(send, 406, INVALID_REQUEST, "Not Acceptable: the client must "
+                                         "accept both application/json and text/event-stream")
+            if "application/json" not in _media_types(headers.get(b"content-type")):
+                return await self._error(send, 415, INVALID_REQUEST,
+                                         "Unsupported Media Type: Content-Type must be application/json")
             return await self._post(scope, receive, send, headers, version == MODERN,
                                     None if supported else version)
         if not supported:
@@ -214,6 +367,9 @@ class App:
         if version == MODERN:
             return await self._reply(send, 405, b"", [(b"allow", b"POST")])
         if method == "GET":
+            if not _accepts(headers.get(b"accept"), "text/event-stream"):
+                return await self._error(send, 406, INVALID_REQUEST,
+                                         "Not Acceptable: the client must accept text/event-stream")
             return await self._get(receive, send, headers)
         if method == "DELETE":
             return await self._delete(send, headers)
@@ -230,6 +386,18 @@ class App:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def _expired(self, s: _HttpSession, now: float) -> bool:
+        return (self.session_idle_timeout is not None and now - s.seen > self.session_idle_timeout
+                and s.standalone is None and s.idle())
+
+    def _sweep(self, now: float) -> None:
+        """End the sessions past their idle expiry (run at most once per second, lazily)."""
+        if self.session_idle_timeout is None or now < self._next_sweep:
+            return
+        self._next_sweep = now + min(1.0, self.session_idle_timeout)
+        for s in [s for s in self.sessions.values() if self._expired(s, now)]:
+            self._end(s)
+
     def _session(self, headers):
         """(session, None) or (None, (status, message))."""
         sid = headers.get(b"mcp-session-id")
@@ -238,20 +406,29 @@ class App:
         s = self.sessions.get(sid.decode("latin-1"))
         if s is None:
             return None, (404, "Session not found")
+        now = asyncio.get_running_loop().time()
+        if self._expired(s, now):
+            self._end(s)
+            return None, (404, "Session not found")
+        s.seen = now
         return s, None
 
     def _end(self, s: _HttpSession):
         self.sessions.pop(s.sid, None)
         s.end()
-        if not s.idle():
-            self._left.add(s)
+        self._leave(s)
         if s.standalone is not None and not s.standalone.done():
             s.standalone.set_result(None)
 
     async def _post(self, scope, receive, send, headers, modern, unsupported=None):
         body = await self._body(receive, headers)
-        if body is None:
-            return await self._error(send, 413, -32600, "Payload Too Large")
+        if isinstance(body, int):
+            if body == 413:
+                return await self._error(send, 413, -32600, "Payload Too Large")
+            if body == 408:
+                return await self._error(send, 408, -32600, "Request Timeout: the body came too slowly")
+            return await self._error(send, 400, -32600, "Bad Request: the body is incomplete or its "
+                                     "Content-Length is not a number")
         inc = parse(body)
         if unsupported is not None:         # the request's id, when it has a readable one
             return await self._unsupported(send, unsupported, inc.id)
@@ -277,15 +454,28 @@ class App:
             finally:
                 self._active.discard(session)
                 if not session.idle():
-                    self._left.add(session)
+                    self._leave(session)
                 elif len(spare) < 256:
                     spare.append(session)
         if inc.kind == "request" and msg["method"] == "initialize" and b"mcp-session-id" not in headers:
+            now = asyncio.get_running_loop().time()
+            self._sweep(now)
+            if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
+                for s in [s for s in self.sessions.values() if self._expired(s, now)]:
+                    self._end(s)
+                if len(self.sessions) >= self.max_sessions:
+                    return await self._error(send, 503, SERVER_BUSY, "Service Unavailable: too many "
+                                             "sessions; try again later", msg["id"],
+                                             headers=[(b"retry-after", b"1")])
             sid = secrets.token_urlsafe(24)
             session = _HttpSession(self.server, sid)
-            self.sessions[sid] = session
-            extra = [(b"mcp-session-id", sid.encode())]
-            return await self._request(session, msg, receive, send, extra)
+            session.seen = now
+            status, value = session.request(msg, _Outlet())
+            if status == "reply" and value is not None and "result" in value:
+                self.sessions[sid] = session   # a session exists only once initialize succeeded
+                return await self._reply(send, 200, _json_body(value), [(b"mcp-session-id", sid.encode())])
+            return await self._reply(send, 200 if status == "reply" else 409,
+                                     _json_body(value if status == "reply" else error_reply(None, value)))
         session, err = self._session(headers)
         if err is not None:
             return await self._error(send, err[0], -32600, err[1])
@@ -298,6 +488,9 @@ class App:
         return await self._reply(send, 202)
 
     async def _request(self, session: Session, msg, receive, send, extra):
+        if self.max_in_flight is not None and len(session.tasks) >= self.max_in_flight:
+            return await self._error(send, 429, SERVER_BUSY, "Too Many Requests: too many requests "
+                                     "in flight in this session", msg["id"], headers=extra)
         outlet = _Outlet()
         status, value = session.request(msg, outlet)
         if status == "refused":
@@ -306,19 +499,22 @@ class App:
         if status == "reply":
             if value is None:      # the core routed the reply nowhere (not reachable on a fresh POST)
                 return await self._reply(send, 202, b"", extra)
-            return await self._reply(send, (modern and _error_status(value)) or 200, dumps(value), extra)
+            return await self._reply(send, (modern and _error_status(value)) or 200, _json_body(value), extra)
         handle = value
-        await asyncio.sleep(0)          # let the handler take its first step
-        if outlet.done:                 # it has already answered: one body, no stream to watch
-            items = outlet.items
-            if modern and len(items) == 1 and _error_status(items[0]):
-                return await self._reply(send, _error_status(items[0]), dumps(items[0]), extra)
-            body = b"".join(_sse(m) for m in items)
-            return await self._reply(send, 200, body, extra, ctype=_SSE)
-        loop = asyncio.get_running_loop()
-        watcher = loop.create_task(self._watch(session, handle, outlet, receive))
-        started = False
+        watcher = None
         try:
+            await asyncio.sleep(0)          # let the handler take its first step
+            if outlet.done:                 # it has already answered: one body, no stream to watch
+                items = outlet.items
+                if modern and len(items) == 1 and _error_status(items[0]):
+                    return await self._reply(send, _error_status(items[0]), _json_body(items[0]), extra)
+                body = b"".join(_sse(m) for m in items)
+                return await self._reply(send, 200, body, extra, ctype=_SSE)
+            loop = asyncio.get_running_loop()
+            watcher = loop.create_task(self._watch(session, handle, outlet, receive))
+            # the headers go now: a client waits for them with a read timeout, and a handler may
+            # be silent for long before its first message
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE + list(extra)})
             while True:
                 if not outlet.items and not outlet.done:
                     outlet.wake = loop.create_future()
@@ -328,21 +524,18 @@ class App:
                     return
                 items, outlet.items = outlet.items, []
                 last = outlet.done and not outlet.items
-                if not started and last and modern and len(items) == 1 and _error_status(items[0]):
-                    # an error is the whole reply: its own status, as JSON
-                    return await self._reply(send, _error_status(items[0]), dumps(items[0]), extra)
                 chunk = b"".join(_sse(m) for m in items)
-                if not started:
-                    await send({"type": "http.response.start", "status": 200, "headers": _SSE + list(extra)})
-                    started = True
                 await send({"type": "http.response.body", "body": chunk, "more_body": not last})
                 if last:
                     return
-        except OSError:          # the client went away while we wrote
+        except (OSError, asyncio.CancelledError):   # the client went away, or the server stops
             outlet.broken = True
+            outlet.wake = None
             session.closed(handle)
+            raise
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()
 
     async def _watch(self, session, handle, outlet, receive):
         while True:
@@ -364,8 +557,6 @@ class App:
             return await self._error(send, 409, -32600, "Conflict: this session already has a standalone stream")
         loop = asyncio.get_running_loop()
         closer = session.standalone = loop.create_future()
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
-        await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
 
         async def watch():
             while (await receive())["type"] != "http.disconnect":
@@ -375,6 +566,8 @@ class App:
 
         watcher = loop.create_task(watch())
         try:
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+            await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
             await closer
             try:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -384,6 +577,7 @@ class App:
             watcher.cancel()
             if session.standalone is closer:
                 session.standalone = None
+            session.seen = loop.time()
 
     async def _delete(self, send, headers):
         session, err = self._session(headers)
@@ -395,5 +589,5 @@ class App:
 
 def create_app(server: Server, path: str = "/mcp", **options) -> App:
     """The Streamable HTTP ASGI app for ``server`` at ``path`` (options: ``allowed_hosts``,
-    ``allowed_origins``, ``max_body``)."""
+    ``allowed_origins``, and the resource bounds of :class:`App`)."""
     return App(server, path, **options)

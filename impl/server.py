@@ -53,6 +53,7 @@ import pydantic
 from mcp_types import jsonrpc as J
 from mcp_types import methods as M
 
+from . import jsonio as _jsonio
 from .core import Admitted, InvalidId, SessionCore, typed_id
 
 LEGACY = "2025-11-25"
@@ -86,30 +87,12 @@ def error_reply(rid, err: dict) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "error": err}
 
 
-try:
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - orjson is a dependency; json is the fallback
-    _orjson = None
-
-
-def dumps(msg) -> bytes:
-    if _orjson is not None:
-        try:
-            return _orjson.dumps(msg)
-        except TypeError:            # e.g. an integer beyond 64 bits: the standard library copes
-            pass
-    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-_json_loads = json.loads
-
-
-def loads(raw):
-    """Parse UTF-8 JSON.  The standard library's parser keeps every integer an ``int`` (orjson
-    would read one beyond 64 bits as a float, changing an id's JSON type)."""
-    if isinstance(raw, (bytes, bytearray)):
-        raw = raw.decode("utf-8")
-    return _json_loads(raw)
+#: Outgoing messages: bytes, or None when the message cannot be written (see ``impl.jsonio``).
+encode_message = _jsonio.encode_message
+#: JSON text of a message the adapter builds itself (errors, refusals): always writable.
+dumps = _jsonio.dumps
+#: Bounded-depth, strict UTF-8 JSON reading; raises only ``ValueError``.
+loads = _jsonio.loads
 
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -135,7 +118,7 @@ def parse(raw) -> Incoming:
     """Decode one JSON-RPC message (bytes or str) and check its envelope with ``mcp_types``."""
     try:
         msg = loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except ValueError:
         return Incoming("invalid", err=error(PARSE_ERROR, "Parse error: the body is not JSON"))
     return classify(msg)
 
@@ -310,7 +293,9 @@ class Context:
         self.session = session
         self.handle = handle
         self.request_id = handle.id
-        meta = params.get("_meta") or {}
+        meta = params.get("_meta")
+        if not isinstance(meta, dict):     # a custom method's params are not schema-checked
+            meta = {}
         self.progress_token = meta.get("progressToken")
         self.protocol_version = session.revision
         if session.revision == MODERN:
@@ -318,7 +303,8 @@ class Context:
         else:
             self.client_capabilities = session.client_capabilities
         self.cancelled = asyncio.Event()
-        self.input_responses = params.get("inputResponses") or {}
+        responses = params.get("inputResponses")
+        self.input_responses = responses if isinstance(responses, dict) else {}
         self.log_level = meta.get(LOG_LEVEL_META_KEY)
         self._asked = 0
 
@@ -416,6 +402,8 @@ class Session:
         self.pending: dict = {}           # typed server-request id -> (future, handle)
         self._sids = count(1)
         self.ended = False
+        #: called with the session when its last handler has finished (adapters prune with it)
+        self.on_idle: Callable[[Session], None] | None = None
 
     def _set_revision(self, revision):
         if revision != self.revision and self.core.empty():
@@ -461,18 +449,25 @@ class Session:
         rid = msg["id"]
         method = msg["method"]
         params = msg.get("params")
-        reply = self._immediate(h, rid, method, params)
+        try:
+            reply = self._immediate(h, rid, method, params)
+            if reply is None:
+                ctx = Context(self, h, params if isinstance(params, dict) else {})
+                custom = self.server.methods.get(method)
+                if custom is not None:
+                    job = self._run_method(h, rid, custom, params or {}, ctx)
+                else:
+                    job = self._run(h, rid, self.server.tools[params["name"]], params, ctx)
+        except Exception as e:   # an admitted request always ends: its id must not stay in flight
+            reply = error_reply(rid, error(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
         if reply is not None:
             target = self.core.finish(h)
             return "reply", (reply if target is h else None)
-        ctx = Context(self, h, params or {})
-        custom = self.server.methods.get(method)
-        if custom is not None:
-            job = self._run_method(h, rid, custom, params or {}, ctx)
-        else:
-            job = self._run(h, rid, self.server.tools[params["name"]], params, ctx)
         task = asyncio.get_running_loop().create_task(job)
         self.tasks[h] = (task, ctx)
+        # A task cancelled before its first step never runs its body, so its ``finally`` would
+        # not release the request: the done callback does it then (``_done`` runs once).
+        task.add_done_callback(lambda _t, h=h: self._done(h, None) if h in self.tasks else None)
         return "running", h
 
     def _immediate(self, h, rid, method, params):
@@ -556,9 +551,13 @@ class Session:
     def _done(self, h, reply):
         self.tasks.pop(h, None)
         target = self.core.finish(h)
-        if target is not None and reply is not None:
-            target.data.send(reply)
-        h.data.close()
+        try:
+            if target is not None and reply is not None:
+                target.data.send(reply)
+        finally:
+            h.data.close()
+            if self.on_idle is not None and self.idle():
+                self.on_idle(self)
 
     async def _run(self, h, rid, tool, params, ctx):
         reply = None

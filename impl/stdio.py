@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import AsyncIterator
 
-from .server import Server, Session, dumps, error_reply, parse
+from .server import INVALID_REQUEST, Server, Session, encode_message, error_reply, parse
 
 LINE_LIMIT = 16 * 1024 * 1024
+_CHUNK = 64 * 1024
+#: what :func:`lines` yields for a line over the limit (its whole content is skipped)
+TOO_LONG = object()
 
 
 class _Channel:
@@ -26,7 +30,9 @@ class _Channel:
         self.write = write
 
     def send(self, msg):
-        self.write(dumps(msg) + b"\n")
+        data = encode_message(msg)
+        if data is not None:
+            self.write(data + b"\n")
 
     def close(self):
         pass
@@ -68,16 +74,50 @@ async def serve_stdio(server: Server, reader: asyncio.StreamReader | None = None
 
     session = session or Session(server, "stdio")
     channel = _Channel(write)
+    try:
+        async for line in lines(reader):
+            if line is TOO_LONG:
+                channel.send(error_reply(None, {"code": INVALID_REQUEST,
+                                                "message": "Invalid Request: message too large"}))
+                continue
+            handle_line(session, channel, line)
+    finally:
+        session.end()
+        tasks = [t for t, _ in list(session.tasks.values())]
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+
+
+async def lines(reader: asyncio.StreamReader, limit: int = LINE_LIMIT) -> AsyncIterator[object]:
+    """The input's lines (bytes, without the newline); a line longer than ``limit`` is skipped
+    to its end, however long, and :data:`TOO_LONG` stands for it (nothing of it is parsed).  A
+    last line without a newline counts."""
+    buf = bytearray()
+    skipping = False
     while True:
-        try:
-            line = await reader.readline()
-        except ValueError:       # a line over the limit (its buffered part is discarded)
-            channel.send(error_reply(None, {"code": -32600, "message": "Invalid Request: message too large"}))
-            continue
-        if not line:
-            break
-        handle_line(session, channel, line)
-    session.end()
-    tasks = [t for t, _ in list(session.tasks.values())]
-    if tasks:
-        await asyncio.wait(tasks, timeout=5)
+        chunk = await reader.read(_CHUNK)
+        if not chunk:
+            if buf and not skipping:
+                yield bytes(buf)
+            return
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                break
+            if skipping:
+                skipping = False
+            elif len(buf) + nl - start > limit:
+                buf.clear()
+                yield TOO_LONG
+            else:
+                buf += chunk[start:nl]
+                yield bytes(buf)
+                buf.clear()
+            start = nl + 1
+        if not skipping:
+            buf += chunk[start:]
+            if len(buf) > limit:
+                buf.clear()
+                skipping = True
+                yield TOO_LONG

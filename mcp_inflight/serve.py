@@ -98,7 +98,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=("http", "stdio"), default="http",
                    help="http: Streamable HTTP with uvicorn (default); stdio: newline-delimited JSON")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port to bind; 0 picks a free one (default 8000)")
+    p.add_argument("--port", type=_port, default=8000,
+                   help="port to bind, 0 to 65535; 0 picks a free one (default 8000)")
     p.add_argument("--path", default="/mcp", help="the MCP endpoint's path (default /mcp)")
     p.add_argument("--fixtures", metavar="NAME",
                    help="serve mcp_inflight.fixtures.NAME instead of the demo tools")
@@ -109,7 +110,97 @@ def _parser() -> argparse.ArgumentParser:
                    help="an Origin allowed besides this host's own (repeatable)")
     p.add_argument("--max-body", type=int, default=4 * 1024 * 1024, metavar="BYTES",
                    help="largest POST body accepted; larger gets 413 (default 4 MiB)")
+    bounds = p.add_argument_group("resource bounds (0 turns one off)")
+    bounds.add_argument("--max-sessions", type=_count, default=1024, metavar="N",
+                        help="2025-11-25 sessions open at once; initialize beyond gets 503 (default 1024)")
+    bounds.add_argument("--session-idle-timeout", type=_seconds, default=3600.0, metavar="SECONDS",
+                        help="end a session idle that long (no request in flight, no stream); its id "
+                             "then gets 404 and clients initialize again (default 3600)")
+    bounds.add_argument("--max-in-flight", type=_count, default=256, metavar="N",
+                        help="requests running at once in one session; more get 429 (default 256)")
+    bounds.add_argument("--header-timeout", type=_seconds, default=10.0, metavar="SECONDS",
+                        help="close a connection whose request headers take longer (default 10)")
+    bounds.add_argument("--body-timeout", type=_seconds, default=30.0, metavar="SECONDS",
+                        help="answer 408 when a body's next part takes longer (default 30)")
     return p
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range (0 to 65535)")
+    return port
+
+
+def _count(text: str) -> int | None:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {n}")
+    return n or None
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (v >= 0 and v != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, not {text}")
+    return v or None
+
+
+def _with_header_timeout(base: type, timeout: float) -> type:
+    """uvicorn's HTTP protocol ``base`` with a deadline on each request's headers: a connection
+    that has not completed a request's headers ``timeout`` seconds after it opened (or after its
+    last response) is closed.  uvicorn bounds the idle time between requests but not this, so
+    slow clients could hold every file descriptor."""
+
+    class HeaderTimeout(base):  # type: ignore[misc, valid-type]
+        def _arm_headers(self) -> None:
+            armed = self.cycle
+
+            def expire() -> None:
+                if self.cycle is armed and not self.transport.is_closing():
+                    self.transport.close()
+
+            self._header_timer = self.loop.call_later(timeout, expire)
+
+        def connection_made(self, transport) -> None:  # type: ignore[no-untyped-def]
+            super().connection_made(transport)
+            self._arm_headers()
+
+        def on_response_complete(self) -> None:
+            timer = getattr(self, "_header_timer", None)
+            if timer is not None:
+                timer.cancel()
+            super().on_response_complete()
+            self._arm_headers()
+
+        def connection_lost(self, exc) -> None:  # type: ignore[no-untyped-def]
+            timer = getattr(self, "_header_timer", None)
+            if timer is not None:
+                timer.cancel()
+            super().connection_lost(exc)
+
+    return HeaderTimeout
+
+
+def http_protocol(header_timeout: float | None):
+    """The uvicorn ``http`` setting for ``serve``: its default protocol, with the header
+    deadline when one is set."""
+    if header_timeout is None:
+        return "auto"
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+    except ImportError:  # pragma: no cover - httptools is optional for uvicorn
+        from uvicorn.protocols.http.h11_impl import H11Protocol as base
+    return _with_header_timeout(base, header_timeout)
 
 
 def uvicorn_settings() -> dict:
@@ -127,7 +218,9 @@ async def _serve_http(server: Server, args) -> None:
 
     hosts = set(LOOPBACK) | {args.host} | set(args.allow_host)
     app = create_app(server, args.path, allowed_hosts=hosts, allowed_origins=args.allow_origin,
-                     max_body=args.max_body)
+                     max_body=args.max_body, max_sessions=args.max_sessions,
+                     session_idle_timeout=args.session_idle_timeout, max_in_flight=args.max_in_flight,
+                     body_timeout=args.body_timeout)
     try:
         infos = socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family, kind, proto, _, addr = infos[0]
@@ -137,7 +230,7 @@ async def _serve_http(server: Server, args) -> None:
         sock.listen(2048)           # bound and listening before the port is announced
     except OSError as e:
         raise ServeError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
-    config = uvicorn.Config(app, **uvicorn_settings())
+    config = uvicorn.Config(app, **uvicorn_settings(), http=http_protocol(args.header_timeout))
     userver = uvicorn.Server(config)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

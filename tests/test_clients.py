@@ -144,3 +144,44 @@ def test_runtime_requirements_cover_what_serve_and_probe_import():
                 if not names & declared:
                     missing.setdefault(top, set()).add(f.name)
     assert missing == {}, f"imported but not in [project] dependencies: {missing}"
+
+
+def test_official_client_after_session_expiry():
+    """A session idle past ``session_idle_timeout`` gets 404 ("Session not found", as the official
+    SDK answers); the official client reports it, and a new client opens a new session."""
+    import anyio
+    from mcp.shared.exceptions import MCPError
+    from support.http_server import start
+
+    srv = start(session_idle_timeout=0.5)
+    seen = []
+    try:
+        async def main():
+            async with Client(srv.url, mode="legacy") as client:
+                r = await client.call_tool("echo", {"text": "one"})
+                assert r.content[0].text == "one"
+                seen.append(set(srv.app.sessions))
+                # an open standalone GET stream keeps a session (as in the official SDK): end it
+                # from the server's side, as a dropped connection would, then stay idle
+                for s in list(srv.app.sessions.values()):
+                    if s.standalone is not None:
+                        s.standalone.get_loop().call_soon_threadsafe(s.standalone.set_result, None)
+                await anyio.sleep(1.5)                      # past the expiry: no request meanwhile
+                try:
+                    await client.call_tool("echo", {"text": "two"})
+                except MCPError as e:
+                    seen.append(str(e))
+            async with Client(srv.url, mode="legacy") as client:
+                r = await client.call_tool("echo", {"text": "three"})
+                assert r.content[0].text == "three"
+                seen.append(set(srv.app.sessions))
+
+        try:
+            anyio.run(main)
+        except BaseException as e:            # the old session's DELETE on exit may fail: 404
+            if "Session not found" not in repr(e):
+                raise
+    finally:
+        srv.stop()
+    assert len(seen[0]) == 1 and "Session not found" in seen[1], seen
+    assert len(seen[2]) == 1 and seen[2] != seen[0], seen

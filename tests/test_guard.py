@@ -11,6 +11,7 @@ import time
 import pytest
 
 from mcp_inflight import probe as P
+from mcp_inflight.impl import sse
 from support.servers import SDK_SERVER, sdk_server
 
 # --- the guard in front of the official SDK, over real HTTP --------------------------------------
@@ -29,7 +30,7 @@ def _raw_session(url):
 
 
 def _sse_messages(text):
-    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+    return sse.messages(text)
 
 
 def test_guarded_sdk_reuses_ids_in_sequence_and_refuses_what_it_cannot_carry(sdk_guarded):
@@ -329,7 +330,7 @@ def test_guard_decisions_come_from_the_model(monkeypatch, design):
     # is the model's atomic design speaking (through the runtime core), not a rule of the guard.
     import asyncio
 
-    from mcp_inflight import guard as G
+    from mcp_inflight.impl import guard as G
     from mcp_inflight.model import DESIGNS
 
     monkeypatch.setattr(G, "DESIGN", DESIGNS[design])

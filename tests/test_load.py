@@ -41,9 +41,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.http_server import Running, build_server
 
+from mcp_inflight.impl import sse
 from mcp_inflight.impl.http import create_app
+from support.http_server import Running, build_server, sse_stream
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +57,7 @@ SLOW_STEPS, SLOW_DELAY = 3, 0.05
 ABORT_STEPS, ABORT_DELAY = 5, 0.3                           # > 1 s left after the abort
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
         "clientInfo": {"name": "load", "version": "1"}}
-ACCEPT = {"accept": "application/json, text/event-stream"}
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def same_id(a, b) -> bool:
@@ -125,7 +126,7 @@ async def post_call(client, url, headers, call: Call, on_message=None, hang: flo
     still open after ``hang`` seconds is given up and the call marked hung."""
     try:
         await asyncio.wait_for(_post_call(client, url, headers, call, on_message), hang)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         call.hung = True
 
 
@@ -136,10 +137,7 @@ async def _post_call(client, url, headers, call: Call, on_message):
         if not r.headers.get("content-type", "").startswith("text/event-stream"):
             call.body = json.loads(await r.aread())
             return
-        async for line in r.aiter_lines():
-            if not line.startswith("data:"):
-                continue
-            m = json.loads(line[5:].strip())
+        async for m in sse_stream(r):
             call.msgs.append(m)
             why = call.judge(m)
             if why:
@@ -214,7 +212,7 @@ async def reuse_all(client, url, h) -> list:
         body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
                 "params": {"name": "echo", "arguments": {"text": f"again-{rid!r}"}}}
         r = await client.post(url, json=body, headers=h)
-        msgs = [json.loads(x[5:]) for x in r.text.splitlines() if x.startswith("data:")]
+        msgs = sse.messages(r.text)
         ok = (r.status_code == 200 and len(msgs) == 1 and same_id(msgs[0].get("id"), rid)
               and msgs[0]["result"]["content"][0]["text"] == f"again-{rid!r}")
         return None if ok else (rid, r.status_code, r.text[:200])
@@ -412,12 +410,11 @@ def test_modern_closes_cancel_under_load():
                            "_meta": {**MODERN_META, "progressToken": label}}}
         async with client.stream("POST", running.url, json=body, headers=h) as r:
             assert r.status_code == 200, (r.status_code, await r.aread())
-            lines = r.aiter_lines()
+            stream = sse_stream(r)
             msgs = []
-            async for line in lines:
-                if line.startswith("data:"):
-                    msgs.append(json.loads(line[5:]))
-                    break
+            async for m in stream:
+                msgs.append(m)
+                break
             seen.append(running.app.live_requests())
             if k % 2 == 0:
                 return msgs                # closing the stream: cancellation
@@ -425,7 +422,7 @@ def test_modern_closes_cancel_under_load():
                    "params": {"name": "release", "arguments": {"label": label}, "_meta": MODERN_META}}
             rr = await client.post(running.url, json=rel, headers=h)
             assert rr.status_code == 200, rr.text
-            msgs += [json.loads(x[5:]) for x in [y async for y in lines] if x.startswith("data:")]
+            msgs += [m async for m in stream]
             return msgs
 
     async def main():
@@ -453,3 +450,56 @@ def test_modern_closes_cancel_under_load():
             assert len(msgs) == 1
     assert {lab for e, lab in server.events if e == "cancelled"} == closed
     assert {lab for e, lab in server.events if e == "done"} == answered
+
+
+def test_cancel_and_delete_races_over_real_sockets():
+    """A tools/call raced by its notifications/cancelled, and by its session's DELETE, many at
+    once over real HTTP: every POST ends (none hangs), nothing stays live, every id is free."""
+    server = build_server()
+    running = Running(create_app(server, "/mcp"))
+    rounds, width = 300, 30
+
+    async def session(client):
+        r = await client.post(running.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                                 "params": INIT}, headers=ACCEPT)
+        h = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"]}
+        await client.post(running.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                          headers=h)
+        return h
+
+    def call(rid):
+        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": f"r{rid}"}}}
+
+    async def cancel_race(client, h, rid):
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
+        a, b = await asyncio.gather(client.post(running.url, json=call(rid), headers=h),
+                                    client.post(running.url, json=cancel, headers=h))
+        return a.status_code
+
+    async def delete_race(client):
+        h = await session(client)
+        a, b = await asyncio.gather(client.post(running.url, json=call(1), headers=h),
+                                    client.delete(running.url, headers=h))
+        return a.status_code, b.status_code
+
+    async def main():
+        limits = httpx.Limits(max_connections=None)
+        async with httpx.AsyncClient(timeout=20, limits=limits) as client:
+            h = await session(client)
+            for start in range(0, rounds, width):
+                statuses = await asyncio.gather(*(cancel_race(client, h, rid)
+                                                  for rid in range(start, start + width)))
+                assert set(statuses) <= {200, 202}, statuses
+            deleted = await asyncio.gather(*(delete_race(client) for _ in range(rounds)))
+            assert all(b == 200 for _, b in deleted)
+            assert wait_until(lambda: running.app.live_requests() == 0, 10), running.app.live_requests()
+            for rid in range(rounds):                 # every id is free again
+                r = await client.post(running.url, json=call(rid), headers=h)
+                assert r.status_code == 200, (rid, r.status_code, r.text[:200])
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 120))     # a hung POST fails here
+        assert not running.app._left and len(running.app.sessions) == 1
+    finally:
+        running.stop()

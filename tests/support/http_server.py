@@ -1,12 +1,12 @@
 """A real uvicorn server on a loopback port running the Streamable HTTP app, for the tests."""
 
 import asyncio
-import json
 import threading
 import time
 
 import uvicorn
 
+from mcp_inflight.impl import sse
 from mcp_inflight.impl.http import create_app
 from mcp_inflight.serve import demo_server
 
@@ -78,8 +78,15 @@ def start(server=None, **options):
     return Running(app)
 
 
-def sse_messages(lines):
-    """JSON messages from an iterable of SSE lines."""
-    for line in lines:
-        if line.startswith("data:"):
-            yield json.loads(line[5:].strip())
+def sse_messages(body: str | bytes) -> list:
+    """The JSON messages of a whole SSE body (the project's one SSE decoder)."""
+    return sse.messages(body)
+
+
+async def sse_stream(resp):
+    """The JSON messages of a streamed httpx response, as each event completes."""
+    decoder = sse.Decoder()
+    async for chunk in resp.aiter_bytes():
+        for event in decoder.feed(chunk):
+            if event.data:
+                yield event.json()

@@ -1,0 +1,670 @@
+"""A guard for MCP servers built on the official Python SDK (``mcp`` 2.x): refuse a request whose
+id is in flight in its session, before the SDK sees it.
+
+Two lines in the server's code::
+
+    from mcp_inflight.guard import guard
+    app = guard(server.streamable_http_app())     # then run ``app`` with uvicorn as before
+
+The SDK keys its per-request streams and its in-flight table by request id and overwrites them
+when a second request arrives under an id that is still in flight (its progress, elicitation and
+response then go to the wrong POST; see ``mcp-inflight probe``).  The guard sits in front of the
+SDK's ASGI app and changes nothing in it:
+
+* **admission**: a POST carrying a JSON-RPC request in a session (``Mcp-Session-Id``) is
+  admitted or refused by the model's ``atomic`` design (``model/session.py``: ``admit``,
+  ``refuse``, through the runtime core); a refused duplicate gets HTTP 409 with a
+  JSON-RPC ``-32600`` body (``id: null``, ``data.id`` naming the id) and never reaches the SDK.
+  Ids keep their JSON type: ``7`` and ``"7"`` are two ids.  An id that is not a string or an
+  integer is Invalid Request (HTTP 400).
+* **release**: the entry is held until the POST's own response passes through the guard (the
+  model's ``respond``, by identity), so the client can reuse the id as soon as it sees the
+  response.  If the POST's stream ends without a response (the SDK closed it), the entry is
+  released then.
+* **a broken stream** (the client went away) is the model's ``break_stream``: the request stays
+  in flight while its handler runs (a disconnect is not a cancel on 2025-11-25), its later
+  messages are dropped, and the id is free once the handler answers.  The guard keeps the
+  disconnect from the SDK, so the SDK's own unguarded clean-up (by id) cannot remove another
+  request's stream.
+* **cancellation**: ``notifications/cancelled`` reaches the SDK only when its id names a request
+  in flight (the model's ``on_cancel``); for an unknown or finished id it is answered 202 and
+  dropped, as the spec says to ignore it.
+* **the SDK's own keys**: the SDK stores a request's stream under ``str(id)`` and its in-flight
+  entry under the id with numeric strings read as integers, so ``7``, ``"7"`` and ``"07"`` share
+  slots there.  The guard lets only one request per such slot into the SDK at a time; a second
+  one, admitted by the model, waits at the guard until the first has left the SDK (it is served
+  late, never misrouted).  An id equal to the SDK's internal slot name ``_GET_stream`` is refused
+  with -32600 (HTTP 400): the SDK would put the request's stream in its standalone stream's slot.
+
+Requests without a session pass through untouched: ``initialize`` (nothing to collide with yet)
+and 2026-07-28 POSTs, which the SDK serves each on its own, with no table shared between them.
+The guard tells them apart as the SDK does: by the ``MCP-Protocol-Version`` header alone (a value
+that is not a handshake revision goes the SDK's 2026-07-28 way, whatever ``Mcp-Session-Id`` says).
+
+Bodies: the guard reads a POST's body up to ``max_body`` (the SDK's default, 4 MiB) and refuses a
+larger one with 413 as soon as it is over (a ``Content-Length`` over it goes to the SDK unread,
+which refuses it itself); a body that never fully arrived (the client left mid-body) is not
+forwarded; a body that is not JSON, or nests deeper than the guard's reader allows, goes to the
+SDK as it came, for its own answer.
+
+The SDK's session expiry: while a request's client is gone, the guard keeps the disconnect from
+the SDK (see *a broken stream*), unless the handler asks the client something
+(a server-to-client request, dropped: it can never be answered).  Then the disconnect reaches
+the SDK, which ends that POST as it would unguarded, so its idle expiry runs; the id stays in
+flight at the guard until the SDK session ends (a DELETE, or its 404 for the session).
+
+Cancels: a cancel for a request the model admitted but that still waits at the guard for its SDK
+slot (behind ``7``, ``"07"`` waits) is not held: that request is dropped at the guard and its
+POST answered as the SDK answers a cancelled request (-32800 on its stream).
+
+Every lifecycle decision (admit or refuse, release, drop a message, which request a cancel hits)
+is the model's, asked of the runtime core (``mcp_inflight.impl.core.SessionCore``, one per
+session, the ``atomic`` design on the 2025-11-25 profile): ``arrive``, ``emit`` (progress, logs
+and server-to-client requests alike: each goes out only on its own request's open stream),
+``finish``, ``close``, ``cancel``.  This module only reads the SDK's traffic and adds no rule.
+
+stdio: :func:`guard_stdio` wraps the SDK's stdio streams with the same model (its stdio
+profile); a refusal there is an error with ``id: null`` whose ``data`` names the id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+
+from mcp_inflight.model import ATOMIC
+
+from . import jsonio, sse
+from .core import InvalidId, Refused, SessionCore
+
+SESSION_HEADER = b"mcp-session-id"
+VERSION_HEADER = b"mcp-protocol-version"
+#: The revisions the SDK serves on its 2025-era (session) path; any other header value goes its
+#: 2026-07-28 way (``mcp.server.streamable_http_manager``, ``HANDSHAKE_PROTOCOL_VERSIONS``).
+HANDSHAKE_VERSIONS = frozenset(("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"))
+#: The SDK's answer to a request that settled without a response on the 2025-era wire.
+REQUEST_CANCELLED = -32800
+MAX_BODY = 4 * 1024 * 1024
+SDK_STANDALONE_SLOT = "_GET_stream"
+REVISION = "2025-11-25"
+#: The design the guard's cores run: the model's ``atomic`` (tests swap in a broken one to show
+#: that the decisions are the model's).
+DESIGN = ATOMIC
+
+
+def new_core(transport: str = "http") -> SessionCore:
+    """One session's core (``mcp_inflight.impl.core``) on the 2025-11-25 profile."""
+    return SessionCore(REVISION, transport, DESIGN)
+
+
+# =============================================================================================
+# The ASGI wrapper
+# =============================================================================================
+
+def _header(scope, name: bytes):
+    for k, v in scope.get("headers", ()):
+        if k.lower() == name:
+            return v.decode("latin-1")
+    return None
+
+
+def _sdk_slots(rid):
+    """The SDK's keys for this id: its stream map's ``str(id)`` and its in-flight table's id,
+    where a string that ``int()`` reads is taken as that integer."""
+    coerced = rid
+    if isinstance(rid, str):
+        try:
+            coerced = int(rid)
+        except ValueError:
+            pass
+    return {("stream", str(rid)), ("inflight", type(coerced).__name__, coerced)}
+
+
+class _SSEWatch:
+    """Finds the JSON-RPC messages in an SSE body as its chunks go by (``impl.sse``'s decoder);
+    an event whose data is not JSON gives None."""
+
+    def __init__(self):
+        self.decoder = sse.Decoder()
+
+    def feed(self, chunk: bytes) -> list:
+        out = []
+        for event in self.decoder.feed(chunk):
+            try:
+                out.append(jsonio.loads(event.data))
+            except ValueError:
+                out.append(None)
+        return out
+
+
+def _is_own_response(msg, rid) -> bool:
+    if not isinstance(msg, dict) or "method" in msg or not ("result" in msg or "error" in msg):
+        return False
+    mid = msg.get("id")
+    return type(mid) is type(rid) and mid == rid
+
+
+class Guard:
+    """ASGI middleware in front of an official-SDK Streamable HTTP app; see the module text."""
+
+    def __init__(self, app, max_body: int = MAX_BODY):
+        self.app = app
+        self.max_body = max_body
+        self.sessions: dict[str, SessionCore] = {}
+        self.in_sdk: dict[tuple, asyncio.Event] = {}    # (session, SDK slot) -> left the SDK
+        self.forwarded: dict = {}                        # handle -> its POST reached the SDK
+        self.waiting: dict = {}                          # handle -> set when cancelled at the guard
+        self.orphans: dict[str, list[asyncio.Event]] = {}  # session -> slots of abandoned handlers
+
+    def __getattr__(self, name):   # e.g. Starlette's .state, .router of the wrapped app
+        return getattr(self.app, name)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        version = _header(scope, VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_VERSIONS:
+            return await self.app(scope, receive, send)     # the SDK's sessionless 2026-07-28 way
+        sid = _header(scope, SESSION_HEADER)
+        if sid is None:            # initialize: no session yet, nothing can collide
+            return await self.app(scope, receive, send)
+        if scope.get("method") != "POST":
+            return await self.app(scope, receive, self._observe(sid, send, scope.get("method")))
+        clen = _header(scope, b"content-length")
+        if clen is not None and clen.isdigit() and int(clen) > self.max_body:
+            return await self.app(scope, receive, send)     # the SDK refuses it, unread
+        body, state = await _read_body(receive, self.max_body)
+        if state == "gone":        # the client left mid-body: nothing of it is served
+            return None
+        if state == "large":
+            return await _reply(send, 413, {"code": -32600, "message": "Payload Too Large"}, sid)
+        replay = _Replay(body, receive)
+        try:
+            msg = jsonio.loads(body)
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict) or "method" not in msg:
+            return await self.app(scope, replay.receive, self._observe(sid, send))
+        if "id" not in msg:
+            if msg.get("method") == "notifications/cancelled":
+                return await self._cancel(sid, msg, scope, replay, send)
+            return await self.app(scope, replay.receive, self._observe(sid, send))
+        return await self._request(sid, msg["id"], scope, replay, send)
+
+    def _observe(self, sid, send, method="POST"):
+        """``send`` for a message that is not a request: the SDK's 404 for the session (or the
+        success of its DELETE) tells the guard that the session is gone."""
+        async def observed(message):
+            if message["type"] == "http.response.start":
+                status = message.get("status", 200)
+                if status == 404 or (method == "DELETE" and 200 <= status < 300):
+                    self._forget(sid)
+            await send(message)
+        return observed
+
+    def _forget(self, sid):
+        """The SDK session is gone: drop its core and release its abandoned handlers' slots."""
+        for ev in self.orphans.pop(sid, ()):
+            ev.set()
+        for k in [k for k, ev in self.in_sdk.items() if k[0] == sid and ev.is_set()]:
+            del self.in_sdk[k]
+        core = self.sessions.get(sid)
+        if core is not None and not any(k[0] == sid for k in self.in_sdk):
+            del self.sessions[sid]
+
+    async def _cancel(self, sid, msg, scope, replay, send):
+        core = self.sessions.get(sid)
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        target = core.cancel(params.get("requestId")) if core is not None else None
+        if target is None:
+            return await _reply(send, 202, None, sid)
+        reached = self.forwarded.get(target)
+        if reached is not None and not reached.is_set():
+            # the target still waits at the guard for its SDK slot: drop it there (never held)
+            self.waiting[target].set()
+            return await _reply(send, 202, None, sid)
+        return await self.app(scope, replay.receive, self._observe(sid, send))
+
+    async def _request(self, sid, rid, scope, replay, send):
+        if isinstance(rid, str) and rid == SDK_STANDALONE_SLOT:
+            return await _reply(send, 400, {"code": InvalidId.code, "message":
+                                            f"Invalid Request: id {json.dumps(rid)} is the server's "
+                                            f"standalone stream slot; use another id", "data": {"id": rid}}, sid)
+        core = self.sessions.get(sid)
+        if core is None:
+            core = self.sessions[sid] = new_core("http")
+        try:
+            verdict = core.arrive(rid)
+        except InvalidId as exc:
+            self._drop_if_empty(sid, core)
+            return await _reply(send, 400, exc.error, sid)
+        if isinstance(verdict, Refused):
+            self._drop_if_empty(sid, core)
+            return await _reply(send, 409, verdict.error, sid)
+        handle = verdict.handle
+        reached = self.forwarded[handle] = asyncio.Event()
+        cancelled = self.waiting[handle] = asyncio.Event()
+        slots = [(sid, s) for s in _sdk_slots(rid)]
+        left = asyncio.Event()
+        entered = False
+        abandoned = False
+        try:
+            while True:     # one request per SDK slot inside the SDK at a time
+                busy = [self.in_sdk[k] for k in slots if k in self.in_sdk]
+                if not busy or cancelled.is_set():
+                    break
+                await _first([*busy, cancelled])
+            if cancelled.is_set():
+                return await _cancelled_reply(send, rid, sid)
+            for k in slots:
+                self.in_sdk[k] = left
+            entered = True
+            reached.set()
+            watch = self._watch(core, handle, rid, replay, send)
+            watch.sid = sid
+            replay.on_gone = watch.gone
+            await self.app(scope, replay.receive, watch)
+            abandoned = replay.released and not watch.answered
+        finally:
+            self.forwarded.pop(handle, None)
+            self.waiting.pop(handle, None)
+            if abandoned and sid in self.sessions:
+                # the SDK's handler still waits on its client: its slots and id stay taken
+                # until the SDK session ends
+                self.orphans.setdefault(sid, []).append(left)
+            else:
+                if entered:
+                    for k in slots:
+                        if self.in_sdk.get(k) is left:
+                            del self.in_sdk[k]
+                left.set()
+                core.finish(handle)        # no-op when its response already released it
+                self._drop_if_empty(sid, core)
+
+    def _drop_if_empty(self, sid, core):
+        if core.empty() and self.sessions.get(sid) is core and not self.orphans.get(sid):
+            del self.sessions[sid]
+
+    def _watch(self, core, handle, rid, replay, send):
+        """The SDK's ``send`` for this POST: every outgoing chunk goes out only where the model
+        says it is deliverable (this request's own, open stream), and the request's own response
+        releases its entry before the client can see it."""
+        return _Watch(self, core, handle, rid, replay, send)
+
+
+class _Watch:
+    """See :meth:`Guard._watch`."""
+
+    def __init__(self, guard, core, handle, rid, replay, send):
+        self.guard = guard
+        self.core = core
+        self.handle = handle
+        self.rid = rid
+        self.replay = replay
+        self.send = send
+        self.sse = False
+        self.answered = False
+        self.decoder = _SSEWatch()
+        self.sid = None
+        self.asking = False        # the last message out was a server-to-client request
+
+    def gone(self) -> None:
+        """The client went away: a handler waiting on it can never go on, so the SDK must
+        see the disconnect (its idle expiry then runs as without the guard)."""
+        if self.asking:
+            self.replay.release()
+
+    async def __call__(self, message):
+        replay, core, handle = self.replay, self.core, self.handle
+        if replay.gone:
+            core.close(handle)     # 2025-11-25: the stream broke, the handler goes on
+        goes = not replay.gone
+        if message["type"] == "http.response.start":
+            headers = {k.lower(): v for k, v in message.get("headers", ())}
+            self.sse = headers.get(b"content-type", b"").startswith(b"text/event-stream")
+            if message.get("status") == 404 and self.sid is not None:
+                self.guard._forget(self.sid)        # the SDK no longer knows the session
+        elif message["type"] == "http.response.body" and not self.answered:
+            final = not message.get("more_body", False)
+            if self.sse:
+                msgs = self.decoder.feed(message.get("body", b""))
+                if any(_is_own_response(m, self.rid) for m in msgs):
+                    self.answered = True
+                    goes = core.finish(handle) is handle
+                else:
+                    goes = core.emit(handle) is handle
+                    if msgs:
+                        self.asking = _is_server_request(msgs[-1])
+                    if not goes and replay.gone and self.asking:
+                        replay.release()   # it waits on a client that is gone: let the SDK know
+            elif final:
+                self.answered = True
+                goes = core.finish(handle) is handle
+        if goes:
+            await self.send(message)
+        elif message["type"] == "http.response.body" and not message.get("more_body", False) \
+                and not replay.gone:
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _is_server_request(msg) -> bool:
+    return isinstance(msg, dict) and "method" in msg and "id" in msg
+
+
+async def _first(events):
+    """Wait until one of the asyncio events is set."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
+
+
+async def _read_body(receive, limit: int):
+    """``(body, state)``: state ``"whole"``, ``"gone"`` (the client left before its end) or
+    ``"large"`` (over ``limit``; reading stopped there)."""
+    chunks = []
+    size = 0
+    while True:
+        m = await receive()
+        if m["type"] == "http.disconnect":
+            return b"", "gone"
+        chunk = m.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"", "large"
+        chunks.append(chunk)
+        if not m.get("more_body", False):
+            return b"".join(chunks), "whole"
+
+
+class _Replay:
+    """The request body once, then the connection's own events, except that a disconnect is
+    kept from the SDK (its clean-up would remove streams by id); the guard records it, and
+    lets it through when :meth:`release` is called."""
+
+    def __init__(self, body, receive):
+        self.body = body
+        self.inner = receive
+        self.gone = False
+        self.released = False
+        self.sent = False
+        self.let_go = asyncio.Event()
+        self.on_gone = None
+
+    def release(self) -> None:
+        self.released = True
+        self.let_go.set()
+
+    async def receive(self):
+        if not self.sent:
+            self.sent = True
+            return {"type": "http.request", "body": self.body, "more_body": False}
+        if not self.gone:
+            m = await self.inner()
+            if m["type"] != "http.disconnect":
+                return m
+            self.gone = True
+            if self.on_gone is not None:
+                self.on_gone()
+        await self.let_go.wait()    # until the guard lets the SDK see the disconnect
+        return {"type": "http.disconnect"}
+
+
+async def _reply(send, status, error, sid):
+    headers = [(b"content-type", b"application/json"), (SESSION_HEADER, sid.encode("latin-1"))]
+    body = b"" if error is None else jsonio.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _cancelled_reply(send, rid, sid):
+    """What the SDK writes for a request cancelled before it answered (2025-era wire)."""
+    body = sse.encode(jsonio.dumps({"jsonrpc": "2.0", "id": rid, "error": {
+        "code": REQUEST_CANCELLED, "message": "Request cancelled"}}))
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+        (SESSION_HEADER, sid.encode("latin-1"))]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def guard(app, max_body: int = MAX_BODY) -> Guard:
+    """Wrap an official-SDK Streamable HTTP ASGI app (``server.streamable_http_app()``);
+    ``max_body`` should match the SDK's ``max_request_body_size`` when that was changed."""
+    return Guard(app, max_body)
+
+
+# =============================================================================================
+# stdio: the same model around the SDK's stdio streams
+# =============================================================================================
+
+def guard_stdio(read_stream, write_stream):
+    """Wrap the streams of the SDK's ``stdio_server()`` (2025-11-25 stdio, one session)::
+
+        async with stdio_server() as (read, write):
+            read, write = guard_stdio(read, write)
+            await server.run(read, write, server.create_initialization_options())
+
+    (For an ``MCPServer``, :func:`serve_stdio` does this.)  A request whose id is in flight is
+    answered with a JSON-RPC ``-32600`` error whose ``id`` is null and whose ``data`` names the
+    id (so no pending request of the client matches it) and never reaches the server; the id is
+    free again once its response is written.  A ``notifications/cancelled`` for an id not in
+    flight is dropped.  With duplicates admitted a cancel by id reaches the newer of the two and
+    the client gets two responses under one id; the guard keeps both from happening.
+
+    The SDK's in-flight table reads a numeric string id as that integer, so ``7``, ``"7"`` and
+    ``"07"`` share a slot there: as on HTTP, only one request per slot is inside the SDK at a
+    time; a second one, admitted by the model, waits at the guard (other messages go on being
+    read) until the first has answered or unwound.  A cancel for a request still waiting there
+    drops it at the guard (it never reaches the SDK); no cancel is ever held.
+    """
+    state = _StdioState(new_core("stdio"))
+    return _GuardedRead(read_stream, state, write_stream), _GuardedWrite(write_stream, state)
+
+
+async def serve_stdio(server) -> None:
+    """Serve an official-SDK server on stdin/stdout behind :func:`guard_stdio`: an ``MCPServer``
+    (``server.run("stdio")``'s guarded equivalent: ``anyio.run(serve_stdio, server)``) or a
+    low-level ``mcp.server.lowlevel.Server``.  ``MCPServer`` runs its stdio transport only on
+    streams it opens itself, so this reaches its low-level server (the one place that does,
+    checked against the installed SDK by the tests)."""
+    from mcp.server.stdio import stdio_server
+
+    low = getattr(server, "_lowlevel_server", server)
+    if not hasattr(low, "create_initialization_options"):
+        raise TypeError(f"not an official-SDK server: {type(server).__name__}")
+    async with stdio_server() as (read, write):
+        read, write = guard_stdio(read, write)
+        await low.run(read, write, low.create_initialization_options())
+
+
+def _stdio_slots(rid) -> frozenset:
+    return frozenset(s for s in _sdk_slots(rid) if s[0] == "inflight")
+
+
+class _StdioState:
+    """The session's core and the SDK slots taken, shared by the read and write sides."""
+
+    def __init__(self, core: SessionCore) -> None:
+        self.core = core
+        self.busy: dict = {}                # SDK slot -> handle inside the SDK
+        self.slots: dict = {}               # handle inside the SDK -> its slots
+        self.held: deque = deque()          # (item, handle, slots) waiting for their slots
+        self.ready: deque = deque()         # items whose slots came free, to hand to the SDK
+        self.wake = asyncio.Event()
+
+    def enter(self, handle, slots) -> None:
+        for k in slots:
+            self.busy[k] = handle
+        self.slots[handle] = slots
+
+    def leave(self, handle) -> None:
+        """``handle`` has left the SDK: its slots are free; requests waiting for them go in."""
+        for k in self.slots.pop(handle, ()):
+            if self.busy.get(k) is handle:
+                del self.busy[k]
+        moved = False
+        for entry in list(self.held):
+            item, h, slots = entry
+            if not any(k in self.busy for k in slots):
+                self.held.remove(entry)
+                self.enter(h, slots)
+                self.ready.append(item)
+                moved = True
+        if moved:
+            self.wake.set()
+
+
+class _GuardedRead:
+    """What the server reads: the client's messages, after the model's admission."""
+
+    def __init__(self, inner, state: _StdioState, write):
+        self.inner = inner
+        self.state = state
+        self.core = state.core
+        self.write = write
+        self._pending: asyncio.Future | None = None
+
+    def __getattr__(self, name):    # e.g. ``last_context``
+        return getattr(self.inner, name)
+
+    async def _next(self):
+        """The next item of the inner stream, or None when woken because a held request may go
+        in.  The inner read is kept across calls, so no item is lost when this one is not
+        taken or the caller is cancelled."""
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(self.inner.receive())
+        if not self._pending.done():
+            waker = asyncio.ensure_future(self.state.wake.wait())
+            try:
+                await asyncio.wait({self._pending, waker}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waker.cancel()
+        if self._pending.done():
+            done, self._pending = self._pending, None
+            return done.result()
+        self.state.wake.clear()
+        return None
+
+    def _hook(self, item, handle):
+        from mcp.shared.message import ServerMessageMetadata, SessionMessage
+
+        meta = item.metadata if isinstance(item.metadata, ServerMessageMetadata) else ServerMessageMetadata()
+        inner_hook = meta.on_request_unanswered
+
+        async def unanswered(handle=handle, inner_hook=inner_hook):
+            self.core.finish(handle)       # a cancelled handler stopped: unwind
+            self.state.leave(handle)
+            if inner_hook is not None:
+                await inner_hook()
+
+        meta.on_request_unanswered = unanswered
+        return SessionMessage(item.message, metadata=meta)
+
+    async def receive(self):
+        from mcp.shared.message import SessionMessage
+        from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCRequest
+
+        state = self.state
+        while True:
+            if state.ready:
+                return state.ready.popleft()
+            item = await self._next()
+            if item is None:
+                continue
+            msg = getattr(item, "message", None)
+            if isinstance(msg, JSONRPCRequest):
+                verdict = self.core.arrive(msg.id)
+                if isinstance(verdict, Refused):
+                    err = verdict.error
+                    await self.write.send(SessionMessage(JSONRPCError(
+                        jsonrpc="2.0", id=None,
+                        error=ErrorData(code=err["code"], message=err["message"], data=err.get("data")))))
+                    continue
+                handle = verdict.handle
+                slots = _stdio_slots(msg.id)
+                wrapped = self._hook(item, handle)
+                if any(k in state.busy for k in slots):
+                    state.held.append((wrapped, handle, slots))   # served once its slot is free
+                    continue
+                state.enter(handle, slots)
+                return wrapped
+            if isinstance(msg, JSONRPCNotification) and msg.method == "notifications/cancelled":
+                params = msg.params if isinstance(msg.params, dict) else {}
+                target = self.core.cancel(params.get("requestId"))
+                if target is None:
+                    continue                       # unknown or finished id: ignored
+                waiting = [e for e in state.held if e[1] is target]
+                if waiting:                        # never reached the SDK: dropped here
+                    state.held.remove(waiting[0])
+                    self.core.finish(target)
+                    continue
+            return item
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        import anyio
+
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self):
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        await self.inner.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+        return None
+
+
+class _GuardedWrite:
+    """What the server writes: a message of a request goes out only where the model says it is
+    deliverable; the request's response releases its id."""
+
+    def __init__(self, inner, state: _StdioState):
+        self.inner = inner
+        self.state = state
+        self.core = state.core
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def send(self, item):
+        from mcp.shared.message import ServerMessageMetadata
+        from mcp_types import JSONRPCError, JSONRPCResponse
+
+        msg = getattr(item, "message", None)
+        if isinstance(msg, (JSONRPCResponse, JSONRPCError)) and msg.id is not None:
+            handle = self.core.in_flight(msg.id)
+            if handle is not None and handle in self.state.slots:
+                goes = self.core.finish(handle) is handle
+                self.state.leave(handle)
+                if not goes:
+                    return
+        elif isinstance(item.metadata, ServerMessageMetadata) and item.metadata.related_request_id is not None:
+            handle = self.core.in_flight(item.metadata.related_request_id)
+            if handle is not None and self.core.emit(handle) is not handle:
+                return
+        await self.inner.send(item)
+
+    async def aclose(self):
+        await self.inner.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+        return None

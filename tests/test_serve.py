@@ -1,0 +1,73 @@
+"""``mcp-inflight serve`` as a real process: its option checks, the resource bounds it passes to
+the app, and the header deadline of its HTTP server."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+LISTEN = re.compile(r"listening on (http://\S+)")
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}}
+H = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def serve(*flags: str):
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "serve", "--port", "0", *flags],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        m = LISTEN.search(line)
+        if m:
+            return proc, m.group(1)
+        if not line:
+            break
+    proc.kill()
+    raise RuntimeError("serve did not start")
+
+
+def stop(proc) -> None:
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_out_of_range_port_is_refused():
+    for bad in ("99999", "-1", "http"):
+        r = subprocess.run([sys.executable, "-m", "mcp_inflight", "serve", "--port", bad],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and "--port" in r.stderr, (bad, r.stderr)
+
+
+def test_slow_headers_are_cut_off_and_normal_requests_served():
+    proc, url = serve("--header-timeout", "0.5")
+    try:
+        port = int(url.split(":")[2].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1")      # and never the rest
+            s.settimeout(10)
+            assert s.recv(100) == b""                                 # closed by the server
+        with httpx.Client(timeout=10) as c:                           # others are served
+            r = c.post(url, json=INIT, headers=H)
+            assert r.status_code == 200
+            r = c.post(url, json=INIT, headers=H)                     # on the kept-alive connection
+            assert r.status_code == 200
+    finally:
+        stop(proc)
+
+
+def test_bounds_reach_the_app():
+    proc, url = serve("--max-sessions", "1")
+    try:
+        with httpx.Client(timeout=10) as c:
+            assert c.post(url, json=INIT, headers=H).status_code == 200
+            r = c.post(url, json=INIT, headers=H)
+            assert r.status_code == 503 and r.json()["error"]["code"] == -32000
+    finally:
+        stop(proc)
