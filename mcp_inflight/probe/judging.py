@@ -205,9 +205,7 @@ def judge_cancel_routing(control, test, cal) -> Verdict:
     if problems:
         return _not_judged(v, problems)
     a, b = post_named(test, "A"), post_named(test, "B")
-    if _finished_before(a, test["cancels"][0]["t"]):
-        return _not_judged(v, [_too_late("the cancel", a, test["cancels"][0]["t"])], "test")
-    why = _no_overlap(test)
+    why = _test_says_nothing(test, "cancels", "the cancel")
     if why:
         return _not_judged(v, [why], "test")
     v.refusal = refusal_of(b)
@@ -290,9 +288,7 @@ def judge_collateral_close(control, test, cal) -> Verdict:
     if problems:
         return _not_judged(v, problems)
     a, b = post_named(test, "A"), post_named(test, "B")
-    if _finished_before(a, test["aborts"][0]["t"]):
-        return _not_judged(v, [_too_late("the abort", a, test["aborts"][0]["t"])], "test")
-    why = _no_overlap(test)
+    why = _test_says_nothing(test, "aborts", "the abort")
     if why:
         return _not_judged(v, [why], "test")
     v.refusal = refusal_of(b)
@@ -372,6 +368,17 @@ def _no_overlap(run, a="A", b="B"):
                 f"the "
                 f"first is done, or the machine is overloaded: give --args for a longer run)")
     return None
+
+
+def _test_says_nothing(test, action: str, what: str) -> str | None:
+    """Why the colliding run of a scenario that acts on A (``action``: ``cancels`` or
+    ``aborts``) says nothing, or None: A had its response before the action, or the two
+    requests never overlapped."""
+    a = post_named(test, "A")
+    t = test[action][0]["t"]
+    if _finished_before(a, t):
+        return _too_late(what, a, t)
+    return _no_overlap(test)
 
 
 def _finished_before(post, t) -> bool:

@@ -124,25 +124,23 @@ class Post:
     def done(self):
         return self._task.done()
 
-    async def abort(self):
-        """Close this POST's connection, as a client that goes away does."""
-        self.how = "aborted"
+    async def _stop(self, how: str) -> None:
+        self.how = how
         self._task.cancel()
         try:
             await self._task
         except (asyncio.CancelledError, Exception):  # noqa: BLE001
             pass
-        self._finish("aborted")
+        self._finish(how)
+
+    async def abort(self):
+        """Close this POST's connection, as a client that goes away does."""
+        await self._stop("aborted")
 
     async def give_up(self):
+        """Stop waiting for this POST (what has not come counts as lost)."""
         if not self.done:
-            self.how = "timeout"
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
-            self._finish("timeout")
+            await self._stop("timeout")
 
     def record(self):
         return {"name": self.name, "sender": self.sender, "method": self.msg.get("method"),
