@@ -1,7 +1,7 @@
 """The README's table of probe results: ``mcp-inflight probe`` against ``mcp-inflight serve``,
 a server on the official Python SDK (``tests/support/sdk_server.py``) without the guard, and the
-same server with it.  Each server runs as its own process on a free loopback port; the probes run one
-after the other.
+same server with it.  Each server runs as its own process on a free loopback port; the probes run
+one after the other.
 
     .venv/bin/python bench/probe_table.py [--json PATH]
 
