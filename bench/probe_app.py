@@ -24,14 +24,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def verdicts(doc: dict) -> dict:
-    return {"status": doc["status"],
-            "found": sorted(f["class"] for f in doc["findings"] if f["found"]),
-            "scenarios": {s["scenario"]: (s["status"], sorted({f["class"] for f in s["findings"]}),
-                                          (s["refusal"] or {}).get("status"))
-                          for s in doc.get("scenarios", [])}}
-
-
 def servers():
     """(title, app factory, argv that serves it and prints its URL, which stream has the URL)."""
     from mcp_inflight.impl.http import create_app
@@ -84,7 +76,7 @@ def main(argv=None) -> int:
     import logging
 
     logging.disable(logging.INFO)     # the SDK logs each session at INFO
-    from mcp_inflight.probe import probe_app
+    from mcp_inflight.probe import probe_app, verdicts
 
     rows, docs = [], {}
     for title, make, serve_argv, stream in servers():

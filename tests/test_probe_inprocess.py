@@ -200,23 +200,22 @@ def test_loop_watch_reports_a_stall_in_its_window():
     assert inside >= 0.15 and after == 0.0
 
 
+def test_probe_app_from_a_running_event_loop_runs_in_a_thread():
+    async def main():
+        sync = P.probe_app(_our_app())                 # its own loop, in a worker thread
+        awaited = await P.probe_app_async(_our_app())  # this loop
+        return sync, awaited
+
+    sync, awaited = asyncio.run(main())
+    assert sync.reason == awaited.reason and "tool missing" in sync.reason
+
+
 def test_unknown_scenarios_are_refused():
     with pytest.raises(ValueError, match="unknown scenario"):
         P.probe_app(_our_app(), scenarios=["nope"])
 
 
 # --- the same verdicts in-process and over a socket (slow) ------------------------------------
-
-def verdicts(doc: dict) -> dict:
-    """What must agree between two probes of one server: status, classes found, and per
-    scenario its status, its classes and how the duplicate was refused."""
-    return {"status": doc["status"],
-            "found": sorted(f["class"] for f in doc["findings"] if f["found"]),
-            "scenarios": {s["scenario"]: (s["status"], sorted({f["class"] for f in s["findings"]}),
-                                          (s["refusal"] or {}).get("status"),
-                                          (s["refusal"] or {}).get("code"))
-                          for s in doc["scenarios"]}}
-
 
 @pytest.mark.slow
 def test_in_process_verdicts_equal_the_url_probes(sdk_bare, sdk_guarded, tmp_path):
@@ -242,7 +241,7 @@ def test_in_process_verdicts_equal_the_url_probes(sdk_bare, sdk_guarded, tmp_pat
             "serve": lambda: create_app(demo_server())}
     for name, make in apps.items():
         doc = P.probe_app(make()).doc
-        assert verdicts(doc) == verdicts(url_docs[name]), name
+        assert P.verdicts(doc) == P.verdicts(url_docs[name]), name
         assert set(doc) == set(url_docs[name])
-    assert verdicts(url_docs["bare"])["status"] == "defects"
-    assert verdicts(url_docs["guarded"])["status"] == "clean"
+    assert P.verdicts(url_docs["bare"])["status"] == "defects"
+    assert P.verdicts(url_docs["guarded"])["status"] == "clean"

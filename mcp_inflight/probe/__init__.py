@@ -51,7 +51,8 @@ _EXPORTS = {
     "records": ("ATTRIBUTE", "CLASS_HELP", "CLASSES", "DEFAULT_ARGS", "DEFAULT_ELICIT_ARGS",
                 "DEFAULT_ELICIT_TOOL", "DEFAULT_TOOL", "SCENARIOS", "TIME_ATTRIBUTED", "CannotTest",
                 "attribute", "describe_refusal", "progress_token", "refusal_of", "same_id"),
-    "report": ("Report", "junit_xml", "render", "render_text", "summarize", "untested"),
+    "report": ("Report", "junit_xml", "render", "render_text", "summarize", "untested",
+               "verdicts"),
     "scenarios": ("TABLE", "Pace", "Scenario", "calibrate", "probe", "record_run"),
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
@@ -61,7 +62,7 @@ __all__ = [
     "SCENARIOS", "Scenario", "Session", "TABLE", "TIME_ATTRIBUTED", "Target", "Verdict",
     "attribute", "build_parser", "calibrate", "describe_refusal", "judge", "junit_xml", "main",
     "probe", "probe_app", "probe_app_async", "progress_token", "read_sse", "record_run",
-    "refusal_of", "render", "render_text", "run", "same_id", "summarize", "untested",
+    "refusal_of", "render", "render_text", "run", "same_id", "summarize", "untested", "verdicts",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -87,7 +88,7 @@ if TYPE_CHECKING:
         refusal_of,
         same_id,
     )
-    from .report import Report, junit_xml, render, render_text, summarize, untested
+    from .report import Report, junit_xml, render, render_text, summarize, untested, verdicts
     from .scenarios import TABLE, Pace, Scenario, calibrate, probe, record_run
 
 

@@ -98,6 +98,18 @@ def render(report: dict) -> str:
     return render_untested(report) if "reason" in report else render_text(report)
 
 
+def verdicts(report: dict) -> dict:
+    """What two probes of one server must agree on, whatever their timings: the status, the
+    classes found, and per scenario its status, its classes and the refusal's HTTP status and
+    JSON-RPC code (used to compare the in-process probe with the URL probe)."""
+    return {"status": report["status"],
+            "found": sorted(f["class"] for f in report["findings"] if f["found"]),
+            "scenarios": {s["scenario"]: (s["status"], sorted({f["class"] for f in s["findings"]}),
+                                          (s["refusal"] or {}).get("status"),
+                                          (s["refusal"] or {}).get("code"))
+                          for s in report.get("scenarios", [])}}
+
+
 # --- JUnit XML --------------------------------------------------------------------------------
 
 def junit_xml(report: dict, suite: str = "mcp-inflight probe") -> str:
