@@ -16,56 +16,22 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import subprocess
 import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 
-def servers():
-    """(title, app factory, argv that serves it and prints its URL, which stream has the URL)."""
+def apps():
+    """The three apps, in the order of ``probe_table.targets()``: our runtime's, the official
+    SDK's bare, and the same behind the guard."""
     from mcp_inflight.impl.http import create_app
     from mcp_inflight.serve import demo_server
     from support.sdk_server import build_app
 
-    py = sys.executable
-    sdk = str(ROOT / "tests" / "support" / "sdk_server.py")
-    return [
-        ("mcp-inflight serve", lambda: create_app(demo_server()),
-         [py, "-m", "mcp_inflight", "serve", "--port", "0"], "stderr"),
-        ("official SDK", lambda: build_app(False), [py, sdk, "--port", "0"], "stdout"),
-        ("official SDK + guard", lambda: build_app(True), [py, sdk, "--port", "0", "--guard"],
-         "stdout"),
-    ]
-
-
-def url_probe(argv: list[str], stream: str) -> tuple[dict, float]:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        pipe = proc.stdout if stream == "stdout" else proc.stderr
-        deadline = time.monotonic() + 30
-        url = None
-        while time.monotonic() < deadline:
-            line = pipe.readline()
-            if not line:
-                break
-            if "listening on " in line:
-                url = line.split()[-1]
-                break
-        if url is None:
-            raise RuntimeError(f"did not start: {' '.join(argv)}")
-        t = time.monotonic()
-        p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", url, "--json",
-                            "--quiet"], capture_output=True, text=True, timeout=180)
-        return json.loads(p.stdout), time.monotonic() - t
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    return [lambda: create_app(demo_server()), lambda: build_app(False), lambda: build_app(True)]
 
 
 def main(argv=None) -> int:
@@ -76,17 +42,21 @@ def main(argv=None) -> int:
     import logging
 
     logging.disable(logging.INFO)     # the SDK logs each session at INFO
+    from probe_table import probe as url_probe
+    from probe_table import targets
+
     from mcp_inflight.probe import probe_app, verdicts
 
     rows, docs = [], {}
-    for title, make, serve_argv, stream in servers():
+    for (title, argv_for), make in zip(targets(), apps(), strict=True):
         for n in range(args.repeat):
             sys.stderr.write(f"{title}: in-process probe ({n + 1}/{args.repeat})\n")
             t = time.monotonic()
             inproc = probe_app(make()).doc
             in_wall = time.monotonic() - t
             sys.stderr.write(f"{title}: URL probe ({n + 1}/{args.repeat})\n")
-            url_doc, url_wall = url_probe(serve_argv, stream)
+            url_doc = url_probe(title, argv_for)
+            url_wall = url_doc["wall_seconds"]
             same = verdicts(inproc) == verdicts(url_doc)
             rows.append((title, inproc.get("seconds"), in_wall, url_doc.get("seconds"), url_wall,
                          inproc["status"], url_doc["status"], same))
