@@ -1,7 +1,7 @@
 """The README's table of probe results: ``mcp-inflight probe`` against ``mcp-inflight serve``,
-a server on the official Python SDK (``tests/support/sdk_server.py``) without the guard, and the same
-server with it.  Each server runs as its own process on a free loopback port; the probes run one
-after the other.
+a server on the official Python SDK (``tests/support/sdk_server.py``) without the guard, and the
+same server with it.  Each server runs as its own process on a free loopback port; the probes run
+one after the other.
 
     .venv/bin/python bench/probe_table.py [--json PATH]
 
@@ -52,7 +52,8 @@ def targets():
     py = sys.executable
     out = []
     if importlib.util.find_spec("mcp_inflight.serve") is not None:
-        out.append(("`mcp-inflight serve`", lambda p: [py, "-m", "mcp_inflight", "serve", "--port", str(p)]))
+        out.append(("`mcp-inflight serve`",
+                    lambda p: [py, "-m", "mcp_inflight", "serve", "--port", str(p)]))
     else:
         out.append(("`mcp-inflight serve`", None))
     try:
@@ -76,8 +77,8 @@ def probe(title, argv_for):
         url = f"http://127.0.0.1:{port}/mcp"
         sys.stderr.write(f"probing {title} at {url}\n")
         t = time.monotonic()
-        p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", url, "--json", "--quiet"],
-                           capture_output=True, text=True, timeout=180)
+        p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", url, "--json",
+                            "--quiet"], capture_output=True, text=True, timeout=180)
         doc = json.loads(p.stdout)
         doc["exit_status"] = p.returncode
         doc["wall_seconds"] = round(time.monotonic() - t, 1)
@@ -122,7 +123,8 @@ def table(results) -> str:
         "not run" if "unavailable" in results[t] else _refusal(results[t]) for t in titles) + " |")
     lines.append("| probe exit status | " + " | ".join(
         results[t]["unavailable"] if "unavailable" in results[t] else
-        f"{results[t]['exit_status']} ({results[t].get('status', '')}, {results[t]['wall_seconds']} s)"
+        f"{results[t]['exit_status']} ({results[t].get('status', '')}, "
+        f"{results[t]['wall_seconds']} s)"
         for t in titles) + " |")
     return "\n".join(lines)
 

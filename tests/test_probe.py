@@ -38,7 +38,8 @@ def error(rid, code, message="error"):
 
 def elicit(sid):
     return {"jsonrpc": "2.0", "id": sid, "method": "elicitation/create",
-            "params": {"message": "go on?", "requestedSchema": {"type": "object", "properties": {}}}}
+            "params": {"message": "go on?",
+                       "requestedSchema": {"type": "object", "properties": {}}}}
 
 
 def post(name, rid, sent, events=(), *, token=None, status=200, how="closed", end=None, body=None,
@@ -46,7 +47,8 @@ def post(name, rid, sent, events=(), *, token=None, status=200, how="closed", en
     events = [{"t": t, "msg": m} for t, m in events]
     if end is None:
         end = events[-1]["t"] if events else sent
-    return {"name": name, "sender": sender, "method": method, "id": rid, "token": token, "sent": sent,
+    return {"name": name, "sender": sender, "method": method, "id": rid, "token": token,
+            "sent": sent,
             "status": status, "head": sent + 0.005 if head is None else head,
             "content_type": "text/event-stream" if status == 200 else "application/json",
             "body": body, "events": events, "end": end, "how": how}
@@ -68,7 +70,8 @@ def classes(v):
     return {c for c, _ in v.findings}
 
 
-REFUSAL_409 = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "id 11 is in flight"}}
+REFUSAL_409 = {"jsonrpc": "2.0", "id": None,
+               "error": {"code": -32600, "message": "id 11 is in flight"}}
 
 
 # --- verdicts on recorded contents ------------------------------------------------------------
@@ -136,7 +139,8 @@ def test_response_routing_by_result_shape():
                          post("B", 22, 0.6, [(0.61, {"jsonrpc": "2.0", "id": 22, "result": {}})],
                               method="ping", sender="rogue")], "cancels": [], "aborts": []}
     # B's ping POST gets A's tools/call result; A's POST gets the ping's empty result.
-    a = post("A", 21, 0.0, steps("tA", 0.0, n=1) + [(0.61, {"jsonrpc": "2.0", "id": 21, "result": {}})],
+    a = post("A", 21, 0.0,
+             steps("tA", 0.0, n=1) + [(0.61, {"jsonrpc": "2.0", "id": 21, "result": {}})],
              token="tA")
     b = post("B", 21, 0.6, [(2.01, result(21))], method="ping", sender="rogue")
     v = P.judge("response_routing", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
@@ -209,7 +213,8 @@ def test_cancel_sent_after_the_target_finished_is_not_judged():
 
 
 def test_collateral_close():
-    control = {"posts": [post("A", 61, 0.0, steps("tA", 0.0, n=1), token="tA", how="aborted", end=0.7),
+    control = {"posts": [post("A", 61, 0.0, steps("tA", 0.0, n=1), token="tA", how="aborted",
+                              end=0.7),
                          post("B", 62, 0.6, steps("tB", 0.6) + [(2.61, result(62))], token="tB")],
                "cancels": [], "aborts": [{"t": 0.7, "post": "A"}]}
     a = post("A", 61, 0.0, steps("tA", 0.0, n=1), token="tA", how="aborted", end=0.7)
@@ -260,7 +265,8 @@ def test_server_request_routing_by_time():
     # A's elicitation (asked 1.0s after A) arrives on B's POST, sent 0.5s after A
     a = post("A", 51, 0.0, [], token="tA", how="timeout", end=5.0)
     b = post("B", 51, 0.5, [(1.0, elicit(1)), (1.05, result(51))], token="tB", sender="rogue")
-    v = P.judge("server_request_routing", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
+    test = {"posts": [a, b], "cancels": [], "aborts": []}
+    v = P.judge("server_request_routing", control, test, CAL)
     assert classes(v) == {"misrouted_server_request", "lost_response"}
     v = P.judge("server_request_routing", control, control, CAL)
     assert v.findings == []
@@ -279,13 +285,13 @@ def test_sse_parser_reads_multiline_data_and_skips_comments():
     import asyncio
 
     class R:
-        async def aiter_lines(self):
+        async def aiter_bytes(self):
             for line in [": comment", "event: message", 'data: {"a":', "data: 1}", "", "id: 3",
                          'data:{"b":2}', ""]:
-                yield line
+                yield (line + "\n").encode()
 
     got = []
-    asyncio.run(P._read_sse(R(), got.append))
+    asyncio.run(P.read_sse(R(), got.append))
     assert got == [{"a": 1}, {"b": 2}]
 
 
@@ -338,18 +344,23 @@ def serve_url():
 
 
 @pytest.fixture(scope="module")
-def probe_runs(sdk_bare, sdk_guarded, serve_url):
+def probe_runs(sdk_bare, sdk_guarded, serve_url, tmp_path_factory):
     """The whole probe against each server, the three running at once (as separate processes):
-    name -> (exit status, JSON report, seconds)."""
+    name -> (exit status, JSON report, seconds); under ``"junit"`` the path of each probe's
+    ``--junit-xml`` file."""
     urls = {"bare": sdk_bare, "guarded": sdk_guarded, "serve": serve_url}
+    where = tmp_path_factory.mktemp("probe-junit")
+    junit = {name: where / f"{name}.xml" for name in urls}
     t0 = time.monotonic()
-    procs = {name: subprocess.Popen([sys.executable, "-m", "mcp_inflight", "probe", url, "--json", "--quiet"],
+    procs = {name: subprocess.Popen([sys.executable, "-m", "mcp_inflight", "probe", url, "--json",
+                                     "--quiet", "--junit-xml", str(junit[name])],
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
              for name, url in urls.items() if url is not None}
     out = {}
     for name, proc in procs.items():
         stdout, _ = proc.communicate(timeout=120)
         out[name] = (proc.returncode, json.loads(stdout), time.monotonic() - t0)
+    out["junit"] = junit
     return out
 
 
@@ -375,12 +386,46 @@ def test_probe_is_clean_on_the_guarded_sdk_server(probe_runs):
     assert judged["reuse"]["findings"] == [] and judged["reuse"]["refusal"] is None
 
 
-@pytest.mark.skipif(not HAVE_SERVE, reason="mcp_inflight.serve (mcp-inflight serve) is not there yet")
+@pytest.mark.skipif(not HAVE_SERVE,
+                    reason="mcp_inflight.serve (mcp-inflight serve) is not there yet")
 def test_probe_is_clean_on_mcp_inflight_serve(probe_runs):
     code, doc, _ = probe_runs["serve"]
     assert code == 0, json.dumps(doc, indent=1)[:4000]
     assert found(doc) == set() and doc["refusal"]["status"] == 409
     assert all(s["status"] == "judged" for s in doc["scenarios"])
+
+
+def _junit_cases(path):
+    """name -> (kind of outcome or None for a pass, message) per test case of a JUnit file."""
+    from xml.etree import ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    out = {}
+    for case in root.iter("testcase"):
+        outcome = next((c for c in case if c.tag in ("failure", "error", "skipped")), None)
+        name = case.get("classname").rsplit(".", 1)[-1] + "." + case.get("name")
+        out[name] = (None if outcome is None else outcome.tag,
+                     None if outcome is None else (outcome.get("message"), outcome.text or ""))
+    return out
+
+
+def test_junit_xml_has_one_case_per_scenario_and_class(probe_runs):
+    _, doc, _ = probe_runs["bare"]
+    cases = _junit_cases(probe_runs["junit"]["bare"])
+    assert set(cases) == ({f"scenario.{s}" for s in P.SCENARIOS}
+                          | {f"class.{c}" for c in P.CLASSES})
+    failed = {n.split(".", 1)[1] for n, (kind, _) in cases.items()
+              if n.startswith("class.") and kind == "failure"}
+    assert failed == found(doc) and "misrouted_response" in failed
+    _, (message, text) = cases["class.misrouted_response"]
+    evidence = next(f["evidence"] for f in doc["findings"] if f["class"] == "misrouted_response")
+    assert text.splitlines() == evidence
+    bad = {s["scenario"] for s in doc["scenarios"] if s["findings"]}
+    assert {n.split(".", 1)[1] for n, (kind, _) in cases.items()
+            if n.startswith("scenario.") and kind == "failure"} == bad
+    assert cases["scenario.reuse"] == (None, None)
+    guarded = _junit_cases(probe_runs["junit"]["guarded"])
+    assert all(kind is None for kind, _ in guarded.values())
 
 
 def test_probe_cannot_test_without_a_server_or_the_tool_or_a_slow_enough_call(sdk_bare):
@@ -399,10 +444,11 @@ def test_probe_usage_errors_exit_2():
     p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "not-a-url"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "not an http(s) URL" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "http://x/mcp", "--args", "[1]"],
-                       capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "http://x/mcp",
+                        "--args", "[1]"], capture_output=True, text=True)
     assert p.returncode == 2 and "JSON object" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "--help"], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "--help"],
+                       capture_output=True, text=True)
     assert p.returncode == 0 and "misrouted_notification" in p.stdout and "exit status" in p.stdout
 
 

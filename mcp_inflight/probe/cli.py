@@ -1,0 +1,136 @@
+"""The command line: ``mcp-inflight probe URL [options]`` (:func:`run`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from .recording import Target
+from .records import (
+    CLASS_HELP,
+    CLASSES,
+    DEFAULT_ARGS,
+    DEFAULT_ELICIT_ARGS,
+    DEFAULT_ELICIT_TOOL,
+    DEFAULT_TOOL,
+    SCENARIOS,
+    CannotTest,
+)
+from .report import junit_xml, render, untested
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def _json_object(text):
+    try:
+        v = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(v, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return v
+
+
+def _header(text):
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected 'Name: value', got {text!r}")
+    return name.strip(), value.strip()
+
+
+def _url(text):
+    if not (text.startswith("http://") or text.startswith("https://")):
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+    return text
+
+
+def build_parser():
+    classes = "\n".join(f"  {c:<26} {CLASS_HELP[c]}" for c in CLASSES)
+    p = _Parser(
+        prog="mcp-inflight probe",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Probe a Streamable HTTP MCP server (2025-era protocol, stateful session) for what\n"
+            "it does when a request arrives under a JSON-RPC id that is still in flight.\n\n"
+            "Each scenario runs first with distinct ids (the control), then with colliding ids:\n"
+            "  " + ", ".join(SCENARIOS[:4]) + ",\n  " + ", ".join(SCENARIOS[4:]) + ".\n"
+            "Misrouting is judged by progress tokens, request ids and result shapes, never by\n"
+            "the tool's text. Every POST gets its own progress token. Only URL is contacted;\n"
+            "a whole probe takes about 10-20 s against a healthy server."),
+        epilog=(
+            "defect classes:\n" + classes + "\n\nexit status: 0 clean, 1 defects found, 2 could "
+            "not test (no session, tool missing,\ntoo fast to overlap, a control failed) or usage "
+            "error. The defaults fit `mcp-inflight serve`."))
+    p.add_argument("url", type=_url, metavar="URL",
+                   help="the server's MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
+    p.add_argument("--tool", default=DEFAULT_TOOL, metavar="NAME",
+                   help=f"a tool that reports progress for the client's progress token and runs "
+                        f"at least a second (default: {DEFAULT_TOOL})")
+    p.add_argument("--args", type=_json_object, default=DEFAULT_ARGS, metavar="JSON",
+                   help=f"its arguments (default: {json.dumps(DEFAULT_ARGS)})")
+    p.add_argument("--elicit-tool", default=DEFAULT_ELICIT_TOOL, metavar="NAME",
+                   help=f"a tool that sends elicitation/create after a delay (default: "
+                        f"{DEFAULT_ELICIT_TOOL}; '' to skip that scenario)")
+    p.add_argument("--elicit-args", type=_json_object, default=DEFAULT_ELICIT_ARGS, metavar="JSON",
+                   help=f"its arguments (default: {json.dumps(DEFAULT_ELICIT_ARGS)})")
+    p.add_argument("--header", type=_header, action="append", default=[], metavar="'NAME: VALUE'",
+                   help="an extra HTTP header on every request (e.g. Authorization); repeatable")
+    p.add_argument("--only", action="append", choices=SCENARIOS, metavar="SCENARIO",
+                   help="run only this scenario (repeatable): " + ", ".join(SCENARIOS))
+    p.add_argument("--json", action="store_true",
+                   help='print one JSON object: {"ok", "target", "findings": [{"class", "found", '
+                        '"evidence"}], "refusal", ...}')
+    p.add_argument("--records", metavar="PATH", help="write every recorded stream (JSON) to PATH")
+    p.add_argument("--junit-xml", metavar="PATH",
+                   help="also write the verdicts as JUnit XML to PATH: one test case per scenario "
+                        "and per defect class")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return p
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        import httpx  # noqa: F401
+    except ImportError:
+        sys.stderr.write("mcp-inflight probe: needs the httpx package (pip install httpx)\n")
+        return 2
+    t = Target(url=args.url, tool=args.tool, args=args.args,
+               elicit_tool=args.elicit_tool or None, elicit_args=args.elicit_args,
+               headers=dict(args.header))
+
+    def say(text):
+        if not args.quiet:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    from .scenarios import probe
+
+    try:
+        report = asyncio.run(probe(t, tuple(args.only or SCENARIOS), say))
+    except CannotTest as exc:
+        report = untested(args.url, str(exc))
+    else:
+        records = report.pop("records")
+        if args.records:
+            with open(args.records, "w") as fh:
+                json.dump({"calibration": report["calibration"], "records": records}, fh, indent=1)
+    if args.junit_xml:
+        with open(args.junit_xml, "w") as fh:
+            fh.write(junit_xml(report))
+    if args.json:
+        sys.stdout.write(json.dumps(report, indent=1) + "\n")
+    else:
+        sys.stdout.write(render(report) + "\n")
+    return report["exit"]
+
+
+def main() -> int:
+    return run(sys.argv[1:])

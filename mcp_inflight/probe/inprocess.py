@@ -1,0 +1,179 @@
+""":func:`probe_app`: the probe of an ASGI app in-process, with no socket and no port.
+
+The same scenarios, controls, verdicts and JSON report as ``mcp-inflight probe URL``: the
+recorder and the judges are the same code; only the transport differs.  Requests go through
+:class:`.asgi.StreamingASGITransport` (httpx's own ASGI transport buffers whole responses, so it
+cannot show an SSE stream as it arrives; see :mod:`.asgi`), and the app's lifespan runs around
+the probe.
+
+Two things differ from the URL probe, both said here and in the README:
+
+* **pace**: with no network, a POST that has not ended 1.5 times the tool's running time plus
+  1 s after the last step counts as lost (the URL probe waits 2.5 times plus 3 s), and the two
+  tools are measured at once; that is what brings a probe under 10 s;
+* **the attribution by time**.  A message is attributed to a request only if it arrived at least
+  3/4 of the tool's measured running time after the request was sent.  In-process the probe and
+  the app share one event loop and one clock, so a delay in the loop delays the server's work and
+  the probe's readings alike: arrival times only grow, which can make an attribution ambiguous
+  (then it is not made) but not wrong.  What can make it wrong is a stall of the loop *while the
+  tool is measured*: the measured time, and with it the floor, grows past the tool's real time,
+  and a request's own answer would look too early to be its own.  :class:`LoopWatch` records the
+  loop's stalls; a measurement that saw a stall over :func:`.scenarios.stall_budget` is taken
+  again, and if the second stalls too, the scenarios whose verdicts rest on it
+  (:data:`.records.TIME_ATTRIBUTED`) are reported as not judged, with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections.abc import Callable, Iterable
+
+from .records import (
+    DEFAULT_ARGS,
+    DEFAULT_ELICIT_ARGS,
+    DEFAULT_ELICIT_TOOL,
+    DEFAULT_TOOL,
+    SCENARIOS,
+    CannotTest,
+)
+from .report import Report, untested
+
+_PROBING: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_inflight_probing",
+                                                                default=False)
+
+
+class _QuietClients(logging.Filter):
+    """Drops httpx's own line per request ("HTTP Request: POST ...") for the probe's requests
+    (hundreds of them, in the user's test log); other httpx users keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _PROBING.get()
+
+
+IN_PROCESS_PACE_ARGS = {"lost_factor": 1.5, "lost_slack": 1.0, "calibrate_together": True}
+
+
+class LoopWatch:
+    """How late the event loop wakes a task that sleeps ``tick`` seconds: each lateness over
+    ``least`` is a stall, kept as ``(monotonic end, seconds)``."""
+
+    def __init__(self, tick: float = 0.01, least: float = 0.02) -> None:
+        self.tick = tick
+        self.least = least
+        self.stalls: list[tuple[float, float]] = []
+        self._task: asyncio.Task | None = None
+
+    async def _run(self) -> None:
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(self.tick)
+            after = time.monotonic()
+            late = after - before - self.tick
+            if late > self.least:
+                self.stalls.append((after, late))
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    def worst(self, start: float, end: float) -> float:
+        """The longest stall that overlapped the monotonic interval ``[start, end]``."""
+        return max((s for e, s in self.stalls if e >= start and e - s <= end), default=0.0)
+
+
+async def probe_app_async(app, *, tool: str = DEFAULT_TOOL, args: dict | None = None,
+                          elicit_tool: str | None = DEFAULT_ELICIT_TOOL,
+                          elicit_args: dict | None = None, path: str = "/mcp",
+                          base_url: str = "http://127.0.0.1:8000", headers: dict | None = None,
+                          scenarios: Iterable[str] | None = None, lifespan: bool = True,
+                          progress: Callable[[str], None] | None = None) -> Report:
+    """Probe the ASGI ``app`` in the running event loop; see :func:`probe_app`."""
+    from .asgi import AppRunner, LifespanFailed
+    from .recording import Target
+    from .scenarios import Pace, probe
+
+    chosen = _scenarios(scenarios)
+    url = base_url.rstrip("/") + path
+    label = f"{url} (in-process {type(app).__name__})"
+    watch = LoopWatch()
+    watch.start()
+    quiet = _QuietClients()
+    logging.getLogger("httpx").addFilter(quiet)
+    probing = _PROBING.set(True)
+    try:
+        try:
+            async with AppRunner(app, lifespan=lifespan) as runner:
+                t = Target(url=url, tool=tool, args=dict(DEFAULT_ARGS if args is None else args),
+                           elicit_tool=elicit_tool or None,
+                           elicit_args=dict(DEFAULT_ELICIT_ARGS if elicit_args is None
+                                            else elicit_args),
+                           headers=dict(headers or {}), transport=runner.transport, label=label)
+                doc = await probe(t, chosen, progress, Pace(**IN_PROCESS_PACE_ARGS), watch)
+        except LifespanFailed as exc:
+            return Report(untested(label, str(exc)))
+        except CannotTest as exc:
+            return Report(untested(label, str(exc)))
+    finally:
+        logging.getLogger("httpx").removeFilter(quiet)
+        _PROBING.reset(probing)
+        await watch.stop()
+    records = doc.pop("records")
+    return Report(doc, records)
+
+
+def probe_app(app, *, tool: str = DEFAULT_TOOL, args: dict | None = None,
+              elicit_tool: str | None = DEFAULT_ELICIT_TOOL, elicit_args: dict | None = None,
+              path: str = "/mcp", base_url: str = "http://127.0.0.1:8000",
+              headers: dict | None = None, scenarios: Iterable[str] | None = None,
+              lifespan: bool = True, progress: Callable[[str], None] | None = None) -> Report:
+    """Probe the ASGI ``app`` (a Streamable HTTP MCP endpoint at ``path``) in-process and return
+    the :class:`.report.Report`: the same scenarios, controls and verdicts as
+    ``mcp-inflight probe URL``, and in ``report.doc`` the same JSON.
+
+    ``tool``/``args``: a tool that reports progress for the client's progress token at least
+    twice and runs at least a second; ``elicit_tool``/``elicit_args``: one that elicits after at
+    least 0.6 s (None skips ``server_request_routing``); the defaults fit ``mcp-inflight serve``'s
+    demo tools.  ``base_url``: the scheme, host and port the requests name (the official SDK
+    checks the Host header: keep a loopback name with a port).  ``scenarios``: a subset of
+    ``SCENARIOS``.  ``lifespan``: run the app's ASGI lifespan around the probe (the official SDK's
+    app starts its session manager there; that manager runs only once, so build a fresh app for
+    each probe).  A target that cannot be probed gives a report with ``status == "untested"``
+    and ``reason``, never a clean one.
+
+    Runs its own event loop (in a worker thread when called from a running loop); from async
+    code, await :func:`probe_app_async` instead.
+    """
+    coro = probe_app_async(app, tool=tool, args=args, elicit_tool=elicit_tool,
+                           elicit_args=elicit_args, path=path, base_url=base_url, headers=headers,
+                           scenarios=scenarios, lifespan=lifespan, progress=progress)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def _scenarios(chosen: Iterable[str] | None) -> tuple[str, ...]:
+    if chosen is None:
+        return SCENARIOS
+    if isinstance(chosen, str):
+        chosen = (chosen,)
+    out = tuple(chosen)
+    unknown = [s for s in out if s not in SCENARIOS]
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {', '.join(map(repr, unknown))}; "
+                         f"known: {', '.join(SCENARIOS)}")
+    return tuple(s for s in SCENARIOS if s in out) if out else SCENARIOS

@@ -1,0 +1,81 @@
+"""The pytest plugin (entry point ``pytest11``): the ``mcp_probe`` fixture.
+
+::
+
+    def test_no_id_collisions(mcp_probe):
+        report = mcp_probe(app, tool="slow", args={"label": "x", "steps": 6, "delay": 0.25})
+        assert report.clean
+
+``mcp_probe(app, **options)`` runs :func:`mcp_inflight.probe.probe_app` on the ASGI ``app``
+in-process and returns its :class:`~mcp_inflight.probe.report.Report` (true when clean).  When
+the test fails, the text of every report that was not clean (each defect class with its
+evidence lines, or why it could not test) is printed with the failure, in a section
+``mcp-inflight probe``; the assertion line itself names the classes.
+
+Picking scenarios: ``@pytest.mark.mcp_probe("duplicate_progress", "cancel_routing")`` on a test
+(or a module's ``pytestmark``), ``scenarios=[...]`` in the call, or ``--mcp-probe-scenario NAME``
+(repeatable) on the command line, in that order of precedence.  The marker's keyword arguments
+are defaults for the call (``@pytest.mark.mcp_probe(tool="work", args={...})``).
+
+Loaded in every pytest run of an environment where mcp-inflight is installed: it imports nothing
+of the probe until a test asks for the fixture, adds one option and one marker, and touches no
+other test.  ``-p no:mcp_inflight`` turns it off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+_REPORTS = pytest.StashKey[list]()
+MARKER = "mcp_probe"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mcp-inflight", "mcp-inflight probe (the mcp_probe fixture)")
+    group.addoption("--mcp-probe-scenario", action="append", default=None, metavar="SCENARIO",
+                    dest="mcp_probe_scenarios",
+                    help="run only this scenario in the mcp_probe fixture (repeatable)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(*scenarios, **options): the scenarios the mcp_probe fixture runs, and "
+        f"default options for it (tool=, args=, elicit_tool=, ...)")
+
+
+@pytest.fixture
+def mcp_probe(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``mcp_probe(app, tool=..., args=..., elicit_tool=..., elicit_args=..., scenarios=...,
+    path="/mcp", ...)``: probe the ASGI ``app`` in-process (see
+    :func:`mcp_inflight.probe.probe_app`) and return the report."""
+    marker = request.node.get_closest_marker(MARKER)
+    defaults: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    if marker and marker.args:
+        defaults["scenarios"] = list(marker.args)
+    elif request.config.getoption("mcp_probe_scenarios"):
+        defaults["scenarios"] = list(request.config.getoption("mcp_probe_scenarios"))
+    reports: list = request.node.stash.setdefault(_REPORTS, [])
+
+    def run(app, **options: Any):
+        from mcp_inflight.probe.inprocess import probe_app
+
+        report = probe_app(app, **{**defaults, **options})
+        reports.append(report)
+        return report
+
+    return run
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    rep = yield
+    if rep.when == "call" and rep.failed:
+        for n, report in enumerate(item.stash.get(_REPORTS, []), 1):
+            if not report.clean:
+                title = "mcp-inflight probe" + (f" ({n})" if n > 1 else "")
+                rep.sections.append((title, report.text()))
+    return rep
