@@ -188,6 +188,11 @@ def _after(cfg: Config, tokens: tuple[str, ...]) -> tuple[Step, ...]:
     return before + (Step(m, s, t, out),)
 
 
+def clear_caches() -> None:
+    """Forget every replayed path (for measurements of a cold start)."""
+    _after.cache_clear()
+
+
 def replay(cfg: Config, tokens: list[str]) -> list[Step]:
     parse_path(cfg, tokens)     # an unknown token is reported by its position first
     return list(_after(cfg, tuple(tokens)))

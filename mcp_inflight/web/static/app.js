@@ -58,15 +58,19 @@ async function getJSON(url) {
 
 // --- navigation -------------------------------------------------------------------------
 
+let goSerial = 0;        // only the answer to the latest request is shown
+
 async function go(q, push = true) {
-  const sameConfig = view && configKey(q) === configKey(query);
+  const serial = ++goSerial;
   let v;
   try {
     v = await getJSON("/api/view" + queryString(q));
   } catch (e) {
-    showError(e.message, q);
+    if (serial === goSerial) showError(e.message, q);
     return;
   }
+  if (serial !== goSerial) return;
+  const sameConfig = view && configKey(q) === configKey(query);
   lastStatus = sameConfig && view ? Object.fromEntries(view.properties.map((p) => [p.name, p.status])) : null;
   query = q;
   view = v;
@@ -118,7 +122,7 @@ function render() {
   $("following").textContent = query.trace ? `following the explorer's trace: ${query.trace}` : "";
   renderEnabled(v);
   renderPath(v);
-  renderState(v.state);
+  renderState(v.state, v.lifecycle);
   renderLifecycle(v.lifecycle);
   renderProperties(v);
   renderDiagram(v);
@@ -175,13 +179,20 @@ function fieldHead(f) {
   return el("th", { class: "field", title: f.doc }, f.field, tags ? el("small", {}, ` (${tags})`) : null);
 }
 
-function renderState(st) {
+function renderState(st, lifecycle) {
+  const unsent = new Set(lifecycle.filter((r) => r.life === "unsent").map((r) => r.instance));
+  const instCell = (c, r) => {
+    const td = cell(c, r);
+    if (unsent.has(c.key)) td.classList.add("unsent");
+    return td;
+  };
   const box = $("state");
   box.replaceChildren();
   const byKey = (k) => st.rows.filter((r) => r.key === k);
   const inst = el("table", { id: "state-inst" },
-    el("tr", {}, el("th", {}, "per request"), st.instances.map((x) => el("th", {}, x))),
-    byKey("inst").map((r) => el("tr", { "data-field": r.field }, fieldHead(r), r.cells.map((c) => cell(c, r)))));
+    el("tr", {}, el("th", {}, "per request"), st.instances.map((x) => el("th", {
+      class: unsent.has(x) ? "unsent" : null, title: unsent.has(x) ? "not sent yet: its values are the defaults" : null }, x))),
+    byKey("inst").map((r) => el("tr", { "data-field": r.field }, fieldHead(r), r.cells.map((c) => instCell(c, r)))));
   const ids = el("table", { id: "state-id" },
     el("tr", {}, el("th", {}, "per id"), st.ids.map((x) => el("th", {}, x))),
     byKey("id").map((r) => el("tr", { "data-field": r.field }, fieldHead(r), r.cells.map((c) => cell(c, r)))));
@@ -249,7 +260,7 @@ function renderDiagram(v) {
   const box = $("diagram");
   box.replaceChildren();
   const { lanes, arrows } = v.diagram;
-  const LANE = 190, LEFT = 40, TOP = 56, ROW = 46, NOTE = 300;
+  const LANE = 175, LEFT = 40, TOP = 56, ROW = 40, NOTE = 330;
   const x = {};
   lanes.forEach((l, n) => { x[l.key] = LEFT + LANE / 2 + n * LANE; });
   const width = LEFT + lanes.length * LANE + NOTE;
@@ -282,11 +293,13 @@ function renderDiagram(v) {
     g.append(svg("text", { x: 8, y: y + 4, "font-size": 11, fill: "#5f6b76" }, `${a.step}.`));
     const label = a.text + (a.marked ? `  ${a.marked}` : "");
     if (a.src === a.dst) {
+      // a step inside the server: a box on the lane, its text to the left of it
       const cx = x[a.src];
-      g.append(svg("rect", { x: cx - LANE / 2 + 14, y: y - 14, width: LANE - 28, height: 24, rx: 5,
+      g.append(svg("rect", { x: cx - 9, y: y - 11, width: 18, height: 20, rx: 4,
         fill: red ? "#ffe0e0" : "#fafbfc", stroke: colour, "stroke-width": red ? 2 : 1,
         "stroke-dasharray": a.kind === "lost" ? "3 3" : null }));
-      g.append(svg("text", { x: cx, y: y + 2, "text-anchor": "middle", "font-size": 10.5, fill: colour }, clip(label, 34)));
+      g.append(svg("text", { x: cx - 16, y: y + 4, "text-anchor": "end", "font-size": 11, fill: colour,
+        "font-weight": red ? 600 : null }, label));
     } else {
       const x1 = x[a.src], x2 = x[a.dst];
       const head = a.kind === "lost" ? "-bar" : "";
@@ -309,8 +322,6 @@ function renderDiagram(v) {
   if (!arrows.length) root.append(svg("text", { x: LEFT, y: TOP + 20, "font-size": 12, fill: "#5f6b76" }, "no step yet: take an action"));
   box.append(root);
 }
-
-function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
 
 // --- the list of traces ---------------------------------------------------------------------
 
