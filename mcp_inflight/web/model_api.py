@@ -332,7 +332,8 @@ class _Explaining(Concrete):
         self.frames[-1].append((which, f, k, v))
 
     def _quantify(self, sort, fn, forall: bool):
-        name = fn.__code__.co_varnames[0] if fn.__code__.co_argcount else sort
+        code = getattr(fn, "__code__", None)
+        name = code.co_varnames[0] if code is not None and code.co_argcount else sort
         for v in self.domains[sort]:
             self.frames.append([])
             mark = len(self.failing)
