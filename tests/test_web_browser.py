@@ -170,3 +170,12 @@ def test_switch_configuration_and_screenshot(server, page, tmp_path):
     assert whats and set(whats) == {"witness"}
     out = os.environ.get("MCP_INFLIGHT_SCREENSHOT")
     page.screenshot(path=out or str(tmp_path / "explore.png"), full_page=True)
+
+
+def test_a_link_that_does_not_replay_says_why(server, page):
+    page.goto(server + "?path=client_sends.A.1-admit.A")
+    expect(page.locator("#error")).to_be_visible()
+    expect(page.locator("#error")).to_contain_text("step 2: admit.A is not enabled")
+    page.locator("#error a").click()
+    expect(page.locator("#position")).to_have_text("step 0 of 0")
+    expect(page.locator("#error")).to_be_hidden()

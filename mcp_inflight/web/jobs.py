@@ -88,15 +88,6 @@ class Explorations:
                     self._results[spec] = {"status": "error", "error": payload}
                 self._lock.notify_all()
 
-    def wait(self, spec: Spec, timeout: float) -> dict:
-        """Block until ``spec`` is explored (for tests and scripts); its status either way."""
-        deadline = time.monotonic() + timeout
-        self.status(spec)
-        with self._lock:
-            while spec not in self._results and time.monotonic() < deadline:
-                self._lock.wait(max(0.0, deadline - time.monotonic()))
-        return self.status(spec)
-
     def close(self) -> None:
         """Stop: drop the queue and end the running exploration's process."""
         with self._lock:

@@ -46,7 +46,7 @@ DEFAULT_PORT = 8731
 MAX_STATES = 3_000_000
 
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-          ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+          ".css": "text/css; charset=utf-8"}
 
 
 def _static(name: str) -> bytes | None:

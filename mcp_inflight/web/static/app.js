@@ -120,6 +120,11 @@ function render() {
   story.textContent = (v.at > 0 ? `${v.at}. ` : "") + v.story;
   story.className = here && (here.breaks.length || /<--/.test(here.story)) ? "bad" : "";
   $("following").textContent = query.trace ? `following the explorer's trace: ${query.trace}` : "";
+  const k = v.config.knobs;
+  $("knobs").textContent = `${v.config.label}, ${v.config.ids} ids, ${v.config.requests} request instances. ` +
+    `Design ${k.name}: claim ${k.claim}; removals guarded by identity: ${k.guarded.length ? k.guarded.join(", ") : "none"}; ` +
+    `guarded writes: ${k.guard_write ? "yes" : "no"}; cancel by connection: ${k.cancel_by_connection ? "yes" : "no"}; ` +
+    `id freed on: ${k.free_on.replace("_", " ")}.`;
   renderEnabled(v);
   renderPath(v);
   renderState(v.state, v.lifecycle);
