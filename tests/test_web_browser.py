@@ -165,6 +165,7 @@ def test_switch_configuration_and_screenshot(server, page, tmp_path):
     expect(page).to_have_url(re.compile(r"design=atomic"))
     expect(page.locator("#position")).to_have_text("step 0 of 0")
     expect(page.locator("#explore-status")).to_contain_text("states explored")
+    expect(page.locator("#trace-list a").first).to_be_visible()
     # atomic keeps every invariant: only witnesses (and hazards, none on this profile) listed
     whats = page.locator("#trace-list a").evaluate_all("as => as.map(a => a.dataset.what)")
     assert whats and set(whats) == {"witness"}

@@ -333,6 +333,10 @@ function renderDiagram(v) {
 async function loadTraces() {
   clearTimeout(pollTimer);
   const key = configKey(query);
+  if (tracesFor !== key) {     // another configuration: forget the old list at once
+    $("trace-list").replaceChildren();
+    $("explore-status").textContent = "";
+  }
   tracesFor = key;
   const q = Object.fromEntries(CONFIG_KEYS.map((k) => [k, query[k]]));
   let t;
@@ -348,7 +352,7 @@ async function loadTraces() {
     $("explore-status").textContent = t.status === "exploring"
       ? `exploring ${t.config.label} for its traces… ${t.seconds}s` : `waiting to explore ${t.config.label}…`;
     list.replaceChildren();
-    pollTimer = setTimeout(() => { if (tracesFor === key) { tracesFor = null; loadTraces(); } }, 1000);
+    pollTimer = setTimeout(() => { if (tracesFor === key) loadTraces(); }, 1000);
     return;
   }
   if (t.status === "error") { $("explore-status").textContent = "exploration failed: " + t.error; return; }
