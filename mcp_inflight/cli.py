@@ -44,6 +44,7 @@ DELEGATED = {
     "diagrams": ("mcp_inflight.draw", "generate the diagrams from the model, or check them"),
     "serve": ("mcp_inflight.serve", "run an MCP server on the verified core (stdio or HTTP)"),
     "probe": ("mcp_inflight.probe", "probe an MCP server over HTTP for in-flight id collisions"),
+    "explore": ("mcp_inflight.web", "serve a page to walk the state space and its counterexamples"),
 }
 
 

@@ -1,0 +1,100 @@
+"""Explorations for the page's list of traces, one at a time in a child process.
+
+The exhaustive search of a configuration takes from a fraction of a second to about a minute at
+the default bound (2 ids, 3 instances), so it runs in a process of its own: the server's
+threads keep answering steps at full speed while it runs (a thread would share the GIL with
+them).  Each configuration is explored once per server; results stay in memory.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+import time
+from dataclasses import asdict
+
+from mcp_inflight.web import model_api as api
+
+Spec = tuple[str, str, str, int, int]     # design, revision, transport, ids, requests
+
+
+def _child(spec: Spec, max_states: int | None, conn) -> None:
+    try:
+        conn.send(("ok", asdict(api.explored(spec, max_states))))
+    except BaseException as e:      # reported to the page, not lost with the process
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+class Explorations:
+    """A queue of configurations to explore, worked off by one child process at a time."""
+
+    def __init__(self, max_states: int | None):
+        self.max_states = max_states
+        self._ctx = mp.get_context("spawn")
+        self._lock = threading.Condition()
+        self._results: dict[Spec, dict] = {}
+        self._queue: list[Spec] = []
+        self._running: Spec | None = None
+        self._started: float = 0.0
+        self._proc = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="explorations", daemon=True)
+        self._thread.start()
+
+    def status(self, spec: Spec) -> dict:
+        """The result if done; otherwise queue the configuration and say where it stands."""
+        with self._lock:
+            if spec in self._results:
+                return self._results[spec]
+            if spec == self._running:
+                took = round(time.monotonic() - self._started, 1)
+                return {"status": "exploring", "seconds": took}
+            if spec not in self._queue:
+                self._queue.append(spec)
+                self._lock.notify_all()
+            ahead = self._queue.index(spec) + (self._running is not None)
+            return {"status": "queued", "ahead": ahead}
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._closed:
+                    self._lock.wait()
+                if self._closed:
+                    return
+                spec = self._queue.pop(0)
+                self._running = spec
+                self._started = time.monotonic()
+                parent, child = self._ctx.Pipe(duplex=False)
+                proc = self._ctx.Process(target=_child, args=(spec, self.max_states, child),
+                                         daemon=True, name="mcp-inflight-explore")
+                proc.start()
+                self._proc = proc
+            child.close()
+            try:
+                kind, payload = parent.recv()
+            except (EOFError, OSError):
+                kind, payload = "error", "the exploring process ended without a result"
+            parent.close()
+            proc.join(5)
+            with self._lock:
+                self._proc = None
+                self._running = None
+                if kind == "ok":
+                    self._results[spec] = dict(payload, status="done")
+                else:
+                    self._results[spec] = {"status": "error", "error": payload}
+                self._lock.notify_all()
+
+    def close(self) -> None:
+        """Stop: drop the queue and end the running exploration's process."""
+        with self._lock:
+            self._closed = True
+            self._queue.clear()
+            proc = self._proc
+            self._lock.notify_all()
+        if proc is not None and proc.is_alive():
+            proc.terminate()
+            proc.join(5)

@@ -1,0 +1,494 @@
+"""The explorer page's one window on the model, the explorer and the drawing code.
+
+Every other module of ``mcp_inflight.web`` reads the model through this one: the page never
+defines a rule of its own.  A step is computed by the model's own action exactly as the
+explorer's interpreted engine computes it (``proofs/explore.py``): the action's guard on the
+pre-state, its output, its effect applied with ``apply_writes``, then ``canonical_clock``.
+Properties are the model's, judged by the model's own functions (a state property on the
+state, a step property on the transition that led to it).  Traces come from ``explore()``; the
+sequence diagram's lanes and arrows from ``draw_sequence.arrows``.
+
+A path is a list of *moves*, each an action name and its arguments, written as a token
+``action.A`` or ``action.A.1`` (instance name, then id name, as the explorer names them), so a
+path in a URL needs nothing from the server but the model to be replayed.
+
+"Which part fails" is found without reading the property's text: the property is evaluated
+once more with :class:`_Explaining`, a ``Concrete`` logic that records, for each quantifier
+that fails, the value it fails for, and with state proxies that record every field read; the
+reads of the innermost failing quantifier instance are the part that fails.
+
+Extension point: a recorded runtime trace, once the runtime can record one, opens in the same
+view by turning it into a path of moves (:func:`parse_path` takes tokens; a recorder that emits
+the model's action names and arguments needs nothing else here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from mcp_inflight.draw_sequence import arrows as _draw_arrows
+from mcp_inflight.model.config import DESIGNS, Config, Design, mutants, profiles
+from mcp_inflight.model.lifecycle import Life
+from mcp_inflight.model.logic import Concrete, apply_writes
+from mcp_inflight.model.properties import PROPERTIES, Property
+from mcp_inflight.model.session import (
+    FIELDS,
+    Action,
+    State,
+    actions_for,
+    canonical_clock,
+    domains,
+    initial,
+)
+from mcp_inflight.proofs.explore import (
+    changes,
+    explore,
+    id_name,
+    inst_name,
+    render_value,
+    story,
+    trace_json,
+)
+
+# --- configurations -----------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def all_designs() -> dict[str, Design]:
+    """The three designs, then the mutants of ``atomic`` (one safeguard removed each)."""
+    return {**DESIGNS, **mutants()}
+
+
+def revisions() -> list[str]:
+    return list(dict.fromkeys(rev for rev, _ in profiles()))
+
+
+def transports() -> list[str]:
+    return list(dict.fromkeys(tr for _, tr in profiles()))
+
+
+def config(design: str, revision: str, transport: str, ids: int, requests: int) -> Config:
+    """A configuration by names; ``ValueError`` with the valid choices when a name is unknown."""
+    ds = all_designs()
+    if design not in ds:
+        raise ValueError(f"unknown design {design!r}; valid: {', '.join(ds)}")
+    return Config(ds[design], revision, transport, ids=ids, requests=requests)
+
+
+def describe_config(cfg: Config) -> dict:
+    return {"design": cfg.design.name, "revision": cfg.revision, "transport": cfg.transport,
+            "ids": cfg.ids, "requests": cfg.requests, "label": cfg.label,
+            "knobs": cfg.design.describe()}
+
+
+# --- moves and paths ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Move:
+    """One action with its arguments (``r`` an instance, ``i`` an id or ``None``)."""
+
+    action: Action
+    r: int
+    i: int | None
+
+    @property
+    def args(self) -> dict[str, int]:
+        return {"r": self.r} if self.i is None else {"r": self.r, "i": self.i}
+
+    @property
+    def token(self) -> str:
+        parts = [self.action.name, inst_name(self.r)]
+        if self.i is not None:
+            parts.append(id_name(self.i))
+        return ".".join(parts)
+
+    def shown_args(self) -> dict[str, str]:
+        return {"r": inst_name(self.r), **({} if self.i is None else {"i": id_name(self.i)})}
+
+
+class PathError(ValueError):
+    """A path that does not replay: an unknown move, or a move not enabled where it stands."""
+
+    def __init__(self, message: str, step: int):
+        super().__init__(message)
+        self.step = step
+
+
+@lru_cache(maxsize=64)
+def _moves(cfg: Config) -> tuple[Move, ...]:
+    """Every (action, instance, id) of the run, in the order the explorer enumerates them."""
+    out = []
+    for a in actions_for(cfg):
+        for r in range(cfg.requests):
+            for i in (range(cfg.ids) if "i" in a.params else (None,)):
+                out.append(Move(a, r, i))
+    return tuple(out)
+
+
+@lru_cache(maxsize=64)
+def _by_token(cfg: Config) -> dict[str, Move]:
+    return {m.token: m for m in _moves(cfg)}
+
+
+def parse_path(cfg: Config, tokens: list[str]) -> list[Move]:
+    known = _by_token(cfg)
+    out = []
+    for n, tok in enumerate(tokens, 1):
+        if tok not in known:
+            raise PathError(f"step {n}: {tok!r} is not a move of {cfg.label} "
+                            f"(an action of this run with instance and id names)", n)
+        out.append(known[tok])
+    return out
+
+
+@lru_cache(maxsize=64)
+def _logic(cfg: Config) -> Concrete:
+    return Concrete(domains(cfg))
+
+
+def start(cfg: Config) -> State:
+    return canonical_clock(cfg, initial(cfg))
+
+
+def enabled(cfg: Config, s: State, m: Move) -> bool:
+    return bool(m.action.guard(_logic(cfg), s, cfg, m.r, m.i))
+
+
+def fire(cfg: Config, s: State, m: Move) -> tuple[State, dict]:
+    """``(post-state, output)`` of an enabled move, as the interpreted explorer computes it."""
+    b = _logic(cfg)
+    out = m.action.output(b, s, cfg, m.r, m.i)
+    t = canonical_clock(cfg, apply_writes(s, m.action.effect(b, s, cfg, m.r, m.i, out)))
+    return t, out
+
+
+@dataclass(frozen=True)
+class Step:
+    move: Move
+    pre: State
+    post: State
+    out: dict
+
+
+@lru_cache(maxsize=4096)
+def _after(cfg: Config, tokens: tuple[str, ...]) -> tuple[Step, ...]:
+    """The steps of a path (a cache by prefix: walking one step further replays only one)."""
+    if not tokens:
+        return ()
+    before = _after(cfg, tokens[:-1])
+    m = parse_path(cfg, [tokens[-1]])[0]
+    s = before[-1].post if before else start(cfg)
+    if not enabled(cfg, s, m):
+        n = len(tokens)
+        raise PathError(f"step {n}: {m.token} is not enabled after step {n - 1} of {cfg.label}", n)
+    t, out = fire(cfg, s, m)
+    return before + (Step(m, s, t, out),)
+
+
+def clear_caches() -> None:
+    """Forget every replayed path (for measurements of a cold start)."""
+    _after.cache_clear()
+
+
+def replay(cfg: Config, tokens: list[str]) -> list[Step]:
+    parse_path(cfg, tokens)     # an unknown token is reported by its position first
+    return list(_after(cfg, tuple(tokens)))
+
+
+def successors(cfg: Config, s: State) -> list[Step]:
+    """Every enabled move at ``s`` with its post-state (computed now: nothing is stored)."""
+    out = []
+    for m in _moves(cfg):
+        if m.action.sources(cfg) is not None and s.life[m.r] not in m.action.sources(cfg):
+            continue
+        if enabled(cfg, s, m):
+            t, o = fire(cfg, s, m)
+            out.append(Step(m, s, t, o))
+    return out
+
+
+def step_story(cfg: Config, st: Step) -> str:
+    return story(st.move.action, st.move.args, st.pre, st.post, st.out)
+
+
+def step_changes(st: Step) -> dict:
+    return changes(st.pre, st.post)
+
+
+def outputs(st: Step) -> list[dict]:
+    """Where each message of the step goes: ``[{"kind", "stream", "out"}]`` (stream by name)."""
+    return [{"kind": k, "stream": inst_name(t), "out": bool(d)} for k, (t, d) in st.out.items()]
+
+
+# --- the state as tables ------------------------------------------------------------------
+
+
+def fields() -> list[dict]:
+    return [{"name": f.name, "key": f.key, "sort": f.sort, "ghost": f.ghost, "wire": f.wire,
+             "doc": f.doc} for f in FIELDS]
+
+
+def state_table(cfg: Config, s: State, prev: State | None) -> dict:
+    """Every field's value, rendered as the explorer renders it; ``changed`` against ``prev``."""
+    rows = []
+    for f in FIELDS:
+        vals = getattr(s, f.name)
+        old = getattr(prev, f.name) if prev is not None else None
+        if f.key is None:
+            cells = [{"key": None, "value": render_value(f, vals),
+                      "before": None if old is None or old == vals else render_value(f, old)}]
+        else:
+            name = inst_name if f.key == "inst" else id_name
+            cells = [{"key": name(k), "value": render_value(f, v),
+                      "before": None if old is None or old[k] == v else render_value(f, old[k])}
+                     for k, v in enumerate(vals)]
+        rows.append({"field": f.name, "key": f.key, "ghost": f.ghost, "wire": f.wire,
+                     "doc": f.doc, "cells": cells})
+    return {"instances": [inst_name(r) for r in range(cfg.requests)],
+            "ids": [id_name(k) for k in range(cfg.ids)], "rows": rows}
+
+
+def lifecycle(cfg: Config, steps: list[Step]) -> list[dict]:
+    """Each request instance: its sender, id, current lifecycle state, and the states it passed
+    through along the path (in order, without repeats)."""
+    states = [start(cfg)] + [st.post for st in steps]
+    s = states[-1]
+    out = []
+    for r in range(cfg.requests):
+        seen: list[str] = []
+        for x in states:
+            lab = Life(x.life[r]).label
+            if not seen or seen[-1] != lab:
+                seen.append(lab)
+        sent = Life(s.life[r]) != Life.UNSENT
+        out.append({"instance": inst_name(r), "life": Life(s.life[r]).label, "history": seen,
+                    "sender": ("rogue" if s.rogue[r] else "client") if sent else None,
+                    "id": id_name(s.rid[r]) if sent else None})
+    return out
+
+
+def life_states() -> list[str]:
+    return [x.label for x in Life]
+
+
+# --- properties ---------------------------------------------------------------------------
+
+
+class _Reads:
+    """Indexing proxy of one field of a state: records every read into the current frame."""
+
+    __slots__ = ("_log", "_field", "_vals", "_which")
+
+    def __init__(self, log, fld, vals, which):
+        self._log, self._field, self._vals, self._which = log, fld, vals, which
+
+    def __getitem__(self, k):
+        v = self._vals[k]
+        self._log.read(self._which, self._field, k, v)
+        return v
+
+    def __len__(self):
+        return len(self._vals)
+
+    def __iter__(self):
+        for k in range(len(self._vals)):
+            yield self[k]
+
+
+class _StateReads:
+    """A state whose every field read is recorded (``which`` is ``""``, ``"before"`` or
+    ``"after"``)."""
+
+    def __init__(self, log, s: State, which: str):
+        self._log, self._s, self._which = log, s, which
+
+    def __getattr__(self, name):
+        vals = getattr(self._s, name)
+        f = _FIELD.get(name)
+        if f is None:
+            return vals
+        if f.key is None:
+            self._log.read(self._which, f, None, vals)
+            return vals
+        return _Reads(self._log, f, vals, self._which)
+
+
+_FIELD = {f.name: f for f in FIELDS}
+
+
+class _Explaining(Concrete):
+    """``Concrete`` that records, for each quantifier that fails (``ForAll`` false, or
+    ``Exists`` true), the value it fails for and the reads made under it."""
+
+    def __init__(self, doms):
+        super().__init__(doms)
+        self.frames: list[list] = [[]]
+        self.failing: list[tuple] = []   # (depth, binding, reads), innermost last
+
+    def read(self, which, f, k, v):
+        self.frames[-1].append((which, f, k, v))
+
+    def _quantify(self, sort, fn, forall: bool):
+        code = getattr(fn, "__code__", None)
+        name = code.co_varnames[0] if code is not None and code.co_argcount else sort
+        for v in self.domains[sort]:
+            self.frames.append([])
+            mark = len(self.failing)
+            res = bool(fn(v))
+            reads = self.frames.pop()
+            self.frames[-1].extend(reads)
+            if res != forall:
+                self.failing.append((len(self.frames), (sort, name, v), reads))
+                return not forall
+            # this instance passed: what failed inside it is not why the whole fails
+            del self.failing[mark:]
+        return forall
+
+    def ForAll(self, sort, fn):
+        return self._quantify(sort, fn, True)
+
+    def Exists(self, sort, fn):
+        return self._quantify(sort, fn, False)
+
+
+def _render_read(which, f, k, v) -> str:
+    key = "" if k is None else f"[{(inst_name if f.key == 'inst' else id_name)(k)}]"
+    when = f" ({which})" if which else ""
+    return f"{f.name}{key}{when} = {render_value(f, v)}"
+
+
+def _explain(cfg: Config, p: Property, pre: State | None, post: State, st: Step | None) -> dict:
+    b = _Explaining(domains(cfg))
+    if p.scope == "state":
+        value = p.fn(b, _StateReads(b, post, ""), cfg)
+    else:
+        m = st.move
+        value = p.fn(b, _StateReads(b, pre, "before"), _StateReads(b, post, "after"), cfg,
+                     m.action, m.r, m.i, st.out)
+    chain = []
+    reads: list = []
+    # the failing instances of nested quantifiers, outermost first
+    for _depth, (sort, name, v), rd in sorted(b.failing, key=lambda x: x[0]):
+        chain.append(f"{name} = {(inst_name if sort == 'inst' else id_name)(v)}")
+        reads = rd
+    if not chain:
+        reads = b.frames[0]
+    shown = list(dict.fromkeys(_render_read(*x) for x in reads))
+    return {"value": bool(value), "where": chain, "reads": shown}
+
+
+def judge(cfg: Config, s: State, last: Step | None) -> list[dict]:
+    """Every property's status at state ``s``; step properties on ``last``, the step that led
+    here (none at the initial state).  A broken one says which part fails."""
+    b = _logic(cfg)
+    res = []
+    for p in PROPERTIES:
+        row: dict[str, Any] = {"name": p.name, "kind": p.kind, "scope": p.scope,
+                               "applies": bool(p.applies(cfg)), "doc": p.doc}
+        if not row["applies"]:
+            row["status"] = "n/a"
+        elif p.scope == "step" and last is None:
+            row["status"] = "no step yet"
+        else:
+            if p.scope == "state":
+                v = bool(p.fn(b, s, cfg))
+            else:
+                m = last.move
+                v = bool(p.fn(b, last.pre, last.post, cfg, m.action, m.r, m.i, last.out))
+            if p.kind == "witness":
+                row["status"] = "reached" if v else "not here"
+            else:
+                row["status"] = "holds" if v else "fails"
+            if (p.kind == "witness") == v:
+                ex = _explain(cfg, p, last.pre if last else None, s, last)
+                if ex["value"] != v:
+                    raise AssertionError(f"{p.name}: explaining evaluation disagrees")
+                row["where"], row["reads"] = ex["where"], ex["reads"]
+                if p.scope == "step":
+                    row["outputs"] = outputs(last)
+        res.append(row)
+    return res
+
+
+def breaks(cfg: Config, st: Step) -> list[str]:
+    """The invariants and hazards that hold before ``st`` and fail on it (a step property on
+    the step itself, a state property on its post-state)."""
+    b = _logic(cfg)
+    out = []
+    m = st.move
+    for p in PROPERTIES:
+        if p.kind == "witness" or not p.applies(cfg):
+            continue
+        if p.scope == "state":
+            if p.fn(b, st.pre, cfg) and not p.fn(b, st.post, cfg):
+                out.append(p.name)
+        elif not p.fn(b, st.pre, st.post, cfg, m.action, m.r, m.i, st.out):
+            out.append(p.name)
+    return out
+
+
+def properties() -> list[dict]:
+    return [{"name": p.name, "kind": p.kind, "scope": p.scope, "doc": p.doc} for p in PROPERTIES]
+
+
+# --- the sequence diagram -----------------------------------------------------------------
+
+
+def diagram(cfg: Config, steps: list[Step]) -> dict:
+    """Lanes and one arrow per step, from the project's drawing code (which replays the path
+    through the model once more and checks it changes what the steps say)."""
+    trace = trace_json(cfg, [(st.move.action, st.move.args, st.pre, st.post) for st in steps])
+    lanes, arr = _draw_arrows(cfg, trace)
+    return {"lanes": [{"key": k, "title": t} for k, t in lanes],
+            "arrows": [{"step": a.step, "src": a.src, "dst": a.dst, "kind": a.kind,
+                        "text": a.text, "marked": a.marked, "registry": a.registry}
+                       for a in arr]}
+
+
+# --- the explorer's traces ----------------------------------------------------------------
+
+
+def trace_tokens(trace: list[dict]) -> list[str]:
+    """A trace of ``explore()`` (its JSON form) as path tokens."""
+    out = []
+    for st in trace:
+        a = st["args"]
+        out.append(".".join([st["action"], a["r"]] + ([a["i"]] if "i" in a else [])))
+    return out
+
+
+@dataclass
+class Explored:
+    """What the page lists from one exploration: plain data, so it crosses processes."""
+
+    states: int
+    transitions: int
+    depth: int
+    seconds: float
+    complete: bool
+    traces: list[dict] = field(default_factory=list)
+
+
+def explored(spec: tuple[str, str, str, int, int], max_states: int | None) -> Explored:
+    """Explore a configuration (by names) and keep every trace the verdicts carry: the
+    counterexamples of invariants, the witnesses reached, the hazards, and a deadlock's."""
+    cfg = config(*spec)
+    res = explore(cfg, progress=False, max_states=max_states)
+    traces = []
+    for v in res.verdicts:
+        if v.applies and v.trace is not None:
+            what = {"invariant": "counterexample", "witness": "witness",
+                    "hazard": "hazard"}[v.kind]
+            traces.append({"name": v.name, "kind": v.kind, "what": what,
+                           "path": trace_tokens(v.trace), "length": len(v.trace),
+                           "last": v.trace[-1]["story"] if v.trace else ""})
+    if res.deadlock_trace is not None:
+        traces.append({"name": "deadlock", "kind": "deadlock", "what": "deadlock",
+                       "path": trace_tokens(res.deadlock_trace),
+                       "length": len(res.deadlock_trace),
+                       "last": res.deadlock_trace[-1]["story"] if res.deadlock_trace else ""})
+    return Explored(res.states, res.transitions, res.depth, round(res.seconds, 3),
+                    res.complete, traces)

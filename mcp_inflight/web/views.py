@@ -1,0 +1,106 @@
+"""The JSON the page shows: one view of a path at a position, built from ``model_api`` alone.
+
+Successors are computed on demand: a view replays its path from the initial state (each prefix
+is cached, so one more step costs one more transition) and evaluates every move's guard at the
+current state.  Nothing needs the state graph, so a page opens at once on any configuration and
+bound, and a URL replays after a restart; the exploration (``jobs.py``) is needed only for the
+list of counterexamples, witnesses and hazards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_inflight.web import model_api as api
+
+
+class BadRequest(ValueError):
+    """A query the page cannot answer (unknown name, bad number, a path that does not replay)."""
+
+    def __init__(self, message: str, step: int | None = None):
+        super().__init__(message)
+        self.step = step
+
+
+#: Largest bounds a query may ask for (a view is cheap at any bound; this keeps a mistyped
+#: URL from building a state of thousands of slots).
+MAX_IDS = 6
+MAX_REQUESTS = 8
+
+
+def _int(q: dict, name: str, default: int, lo: int, hi: int) -> int:
+    raw = q.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        n = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be a whole number, not {raw!r}") from None
+    if not lo <= n <= hi:
+        raise BadRequest(f"{name} must be between {lo} and {hi}, not {n}")
+    return n
+
+
+def config_of(q: dict, defaults: dict):
+    """The configuration a query names, falling back on the server's defaults."""
+    try:
+        return api.config(q.get("design") or defaults["design"],
+                          q.get("revision") or defaults["revision"],
+                          q.get("transport") or defaults["transport"],
+                          _int(q, "ids", defaults["ids"], 1, MAX_IDS),
+                          _int(q, "requests", defaults["requests"], 1, MAX_REQUESTS))
+    except BadRequest:
+        raise
+    except ValueError as e:
+        raise BadRequest(str(e)) from None
+
+
+def tokens_of(q: dict) -> list[str]:
+    raw = q.get("path") or ""
+    return [t for t in raw.split("-") if t]
+
+
+def meta(defaults: dict) -> dict:
+    return {"designs": [{"name": n, "knobs": d.describe()} for n, d in api.all_designs().items()],
+            "revisions": api.revisions(), "transports": api.transports(),
+            "defaults": defaults, "properties": api.properties(), "fields": api.fields(),
+            "life": api.life_states(), "max": {"ids": MAX_IDS, "requests": MAX_REQUESTS}}
+
+
+def _step_json(cfg, st) -> dict[str, Any]:
+    return {"token": st.move.token, "action": st.move.action.name, "args": st.move.shown_args(),
+            "side": st.move.action.side, "story": api.step_story(cfg, st),
+            "changes": api.step_changes(st), "outputs": api.outputs(st),
+            "breaks": api.breaks(cfg, st)}
+
+
+def view(q: dict, defaults: dict) -> dict:
+    """The page at position ``at`` (default: the end) of ``path`` on the query's configuration.
+
+    The whole path is replayed (and drawn), so steps ahead of ``at`` stay available to walk
+    forward to; ``enabled`` and ``properties`` are those of the state at ``at``.
+    """
+    cfg = config_of(q, defaults)
+    tokens = tokens_of(q)
+    try:
+        steps = api.replay(cfg, tokens)
+    except api.PathError as e:
+        raise BadRequest(str(e), e.step) from None
+    at = _int(q, "at", len(steps), 0, len(steps))
+    here = steps[:at]
+    s = here[-1].post if here else api.start(cfg)
+    prev = here[-1].pre if here else None
+    last = here[-1] if here else None
+    succ = api.successors(cfg, s)
+    nxt = steps[at].move.token if at < len(steps) else None
+    return {
+        "config": api.describe_config(cfg),
+        "path": [_step_json(cfg, st) for st in steps],
+        "at": at,
+        "story": api.step_story(cfg, last) if last else "the initial state: nothing sent yet",
+        "state": api.state_table(cfg, s, prev),
+        "lifecycle": api.lifecycle(cfg, here),
+        "enabled": [dict(_step_json(cfg, st), next=st.move.token == nxt) for st in succ],
+        "properties": api.judge(cfg, s, last),
+        "diagram": api.diagram(cfg, steps),
+    }

@@ -1,0 +1,330 @@
+"""The explorer page's JSON API, over real HTTP on loopback, served by ``mcp-inflight explore``.
+
+The server runs as users run it (the command line, in its own process).  What it says is
+checked against the explorer itself: the moves it offers at a state are the explorer's edges
+from that state, each trace it lists breaks (or reaches) its property where the explorer says,
+and a path in a URL gives the same view from a fresh server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from mcp_inflight.model import DESIGNS, FIELDS, Config
+from mcp_inflight.proofs.explore import changes, explore, id_name, inst_name, render_value
+
+DEFAULTS = ["--design", "unguarded", "--revision", "2026-07-28", "--transport", "http",
+            "--ids", "2", "--requests", "2"]
+
+
+def start_server(*args: str, timeout: float = 30.0):
+    """``mcp-inflight explore --port 0 ARGS`` in its own process: ``(process, base URL)``."""
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "explore", "--port", "0", *args],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        m = re.search(r"listening on (http://127\.0\.0\.1:\d+/)", line)
+        if m:
+            return proc, m.group(1)
+        if proc.poll() is not None:
+            break
+    stop_server(proc)
+    raise RuntimeError("mcp-inflight explore did not start")
+
+
+def stop_server(proc) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    if proc.stderr:
+        proc.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def base():
+    proc, url = start_server(*DEFAULTS)
+    yield url
+    stop_server(proc)
+
+
+def get(base: str, route: str, **query):
+    url = base + route.lstrip("/") + ("?" + urllib.parse.urlencode(query) if query else "")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r:
+            body = r.read()
+            return r.status, json.loads(body) if r.headers["Content-Type"] == "application/json" \
+                else body.decode()
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def view(base: str, **query) -> dict:
+    status, body = get(base, "/api/view", **query)
+    assert status == 200, body
+    return body
+
+
+def traces(base: str, **query) -> dict:
+    deadline = time.monotonic() + 120
+    while True:
+        status, body = get(base, "/api/traces", **query)
+        assert status == 200, body
+        if body["status"] not in ("queued", "exploring") or time.monotonic() > deadline:
+            return body
+        time.sleep(0.2)
+
+
+# --- the explorer's state graph, to compare with ------------------------------------------
+
+def _graph(cfg: Config) -> dict:
+    """Every reachable concrete state -> ``{token: (post, changes)}``, from the explorer's own
+    edges (no symmetry, so every concrete state is expanded)."""
+    edges: dict = {}
+
+    def on_edge(pre, action, args, post, out):
+        tok = ".".join([action.name, inst_name(args["r"])]
+                       + ([id_name(args["i"])] if "i" in args else []))
+        edges.setdefault(pre, {})[tok] = (post, changes(pre, post))
+
+    res = explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
+    assert res.complete
+    return edges
+
+
+def _table(v: dict) -> dict:
+    return {(row["field"], c["key"]): c["value"]
+            for row in v["state"]["rows"] for c in row["cells"]}
+
+
+def _rendered(s) -> dict:
+    out = {}
+    for f in FIELDS:
+        vals = getattr(s, f.name)
+        if f.key is None:
+            out[(f.name, None)] = render_value(f, vals)
+        else:
+            name = inst_name if f.key == "inst" else id_name
+            out.update({(f.name, name(k)): render_value(f, x) for k, x in enumerate(vals)})
+    return out
+
+
+@pytest.mark.parametrize("design,revision,transport", [
+    ("unguarded", "2026-07-28", "http"),
+    ("atomic", "2026-07-28", "stdio"),          # stdio: send times renumbered by the model
+    ("check_then_claim", "2025-11-25", "http"),
+])
+def test_enabled_moves_are_the_explorers_edges(base, design, revision, transport):
+    """Random walks through the API: at every state the page shows the explorer's state and
+    offers exactly the explorer's edges from it, each with the explorer's changes."""
+    cfg = Config(DESIGNS[design], revision, transport, ids=2, requests=2)
+    edges = _graph(cfg)
+    s0 = next(iter(edges))    # the explorer reports the initial state's edges first
+    rng = random.Random(7)
+    q = dict(design=design, revision=revision, transport=transport, ids=2, requests=2)
+    seen_states = 0
+    for _ in range(12):
+        path, s = [], s0
+        for _ in range(14):
+            v = view(base, **q, path="-".join(path))
+            offered = {e["token"]: e["changes"] for e in v["enabled"]}
+            expected = {t: ch for t, (_, ch) in edges.get(s, {}).items()}
+            assert offered == expected, f"at {'-'.join(path) or 'the initial state'}"
+            assert _table(v) == _rendered(s), f"at {'-'.join(path) or 'the initial state'}"
+            seen_states += 1
+            if not offered:
+                break
+            tok = rng.choice(sorted(offered))
+            path.append(tok)
+            s = edges[s][tok][0]
+    assert seen_states > 50
+
+
+def test_initial_view(base):
+    v = view(base)
+    assert v["at"] == 0 and v["path"] == []
+    assert v["config"]["label"] == "unguarded 2026-07-28 http"
+    assert {r["life"] for r in v["lifecycle"]} == {"unsent"}
+    assert not any(c["before"] for row in v["state"]["rows"] for c in row["cells"])
+    status = {p["name"]: p["status"] for p in v["properties"]}
+    assert status["no_misrouted_notification"] == "no step yet"
+    assert status["no_misrouted_server_request"] == "n/a"      # no server requests on 2026-07-28
+    assert status["unique_in_flight"] == "holds"
+    assert status["cancelled"] == "not here"
+    assert "client_sends.A.1" in {e["token"] for e in v["enabled"]}
+    assert v["diagram"]["arrows"] == []
+
+
+def test_changed_fields_are_marked(base):
+    v = view(base, path="client_sends.A.1-arrive.A")
+    changed = {(row["field"], c["key"]): (c["before"], c["value"])
+               for row in v["state"]["rows"] for c in row["cells"] if c["before"] is not None}
+    assert changed == {("life", "A"): ("sent", "received")}
+    assert v["story"] == "server reads A's request (id=1)"
+    life = {r["instance"]: r for r in v["lifecycle"]}
+    assert life["A"]["history"] == ["unsent", "sent", "received"]
+    assert (life["A"]["sender"], life["A"]["id"]) == ("client", "1")
+
+
+def test_listed_traces_break_their_property_where_the_explorer_says(base):
+    t = traces(base)
+    assert t["status"] == "done" and t["complete"]
+    res = explore(Config(DESIGNS["unguarded"], "2026-07-28", "http", ids=2, requests=2),
+                  progress=False)
+    failing = {v.name for v in res.verdicts if v.applies and v.trace is not None}
+    assert {x["name"] for x in t["traces"]} == failing
+    for tr in t["traces"]:
+        v = view(base, path="-".join(tr["path"]))
+        prop = {p["name"]: p for p in v["properties"]}[tr["name"]]
+        if tr["kind"] == "witness":
+            assert prop["status"] == "reached", tr["name"]
+        else:
+            assert prop["status"] == "fails", tr["name"]
+            assert tr["name"] in v["path"][-1]["breaks"], tr["name"]
+            # it held one step earlier
+            before = view(base, path="-".join(tr["path"]), at=len(tr["path"]) - 1)
+            assert {p["name"]: p for p in before["properties"]}[tr["name"]]["status"] != "fails"
+
+
+def test_diagram_marks_the_misrouted_message_and_the_wrong_cancel(base):
+    t = {x["name"]: x for x in traces(base)["traces"]}
+    v = view(base, path="-".join(t["no_misrouted_notification"]["path"]))
+    lanes = [lane["title"] for lane in v["diagram"]["lanes"]]
+    assert lanes[:2] == ["client", "rogue"] and lanes[-1] == "server core"
+    marked = [a for a in v["diagram"]["arrows"] if a["marked"]]
+    assert [(a["step"], a["marked"], a["dst"]) for a in marked] == [(7, "MISROUTED", "SB")]
+    v = view(base, path="-".join(t["cancel_hits_target"]["path"]))
+    assert [a["marked"] for a in v["diagram"]["arrows"]][-1] == "WRONG TARGET"
+
+
+def test_a_broken_property_says_which_part_fails(base):
+    t = {x["name"]: x for x in traces(base)["traces"]}
+    v = view(base, path="-".join(t["unique_in_flight"]["path"]))
+    p = {p["name"]: p for p in v["properties"]}
+    assert p["unique_in_flight"]["where"] == ["p = A", "q = B"]
+    assert set(p["unique_in_flight"]["reads"]) == {"life[A] = in_flight", "life[B] = in_flight",
+                                                   "rid[A] = 1", "rid[B] = 1"}
+    assert "where" not in p["quiescent_clean"]     # holds: nothing to explain
+    v = view(base, path="-".join(t["no_misrouted_notification"]["path"]))
+    p = {p["name"]: p for p in v["properties"]}
+    assert p["no_misrouted_notification"]["outputs"] == [
+        {"kind": "progress", "stream": "B", "out": True}]
+
+
+def test_position_on_a_path(base):
+    path = "client_sends.A.1-rogue_sends.B.1-arrive.A-arrive.B-admit.A"
+    full = view(base, path=path, at=3)
+    prefix = view(base, path="client_sends.A.1-rogue_sends.B.1-arrive.A")
+    assert full["at"] == 3 and len(full["path"]) == 5
+    for key in ("state", "lifecycle", "properties", "story"):
+        assert full[key] == prefix[key], key
+    # the same moves; the one the path takes next is flagged
+    assert [dict(e, next=False) for e in full["enabled"]] == prefix["enabled"]
+    assert [e["token"] for e in full["enabled"] if e["next"]] == ["arrive.B"]
+    assert len(full["diagram"]["arrows"]) == 5     # the steps ahead are drawn too
+
+
+def test_a_path_replays_after_a_restart(base):
+    q = dict(design="check_then_claim", revision="2025-11-25", transport="http", ids=2,
+             requests=3, path="client_sends.A.1-arrive.A-check.A-rogue_sends.B.1-arrive.B-check.B",
+             at=5)
+    first = view(base, **q)
+    proc, other = start_server()    # other defaults: the query names everything
+    try:
+        assert view(other, **q) == first
+    finally:
+        stop_server(proc)
+
+
+@pytest.mark.parametrize("query,step,message", [
+    (dict(path="client_sends.A.1-fly.A"), 2, "not a move"),
+    (dict(path="client_sends.A.1-admit.A"), 2, "not enabled"),
+    (dict(path="client_sends.Z.1"), 1, "not a move"),
+    (dict(design="nope"), None, "unknown design"),
+    (dict(ids="x"), None, "whole number"),
+    (dict(requests="99"), None, "between"),
+    (dict(path="client_sends.A.1", at="2"), None, "between"),
+])
+def test_bad_queries_are_400_with_the_reason(base, query, step, message):
+    status, body = get(base, "/api/view", **query)
+    assert status == 400
+    assert message in body["error"] and body["step"] == step
+
+
+def test_page_and_static_files(base):
+    status, html = get(base, "/")
+    assert status == 200 and '<script src="/static/app.js">' in html
+    for name in ("app.js", "app.css"):
+        assert get(base, f"/static/{name}")[0] == 200
+    assert get(base, "/static/../server.py")[0] == 404
+    assert get(base, "/static/nothing.js")[0] == 404
+    assert get(base, "/api/nothing")[0] == 404
+
+
+def test_meta(base):
+    status, m = get(base, "/api/meta")
+    assert status == 200
+    names = [d["name"] for d in m["designs"]]
+    assert names[:3] == ["atomic", "unguarded", "check_then_claim"]
+    assert "atomic-split-claim" in names
+    assert m["defaults"] == {"design": "unguarded", "revision": "2026-07-28", "transport": "http",
+                             "ids": 2, "requests": 2}
+    assert {p["kind"] for p in m["properties"]} == {"invariant", "witness", "hazard"}
+
+
+def test_the_server_ends_its_exploration_on_sigterm():
+    """A stopped server leaves no exploring process behind (the default bound of 2025-11-25
+    http takes long enough to be running when the signal comes)."""
+    proc, url = start_server("--design", "unguarded", "--revision", "2025-11-25",
+                             "--transport", "http", "--ids", "2", "--requests", "3")
+    try:
+        deadline = time.monotonic() + 30
+        while get(url, "/api/traces")[1]["status"] != "exploring":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        children = _children(proc.pid)
+        assert children
+    finally:
+        stop_server(proc)
+    assert proc.returncode == 0
+    deadline = time.monotonic() + 10
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(c) for c in children)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

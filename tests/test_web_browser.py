@@ -1,0 +1,182 @@
+"""The explorer page in a real browser: Chromium (the Debian package) driven by Playwright.
+
+Needs ``apt-get install chromium`` (``/usr/bin/chromium``) and ``pip install playwright``; the
+test is skipped, saying which is missing, when either is absent.  Playwright's own browser
+download is not used: the system Chromium is launched by path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+
+import pytest
+
+CHROMIUM = os.environ.get("MCP_INFLIGHT_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:
+    sync_playwright = None
+
+pytestmark = [
+    pytest.mark.skipif(sync_playwright is None,
+                       reason="Playwright for Python is not installed (pip install playwright)"),
+    pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
+                       reason=f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"),
+]
+
+from test_web import DEFAULTS, start_server, stop_server  # noqa: E402  (after the skips)
+
+
+@pytest.fixture(scope="module")
+def server():
+    proc, url = start_server(*DEFAULTS)
+    yield url
+    stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def browser_context():
+    profile = tempfile.mkdtemp(prefix="mcp-inflight-chromium-")
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=ARGS,
+            viewport={"width": 1400, "height": 1000})
+        ctx.set_default_timeout(20_000)
+        yield ctx
+        ctx.close()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def page(browser_context):
+    pg = browser_context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    pg.close()
+    assert errors == []
+
+
+def _position(page) -> str:
+    return page.locator("#position").inner_text()
+
+
+def _status(page, prop: str) -> str:
+    return page.locator(f'#properties tr[data-property="{prop}"]').get_attribute("data-status")
+
+
+def test_walk_a_counterexample_and_reopen_it_from_its_link(server, page):
+    page.goto(server)
+    expect(page.locator("#position")).to_have_text("step 0 of 0")
+    trace = page.locator('#trace-list a[data-trace="no_misrouted_notification"]'
+                         '[data-what="counterexample"]')
+    trace.click()
+    expect(page.locator("#position")).to_have_text("step 0 of 7")
+    expect(page.locator("#following")).to_contain_text("no_misrouted_notification")
+    # step through it: the forward button, then the keyboard
+    page.locator("#forward").click()
+    expect(page.locator("#position")).to_have_text("step 1 of 7")
+    for n in range(2, 8):
+        page.keyboard.press("ArrowRight")
+        expect(page.locator("#position")).to_have_text(f"step {n} of 7")
+    # the red step: the story, the path entry and the diagram's arrow
+    expect(page.locator("#story")).to_have_class("bad")
+    expect(page.locator("#story")).to_contain_text("misrouted")
+    row = page.locator('#diagram g.row[data-step="7"]')
+    assert row.get_attribute("data-marked") == "MISROUTED"
+    assert "bad" in row.get_attribute("class")
+    assert row.locator("line").get_attribute("stroke") == "#c62828"
+    assert page.locator('#diagram g.row[data-marked="MISROUTED"]').count() == 1
+    assert _status(page, "no_misrouted_notification") == "fails"
+    # jump along the path: click a step of the diagram, then of the path list
+    page.locator('#diagram g.row[data-step="3"]').click()
+    expect(page.locator("#position")).to_have_text("step 3 of 7")
+    page.locator('#path li[data-step="5"]').click()
+    expect(page.locator("#position")).to_have_text("step 5 of 7")
+    story = page.locator("#story").inner_text()
+    assert story.startswith("5. server admits A")
+    page.locator("#copy").click()
+    link = page.locator("#link").input_value()
+    assert "path=" in link and "at=5" in link
+    # a fresh load of the copied link lands on the same step of the same path
+    other = page.context.new_page()
+    try:
+        other.goto(link)
+        expect(other.locator("#position")).to_have_text("step 5 of 7")
+        assert other.locator("#story").inner_text() == story
+        assert other.locator('#diagram g.row[data-marked="MISROUTED"]').count() == 1
+        assert "current" in other.locator('#diagram g.row[data-step="5"]').get_attribute("class")
+    finally:
+        other.close()
+    page.reload()
+    expect(page.locator("#position")).to_have_text("step 5 of 7")
+    assert page.locator("#story").inner_text() == story
+
+
+def test_take_actions_by_keyboard_and_by_click(server, page):
+    page.goto(server + "?path=client_sends.A.1-rogue_sends.B.1-arrive.A-arrive.B-admit.A-admit.B")
+    expect(page.locator("#position")).to_have_text("step 6 of 6")
+    assert _status(page, "no_misrouted_notification") == "holds"
+    buttons = page.locator("#enabled button")
+    tokens = [buttons.nth(k).get_attribute("data-token") for k in range(buttons.count())]
+    # by keyboard: the digit of "A emits progress/log"
+    key = tokens.index("emit.A") + 1
+    assert key <= 9
+    page.locator("body").press(str(key))
+    expect(page.locator("#position")).to_have_text("step 7 of 7")
+    expect(page.locator('#properties tr[data-property="no_misrouted_notification"]')) \
+        .to_have_attribute("data-status", "fails")
+    expect(page.locator('#properties tr[data-property="no_misrouted_notification"]')) \
+        .to_have_class(re.compile(r"\bchanged\b"))
+    assert page.url.endswith("admit.B-emit.A&at=7")
+    # back by keyboard, then down the list and Enter
+    page.keyboard.press("Backspace")
+    expect(page.locator("#position")).to_have_text("step 6 of 7")
+    assert _status(page, "no_misrouted_notification") == "holds"
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(page.locator("#position")).to_have_text(re.compile(r"step 7 of 7"))
+    page.keyboard.press("ArrowLeft")
+    # by click: A's response, written through the slot under id 1, which is B's
+    assert _status(page, "owned_removal") == "holds"
+    page.locator('#enabled button[data-token="respond.A"]').click()
+    expect(page.locator("#position")).to_have_text("step 7 of 7")
+    assert page.url.endswith("admit.B-respond.A&at=7")
+    for prop in ("no_misrouted_response", "owned_removal"):
+        expect(page.locator(f'#properties tr[data-property="{prop}"]')) \
+            .to_have_attribute("data-status", "fails")
+    expect(page.locator('#lifecycle tr[data-instance="A"] td.life')).to_have_text("responded")
+    expect(page.locator('#diagram g.row[data-step="7"]')).to_have_attribute("data-marked",
+                                                                           "MISROUTED")
+    changed = page.locator("#state td.changed")
+    assert changed.count() >= 3
+
+
+def test_switch_configuration_and_screenshot(server, page, tmp_path):
+    page.goto(server)
+    expect(page.locator("#position")).to_have_text("step 0 of 0")
+    page.select_option("#design", "atomic")
+    expect(page).to_have_url(re.compile(r"design=atomic"))
+    expect(page.locator("#position")).to_have_text("step 0 of 0")
+    expect(page.locator("#explore-status")).to_contain_text("states explored")
+    expect(page.locator("#trace-list a").first).to_be_visible()
+    # atomic keeps every invariant: only witnesses (and hazards, none on this profile) listed
+    whats = page.locator("#trace-list a").evaluate_all("as => as.map(a => a.dataset.what)")
+    assert whats and set(whats) == {"witness"}
+    out = os.environ.get("MCP_INFLIGHT_SCREENSHOT")
+    page.screenshot(path=out or str(tmp_path / "explore.png"), full_page=True)
+
+
+def test_a_link_that_does_not_replay_says_why(server, page):
+    page.goto(server + "?path=client_sends.A.1-admit.A")
+    expect(page.locator("#error")).to_be_visible()
+    expect(page.locator("#error")).to_contain_text("step 2: admit.A is not enabled")
+    page.locator("#error a").click()
+    expect(page.locator("#position")).to_have_text("step 0 of 0")
+    expect(page.locator("#error")).to_be_hidden()
