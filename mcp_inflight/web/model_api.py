@@ -2,11 +2,11 @@
 
 Every other module of ``mcp_inflight.web`` reads the model through this one: the page never
 defines a rule of its own.  A step is computed by the model's own action exactly as the
-explorer's interpreted engine computes it (``proofs/explore.py``): the action's guard on the
+model's one step function computes it (``model/step.py``): the action's guard on the
 pre-state, its output, its effect applied with ``apply_writes``, then ``canonical_clock``.
 Properties are the model's, judged by the model's own functions (a state property on the
 state, a step property on the transition that led to it).  Traces come from ``explore()``; the
-sequence diagram's lanes and arrows from ``draw_sequence.arrows``.
+sequence diagram's lanes and arrows from ``mcp_inflight.draw.sequence.arrows``.
 
 A path is a list of *moves*, each an action name and its arguments, written as a token
 ``action.A`` or ``action.A.1`` (instance name, then id name, as the explorer names them), so a
@@ -28,29 +28,23 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from mcp_inflight.draw_sequence import arrows as _draw_arrows
+from mcp_inflight.draw.sequence import arrows as _draw_arrows
+from mcp_inflight.model import step as _step
 from mcp_inflight.model.config import DESIGNS, Config, Design, mutants, profiles
 from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.model.logic import Concrete, apply_writes
+from mcp_inflight.model.logic import Concrete
 from mcp_inflight.model.properties import PROPERTIES, Property
-from mcp_inflight.model.session import (
-    FIELDS,
-    Action,
-    State,
-    actions_for,
-    canonical_clock,
-    domains,
-    initial,
-)
-from mcp_inflight.proofs.explore import (
+from mcp_inflight.model.session import FIELDS, Action, State, actions_for
+from mcp_inflight.model.trace import (
     changes,
-    explore,
     id_name,
     inst_name,
     render_value,
     story,
     trace_json,
+    trace_to_json,
 )
+from mcp_inflight.proofs.explore import explore
 
 # --- configurations -----------------------------------------------------------------------
 
@@ -146,23 +140,23 @@ def parse_path(cfg: Config, tokens: list[str]) -> list[Move]:
 
 @lru_cache(maxsize=64)
 def _logic(cfg: Config) -> Concrete:
-    return Concrete(domains(cfg))
+    return _step.backend(cfg)
 
 
 def start(cfg: Config) -> State:
-    return canonical_clock(cfg, initial(cfg))
+    return _step.start(cfg)
 
 
 def enabled(cfg: Config, s: State, m: Move) -> bool:
-    return bool(m.action.guard(_logic(cfg), s, cfg, m.r, m.i))
+    return _step.enabled(cfg, s, _step.Move(m.action, m.r, m.i), _logic(cfg))
 
 
 def fire(cfg: Config, s: State, m: Move) -> tuple[State, dict]:
-    """``(post-state, output)`` of an enabled move, as the interpreted explorer computes it."""
-    b = _logic(cfg)
-    out = m.action.output(b, s, cfg, m.r, m.i)
-    t = canonical_clock(cfg, apply_writes(s, m.action.effect(b, s, cfg, m.r, m.i, out)))
-    return t, out
+    """``(post-state, output)`` of an enabled move: the model's one step function."""
+    t = _step.take(cfg, s, _step.Move(m.action, m.r, m.i), _logic(cfg))
+    if t is None:
+        raise ValueError(f"{m.token} is not enabled")
+    return t.post, t.out
 
 
 @dataclass(frozen=True)
@@ -361,7 +355,7 @@ def _render_read(which, f, k, v) -> str:
 
 
 def _explain(cfg: Config, p: Property, pre: State | None, post: State, st: Step | None) -> dict:
-    b = _Explaining(domains(cfg))
+    b = _Explaining(_logic(cfg).domains)
     if p.scope == "state":
         value = p.fn(b, _StateReads(b, post, ""), cfg)
     else:
@@ -479,16 +473,17 @@ def explored(spec: tuple[str, str, str, int, int], max_states: int | None) -> Ex
     res = explore(cfg, progress=False, max_states=max_states)
     traces = []
     for v in res.verdicts:
-        if v.applies and v.trace is not None:
+        trace = trace_to_json(v.trace)
+        if v.applies and trace is not None:
             what = {"invariant": "counterexample", "witness": "witness",
                     "hazard": "hazard"}[v.kind]
             traces.append({"name": v.name, "kind": v.kind, "what": what,
-                           "path": trace_tokens(v.trace), "length": len(v.trace),
-                           "last": v.trace[-1]["story"] if v.trace else ""})
-    if res.deadlock_trace is not None:
+                           "path": trace_tokens(trace), "length": len(trace),
+                           "last": trace[-1]["story"] if trace else ""})
+    deadlock = trace_to_json(res.deadlock_trace)
+    if deadlock is not None:
         traces.append({"name": "deadlock", "kind": "deadlock", "what": "deadlock",
-                       "path": trace_tokens(res.deadlock_trace),
-                       "length": len(res.deadlock_trace),
-                       "last": res.deadlock_trace[-1]["story"] if res.deadlock_trace else ""})
+                       "path": trace_tokens(deadlock), "length": len(deadlock),
+                       "last": deadlock[-1]["story"] if deadlock else ""})
     return Explored(res.states, res.transitions, res.depth, round(res.seconds, 3),
                     res.complete, traces)
