@@ -443,11 +443,13 @@ def explore_many(cfgs, jobs: int | None = None, progress: bool | None = None,
     if jobs <= 1:
         return [explore(c, progress=progress, **kwargs) for c in cfgs]
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
+
+    from mcp_inflight.proofs.pool import worker_pool
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
     kwargs = dict(kwargs, progress=False)
     out: list = [None] * len(cfgs)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    with worker_pool(jobs, ctx) as pool:
         futs = {pool.submit(_explore_job, (c, kwargs)): n for n, c in enumerate(cfgs)}
         done = 0
         for fut in as_completed(futs):

@@ -620,8 +620,8 @@ def prove_all(cfgs, depth=DEFAULT_DEPTH, timeout=DEFAULT_TIMEOUT, jobs=1, progre
             out.append(_prove_one(w))
             note(n, out[-1])
         return out
-    from concurrent.futures import ProcessPoolExecutor
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as ex:
+    from mcp_inflight.proofs.pool import worker_pool
+    with worker_pool(min(jobs, len(work))) as ex:
         futs = [ex.submit(_prove_one, w) for w in work]
         out = []
         for n, f in enumerate(futs, 1):
