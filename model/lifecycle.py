@@ -132,17 +132,16 @@ def triggers(revision: str) -> list[str]:
     return [r.trigger for r in _table(revision)]
 
 
-def machine(revision: str, model=None, graph: bool = False):
+def machine(revision: str, model: object = None, graph: bool = False) -> Any:
     """A ``transitions`` machine built from the table of ``revision``.
 
     ``model`` must provide a method per condition name when the machine is driven; for drawing
     (``graph=True``, a ``GraphMachine``) any object will do.  Conditions are passed by name, so
     a machine built here reads exactly the table above.
     """
-    if graph:
-        from transitions.extensions import GraphMachine as M
-    else:
-        from transitions import Machine as M
+    from transitions import Machine
+    from transitions.extensions import GraphMachine
+    M = GraphMachine if graph else Machine
     rows = [r.transition() for r in table(revision)]
     kwargs: dict[str, Any] = dict(states=list(STATES), transitions=rows, initial=INITIAL,
                   auto_transitions=False, send_event=True)
