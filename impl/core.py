@@ -71,15 +71,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from mcp_inflight.model import ACTION, ATOMIC, Concrete, Config, Design, Life
 from mcp_inflight.model.lifecycle import FINAL, LIVE
 from mcp_inflight.model.logic import NONE, Logic, Write
-from mcp_inflight.model.session import (CONDITIONS, FIELDS, SERVER_ACTIONS, SERVER_EFFECTS,
-                                        Action, Condition, on_cancel)
+from mcp_inflight.model.session import (
+    CONDITIONS,
+    FIELDS,
+    SERVER_ACTIONS,
+    SERVER_EFFECTS,
+    Action,
+    Condition,
+    on_cancel,
+)
 
 INVALID_REQUEST = -32600
 _STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
@@ -252,7 +259,7 @@ _SEND_EFFECT = ACTION[SERVER_EFFECTS["send"]].effect
 _CLOSE_EFFECT = ACTION[SERVER_EFFECTS["close"]].effect
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiled_guard(action: Action, cfg: Config
                    ) -> tuple[tuple[Life, ...] | None, tuple[Condition, ...]]:
     """``action``'s guard on ``cfg`` as (source states or None, condition functions): the parts
@@ -267,12 +274,12 @@ def guard_holds(action: Action, b: Logic, s: Any, cfg: Config, r: Any, i: Any = 
     return (src is None or s.life[r] in src) and all(cond(b, s, cfg, r, i) for cond in conds)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _config(design: Design, revision: str, transport: str) -> Config:
     return Config(design, revision, transport)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _guards_for(cfg: Config) -> dict[str, tuple[tuple[Life, ...] | None, tuple[Condition, ...]]]:
     return {a.name: compiled_guard(a, cfg) for a in ACTION.values()}
 

@@ -162,7 +162,7 @@ def cmd_check(args) -> int:
         if results is not None:
             runs = [r.to_json() for r in results]
             if proofs is not None:
-                for run, pr in zip(runs, proofs):
+                for run, pr in zip(runs, proofs, strict=False):
                     for key in ("invariants", "hazards"):
                         for v in run[key]:
                             p = pr.proof(v["name"])

@@ -9,8 +9,14 @@ import sys
 
 from mcp_inflight.cli import Parser, choice, positive, stop_on_signals, writable_file
 from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
-from mcp_inflight.proofs.prove import (BMC_IDS, BMC_REQUESTS, DEFAULT_DEPTH, DEFAULT_TIMEOUT,
-                                       all_designs, prove_all)
+from mcp_inflight.proofs.prove import (
+    BMC_IDS,
+    BMC_REQUESTS,
+    DEFAULT_DEPTH,
+    DEFAULT_TIMEOUT,
+    all_designs,
+    prove_all,
+)
 from mcp_inflight.report import prove_text, write_junit
 
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .lifecycle import LIVE, Life
 from .config import Config
-from .logic import NONE, Logic, Outputs
+from .lifecycle import LIVE, Life
+from .logic import NONE, Logic
 from .properties import Property, auxiliary
 from .session import Cmsg, Sreq, Step
 

@@ -14,10 +14,9 @@ is reported as such and counts neither way.
 
 from __future__ import annotations
 
-from typing import Any
-
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from .config import Config
 from .lifecycle import LIVE, Life

@@ -37,18 +37,17 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import IntEnum
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from . import lifecycle as lc
 from .config import Config
-from .lifecycle import LIVE, Life
+from .lifecycle import LIVE, Domain, Life
 from .logic import NONE, Logic, Outputs, Write
 
 # --- value domains ------------------------------------------------------------------------
 
-class Step(IntEnum):
+class Step(Domain):
     """check_then_claim's progress through the transport's check and the claims."""
 
     UNCHECKED = 0
@@ -60,7 +59,7 @@ class Step(IntEnum):
         return "stream claimed" if self is Step.CLAIMED else self.name.lower()
 
 
-class Sreq(IntEnum):
+class Sreq(Domain):
     """An instance's server-to-client request (the waiter registry, keyed by server ids)."""
 
     NONE = 0
@@ -68,12 +67,8 @@ class Sreq(IntEnum):
     LOST = 2       # pending, but dropped (no live stream)
     ANSWERED = 3
 
-    @property
-    def label(self) -> str:
-        return self.name.lower()
 
-
-class Cmsg(IntEnum):
+class Cmsg(Domain):
     """An instance's cancel message."""
 
     NONE = 0
@@ -97,7 +92,7 @@ class Field:
     wire: bool
     default: object
     doc: str
-    domain: type[IntEnum] | None = None
+    domain: type[Domain] | None = None
 
 
 FIELDS: tuple[Field, ...] = (
@@ -483,7 +478,7 @@ SERVER_ACTIONS: tuple[str, ...] = ("arrive", "admit", "refuse", "emit", "server_
 SERVER_EFFECTS: dict[str, str] = {"send": "rogue_sends", "close": "send_cancel"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def actions_for(cfg: Config) -> tuple[Action, ...]:
     return tuple(a for a in ACTIONS if a.applies(cfg))
 

@@ -18,6 +18,7 @@ from .lifecycle import Life
 from .logic import NONE, Concrete, Outputs
 from .session import FIELDS, Action, Field, State, domains
 
+
 def inst_name(r: int) -> str:
     return "-" if r == NONE else chr(ord("A") + r)
 
@@ -29,7 +30,7 @@ def id_name(k: int) -> str:
 def render_value(f: Field, v: Any) -> str:
     """A field's value as the reports show it (an enumeration's label, an instance's letter)."""
     if f.domain is not None:
-        return str(getattr(f.domain(v), "label"))  # every domain enumeration has a label
+        return f.domain(v).label
     if f.sort == "inst?":
         return inst_name(v)
     if f.sort == "id":
@@ -51,7 +52,7 @@ def changes(pre: State, post: State) -> dict[str, list[str]]:
                 out[f.name] = [render_value(f, a), render_value(f, b)]
             continue
         name = inst_name if f.key == "inst" else id_name
-        for k, (x, y) in enumerate(zip(a, b)):
+        for k, (x, y) in enumerate(zip(a, b, strict=False)):
             if x != y:
                 out[f"{f.name}[{name(k)}]"] = [render_value(f, x), render_value(f, y)]
     return out
@@ -76,7 +77,7 @@ def story(action: Action, args: dict[str, int], pre: State, post: State, out: Ou
             notes.append(f"{what} written on its own stream")
         else:
             notes.append(f"{what} written on {inst_name(t)}'s stream  <-- misrouted")
-    for k, (x, y) in enumerate(zip(pre.life, post.life)):
+    for k, (x, y) in enumerate(zip(pre.life, post.life, strict=False)):
         if x != y and y == Life.CANCELLED and action.name == "deliver_cancel":
             notes.append(f"{inst_name(k)} is cancelled" + ("" if k == r else "  <-- not the one meant"))
     return str(text) + ("  ->  " + "; ".join(notes) if notes else "")

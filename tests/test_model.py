@@ -152,7 +152,7 @@ def test_symmetry_on_and_off_agree(design, revision, transport):
     off = run(design, revision, transport, symmetry=False)
     assert off.states >= on.states
     assert [(v.name, v.ok) for v in on.verdicts] == [(v.name, v.ok) for v in off.verdicts]
-    for v_on, v_off in zip(on.verdicts, off.verdicts):
+    for v_on, v_off in zip(on.verdicts, off.verdicts, strict=False):
         if v_on.trace is not None:
             assert len(v_on.trace) == len(v_off.trace), "both are shortest"
 

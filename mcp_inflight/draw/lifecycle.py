@@ -97,7 +97,7 @@ def dot_lifecycle(revision: str) -> str:
     lines.append("")
     lines.append(f"    \"__start\" -> {_q(lc.INITIAL)};")
     loops: dict[str, int] = {}
-    for src, dst, trigger, label in _edges(revision):
+    for src, dst, _trigger, label in _edges(revision):
         extra = ""
         if src == dst:
             # self-loops alternate above and below the node so their labels do not overlap
