@@ -43,9 +43,7 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import (FIELDS, Cmsg, actions_for, domains, initial,
-                                        settled)
-
+from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, initial, settled
 
 # --- expressions --------------------------------------------------------------------------
 # The generator of ``model/codegen.py`` with Promela's spelling of the operations.

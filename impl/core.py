@@ -69,15 +69,24 @@ model's ``no_server_request_yet``); a second one from the same handler is not se
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from itertools import count
+from typing import TYPE_CHECKING, Any
 
-from mcp_inflight.model import ACTION, ATOMIC, Concrete, Config, Life
+from mcp_inflight.model import ACTION, ATOMIC, Concrete, Config, Design, Life
 from mcp_inflight.model.lifecycle import FINAL, LIVE
-from mcp_inflight.model.logic import NONE, Write
-from mcp_inflight.model.session import (CONDITIONS, FIELDS, SERVER_ACTIONS, SERVER_EFFECTS,
-                                        on_cancel)
+from mcp_inflight.model.logic import NONE, Logic, Write
+from mcp_inflight.model.session import (
+    CONDITIONS,
+    FIELDS,
+    SERVER_ACTIONS,
+    SERVER_EFFECTS,
+    Action,
+    Condition,
+    on_cancel,
+)
 
 INVALID_REQUEST = -32600
 _STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
@@ -92,35 +101,35 @@ class InvalidId(ValueError):
 
     code = INVALID_REQUEST
 
-    def __init__(self, rid):
+    def __init__(self, rid: object):
         self.rid = rid
         super().__init__(f"Invalid Request: a request id must be a string or an integer, "
                          f"not {_show(rid)}")
 
     @property
-    def error(self) -> dict:
+    def error(self) -> dict[str, Any]:
         return {"code": INVALID_REQUEST, "message": str(self)}
 
 
-def _show(rid) -> str:
+def _show(rid: object) -> str:
     try:
         return json.dumps(rid)
     except (TypeError, ValueError):
         return repr(rid)
 
 
-class IdKey(tuple):
+class IdKey(tuple[str, Any]):
     """A typed id: ``IdKey(("int", 7))`` and ``IdKey(("str", "7"))`` differ.  No internal slot
     (such as the standalone GET stream) is ever stored under an ``IdKey``."""
 
     __slots__ = ()
 
     @property
-    def value(self):
+    def value(self) -> Any:
         return self[1]
 
 
-def typed_id(rid) -> IdKey:
+def typed_id(rid: object) -> IdKey:
     """The registry key of a JSON-RPC id; raises :class:`InvalidId` for anything else."""
     t = type(rid)
     if t is int:
@@ -135,14 +144,14 @@ class Handle:
 
     __slots__ = ("inst", "id", "key", "final", "data")
 
-    def __init__(self, inst: int, rid, key: IdKey):
+    def __init__(self, inst: int, rid: object, key: IdKey):
         self.inst = inst
         self.id = rid
         self.key = key
         self.final: Life | None = None   # set when the instance is finished and forgotten
-        self.data = None                 # free for the adapter (its stream, its task)
+        self.data: Any = None            # free for the adapter (its stream, its task)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Handle(#{self.inst}, id={_show(self.id)})"
 
 
@@ -157,17 +166,17 @@ class Refused:
     Streamable HTTP it goes in a 409 response whose body has ``id: null``."""
 
     id: object
-    error: dict
+    error: dict[str, Any]
 
 
-class _Table(dict):
+class _Table(dict[Any, Any]):
     """A keyed field of the model: a mapping that reads the field's default for absent keys
     (one subclass per field holds the default, so a table is created without arguments)."""
 
     __slots__ = ()
-    default = None
+    default: Any = None
 
-    def __missing__(self, key):
+    def __missing__(self, key: Any) -> Any:
         return self.default
 
 
@@ -176,10 +185,10 @@ class _Discard:
 
     __slots__ = ("default",)
 
-    def __init__(self, default):
+    def __init__(self, default: Any):
         self.default = default
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:
         return self.default
 
 
@@ -192,13 +201,16 @@ _FIXED = {f.name: (f.default if f.key is None else _Discard(f.default))
 class RuntimeState:
     """The model's state (``model.session.FIELDS``) as mappings, readable by the model's rules."""
 
-    def __init__(self):
+    if TYPE_CHECKING:  # one attribute per field of FIELDS, set in __init__
+        def __getattr__(self, name: str) -> Any: ...
+
+    def __init__(self) -> None:
         d = self.__dict__
         d.update(_FIXED)                    # ghost and wire fields: shared, read-only defaults
         for name, table in _TABLES:
             d[name] = table()
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, dict[Any, Any]]:
         """The stored (server) fields, as plain dicts (for tests and debugging)."""
         return {name: dict(getattr(self, name)) for name in _STORED}
 
@@ -231,15 +243,15 @@ class _Live(Concrete):
     def __init__(self, state: RuntimeState):
         self.state = state
 
-    def _domain(self, sort):
+    def _domain(self, sort: str) -> tuple[Any, ...]:
         if sort == "inst":
             return tuple(self.state.life)
         return tuple(set(self.state.inflight) | set(self.state.stream))
 
-    def ForAll(self, sort, fn):
+    def ForAll(self, sort: str, fn: Callable[[Any], Any]) -> bool:
         return all(fn(v) for v in self._domain(sort))
 
-    def Exists(self, sort, fn):
+    def Exists(self, sort: str, fn: Callable[[Any], Any]) -> bool:
         return any(fn(v) for v in self._domain(sort))
 
 
@@ -247,45 +259,46 @@ _SEND_EFFECT = ACTION[SERVER_EFFECTS["send"]].effect
 _CLOSE_EFFECT = ACTION[SERVER_EFFECTS["close"]].effect
 
 
-@lru_cache(maxsize=None)
-def compiled_guard(action, cfg: Config):
+@cache
+def compiled_guard(action: Action, cfg: Config
+                   ) -> tuple[tuple[Life, ...] | None, tuple[Condition, ...]]:
     """``action``'s guard on ``cfg`` as (source states or None, condition functions): the parts
     ``model.session.Action.guard`` combines with ``And``, read from the model's tables once.
     ``tests/test_core.py`` checks it against ``Action.guard`` on explored state spaces."""
     return action.sources(cfg), tuple(CONDITIONS[n] for n in action.conditions(cfg))
 
 
-def guard_holds(action, b, s, cfg: Config, r, i=None) -> bool:
+def guard_holds(action: Action, b: Logic, s: Any, cfg: Config, r: Any, i: Any = None) -> bool:
     """``action``'s guard evaluated from :func:`compiled_guard` (what the core runs)."""
     src, conds = compiled_guard(action, cfg)
     return (src is None or s.life[r] in src) and all(cond(b, s, cfg, r, i) for cond in conds)
 
 
-@lru_cache(maxsize=None)
-def _config(design, revision, transport) -> Config:
+@cache
+def _config(design: Design, revision: str, transport: str) -> Config:
     return Config(design, revision, transport)
 
 
-@lru_cache(maxsize=None)
-def _guards_for(cfg: Config) -> dict:
+@cache
+def _guards_for(cfg: Config) -> dict[str, tuple[tuple[Life, ...] | None, tuple[Condition, ...]]]:
     return {a.name: compiled_guard(a, cfg) for a in ACTION.values()}
 
 
 ENGINES = ("generated", "model")
 
 
-def _model_engine(core) -> dict:
+def _model_engine(core: SessionCore) -> dict[str, Callable[..., Any]]:
     """The actions run through the model's functions with the concrete backend on the runtime
     state (``engine="model"``): the reference the generated actions are tested against."""
     b, s, c = core.b, core.s, core.cfg
     guards = _guards_for(c)
-    acts = {}
+    acts: dict[str, Callable[..., Any]] = {}
 
-    def action(name):
+    def action(name: str) -> Callable[..., tuple[bool, Any]]:
         a = ACTION[name]
         src, conds = guards[name]
 
-        def run(r, i=None):
+        def run(r: Any, i: Any = None) -> tuple[bool, Any]:
             if not a.applies(c):
                 return False, None
             if src is not None and s.life[r] not in src:
@@ -303,7 +316,7 @@ def _model_engine(core) -> dict:
     acts["send"] = lambda r, i=None: apply_runtime(s, _SEND_EFFECT(b, s, c, r, i, {}))
     acts["close"] = lambda r, i=None: apply_runtime(s, _CLOSE_EFFECT(b, s, c, r, None, {}))
 
-    def cancel(i, conn):
+    def cancel(i: Any, conn: Any) -> tuple[Any, Any]:
         tgt, hit, writes = on_cancel(b, s, c, i, conn)
         apply_runtime(s, writes)
         return tgt, hit
@@ -314,8 +327,8 @@ def _model_engine(core) -> dict:
 class SessionCore:
     """One session's requests under the ``atomic`` design (see the module text for the API)."""
 
-    def __init__(self, revision: str = "2025-11-25", transport: str = "http", design=ATOMIC,
-                 engine: str = "generated"):
+    def __init__(self, revision: str = "2025-11-25", transport: str = "http",
+                 design: Design = ATOMIC, engine: str = "generated"):
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.cfg = _config(design, revision, transport)
@@ -325,7 +338,7 @@ class SessionCore:
         self._handles: dict[int, Handle] = {}
         self._next = count()
         self.dropped = 0             # messages not written because their stream was gone
-        self.on_step = None          # optional fn(action_name, inst, out), for tests
+        self.on_step: Callable[[str, Any, Any], None] | None = None  # optional fn(action_name, inst, out), for tests
         if engine == "generated":
             from .generated import bind
             self._acts = bind(self.cfg, self.s)
@@ -333,7 +346,7 @@ class SessionCore:
             self._acts = _model_engine(self)
 
     # --- running the model -----------------------------------------------------------------
-    def _run(self, name, r, i=None):
+    def _run(self, name: str, r: Any, i: Any = None) -> tuple[bool, Any]:
         """Take the model's action ``name`` on instance ``r`` if its guard holds; returns
         ``(taken, output)`` where ``output`` is ``(stream, goes_out)`` for an action that
         writes a message, else None."""
@@ -342,7 +355,7 @@ class SessionCore:
             self.on_step(name, r, out)
         return ok, out
 
-    def _forget_if_done(self, h: Handle):
+    def _forget_if_done(self, h: Handle) -> None:
         r = h.inst
         s = self.s
         life = s.life[r]
@@ -352,10 +365,10 @@ class SessionCore:
                 getattr(s, name).pop(r, None)
             self._handles.pop(r, None)
 
-    def _mine(self, h) -> bool:
-        return self._handles.get(getattr(h, "inst", None)) is h
+    def _mine(self, h: object) -> bool:
+        return self._handles.get(getattr(h, "inst", NONE)) is h
 
-    def _target(self, out) -> Handle | None:
+    def _target(self, out: Any) -> Handle | None:
         t, goes = out
         if not goes:
             self.dropped += 1
@@ -363,7 +376,7 @@ class SessionCore:
         return self._handles.get(t)
 
     # --- admission -------------------------------------------------------------------------
-    def arrive(self, rid) -> Admitted | Refused:
+    def arrive(self, rid: object) -> Admitted | Refused:
         """A request with JSON id ``rid`` arrives: admitted or refused (before anything is
         registered).  Raises :class:`InvalidId` for an id that is not a string or integer."""
         key = typed_id(rid)
@@ -446,7 +459,7 @@ class SessionCore:
             self._run("break_stream", r)
         return False
 
-    def cancel(self, rid) -> Handle | None:
+    def cancel(self, rid: object) -> Handle | None:
         """``notifications/cancelled`` for ``rid``: the handle whose handler must be cancelled,
         or None (unknown, finished, not a valid id, or not how this profile cancels: ignored)."""
         if self.cfg.close_is_cancel:
@@ -457,7 +470,7 @@ class SessionCore:
             return None
         return self._cancel_with(key, NONE)
 
-    def _cancel_with(self, key, conn) -> Handle | None:
+    def _cancel_with(self, key: Any, conn: Any) -> Handle | None:
         tgt, hit = self._acts["on_cancel"](key, conn)
         if not hit:
             return None
@@ -486,7 +499,7 @@ class SessionCore:
             return h.final
         return Life(self.s.life[h.inst])
 
-    def in_flight(self, rid) -> Handle | None:
+    def in_flight(self, rid: object) -> Handle | None:
         """The handle in flight under ``rid`` (typed), or None."""
         try:
             key = typed_id(rid)
@@ -501,7 +514,7 @@ class SessionCore:
         """No request of this session is unfinished and every registry is empty."""
         return not self._handles and all(not getattr(self.s, n) for n in _STORED)
 
-    def registries(self) -> dict:
+    def registries(self) -> dict[str, Any]:
         """The id-keyed registries (typed id -> handle), for tests and diagnostics."""
         return {name: {k: self._handles.get(v, v) for k, v in getattr(self.s, name).items()}
                 for name in ("inflight", "stream")}

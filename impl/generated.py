@@ -18,13 +18,13 @@ effect comes from ``model/``.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from itertools import count
 
+from mcp_inflight.model.codegen import Expr, Gen, compile_source, is_false, lift, maybe_negative
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import ACTION, FIELDS, SERVER_ACTIONS, SERVER_EFFECTS, on_cancel
-from mcp_inflight.model.codegen import Expr, Gen, compile_source, is_false, lift, maybe_negative
 
 #: The keyed fields the core stores (the rest are ghost or wire fields, read as their default).
 STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
@@ -184,7 +184,7 @@ def source(cfg: Config) -> str:
     return "\n".join(lines) + "\n"
 
 
-@lru_cache(maxsize=None)
+@cache
 def binder(cfg: Config):
     """``bind(*tables)`` for ``cfg`` (generated and compiled once per profile)."""
     src = source(cfg)

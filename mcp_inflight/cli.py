@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
+import signal
 import sys
+import threading
 
 from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
 
@@ -36,6 +39,32 @@ def positive(v):
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {v!r}")
     return n
+
+
+def writable_file(path: str) -> str | None:
+    """Why ``path`` cannot be written (a message), or None.  Checked before a long run so that
+    a typo in an output path fails at once rather than after the run; a file that did not
+    exist is not left behind."""
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as e:
+        return f"cannot write {path}: {e.strerror or e}"
+    if not existed:
+        os.unlink(path)
+    return None
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM ends the process through ``SystemExit`` (as Ctrl-C does through
+    ``KeyboardInterrupt``), so the checkers' worker pools are terminated on the way out."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 # Subcommands with their own parser, in their own module: name -> (module, help).
@@ -111,6 +140,12 @@ def cmd_check(args) -> int:
         build_parser().error("--no-prove and --no-explore leave nothing to run")
     if args.timeout <= 0:
         build_parser().error("--timeout must be positive")
+    if args.junit_xml:
+        why = writable_file(args.junit_xml)
+        if why is not None:
+            sys.stderr.write(f"mcp-inflight check: error: --junit-xml: {why}\n")
+            return 2
+    stop_on_signals()
     cfgs = _runs(args)
     results = proofs = None
     if not args.no_explore:
@@ -118,7 +153,6 @@ def cmd_check(args) -> int:
         results = explore_many(cfgs, symmetry=not args.no_symmetry, max_states=args.max_states,
                                progress=None if not args.json else False)
     if not args.no_prove:
-        import os
         from mcp_inflight.proofs.prove import prove_all
         proofs = prove_all(cfgs, depth=args.depth, timeout=args.timeout,
                            jobs=min(2, os.cpu_count() or 1),
@@ -129,7 +163,7 @@ def cmd_check(args) -> int:
         if results is not None:
             runs = [r.to_json() for r in results]
             if proofs is not None:
-                for run, pr in zip(runs, proofs):
+                for run, pr in zip(runs, proofs, strict=False):
                     for key in ("invariants", "hazards"):
                         for v in run[key]:
                             p = pr.proof(v["name"])
@@ -171,7 +205,11 @@ def main(argv=None) -> int:
         return module.run(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "check":
-        return cmd_check(args)
+        try:
+            return cmd_check(args)
+        except KeyboardInterrupt:
+            sys.stderr.write("mcp-inflight check: interrupted\n")
+            return 130
     return 2
 
 

@@ -7,10 +7,16 @@ import json
 import os
 import sys
 
-from mcp_inflight.cli import Parser, choice, positive
+from mcp_inflight.cli import Parser, choice, positive, stop_on_signals, writable_file
 from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
-from mcp_inflight.proofs.prove import (BMC_IDS, BMC_REQUESTS, DEFAULT_DEPTH, DEFAULT_TIMEOUT,
-                                       all_designs, prove_all)
+from mcp_inflight.proofs.prove import (
+    BMC_IDS,
+    BMC_REQUESTS,
+    DEFAULT_DEPTH,
+    DEFAULT_TIMEOUT,
+    all_designs,
+    prove_all,
+)
 from mcp_inflight.report import prove_text, write_junit
 
 
@@ -54,9 +60,23 @@ def configs(design: str, revision: str, transport: str) -> list[Config]:
 
 
 def run(argv: list[str]) -> int:
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("mcp-inflight prove: interrupted\n")
+        return 130
+
+
+def _run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.timeout <= 0:
         build_parser().error("--timeout must be positive")
+    if args.junit_xml:
+        why = writable_file(args.junit_xml)
+        if why is not None:
+            sys.stderr.write(f"mcp-inflight prove: error: --junit-xml: {why}\n")
+            return 2
+    stop_on_signals()
     cfgs = configs(args.design, args.revision, args.transport)
     results = prove_all(cfgs, depth=args.depth, timeout=args.timeout, jobs=args.jobs,
                         progress=not args.json and sys.stderr.isatty())

@@ -171,7 +171,7 @@ def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
     for section, kinds in _SECTIONS:
         lines.append(section)
         lines.append(f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} z3")
-        for r, pr in zip(results, proofs):
+        for r, pr in zip(results, proofs, strict=False):
             for v in r.verdicts:
                 if v.kind in kinds:
                     z = proof_mark(pr.proof(v.name)) if v.kind != "witness" else "-"

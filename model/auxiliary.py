@@ -18,15 +18,18 @@ the id being held until the handler ends).
 
 from __future__ import annotations
 
+from typing import Any
+
+from .config import Config
 from .lifecycle import LIVE, Life
-from .logic import NONE
+from .logic import NONE, Logic
 from .properties import Property, auxiliary
 from .session import Cmsg, Sreq, Step
 
 _always = lambda c: True  # noqa: E731
 
 
-def unsent_is_blank(b, s, c):
+def unsent_is_blank(b: Logic, s: Any, c: Config) -> Any:
     """A slot no request has used holds nothing: no handler, no open channel, no response, no
     cancel, no server-to-client request, no claim progress.  Needed so that a registry entry or a
     cancel can never be attributed to an instance that was never sent."""
@@ -35,84 +38,84 @@ def unsent_is_blank(b, s, c):
         s.cmsg[r] == Cmsg.NONE, s.sreq[r] == Sreq.NONE, s.step[r] == Step.UNCHECKED)))
 
 
-def inflight_names_owner(b, s, c):
+def inflight_names_owner(b: Logic, s: Any, c: Config) -> Any:
     """An in-flight entry under id k names a running instance whose id is k.  Needed by every
     registry invariant: it is what makes "the entry under my id" mean "my entry"."""
     return b.ForAll("id", lambda k: b.Implies(s.inflight[k] != NONE, b.And(
         s.rid[s.inflight[k]] == k, s.running[s.inflight[k]])))
 
 
-def live_is_running(b, s, c):
+def live_is_running(b: Logic, s: Any, c: Config) -> Any:
     """An admitted instance that has neither finished nor been cancelled has a running handler."""
     return b.ForAll("inst", lambda r: b.Implies(b.In(s.life[r], LIVE), s.running[r]))
 
 
-def running_is_admitted(b, s, c):
+def running_is_admitted(b: Logic, s: Any, c: Config) -> Any:
     """A running handler belongs to an admitted instance, live or cancelled and unwinding."""
     return b.ForAll("inst", lambda r: b.Implies(
         s.running[r], b.In(s.life[r], LIVE + (Life.CANCELLED,))))
 
 
-def live_owns_inflight(b, s, c):
+def live_owns_inflight(b: Logic, s: Any, c: Config) -> Any:
     """A live instance holds the in-flight entry of its id.  This is the heart of the atomic
     claim: nothing can overwrite the entry while its owner is live, so a removal or a cancel that
     looks the id up finds the owner (and an identity guard on it never fires)."""
     return b.ForAll("inst", lambda r: b.Implies(b.In(s.life[r], LIVE), s.inflight[s.rid[r]] == r))
 
 
-def running_owns_inflight(b, s, c):
+def running_owns_inflight(b: Logic, s: Any, c: Config) -> Any:
     """With the id held until the handler ends, every running handler (cancelled ones included)
     holds the in-flight entry of its id, so a new request under that id is refused until then."""
     return b.ForAll("inst", lambda r: b.Implies(s.running[r], s.inflight[s.rid[r]] == r))
 
 
-def stream_follows_inflight(b, s, c):
+def stream_follows_inflight(b: Logic, s: Any, c: Config) -> Any:
     """http: a stream slot is held only by the instance holding the in-flight entry of the same
     id (the atomic claim takes both; they are released together, or the stream first)."""
     return b.ForAll("id", lambda k: b.Implies(s.stream[k] != NONE, s.inflight[k] == s.stream[k]))
 
 
-def open_live_has_stream(b, s, c):
+def open_live_has_stream(b: Logic, s: Any, c: Config) -> Any:
     """http: an in-flight instance, client's or rogue's, whose POST stream is open holds the
     stream slot of its id (the strengthening of ``no_orphan`` to every sender)."""
     return b.ForAll("inst", lambda r: b.Implies(
         b.And(s.life[r] == Life.IN_FLIGHT, s.open[r]), s.stream[s.rid[r]] == r))
 
 
-def answered_is_final(b, s, c):
+def answered_is_final(b: Logic, s: Any, c: Config) -> Any:
     """A channel that received a response or refusal belongs to a responded or refused instance:
     a live instance has never been answered (so its one response is its first)."""
     return b.ForAll("inst", lambda r: b.Implies(
         s.got_resp[r], b.In(s.life[r], (Life.RESPONDED, Life.REFUSED))))
 
 
-def responded_open_answered(b, s, c):
+def responded_open_answered(b: Logic, s: Any, c: Config) -> Any:
     """A responded instance whose channel is still open has received its response (needed for
     ``no_hung_request``: the response went out on the instance's own open stream)."""
     return b.ForAll("inst", lambda r: b.Implies(
         b.And(s.life[r] == Life.RESPONDED, s.open[r]), s.got_resp[r]))
 
 
-def broken_is_closed(b, s, c):
+def broken_is_closed(b: Logic, s: Any, c: Config) -> Any:
     """2025-11-25 http: an instance whose POST stream broke has no open channel (so its response,
     which has nowhere to go, is not owed to anyone)."""
     return b.ForAll("inst", lambda r: b.Implies(s.life[r] == Life.STREAM_BROKEN, b.Not(s.open[r])))
 
 
-def pending_request_running(b, s, c):
+def pending_request_running(b: Logic, s: Any, c: Config) -> Any:
     """A pending (or dropped) server-to-client request belongs to a running handler, so it is
     cleared when the handler ends (``quiescent_clean``)."""
     return b.ForAll("inst", lambda r: b.Implies(
         b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST)), s.running[r]))
 
 
-def no_broken_stream(b, s, c):
+def no_broken_stream(b: Logic, s: Any, c: Config) -> Any:
     """Outside 2025-11-25 http no stream breaks under a running handler (on 2026-07-28 closing is
     cancellation; stdio has no per-request stream)."""
     return b.ForAll("inst", lambda r: s.life[r] != Life.STREAM_BROKEN)
 
 
-def client_reuse_answered(b, s, c):
+def client_reuse_answered(b: Logic, s: Any, c: Config) -> Any:
     """Of two client instances under one id, at least one was answered: the client reuses an id
     only after a response (the id rule, as a fact about states)."""
     return b.ForAll("inst", lambda p: b.ForAll("inst", lambda q: b.Implies(
@@ -121,14 +124,14 @@ def client_reuse_answered(b, s, c):
         b.Or(s.got_resp[p], s.got_resp[q]))))
 
 
-def clock_ahead(b, s, c):
+def clock_ahead(b: Logic, s: Any, c: Config) -> Any:
     """stdio: every message still on the wire was sent before the current send time."""
     return b.ForAll("inst", lambda q: b.And(
         b.Implies(s.life[q] == Life.SENT, s.ts[q] < s.clock),
         b.Implies(s.cmsg[q] == Cmsg.WIRE, s.cts[q] < s.clock)))
 
 
-def stale_cancel_ahead(b, s, c):
+def stale_cancel_ahead(b: Logic, s: Any, c: Config) -> Any:
     """stdio: while a client's cancel for r is on the wire, a later unanswered client request
     under r's id is still on the wire behind it (one ordered channel).  This is why a stale
     cancel cannot reach the request that reused the id on stdio."""

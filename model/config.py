@@ -41,12 +41,12 @@ class Design:
 
     name: str
     claim: str
-    guarded: frozenset = field(default_factory=frozenset)
+    guarded: frozenset[str] = field(default_factory=frozenset)
     guard_write: bool = False
     cancel_by_connection: bool = False
     free_on: str = "handler_end"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.claim not in ("overwrite", "split", "atomic"):
             raise ValueError(f"claim must be overwrite, split or atomic, not {self.claim!r}")
         if self.free_on not in ("handler_end", "cancel"):
@@ -62,7 +62,7 @@ class Design:
     def guards(self, site: str) -> bool:
         return site in self.guarded
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, object]:
         return {"name": self.name, "claim": self.claim, "guarded": sorted(self.guarded),
                 "guard_write": self.guard_write, "cancel_by_connection": self.cancel_by_connection,
                 "free_on": self.free_on}
@@ -105,7 +105,7 @@ class Config:
     ids: int = 2
     requests: int = 2
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.revision not in REVISIONS:
             raise ValueError(f"unknown revision {self.revision!r}; valid: {', '.join(REVISIONS)}")
         if self.transport not in TRANSPORTS:

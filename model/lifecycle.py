@@ -16,13 +16,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from .config import REVISIONS
 
 
-class Life(IntEnum):
+class Domain(IntEnum):
+    """A finite value domain of the state; ``label`` is how reports and diagrams name a value."""
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class Life(Domain):
     UNSENT = 0
     SENT = 1
     RECEIVED = 2
@@ -31,10 +39,6 @@ class Life(IntEnum):
     CANCELLED = 5
     STREAM_BROKEN = 6
     REFUSED = 7
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
 
 
 STATES: tuple[str, ...] = tuple(s.label for s in Life)
@@ -72,7 +76,7 @@ def _t(trigger: str, source: str | list[str], dest: str, conditions: tuple[str, 
     return Row(trigger, src, dest, tuple(conditions), doc)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table(revision: str) -> tuple[Row, ...]:
     if revision not in REVISIONS:
         raise ValueError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
@@ -110,7 +114,7 @@ def table(revision: str) -> tuple[Row, ...]:
     return _table(revision)
 
 
-@lru_cache(maxsize=None)
+@cache
 def row(revision: str, trigger: str) -> Row:
     for r in _table(revision):
         if r.trigger == trigger:
@@ -118,12 +122,12 @@ def row(revision: str, trigger: str) -> Row:
     raise KeyError(f"no trigger {trigger!r} in the {revision} lifecycle")
 
 
-@lru_cache(maxsize=None)
+@cache
 def sources(revision: str, trigger: str) -> tuple[Life, ...]:
     return tuple(Life[s.upper()] for s in row(revision, trigger).source)
 
 
-@lru_cache(maxsize=None)
+@cache
 def dest(revision: str, trigger: str) -> Life:
     return Life[row(revision, trigger).dest.upper()]
 
@@ -132,17 +136,16 @@ def triggers(revision: str) -> list[str]:
     return [r.trigger for r in _table(revision)]
 
 
-def machine(revision: str, model=None, graph: bool = False):
+def machine(revision: str, model: object = None, graph: bool = False) -> Any:
     """A ``transitions`` machine built from the table of ``revision``.
 
     ``model`` must provide a method per condition name when the machine is driven; for drawing
     (``graph=True``, a ``GraphMachine``) any object will do.  Conditions are passed by name, so
     a machine built here reads exactly the table above.
     """
-    if graph:
-        from transitions.extensions import GraphMachine as M
-    else:
-        from transitions import Machine as M
+    from transitions import Machine
+    from transitions.extensions import GraphMachine
+    M = GraphMachine if graph else Machine
     rows = [r.transition() for r in table(revision)]
     kwargs: dict[str, Any] = dict(states=list(STATES), transitions=rows, initial=INITIAL,
                   auto_transitions=False, send_event=True)

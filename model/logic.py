@@ -20,11 +20,34 @@ false is skipped.  A key that may be :data:`NONE` must be masked by ``when``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Protocol, runtime_checkable
 
 #: The "no instance" value of a registry slot or ghost (an optional instance reference).
 NONE = -1
+
+
+#: A value of the interface: a Python value (concrete), an expression (generated), a z3 term.
+Value = Any
+#: What an action writes, by message kind: ``(stream, goes_out)`` (``model.session.Action``).
+Outputs = dict[str, tuple[Any, Any]]
+
+
+@runtime_checkable
+class Logic(Protocol):
+    """The operations every backend gives the model's rules (concrete, generated, symbolic)."""
+
+    symbolic: bool
+
+    def And(self, *xs: Any) -> Any: ...
+    def Or(self, *xs: Any) -> Any: ...
+    def Not(self, x: Any) -> Any: ...
+    def Implies(self, a: Any, c: Any) -> Any: ...
+    def Ite(self, c: Any, a: Any, other: Any) -> Any: ...
+    def In(self, x: Any, values: Iterable[Any]) -> Any: ...
+    def ForAll(self, sort: str, fn: Callable[[Any], Any]) -> Any: ...
+    def Exists(self, sort: str, fn: Callable[[Any], Any]) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +69,7 @@ class Concrete:
 
     symbolic = False
 
-    def __init__(self, domains: dict[str, Iterable[int]]):
+    def __init__(self, domains: Mapping[str, Iterable[int]]):
         self.domains = {k: tuple(v) for k, v in domains.items()}
 
     @staticmethod
@@ -76,7 +99,7 @@ class Concrete:
         return a if c else other
 
     @staticmethod
-    def In(x: Any, values: tuple) -> bool:
+    def In(x: Any, values: Iterable[Any]) -> bool:
         return x in values
 
     def ForAll(self, sort: str, fn: Callable[[int], bool]) -> bool:
@@ -92,7 +115,7 @@ class Concrete:
         return False
 
 
-def apply_writes(state, writes: list[Write]):
+def apply_writes(state: Any, writes: list[Write]) -> Any:
     """Apply ``writes`` (values already computed from ``state``) to a concrete state.
 
     ``state`` is a namedtuple whose keyed fields are tuples.  Returns a new namedtuple.

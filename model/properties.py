@@ -14,13 +14,14 @@ is reported as such and counts neither way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from .config import Config
 from .lifecycle import LIVE, Life
-from .logic import NONE
-from .session import REGISTRIES, Sreq, answered, quiescent
+from .logic import NONE, Logic, Outputs
+from .session import REGISTRIES, Action, Sreq, answered, quiescent
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Property:
     name: str
     kind: str   # "invariant" | "witness" | "hazard"
     scope: str  # "state" | "step"
-    fn: Callable
+    fn: Callable[..., Any]
     applies: Callable[[Config], bool]
     doc: str
 
@@ -41,49 +42,59 @@ def _rev2025(c: Config) -> bool:
     return c.rev2025
 
 
-def _property(kind: str, fn: Callable, scope: str, applies: Callable[[Config], bool]) -> Property:
+def _property(kind: str, fn: Callable[..., Any], scope: str, applies: Callable[[Config], bool]) -> Property:
     """A property named after ``fn``, documented by its docstring (whitespace folded)."""
     if not fn.__doc__:
         raise ValueError(f"property {fn.__name__} has no docstring")
     return Property(fn.__name__, kind, scope, fn, applies, " ".join(fn.__doc__.split()))
 
 
-def invariant(fn: Callable, scope: str = "state",
+def invariant(fn: Callable[..., Any], scope: str = "state",
               applies: Callable[[Config], bool] = _always) -> Property:
     """Must hold in every reachable state (``scope="state"``) or on every transition (``"step"``)."""
     return _property("invariant", fn, scope, applies)
 
 
-def witness(fn: Callable, applies: Callable[[Config], bool] = _always) -> Property:
+def witness(fn: Callable[..., Any], applies: Callable[[Config], bool] = _always) -> Property:
     """Must hold in some reachable state (so that no invariant holds vacuously)."""
     return _property("witness", fn, "state", applies)
 
 
-def hazard(fn: Callable, scope: str = "step",
+def hazard(fn: Callable[..., Any], scope: str = "step",
            applies: Callable[[Config], bool] = _always) -> Property:
     """Checked and reported with its trace; a failure is the protocol's, and fails no check."""
     return _property("hazard", fn, scope, applies)
 
 
-def auxiliary(fn: Callable, applies: Callable[[Config], bool] = _always) -> Property:
+def auxiliary(fn: Callable[..., Any], applies: Callable[[Config], bool] = _always) -> Property:
     """A fact about states that helps the invariants be inductive (``model/auxiliary.py``)."""
     return _property("auxiliary", fn, "state", applies)
 
 
-def _registry_untouched(b, pre, post, c, field, owner):
+def _registry_untouched(b: Logic, pre: Any, post: Any, c: Config, field: str, owner: Any) -> Any:
     """Every entry of ``field`` that changed was owned by ``owner`` (or was empty)."""
     return b.ForAll("id", lambda k: b.Implies(
         b.And(getattr(pre, field)[k] != NONE, getattr(post, field)[k] != getattr(pre, field)[k]),
         getattr(pre, field)[k] == owner))
 
 
-def _registries(c: Config):
+def _registries(c: Config) -> Any:
     return REGISTRIES if c.http else ("inflight",)
+
+
+def _unchanged(b: Logic, pre: Any, post: Any, field: str) -> Any:
+    """Registry ``field`` is the same in ``pre`` and ``post``."""
+    return b.ForAll("id", lambda k: getattr(post, field)[k] == getattr(pre, field)[k])
+
+
+def _empty(b: Logic, s: Any, field: str) -> Any:
+    """Registry ``field`` holds no entry."""
+    return b.ForAll("id", lambda k: getattr(s, field)[k] == NONE)
 
 
 # --- invariants ---------------------------------------------------------------------------
 
-def unique_in_flight(b, s, c):
+def unique_in_flight(b: Logic, s: Any, c: Config) -> Any:
     """Never two admitted, unfinished instances under one id in a session. Encodes the id rule
     of basic/index (an id MUST NOT match another request in flight) on the receiving side:
     the defect of overwrite-on-arrival registries."""
@@ -91,7 +102,7 @@ def unique_in_flight(b, s, c):
         b.And(p != q, b.In(s.life[p], LIVE), b.In(s.life[q], LIVE)), s.rid[p] != s.rid[q])))
 
 
-def _goes_only_to_own(b, out, r, kind):
+def _goes_only_to_own(b: Logic, out: Outputs, r: Any, kind: str) -> Any:
     """A message of ``kind`` that goes out goes on r's own stream."""
     if kind not in out:
         return True
@@ -99,21 +110,21 @@ def _goes_only_to_own(b, out, r, kind):
     return b.Implies(d, t == r)
 
 
-def no_misrouted_notification(b, pre, post, c, action, r, i, out):
+def no_misrouted_notification(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
     """Progress and log notifications of r are written only on r's stream (Streamable HTTP:
     notifications on a response stream relate to its request; the SDK defect where A's
     progress goes to B's stream)."""
     return _goes_only_to_own(b, out, r, "progress")
 
 
-def no_misrouted_server_request(b, pre, post, c, action, r, i, out):
+def no_misrouted_server_request(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
     """A server-to-client request made for r goes only on r's stream, so its answer resolves r's
     waiter (2025-11-25, SEP-2260: sampling/elicitation associated with the originating
     request). Not applicable on 2026-07-28 (no server-initiated requests)."""
     return _goes_only_to_own(b, out, r, "server_request")
 
 
-def no_misrouted_response(b, pre, post, c, action, r, i, out):
+def no_misrouted_response(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
     """r's response (or refusal) is written only on r's stream, at most once (the defect where
     B's POST gets A's result)."""
     if "response" not in out:
@@ -122,7 +133,7 @@ def no_misrouted_response(b, pre, post, c, action, r, i, out):
     return b.Implies(d, b.And(t == r, b.Not(pre.got_resp[t])))
 
 
-def owned_removal(b, pre, post, c, action, r, i, out):
+def owned_removal(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
     """Finishing, cancelling, unwinding or a broken stream removes only registry entries owned
     by that instance or stream (the defect where aborting A's connection closes B's stream,
     or the first to finish deletes the shared entry)."""
@@ -131,7 +142,7 @@ def owned_removal(b, pre, post, c, action, r, i, out):
     return b.And(*[_registry_untouched(b, pre, post, c, f, r) for f in _registries(c)])
 
 
-def cancel_hits_target(b, pre, post, c, action, r, i, out):
+def cancel_hits_target(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
     """A client's cancel arriving while the instance it means is live cancels that instance and
     nothing else (basic/utilities/cancellation; the defect where notifications/cancelled hits
     the duplicate)."""
@@ -143,37 +154,36 @@ def cancel_hits_target(b, pre, post, c, action, r, i, out):
               b.ForAll("inst", lambda q: b.Implies(q != r, post.life[q] == pre.life[q]))))
 
 
-def no_orphan(b, s, c):
+def no_orphan(b: Logic, s: Any, c: Config) -> Any:
     """An admitted, live client instance with an open stream can be reached by its routing
     entries (its messages and response can be delivered): the race of a check separate from
     the claims."""
-    def reachable(r):
+    def reachable(r: Any) -> Any:
         k = s.rid[r]
         return b.And(s.inflight[k] == r, (s.stream[k] == r) if c.http else True)
     return b.ForAll("inst", lambda r: b.Implies(
         b.And(b.Not(s.rogue[r]), s.life[r] == Life.IN_FLIGHT, s.open[r]), reachable(r)))
 
 
-def refusal_is_inert(b, pre, post, c, action, r, i, out):
+def refusal_is_inert(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
     """Refusing a duplicate changes no registry and writes exactly one error, on the duplicate's
     own channel."""
     if action.name != "refuse":
         return True
-    same = [b.ForAll("id", lambda k, f=f: getattr(post, f)[k] == getattr(pre, f)[k])
-            for f in _registries(c)]
+    same = [_unchanged(b, pre, post, f) for f in _registries(c)]
     t, d = out["response"]
     return b.And(t == r, d, post.got_resp[r], *same)
 
 
-def quiescent_clean(b, s, c):
+def quiescent_clean(b: Logic, s: Any, c: Config) -> Any:
     """When nothing is unfinished, every registry is empty: no leaked in-flight entry, stream
     slot or pending server-to-client request."""
     return b.Implies(quiescent(b, s), b.And(
-        *[b.ForAll("id", lambda k, f=f: getattr(s, f)[k] == NONE) for f in _registries(c)],
+        *[_empty(b, s, f) for f in _registries(c)],
         b.ForAll("inst", lambda r: s.sreq[r] != Sreq.PENDING)))
 
 
-def no_hung_request(b, s, c):
+def no_hung_request(b: Logic, s: Any, c: Config) -> Any:
     """When nothing is unfinished, every client request whose stream is still open has received
     its response, its refusal or its cancellation: no POST waits forever (measured on the
     Python SDK)."""
@@ -184,7 +194,7 @@ def no_hung_request(b, s, c):
 
 # --- witnesses ----------------------------------------------------------------------------
 
-def sequential_reuse(b, s, c):
+def sequential_reuse(b: Logic, s: Any, c: Config) -> Any:
     """An id is admitted again after its response (the id rule permits it; a design that forbids
     it is wrong)."""
     return b.Exists("inst", lambda p: b.Exists("inst", lambda q: b.And(
@@ -192,33 +202,33 @@ def sequential_reuse(b, s, c):
         s.life[p] == Life.RESPONDED, b.In(s.life[q], (Life.IN_FLIGHT, Life.RESPONDED)))))
 
 
-def _some_life(b, s, state):
+def _some_life(b: Logic, s: Any, state: Life) -> Any:
     return b.Exists("inst", lambda r: s.life[r] == state)
 
 
-def duplicate_refused(b, s, c):
+def duplicate_refused(b: Logic, s: Any, c: Config) -> Any:
     """Some duplicate is refused."""
     return _some_life(b, s, Life.REFUSED)
 
 
-def cancelled(b, s, c):
+def cancelled(b: Logic, s: Any, c: Config) -> Any:
     """Some request is cancelled."""
     return _some_life(b, s, Life.CANCELLED)
 
 
-def stream_broken(b, s, c):
+def stream_broken(b: Logic, s: Any, c: Config) -> Any:
     """Some POST stream breaks while its handler goes on (2025-11-25 http only)."""
     return _some_life(b, s, Life.STREAM_BROKEN)
 
 
-def server_request_answered(b, s, c):
+def server_request_answered(b: Logic, s: Any, c: Config) -> Any:
     """Some server-to-client request is answered (2025-11-25 only)."""
     return b.Exists("inst", lambda r: s.sreq[r] == Sreq.ANSWERED)
 
 
 # --- hazards ------------------------------------------------------------------------------
 
-def stale_cancel_is_inert(b, pre, post, c, action, r, i, out):
+def stale_cancel_is_inert(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
     """A client's cancel that arrives after the instance it means has finished cancels no other
     request of the client (cancellation: both sides MUST handle the race where the cancel
     arrives after the response)."""

@@ -37,17 +37,17 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import IntEnum
-from functools import lru_cache
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from . import lifecycle as lc
 from .config import Config
-from .lifecycle import LIVE, Life
-from .logic import NONE, Write
+from .lifecycle import LIVE, Domain, Life
+from .logic import NONE, Logic, Outputs, Write
 
 # --- value domains ------------------------------------------------------------------------
 
-class Step(IntEnum):
+class Step(Domain):
     """check_then_claim's progress through the transport's check and the claims."""
 
     UNCHECKED = 0
@@ -59,7 +59,7 @@ class Step(IntEnum):
         return "stream claimed" if self is Step.CLAIMED else self.name.lower()
 
 
-class Sreq(IntEnum):
+class Sreq(Domain):
     """An instance's server-to-client request (the waiter registry, keyed by server ids)."""
 
     NONE = 0
@@ -67,12 +67,8 @@ class Sreq(IntEnum):
     LOST = 2       # pending, but dropped (no live stream)
     ANSWERED = 3
 
-    @property
-    def label(self) -> str:
-        return self.name.lower()
 
-
-class Cmsg(IntEnum):
+class Cmsg(Domain):
     """An instance's cancel message."""
 
     NONE = 0
@@ -96,7 +92,7 @@ class Field:
     wire: bool
     default: object
     doc: str
-    domain: type[IntEnum] | None = None
+    domain: type[Domain] | None = None
 
 
 FIELDS: tuple[Field, ...] = (
@@ -123,7 +119,12 @@ FIELDS: tuple[Field, ...] = (
 FIELD = {f.name: f for f in FIELDS}
 REGISTRIES = ("inflight", "stream")
 
-State = namedtuple("State", [f.name for f in FIELDS])
+if TYPE_CHECKING:
+    #: A state: a namedtuple with one attribute per field of ``FIELDS`` (built at run time, so
+    #: a type checker knows it only as a value read by attribute).
+    State = Any
+else:
+    State = namedtuple("State", [f.name for f in FIELDS])
 
 
 def initial(cfg: Config) -> State:
@@ -134,33 +135,33 @@ def initial(cfg: Config) -> State:
     return State(*vals)
 
 
-def domains(cfg: Config) -> dict:
+def domains(cfg: Config) -> dict[str, range]:
     return {"inst": range(cfg.requests), "id": range(cfg.ids)}
 
 
 # --- derived notions (read-only helpers used by conditions, effects and properties) ---------
 
-def answered(b, s, r):
+def answered(b: Logic, s: Any, r: Any) -> Any:
     """Instance r's channel has received a response (its own or, if misrouted, another's)."""
     return s.got_resp[r]
 
 
-def unfinished(b, s, r):
+def unfinished(b: Logic, s: Any, r: Any) -> Any:
     """r is on the wire, being admitted, live, or a cancelled handler still unwinding."""
     return b.Or(b.In(s.life[r], (Life.SENT, Life.RECEIVED) + LIVE), s.running[r])
 
 
-def quiescent(b, s):
+def quiescent(b: Logic, s: Any) -> Any:
     return b.ForAll("inst", lambda r: b.Not(unfinished(b, s, r)))
 
 
-def settled(b, s):
+def settled(b: Logic, s: Any) -> Any:
     """Nothing left to do: nothing unfinished and no cancel on the wire (a state with no enabled
     action that is not settled is a deadlock)."""
     return b.And(quiescent(b, s), b.ForAll("inst", lambda r: s.cmsg[r] != Cmsg.WIRE))
 
 
-def route(b, s, c: Config, r):
+def route(b: Logic, s: Any, c: Config, r: Any) -> Any:
     """The stream the server's transport picks for a message of r (real state only).
 
     http: the POST stream slot under r's id.  stdio: the one channel, labelled with the id the
@@ -171,28 +172,29 @@ def route(b, s, c: Config, r):
     return s.stream[s.rid[r]]
 
 
-def deliverable(b, s, c: Config, r, t):
+def deliverable(b: Logic, s: Any, c: Config, r: Any, t: Any) -> Any:
     """A message of r routed to t goes out (rather than being dropped)."""
     if c.design.guard_write:
         return b.And(t == r, s.open[r], b.In(s.life[r], LIVE))
     return b.And(t != NONE, s.open[t])
 
 
-def release(b, s, c: Config, site: str, field: str, key, owner, when=True) -> Write:
+def release(b: Logic, s: Any, c: Config, site: str, field: str, key: Any, owner: Any,
+            when: Any = True) -> Write:
     """Free ``field[key]``; guarded by identity at ``site`` if the design guards it."""
     if c.design.guards(site):
         return Write(field, key, NONE, b.And(when, getattr(s, field)[key] == owner))
     return Write(field, key, NONE, when)
 
 
-def stamp(b, s, c: Config, field: str, r) -> list[Write]:
+def stamp(b: Logic, s: Any, c: Config, field: str, r: Any) -> list[Write]:
     """Record a send time (stdio only: http has no order to keep)."""
     if not c.stdio:
         return []
     return [Write(field, r, s.clock), Write("clock", None, s.clock + 1)]
 
 
-def in_order(b, s, c: Config, t):
+def in_order(b: Logic, s: Any, c: Config, t: Any) -> Any:
     """stdio: no undelivered message was sent before time t."""
     if not c.stdio:
         return True
@@ -204,19 +206,31 @@ def in_order(b, s, c: Config, t):
 # --- named conditions (the lifecycle table and the actions refer to these by name) ---------
 # Each is fn(b, s, c, r, i) -> bool expression; ``i`` is only meaningful for send.
 
-def _next_free_slot(b, s, c, r, i):
+def _next_free_slot(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
     """Sends fill instance slots in order (a slot is a request instance's arrival number)."""
     return b.ForAll("inst", lambda q: b.Implies(q < r, s.life[q] != Life.UNSENT))
 
 
-def _client_id_rule(b, s, c, r, i):
+def _client_id_rule(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
     """Client: an id is reused only once every earlier request under it was answered (basic/index)."""
     return b.ForAll("inst", lambda q: b.Implies(
         b.And(b.Not(s.rogue[q]), s.life[q] != Life.UNSENT, s.rid[q] == i),
         answered(b, s, q)))
 
 
-CONDITIONS: dict[str, Callable] = {
+#: A named condition: ``fn(b, s, c, r, i)``.
+Condition = Callable[[Logic, Any, Config, Any, Any], Any]
+#: An action's writes: ``fn(b, s, c, r, i, out)``.
+Effect = Callable[[Logic, Any, Config, Any, Any, Outputs], list[Write]]
+#: An action's outputs: ``fn(b, s, c, r, i)``.
+Output = Callable[[Logic, Any, Config, Any, Any], Outputs]
+
+
+def _no_output(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Outputs:
+    return {}
+
+
+CONDITIONS: dict[str, Condition] = {
     "next_free_slot": _next_free_slot,
     "client_obeys_id_rule": _client_id_rule,
     "in_channel_order": lambda b, s, c, r, i: in_order(b, s, c, s.ts[r]),
@@ -245,7 +259,7 @@ CONDITIONS: dict[str, Callable] = {
 
 # --- server rules (real state only: the runtime core calls these) ---------------------------
 
-def on_cancel(b, s, c: Config, i, conn) -> tuple[object, object, list[Write]]:
+def on_cancel(b: Logic, s: Any, c: Config, i: Any, conn: Any) -> tuple[Any, Any, list[Write]]:
     """The server handles a cancel for id ``i`` (stdio, 2025-11-25 http: notifications/cancelled
     carries only the id) or the close of connection ``conn`` (2026-07-28 http).
 
@@ -264,7 +278,7 @@ def on_cancel(b, s, c: Config, i, conn) -> tuple[object, object, list[Write]]:
     return tgt, hit, writes
 
 
-def _release_all(b, s, c: Config, site: str, r) -> list[Write]:
+def _release_all(b: Logic, s: Any, c: Config, site: str, r: Any) -> list[Write]:
     out = [release(b, s, c, site, "inflight", s.rid[r], r)]
     if c.http:
         out.append(release(b, s, c, site, "stream", s.rid[r], r))
@@ -287,13 +301,14 @@ class Action:
     params: tuple[str, ...]
     trigger: str | None
     extra: tuple[str, ...]
-    effect: Callable
+    effect: Effect
     applies: Callable[[Config], bool]
     story: str
     removal: bool = False
-    output: Callable = staticmethod(lambda b, s, c, r, i: {})
+    output: Output = _no_output
 
-    def run(self, b, s, c: Config, r, i=None):
+    def run(self, b: Logic, s: Any, c: Config, r: Any, i: Any = None
+            ) -> tuple[Any, Outputs, list[Write]]:
         """(guard, outputs, writes) on pre-state ``s``; outputs and writes mean something only
         when the guard holds.  Outputs map a message kind (``progress``, ``server_request``,
         ``response``) to ``(stream, goes_out)``: what a transport adapter must do."""
@@ -304,10 +319,10 @@ class Action:
         base = () if self.trigger is None else lc.row(c.revision, self.trigger).conditions
         return base + self.extra
 
-    def sources(self, c: Config):
+    def sources(self, c: Config) -> tuple[Life, ...] | None:
         return None if self.trigger is None else lc.sources(c.revision, self.trigger)
 
-    def guard(self, b, s, c: Config, r, i=None):
+    def guard(self, b: Logic, s: Any, c: Config, r: Any, i: Any = None) -> Any:
         parts = []
         src = self.sources(c)
         if src is not None:
@@ -316,103 +331,104 @@ class Action:
         return b.And(*parts)
 
 
-def _fire(c: Config, trigger: str, r) -> Write:
+def _fire(c: Config, trigger: str, r: Any) -> Write:
     return Write("life", r, lc.dest(c.revision, trigger))
 
 
-def _send_effect(rogue: bool):
-    def effect(b, s, c, r, i, out):
+def _send_effect(rogue: bool) -> Effect:
+    def effect(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
         return [_fire(c, "send", r), Write("rid", r, i), Write("rogue", r, rogue),
                 Write("open", r, True)] + stamp(b, s, c, "ts", r)
     return effect
 
 
-def _arrive(b, s, c, r, i, out):
+def _arrive(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     return [_fire(c, "arrive", r)]
 
 
-def _check(b, s, c, r, i, out):
+def _check(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     return [Write("step", r, Step.CHECKED if c.http else Step.CLAIMED)]
 
 
-def _claim_stream(b, s, c, r, i, out):
+def _claim_stream(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     return [Write("step", r, Step.CLAIMED), Write("stream", s.rid[r], r)]
 
 
-def _admit(b, s, c, r, i, out):
-    out = [_fire(c, "admit", r), Write("running", r, True), Write("inflight", s.rid[r], r)]
+def _admit(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
+    ws = [_fire(c, "admit", r), Write("running", r, True), Write("inflight", s.rid[r], r)]
     if c.http and c.design.claim != "split":
-        out.append(Write("stream", s.rid[r], r))
-    return out
+        ws.append(Write("stream", s.rid[r], r))
+    return ws
 
 
-def _out_own(b, s, c, r, i):
+def _out_own(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Outputs:
     """A refusal is the reply to the request itself: on http its own POST; on stdio an error
     with ``id: null`` whose ``data`` names the id, so no pending request of the client matches it."""
     return {"response": (r, True)}
 
 
-def _out_routed(kind):
-    def output(b, s, c, r, i):
+def _out_routed(kind: str) -> Output:
+    def output(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Outputs:
         t = route(b, s, c, r)
         return {kind: (t, deliverable(b, s, c, r, t))}
     return output
 
 
-def _refuse(b, s, c, r, i, out):
+def _refuse(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     out_writes = [_fire(c, "refuse", r), Write("got_resp", r, True)]
     if c.http and c.design.claim == "split":
         out_writes.append(release(b, s, c, "refuse", "stream", s.rid[r], r, s.step[r] == Step.CLAIMED))
     return out_writes
 
 
-def _emit(b, s, c, r, i, out):
+def _emit(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     return []
 
 
-def _server_request(b, s, c, r, i, out):
+def _server_request(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     _, d = out["server_request"]
     return [Write("sreq", r, b.Ite(d, Sreq.PENDING, Sreq.LOST))]
 
 
-def _answer(b, s, c, r, i, out):
+def _answer(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     return [Write("sreq", r, Sreq.ANSWERED)]
 
 
-def _respond(b, s, c, r, i, out):
+def _respond(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     t, d = out["response"]
     return ([_fire(c, "respond", r), Write("running", r, False), Write("got_resp", t, True, d)]
             + _release_all(b, s, c, "respond", r))
 
 
-def _send_cancel(b, s, c, r, i, out):
-    out = [Write("cmsg", r, Cmsg.WIRE)] + stamp(b, s, c, "cts", r)
+def _send_cancel(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
+    ws = [Write("cmsg", r, Cmsg.WIRE)] + stamp(b, s, c, "cts", r)
     if c.close_is_cancel:
-        out.append(Write("open", r, False))
-    return out
+        ws.append(Write("open", r, False))
+    return ws
 
 
-def _deliver_cancel(b, s, c, r, i, out):
+def _deliver_cancel(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     _, _, writes = on_cancel(b, s, c, s.rid[r], r)
     return [Write("cmsg", r, Cmsg.DELIVERED)] + writes
 
 
-def _unwind(b, s, c, r, i, out):
-    out = [Write("running", r, False)]
+def _unwind(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
+    ws = [Write("running", r, False)]
     if c.design.free_on == "handler_end":
-        out.append(release(b, s, c, "unwind", "inflight", s.rid[r], r))
+        ws.append(release(b, s, c, "unwind", "inflight", s.rid[r], r))
     if c.http:
-        out.append(release(b, s, c, "unwind", "stream", s.rid[r], r))
-    out.append(Write("sreq", r, Sreq.NONE, b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST))))
-    return out
+        ws.append(release(b, s, c, "unwind", "stream", s.rid[r], r))
+    ws.append(Write("sreq", r, Sreq.NONE, b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST))))
+    return ws
 
 
-def _break(b, s, c, r, i, out):
+def _break(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     return [_fire(c, "stream_closed", r), Write("open", r, False),
             release(b, s, c, "break", "stream", s.rid[r], r)]
 
 
-_always = lambda c: True  # noqa: E731
+def _always(c: Config) -> bool:
+    return True
 
 ACTIONS: tuple[Action, ...] = (
     Action("client_sends", "client", ("r", "i"), "send", ("client_obeys_id_rule",),
@@ -462,7 +478,7 @@ SERVER_ACTIONS: tuple[str, ...] = ("arrive", "admit", "refuse", "emit", "server_
 SERVER_EFFECTS: dict[str, str] = {"send": "rogue_sends", "close": "send_cancel"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def actions_for(cfg: Config) -> tuple[Action, ...]:
     return tuple(a for a in ACTIONS if a.applies(cfg))
 

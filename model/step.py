@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from .config import Config
@@ -51,7 +51,7 @@ class Transition:
         return self.move.args
 
 
-@lru_cache(maxsize=None)
+@cache
 def moves(cfg: Config) -> tuple[Move, ...]:
     """Every (action, r, i) of ``cfg``, in the order of ``actions_for``, then r, then i."""
     out = []

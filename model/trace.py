@@ -15,21 +15,22 @@ from typing import Any
 
 from .config import Config
 from .lifecycle import Life
-from .logic import NONE, Concrete
+from .logic import NONE, Concrete, Outputs
 from .session import FIELDS, Action, Field, State, domains
 
-def inst_name(r) -> str:
+
+def inst_name(r: int) -> str:
     return "-" if r == NONE else chr(ord("A") + r)
 
 
-def id_name(k) -> str:
+def id_name(k: int) -> str:
     return str(k + 1)
 
 
 def render_value(f: Field, v: Any) -> str:
     """A field's value as the reports show it (an enumeration's label, an instance's letter)."""
     if f.domain is not None:
-        return str(f.domain(v).label)
+        return f.domain(v).label
     if f.sort == "inst?":
         return inst_name(v)
     if f.sort == "id":
@@ -39,7 +40,7 @@ def render_value(f: Field, v: Any) -> str:
     return str(v)
 
 
-def changes(pre: State, post: State) -> dict:
+def changes(pre: State, post: State) -> dict[str, list[str]]:
     """The fields that changed, as ``{"life[A]": ["received", "in_flight"]}`` (times omitted)."""
     out = {}
     for f in FIELDS:
@@ -51,7 +52,7 @@ def changes(pre: State, post: State) -> dict:
                 out[f.name] = [render_value(f, a), render_value(f, b)]
             continue
         name = inst_name if f.key == "inst" else id_name
-        for k, (x, y) in enumerate(zip(a, b)):
+        for k, (x, y) in enumerate(zip(a, b, strict=False)):
             if x != y:
                 out[f"{f.name}[{name(k)}]"] = [render_value(f, x), render_value(f, y)]
     return out
@@ -60,8 +61,8 @@ def changes(pre: State, post: State) -> dict:
 _WHAT = {"progress": "progress/log", "server_request": "elicitation", "response": "response"}
 
 
-def story(action, args, pre: State, post: State, out: dict) -> str:
-    r = args.get("r")
+def story(action: Action, args: dict[str, int], pre: State, post: State, out: Outputs) -> str:
+    r = args["r"]
     i = args.get("i")
     text = action.story.format(
         r=inst_name(r), i=id_name(i) if i is not None else "",
@@ -76,10 +77,10 @@ def story(action, args, pre: State, post: State, out: dict) -> str:
             notes.append(f"{what} written on its own stream")
         else:
             notes.append(f"{what} written on {inst_name(t)}'s stream  <-- misrouted")
-    for k, (x, y) in enumerate(zip(pre.life, post.life)):
+    for k, (x, y) in enumerate(zip(pre.life, post.life, strict=False)):
         if x != y and y == Life.CANCELLED and action.name == "deliver_cancel":
             notes.append(f"{inst_name(k)} is cancelled" + ("" if k == r else "  <-- not the one meant"))
-    return text + ("  ->  " + "; ".join(notes) if notes else "")
+    return str(text) + ("  ->  " + "; ".join(notes) if notes else "")
 
 
 @dataclass(frozen=True)
@@ -149,13 +150,13 @@ def trace_json(cfg: Config, steps: Iterable[tuple[Action, dict[str, int], State,
     return [st.to_json() for st in build_trace(cfg, steps)]
 
 
-def describe_state(s: State) -> dict:
+def describe_state(s: State) -> dict[str, Any]:
     """A finite state as ``{"instances": {A: {...}}, "inflight": {1: A}, ...}`` for CTIs."""
-    insts = {}
+    insts: dict[str, dict[str, str]] = {}
     for n in range(len(s.life)):
         insts[inst_name(n)] = {f.name: render_value(f, getattr(s, f.name)[n])
                                for f in FIELDS if f.key == "inst"}
-    out = {"instances": insts}
+    out: dict[str, Any] = {"instances": insts}
     for f in FIELDS:
         if f.key == "id":
             out[f.name] = {id_name(k): render_value(f, v) for k, v in enumerate(getattr(s, f.name))}

@@ -174,7 +174,7 @@ def _writes_source(lay: Layout, writes: list[Write], src: Source, d: int, tag: s
                                         for k in range(lay.width)) + ",)")
         return
     src.emit(d, "n = list(s)")
-    for f, pos, key_src, val, cond, check, n in live:
+    for f, pos, key_src, val, cond, check, _n in live:
         dd = d
         if cond is not None:
             src.emit(dd, f"if {cond}:")

@@ -28,12 +28,21 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from mcp_inflight.model.config import Config
 from mcp_inflight.model import step
+from mcp_inflight.model.config import Config
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import State, actions_for, settled
-from mcp_inflight.model.trace import (Trace, build_trace, changes, id_name, inst_name, render_value,
-                                      story, trace_json, trace_to_json)
+from mcp_inflight.model.trace import (
+    Trace,
+    build_trace,
+    changes,
+    id_name,
+    inst_name,
+    render_value,
+    story,
+    trace_json,
+    trace_to_json,
+)
 from mcp_inflight.proofs.compiled_model import Compiled
 from mcp_inflight.proofs.flat import Layout, decode_key, key_function
 
@@ -183,7 +192,7 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
     step_props = comp.step_props
     # state properties still to be decided: (name, check, is_witness)
     pending_state = [(p.name, chk, p.kind == "witness")
-                     for p, chk in zip(comp.state_props, comp.state_checks)]
+                     for p, chk in zip(comp.state_props, comp.state_checks, strict=False)]
     first_bad: dict[str, tuple] = {}
     if progress is None:
         progress = sys.stderr.isatty()
@@ -296,7 +305,7 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
     res.complete = complete
     res.deadlocks = deadlocks
     res.coverage = {a.name: 0 for a in actions_for(cfg)}
-    for mv, n in zip(moves, move_count):
+    for mv, n in zip(moves, move_count, strict=False):
         res.coverage[mv.action.name] += n
     res.deadlock_trace = build_trace(cfg, path(deadlock_key)) if deadlock_key is not None else None
     for p, ap in props:
@@ -443,11 +452,13 @@ def explore_many(cfgs, jobs: int | None = None, progress: bool | None = None,
     if jobs <= 1:
         return [explore(c, progress=progress, **kwargs) for c in cfgs]
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
+
+    from mcp_inflight.proofs.pool import worker_pool
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
     kwargs = dict(kwargs, progress=False)
     out: list = [None] * len(cfgs)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    with worker_pool(jobs, ctx) as pool:
         futs = {pool.submit(_explore_job, (c, kwargs)): n for n, c in enumerate(cfgs)}
         done = 0
         for fut in as_completed(futs):

@@ -32,13 +32,21 @@ from dataclasses import dataclass, field
 
 import z3
 
+from mcp_inflight.model import step
 from mcp_inflight.model.auxiliary import AUXILIARY
 from mcp_inflight.model.config import DESIGNS, Config
-from mcp_inflight.model import step
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import State, actions_for
-from mcp_inflight.model.trace import (CounterexampleToInduction, Trace, build_trace, changes,
-                                      describe_state, id_name, inst_name, trace_to_json)
+from mcp_inflight.model.trace import (
+    CounterexampleToInduction,
+    Trace,
+    build_trace,
+    changes,
+    describe_state,
+    id_name,
+    inst_name,
+    trace_to_json,
+)
 from mcp_inflight.proofs import symbolic as sym
 
 DEFAULT_DEPTH = 12
@@ -298,7 +306,7 @@ class Prover:
                     goal = z3.Not(U.state(p, st.post))
                     verdict, cti = self._obligation(
                         U.hypotheses(st, hyps) + [goal], f"{p.name} preserved by {name}", p.name,
-                        lambda: self._finite_cti(hyps, p, name))
+                        lambda: self._finite_cti(hyps, p, name))  # noqa: B023 (called at once)
                     if verdict == "ok":
                         continue
                     kept.remove(p)
@@ -328,7 +336,7 @@ class Prover:
             for p, v in todo:
                 verdict, cti = self._obligation(
                     U.hypotheses(st, kept) + [z3.Not(v)], f"{p.name} on {name}", p.name,
-                    lambda: self._finite_cti(kept, p, name))
+                    lambda: self._finite_cti(kept, p, name))  # noqa: B023 (called at once)
                 if verdict == "ok":
                     continue
                 if verdict == "unknown":
@@ -409,7 +417,7 @@ class Prover:
                         continue
                     a_t = choices[-1][0]
                     opts = []
-                    for k, (a, st_pre, r_t, i_t, g, out, post) in enumerate(last_steps):
+                    for k, (a, st_pre, r_t, i_t, _g, out, post) in enumerate(last_steps):
                         v = p.fn(b, st_pre, post, cfg, a, r_t, i_t, out)
                         if v is True:
                             continue
@@ -474,7 +482,7 @@ class Prover:
             i = model.eval(i_t, model_completion=True).as_long() if "i" in a.params else None
             raw.append((a, r, i))
         id_map: dict[int, int] = {}
-        for a, r, i in raw:
+        for _a, _r, i in raw:
             if i is not None and i not in id_map:
                 id_map[i] = len(id_map)
         sends = sum(1 for a, _, _ in raw if "i" in a.params)
@@ -620,8 +628,8 @@ def prove_all(cfgs, depth=DEFAULT_DEPTH, timeout=DEFAULT_TIMEOUT, jobs=1, progre
             out.append(_prove_one(w))
             note(n, out[-1])
         return out
-    from concurrent.futures import ProcessPoolExecutor
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as ex:
+    from mcp_inflight.proofs.pool import worker_pool
+    with worker_pool(min(jobs, len(work))) as ex:
         futs = [ex.submit(_prove_one, w) for w in work]
         out = []
         for n, f in enumerate(futs, 1):

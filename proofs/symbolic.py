@@ -21,14 +21,14 @@ not apply to a configuration folds away before z3 sees it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from itertools import count
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import z3
 
 from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.model.session import FIELDS
-
 
 _fresh = count()
 

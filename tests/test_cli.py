@@ -1,11 +1,16 @@
 """The command line as a user meets it: exit codes, JSON, JUnit, usage errors."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
+
+from mcp_inflight.cli import main
 
 
 def cli(*args):
@@ -122,3 +127,84 @@ def test_prove_usage():
     assert "--depth" in p.stdout and "counterexample to induction" in p.stdout
     assert cli("prove", "--depth", "0").returncode == 2
     assert cli("prove", "--design", "nope").returncode == 2
+
+
+def _descendants(pid: int) -> set[int]:
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                kids = [int(x) for x in f.read().split()]
+        except OSError:
+            continue
+        out.update(kids)
+        todo.extend(kids)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)],
+                         ids=["SIGTERM", "SIGINT"])
+def test_check_stopped_by_a_signal_takes_its_workers_with_it(sig, code):
+    """A CI timeout sends SIGTERM: check exits, and none of its worker processes goes on
+    exploring as an orphan."""
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "check", "--design", "all",
+                             "--no-prove", "--json"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        workers: set[int] = set()
+        while time.monotonic() < deadline and len(workers) < 2:
+            workers = _descendants(proc.pid)
+            time.sleep(0.05)
+        assert proc.poll() is None and len(workers) >= 2, "the runs are spread over workers"
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == code
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.05)
+        assert [p for p in workers if _alive(p)] == [], "no worker outlives check"
+        assert b"Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in _descendants(proc.pid):
+            os.kill(p, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["check", "--no-prove", "--junit-xml", "{f}/x.xml"], "--junit-xml"),
+    (["prove", "--junit-xml", "{f}/x.xml"], "--junit-xml"),
+    (["diagrams", "--out", "{f}/sub"], "--out"),
+])
+def test_an_unwritable_output_path_fails_before_the_run(tmp_path, capsys, argv, what):
+    """A file where a directory should be: exit 2 at once with the reason, no traceback, and no
+    run (the explorer is never called)."""
+    from mcp_inflight.draw import output as draw_output
+    from mcp_inflight.proofs import explore as explore_mod
+    from mcp_inflight.proofs import prove as prove_mod
+    f = tmp_path / "a-file"
+    f.write_text("")
+    called = []
+    mp = pytest.MonkeyPatch()
+    mp.setattr(explore_mod, "explore", lambda *a, **k: called.append(a))
+    mp.setattr(prove_mod, "prove", lambda *a, **k: called.append(a))
+    mp.setattr(draw_output, "_contents", lambda *a, **k: called.append(a))
+    try:
+        rc = main([a.format(f=f) for a in argv])
+    finally:
+        mp.undo()
+    err = capsys.readouterr().err
+    assert rc == 2 and called == []
+    assert what in err and "Not a directory" in err

@@ -69,7 +69,7 @@ def disagreements(cfg, comp, states, limit=5):
             if bad != cbad:
                 out.append((s, a.name, r, i, "step properties",
                             sorted(step_props[j].name for j in bad ^ cbad)))
-        for p, chk in zip(comp.state_props, comp.state_checks):
+        for p, chk in zip(comp.state_props, comp.state_checks, strict=False):
             if bool(p.fn(b, s, cfg)) != bool(chk(flat)):
                 out.append((s, p.name, "state property"))
         if bool(settled(b, s)) != bool(comp.settled(flat)):

@@ -314,7 +314,7 @@ def test_generated_actions_agree_with_the_model(revision, transport, ids):
 
         def fresh():
             rt = RuntimeState()
-            for name, items in stored.items():
+            for name, items in stored.items():  # noqa: B023 (called in this iteration)
                 getattr(rt, name).update(items)
             return rt
 

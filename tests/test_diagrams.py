@@ -305,7 +305,7 @@ def _mismatches(cfg, trace, mmd):
     if len(got) != len(exp):
         return [f"{len(got)} arrows for {len(exp)} steps"]
     bad = []
-    for n, ((src, kind, dst, num, label), (esrc, edst, ekind, emark)) in enumerate(zip(got, exp), 1):
+    for n, ((src, kind, dst, num, label), (esrc, edst, ekind, emark)) in enumerate(zip(got, exp, strict=False), 1):
         if int(num) != n:
             bad.append(f"arrow {n} numbered {num}")
         if (src, kind) != (esrc, ekind) or (edst is not None and dst != edst):
@@ -327,7 +327,7 @@ def test_a_diagram_for_every_counterexample_and_arrows_follow_the_trace(tmp_path
     cfgs = draw_sequence.configs()
     assert {c.design.name for c in cfgs} >= {"unguarded", "check_then_claim"}
     kinds = set()
-    for cfg, res in zip(cfgs, draw_sequence.results(cfgs)):  # the explorer's own results
+    for cfg, res in zip(cfgs, draw_sequence.results(cfgs), strict=False):  # the explorer's own results
         assert res.cfg == cfg
         for v in res.verdicts:
             if not (v.kind in ("invariant", "hazard") and v.applies and not v.ok):

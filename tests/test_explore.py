@@ -200,7 +200,7 @@ def test_explore_many_matches_one_run_after_another():
             for d in ("atomic", "unguarded") for rev, tr in profiles() if rev == "2026-07-28"]
     seq = [explore(c, progress=False).to_json() for c in cfgs]
     par = [r.to_json() for r in explore_many(cfgs, jobs=2, progress=False)]
-    for a, b in zip(seq, par):
+    for a, b in zip(seq, par, strict=False):
         a.pop("seconds")
         b.pop("seconds")
     assert par == seq
@@ -221,7 +221,7 @@ def test_traces_replay_on_the_model():
     traces = [v.trace for v in r.verdicts if v.trace]
     assert traces
     for t in traces:
-        for a, b in zip(t, t[1:]):
+        for a, b in zip(t, t[1:], strict=False):
             for name, (_, after) in a["changes"].items():
                 if name in b["changes"]:
                     assert b["changes"][name][0] == after

@@ -30,7 +30,7 @@ def test_server_and_wire_actions_ignore_ghosts(design, profile, rnd, flips):
     s = step.start(cfg)
     moves = [(m.action, m.r, m.i) for m in step.moves(cfg)]
     for _ in range(40):
-        other = s._replace(**{g: tuple(x ^ f for x, f in zip(getattr(s, g), flips))
+        other = s._replace(**{g: tuple(x ^ f for x, f in zip(getattr(s, g), flips, strict=False))
                               for g in GHOSTS})
         for a, r, i in moves:
             if a.side == "client":

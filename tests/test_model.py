@@ -152,7 +152,7 @@ def test_symmetry_on_and_off_agree(design, revision, transport):
     off = run(design, revision, transport, symmetry=False)
     assert off.states >= on.states
     assert [(v.name, v.ok) for v in on.verdicts] == [(v.name, v.ok) for v in off.verdicts]
-    for v_on, v_off in zip(on.verdicts, off.verdicts):
+    for v_on, v_off in zip(on.verdicts, off.verdicts, strict=False):
         if v_on.trace is not None:
             assert len(v_on.trace) == len(v_off.trace), "both are shortest"
 
@@ -195,3 +195,14 @@ def test_witness_names_are_the_documented_ones():
     assert [w.name for w in WITNESSES] == ["sequential_reuse", "duplicate_refused", "cancelled",
                                            "stream_broken", "server_request_answered"]
     assert len({p.name for p in INVARIANTS}) == 10
+
+
+def test_every_backend_implements_the_logic_interface():
+    from mcp_inflight.impl.generated import RuntimeGen
+    from mcp_inflight.model.codegen import Gen
+    from mcp_inflight.model.logic import Concrete, Logic
+    from mcp_inflight.proofs.symbolic import Symbolic
+    doms = {"inst": range(2), "id": range(1)}
+    for b in (Concrete(doms), Gen(doms), RuntimeGen(), Symbolic(), Symbolic(doms)):
+        assert isinstance(b, Logic), type(b).__name__
+    assert not isinstance(object(), Logic)

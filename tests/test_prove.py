@@ -5,14 +5,23 @@ import os
 import pytest
 import z3
 
-from mcp_inflight.model import (DESIGNS, HAZARDS, INVARIANTS, PROPERTY, Concrete, Config,
-                                actions_for, apply_writes, mutants, profiles)
+from mcp_inflight.model import (
+    DESIGNS,
+    HAZARDS,
+    INVARIANTS,
+    PROPERTY,
+    Concrete,
+    Config,
+    actions_for,
+    apply_writes,
+    mutants,
+    profiles,
+)
 from mcp_inflight.model.auxiliary import AUXILIARY
 from mcp_inflight.model.session import FIELDS, domains
 from mcp_inflight.proofs import symbolic as S
 from mcp_inflight.proofs.explore import explore
 from mcp_inflight.proofs.prove import Prover, prove
-
 from support.explored import run as explored
 
 PROFILES = profiles()
@@ -189,8 +198,8 @@ def test_without_auxiliary_invariants_induction_gives_a_counterexample():
 def test_a_dropped_auxiliary_candidate_is_reported_with_its_cti():
     """A false candidate is not silently kept: Houdini drops it with a counterexample, and the
     proof of the invariants does not use it."""
-    from mcp_inflight.model.properties import Property
     from mcp_inflight.model.lifecycle import Life
+    from mcp_inflight.model.properties import Property
     bogus = Property("nobody_is_refused", "auxiliary", "state",
                      lambda b, s, c: b.ForAll("inst", lambda r: s.life[r] != Life.REFUSED),
                      lambda c: True, "false on purpose")

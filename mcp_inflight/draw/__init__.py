@@ -24,12 +24,25 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+import tempfile
 
 from .lifecycle import dot_lifecycle, mermaid_lifecycle
 from .output import DEFAULT_OUT, FORMATS, check, clear_caches, generate
 
 __all__ = ["DEFAULT_OUT", "FORMATS", "check", "clear_caches", "dot_lifecycle", "generate",
            "mermaid_lifecycle", "run"]
+
+
+def writable_dir(path: pathlib.Path) -> str | None:
+    """Why the diagrams cannot be written under ``path`` (a message), or None; checked before
+    the explorer runs.  The directory is created, as writing would create it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        return f"cannot write into {path}: {e.strerror or e}"
+    return None
 
 
 # --- command line -----------------------------------------------------------------------------
@@ -63,6 +76,10 @@ def run(argv: list[str]) -> int:
         ok, report = check(out_dir)
         (sys.stdout if ok else sys.stderr).write(report)
         return 0 if ok else 1
+    why = writable_dir(out_dir)
+    if why is not None:
+        sys.stderr.write(f"mcp-inflight diagrams: error: --out: {why}\n")
+        return 2
     written = generate(out_dir)
     groups: dict[str, int] = {}
     for path in written:

@@ -26,14 +26,19 @@ LEGEND_LINES = (
 # --- the table, read once per drawing ---------------------------------------------------------
 
 def _edges(revision: str) -> list[tuple[str, str, str, str]]:
-    """``(source, dest, trigger, label)`` per edge, in table order then source order."""
+    """``(source, dest, trigger, label)`` per edge, in table order then source order.
+
+    Read from the ``transitions`` machine built from the table (``lifecycle.machine``), so
+    what is drawn is what that library accepted: the states exist, each trigger's sources and
+    destination, its conditions by name."""
     out = []
-    for r in lc.table(revision):
-        label = r.trigger
-        if r.conditions:
-            label += " [" + ", ".join(r.conditions) + "]"
-        for src in r.source:
-            out.append((src, r.dest, r.trigger, label))
+    m = lc.machine(revision)
+    for trigger, event in m.events.items():
+        for src, ts in event.transitions.items():
+            for t in ts:
+                conds = [c.func for c in t.conditions]
+                label = trigger + (" [" + ", ".join(conds) + "]" if conds else "")
+                out.append((src, t.dest, trigger, label))
     return out
 
 
@@ -92,7 +97,7 @@ def dot_lifecycle(revision: str) -> str:
     lines.append("")
     lines.append(f"    \"__start\" -> {_q(lc.INITIAL)};")
     loops: dict[str, int] = {}
-    for src, dst, trigger, label in _edges(revision):
+    for src, dst, _trigger, label in _edges(revision):
         extra = ""
         if src == dst:
             # self-loops alternate above and below the node so their labels do not overlap

@@ -132,7 +132,7 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
     steps = replay(cfg, trace)
     senders = {}
     insts = []
-    for a, r, i, pre, post, out in steps:
+    for a, r, _i, _pre, _post, _out in steps:
         if a.name in ("client_sends", "rogue_sends"):
             senders[r] = "R" if a.name == "rogue_sends" else "C"
             insts.append(r)
@@ -275,7 +275,7 @@ def sequences(cfgs=None, progress=None) -> list[Sequence]:
     order (designs, then profiles, then properties as ``model/properties.py`` lists them)."""
     out = []
     cfgs = configs() if cfgs is None else cfgs
-    for cfg, res in zip(cfgs, results(cfgs, progress)):
+    for cfg, res in zip(cfgs, results(cfgs, progress), strict=False):
         for v in res.verdicts:
             if v.kind in ("invariant", "hazard") and v.applies and not v.ok:
                 lanes, arr = arrows(cfg, v.trace)

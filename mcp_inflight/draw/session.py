@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config
@@ -81,7 +81,7 @@ def _edge_key(e):
     return (_ORDER[a.name], args["r"], args.get("i", -1))
 
 
-@lru_cache(maxsize=None)
+@cache
 def graph(cfg: Config) -> Graph:
     """The explored transition graph of ``cfg`` (no symmetry), numbered breadth-first."""
     b = step.backend(cfg)
@@ -105,7 +105,7 @@ def graph(cfg: Config) -> Graph:
     while todo:
         s = todo.popleft()
         n = g.number[s]
-        for pre, a, args, post, broken in sorted(succ.get(s, ()), key=_edge_key):
+        for _pre, a, args, post, broken in sorted(succ.get(s, ()), key=_edge_key):
             if post not in g.number:
                 g.number[post] = len(g.states)
                 g.states.append(post)
@@ -121,7 +121,7 @@ def graph(cfg: Config) -> Graph:
     return g
 
 
-@lru_cache(maxsize=None)
+@cache
 def bound() -> tuple[int, int]:
     """The smallest ``(ids, requests)`` at which every action of the profile fires on every
     design drawn."""

@@ -1,9 +1,9 @@
 """Explorer runs shared by every test that asks for the same configuration."""
 
-from functools import lru_cache
+from functools import cache
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(design: str, revision: str, transport: str, ids: int = 2, requests: int = 2,
         symmetry: bool = True):
     """One explorer run, shared by every test that asks for it."""

@@ -1,0 +1,59 @@
+"""Worker processes for the checkers' many runs, that never outlive the run that started them.
+
+``explore_many`` and ``prove_all`` spread configurations over processes.  When the parent is
+stopped (Ctrl-C, or SIGTERM as a CI timeout sends it), every worker must stop too, not go on
+exploring as an orphan: :func:`worker_pool` terminates the workers when the block it guards is
+left by an exception (``KeyboardInterrupt``, ``SystemExit`` raised by a signal handler), and each
+worker asks the kernel (Linux) to be sent SIGTERM when its parent dies, so even a parent killed
+outright takes its workers with it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from multiprocessing.context import BaseContext
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_init() -> None:
+    """In a worker: default signal handling (a parent's handlers are not inherited in effect),
+    and SIGTERM when the parent dies (Linux)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+        except (OSError, AttributeError):  # pragma: no cover - no prctl
+            pass
+
+
+def terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` now: pending work cancelled, running workers terminated and reaped."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(5)
+        if p.is_alive():  # pragma: no cover - a worker that ignored SIGTERM
+            p.kill()
+            p.join(5)
+
+
+@contextmanager
+def worker_pool(jobs: int, context: BaseContext | None = None) -> Iterator[ProcessPoolExecutor]:
+    """A process pool of ``jobs`` workers whose workers end with the block or with the parent."""
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init)
+    try:
+        yield pool
+    except BaseException:
+        terminate(pool)
+        raise
+    pool.shutdown(wait=True)
