@@ -18,6 +18,10 @@ from mcp_inflight.model.session import FIELDS, State
 # --- the flat layout -----------------------------------------------------------------------
 
 
+def _plain(x: object) -> object:
+    return int(x) if isinstance(x, int) and not isinstance(x, bool) else x
+
+
 class Layout:
     """Where each field of ``FIELDS`` lives in the flat tuple for a configuration.
 
@@ -54,14 +58,17 @@ class Layout:
         return self.base[field] + k * self.stride[field]
 
     def flatten(self, s: State) -> tuple:
+        """The flat tuple of ``s``.  Enumeration members become plain ints (the same values):
+        the generated code compares and hashes them on every step, and Python's fast paths are
+        for exact ints."""
         out = [None] * self.width
         for f in FIELDS:
             v = getattr(s, f.name)
             if f.key is None:
-                out[self.base[f.name]] = v
+                out[self.base[f.name]] = _plain(v)
             else:
                 for k, x in enumerate(v):
-                    out[self.pos(f.name, k)] = x
+                    out[self.pos(f.name, k)] = _plain(x)
         return tuple(out)
 
     def unflatten(self, t) -> State:

@@ -22,6 +22,9 @@ It reads the model's actions and properties through the symbolic backend of
 
 A solver ``unknown`` (or a timeout) is never a pass: the property is reported as unknown and
 ``prove`` exits 1.
+
+One cohesive module (a little over 600 lines): induction, counterexamples to induction and
+bounded model checking share the prover's universes, solver bookkeeping and result records.
 """
 
 from __future__ import annotations
