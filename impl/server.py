@@ -307,6 +307,7 @@ class Context:
         self.input_responses = responses if isinstance(responses, dict) else {}
         self.log_level = meta.get(LOG_LEVEL_META_KEY)
         self._asked = 0
+        self.started = False      # the handler's task has taken its first step
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
         """Report progress (only if the request carried a progress token).  Returns whether the
@@ -465,9 +466,6 @@ class Session:
             return "reply", (reply if target is h else None)
         task = asyncio.get_running_loop().create_task(job)
         self.tasks[h] = (task, ctx)
-        # A task cancelled before its first step never runs its body, so its ``finally`` would
-        # not release the request: the done callback does it then (``_done`` runs once).
-        task.add_done_callback(lambda _t, h=h: self._done(h, None) if h in self.tasks else None)
         return "running", h
 
     def _immediate(self, h, rid, method, params):
@@ -527,6 +525,7 @@ class Session:
         return {"jsonrpc": "2.0", "id": rid, "result": res}
 
     async def _run_method(self, h, rid, fn, params, ctx):
+        ctx.started = True
         reply = None
         try:
             try:
@@ -560,6 +559,7 @@ class Session:
                 self.on_idle(self)
 
     async def _run(self, h, rid, tool, params, ctx):
+        ctx.started = True
         reply = None
         try:
             try:
@@ -603,6 +603,10 @@ class Session:
             task, ctx = entry
             ctx.cancelled.set()
             task.cancel()
+            if not ctx.started:
+                # A task cancelled before its first step never runs its body, so its ``finally``
+                # would never release the request: release it now.
+                self._done(handle, None)
 
     def closed(self, handle) -> None:
         """The request's channel closed before its response (HTTP)."""
