@@ -44,10 +44,26 @@ import secrets
 from urllib.parse import urlsplit
 
 from . import sse
-from .server import (HANDSHAKE_VERSIONS, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, LEGACY,
-                     METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN, PARSE_ERROR,
-                     PROTOCOL_VERSION_META_KEY, UNSUPPORTED_PROTOCOL_VERSION, Server, Session, dumps,
-                     encode_message, error, error_reply, parse)
+from .server import (
+    HANDSHAKE_VERSIONS,
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LEGACY,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN,
+    PARSE_ERROR,
+    PROTOCOL_VERSION_META_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Server,
+    Session,
+    dumps,
+    encode_message,
+    error,
+    error_reply,
+    parse,
+)
 
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
@@ -222,8 +238,9 @@ class App:
       official client answers by initialising again.
     * ``max_in_flight`` (256): a request arriving while that many of its session's handlers run
       is 429 (before the core sees it: the request is not admitted, its id stays free).
-    * ``body_timeout`` (30 s): a body not all there that long after its request began is 408.  Slow headers are
-      the HTTP server's (``serve`` sets uvicorn's limits).
+    * ``body_timeout`` (30 s): a body not all there that long after its request began is 408
+      (checked about once a second).  Slow headers are the HTTP server's (``serve`` gives
+      uvicorn a deadline on them).
     """
 
     def __init__(self, server: Server, path: str = "/mcp", allowed_hosts=None, allowed_origins=None,

@@ -46,8 +46,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from collections.abc import Callable
 from itertools import count
-from typing import Any, Callable
+from typing import Any
 
 import pydantic
 from mcp_types import jsonrpc as J
@@ -289,7 +290,7 @@ class _InputRequired(Exception):
 class Context:
     """What a tool handler gets: progress, log, elicit, sample and the cancellation signal."""
 
-    def __init__(self, session: "Session", handle, params: dict):
+    def __init__(self, session: Session, handle, params: dict):
         self.session = session
         self.handle = handle
         self.request_id = handle.id
