@@ -23,10 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.asgi import HEADERS, Exchange, open_session, request  # noqa: E402
-
 from mcp_inflight.impl.http import create_app  # noqa: E402
 from mcp_inflight.impl.server import Server  # noqa: E402
+from support.asgi import HEADERS, Exchange, open_session, request  # noqa: E402
 
 
 def rss_mb() -> float:

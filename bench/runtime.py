@@ -451,7 +451,7 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
         if other in by:
             o = by[other]
             per_round = [a["calls_per_s"] / b["calls_per_s"]
-                         for a, b in zip(runs[ours["server"]], runs[other]) if b["calls_per_s"]]
+                         for a, b in zip(runs[ours["server"]], runs[other], strict=False) if b["calls_per_s"]]
             ratio = median(per_round) if per_round else float("inf")
             ok = ours["valid"] and o["valid"]
             verdict = ("meets" if ratio >= aim else "MISSES") if ok else "not comparable (invalid run)"

@@ -211,6 +211,7 @@ class Guard:
             del self.in_sdk[k]
         core = self.sessions.get(sid)
         if core is not None and not any(k[0] == sid for k in self.in_sdk):
+            core.end()         # the model's session end: the SDK has already stopped its handlers
             del self.sessions[sid]
 
     async def _cancel(self, sid, msg, scope, replay, send):

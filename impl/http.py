@@ -44,10 +44,26 @@ import secrets
 from urllib.parse import urlsplit
 
 from . import sse
-from .server import (HANDSHAKE_VERSIONS, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, LEGACY,
-                     METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN, PARSE_ERROR,
-                     PROTOCOL_VERSION_META_KEY, UNSUPPORTED_PROTOCOL_VERSION, Server, Session, dumps,
-                     encode_message, error, error_reply, parse)
+from .server import (
+    HANDSHAKE_VERSIONS,
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LEGACY,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN,
+    PARSE_ERROR,
+    PROTOCOL_VERSION_META_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Server,
+    Session,
+    dumps,
+    encode_message,
+    error,
+    error_reply,
+    parse,
+)
 
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
@@ -84,28 +100,23 @@ def _json_body(msg) -> bytes:
     return b"" if data is None else data
 
 
-class _Headers:
-    """A request's headers: names lower-cased by the server (ASGI), values as bytes; a name
-    given twice is recorded so that a header that must be single can be refused."""
+class _Headers(dict):
+    """A request's headers (names lower-cased by the server, as ASGI says; values as bytes);
+    ``twice`` holds the names given more than once, so that a header that must be single can
+    be refused."""
 
-    __slots__ = ("map", "twice")
+    __slots__ = ("twice",)
 
     def __init__(self, raw) -> None:
-        m: dict[bytes, bytes] = {}
+        super().__init__(raw)
         twice: set[bytes] = set()
-        for k, v in raw:
-            k = k.lower()
-            if k in m:
-                twice.add(k)
-            m[k] = v
-        self.map = m
+        if len(self) != len(raw):
+            seen: set[bytes] = set()
+            for k, _ in raw:
+                if k in seen:
+                    twice.add(k)
+                seen.add(k)
         self.twice = twice
-
-    def get(self, name: bytes, default=None):
-        return self.map.get(name, default)
-
-    def __contains__(self, name: bytes) -> bool:
-        return name in self.map
 
 
 #: headers a request may carry once only (a second copy could be read differently by a proxy)
@@ -125,6 +136,32 @@ def _accepts(value: bytes | None, *wanted: str) -> bool:
     if "*/*" in types:
         return True
     return all(w in types or (w.split("/", 1)[0] + "/*") in types for w in wanted)
+
+
+_POST_ACCEPT: dict[bytes | None, bool] = {}
+_JSON_CTYPE: dict[bytes | None, bool] = {}
+
+
+def _accepts_post(value: bytes | None) -> bool:
+    """A POST's ``Accept`` admits both JSON and SSE (verdicts remembered per value, bounded)."""
+    v = _POST_ACCEPT.get(value)
+    if v is None:
+        v = _accepts(value, "application/json", "text/event-stream")
+        if len(_POST_ACCEPT) >= 256:
+            _POST_ACCEPT.clear()
+        _POST_ACCEPT[value] = v
+    return v
+
+
+def _is_json(value: bytes | None) -> bool:
+    """A ``Content-Type`` of ``application/json`` (parameters allowed; remembered, bounded)."""
+    v = _JSON_CTYPE.get(value)
+    if v is None:
+        v = "application/json" in _media_types(value)
+        if len(_JSON_CTYPE) >= 256:
+            _JSON_CTYPE.clear()
+        _JSON_CTYPE[value] = v
+    return v
 
 
 def _split_host(value: str) -> tuple[str, int | None] | None:
@@ -201,8 +238,9 @@ class App:
       official client answers by initialising again.
     * ``max_in_flight`` (256): a request arriving while that many of its session's handlers run
       is 429 (before the core sees it: the request is not admitted, its id stays free).
-    * ``body_timeout`` (30 s): a body whose next chunk takes longer is 408.  Slow headers are
-      the HTTP server's (``serve`` sets uvicorn's limits).
+    * ``body_timeout`` (30 s): a body not all there that long after its request began is 408
+      (checked about once a second).  Slow headers are the HTTP server's (``serve`` gives
+      uvicorn a deadline on them).
     """
 
     def __init__(self, server: Server, path: str = "/mcp", allowed_hosts=None, allowed_origins=None,
@@ -226,6 +264,10 @@ class App:
                                                # handlers still unwind; each leaves this set
                                                # when its last handler finishes (``on_idle``)
         self._next_sweep = 0.0
+        self._verdicts: dict[tuple, bool] = {}
+        self._reading: dict[asyncio.Task, float] = {}   # body reads under way -> deadline
+        self._overdue: set[asyncio.Task] = set()
+        self._body_timer: asyncio.TimerHandle | None = None
 
     def live_requests(self) -> int:
         """Requests admitted and not finished, over every session and every 2026-07-28 POST,
@@ -265,6 +307,18 @@ class App:
             return False
         return port is None or own_port is None or port == own_port
 
+    def _checked(self, kind: str, value: bytes | None, own_port: int | None) -> bool:
+        """The verdict of a header check, remembered per value (clients send the same few values
+        on every request; the table is bounded)."""
+        key = (kind, value, own_port)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = (self._host_ok if kind == "host" else self._origin_ok)(value, own_port)
+            if len(self._verdicts) >= 256:
+                self._verdicts.clear()
+            self._verdicts[key] = verdict
+        return verdict
+
     def _host_ok(self, host: bytes | None, own_port: int | None) -> bool:
         """DNS rebinding: the Host names this server (case-insensitive), with this server's port
         when it names one (or a ``name:port`` that is allowed as such)."""
@@ -295,14 +349,10 @@ class App:
         return self._name_ok(name, port, own_port) or (
             name.strip("[]") in self.allowed_hosts and self._name_ok(name.strip("[]"), port, own_port))
 
-    async def _next_chunk(self, receive):
-        if self.body_timeout is None:
-            return await receive()
-        return await asyncio.wait_for(receive(), self.body_timeout)
-
     async def _body(self, receive, headers) -> bytes | int:
-        """The whole body, or the HTTP status refusing it: 413 too large, 408 too slow, 400 a
-        body that never fully arrived (the client left mid-body: nothing of it is served)."""
+        """The whole body, or the HTTP status refusing it: 413 too large, 408 not all there
+        within ``body_timeout``, 400 a body that never fully arrived (the client left mid-body:
+        nothing of it is served)."""
         limit = self.max_body
         clen = headers.get(b"content-length")
         if clen is not None:
@@ -310,13 +360,45 @@ class App:
                 return 400
             if limit is not None and int(clen) > limit:
                 return 413
+        if self.body_timeout is None:
+            return await self._read_body(receive, limit)
+        # No timer per request (arming and cancelling one costs more than the rest of a small
+        # request's reading): the task is noted with its deadline, and one timer for the whole
+        # app, armed only while bodies are being read, cancels the reads past theirs.
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        self._reading[task] = loop.time() + self.body_timeout
+        if self._body_timer is None:
+            self._body_timer = loop.call_later(min(1.0, self.body_timeout / 4), self._sweep_bodies)
+        try:
+            return await self._read_body(receive, limit)
+        except asyncio.CancelledError:
+            if task in self._overdue:
+                self._overdue.discard(task)
+                task.uncancel()
+                return 408
+            raise
+        finally:
+            self._reading.pop(task, None)
+
+    def _sweep_bodies(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for task, deadline in list(self._reading.items()):
+            if deadline <= now:
+                del self._reading[task]
+                self._overdue.add(task)
+                task.cancel()
+        self._body_timer = None
+        if self._reading:
+            self._body_timer = loop.call_later(min(1.0, self.body_timeout / 4), self._sweep_bodies)
+
+    @staticmethod
+    async def _read_body(receive, limit: int | None) -> bytes | int:
         chunks = []
         size = 0
         while True:
-            try:
-                m = await self._next_chunk(receive)
-            except TimeoutError:
-                return 408
+            m = await receive()
             if m["type"] == "http.disconnect":
                 return 400
             chunk = m.get("body", b"")
@@ -345,19 +427,20 @@ class App:
                                          f"Bad Request: header given more than once: {', '.join(twice)}")
         server_addr = scope.get("server")
         own_port = server_addr[1] if server_addr and len(server_addr) > 1 else None
-        if not self._host_ok(headers.get(b"host"), own_port):
+        if not self._checked("host", headers.get(b"host"), own_port):
             return await self._error(send, 421, -32600, "Misdirected Request: Host is not this server")
-        if not self._origin_ok(headers.get(b"origin"), own_port):
+        origin = headers.get(b"origin")
+        if origin is not None and not self._checked("origin", origin, own_port):
             return await self._error(send, 403, -32600, "Forbidden: Origin not allowed")
         version = headers.get(b"mcp-protocol-version")
         version = version.decode("latin-1") if version is not None else None
         supported = version is None or version == MODERN or version in HANDSHAKE_VERSIONS
         method = scope["method"]
         if method == "POST":
-            if not _accepts(headers.get(b"accept"), "application/json", "text/event-stream"):
+            if not _accepts_post(headers.get(b"accept")):
                 return await self._error(send, 406, INVALID_REQUEST, "Not Acceptable: the client must "
                                          "accept both application/json and text/event-stream")
-            if "application/json" not in _media_types(headers.get(b"content-type")):
+            if not _is_json(headers.get(b"content-type")):
                 return await self._error(send, 415, INVALID_REQUEST,
                                          "Unsupported Media Type: Content-Type must be application/json")
             return await self._post(scope, receive, send, headers, version == MODERN,

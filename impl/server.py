@@ -46,8 +46,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from collections.abc import Callable
 from itertools import count
-from typing import Any, Callable
+from typing import Any
 
 import pydantic
 from mcp_types import jsonrpc as J
@@ -289,7 +290,7 @@ class _InputRequired(Exception):
 class Context:
     """What a tool handler gets: progress, log, elicit, sample and the cancellation signal."""
 
-    def __init__(self, session: "Session", handle, params: dict):
+    def __init__(self, session: Session, handle, params: dict):
         self.session = session
         self.handle = handle
         self.request_id = handle.id
@@ -307,6 +308,7 @@ class Context:
         self.input_responses = responses if isinstance(responses, dict) else {}
         self.log_level = meta.get(LOG_LEVEL_META_KEY)
         self._asked = 0
+        self.started = False      # the handler's task has taken its first step
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
         """Report progress (only if the request carried a progress token).  Returns whether the
@@ -465,9 +467,6 @@ class Session:
             return "reply", (reply if target is h else None)
         task = asyncio.get_running_loop().create_task(job)
         self.tasks[h] = (task, ctx)
-        # A task cancelled before its first step never runs its body, so its ``finally`` would
-        # not release the request: the done callback does it then (``_done`` runs once).
-        task.add_done_callback(lambda _t, h=h: self._done(h, None) if h in self.tasks else None)
         return "running", h
 
     def _immediate(self, h, rid, method, params):
@@ -527,6 +526,7 @@ class Session:
         return {"jsonrpc": "2.0", "id": rid, "result": res}
 
     async def _run_method(self, h, rid, fn, params, ctx):
+        ctx.started = True
         reply = None
         try:
             try:
@@ -560,6 +560,7 @@ class Session:
                 self.on_idle(self)
 
     async def _run(self, h, rid, tool, params, ctx):
+        ctx.started = True
         reply = None
         try:
             try:
@@ -603,6 +604,10 @@ class Session:
             task, ctx = entry
             ctx.cancelled.set()
             task.cancel()
+            if not ctx.started:
+                # A task cancelled before its first step never runs its body, so its ``finally``
+                # would never release the request: release it now.
+                self._done(handle, None)
 
     def closed(self, handle) -> None:
         """The request's channel closed before its response (HTTP)."""

@@ -8,13 +8,13 @@ import time
 
 import httpx
 import pytest
-from support.http_server import sse_messages, start
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_inflight.impl.server import Session
 from mcp_inflight.impl.stdio import serve_stdio
 from mcp_inflight.serve import demo_server
+from support.http_server import sse_messages, start
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
 

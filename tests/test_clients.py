@@ -148,6 +148,11 @@ def test_runtime_requirements_cover_what_serve_and_probe_import():
                 names = {d.lower().replace("_", "-") for d in dists.get(top, [top])}
                 if not names & declared:
                     missing.setdefault(top, set()).add(f.name)
+    # the guard wraps a server of the official SDK: it imports the SDK (and anyio, which the SDK
+    # depends on) only when it runs in front of one, where both are installed by definition
+    for top in ("mcp", "anyio"):
+        if missing.get(top) == {"guard.py"}:
+            del missing[top]
     assert missing == {}, f"imported but not in [project] dependencies: {missing}"
 
 
@@ -156,6 +161,7 @@ def test_official_client_after_session_expiry():
     SDK answers); the official client reports it, and a new client opens a new session."""
     import anyio
     from mcp.shared.exceptions import MCPError
+
     from support.http_server import start
 
     srv = start(session_idle_timeout=0.5)

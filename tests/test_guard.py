@@ -36,7 +36,7 @@ def _sse_messages(text):
 def test_guarded_sdk_reuses_ids_in_sequence_and_refuses_what_it_cannot_carry(sdk_guarded):
     c, h = _raw_session(sdk_guarded)
     echo = {"name": "echo", "arguments": {"text": "hi"}}
-    for n in range(5):                         # one id, five times in a row
+    for _ in range(5):                         # one id, five times in a row
         r = c.post(sdk_guarded, headers=h, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                                  "params": echo})
         assert r.status_code == 200

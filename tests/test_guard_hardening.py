@@ -11,12 +11,12 @@ import time
 import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.servers import sdk_server, stop
 from test_guard import _raw_session, _Stdio
 
 from mcp_inflight import probe as P
 from mcp_inflight.guard import guard
 from mcp_inflight.impl import sse
+from support.servers import sdk_server, stop
 
 
 class Inner:

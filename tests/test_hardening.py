@@ -9,12 +9,11 @@ import asyncio
 import json
 import sys
 
-from support.asgi import HEADERS, Exchange, open_session, request
-
 from mcp_inflight.impl import jsonio
 from mcp_inflight.impl.http import create_app
 from mcp_inflight.impl.server import Server, Session
 from mcp_inflight.impl.stdio import LINE_LIMIT, serve_stdio
+from support.asgi import HEADERS, Exchange, open_session, request
 
 DEEP = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 2000 + b"]" * 2000 + b"}}"
 SURROGATE_ID = b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}'

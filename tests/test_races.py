@@ -15,12 +15,12 @@ import asyncio
 import json
 
 import pytest
-from support.asgi import Exchange, open_session, other_tasks, request
-from support.asgi import HEADERS as H
 
 from mcp_inflight.impl.http import create_app
 from mcp_inflight.impl.server import Server, Session
 from mcp_inflight.impl.stdio import serve_stdio
+from support.asgi import HEADERS as H
+from support.asgi import Exchange, open_session, other_tasks, request
 
 STEPS = 3
 POINTS = range(0, 4 * STEPS + 6)      # past the handler's last step

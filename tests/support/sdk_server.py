@@ -20,9 +20,8 @@ import sys
 import warnings
 
 import anyio
-from pydantic import BaseModel
-
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
 
 
 class Answer(BaseModel):
