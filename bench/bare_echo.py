@@ -46,7 +46,9 @@ async def app(scope, receive, send):
     try:
         msg = json.loads(b"".join(chunks))
     except ValueError:
-        body = _dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
+        body = _dumps(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+        )
         await send({"type": "http.response.start", "status": 400, "headers": _JSON})
         await send({"type": "http.response.body", "body": body})
         return
@@ -57,8 +59,11 @@ async def app(scope, receive, send):
     headers = list(_SSE)
     method = msg.get("method")
     if method == "initialize":
-        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "bare-echo", "version": "0"}}
+        result = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "bare-echo", "version": "0"},
+        }
         headers.append((b"mcp-session-id", secrets.token_urlsafe(24).encode()))
     elif method == "tools/call":
         text = msg["params"]["arguments"]["text"]

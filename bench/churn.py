@@ -51,12 +51,24 @@ def build() -> Server:
     return server
 
 
-CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "hold", "arguments": {}, "_meta": {"progressToken": "p"}}}
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "hold", "arguments": {}, "_meta": {"progressToken": "p"}},
+}
 MODERN = {"mcp-protocol-version": "2026-07-28"}
-MODERN_CALL = {**CALL, "params": {**CALL["params"], "_meta": {
-    "progressToken": "p", "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {}}}}
+MODERN_CALL = {
+    **CALL,
+    "params": {
+        **CALL["params"],
+        "_meta": {
+            "progressToken": "p",
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    },
+}
 
 
 async def cycle(app) -> None:
@@ -94,8 +106,10 @@ async def main(cycles: int, warmup: int) -> int:
             print(f"after {n:>6} cycles: RSS {rss_mb():.1f} MB")
     end = rss_mb()
     left = (len(app.sessions), len(app._left), app.live_requests())
-    print(f"growth over {cycles} cycles: {end - start:+.1f} MB "
-          f"({(end - start) * 1024 * 1024 / cycles:.0f} bytes a cycle)")
+    print(
+        f"growth over {cycles} cycles: {end - start:+.1f} MB "
+        f"({(end - start) * 1024 * 1024 / cycles:.0f} bytes a cycle)"
+    )
     print(f"sessions {left[0]}, scopes left {left[1]}, live requests {left[2]}")
     return 0 if left == (0, 0, 0) else 1
 

@@ -76,12 +76,19 @@ def spin_version() -> str:
 def _run(cmd, cwd):
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if p.returncode != 0:
-        raise SpinError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+        raise SpinError(
+            f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}"
+        )
     return p.stdout + p.stderr
 
 
-def run_spin(cfg: Config, workdir: str | os.PathLike, depth: int = 200_000,
-             hash_bits: int | None = None, embedded_c: bool = True) -> dict:
+def run_spin(
+    cfg: Config,
+    workdir: str | os.PathLike,
+    depth: int = 200_000,
+    hash_bits: int | None = None,
+    embedded_c: bool = True,
+) -> dict:
     """Generate, compile and run pan for ``cfg`` in ``workdir``; every verdict from one run."""
     wd = Path(workdir)
     wd.mkdir(parents=True, exist_ok=True)
@@ -113,11 +120,20 @@ def run_spin(cfg: Config, workdir: str | os.PathLike, depth: int = 200_000,
         hit = prop.name in reported
         verdicts[prop.name] = hit if prop.kind == "witness" else not hit
     return {
-        "states": stored, "transitions": trans, "depth": depth_reached,
-        "verdicts": verdicts, "deadlock": "deadlock" in reported,
-        "seconds": {"generate": t1 - t0, "spin_a": t2 - t1, "gcc": t3 - t2, "pan": t4 - t3,
-                    "total": t4 - t0},
-        "pml_lines": text.count("\n"), "cmd": " ".join(cmd),
+        "states": stored,
+        "transitions": trans,
+        "depth": depth_reached,
+        "verdicts": verdicts,
+        "deadlock": "deadlock" in reported,
+        "seconds": {
+            "generate": t1 - t0,
+            "spin_a": t2 - t1,
+            "gcc": t3 - t2,
+            "pan": t4 - t3,
+            "total": t4 - t0,
+        },
+        "pml_lines": text.count("\n"),
+        "cmd": " ".join(cmd),
     }
 
 
@@ -125,9 +141,14 @@ def run_ours(cfg: Config, symmetry: bool) -> dict:
     t0 = time.monotonic()
     r = explore(cfg, symmetry=symmetry, progress=False)
     sec = time.monotonic() - t0
-    return {"states": r.states, "transitions": r.transitions, "seconds": sec,
-            "verdicts": {v.name: v.ok for v in r.verdicts if v.applies},
-            "deadlock": r.deadlocks > 0, "complete": r.complete}
+    return {
+        "states": r.states,
+        "transitions": r.transitions,
+        "seconds": sec,
+        "verdicts": {v.name: v.ok for v in r.verdicts if v.applies},
+        "deadlock": r.deadlocks > 0,
+        "complete": r.complete,
+    }
 
 
 def compare(cfg: Config, workdir, depth=200_000, embedded_c=True) -> dict:
@@ -145,13 +166,21 @@ def compare(cfg: Config, workdir, depth=200_000, embedded_c=True) -> dict:
     hazards = lambda v: sorted(n for n, ok in v.items() if kinds[n] == "hazard" and not ok)  # noqa: E731
     unreached = lambda v: sorted(n for n, ok in v.items() if kinds[n] == "witness" and not ok)  # noqa: E731
     return {
-        "design": cfg.design.name, "revision": cfg.revision, "transport": cfg.transport,
-        "ids": cfg.ids, "requests": cfg.requests,
-        "ours": nosym, "ours_sym": sym, "spin": spin,
+        "design": cfg.design.name,
+        "revision": cfg.revision,
+        "transport": cfg.transport,
+        "ids": cfg.ids,
+        "requests": cfg.requests,
+        "ours": nosym,
+        "ours_sym": sym,
+        "spin": spin,
         "states_match": nosym["states"] == spin["states"],
-        "verdicts_agree": not disagree, "disagree": disagree,
-        "failed_ours": failed(nosym["verdicts"]), "failed_spin": failed(spin["verdicts"]),
-        "hazards_ours": hazards(nosym["verdicts"]), "hazards_spin": hazards(spin["verdicts"]),
+        "verdicts_agree": not disagree,
+        "disagree": disagree,
+        "failed_ours": failed(nosym["verdicts"]),
+        "failed_spin": failed(spin["verdicts"]),
+        "hazards_ours": hazards(nosym["verdicts"]),
+        "hazards_spin": hazards(spin["verdicts"]),
         "unreached_ours": unreached(nosym["verdicts"]),
         "unreached_spin": unreached(spin["verdicts"]),
     }
@@ -167,9 +196,14 @@ def machine() -> dict:
     except OSError:
         pass
     gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()
-    return {"nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
-            "spin": spin_version(), "gcc": gcc[0] if gcc else "?",
-            "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "spin": spin_version(),
+        "gcc": gcc[0] if gcc else "?",
+        "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
 
 
 def _rate(states, sec):
@@ -178,16 +212,22 @@ def _rate(states, sec):
 
 def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = False) -> None:
     w = max([10] + [len(r["design"]) for r in rows])
-    print(f"machine: {mach['nproc']} cpu, {mach['cpu']}; Python {mach['python']}; {mach['spin']};"
-          f" {mach['gcc']}")
+    print(
+        f"machine: {mach['nproc']} cpu, {mach['cpu']}; Python {mach['python']}; {mach['spin']};"
+        f" {mach['gcc']}"
+    )
     print(f"load average (1, 5, 15 min) before: {mach['load']}; after: {load_after}")
-    print(f"SPIN: Promela generated from model/ ({'pure Promela' if pure else 'state properties as one c_code function'});"
-          f" spin -a; gcc {' '.join(GCC_FLAGS)}; pan -c0 -m<depth> -w<bits>;"
-          " one pan run judges every property")
+    print(
+        f"SPIN: Promela generated from model/ ({'pure Promela' if pure else 'state properties as one c_code function'});"
+        f" spin -a; gcc {' '.join(GCC_FLAGS)}; pan -c0 -m<depth> -w<bits>;"
+        " one pan run judges every property"
+    )
     print()
     print("State counts (ours without symmetry vs SPIN 'states, stored'; one to one) and verdicts")
-    hdr = (f"{'design':<{w}} {'profile':<17} {'bound':>5} {'ours':>9} {'SPIN':>9} {'match':>5}"
-           f" {'ours sym':>9} {'verdicts':>8}  invariants failed (both)")
+    hdr = (
+        f"{'design':<{w}} {'profile':<17} {'bound':>5} {'ours':>9} {'SPIN':>9} {'match':>5}"
+        f" {'ours sym':>9} {'verdicts':>8}  invariants failed (both)"
+    )
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
@@ -196,28 +236,44 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         fails = ", ".join(r["failed_ours"]) or "none"
         if r["failed_ours"] != r["failed_spin"]:
             fails = f"ours: {fails}; SPIN: {', '.join(r['failed_spin']) or 'none'}"
-        print(f"{r['design']:<{w}} {prof:<17} {bound:>5} {r['ours']['states']:>9,}"
-              f" {r['spin']['states']:>9,} {'yes' if r['states_match'] else 'NO':>5}"
-              f" {r['ours_sym']['states']:>9,} {'agree' if r['verdicts_agree'] else 'DIFFER':>8}"
-              f"  {fails}")
+        print(
+            f"{r['design']:<{w}} {prof:<17} {bound:>5} {r['ours']['states']:>9,}"
+            f" {r['spin']['states']:>9,} {'yes' if r['states_match'] else 'NO':>5}"
+            f" {r['ours_sym']['states']:>9,} {'agree' if r['verdicts_agree'] else 'DIFFER':>8}"
+            f"  {fails}"
+        )
         extra = []
         if r["hazards_ours"] or r["hazards_spin"]:
-            extra.append("hazards failing: " + (", ".join(r["hazards_ours"]) or "none")
-                         + ("" if r["hazards_ours"] == r["hazards_spin"]
-                            else f" (SPIN: {', '.join(r['hazards_spin']) or 'none'})"))
+            extra.append(
+                "hazards failing: "
+                + (", ".join(r["hazards_ours"]) or "none")
+                + (
+                    ""
+                    if r["hazards_ours"] == r["hazards_spin"]
+                    else f" (SPIN: {', '.join(r['hazards_spin']) or 'none'})"
+                )
+            )
         if r["unreached_ours"] or r["unreached_spin"]:
-            extra.append("witnesses unreached: " + (", ".join(r["unreached_ours"]) or "none")
-                         + ("" if r["unreached_ours"] == r["unreached_spin"]
-                            else f" (SPIN: {', '.join(r['unreached_spin']) or 'none'})"))
+            extra.append(
+                "witnesses unreached: "
+                + (", ".join(r["unreached_ours"]) or "none")
+                + (
+                    ""
+                    if r["unreached_ours"] == r["unreached_spin"]
+                    else f" (SPIN: {', '.join(r['unreached_spin']) or 'none'})"
+                )
+            )
         if not r["verdicts_agree"]:
             extra.append("verdicts differ on: " + ", ".join(r["disagree"]))
         for e in extra:
             print(f"{'':<{w}} {'':<17} {'':>5} {e}")
     print()
     print("Time to verdict (seconds) and states per second; ratios ours / SPIN")
-    hdr = (f"{'design':<{w}} {'profile':<17} {'bound':>5} {'ours':>7} {'sym':>7} {'SPIN':>7}"
-           f" {'(gen+spin+gcc+pan)':>24} {'t ours/SPIN':>11} {'t sym/SPIN':>10}"
-           f" {'ours st/s':>10} {'sym st/s':>9} {'SPIN st/s (e2e)':>20} {'rate ours/SPIN':>14}")
+    hdr = (
+        f"{'design':<{w}} {'profile':<17} {'bound':>5} {'ours':>7} {'sym':>7} {'SPIN':>7}"
+        f" {'(gen+spin+gcc+pan)':>24} {'t ours/SPIN':>11} {'t sym/SPIN':>10}"
+        f" {'ours st/s':>10} {'sym st/s':>9} {'SPIN st/s (e2e)':>20} {'rate ours/SPIN':>14}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
@@ -230,10 +286,12 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         r_y = _rate(y["states"], y["seconds"])
         r_s = _rate(s["states"], ss["pan"])
         r_e = _rate(s["states"], ss["total"])
-        print(f"{r['design']:<{w}} {prof:<17} {bound:>5} {o['seconds']:>7.2f} {y['seconds']:>7.2f}"
-              f" {ss['total']:>7.2f} {phases:>24} {o['seconds'] / ss['total']:>11.2f}"
-              f" {y['seconds'] / ss['total']:>10.2f} {r_o:>10,.0f} {r_y:>9,.0f}"
-              f" {f'{r_s:,.0f} ({r_e:,.0f})':>20} {r_o / r_s:>14.3f}")
+        print(
+            f"{r['design']:<{w}} {prof:<17} {bound:>5} {o['seconds']:>7.2f} {y['seconds']:>7.2f}"
+            f" {ss['total']:>7.2f} {phases:>24} {o['seconds'] / ss['total']:>11.2f}"
+            f" {y['seconds'] / ss['total']:>10.2f} {r_o:>10,.0f} {r_y:>9,.0f}"
+            f" {f'{r_s:,.0f} ({r_e:,.0f})':>20} {r_o / r_s:>14.3f}"
+        )
     print()
     print("Aims (at the default bound 2x2; symmetry at every bound):")
     for r in rows:
@@ -241,7 +299,9 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         tag = f"  {r['design']} {r['revision']} {r['transport']} {r['ids']}x{r['requests']}:"
         parts = []
         if (r["ids"], r["requests"]) == (2, 2):
-            parts.append(f"time below SPIN's: {'yes' if o['seconds'] < s['seconds']['total'] else 'no'}")
+            parts.append(
+                f"time below SPIN's: {'yes' if o['seconds'] < s['seconds']['total'] else 'no'}"
+            )
             q = _rate(o["states"], o["seconds"]) / _rate(s["states"], s["seconds"]["pan"])
             parts.append(f"rate >= 1/4 of SPIN's: {'yes' if q >= 0.25 else 'no'} ({q:.3f})")
         parts.append(f"symmetry fewer states: {'yes' if y['states'] < o['states'] else 'no'}")
@@ -262,28 +322,47 @@ def _bounds(text: str) -> list[tuple[int, int]]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description="Compare our explorer with SPIN on the model generated from model/: state "
-                    "counts, verdicts, time to verdict, states per second.",
+        "counts, verdicts, time to verdict, states per second.",
         epilog="Exit 0 when every count matches and every verdict agrees, 1 otherwise, "
-               "2 on a usage error or when spin or gcc is missing.")
-    p.add_argument("--designs", default="atomic,unguarded",
-                   help="comma-separated designs or mutants of atomic, e.g. "
-                        "atomic-free-on-cancel (default: atomic,unguarded)")
+        "2 on a usage error or when spin or gcc is missing.",
+    )
+    p.add_argument(
+        "--designs",
+        default="atomic,unguarded",
+        help="comma-separated designs or mutants of atomic, e.g. "
+        "atomic-free-on-cancel (default: atomic,unguarded)",
+    )
     p.add_argument("--revision", default="all", help="2025-11-25, 2026-07-28 or all (default)")
     p.add_argument("--transport", default="all", help="stdio, http or all (default)")
-    p.add_argument("--bounds", type=_bounds, default=_bounds("2x2,3x2"),
-                   help="comma-separated IDSxREQUESTS bounds (default: 2x2,3x2)")
-    p.add_argument("--depth", type=int, default=200_000, help="pan -m search depth (default 200000)")
-    p.add_argument("--pure-promela", action="store_true",
-                   help="spell the state properties out in every d_step instead of one "
-                        "embedded C function (more C for gcc)")
-    p.add_argument("--keep", metavar="DIR",
-                   help="keep the generated .pml, pan.c and pan here (default: a temporary directory)")
+    p.add_argument(
+        "--bounds",
+        type=_bounds,
+        default=_bounds("2x2,3x2"),
+        help="comma-separated IDSxREQUESTS bounds (default: 2x2,3x2)",
+    )
+    p.add_argument(
+        "--depth", type=int, default=200_000, help="pan -m search depth (default 200000)"
+    )
+    p.add_argument(
+        "--pure-promela",
+        action="store_true",
+        help="spell the state properties out in every d_step instead of one "
+        "embedded C function (more C for gcc)",
+    )
+    p.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep the generated .pml, pan.c and pan here (default: a temporary directory)",
+    )
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     a = p.parse_args(argv)
     missing = tools_missing()
     if missing:
-        print(f"explore_vs_spin: {' and '.join(missing)} not found on PATH "
-              "(Debian: apt-get install spin gcc)", file=sys.stderr)
+        print(
+            f"explore_vs_spin: {' and '.join(missing)} not found on PATH "
+            "(Debian: apt-get install spin gcc)",
+            file=sys.stderr,
+        )
         return 2
     known = {**DESIGNS, **mutants()}
     designs = [d.strip() for d in a.designs.split(",") if d.strip()]
@@ -292,8 +371,12 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown design(s) {', '.join(bad)}; valid: {', '.join(known)}")
     try:
         profs = profiles(a.revision, a.transport)
-        cfgs = [Config(known[d], rev, tr, ids=i, requests=n)
-                for d in designs for rev, tr in profs for i, n in a.bounds]
+        cfgs = [
+            Config(known[d], rev, tr, ids=i, requests=n)
+            for d in designs
+            for rev, tr in profs
+            for i, n in a.bounds
+        ]
     except ValueError as e:
         p.error(str(e))
     mach = machine()
@@ -301,8 +384,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="explore-vs-spin-") as tmp:
         base = Path(a.keep) if a.keep else Path(tmp)
         for n, cfg in enumerate(cfgs, 1):
-            print(f"[{n}/{len(cfgs)}] {cfg.label} {cfg.ids}x{cfg.requests} ...", file=sys.stderr,
-                  flush=True)
+            print(
+                f"[{n}/{len(cfgs)}] {cfg.label} {cfg.ids}x{cfg.requests} ...",
+                file=sys.stderr,
+                flush=True,
+            )
             wd = base / f"{cfg.design.name}-{cfg.revision}-{cfg.transport}-{cfg.ids}x{cfg.requests}"
             try:
                 row = compare(cfg, wd, depth=a.depth, embedded_c=not a.pure_promela)
@@ -310,17 +396,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"explore_vs_spin: {cfg.label}: {e}", file=sys.stderr)
                 return 1
             rows.append(row)
-            print(f"    states ours {row['ours']['states']:,} in {row['ours']['seconds']:.2f} s,"
-                  f" with symmetry {row['ours_sym']['states']:,} in"
-                  f" {row['ours_sym']['seconds']:.2f} s; SPIN {row['spin']['states']:,} in"
-                  f" {row['spin']['seconds']['total']:.2f} s;"
-                  f" {'match' if row['states_match'] else 'MISMATCH'},"
-                  f" verdicts {'agree' if row['verdicts_agree'] else 'DIFFER'}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"    states ours {row['ours']['states']:,} in {row['ours']['seconds']:.2f} s,"
+                f" with symmetry {row['ours_sym']['states']:,} in"
+                f" {row['ours_sym']['seconds']:.2f} s; SPIN {row['spin']['states']:,} in"
+                f" {row['spin']['seconds']['total']:.2f} s;"
+                f" {'match' if row['states_match'] else 'MISMATCH'},"
+                f" verdicts {'agree' if row['verdicts_agree'] else 'DIFFER'}",
+                file=sys.stderr,
+                flush=True,
+            )
     load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
     if a.json:
-        print(json.dumps({"machine": mach, "load_after": load_after, "gcc_flags": GCC_FLAGS,
-                          "runs": rows}, indent=1))
+        print(
+            json.dumps(
+                {"machine": mach, "load_after": load_after, "gcc_flags": GCC_FLAGS, "runs": rows},
+                indent=1,
+            )
+        )
     else:
         print_report(rows, mach, load_after, pure=a.pure_promela)
     ok = all(r["states_match"] and r["verdicts_agree"] for r in rows)

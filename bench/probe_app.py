@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import logging
 
-    logging.disable(logging.INFO)     # the SDK logs each session at INFO
+    logging.disable(logging.INFO)  # the SDK logs each session at INFO
     from probe_table import probe as url_probe
     from probe_table import targets
 
@@ -58,16 +58,30 @@ def main(argv=None) -> int:
             url_doc = url_probe(title, argv_for)
             url_wall = url_doc["wall_seconds"]
             same = verdicts(inproc) == verdicts(url_doc)
-            rows.append((title, inproc.get("seconds"), in_wall, url_doc.get("seconds"), url_wall,
-                         inproc["status"], url_doc["status"], same))
+            rows.append(
+                (
+                    title,
+                    inproc.get("seconds"),
+                    in_wall,
+                    url_doc.get("seconds"),
+                    url_wall,
+                    inproc["status"],
+                    url_doc["status"],
+                    same,
+                )
+            )
             docs.setdefault(title, []).append({"in_process": inproc, "url": url_doc})
-    print("| server | in-process probe s (wall) | URL probe s (wall) | in-process / URL | "
-          "verdict in-process, URL | same verdicts |")
+    print(
+        "| server | in-process probe s (wall) | URL probe s (wall) | in-process / URL | "
+        "verdict in-process, URL | same verdicts |"
+    )
     print("|---|---|---|---|---|---|")
     for title, ins, inw, us, uw, ist, ust, same in rows:
         ratio = f"{ins / us:.2f}" if ins and us else "-"
-        print(f"| {title} | {ins} ({inw:.1f}) | {us} ({uw:.1f}) | {ratio} | {ist}, {ust} | "
-              f"{'yes' if same else 'NO'} |")
+        print(
+            f"| {title} | {ins} ({inw:.1f}) | {us} ({uw:.1f}) | {ratio} | {ist}, {ust} | "
+            f"{'yes' if same else 'NO'} |"
+        )
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(docs, indent=1))
     return 0 if all(r[-1] for r in rows) else 1

@@ -52,12 +52,17 @@ def targets():
     py = sys.executable
     out = []
     if importlib.util.find_spec("mcp_inflight.serve") is not None:
-        out.append(("`mcp-inflight serve`",
-                    lambda p: [py, "-m", "mcp_inflight", "serve", "--port", str(p)]))
+        out.append(
+            (
+                "`mcp-inflight serve`",
+                lambda p: [py, "-m", "mcp_inflight", "serve", "--port", str(p)],
+            )
+        )
     else:
         out.append(("`mcp-inflight serve`", None))
     try:
         from importlib.metadata import version
+
         sdk = f"official SDK `mcp` {version('mcp')}"
     except Exception:  # noqa: BLE001
         sdk = "official SDK `mcp`"
@@ -77,8 +82,12 @@ def probe(title, argv_for):
         url = f"http://127.0.0.1:{port}/mcp"
         sys.stderr.write(f"probing {title} at {url}\n")
         t = time.monotonic()
-        p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", url, "--json",
-                            "--quiet"], capture_output=True, text=True, timeout=180)
+        p = subprocess.run(
+            [sys.executable, "-m", "mcp_inflight", "probe", url, "--json", "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         doc = json.loads(p.stdout)
         doc["exit_status"] = p.returncode
         doc["wall_seconds"] = round(time.monotonic() - t, 1)
@@ -107,8 +116,7 @@ def table(results) -> str:
     from mcp_inflight.probe import CLASSES
 
     titles = list(results)
-    lines = ["| defect class | " + " | ".join(titles) + " |",
-             "|---|" + "---|" * len(titles)]
+    lines = ["| defect class | " + " | ".join(titles) + " |", "|---|" + "---|" * len(titles)]
     for cls in CLASSES:
         cells = []
         for t in titles:
@@ -119,13 +127,24 @@ def table(results) -> str:
             f = next(f for f in doc["findings"] if f["class"] == cls)
             cells.append("**found**" if f["found"] else "not found")
         lines.append(f"| `{cls}` | " + " | ".join(cells) + " |")
-    lines.append("| duplicate refused with | " + " | ".join(
-        "not run" if "unavailable" in results[t] else _refusal(results[t]) for t in titles) + " |")
-    lines.append("| probe exit status | " + " | ".join(
-        results[t]["unavailable"] if "unavailable" in results[t] else
-        f"{results[t]['exit_status']} ({results[t].get('status', '')}, "
-        f"{results[t]['wall_seconds']} s)"
-        for t in titles) + " |")
+    lines.append(
+        "| duplicate refused with | "
+        + " | ".join(
+            "not run" if "unavailable" in results[t] else _refusal(results[t]) for t in titles
+        )
+        + " |"
+    )
+    lines.append(
+        "| probe exit status | "
+        + " | ".join(
+            results[t]["unavailable"]
+            if "unavailable" in results[t]
+            else f"{results[t]['exit_status']} ({results[t].get('status', '')}, "
+            f"{results[t]['wall_seconds']} s)"
+            for t in titles
+        )
+        + " |"
+    )
     return "\n".join(lines)
 
 

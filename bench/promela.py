@@ -132,8 +132,16 @@ class Promela(codegen.Gen):
 
 # --- the generated model ------------------------------------------------------------------
 
-_TYPE = {"life": "byte", "id": "byte", "bool": "bool", "step": "byte", "sreq": "byte",
-         "cmsg": "byte", "time": "byte", "inst?": "short"}
+_TYPE = {
+    "life": "byte",
+    "id": "byte",
+    "bool": "bool",
+    "step": "byte",
+    "sreq": "byte",
+    "cmsg": "byte",
+    "time": "byte",
+    "inst?": "short",
+}
 _PRE = "p_"
 _DEADLOCK = type("Deadlock", (), {"name": "deadlock"})
 _ALIAS = "q_"  # a second pre-state copy, for an array read inside its own index
@@ -159,8 +167,14 @@ def _writes(ws: list[Write]) -> list[str]:
 def _check(name: str, holds) -> list[str]:
     """Report property ``name`` the first time ``holds`` is false."""
     if _is_const(holds):
-        return [] if holds else [f"if :: !P_{name} -> assert(P_{name}); P_{name} = 1 :: else -> skip fi;"]
-    return [f"if :: !P_{name} && !({holds.text}) -> assert(P_{name}); P_{name} = 1 :: else -> skip fi;"]
+        return (
+            []
+            if holds
+            else [f"if :: !P_{name} -> assert(P_{name}); P_{name} = 1 :: else -> skip fi;"]
+        )
+    return [
+        f"if :: !P_{name} && !({holds.text}) -> assert(P_{name}); P_{name} = 1 :: else -> skip fi;"
+    ]
 
 
 def _to_c(text: str) -> str:
@@ -173,9 +187,15 @@ def _to_c(text: str) -> str:
 def _c_check(name: str, holds) -> list[str]:
     """The C form of :func:`_check`, for the state properties' one C function."""
     if _is_const(holds):
-        return [] if holds else [f"if (!P_{name}) {{ P_{name} = 1; uerror(\"assertion violated P_{name}\"); }}"]
-    return [f"if (!P_{name} && !({_to_c(holds.text)})) {{ P_{name} = 1;"
-            f" uerror(\"assertion violated P_{name}\"); }}"]
+        return (
+            []
+            if holds
+            else [f'if (!P_{name}) {{ P_{name} = 1; uerror("assertion violated P_{name}"); }}']
+        )
+    return [
+        f"if (!P_{name} && !({_to_c(holds.text)})) {{ P_{name} = 1;"
+        f' uerror("assertion violated P_{name}"); }}'
+    ]
 
 
 def _canonical_clock(cfg: Config) -> list[str]:
@@ -250,8 +270,11 @@ def generate(cfg: Config, properties=PROPERTIES, embedded_c: bool = True) -> str
 
     c_func = []
     if embedded_c and state_props:
-        c_func = (["c_code {", "  extern void (*uerror)(char *);", "  static void check_state(void) {"]
-                  + [f"    {x}" for x in state_checks(cur, _c_check)] + ["  }", "}"])
+        c_func = (
+            ["c_code {", "  extern void (*uerror)(char *);", "  static void check_state(void) {"]
+            + [f"    {x}" for x in state_checks(cur, _c_check)]
+            + ["  }", "}"]
+        )
         state_checks = lambda view: ["c_code { check_state(); };"]  # noqa: E731
 
     s0 = initial(cfg)
@@ -276,7 +299,7 @@ def generate(cfg: Config, properties=PROPERTIES, embedded_c: bool = True) -> str
     options = []
     for a in actions_for(cfg):
         for r in range(cfg.requests):
-            for i in (range(cfg.ids) if "i" in a.params else (None,)):
+            for i in range(cfg.ids) if "i" in a.params else (None,):
                 guard = a.guard(b, cur, cfg, r, i)
                 if _is_const(guard) and not guard:
                     continue
@@ -289,14 +312,23 @@ def generate(cfg: Config, properties=PROPERTIES, embedded_c: bool = True) -> str
                 body = _copy_pre(cfg, body + checks) + body + checks
                 label = f"{a.name} r={r}" + ("" if i is None else f" i={i}")
                 g = "true" if _is_const(guard) else guard.text
-                options.append(f"  /* {label} */\n  :: d_step {{ {g} ->\n"
-                               + "".join(f"       {x}\n" for x in state_checks(cur) + body)
-                               + "     }")
+                options.append(
+                    f"  /* {label} */\n  :: d_step {{ {g} ->\n"
+                    + "".join(f"       {x}\n" for x in state_checks(cur) + body)
+                    + "     }"
+                )
     idle = state_checks(cur) + _check(_DEADLOCK.name, settled(b, cur))
-    options.append("  /* nothing enabled: judge the state, then stay */\n  :: d_step { timeout ->\n"
-                   + "".join(f"       {x}\n" for x in idle) + "     }")
-    return ("\n".join(decl) + "\n\nactive proctype session() {\nend:\n  do\n"
-            + "\n".join(options) + "\n  od\n}\n")
+    options.append(
+        "  /* nothing enabled: judge the state, then stay */\n  :: d_step { timeout ->\n"
+        + "".join(f"       {x}\n" for x in idle)
+        + "     }"
+    )
+    return (
+        "\n".join(decl)
+        + "\n\nactive proctype session() {\nend:\n  do\n"
+        + "\n".join(options)
+        + "\n  od\n}\n"
+    )
 
 
 __all__ = ["Expr", "Array", "StateView", "Promela", "generate", "properties_for", "lit"]

@@ -37,8 +37,10 @@ def main(argv=None) -> int:
     results = prove_all(cfgs, jobs=args.jobs)
     wall = time.monotonic() - t0
     ok = all(r.ok for r in results)
-    print(f"1. default proof of {design.name}, all profiles, {args.jobs} processes: "
-          f"{wall:.2f}s wall-clock ({'all invariants proved' if ok else 'NOT all proved'})")
+    print(
+        f"1. default proof of {design.name}, all profiles, {args.jobs} processes: "
+        f"{wall:.2f}s wall-clock ({'all invariants proved' if ok else 'NOT all proved'})"
+    )
 
     print("\n2. per profile (one after another, batched as by default)")
     print(f"   {'profile':<22} {'seconds':>8} {'queries':>8}  slowest query")
@@ -49,8 +51,10 @@ def main(argv=None) -> int:
         total += r.seconds
         if r.slowest[0] > slowest[0]:
             slowest = (r.slowest[0], r.slowest[1], cfg.label)
-        print(f"   {cfg.revision + ' ' + cfg.transport:<22} {r.seconds:>8.2f} {r.queries:>8}  "
-              f"{r.slowest[0]:.2f}s  {r.slowest[1]}")
+        print(
+            f"   {cfg.revision + ' ' + cfg.transport:<22} {r.seconds:>8.2f} {r.queries:>8}  "
+            f"{r.slowest[0]:.2f}s  {r.slowest[1]}"
+        )
     print(f"   {'total':<22} {total:>8.2f}")
     print(f"   slowest query: {slowest[0]:.2f}s, {slowest[1]} ({slowest[2]})")
 
@@ -68,8 +72,10 @@ def main(argv=None) -> int:
                 kinds[p.name] = p.kind
     for name, sec in sorted(spent.items(), key=lambda kv: -kv[1]):
         print(f"   {kinds[name]:<10} {name:<28} {sec:>7.2f}s")
-    print(f"   unbatched total {total_u:.2f}s vs batched {total:.2f}s "
-          f"(ratio {total_u / max(total, 1e-9):.2f})")
+    print(
+        f"   unbatched total {total_u:.2f}s vs batched {total:.2f}s "
+        f"(ratio {total_u / max(total, 1e-9):.2f})"
+    )
     return 0 if ok else 1
 
 

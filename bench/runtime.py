@@ -64,6 +64,7 @@ LISTEN = re.compile(r"listening on (http://\S+)")
 
 # --- the servers (subprocess side) ---------------------------------------------------------
 
+
 def uvicorn_config(app, port: int):
     """The uvicorn settings of ``mcp-inflight serve`` (mcp_inflight/serve.py), for every server."""
     import uvicorn
@@ -85,6 +86,7 @@ def serve_subprocess(name: str, port: int, loop: str) -> int:
     elif name == "ours-app":
         from mcp_inflight.impl.http import LOOPBACK, create_app
         from mcp_inflight.serve import demo_server
+
         app = create_app(demo_server(), "/mcp", allowed_hosts=set(LOOPBACK) | {"127.0.0.1"})
     else:
         raise SystemExit(f"unknown server {name!r}")
@@ -98,17 +100,23 @@ def serve_subprocess(name: str, port: int, loop: str) -> int:
                 return await task
             await asyncio.sleep(0.02)
         p = server.servers[0].sockets[0].getsockname()[1]
-        print(f"bench server {name}: listening on http://127.0.0.1:{p}/mcp", file=sys.stderr, flush=True)
+        print(
+            f"bench server {name}: listening on http://127.0.0.1:{p}/mcp",
+            file=sys.stderr,
+            flush=True,
+        )
         await task
 
     if loop == "auto":
         try:
             import uvloop  # noqa: F401
+
             loop = "uvloop"
         except ImportError:
             loop = "asyncio"
     if loop == "uvloop":
         import uvloop
+
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(main())
     else:
@@ -125,10 +133,20 @@ class Running:
             exe = ROOT / ".venv" / "bin" / "mcp-inflight"
             cmd = [str(exe) if exe.exists() else "mcp-inflight", "serve", "--port", "0"]
         else:
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--serve", name, "--port", "0", "--loop", loop]
+            cmd = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--serve",
+                name,
+                "--port",
+                "0",
+                "--loop",
+                loop,
+            ]
         self.cmd = cmd
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     cwd=str(ROOT))
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(ROOT)
+        )
         deadline = time.monotonic() + 30
         self.url = None
         seen = []
@@ -168,8 +186,11 @@ class Running:
 # --- HTTP client side ----------------------------------------------------------------------
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-INIT = {"protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "bench-runtime", "version": "1"}}
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "bench-runtime", "version": "1"},
+}
 
 
 def sse_messages(text: str) -> list:
@@ -178,15 +199,22 @@ def sse_messages(text: str) -> list:
 
 def open_session(client, url) -> dict:
     """initialize + notifications/initialized; the headers later calls need."""
-    r = client.post(url, headers=ACCEPT, content=json.dumps(
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}))
+    r = client.post(
+        url,
+        headers=ACCEPT,
+        content=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}),
+    )
     if r.status_code != 200:
         raise RuntimeError(f"initialize: HTTP {r.status_code}: {r.text[:200]}")
     sid = r.headers.get("mcp-session-id")
     if not sid:
         raise RuntimeError("initialize: no Mcp-Session-Id")
     h = {**ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
-    r = client.post(url, headers=h, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    r = client.post(
+        url,
+        headers=h,
+        content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
     if r.status_code != 202:
         raise RuntimeError(f"notifications/initialized: HTTP {r.status_code}")
     return h
@@ -198,9 +226,18 @@ def sample_calls(client, url, headers, n: int, tag: str) -> tuple[int, list[str]
     for k in range(n):
         rid = f"sample-{tag}-{k}"
         text = f"{ECHO_TEXT}-{k}"
-        r = client.post(url, headers=headers, content=json.dumps(
-            {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-             "params": {"name": "echo", "arguments": {"text": text}}}))
+        r = client.post(
+            url,
+            headers=headers,
+            content=json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": text}},
+                }
+            ),
+        )
         why = None
         if r.status_code != 200:
             why = f"HTTP {r.status_code}"
@@ -228,14 +265,26 @@ def sample_calls(client, url, headers, n: int, tag: str) -> tuple[int, list[str]
 
 
 def run_wrk(url, sid, seconds, threads, connections, timeout=10) -> tuple[dict, str]:
-    cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", f"--timeout={timeout}s",
-           "--latency", "-s", str(LUA), url, "--", sid, ECHO_TEXT]
+    cmd = [
+        "wrk",
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{seconds:g}s",
+        f"--timeout={timeout}s",
+        "--latency",
+        "-s",
+        str(LUA),
+        url,
+        "--",
+        sid,
+        ECHO_TEXT,
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
     if p.returncode != 0:
         raise RuntimeError(f"wrk failed ({p.returncode}): {p.stderr.strip()}")
     for line in p.stdout.splitlines():
         if line.startswith("WRKRESULT "):
-            return json.loads(line[len("WRKRESULT "):]), p.stdout
+            return json.loads(line[len("WRKRESULT ") :]), p.stdout
     raise RuntimeError(f"wrk printed no WRKRESULT line:\n{p.stdout}")
 
 
@@ -249,9 +298,18 @@ def bench_server(name, args) -> dict:
             sid = headers["mcp-session-id"]
             pre_good, pre_problems = sample_calls(client, srv.url, headers, args.sample, "pre")
             # uvicorn's own headers tell whether the server ran with serve's settings
-            probe = client.post(srv.url, headers=headers, content=json.dumps(
-                {"jsonrpc": "2.0", "id": "uvicorn-headers", "method": "tools/call",
-                 "params": {"name": "echo", "arguments": {"text": ECHO_TEXT}}}))
+            probe = client.post(
+                srv.url,
+                headers=headers,
+                content=json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": "uvicorn-headers",
+                        "method": "tools/call",
+                        "params": {"name": "echo", "arguments": {"text": ECHO_TEXT}},
+                    }
+                ),
+            )
             uvicorn_headers = sorted(k for k in ("server", "date") if k in probe.headers)
             if args.warmup > 0:
                 warm, _ = run_wrk(srv.url, sid, args.warmup, args.threads, args.connections)
@@ -260,27 +318,44 @@ def bench_server(name, args) -> dict:
             res, raw = run_wrk(srv.url, sid, args.duration, args.threads, args.connections)
             post_good, post_problems = sample_calls(client, srv.url, headers, args.sample, "post")
         rss_kb = _rss_kb(srv.proc.pid)
-        loop, parser = srv.runtime()            # after the load: every module it uses is loaded
+        loop, parser = srv.runtime()  # after the load: every module it uses is loaded
     finally:
         srv.stop()
     secs = res["duration_us"] / 1e6
     errors = res["connect_errors"] + res["read_errors"] + res["write_errors"] + res["timeouts"]
     # wrk counts a request in summary.requests when its response is complete; the Lua checks
     # ran on each of them, so ok must equal requests for the run to count.
-    valid = (res["ok"] == res["requests"] and res["bad_status"] == 0 and res["bad_body"] == 0
-             and res["status_errors"] == 0 and errors == 0
-             and pre_good == args.sample and post_good == args.sample
-             and (warm is None or (warm["ok"] == warm["requests"] and warm["status_errors"] == 0)))
+    valid = (
+        res["ok"] == res["requests"]
+        and res["bad_status"] == 0
+        and res["bad_body"] == 0
+        and res["status_errors"] == 0
+        and errors == 0
+        and pre_good == args.sample
+        and post_good == args.sample
+        and (warm is None or (warm["ok"] == warm["requests"] and warm["status_errors"] == 0))
+    )
     return {
-        "server": name, "title": TITLES[name], "cmd": " ".join(srv.cmd),
-        "loop": loop, "parser": parser, "uvicorn_headers": uvicorn_headers,
+        "server": name,
+        "title": TITLES[name],
+        "cmd": " ".join(srv.cmd),
+        "loop": loop,
+        "parser": parser,
+        "uvicorn_headers": uvicorn_headers,
         "calls_per_s": res["requests"] / secs if secs else 0.0,
-        "p50_ms": res["p50_us"] / 1000, "p90_ms": res["p90_us"] / 1000, "p99_ms": res["p99_us"] / 1000,
+        "p50_ms": res["p50_us"] / 1000,
+        "p90_ms": res["p90_us"] / 1000,
+        "p99_ms": res["p99_us"] / 1000,
         "max_ms": res["max_us"] / 1000,
-        "requests": res["requests"], "ok": res["ok"], "non_2xx": res["status_errors"],
-        "bad_status": res["bad_status"], "bad_body": res["bad_body"], "socket_errors": errors,
+        "requests": res["requests"],
+        "ok": res["ok"],
+        "non_2xx": res["status_errors"],
+        "bad_status": res["bad_status"],
+        "bad_body": res["bad_body"],
+        "socket_errors": errors,
         "warmup": warm and {"requests": warm["requests"], "ok": warm["ok"]},
-        "sample_ok": pre_good + post_good, "sample_n": 2 * args.sample,
+        "sample_ok": pre_good + post_good,
+        "sample_n": 2 * args.sample,
         "sample_problems": (pre_problems + post_problems)[:5],
         "rss_mb": rss_kb / 1024 if rss_kb else None,
         "valid": valid,
@@ -299,6 +374,7 @@ def _rss_kb(pid):
 
 # --- the core, in process ------------------------------------------------------------------
 
+
 def bench_core(n: int) -> dict:
     from mcp_inflight.impl.core import Admitted, Refused, SessionCore
 
@@ -310,7 +386,7 @@ def bench_core(n: int) -> dict:
     timer = (pc() - t0) / n
 
     core = SessionCore("2025-11-25", "http")
-    for i in range(min(n, 2000)):            # warm-up
+    for i in range(min(n, 2000)):  # warm-up
         h = core.arrive(i).handle
         core.emit(h)
         core.finish(h)
@@ -380,6 +456,7 @@ def bench_core(n: int) -> dict:
 
 # --- report --------------------------------------------------------------------------------
 
+
 def uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
@@ -388,8 +465,10 @@ def uptime() -> str:
 
 
 def print_core(c: dict) -> None:
-    print(f"core (SessionCore 2025-11-25 http, {c['iterations']:,} iterations, perf_counter_ns; "
-          f"timer cost {c['timer_ns']:.0f} ns subtracted per step)")
+    print(
+        f"core (SessionCore 2025-11-25 http, {c['iterations']:,} iterations, perf_counter_ns; "
+        f"timer cost {c['timer_ns']:.0f} ns subtracted per step)"
+    )
     print(f"  request lifecycle, arrive + emit + finish  {c['lifecycle_us']:8.2f} us")
     print(f"    arrive (admitted)                        {c['arrive_admit_us']:8.2f} us")
     print(f"    emit (progress routed to its stream)     {c['emit_us']:8.2f} us")
@@ -406,7 +485,16 @@ def summarize(rounds: list[dict]) -> dict:
     for key in ("calls_per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "rss_mb"):
         vals = [x[key] for x in rounds if x[key] is not None]
         r[key] = median(vals) if vals else None
-    for key in ("requests", "ok", "non_2xx", "bad_status", "bad_body", "socket_errors", "sample_ok", "sample_n"):
+    for key in (
+        "requests",
+        "ok",
+        "non_2xx",
+        "bad_status",
+        "bad_body",
+        "socket_errors",
+        "sample_ok",
+        "sample_n",
+    ):
         r[key] = sum(x[key] for x in rounds)
     r["sample_problems"] = [p for x in rounds for p in x["sample_problems"]][:5]
     r["valid"] = all(x["valid"] for x in rounds)
@@ -418,28 +506,40 @@ def summarize(rounds: list[dict]) -> dict:
 
 def print_http(rows: list[dict], runs: dict, args) -> None:
     per = f"median of {args.rounds} rounds" if args.rounds > 1 else "one round"
-    print(f"\ntools/call echo over HTTP (loopback), wrk {args.threads} thread, {args.connections} connections, "
-          f"{args.duration:g} s after {args.warmup:g} s warm-up per server and round, servers taking turns; "
-          f"one session per server, SSE answers; {per}; counts summed")
-    hdr = (f"  {'server':34} {'calls/s':>8} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} {'requests':>9} "
-           f"{'non-2xx':>7} {'bad':>4} {'errs':>4} {'sample':>7} {'RSS MB':>6}  loop/parser")
+    print(
+        f"\ntools/call echo over HTTP (loopback), wrk {args.threads} thread, {args.connections} connections, "
+        f"{args.duration:g} s after {args.warmup:g} s warm-up per server and round, servers taking turns; "
+        f"one session per server, SSE answers; {per}; counts summed"
+    )
+    hdr = (
+        f"  {'server':34} {'calls/s':>8} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} {'requests':>9} "
+        f"{'non-2xx':>7} {'bad':>4} {'errs':>4} {'sample':>7} {'RSS MB':>6}  loop/parser"
+    )
     print(hdr)
     for r in rows:
         flag = "" if r["valid"] else "   INVALID RUN"
         rss = f"{r['rss_mb']:6.0f}" if r["rss_mb"] else "     ?"
-        print(f"  {r['title']:34} {r['calls_per_s']:8.0f} {r['p50_ms']:7.2f} {r['p90_ms']:7.2f} {r['p99_ms']:7.2f} "
-              f"{r['requests']:9d} {r['non_2xx']:7d} {r['bad_status'] + r['bad_body']:4d} "
-              f"{r['socket_errors']:4d} {r['sample_ok']:>3}/{r['sample_n']:<3} {rss}  {r['loop']}/{r['parser']}{flag}")
+        print(
+            f"  {r['title']:34} {r['calls_per_s']:8.0f} {r['p50_ms']:7.2f} {r['p90_ms']:7.2f} {r['p99_ms']:7.2f} "
+            f"{r['requests']:9d} {r['non_2xx']:7d} {r['bad_status'] + r['bad_body']:4d} "
+            f"{r['socket_errors']:4d} {r['sample_ok']:>3}/{r['sample_n']:<3} {rss}  {r['loop']}/{r['parser']}{flag}"
+        )
         for p in r["sample_problems"]:
             print(f"      sample problem: {p}")
     if args.rounds > 1:
-        print("  calls/s per round: " + "; ".join(
-            f"{r['server']} {', '.join(str(v) for v in r['rounds_calls_per_s'])}" for r in rows))
+        print(
+            "  calls/s per round: "
+            + "; ".join(
+                f"{r['server']} {', '.join(str(v) for v in r['rounds_calls_per_s'])}" for r in rows
+            )
+        )
     if len({(r["loop"], r["parser"]) for r in rows}) > 1:
         print("  NOTE: the servers did not all run on the same event loop and HTTP parser")
     if len({tuple(r["uvicorn_headers"]) for r in rows}) > 1:
-        print("  NOTE: uvicorn's server/date headers differ between the servers: not the same uvicorn settings "
-              + "; ".join(f"{r['server']}: {', '.join(r['uvicorn_headers']) or 'none'}" for r in rows))
+        print(
+            "  NOTE: uvicorn's server/date headers differ between the servers: not the same uvicorn settings "
+            + "; ".join(f"{r['server']}: {', '.join(r['uvicorn_headers']) or 'none'}" for r in rows)
+        )
     by = {r["server"]: r for r in rows}
     ours = by.get("ours") or by.get("ours-app")
     if ours is None:
@@ -450,37 +550,81 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
     for other, aim in (("sdk", 3.0), ("bare", 0.7)):
         if other in by:
             o = by[other]
-            per_round = [a["calls_per_s"] / b["calls_per_s"]
-                         for a, b in zip(runs[ours["server"]], runs[other], strict=False) if b["calls_per_s"]]
+            per_round = [
+                a["calls_per_s"] / b["calls_per_s"]
+                for a, b in zip(runs[ours["server"]], runs[other], strict=False)
+                if b["calls_per_s"]
+            ]
             ratio = median(per_round) if per_round else float("inf")
             ok = ours["valid"] and o["valid"]
-            verdict = ("meets" if ratio >= aim else "MISSES") if ok else "not comparable (invalid run)"
-            rounds = f"  per round: {', '.join(f'{x:.2f}' for x in per_round)}" if len(per_round) > 1 else ""
-            print(f"  throughput {ours['server']} / {other}: {ratio:5.2f}x   (aim >= {aim:g}x: {verdict}){rounds}")
-            ours.setdefault("ratios", {})[other] = {"median": ratio, "per_round": per_round, "aim": aim}
+            verdict = (
+                ("meets" if ratio >= aim else "MISSES") if ok else "not comparable (invalid run)"
+            )
+            rounds = (
+                f"  per round: {', '.join(f'{x:.2f}' for x in per_round)}"
+                if len(per_round) > 1
+                else ""
+            )
+            print(
+                f"  throughput {ours['server']} / {other}: {ratio:5.2f}x   (aim >= {aim:g}x: {verdict}){rounds}"
+            )
+            ours.setdefault("ratios", {})[other] = {
+                "median": ratio,
+                "per_round": per_round,
+                "aim": aim,
+            }
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="bench/runtime.py",
         description="The runtime's cost: the sans-IO core per request lifecycle (in process), then "
-                    "tools/call throughput and p50/p99 latency over loopback HTTP for mcp-inflight serve, "
-                    "the official mcp SDK and a bare ASGI app, one server at a time, wrk as the load.")
-    p.add_argument("--duration", type=int, default=10, help="seconds of measured load per server (default 10)")
-    p.add_argument("--warmup", type=int, default=2, help="seconds of warm-up load per server, not counted (default 2)")
+        "tools/call throughput and p50/p99 latency over loopback HTTP for mcp-inflight serve, "
+        "the official mcp SDK and a bare ASGI app, one server at a time, wrk as the load.",
+    )
+    p.add_argument(
+        "--duration", type=int, default=10, help="seconds of measured load per server (default 10)"
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=2,
+        help="seconds of warm-up load per server, not counted (default 2)",
+    )
     p.add_argument("--connections", type=int, default=10, help="wrk connections (default 10)")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="the servers take turns this many times; medians are reported (default 3)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="the servers take turns this many times; medians are reported (default 3)",
+    )
     p.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
-    p.add_argument("--core-iterations", type=int, default=100_000, metavar="N",
-                   help="request lifecycles timed in process (default 100000)")
-    p.add_argument("--servers", default="ours,sdk,bare",
-                   help=f"comma-separated, in order, from {', '.join(SERVERS)} (default ours,sdk,bare)")
-    p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
-                   help="event loop for the servers this script runs (sdk, bare, ours-app); auto: uvloop "
-                        "when installed, as uvicorn's own default and mcp-inflight serve choose (default auto)")
-    p.add_argument("--sample", type=int, default=20, metavar="N",
-                   help="calls per server before and after the load whose SSE bodies are parsed (default 20)")
+    p.add_argument(
+        "--core-iterations",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="request lifecycles timed in process (default 100000)",
+    )
+    p.add_argument(
+        "--servers",
+        default="ours,sdk,bare",
+        help=f"comma-separated, in order, from {', '.join(SERVERS)} (default ours,sdk,bare)",
+    )
+    p.add_argument(
+        "--loop",
+        choices=("auto", "asyncio", "uvloop"),
+        default="auto",
+        help="event loop for the servers this script runs (sdk, bare, ours-app); auto: uvloop "
+        "when installed, as uvicorn's own default and mcp-inflight serve choose (default auto)",
+    )
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=20,
+        metavar="N",
+        help="calls per server before and after the load whose SSE bodies are parsed (default 20)",
+    )
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
@@ -509,8 +653,12 @@ def main(argv=None) -> int:
         runs = {name: [] for name in servers}
         for k in range(args.rounds):
             for name in servers:
-                print(f"  ... round {k + 1}/{args.rounds}, {TITLES[name]}: {args.warmup:g} s warm-up + "
-                      f"{args.duration:g} s", file=sys.stderr, flush=True)
+                print(
+                    f"  ... round {k + 1}/{args.rounds}, {TITLES[name]}: {args.warmup:g} s warm-up + "
+                    f"{args.duration:g} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 try:
                     runs[name].append(bench_server(name, args))
                 except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:

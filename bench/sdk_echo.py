@@ -14,7 +14,11 @@ from mcp.server.lowlevel import Server
 ECHO = types.Tool(
     name="echo",
     description="Return the text unchanged.",
-    input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    input_schema={
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    },
 )
 
 
@@ -24,8 +28,10 @@ async def list_tools(ctx, params) -> types.ListToolsResult:
 
 async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
     if params.name != "echo":
-        return types.CallToolResult(content=[types.TextContent(type="text", text=f"unknown tool {params.name}")],
-                                    is_error=True)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"unknown tool {params.name}")],
+            is_error=True,
+        )
     text = (params.arguments or {}).get("text", "")
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 

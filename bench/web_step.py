@@ -37,9 +37,24 @@ AIM_MS = 100.0
 def start_server() -> tuple[subprocess.Popen, int]:
     # the server's own start-up exploration is of a tiny configuration, so it is over before
     # the timing starts and does not compete with it
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "explore", "--port", "0",
-                             "--revision", "2026-07-28", "--ids", "1", "--requests", "1"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcp_inflight",
+            "explore",
+            "--port",
+            "0",
+            "--revision",
+            "2026-07-28",
+            "--ids",
+            "1",
+            "--requests",
+            "1",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for line in proc.stderr:
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
         if m:
@@ -75,23 +90,28 @@ def main() -> int:
         return json.loads(body), dt
 
     try:
-        while True:     # let the start-up exploration finish first
+        while True:  # let the start-up exploration finish first
             conn.request("GET", "/api/traces")
             if json.loads(conn.getresponse().read())["status"] == "done":
                 break
             time.sleep(0.1)
-        print(f"mcp-inflight explore: time per step (GET /api/view, path one move longer), "
-              f"ids={args.ids} requests={args.requests}, {args.walks} walks of up to "
-              f"{args.length} steps per configuration; aim < {AIM_MS:.0f} ms")
-        print(f"{'configuration':<36} {'steps':>5} {'http median':>11} {'p95':>7} {'max':>7}"
-              f" {'in-process median':>17} {'longest path':>12} {'cold open':>9}")
+        print(
+            f"mcp-inflight explore: time per step (GET /api/view, path one move longer), "
+            f"ids={args.ids} requests={args.requests}, {args.walks} walks of up to "
+            f"{args.length} steps per configuration; aim < {AIM_MS:.0f} ms"
+        )
+        print(
+            f"{'configuration':<36} {'steps':>5} {'http median':>11} {'p95':>7} {'max':>7}"
+            f" {'in-process median':>17} {'longest path':>12} {'cold open':>9}"
+        )
         worst = 0.0
         all_http: list[float] = []
         load_before = os.getloadavg()[0]
         for d in DESIGNS:
             for rev, tr in profiles():
-                base = dict(design=d, revision=rev, transport=tr, ids=args.ids,
-                            requests=args.requests)
+                base = dict(
+                    design=d, revision=rev, transport=tr, ids=args.ids, requests=args.requests
+                )
                 http_ms: list[float] = []
                 local_ms: list[float] = []
                 longest = 0
@@ -114,22 +134,27 @@ def main() -> int:
                 # a link opened on a fresh server: the whole path replayed, nothing cached
                 model_api.clear_caches()
                 t0 = time.perf_counter()
-                views.view({k: str(x) for k, x in dict(base, path="-".join(longest_path)).items()},
-                           base)
+                views.view(
+                    {k: str(x) for k, x in dict(base, path="-".join(longest_path)).items()}, base
+                )
                 cold = (time.perf_counter() - t0) * 1000
                 worst = max(worst, max(http_ms))
                 all_http.extend(http_ms)
-                print(f"{d + ' ' + rev + ' ' + tr:<36} {len(http_ms):>5}"
-                      f" {statistics.median(http_ms):>8.1f} ms {pct(http_ms, 95):>4.1f} ms"
-                      f" {max(http_ms):>4.1f} ms {statistics.median(local_ms):>14.1f} ms"
-                      f" {longest:>12} {cold:>6.1f} ms")
+                print(
+                    f"{d + ' ' + rev + ' ' + tr:<36} {len(http_ms):>5}"
+                    f" {statistics.median(http_ms):>8.1f} ms {pct(http_ms, 95):>4.1f} ms"
+                    f" {max(http_ms):>4.1f} ms {statistics.median(local_ms):>14.1f} ms"
+                    f" {longest:>12} {cold:>6.1f} ms"
+                )
         p95 = pct(all_http, 95)
         over = sum(1 for x in all_http if x >= AIM_MS)
         verdict = "met" if p95 < AIM_MS else "NOT met"
-        print(f"all steps: median {statistics.median(all_http):.1f} ms, p95 {p95:.1f} ms, "
-              f"slowest {worst:.1f} ms; {over} of {len(all_http)} steps took {AIM_MS:.0f} ms or "
-              f"more (load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after, "
-              f"{os.cpu_count()} CPUs)")
+        print(
+            f"all steps: median {statistics.median(all_http):.1f} ms, p95 {p95:.1f} ms, "
+            f"slowest {worst:.1f} ms; {over} of {len(all_http)} steps took {AIM_MS:.0f} ms or "
+            f"more (load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after, "
+            f"{os.cpu_count()} CPUs)"
+        )
         print(f"aim of {AIM_MS:.0f} ms per step (95th percentile): {verdict}")
         return 0 if p95 < AIM_MS else 1
     finally:

@@ -93,7 +93,10 @@ _STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or 
 _DISCARDED = frozenset(f.name for f in FIELDS if f.ghost or f.wire)
 _SCALAR = object()
 #: per field: None (discarded), _SCALAR, or the keyed field's default
-_KIND = {f.name: None if f.name in _DISCARDED else _SCALAR if f.key is None else f.default for f in FIELDS}
+_KIND = {
+    f.name: None if f.name in _DISCARDED else _SCALAR if f.key is None else f.default
+    for f in FIELDS
+}
 
 
 class InvalidId(ValueError):
@@ -103,8 +106,9 @@ class InvalidId(ValueError):
 
     def __init__(self, rid: object):
         self.rid = rid
-        super().__init__(f"Invalid Request: a request id must be a string or an integer, "
-                         f"not {_show(rid)}")
+        super().__init__(
+            f"Invalid Request: a request id must be a string or an integer, not {_show(rid)}"
+        )
 
     @property
     def error(self) -> dict[str, Any]:
@@ -148,8 +152,8 @@ class Handle:
         self.inst = inst
         self.id = rid
         self.key = key
-        self.final: Life | None = None   # set when the instance is finished and forgotten
-        self.data: Any = None            # free for the adapter (its stream, its task)
+        self.final: Life | None = None  # set when the instance is finished and forgotten
+        self.data: Any = None  # free for the adapter (its stream, its task)
 
     def __repr__(self) -> str:
         return f"Handle(#{self.inst}, id={_show(self.id)})"
@@ -192,21 +196,28 @@ class _Discard:
         return self.default
 
 
-_TABLES = tuple((f.name, type(f"_Table_{f.name}", (_Table,), {"__slots__": (), "default": f.default}))
-                for f in FIELDS if f.key is not None and f.name not in _DISCARDED)
-_FIXED = {f.name: (f.default if f.key is None else _Discard(f.default))
-          for f in FIELDS if f.key is None or f.name in _DISCARDED}
+_TABLES = tuple(
+    (f.name, type(f"_Table_{f.name}", (_Table,), {"__slots__": (), "default": f.default}))
+    for f in FIELDS
+    if f.key is not None and f.name not in _DISCARDED
+)
+_FIXED = {
+    f.name: (f.default if f.key is None else _Discard(f.default))
+    for f in FIELDS
+    if f.key is None or f.name in _DISCARDED
+}
 
 
 class RuntimeState:
     """The model's state (``model.session.FIELDS``) as mappings, readable by the model's rules."""
 
     if TYPE_CHECKING:  # one attribute per field of FIELDS, set in __init__
+
         def __getattr__(self, name: str) -> Any: ...
 
     def __init__(self) -> None:
         d = self.__dict__
-        d.update(_FIXED)                    # ghost and wire fields: shared, read-only defaults
+        d.update(_FIXED)  # ghost and wire fields: shared, read-only defaults
         for name, table in _TABLES:
             d[name] = table()
 
@@ -223,7 +234,7 @@ def apply_runtime(state: RuntimeState, writes: list[Write]) -> None:
         if not w.when:
             continue
         kind = _KIND[w.field]
-        if kind is None:                      # ghost or wire: not server state
+        if kind is None:  # ghost or wire: not server state
             continue
         if kind is _SCALAR:
             setattr(state, w.field, w.value)
@@ -260,8 +271,9 @@ _CLOSE_EFFECT = ACTION[SERVER_EFFECTS["close"]].effect
 
 
 @cache
-def compiled_guard(action: Action, cfg: Config
-                   ) -> tuple[tuple[Life, ...] | None, tuple[Condition, ...]]:
+def compiled_guard(
+    action: Action, cfg: Config
+) -> tuple[tuple[Life, ...] | None, tuple[Condition, ...]]:
     """``action``'s guard on ``cfg`` as (source states or None, condition functions): the parts
     ``model.session.Action.guard`` combines with ``And``, read from the model's tables once.
     ``tests/test_core.py`` checks it against ``Action.guard`` on explored state spaces."""
@@ -309,6 +321,7 @@ def _model_engine(core: SessionCore) -> dict[str, Callable[..., Any]]:
             out = a.output(b, s, c, r, i)
             apply_runtime(s, a.effect(b, s, c, r, i, out))
             return True, (next(iter(out.values())) if out else None)
+
         return run
 
     for name in SERVER_ACTIONS:
@@ -320,6 +333,7 @@ def _model_engine(core: SessionCore) -> dict[str, Callable[..., Any]]:
         tgt, hit, writes = on_cancel(b, s, c, i, conn)
         apply_runtime(s, writes)
         return tgt, hit
+
     acts["on_cancel"] = cancel
     return acts
 
@@ -327,8 +341,13 @@ def _model_engine(core: SessionCore) -> dict[str, Callable[..., Any]]:
 class SessionCore:
     """One session's requests under the ``atomic`` design (see the module text for the API)."""
 
-    def __init__(self, revision: str = "2025-11-25", transport: str = "http",
-                 design: Design = ATOMIC, engine: str = "generated"):
+    def __init__(
+        self,
+        revision: str = "2025-11-25",
+        transport: str = "http",
+        design: Design = ATOMIC,
+        engine: str = "generated",
+    ):
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.cfg = _config(design, revision, transport)
@@ -337,10 +356,13 @@ class SessionCore:
         self.b = _Live(self.s)
         self._handles: dict[int, Handle] = {}
         self._next = count()
-        self.dropped = 0             # messages not written because their stream was gone
-        self.on_step: Callable[[str, Any, Any], None] | None = None  # optional fn(action_name, inst, out), for tests
+        self.dropped = 0  # messages not written because their stream was gone
+        self.on_step: Callable[[str, Any, Any], None] | None = (
+            None  # optional fn(action_name, inst, out), for tests
+        )
         if engine == "generated":
             from .generated import bind
+
             self._acts = bind(self.cfg, self.s)
         else:
             self._acts = _model_engine(self)
@@ -394,9 +416,14 @@ class SessionCore:
         if not ok:  # pragma: no cover - atomic: every received request is admitted or refused
             raise RuntimeError("the model neither admitted nor refused the request")
         self._forget_if_done(h)
-        return Refused(rid, {"code": INVALID_REQUEST,
-                             "message": f"Invalid Request: id {_show(rid)} is already in flight",
-                             "data": {"id": rid}})
+        return Refused(
+            rid,
+            {
+                "code": INVALID_REQUEST,
+                "message": f"Invalid Request: id {_show(rid)} is already in flight",
+                "data": {"id": rid},
+            },
+        )
 
     # --- a running handler ---------------------------------------------------------------
     def emit(self, h: Handle) -> Handle | None:
@@ -516,5 +543,7 @@ class SessionCore:
 
     def registries(self) -> dict[str, Any]:
         """The id-keyed registries (typed id -> handle), for tests and diagnostics."""
-        return {name: {k: self._handles.get(v, v) for k, v in getattr(self.s, name).items()}
-                for name in ("inflight", "stream")}
+        return {
+            name: {k: self._handles.get(v, v) for k, v in getattr(self.s, name).items()}
+            for name in ("inflight", "stream")
+        }

@@ -32,7 +32,6 @@ _DEFAULT = {f.name: f.default for f in FIELDS}
 _SORT = {f.name: f.sort for f in FIELDS}
 
 
-
 class _Field:
     __slots__ = ("name",)
 
@@ -40,8 +39,10 @@ class _Field:
         self.name = name
 
     def __getitem__(self, k):
-        return Expr(f"T_{self.name}.get({lift(k)}, {int(_DEFAULT[self.name])!r})",
-                    _SORT[self.name] == "inst?")
+        return Expr(
+            f"T_{self.name}.get({lift(k)}, {int(_DEFAULT[self.name])!r})",
+            _SORT[self.name] == "inst?",
+        )
 
 
 class _Fixed:
@@ -117,7 +118,9 @@ def _writes(lines, writes, ind):
             inner = ind + "    "
         if isinstance(w.key, Expr) and w.key.maybe_neg:
             lines.append(f"{inner}if {k} == {NONE}:")
-            lines.append(f"{inner}    raise ValueError('write to {w.field}[NONE]: an unmasked NONE key (model bug)')")
+            lines.append(
+                f"{inner}    raise ValueError('write to {w.field}[NONE]: an unmasked NONE key (model bug)')"
+            )
         default = int(_DEFAULT[w.field])
         if not isinstance(w.value, Expr):
             if w.value == _DEFAULT[w.field]:
@@ -142,8 +145,11 @@ def source(cfg: Config) -> str:
     for name in SERVER_ACTIONS:
         a = ACTION[name]
         if not a.applies(cfg):
-            lines += [f"    def act_{name}(r, i=None):", "        return False, None",
-                      f"    out[{name!r}] = act_{name}"]
+            lines += [
+                f"    def act_{name}(r, i=None):",
+                "        return False, None",
+                f"    out[{name!r}] = act_{name}",
+            ]
             continue
         b = RuntimeGen()
         guard = a.guard(b, s, cfg, r, i)

@@ -102,6 +102,7 @@ def new_core(transport: str = "http") -> SessionCore:
 # The ASGI wrapper
 # =============================================================================================
 
+
 def _header(scope, name: bytes):
     for k, v in scope.get("headers", ()):
         if k.lower() == name:
@@ -152,12 +153,12 @@ class Guard:
         self.app = app
         self.max_body = max_body
         self.sessions: dict[str, SessionCore] = {}
-        self.in_sdk: dict[tuple, asyncio.Event] = {}    # (session, SDK slot) -> left the SDK
-        self.forwarded: dict = {}                        # handle -> its POST reached the SDK
-        self.waiting: dict = {}                          # handle -> set when cancelled at the guard
+        self.in_sdk: dict[tuple, asyncio.Event] = {}  # (session, SDK slot) -> left the SDK
+        self.forwarded: dict = {}  # handle -> its POST reached the SDK
+        self.waiting: dict = {}  # handle -> set when cancelled at the guard
         self.orphans: dict[str, list[asyncio.Event]] = {}  # session -> slots of abandoned handlers
 
-    def __getattr__(self, name):   # e.g. Starlette's .state, .router of the wrapped app
+    def __getattr__(self, name):  # e.g. Starlette's .state, .router of the wrapped app
         return getattr(self.app, name)
 
     async def __call__(self, scope, receive, send):
@@ -165,17 +166,17 @@ class Guard:
             return await self.app(scope, receive, send)
         version = _header(scope, VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_VERSIONS:
-            return await self.app(scope, receive, send)     # the SDK's sessionless 2026-07-28 way
+            return await self.app(scope, receive, send)  # the SDK's sessionless 2026-07-28 way
         sid = _header(scope, SESSION_HEADER)
-        if sid is None:            # initialize: no session yet, nothing can collide
+        if sid is None:  # initialize: no session yet, nothing can collide
             return await self.app(scope, receive, send)
         if scope.get("method") != "POST":
             return await self.app(scope, receive, self._observe(sid, send, scope.get("method")))
         clen = _header(scope, b"content-length")
         if clen is not None and clen.isdigit() and int(clen) > self.max_body:
-            return await self.app(scope, receive, send)     # the SDK refuses it, unread
+            return await self.app(scope, receive, send)  # the SDK refuses it, unread
         body, state = await _read_body(receive, self.max_body)
-        if state == "gone":        # the client left mid-body: nothing of it is served
+        if state == "gone":  # the client left mid-body: nothing of it is served
             return None
         if state == "large":
             return await _reply(send, 413, {"code": -32600, "message": "Payload Too Large"}, sid)
@@ -195,12 +196,14 @@ class Guard:
     def _observe(self, sid, send, method="POST"):
         """``send`` for a message that is not a request: the SDK's 404 for the session (or the
         success of its DELETE) tells the guard that the session is gone."""
+
         async def observed(message):
             if message["type"] == "http.response.start":
                 status = message.get("status", 200)
                 if status == 404 or (method == "DELETE" and 200 <= status < 300):
                     self._forget(sid)
             await send(message)
+
         return observed
 
     def _forget(self, sid):
@@ -211,7 +214,7 @@ class Guard:
             del self.in_sdk[k]
         core = self.sessions.get(sid)
         if core is not None and not any(k[0] == sid for k in self.in_sdk):
-            core.end()         # the model's session end: the SDK has already stopped its handlers
+            core.end()  # the model's session end: the SDK has already stopped its handlers
             del self.sessions[sid]
 
     async def _cancel(self, sid, msg, scope, replay, send):
@@ -229,9 +232,17 @@ class Guard:
 
     async def _request(self, sid, rid, scope, replay, send):
         if isinstance(rid, str) and rid == SDK_STANDALONE_SLOT:
-            return await _reply(send, 400, {"code": InvalidId.code, "message":
-                                            f"Invalid Request: id {json.dumps(rid)} is the server's "
-                                            f"standalone stream slot; use another id", "data": {"id": rid}}, sid)
+            return await _reply(
+                send,
+                400,
+                {
+                    "code": InvalidId.code,
+                    "message": f"Invalid Request: id {json.dumps(rid)} is the server's "
+                    f"standalone stream slot; use another id",
+                    "data": {"id": rid},
+                },
+                sid,
+            )
         core = self.sessions.get(sid)
         if core is None:
             core = self.sessions[sid] = new_core("http")
@@ -251,7 +262,7 @@ class Guard:
         entered = False
         abandoned = False
         try:
-            while True:     # one request per SDK slot inside the SDK at a time
+            while True:  # one request per SDK slot inside the SDK at a time
                 busy = [self.in_sdk[k] for k in slots if k in self.in_sdk]
                 if not busy or cancelled.is_set():
                     break
@@ -280,7 +291,7 @@ class Guard:
                         if self.in_sdk.get(k) is left:
                             del self.in_sdk[k]
                 left.set()
-                core.finish(handle)        # no-op when its response already released it
+                core.finish(handle)  # no-op when its response already released it
                 self._drop_if_empty(sid, core)
 
     def _drop_if_empty(self, sid, core):
@@ -308,7 +319,7 @@ class _Watch:
         self.answered = False
         self.decoder = _SSEWatch()
         self.sid = None
-        self.asking = False        # the last message out was a server-to-client request
+        self.asking = False  # the last message out was a server-to-client request
 
     def gone(self) -> None:
         """The client went away: a handler waiting on it can never go on, so the SDK must
@@ -319,13 +330,13 @@ class _Watch:
     async def __call__(self, message):
         replay, core, handle = self.replay, self.core, self.handle
         if replay.gone:
-            core.close(handle)     # 2025-11-25: the stream broke, the handler goes on
+            core.close(handle)  # 2025-11-25: the stream broke, the handler goes on
         goes = not replay.gone
         if message["type"] == "http.response.start":
             headers = {k.lower(): v for k, v in message.get("headers", ())}
             self.sse = headers.get(b"content-type", b"").startswith(b"text/event-stream")
             if message.get("status") == 404 and self.sid is not None:
-                self.guard._forget(self.sid)        # the SDK no longer knows the session
+                self.guard._forget(self.sid)  # the SDK no longer knows the session
         elif message["type"] == "http.response.body" and not self.answered:
             final = not message.get("more_body", False)
             if self.sse:
@@ -338,14 +349,17 @@ class _Watch:
                     if msgs:
                         self.asking = _is_server_request(msgs[-1])
                     if not goes and replay.gone and self.asking:
-                        replay.release()   # it waits on a client that is gone: let the SDK know
+                        replay.release()  # it waits on a client that is gone: let the SDK know
             elif final:
                 self.answered = True
                 goes = core.finish(handle) is handle
         if goes:
             await self.send(message)
-        elif message["type"] == "http.response.body" and not message.get("more_body", False) \
-                and not replay.gone:
+        elif (
+            message["type"] == "http.response.body"
+            and not message.get("more_body", False)
+            and not replay.gone
+        ):
             await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -410,7 +424,7 @@ class _Replay:
             self.gone = True
             if self.on_gone is not None:
                 self.on_gone()
-        await self.let_go.wait()    # until the guard lets the SDK see the disconnect
+        await self.let_go.wait()  # until the guard lets the SDK see the disconnect
         return {"type": "http.disconnect"}
 
 
@@ -424,11 +438,26 @@ async def _reply(send, status, error, sid):
 
 async def _cancelled_reply(send, rid, sid):
     """What the SDK writes for a request cancelled before it answered (2025-era wire)."""
-    body = sse.encode(jsonio.dumps({"jsonrpc": "2.0", "id": rid, "error": {
-        "code": REQUEST_CANCELLED, "message": "Request cancelled"}}))
-    await send({"type": "http.response.start", "status": 200, "headers": [
-        (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
-        (SESSION_HEADER, sid.encode("latin-1"))]})
+    body = sse.encode(
+        jsonio.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "error": {"code": REQUEST_CANCELLED, "message": "Request cancelled"},
+            }
+        )
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"text/event-stream"),
+                (b"cache-control", b"no-cache"),
+                (SESSION_HEADER, sid.encode("latin-1")),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
@@ -441,6 +470,7 @@ def guard(app, max_body: int = MAX_BODY) -> Guard:
 # =============================================================================================
 # stdio: the same model around the SDK's stdio streams
 # =============================================================================================
+
 
 def guard_stdio(read_stream, write_stream):
     """Wrap the streams of the SDK's ``stdio_server()`` (2025-11-25 stdio, one session)::
@@ -491,10 +521,10 @@ class _StdioState:
 
     def __init__(self, core: SessionCore) -> None:
         self.core = core
-        self.busy: dict = {}                # SDK slot -> handle inside the SDK
-        self.slots: dict = {}               # handle inside the SDK -> its slots
-        self.held: deque = deque()          # (item, handle, slots) waiting for their slots
-        self.ready: deque = deque()         # items whose slots came free, to hand to the SDK
+        self.busy: dict = {}  # SDK slot -> handle inside the SDK
+        self.slots: dict = {}  # handle inside the SDK -> its slots
+        self.held: deque = deque()  # (item, handle, slots) waiting for their slots
+        self.ready: deque = deque()  # items whose slots came free, to hand to the SDK
         self.wake = asyncio.Event()
 
     def enter(self, handle, slots) -> None:
@@ -529,7 +559,7 @@ class _GuardedRead:
         self.write = write
         self._pending: asyncio.Future | None = None
 
-    def __getattr__(self, name):    # e.g. ``last_context``
+    def __getattr__(self, name):  # e.g. ``last_context``
         return getattr(self.inner, name)
 
     async def _next(self):
@@ -553,11 +583,15 @@ class _GuardedRead:
     def _hook(self, item, handle):
         from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-        meta = item.metadata if isinstance(item.metadata, ServerMessageMetadata) else ServerMessageMetadata()
+        meta = (
+            item.metadata
+            if isinstance(item.metadata, ServerMessageMetadata)
+            else ServerMessageMetadata()
+        )
         inner_hook = meta.on_request_unanswered
 
         async def unanswered(handle=handle, inner_hook=inner_hook):
-            self.core.finish(handle)       # a cancelled handler stopped: unwind
+            self.core.finish(handle)  # a cancelled handler stopped: unwind
             self.state.leave(handle)
             if inner_hook is not None:
                 await inner_hook()
@@ -581,15 +615,23 @@ class _GuardedRead:
                 verdict = self.core.arrive(msg.id)
                 if isinstance(verdict, Refused):
                     err = verdict.error
-                    await self.write.send(SessionMessage(JSONRPCError(
-                        jsonrpc="2.0", id=None,
-                        error=ErrorData(code=err["code"], message=err["message"], data=err.get("data")))))
+                    await self.write.send(
+                        SessionMessage(
+                            JSONRPCError(
+                                jsonrpc="2.0",
+                                id=None,
+                                error=ErrorData(
+                                    code=err["code"], message=err["message"], data=err.get("data")
+                                ),
+                            )
+                        )
+                    )
                     continue
                 handle = verdict.handle
                 slots = _stdio_slots(msg.id)
                 wrapped = self._hook(item, handle)
                 if any(k in state.busy for k in slots):
-                    state.held.append((wrapped, handle, slots))   # served once its slot is free
+                    state.held.append((wrapped, handle, slots))  # served once its slot is free
                     continue
                 state.enter(handle, slots)
                 return wrapped
@@ -597,9 +639,9 @@ class _GuardedRead:
                 params = msg.params if isinstance(msg.params, dict) else {}
                 target = self.core.cancel(params.get("requestId"))
                 if target is None:
-                    continue                       # unknown or finished id: ignored
+                    continue  # unknown or finished id: ignored
                 waiting = [e for e in state.held if e[1] is target]
-                if waiting:                        # never reached the SDK: dropped here
+                if waiting:  # never reached the SDK: dropped here
                     state.held.remove(waiting[0])
                     self.core.finish(target)
                     continue
@@ -654,7 +696,10 @@ class _GuardedWrite:
                 self.state.leave(handle)
                 if not goes:
                     return
-        elif isinstance(item.metadata, ServerMessageMetadata) and item.metadata.related_request_id is not None:
+        elif (
+            isinstance(item.metadata, ServerMessageMetadata)
+            and item.metadata.related_request_id is not None
+        ):
             handle = self.core.in_flight(item.metadata.related_request_id)
             if handle is not None and self.core.emit(handle) is not handle:
                 return

@@ -77,8 +77,13 @@ SERVER_BUSY = -32000
 #: -32021 are 400.  The conformance suite (SEP-2575 checks): a request whose ``_meta`` the
 #: schema rejects (-32602) is 400.  The official ``mcp`` 2.3.0 server uses the same table.
 MODERN_ERROR_STATUS = {
-    PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-    MISSING_REQUIRED_CLIENT_CAPABILITY: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, METHOD_NOT_FOUND: 404,
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
 }
 
 
@@ -120,8 +125,14 @@ class _Headers(dict):
 
 
 #: headers a request may carry once only (a second copy could be read differently by a proxy)
-_SINGLE = (b"host", b"origin", b"content-length", b"content-type", b"mcp-session-id",
-           b"mcp-protocol-version")
+_SINGLE = (
+    b"host",
+    b"origin",
+    b"content-length",
+    b"content-type",
+    b"mcp-session-id",
+    b"mcp-protocol-version",
+)
 
 
 def _media_types(value: bytes | None) -> set[str]:
@@ -173,7 +184,7 @@ def _split_host(value: str) -> tuple[str, int | None] | None:
         close = value.find("]")
         if close < 0:
             return None
-        name, rest = value[:close + 1], value[close + 1:]
+        name, rest = value[: close + 1], value[close + 1 :]
         if rest and not rest.startswith(":"):
             return None
         port_text = rest[1:] if rest else None
@@ -220,8 +231,8 @@ class _HttpSession(Session):
     def __init__(self, server, sid):
         super().__init__(server, "http", LEGACY)
         self.sid = sid
-        self.standalone = None      # the GET stream's closer (a future), in a slot of its own
-        self.seen = 0.0             # the loop's clock when a request of the session last came
+        self.standalone = None  # the GET stream's closer (a future), in a slot of its own
+        self.seen = 0.0  # the loop's clock when a request of the session last came
 
 
 class App:
@@ -243,10 +254,18 @@ class App:
       uvicorn a deadline on them).
     """
 
-    def __init__(self, server: Server, path: str = "/mcp", allowed_hosts=None, allowed_origins=None,
-                 max_body: int | None = 4 * 1024 * 1024, max_sessions: int | None = 1024,
-                 session_idle_timeout: float | None = 3600.0, max_in_flight: int | None = 256,
-                 body_timeout: float | None = 30.0):
+    def __init__(
+        self,
+        server: Server,
+        path: str = "/mcp",
+        allowed_hosts=None,
+        allowed_origins=None,
+        max_body: int | None = 4 * 1024 * 1024,
+        max_sessions: int | None = 1024,
+        session_idle_timeout: float | None = 3600.0,
+        max_in_flight: int | None = 256,
+        body_timeout: float | None = 30.0,
+    ):
         self.server = server
         self.path = path
         self.allowed_hosts = {h.lower() for h in (allowed_hosts or LOOPBACK)}
@@ -257,15 +276,15 @@ class App:
         self.max_in_flight = max_in_flight
         self.body_timeout = body_timeout
         self.sessions: dict[str, _HttpSession] = {}
-        self._spare: list[Session] = []        # idle 2026-07-28 scopes, ready for the next POST
-        self._active: set[Session] = set()     # 2026-07-28 scopes whose POST is being answered
-        self._left: set[Session] = set()       # scopes no longer reachable by a request (their
-                                               # POST ended, or their session was deleted) whose
-                                               # handlers still unwind; each leaves this set
-                                               # when its last handler finishes (``on_idle``)
+        self._spare: list[Session] = []  # idle 2026-07-28 scopes, ready for the next POST
+        self._active: set[Session] = set()  # 2026-07-28 scopes whose POST is being answered
+        self._left: set[Session] = set()  # scopes no longer reachable by a request (their
+        # POST ended, or their session was deleted) whose
+        # handlers still unwind; each leaves this set
+        # when its last handler finishes (``on_idle``)
         self._next_sweep = 0.0
         self._verdicts: dict[tuple, bool] = {}
-        self._reading: dict[asyncio.Task, float] = {}   # body reads under way -> deadline
+        self._reading: dict[asyncio.Task, float] = {}  # body reads under way -> deadline
         self._overdue: set[asyncio.Task] = set()
         self._body_timer: asyncio.TimerHandle | None = None
 
@@ -294,11 +313,19 @@ class App:
         await send({"type": "http.response.body", "body": body})
 
     async def _error(self, send, status, code, message, rid=None, data=None, headers=()):
-        await self._reply(send, status, dumps(error_reply(rid, error(code, message, data))), headers)
+        await self._reply(
+            send, status, dumps(error_reply(rid, error(code, message, data))), headers
+        )
 
     async def _unsupported(self, send, version, rid=None):
-        await self._error(send, 400, UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported MCP-Protocol-Version: {version}",
-                          rid, data={"supported": [LEGACY, MODERN], "requested": version})
+        await self._error(
+            send,
+            400,
+            UNSUPPORTED_PROTOCOL_VERSION,
+            f"Unsupported MCP-Protocol-Version: {version}",
+            rid,
+            data={"supported": [LEGACY, MODERN], "requested": version},
+        )
 
     def _name_ok(self, name: str, port: int | None, own_port: int | None) -> bool:
         if port is not None and f"{name}:{port}" in self.allowed_hosts:
@@ -340,14 +367,22 @@ class App:
             port = u.port
         except ValueError:
             return False
-        if u.scheme not in ("http", "https") or not u.hostname or u.path or u.query or u.fragment \
-                or u.username is not None:
+        if (
+            u.scheme not in ("http", "https")
+            or not u.hostname
+            or u.path
+            or u.query
+            or u.fragment
+            or u.username is not None
+        ):
             return False
         name = f"[{u.hostname}]" if ":" in u.hostname else u.hostname
         if port is None:
             port = 80 if u.scheme == "http" else 443
         return self._name_ok(name, port, own_port) or (
-            name.strip("[]") in self.allowed_hosts and self._name_ok(name.strip("[]"), port, own_port))
+            name.strip("[]") in self.allowed_hosts
+            and self._name_ok(name.strip("[]"), port, own_port)
+        )
 
     async def _body(self, receive, headers) -> bytes | int:
         """The whole body, or the HTTP status refusing it: 413 too large, 408 not all there
@@ -418,17 +453,25 @@ class App:
         if kind != "http":
             return
         if scope["path"] != self.path:
-            return await self._reply(send, 404, b"Not Found", ctype=[(b"content-type", b"text/plain")])
+            return await self._reply(
+                send, 404, b"Not Found", ctype=[(b"content-type", b"text/plain")]
+            )
         headers = _Headers(scope["headers"])
         if headers.twice:
             twice = sorted(n.decode("latin-1") for n in headers.twice.intersection(_SINGLE))
             if twice:
-                return await self._error(send, 400, INVALID_REQUEST,
-                                         f"Bad Request: header given more than once: {', '.join(twice)}")
+                return await self._error(
+                    send,
+                    400,
+                    INVALID_REQUEST,
+                    f"Bad Request: header given more than once: {', '.join(twice)}",
+                )
         server_addr = scope.get("server")
         own_port = server_addr[1] if server_addr and len(server_addr) > 1 else None
         if not self._checked("host", headers.get(b"host"), own_port):
-            return await self._error(send, 421, -32600, "Misdirected Request: Host is not this server")
+            return await self._error(
+                send, 421, -32600, "Misdirected Request: Host is not this server"
+            )
         origin = headers.get(b"origin")
         if origin is not None and not self._checked("origin", origin, own_port):
             return await self._error(send, 403, -32600, "Forbidden: Origin not allowed")
@@ -438,21 +481,35 @@ class App:
         method = scope["method"]
         if method == "POST":
             if not _accepts_post(headers.get(b"accept")):
-                return await self._error(send, 406, INVALID_REQUEST, "Not Acceptable: the client must "
-                                         "accept both application/json and text/event-stream")
+                return await self._error(
+                    send,
+                    406,
+                    INVALID_REQUEST,
+                    "Not Acceptable: the client must "
+                    "accept both application/json and text/event-stream",
+                )
             if not _is_json(headers.get(b"content-type")):
-                return await self._error(send, 415, INVALID_REQUEST,
-                                         "Unsupported Media Type: Content-Type must be application/json")
-            return await self._post(scope, receive, send, headers, version == MODERN,
-                                    None if supported else version)
+                return await self._error(
+                    send,
+                    415,
+                    INVALID_REQUEST,
+                    "Unsupported Media Type: Content-Type must be application/json",
+                )
+            return await self._post(
+                scope, receive, send, headers, version == MODERN, None if supported else version
+            )
         if not supported:
             return await self._unsupported(send, version)
         if version == MODERN:
             return await self._reply(send, 405, b"", [(b"allow", b"POST")])
         if method == "GET":
             if not _accepts(headers.get(b"accept"), "text/event-stream"):
-                return await self._error(send, 406, INVALID_REQUEST,
-                                         "Not Acceptable: the client must accept text/event-stream")
+                return await self._error(
+                    send,
+                    406,
+                    INVALID_REQUEST,
+                    "Not Acceptable: the client must accept text/event-stream",
+                )
             return await self._get(receive, send, headers)
         if method == "DELETE":
             return await self._delete(send, headers)
@@ -470,8 +527,12 @@ class App:
                 return
 
     def _expired(self, s: _HttpSession, now: float) -> bool:
-        return (self.session_idle_timeout is not None and now - s.seen > self.session_idle_timeout
-                and s.standalone is None and s.idle())
+        return (
+            self.session_idle_timeout is not None
+            and now - s.seen > self.session_idle_timeout
+            and s.standalone is None
+            and s.idle()
+        )
 
     def _sweep(self, now: float) -> None:
         """End the sessions past their idle expiry (run at most once per second, lazily)."""
@@ -509,25 +570,41 @@ class App:
             if body == 413:
                 return await self._error(send, 413, -32600, "Payload Too Large")
             if body == 408:
-                return await self._error(send, 408, -32600, "Request Timeout: the body came too slowly")
-            return await self._error(send, 400, -32600, "Bad Request: the body is incomplete or its "
-                                     "Content-Length is not a number")
+                return await self._error(
+                    send, 408, -32600, "Request Timeout: the body came too slowly"
+                )
+            return await self._error(
+                send,
+                400,
+                -32600,
+                "Bad Request: the body is incomplete or its Content-Length is not a number",
+            )
         inc = parse(body)
-        if unsupported is not None:         # the request's id, when it has a readable one
+        if unsupported is not None:  # the request's id, when it has a readable one
             return await self._unsupported(send, unsupported, inc.id)
         if inc.kind == "invalid":
-            return await self._error(send, 400, inc.error["code"], inc.error["message"], inc.id,
-                                     inc.error.get("data"))
+            return await self._error(
+                send, 400, inc.error["code"], inc.error["message"], inc.id, inc.error.get("data")
+            )
         msg = inc.msg
         if modern:
             if inc.kind != "request":
                 return await self._reply(send, 202)
-            meta = (msg.get("params") or {}).get("_meta") if isinstance(msg.get("params"), dict) else None
+            meta = (
+                (msg.get("params") or {}).get("_meta")
+                if isinstance(msg.get("params"), dict)
+                else None
+            )
             stated = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
             if stated is not None and stated != MODERN:
-                return await self._error(send, 400, HEADER_MISMATCH,
-                                         f"MCP-Protocol-Version header {MODERN} does not match the "
-                                         f"request's _meta protocol version {stated}", msg["id"])
+                return await self._error(
+                    send,
+                    400,
+                    HEADER_MISMATCH,
+                    f"MCP-Protocol-Version header {MODERN} does not match the "
+                    f"request's _meta protocol version {stated}",
+                    msg["id"],
+                )
             # no session: each POST is its own scope; an idle scope is reused (its core is empty)
             spare = self._spare
             session = spare.pop() if spare else Session(self.server, "http", MODERN)
@@ -540,25 +617,39 @@ class App:
                     self._leave(session)
                 elif len(spare) < 256:
                     spare.append(session)
-        if inc.kind == "request" and msg["method"] == "initialize" and b"mcp-session-id" not in headers:
+        if (
+            inc.kind == "request"
+            and msg["method"] == "initialize"
+            and b"mcp-session-id" not in headers
+        ):
             now = asyncio.get_running_loop().time()
             self._sweep(now)
             if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
                 for s in [s for s in self.sessions.values() if self._expired(s, now)]:
                     self._end(s)
                 if len(self.sessions) >= self.max_sessions:
-                    return await self._error(send, 503, SERVER_BUSY, "Service Unavailable: too many "
-                                             "sessions; try again later", msg["id"],
-                                             headers=[(b"retry-after", b"1")])
+                    return await self._error(
+                        send,
+                        503,
+                        SERVER_BUSY,
+                        "Service Unavailable: too many sessions; try again later",
+                        msg["id"],
+                        headers=[(b"retry-after", b"1")],
+                    )
             sid = secrets.token_urlsafe(24)
             session = _HttpSession(self.server, sid)
             session.seen = now
             status, value = session.request(msg, _Outlet())
             if status == "reply" and value is not None and "result" in value:
-                self.sessions[sid] = session   # a session exists only once initialize succeeded
-                return await self._reply(send, 200, _json_body(value), [(b"mcp-session-id", sid.encode())])
-            return await self._reply(send, 200 if status == "reply" else 409,
-                                     _json_body(value if status == "reply" else error_reply(None, value)))
+                self.sessions[sid] = session  # a session exists only once initialize succeeded
+                return await self._reply(
+                    send, 200, _json_body(value), [(b"mcp-session-id", sid.encode())]
+                )
+            return await self._reply(
+                send,
+                200 if status == "reply" else 409,
+                _json_body(value if status == "reply" else error_reply(None, value)),
+            )
         session, err = self._session(headers)
         if err is not None:
             return await self._error(send, err[0], -32600, err[1])
@@ -572,32 +663,44 @@ class App:
 
     async def _request(self, session: Session, msg, receive, send, extra):
         if self.max_in_flight is not None and len(session.tasks) >= self.max_in_flight:
-            return await self._error(send, 429, SERVER_BUSY, "Too Many Requests: too many requests "
-                                     "in flight in this session", msg["id"], headers=extra)
+            return await self._error(
+                send,
+                429,
+                SERVER_BUSY,
+                "Too Many Requests: too many requests in flight in this session",
+                msg["id"],
+                headers=extra,
+            )
         outlet = _Outlet()
         status, value = session.request(msg, outlet)
         if status == "refused":
             return await self._reply(send, 409, dumps(error_reply(None, value)), extra)
         modern = session.revision == MODERN
         if status == "reply":
-            if value is None:      # the core routed the reply nowhere (not reachable on a fresh POST)
+            if value is None:  # the core routed the reply nowhere (not reachable on a fresh POST)
                 return await self._reply(send, 202, b"", extra)
-            return await self._reply(send, (modern and _error_status(value)) or 200, _json_body(value), extra)
+            return await self._reply(
+                send, (modern and _error_status(value)) or 200, _json_body(value), extra
+            )
         handle = value
         watcher = None
         try:
-            await asyncio.sleep(0)          # let the handler take its first step
-            if outlet.done:                 # it has already answered: one body, no stream to watch
+            await asyncio.sleep(0)  # let the handler take its first step
+            if outlet.done:  # it has already answered: one body, no stream to watch
                 items = outlet.items
                 if modern and len(items) == 1 and _error_status(items[0]):
-                    return await self._reply(send, _error_status(items[0]), _json_body(items[0]), extra)
+                    return await self._reply(
+                        send, _error_status(items[0]), _json_body(items[0]), extra
+                    )
                 body = b"".join(_sse(m) for m in items)
                 return await self._reply(send, 200, body, extra, ctype=_SSE)
             loop = asyncio.get_running_loop()
             watcher = loop.create_task(self._watch(session, handle, outlet, receive))
             # the headers go now: a client waits for them with a read timeout, and a handler may
             # be silent for long before its first message
-            await send({"type": "http.response.start", "status": 200, "headers": _SSE + list(extra)})
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": _SSE + list(extra)}
+            )
             while True:
                 if not outlet.items and not outlet.done:
                     outlet.wake = loop.create_future()
@@ -611,7 +714,7 @@ class App:
                 await send({"type": "http.response.body", "body": chunk, "more_body": not last})
                 if last:
                     return
-        except (OSError, asyncio.CancelledError):   # the client went away, or the server stops
+        except (OSError, asyncio.CancelledError):  # the client went away, or the server stops
             outlet.broken = True
             outlet.wake = None
             session.closed(handle)
@@ -637,7 +740,9 @@ class App:
         if err is not None:
             return await self._error(send, err[0], -32600, err[1])
         if session.standalone is not None:
-            return await self._error(send, 409, -32600, "Conflict: this session already has a standalone stream")
+            return await self._error(
+                send, 409, -32600, "Conflict: this session already has a standalone stream"
+            )
         loop = asyncio.get_running_loop()
         closer = session.standalone = loop.create_future()
 
@@ -650,7 +755,9 @@ class App:
         watcher = loop.create_task(watch())
         try:
             await send({"type": "http.response.start", "status": 200, "headers": _SSE})
-            await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
+            await send(
+                {"type": "http.response.body", "body": b": stream open\n\n", "more_body": True}
+            )
             await closer
             try:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -49,7 +49,7 @@ def loads(raw: bytes | bytearray | memoryview | str) -> Any:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         raise ValueError(str(e)) from None
-    except (TypeError, RecursionError, MemoryError) as e:   # pragma: no cover - defensive
+    except (TypeError, RecursionError, MemoryError) as e:  # pragma: no cover - defensive
         raise ValueError(str(e)) from None
     if not isinstance(raw, (bytes, bytearray)):
         raw = bytes(raw) if isinstance(raw, memoryview) else raw.encode("utf-8")
@@ -73,7 +73,7 @@ def dumps(value: Any) -> bytes:
         raise Unserialisable(f"{type(e).__name__}: {e}") from None
     try:
         return text.encode("utf-8")
-    except UnicodeEncodeError:      # lone surrogates: written as U+FFFD
+    except UnicodeEncodeError:  # lone surrogates: written as U+FFFD
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
@@ -86,9 +86,17 @@ def encode_message(msg: dict) -> bytes | None:
         if "method" not in msg and "id" in msg:
             rid = msg.get("id")
             try:
-                return dumps({"jsonrpc": "2.0", "id": rid, "error": {
-                    "code": INTERNAL_ERROR, "message": f"Internal error: the response could not be "
-                                                      f"written as JSON ({e})"}})
+                return dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": rid,
+                        "error": {
+                            "code": INTERNAL_ERROR,
+                            "message": f"Internal error: the response could not be "
+                            f"written as JSON ({e})",
+                        },
+                    }
+                )
             except Unserialisable:  # pragma: no cover - ids are strings or integers
                 return None
         return None

@@ -98,6 +98,7 @@ loads = _jsonio.loads
 
 # --- parsing -----------------------------------------------------------------------------------
 
+
 class Incoming:
     """One decoded message: ``kind`` is request, notification, response or invalid."""
 
@@ -110,9 +111,15 @@ class Incoming:
         self.error = err
 
 
-_ENVELOPE = {kind: model.__pydantic_validator__.validate_python for kind, model in (
-    ("request", J.JSONRPCRequest), ("notification", J.JSONRPCNotification),
-    ("response", J.JSONRPCResponse), ("error", J.JSONRPCError))}
+_ENVELOPE = {
+    kind: model.__pydantic_validator__.validate_python
+    for kind, model in (
+        ("request", J.JSONRPCRequest),
+        ("notification", J.JSONRPCNotification),
+        ("response", J.JSONRPCResponse),
+        ("error", J.JSONRPCError),
+    )
+}
 
 
 def parse(raw) -> Incoming:
@@ -126,17 +133,29 @@ def parse(raw) -> Incoming:
 
 def classify(msg) -> Incoming:
     if isinstance(msg, list):
-        return Incoming("invalid", err=error(
-            INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported (one message per body)"))
+        return Incoming(
+            "invalid",
+            err=error(
+                INVALID_REQUEST,
+                "Invalid Request: JSON-RPC batches are not supported (one message per body)",
+            ),
+        )
     if not isinstance(msg, dict):
-        return Incoming("invalid", err=error(INVALID_REQUEST, "Invalid Request: a message must be a JSON object"))
+        return Incoming(
+            "invalid",
+            err=error(INVALID_REQUEST, "Invalid Request: a message must be a JSON object"),
+        )
     if "method" in msg:
         kind = "request" if "id" in msg else "notification"
     elif "id" in msg and ("result" in msg or "error" in msg):
         kind = "response"
     else:
-        return Incoming("invalid", err=error(
-            INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response"))
+        return Incoming(
+            "invalid",
+            err=error(
+                INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response"
+            ),
+        )
     rid = msg.get("id")
     if kind == "request":
         try:
@@ -150,12 +169,16 @@ def classify(msg) -> Incoming:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "message"
         good_id = rid if kind == "request" else None
-        return Incoming("invalid", rid=good_id, err=error(
-            INVALID_REQUEST, f"Invalid Request: {where}: {first['msg']}"))
+        return Incoming(
+            "invalid",
+            rid=good_id,
+            err=error(INVALID_REQUEST, f"Invalid Request: {where}: {first['msg']}"),
+        )
     return Incoming(kind, msg, rid)
 
 
 # --- tools -------------------------------------------------------------------------------------
+
 
 class Tool:
     def __init__(self, fn: Callable, name: str, description: str | None):
@@ -199,8 +222,14 @@ def _content(value) -> dict:
 class Server:
     """Tools and server identity; transport-independent."""
 
-    def __init__(self, name: str = "mcp-inflight", version: str = "0.1.0", instructions: str | None = None,
-                 capabilities: dict | None = None, revision_capabilities: dict | None = None):
+    def __init__(
+        self,
+        name: str = "mcp-inflight",
+        version: str = "0.1.0",
+        instructions: str | None = None,
+        capabilities: dict | None = None,
+        revision_capabilities: dict | None = None,
+    ):
         """``capabilities``: capabilities advertised on every revision, besides ``tools`` and
         ``logging``.  ``revision_capabilities``: per revision (``"2025-11-25"``,
         ``"2026-07-28"``), capabilities that replace those of the same name on that revision
@@ -216,8 +245,10 @@ class Server:
         per = dict(revision_capabilities or {})
         unknown = sorted(set(per) - set(REVISIONS))
         if unknown:
-            raise ValueError(f"revision_capabilities: unknown revision(s) {', '.join(unknown)}; "
-                             f"known: {', '.join(REVISIONS)}")
+            raise ValueError(
+                f"revision_capabilities: unknown revision(s) {', '.join(unknown)}; "
+                f"known: {', '.join(REVISIONS)}"
+            )
         self.revision_capabilities = {rev: dict(per.get(rev) or {}) for rev in REVISIONS}
 
     def method(self, name: str):
@@ -225,21 +256,27 @@ class Server:
         method, e.g. ``resources/read`` or ``prompts/get``; it replaces the built-in handling of
         that method (``tools/list``, ``tools/call``).  Raise :class:`JsonRpcError` to answer with
         an error.  Params are validated against the MCP schema when the method is in it."""
+
         def register(fn):
             if not inspect.iscoroutinefunction(fn):
                 raise TypeError(f"method {name!r}: the handler must be an async function")
             self.methods[name] = fn
             return fn
+
         return register
 
     def tool(self, name: str | None = None, description: str | None = None):
         """Register an ``async def handler(ctx, **arguments)`` as a tool."""
+
         def register(fn):
             self.add_tool(fn, name, description)
             return fn
+
         return register
 
-    def add_tool(self, fn: Callable, name: str | None = None, description: str | None = None) -> Tool:
+    def add_tool(
+        self, fn: Callable, name: str | None = None, description: str | None = None
+    ) -> Tool:
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"tool {fn.__name__!r}: the handler must be an async function")
         t = Tool(fn, name or fn.__name__, description)
@@ -262,6 +299,7 @@ class Server:
 
 
 # --- the handler's view ----------------------------------------------------------------------
+
 
 class JsonRpcError(Exception):
     """Raised by a handler: answer the request with this JSON-RPC error."""
@@ -295,7 +333,7 @@ class Context:
         self.handle = handle
         self.request_id = handle.id
         meta = params.get("_meta")
-        if not isinstance(meta, dict):     # a custom method's params are not schema-checked
+        if not isinstance(meta, dict):  # a custom method's params are not schema-checked
             meta = {}
         self.progress_token = meta.get("progressToken")
         self.protocol_version = session.revision
@@ -308,9 +346,11 @@ class Context:
         self.input_responses = responses if isinstance(responses, dict) else {}
         self.log_level = meta.get(LOG_LEVEL_META_KEY)
         self._asked = 0
-        self.started = False      # the handler's task has taken its first step
+        self.started = False  # the handler's task has taken its first step
 
-    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
         """Report progress (only if the request carried a progress token).  Returns whether the
         notification was written (False: no token, or the core dropped it)."""
         if self.progress_token is None:
@@ -339,8 +379,11 @@ class Context:
 
     async def elicit(self, message: str, schema: dict | None = None) -> dict:
         """Ask the user (``elicitation/create``, form mode); returns the ElicitResult dict."""
-        params = {"mode": "form", "message": message,
-                  "requestedSchema": schema or {"type": "object", "properties": {}}}
+        params = {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": schema or {"type": "object", "properties": {}},
+        }
         return await self._ask("elicitation/create", params)
 
     async def sample(self, messages: list, max_tokens: int = 256, **extra) -> dict:
@@ -383,6 +426,7 @@ def _invalid_params(rid, method, version, params):
 
 # --- one session -----------------------------------------------------------------------------
 
+
 class Session:
     """One MCP session (stdio: the process; HTTP 2025-11-25: an ``Mcp-Session-Id``; HTTP
     2026-07-28: one POST).  Messages in, replies out through each request's outlet.
@@ -399,9 +443,9 @@ class Session:
         self.negotiated = revision is not None
         self.core = SessionCore(self.revision, transport)
         self.log_level = "debug"
-        self.client_capabilities = None   # from initialize (2025-11-25)
-        self.tasks: dict = {}             # handle -> (task, context)
-        self.pending: dict = {}           # typed server-request id -> (future, handle)
+        self.client_capabilities = None  # from initialize (2025-11-25)
+        self.tasks: dict = {}  # handle -> (task, context)
+        self.pending: dict = {}  # typed server-request id -> (future, handle)
         self._sids = count(1)
         self.ended = False
         #: called with the session when its last handler has finished (adapters prune with it)
@@ -424,8 +468,13 @@ class Session:
     async def server_request(self, handle, method, params) -> dict:
         target = self.core.server_request(handle)
         if target is None:
-            raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: the request's stream is gone "
-                                                      f"or it already has a server-to-client request"))
+            raise RequestFailed(
+                error(
+                    INTERNAL_ERROR,
+                    f"{method} not sent: the request's stream is gone "
+                    f"or it already has a server-to-client request",
+                )
+            )
         sid = next(self._sids)
         fut = asyncio.get_running_loop().create_future()
         self.pending[typed_id(sid)] = (fut, handle)
@@ -460,7 +509,7 @@ class Session:
                     job = self._run_method(h, rid, custom, params or {}, ctx)
                 else:
                     job = self._run(h, rid, self.server.tools[params["name"]], params, ctx)
-        except Exception as e:   # an admitted request always ends: its id must not stay in flight
+        except Exception as e:  # an admitted request always ends: its id must not stay in flight
             reply = error_reply(rid, error(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
         if reply is not None:
             target = self.core.finish(h)
@@ -473,36 +522,49 @@ class Session:
         """The reply to a request answered at once, or None for a tool call that runs."""
         if method == "initialize":
             if self.revision == MODERN:
-                return error_reply(rid, error(METHOD_NOT_FOUND, "initialize is not part of 2026-07-28"))
+                return error_reply(
+                    rid, error(METHOD_NOT_FOUND, "initialize is not part of 2026-07-28")
+                )
             bad = _invalid_params(rid, method, LEGACY, params)
             if bad is not None:
                 return bad
             version = params.get("protocolVersion")
             chosen = version if version in HANDSHAKE_VERSIONS else LEGACY
             self.client_capabilities = params.get("capabilities")
-            res = {"protocolVersion": chosen, "capabilities": self.server.capabilities_for(LEGACY),
-                   "serverInfo": self.server.info}
+            res = {
+                "protocolVersion": chosen,
+                "capabilities": self.server.capabilities_for(LEGACY),
+                "serverInfo": self.server.info,
+            }
             if self.server.instructions:
                 res["instructions"] = self.server.instructions
             return {"jsonrpc": "2.0", "id": rid, "result": res}
         if method == "server/discover" and self.revision != MODERN:
-            return error_reply(rid, error(METHOD_NOT_FOUND, "server/discover is not part of 2025-11-25"))
+            return error_reply(
+                rid, error(METHOD_NOT_FOUND, "server/discover is not part of 2025-11-25")
+            )
         version = self.revision
         bad = _invalid_params(rid, method, version, params)
         if method in self.server.methods:
             # a registered handler runs unless the schema of this revision rejects the request:
             # bad params, or a method of the MCP schema that this revision does not have (a
             # method of no revision is the server's own, and runs)
-            if bad is not None and (bad["error"]["code"] == INVALID_PARAMS or method in M.SPEC_CLIENT_METHODS):
+            if bad is not None and (
+                bad["error"]["code"] == INVALID_PARAMS or method in M.SPEC_CLIENT_METHODS
+            ):
                 return bad
             return None
         if bad is not None:
             return bad
         modern = version == MODERN
         if method == "server/discover":
-            res = {"supportedVersions": [LEGACY, MODERN], "capabilities": self.server.capabilities_for(MODERN),
-                   "ttlMs": 0, "cacheScope": "private",
-                   "_meta": {SERVER_INFO_META_KEY: self.server.info}}
+            res = {
+                "supportedVersions": [LEGACY, MODERN],
+                "capabilities": self.server.capabilities_for(MODERN),
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": {SERVER_INFO_META_KEY: self.server.info},
+            }
             if self.server.instructions:
                 res["instructions"] = self.server.instructions
         elif method == "ping":
@@ -539,8 +601,14 @@ class Session:
             except RequestFailed as e:
                 reply = error_reply(rid, e.error)
             except _InputRequired as need:
-                reply = {"jsonrpc": "2.0", "id": rid, "result": {
-                    "resultType": "input_required", "inputRequests": {need.key: need.request}}}
+                reply = {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {
+                        "resultType": "input_required",
+                        "inputRequests": {need.key: need.request},
+                    },
+                }
         except asyncio.CancelledError:
             reply = None
         except Exception as e:
@@ -566,12 +634,18 @@ class Session:
             try:
                 args = tool.arguments(params.get("arguments"))
             except pydantic.ValidationError as e:
-                res = {"content": [{"type": "text", "text": f"invalid arguments: {e}"}], "isError": True}
+                res = {
+                    "content": [{"type": "text", "text": f"invalid arguments: {e}"}],
+                    "isError": True,
+                }
             else:
                 try:
                     res = _content(await tool.fn(ctx, **args))
                 except _InputRequired as need:
-                    res = {"resultType": "input_required", "inputRequests": {need.key: need.request}}
+                    res = {
+                        "resultType": "input_required",
+                        "inputRequests": {need.key: need.request},
+                    }
                 except RequestFailed as e:
                     res = {"content": [{"type": "text", "text": str(e)}], "isError": True}
             if self.revision == MODERN:
@@ -580,9 +654,14 @@ class Session:
         except asyncio.CancelledError:
             reply = None
         except Exception as e:  # the tool failed: a tool error the model can see
-            reply = {"jsonrpc": "2.0", "id": rid,
-                     "result": {"content": [{"type": "text", "text": f"{type(e).__name__}: {e}"}],
-                                "isError": True}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {
+                    "content": [{"type": "text", "text": f"{type(e).__name__}: {e}"}],
+                    "isError": True,
+                },
+            }
         finally:
             self._done(h, reply)
 
@@ -592,7 +671,7 @@ class Session:
         try:
             M.validate_client_notification(method, self.revision, params)
         except (KeyError, ValueError, pydantic.ValidationError):
-            return                      # unknown or malformed notifications are ignored
+            return  # unknown or malformed notifications are ignored
         if method == "notifications/cancelled":
             target = self.core.cancel((params or {}).get("requestId"))
             if target is not None:

@@ -91,8 +91,9 @@ class Decoder:
     def _line(self, raw: bytes, out: list[Event]) -> None:
         if not raw:
             if self._data is not None:
-                out.append(Event("\n".join(self._data), self._event or "message", self._id,
-                                 self._retry))
+                out.append(
+                    Event("\n".join(self._data), self._event or "message", self._id, self._retry)
+                )
             self._data = None
             self._event = ""
             return
@@ -138,8 +139,9 @@ def messages(body: bytes | str) -> list[object]:
     return out
 
 
-def encode(data: bytes, event: str | None = "message", id: str | None = None,
-           retry: int | None = None) -> bytes:
+def encode(
+    data: bytes, event: str | None = "message", id: str | None = None, retry: int | None = None
+) -> bytes:
     """One event on the wire.  ``data`` must hold no line break (a JSON text serialised without
     indentation never does)."""
     if b"\n" in data or b"\r" in data:

@@ -57,8 +57,12 @@ def handle_line(session: Session, channel: _Channel, line: bytes) -> None:
         session.response(inc.msg)
 
 
-async def serve_stdio(server: Server, reader: asyncio.StreamReader | None = None, write=None,
-                      session: Session | None = None) -> None:
+async def serve_stdio(
+    server: Server,
+    reader: asyncio.StreamReader | None = None,
+    write=None,
+    session: Session | None = None,
+) -> None:
     """Serve ``server`` on stdin/stdout (or the given reader and ``write(bytes)``; ``session``
     lets a caller keep the session to inspect it)."""
     loop = asyncio.get_running_loop()
@@ -77,8 +81,12 @@ async def serve_stdio(server: Server, reader: asyncio.StreamReader | None = None
     try:
         async for line in lines(reader):
             if line is TOO_LONG:
-                channel.send(error_reply(None, {"code": INVALID_REQUEST,
-                                                "message": "Invalid Request: message too large"}))
+                channel.send(
+                    error_reply(
+                        None,
+                        {"code": INVALID_REQUEST, "message": "Invalid Request: message too large"},
+                    )
+                )
                 continue
             handle_line(session, channel, line)
     finally:

@@ -8,16 +8,25 @@ module re-exports its public names.
 """
 
 from mcp_inflight.impl.guard import (
-                                     DESIGN,
-                                     REVISION,
-                                     SDK_STANDALONE_SLOT,
-                                     SESSION_HEADER,
-                                     Guard,
-                                     guard,
-                                     guard_stdio,
-                                     new_core,
-                                     serve_stdio,
+    DESIGN,
+    REVISION,
+    SDK_STANDALONE_SLOT,
+    SESSION_HEADER,
+    Guard,
+    guard,
+    guard_stdio,
+    new_core,
+    serve_stdio,
 )
 
-__all__ = ["DESIGN", "REVISION", "SDK_STANDALONE_SLOT", "SESSION_HEADER", "Guard", "guard",
-           "guard_stdio", "new_core", "serve_stdio"]
+__all__ = [
+    "DESIGN",
+    "REVISION",
+    "SDK_STANDALONE_SLOT",
+    "SESSION_HEADER",
+    "Guard",
+    "guard",
+    "guard_stdio",
+    "new_core",
+    "serve_stdio",
+]

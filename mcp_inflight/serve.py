@@ -30,7 +30,9 @@ from mcp_inflight.impl.server import Server
 def demo_server() -> Server:
     server = Server("mcp-inflight-demo", instructions="Demo tools: slow, ask, echo.")
 
-    @server.tool(description="Report progress and a log line for each of `steps` steps, then return done:<label>.")
+    @server.tool(
+        description="Report progress and a log line for each of `steps` steps, then return done:<label>."
+    )
     async def slow(ctx, label: str, steps: int = 3, delay: float = 0.1) -> str:
         for k in range(1, steps + 1):
             await asyncio.sleep(delay)
@@ -38,12 +40,16 @@ def demo_server() -> Server:
             await ctx.log(f"{label}: step {k}/{steps}")
         return f"done:{label}"
 
-    @server.tool(description="After `delay` seconds ask the user (elicitation); return ask:<label>:<action>.")
+    @server.tool(
+        description="After `delay` seconds ask the user (elicitation); return ask:<label>:<action>."
+    )
     async def ask(ctx, label: str, delay: float = 0.0) -> str:
         if delay > 0:
             await asyncio.sleep(delay)
-        answer = await ctx.elicit(f"{label}: may I go on?", {
-            "type": "object", "properties": {"ok": {"type": "boolean", "title": "OK"}}})
+        answer = await ctx.elicit(
+            f"{label}: may I go on?",
+            {"type": "object", "properties": {"ok": {"type": "boolean", "title": "OK"}}},
+        )
         return f"ask:{label}:{answer.get('action')}"
 
     @server.tool(description="Return the text unchanged.")
@@ -71,8 +77,11 @@ def fixture_server(name: str) -> Server:
         import pkgutil
 
         import mcp_inflight.fixtures as pkg
+
         known = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__))
-        raise FixtureError(f"no fixture module {modname!r}; available: {', '.join(known) or 'none'}")
+        raise FixtureError(
+            f"no fixture module {modname!r}; available: {', '.join(known) or 'none'}"
+        )
     mod = importlib.import_module(modname)
     if hasattr(mod, "build"):
         server = mod.build()
@@ -92,36 +101,88 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcp-inflight serve",
         description="Run an MCP server whose request lifecycle is the verified model (atomic design): "
-                    "the demo tools slow, ask and echo, or a fixture server. Streamable HTTP serves "
-                    "2025-11-25 (sessions) and 2026-07-28 (stateless) on one endpoint; stdio serves "
-                    "whichever the client negotiates.")
-    p.add_argument("--transport", choices=("http", "stdio"), default="http",
-                   help="http: Streamable HTTP with uvicorn (default); stdio: newline-delimited JSON")
+        "the demo tools slow, ask and echo, or a fixture server. Streamable HTTP serves "
+        "2025-11-25 (sessions) and 2026-07-28 (stateless) on one endpoint; stdio serves "
+        "whichever the client negotiates.",
+    )
+    p.add_argument(
+        "--transport",
+        choices=("http", "stdio"),
+        default="http",
+        help="http: Streamable HTTP with uvicorn (default); stdio: newline-delimited JSON",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=8000,
-                   help="port to bind, 0 to 65535; 0 picks a free one (default 8000)")
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=8000,
+        help="port to bind, 0 to 65535; 0 picks a free one (default 8000)",
+    )
     p.add_argument("--path", default="/mcp", help="the MCP endpoint's path (default /mcp)")
-    p.add_argument("--fixtures", metavar="NAME",
-                   help="serve mcp_inflight.fixtures.NAME instead of the demo tools")
-    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                   help="a Host header name accepted besides loopback names and --host (repeatable; "
-                        "other Hosts get 421, against DNS rebinding)")
-    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                   help="an Origin allowed besides this host's own (repeatable)")
-    p.add_argument("--max-body", type=int, default=4 * 1024 * 1024, metavar="BYTES",
-                   help="largest POST body accepted; larger gets 413 (default 4 MiB)")
+    p.add_argument(
+        "--fixtures",
+        metavar="NAME",
+        help="serve mcp_inflight.fixtures.NAME instead of the demo tools",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a Host header name accepted besides loopback names and --host (repeatable; "
+        "other Hosts get 421, against DNS rebinding)",
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an Origin allowed besides this host's own (repeatable)",
+    )
+    p.add_argument(
+        "--max-body",
+        type=int,
+        default=4 * 1024 * 1024,
+        metavar="BYTES",
+        help="largest POST body accepted; larger gets 413 (default 4 MiB)",
+    )
     bounds = p.add_argument_group("resource bounds (0 turns one off)")
-    bounds.add_argument("--max-sessions", type=_count, default=1024, metavar="N",
-                        help="2025-11-25 sessions open at once; initialize beyond gets 503 (default 1024)")
-    bounds.add_argument("--session-idle-timeout", type=_seconds, default=3600.0, metavar="SECONDS",
-                        help="end a session idle that long (no request in flight, no stream); its id "
-                             "then gets 404 and clients initialize again (default 3600)")
-    bounds.add_argument("--max-in-flight", type=_count, default=256, metavar="N",
-                        help="requests running at once in one session; more get 429 (default 256)")
-    bounds.add_argument("--header-timeout", type=_seconds, default=10.0, metavar="SECONDS",
-                        help="close a connection whose request headers take longer (default 10)")
-    bounds.add_argument("--body-timeout", type=_seconds, default=30.0, metavar="SECONDS",
-                        help="answer 408 when a body's next part takes longer (default 30)")
+    bounds.add_argument(
+        "--max-sessions",
+        type=_count,
+        default=1024,
+        metavar="N",
+        help="2025-11-25 sessions open at once; initialize beyond gets 503 (default 1024)",
+    )
+    bounds.add_argument(
+        "--session-idle-timeout",
+        type=_seconds,
+        default=3600.0,
+        metavar="SECONDS",
+        help="end a session idle that long (no request in flight, no stream); its id "
+        "then gets 404 and clients initialize again (default 3600)",
+    )
+    bounds.add_argument(
+        "--max-in-flight",
+        type=_count,
+        default=256,
+        metavar="N",
+        help="requests running at once in one session; more get 429 (default 256)",
+    )
+    bounds.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection whose request headers take longer (default 10)",
+    )
+    bounds.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="answer 408 when a body's next part takes longer (default 30)",
+    )
     return p
 
 
@@ -207,8 +268,14 @@ def uvicorn_settings() -> dict:
     """The uvicorn settings ``serve`` runs its HTTP server with (the keyword arguments of
     ``uvicorn.Config`` besides the app and the socket): no access log, no ``server`` and ``date``
     headers, proxy headers not trusted, the app's lifespan run.  Benchmarks use the same."""
-    return {"log_level": "warning", "access_log": False, "lifespan": "on", "proxy_headers": False,
-            "server_header": False, "date_header": False}
+    return {
+        "log_level": "warning",
+        "access_log": False,
+        "lifespan": "on",
+        "proxy_headers": False,
+        "server_header": False,
+        "date_header": False,
+    }
 
 
 async def _serve_http(server: Server, args) -> None:
@@ -217,24 +284,37 @@ async def _serve_http(server: Server, args) -> None:
     from mcp_inflight.impl.http import LOOPBACK, create_app
 
     hosts = set(LOOPBACK) | {args.host} | set(args.allow_host)
-    app = create_app(server, args.path, allowed_hosts=hosts, allowed_origins=args.allow_origin,
-                     max_body=args.max_body, max_sessions=args.max_sessions,
-                     session_idle_timeout=args.session_idle_timeout, max_in_flight=args.max_in_flight,
-                     body_timeout=args.body_timeout)
+    app = create_app(
+        server,
+        args.path,
+        allowed_hosts=hosts,
+        allowed_origins=args.allow_origin,
+        max_body=args.max_body,
+        max_sessions=args.max_sessions,
+        session_idle_timeout=args.session_idle_timeout,
+        max_in_flight=args.max_in_flight,
+        body_timeout=args.body_timeout,
+    )
     try:
-        infos = socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        infos = socket.getaddrinfo(
+            args.host, args.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
         family, kind, proto, _, addr = infos[0]
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)
-        sock.listen(2048)           # bound and listening before the port is announced
+        sock.listen(2048)  # bound and listening before the port is announced
     except OSError as e:
         raise ServeError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     config = uvicorn.Config(app, **uvicorn_settings(), http=http_protocol(args.header_timeout))
     userver = uvicorn.Server(config)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    print(f"mcp-inflight serve: listening on http://{shown}:{port}{args.path}", file=sys.stderr, flush=True)
+    print(
+        f"mcp-inflight serve: listening on http://{shown}:{port}{args.path}",
+        file=sys.stderr,
+        flush=True,
+    )
     await userver.serve(sockets=[sock])
 
 
@@ -260,6 +340,7 @@ def run(argv: list[str]) -> int:
     try:
         if args.transport == "stdio":
             from mcp_inflight.impl.stdio import serve_stdio
+
             asyncio.run(serve_stdio(server))
         else:
             _run_loop(_serve_http(server, args))

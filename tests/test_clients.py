@@ -30,8 +30,11 @@ def http_url():
 
 
 def _stdio():
-    return StdioServerParameters(command=sys.executable, args=["-m", "mcp_inflight", "serve", "--transport", "stdio"],
-                                 env=dict(os.environ))
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_inflight", "serve", "--transport", "stdio"],
+        env=dict(os.environ),
+    )
 
 
 async def _scenario(target, mode):
@@ -49,13 +52,15 @@ async def _scenario(target, mode):
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"ok": True})
 
-    client = Client(target, mode=mode, elicitation_callback=on_elicit, logging_callback=on_log,
-                    log_level="info")
+    client = Client(
+        target, mode=mode, elicitation_callback=on_elicit, logging_callback=on_log, log_level="info"
+    )
     async with client:
         tools = await client.list_tools()
         assert {"slow", "ask", "echo"} <= {t.name for t in tools.tools}
-        res = await client.call_tool("slow", {"label": "L1", "steps": 3, "delay": 0.01},
-                                     progress_callback=on_progress)
+        res = await client.call_tool(
+            "slow", {"label": "L1", "steps": 3, "delay": 0.01}, progress_callback=on_progress
+        )
         assert res.content[0].text == "done:L1"
         assert [p for p, _, _ in progress] == [1, 2, 3]
         assert all("L1" in m for _, _, m in progress)
@@ -82,6 +87,7 @@ def test_official_client_over_stdio(mode, expected):
 
 def test_serve_help_and_fixture_errors(capsys):
     from mcp_inflight.serve import run as serve
+
     with pytest.raises(SystemExit) as e:
         serve(["--help"])
     assert e.value.code == 0
@@ -104,11 +110,25 @@ def test_serve_runs_with_its_public_uvicorn_settings(http_url):
     settings = uvicorn_settings()
     config = uvicorn.Config(lambda scope, receive, send: None, **settings)
     assert (config.server_header, config.date_header, config.access_log) == (False, False, False)
-    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover",
-            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                                 "io.modelcontextprotocol/clientCapabilities": {}}}}
-    r = httpx.post(http_url, json=body, headers={"accept": "application/json, text/event-stream",
-                                                 "mcp-protocol-version": "2026-07-28"})
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "server/discover",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        },
+    }
+    r = httpx.post(
+        http_url,
+        json=body,
+        headers={
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+        },
+    )
     assert r.status_code == 200 and "server" not in r.headers and "date" not in r.headers, r.headers
 
 
@@ -128,7 +148,9 @@ def test_runtime_requirements_cover_what_serve_and_probe_import():
     declared = {Requirement(r).name.lower().replace("_", "-") for r in project["dependencies"]}
     dists = md.packages_distributions()
     # the probe package; its pytest plugin runs only inside pytest, which brings pytest
-    probe = [p for p in sorted((root / "mcp_inflight" / "probe").glob("*.py")) if p.name != "plugin.py"]
+    probe = [
+        p for p in sorted((root / "mcp_inflight" / "probe").glob("*.py")) if p.name != "plugin.py"
+    ]
     # the guard sits in front of the official SDK and imports it (and anyio, which the SDK
     # brings) only to wrap a server the user built on it
     runtime = [p for p in sorted((root / "impl").glob("*.py")) if p.name != "guard.py"]
@@ -167,6 +189,7 @@ def test_official_client_after_session_expiry():
     srv = start(session_idle_timeout=0.5)
     seen = []
     try:
+
         async def main():
             async with Client(srv.url, mode="legacy") as client:
                 r = await client.call_tool("echo", {"text": "one"})
@@ -177,7 +200,7 @@ def test_official_client_after_session_expiry():
                 for s in list(srv.app.sessions.values()):
                     if s.standalone is not None:
                         s.standalone.get_loop().call_soon_threadsafe(s.standalone.set_result, None)
-                await anyio.sleep(1.5)                      # past the expiry: no request meanwhile
+                await anyio.sleep(1.5)  # past the expiry: no request meanwhile
                 try:
                     await client.call_tool("echo", {"text": "two"})
                 except MCPError as e:
@@ -189,7 +212,7 @@ def test_official_client_after_session_expiry():
 
         try:
             anyio.run(main)
-        except BaseException as e:            # the old session's DELETE on exit may fail: 404
+        except BaseException as e:  # the old session's DELETE on exit may fail: 404
             if "Session not found" not in repr(e):
                 raise
     finally:

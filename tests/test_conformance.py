@@ -32,11 +32,14 @@ run = _load_run()
 
 # --- quick: the judging ----------------------------------------------------------------------
 
+
 def _write_checks(out: Path, scenario: str, statuses: list[str], stamp="2026-12-03T09-20-31-120Z"):
     folder = out / f"server-{scenario}-{stamp}"
     folder.mkdir(parents=True)
-    checks = [{"id": f"{scenario}-{i}", "status": s, "errorMessage": None if s != "FAILURE" else "boom"}
-              for i, s in enumerate(statuses)]
+    checks = [
+        {"id": f"{scenario}-{i}", "status": s, "errorMessage": None if s != "FAILURE" else "boom"}
+        for i, s in enumerate(statuses)
+    ]
     (folder / "checks.json").write_text(json.dumps(checks))
 
 
@@ -48,20 +51,32 @@ def test_read_checks_names_scenarios_and_judges_each(tmp_path):
     got = run.read_checks(tmp_path)
     assert set(got) == {"prompts-get-with-image", "tools-call-error", "tools-list"}
     assert got["prompts-get-with-image"]["passed"]
-    assert not got["tools-call-error"]["passed"] and got["tools-call-error"]["failed"] == ["tools-call-error-1"]
+    assert not got["tools-call-error"]["passed"] and got["tools-call-error"]["failed"] == [
+        "tools-call-error-1"
+    ]
     assert got["tools-list"]["passed"], "a WARNING does not fail a scenario (the suite's own rule)"
 
 
-def _verdict(tmp_path, monkeypatch, scenarios: dict[str, bool], expected: str, needed: list[str],
-             suite_exit: int | None = None):
+def _verdict(
+    tmp_path,
+    monkeypatch,
+    scenarios: dict[str, bool],
+    expected: str,
+    needed: list[str],
+    suite_exit: int | None = None,
+):
     exp = tmp_path / "expected"
     exp.mkdir(exist_ok=True)
     (exp / "srv-2025-11-25.txt").write_text(expected)
     monkeypatch.setattr(run, "EXPECTED", exp)
     if suite_exit is None:  # what the suite itself says: 0 when every required scenario passed
         suite_exit = 0 if all(scenarios.get(n, False) for n in needed) else 1
-    data = {"server": "srv", "revision": "2025-11-25", "suite_exit": suite_exit,
-            "scenarios": {k: {"passed": v, "messages": []} for k, v in scenarios.items()}}
+    data = {
+        "server": "srv",
+        "revision": "2025-11-25",
+        "suite_exit": suite_exit,
+        "scenarios": {k: {"passed": v, "messages": []} for k, v in scenarios.items()},
+    }
     return run.judge(data, needed)
 
 
@@ -76,18 +91,26 @@ def test_judge_unexpected_failure(tmp_path, monkeypatch):
 
 
 def test_judge_expected_failure_is_not_unexpected(tmp_path, monkeypatch):
-    v = _verdict(tmp_path, monkeypatch, {"a": True, "b": False}, "b  # not supported yet\n", ["a", "b"])
-    assert v["unexpected"] == [] and v["stale"] == [] and v["expected"] == {"b": "not supported yet"}
+    v = _verdict(
+        tmp_path, monkeypatch, {"a": True, "b": False}, "b  # not supported yet\n", ["a", "b"]
+    )
+    assert (
+        v["unexpected"] == [] and v["stale"] == [] and v["expected"] == {"b": "not supported yet"}
+    )
 
 
 def test_judge_flags_a_disagreement_with_the_suites_exit_code(tmp_path, monkeypatch):
     assert _verdict(tmp_path, monkeypatch, {"a": True}, "", ["a"])["agrees"]
     assert not _verdict(tmp_path, monkeypatch, {"a": True}, "", ["a"], suite_exit=1)["agrees"]
-    assert not _verdict(tmp_path, monkeypatch, {"a": False}, "a  # known\n", ["a"], suite_exit=0)["agrees"]
+    assert not _verdict(tmp_path, monkeypatch, {"a": False}, "a  # known\n", ["a"], suite_exit=0)[
+        "agrees"
+    ]
 
 
 def test_judge_stale_line_when_the_scenario_passes(tmp_path, monkeypatch):
-    v = _verdict(tmp_path, monkeypatch, {"a": True, "b": True}, "b  # not supported yet\n", ["a", "b"])
+    v = _verdict(
+        tmp_path, monkeypatch, {"a": True, "b": True}, "b  # not supported yet\n", ["a", "b"]
+    )
     assert v["stale"] == ["b"]
 
 
@@ -112,7 +135,7 @@ def test_expected_failure_needs_a_reason(tmp_path, monkeypatch):
 
 def test_every_expected_failure_file_names_a_known_server_and_revision():
     for f in (HERE / "conformance" / "expected-failures").glob("*.txt"):
-        server, rev = f.stem[: -len("-2025-11-25")], f.stem[-len("2025-11-25"):]
+        server, rev = f.stem[: -len("-2025-11-25")], f.stem[-len("2025-11-25") :]
         assert server in run.SERVERS and rev in run.REVISIONS, f.name
         run.expected_failures(server, rev)  # parses, every line has a reason
 
@@ -125,7 +148,9 @@ def test_help_names_servers_and_revisions():
 
 
 def test_unknown_server_is_a_usage_error():
-    r = subprocess.run([sys.executable, str(RUN), "--server", "nope"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(RUN), "--server", "nope"], capture_output=True, text=True
+    )
     assert r.returncode == 2 and "unknown server" in r.stderr
 
 
@@ -150,27 +175,37 @@ def test_conformance_suite(server, suite_installed, tmp_path):
     # Behind the guard the SDK must pass exactly what it passes bare: run both, compare.
     servers = ["sdk", "sdk-guard"] if server == "sdk-guard" else [server]
     argv = [a for s in servers for a in ("--server", s)]
-    r = subprocess.run([sys.executable, str(RUN), *argv, "--results", str(tmp_path), "--json"],
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, f"conformance run failed for {server}:\n{r.stdout}\n{r.stderr[-4000:]}"
+    r = subprocess.run(
+        [sys.executable, str(RUN), *argv, "--results", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert r.returncode == 0, (
+        f"conformance run failed for {server}:\n{r.stdout}\n{r.stderr[-4000:]}"
+    )
     summary = json.loads(r.stdout)
     assert summary["ok"]
     assert summary["guard_differences"] == []
     assert {(x["server"], x["revision"]) for x in summary["runs"]} == {
-        (s, rev) for s in servers for rev in run.REVISIONS}
+        (s, rev) for s in servers for rev in run.REVISIONS
+    }
     for x in summary["runs"]:
         assert x["required"] > 0 and not x["unexpected"] and not x["stale"] and x["agrees"]
 
 
 # --- slow: the guard really sits in front of the SDK fixture the suite passed -------------------
 
+
 def _start_fixture(guard: bool):
     port = run.free_port()
     argv = [sys.executable, str(HERE / "conformance" / "sdk_fixture.py"), "--port", str(port)]
-    proc = subprocess.Popen(argv + (["--guard"] if guard else []), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv + (["--guard"] if guard else []), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     import socket
     import time
+
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -193,24 +228,45 @@ def _duplicate_statuses(url: str) -> list[int | None]:
 
     async def go():
         async with httpx.AsyncClient(timeout=10) as c:
-            r = await c.post(url, headers=head, json={
-                "jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                           "clientInfo": {"name": "t", "version": "1"}}})
+            r = await c.post(
+                url,
+                headers=head,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                },
+            )
             sid = r.headers["mcp-session-id"]
             h = {**head, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-            await c.post(url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-            call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                    "params": {"name": "test_tool_with_progress", "arguments": {},
-                               "_meta": {"progressToken": "p"}}}
+            await c.post(
+                url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+            )
+            call = {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {
+                    "name": "test_tool_with_progress",
+                    "arguments": {},
+                    "_meta": {"progressToken": "p"},
+                },
+            }
+
             async def post():
                 try:
                     r = await asyncio.wait_for(c.post(url, headers=h, json=call), 5)
                     return r.status_code
-                except (asyncio.TimeoutError, httpx.TimeoutException):
+                except (TimeoutError, httpx.TimeoutException):
                     return None
+
             first = asyncio.create_task(post())
-            await asyncio.sleep(0.03)           # the first is in flight (its tool runs 100 ms)
+            await asyncio.sleep(0.03)  # the first is in flight (its tool runs 100 ms)
             second = await post()
             return [await first, second]
 
@@ -239,19 +295,26 @@ def test_sdk_fixture_duplicate_in_flight_id(guarded):
 def test_guard_differences_compare_bare_and_guarded_per_revision():
     def v(server, rev, failed):
         return {"server": server, "revision": rev, "failed": failed}
+
     same = [v("sdk", "2025-11-25", ["x"]), v("sdk-guard", "2025-11-25", ["x"])]
     assert run.guard_differences(same) == []
     worse = [v("sdk", "2025-11-25", []), v("sdk-guard", "2025-11-25", ["tools-list"])]
-    assert run.guard_differences(worse) == ["2025-11-25 tools-list: passes bare, fails behind the guard"]
+    assert run.guard_differences(worse) == [
+        "2025-11-25 tools-list: passes bare, fails behind the guard"
+    ]
     better = [v("sdk", "2026-07-28", ["caching"]), v("sdk-guard", "2026-07-28", [])]
-    assert run.guard_differences(better) == ["2026-07-28 caching: fails bare, passes behind the guard"]
+    assert run.guard_differences(better) == [
+        "2026-07-28 caching: fails bare, passes behind the guard"
+    ]
     assert run.guard_differences([v("sdk", "2025-11-25", ["x"])]) == [], "only where both ran"
 
 
 # --- quick: the fixture contract's own pieces ---------------------------------------------------
 
+
 def test_request_state_round_trips_and_refuses_tampering():
     from mcp_inflight.fixtures import contract
+
     token = contract.seal_state({"tool": "t", "round": 1})
     assert contract.open_state(token) == {"round": 1, "tool": "t"}
     body, tag = token.rsplit(".", 1)
@@ -268,19 +331,27 @@ def test_contract_media_are_well_formed():
     import zlib
 
     from mcp_inflight.fixtures import contract
+
     png = base64.b64decode(contract.PNG_B64)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     length, kind = struct.unpack(">I4s", png[8:16])
     assert kind == b"IHDR" and struct.unpack(">II", png[16:24]) == (1, 1)
-    assert struct.unpack(">I", png[16 + length:20 + length])[0] == zlib.crc32(png[12:16 + length])
+    assert struct.unpack(">I", png[16 + length : 20 + length])[0] == zlib.crc32(
+        png[12 : 16 + length]
+    )
     wav = base64.b64decode(contract.WAV_B64)
-    assert wav[:4] == b"RIFF" and wav[8:12] == b"WAVE" and struct.unpack("<I", wav[4:8])[0] == len(wav) - 8
+    assert (
+        wav[:4] == b"RIFF"
+        and wav[8:12] == b"WAVE"
+        and struct.unpack("<I", wav[4:8])[0] == len(wav) - 8
+    )
 
 
 def test_contract_tool_names_are_unique_and_spec_shaped():
     import re
 
     from mcp_inflight.fixtures import contract
+
     names = [t["name"] for t in contract.TOOLS]
     assert len(names) == len(set(names))
     assert all(re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", n) for n in names)

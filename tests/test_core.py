@@ -43,8 +43,8 @@ from mcp_inflight.model import properties as P
 from mcp_inflight.model.session import FIELDS, domains, on_cancel, quiescent
 from mcp_inflight.proofs.explore import explore
 
-N = 6                       # request instances in the bounded model
-IDS = {0: 7, 1: "7"}        # the model's two ids, as JSON ids of different types
+N = 6  # request instances in the bounded model
+IDS = {0: 7, 1: "7"}  # the model's two ids, as JSON ids of different types
 STORED = [f.name for f in FIELDS if f.key == "inst" and not (f.ghost or f.wire)]
 RUNTIME_INVARIANTS = ("unique_in_flight", "no_orphan", "quiescent_clean")
 
@@ -60,7 +60,7 @@ class CoreVsModel(RuleBasedStateMachine):
         self.b = Concrete(domains(self.cfg))
         self.s = initial(self.cfg)
         self.core = SessionCore(self.revision, self.transport, engine=self.engine)
-        self.h = {}                # model instance -> core handle
+        self.h = {}  # model instance -> core handle
         self.dropped = 0
 
     # --- the model side ----------------------------------------------------------------
@@ -195,10 +195,16 @@ class CoreVsModel(RuleBasedStateMachine):
                         continue
                     assert getattr(core.s, name)[h.inst] == getattr(s, name)[r], (name, r)
             else:
-                assert not s.running[r] and s.life[r] in (Life.RESPONDED, Life.REFUSED, Life.CANCELLED)
+                assert not s.running[r] and s.life[r] in (
+                    Life.RESPONDED,
+                    Life.REFUSED,
+                    Life.CANCELLED,
+                )
         regs = core.registries()
         for name in ("inflight", "stream") if self.cfg.http else ("inflight",):
-            want = {typed_id(IDS[i]): self.h[t] for i, t in enumerate(getattr(s, name)) if t != NONE}
+            want = {
+                typed_id(IDS[i]): self.h[t] for i, t in enumerate(getattr(s, name)) if t != NONE
+            }
             assert regs[name] == want, name
         if not self.cfg.http:
             assert regs["stream"] == {}
@@ -216,8 +222,11 @@ class CoreVsModel(RuleBasedStateMachine):
 
 
 def _machine(revision, transport, engine="generated"):
-    cls = type(f"CoreVsModel_{revision}_{transport}_{engine}".replace("-", "_"), (CoreVsModel,),
-               {"revision": revision, "transport": transport, "engine": engine})
+    cls = type(
+        f"CoreVsModel_{revision}_{transport}_{engine}".replace("-", "_"),
+        (CoreVsModel,),
+        {"revision": revision, "transport": transport, "engine": engine},
+    )
     return cls.TestCase
 
 
@@ -227,13 +236,19 @@ TestCore_2025_stdio = _machine("2025-11-25", "stdio")
 TestCore_2026_http = _machine("2026-07-28", "http")
 TestCore_2026_stdio = _machine("2026-07-28", "stdio")
 TestCore_2025_http_model_engine = _machine("2025-11-25", "http", "model")
-for _t in (TestCore_2025_http, TestCore_2025_stdio, TestCore_2026_http, TestCore_2026_stdio,
-           TestCore_2025_http_model_engine):
+for _t in (
+    TestCore_2025_http,
+    TestCore_2025_stdio,
+    TestCore_2026_http,
+    TestCore_2026_stdio,
+    TestCore_2025_http_model_engine,
+):
     _t.settings = _SETTINGS
 del _t
 
 
 # --- the runtime applier and the model's, on explored transitions ---------------------------
+
 
 def _to_runtime(s):
     rt = RuntimeState()
@@ -245,8 +260,11 @@ def _to_runtime(s):
 def _stored(s) -> dict:
     if isinstance(s, RuntimeState):
         return s.snapshot()
-    return {f.name: {k: v for k, v in enumerate(getattr(s, f.name)) if v != f.default}
-            for f in FIELDS if f.key is not None and not (f.ghost or f.wire)}
+    return {
+        f.name: {k: v for k, v in enumerate(getattr(s, f.name)) if v != f.default}
+        for f in FIELDS
+        if f.key is not None and not (f.ghost or f.wire)
+    }
 
 
 @pytest.mark.parametrize("ids", [1, pytest.param(2, marks=pytest.mark.slow)])
@@ -257,8 +275,7 @@ def test_runtime_applier_agrees_with_apply_writes(revision, transport, ids):
     that reads only server state gives the same answer on both representations."""
     cfg = Config(ATOMIC, revision, transport, ids=ids, requests=2)
     b = Concrete(domains(cfg))
-    server = [a for a in actions_for(cfg)
-              if a.side == "server" or a.name == "answer"]
+    server = [a for a in actions_for(cfg) if a.side == "server" or a.name == "answer"]
     seen = {"edges": 0, "guards": 0}
     checked = set()
 
@@ -289,6 +306,7 @@ def test_runtime_applier_agrees_with_apply_writes(revision, transport, ids):
 
 # --- the generated actions and the model's own, on explored transitions ----------------------
 
+
 @pytest.mark.parametrize("ids", [1, pytest.param(2, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("revision,transport", profiles())
 def test_generated_actions_agree_with_the_model(revision, transport, ids):
@@ -303,12 +321,21 @@ def test_generated_actions_agree_with_the_model(revision, transport, ids):
     b = Concrete(domains(cfg))
     states = set()
     explore(cfg, progress=False, on_edge=lambda pre, a, args, post, out: states.add(pre))
-    names = ("arrive", "admit", "refuse", "emit", "server_request", "answer", "respond", "unwind",
-             "break_stream")
+    names = (
+        "arrive",
+        "admit",
+        "refuse",
+        "emit",
+        "server_request",
+        "answer",
+        "respond",
+        "unwind",
+        "break_stream",
+    )
     compared = 0
     ordered = sorted(states)
     if ids == 1 and len(ordered) > 1500:
-        ordered = ordered[::3]   # the quick run takes every third state; the slow run takes all
+        ordered = ordered[::3]  # the quick run takes every third state; the slow run takes all
     for pre in ordered:
         stored = _stored(pre)
 
@@ -346,7 +373,7 @@ def test_generated_actions_agree_with_the_model(revision, transport, ids):
                 assert bool(hit) == bool(want_hit) and (not hit or tgt == want_t)
                 assert _stored(rt) == _stored(apply_writes(pre, writes))
                 compared += 1
-        for r in range(cfg.requests):          # the effects applied without a guard
+        for r in range(cfg.requests):  # the effects applied without a guard
             for short, name in (("send", "rogue_sends"), ("close", "send_cancel")):
                 rt = fresh()
                 bind(cfg, rt)[short](r, 0)
@@ -358,13 +385,14 @@ def test_generated_actions_agree_with_the_model(revision, transport, ids):
 
 # --- the same checks catch a core on a broken design ----------------------------------------
 
+
 def test_runtime_invariants_fail_on_an_unguarded_core():
     core = SessionCore("2025-11-25", "http", design=UNGUARDED)
     a = core.arrive(7)
     b = core.arrive(7)
     assert isinstance(a, Admitted) and isinstance(b, Admitted)
     assert not P.unique_in_flight(core.b, core.s, core.cfg)
-    core.finish(a.handle)                  # removes by id: b's entries go too
+    core.finish(a.handle)  # removes by id: b's entries go too
     assert not P.no_orphan(core.b, core.s, core.cfg)
 
 
@@ -386,6 +414,7 @@ def test_state_machine_catches_an_unguarded_core(monkeypatch):
 
 # --- ids ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("bad", [None, True, False, 1.5, 7.0, {"a": 1}, [1]])
 def test_invalid_ids(bad):
     core = SessionCore()
@@ -404,7 +433,7 @@ def test_typed_ids_and_sequential_reuse():
     assert core.in_flight(7) is None and core.in_flight("7") is b
     c = core.arrive(7)
     assert isinstance(c, Admitted) and c.handle is not a
-    assert core.finish(a) is None          # a stale handle releases nothing
+    assert core.finish(a) is None  # a stale handle releases nothing
     assert core.in_flight(7) is c.handle
     core.finish(b)
     core.finish(c.handle)
@@ -419,7 +448,7 @@ def test_broken_stream_2025_handler_goes_on_and_messages_are_dropped():
     assert core.life(a) == Life.STREAM_BROKEN
     assert core.emit(a) is None and core.dropped == 1
     assert core.emit(b) is b
-    assert isinstance(core.arrive(1), Refused)   # still in flight until its handler ends
+    assert isinstance(core.arrive(1), Refused)  # still in flight until its handler ends
     assert core.finish(a) is None and core.dropped == 2
     assert isinstance(core.arrive(1), Admitted)
 
@@ -428,7 +457,7 @@ def test_close_is_cancel_2026_http():
     core = SessionCore("2026-07-28", "http")
     a = core.arrive(1).handle
     b = core.arrive(2).handle
-    assert core.cancel(1) is None                 # notifications/cancelled is stdio-only there
+    assert core.cancel(1) is None  # notifications/cancelled is stdio-only there
     assert core.close(a) is True
     assert core.life(a) == Life.CANCELLED and core.life(b) == Life.IN_FLIGHT
     assert core.emit(a) is None

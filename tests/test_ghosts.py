@@ -22,16 +22,20 @@ def _real_writes(writes):
 
 
 @pytest.mark.parametrize("design", [ATOMIC, UNGUARDED, CHECK_THEN_CLAIM], ids=lambda d: d.name)
-@given(profile=st.sampled_from(profiles()), rnd=st.randoms(use_true_random=False),
-       flips=st.lists(st.booleans(), min_size=8, max_size=8))
+@given(
+    profile=st.sampled_from(profiles()),
+    rnd=st.randoms(use_true_random=False),
+    flips=st.lists(st.booleans(), min_size=8, max_size=8),
+)
 def test_server_and_wire_actions_ignore_ghosts(design, profile, rnd, flips):
     cfg = Config(design, *profile, ids=2, requests=3)
     b = step.backend(cfg)
     s = step.start(cfg)
     moves = [(m.action, m.r, m.i) for m in step.moves(cfg)]
     for _ in range(40):
-        other = s._replace(**{g: tuple(x ^ f for x, f in zip(getattr(s, g), flips, strict=False))
-                              for g in GHOSTS})
+        other = s._replace(
+            **{g: tuple(x ^ f for x, f in zip(getattr(s, g), flips, strict=False)) for g in GHOSTS}
+        )
         for a, r, i in moves:
             if a.side == "client":
                 continue

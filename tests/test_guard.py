@@ -16,16 +16,34 @@ from support.servers import SDK_SERVER, sdk_server
 
 # --- the guard in front of the official SDK, over real HTTP --------------------------------------
 
+
 def _raw_session(url):
     import httpx
 
     c = httpx.Client(timeout=20)
     h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    r = c.post(url, headers=h, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    r = c.post(
+        url,
+        headers=h,
+        json={
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+    )
     h["Mcp-Session-Id"] = r.headers["mcp-session-id"]
     h["MCP-Protocol-Version"] = "2025-11-25"
-    assert c.post(url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
+    assert (
+        c.post(
+            url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+        ).status_code
+        == 202
+    )
     return c, h
 
 
@@ -36,20 +54,32 @@ def _sse_messages(text):
 def test_guarded_sdk_reuses_ids_in_sequence_and_refuses_what_it_cannot_carry(sdk_guarded):
     c, h = _raw_session(sdk_guarded)
     echo = {"name": "echo", "arguments": {"text": "hi"}}
-    for _ in range(5):                         # one id, five times in a row
-        r = c.post(sdk_guarded, headers=h, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                                 "params": echo})
+    for _ in range(5):  # one id, five times in a row
+        r = c.post(
+            sdk_guarded,
+            headers=h,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": echo},
+        )
         assert r.status_code == 200
         msgs = _sse_messages(r.text)
         assert msgs[-1]["id"] == 1 and msgs[-1]["result"]["content"][0]["text"] == "hi"
-    for bad, why in ((1.5, "string or an integer"), (None, "string or an integer"),
-                     ("_GET_stream", "standalone stream")):
-        r = c.post(sdk_guarded, headers=h, json={"jsonrpc": "2.0", "id": bad, "method": "tools/call",
-                                                 "params": echo})
+    for bad, why in (
+        (1.5, "string or an integer"),
+        (None, "string or an integer"),
+        ("_GET_stream", "standalone stream"),
+    ):
+        r = c.post(
+            sdk_guarded,
+            headers=h,
+            json={"jsonrpc": "2.0", "id": bad, "method": "tools/call", "params": echo},
+        )
         assert r.status_code == 400 and r.json()["error"]["code"] == -32600 and why in r.text
-    r = c.post(sdk_guarded, headers=h, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                             "params": {"requestId": 99}})
-    assert r.status_code == 202                # a cancel for an unknown id is ignored
+    r = c.post(
+        sdk_guarded,
+        headers=h,
+        json={"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},
+    )
+    assert r.status_code == 202  # a cancel for an unknown id is ignored
     c.close()
 
 
@@ -71,8 +101,9 @@ def test_official_client_works_through_the_guard(sdk_guarded):
             async def on_progress(p, total, message):
                 progress.append(p)
 
-            r = await client.call_tool("slow", {"label": "x", "steps": 3, "delay": 0.05},
-                                       progress_callback=on_progress)
+            r = await client.call_tool(
+                "slow", {"label": "x", "steps": 3, "delay": 0.05}, progress_callback=on_progress
+            )
             assert r.content[0].text == "done:x"
             r = await client.call_tool("ask", {"label": "y", "delay": 0.05})
             assert r.content[0].text == "ask:y:accept"
@@ -86,14 +117,21 @@ def test_official_client_works_through_the_guard(sdk_guarded):
 
 # --- stdio: the same model around the SDK's stdio streams (a real subprocess) -------------------
 
+
 class _Stdio:
     def __init__(self, guarded):
         import queue
         import threading
 
         argv = [sys.executable, str(SDK_SERVER), "--stdio"] + (["--guard"] if guarded else [])
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
         self.lines = queue.Queue()
         self.seen = []
         threading.Thread(target=self._pump, daemon=True).start()
@@ -125,22 +163,41 @@ class _Stdio:
 def _stdio_duplicate_then_cancel(guarded):
     s = _Stdio(guarded)
     try:
-        s.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        s.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            }
+        )
         assert s.until(lambda m: m.get("id") == 0)
         s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
         def call(rid, token, steps=5):
-            s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
-                "name": "slow", "arguments": {"label": token, "steps": steps, "delay": 0.2},
-                "_meta": {"progressToken": token}}})
+            s.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "slow",
+                        "arguments": {"label": token, "steps": steps, "delay": 0.2},
+                        "_meta": {"progressToken": token},
+                    },
+                }
+            )
 
         def progress(token):
             return [m for m in s.seen if P.progress_token(m) == token]
 
         call(1, "a")
         assert s.until(lambda m: P.progress_token(m) == "a")
-        call(1, "b")                                   # a duplicate of the in-flight id 1
+        call(1, "b")  # a duplicate of the in-flight id 1
         s.until(lambda m: P.progress_token(m) == "b" or (m.get("id", 0) is None), timeout=2)
         s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
         # let both run on: until a result for id 1 comes, or long enough for "a" to have ended
@@ -157,11 +214,17 @@ def test_stdio_guard_refuses_the_duplicate_and_the_cancel_hits_the_first():
         refusals = [m for m in s.seen if "error" in m and m.get("id") is None]
         assert len(refusals) == 1 and refusals[0]["error"]["code"] == -32600
         assert refusals[0]["error"]["data"] == {"id": 1}
-        assert b == []                                 # the duplicate never ran
-        assert 1 <= len(a) < 5                         # the cancel stopped the one it meant
+        assert b == []  # the duplicate never ran
+        assert 1 <= len(a) < 5  # the cancel stopped the one it meant
         assert not any(m.get("id") == 1 and "result" in m for m in s.seen)
-        s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",     # id 1 is free again
-                "params": {"name": "echo", "arguments": {"text": "again"}}})
+        s.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",  # id 1 is free again
+                "params": {"name": "echo", "arguments": {"text": "again"}},
+            }
+        )
         assert s.until(lambda m: m.get("id") == 1 and "result" in m)
     finally:
         s.close()
@@ -172,8 +235,8 @@ def test_stdio_bare_sdk_lets_the_cancel_hit_the_duplicate():
     try:
         assert not any("error" in m and m.get("id") is None for m in s.seen)
         assert any(m.get("id") == 1 and "result" in m for m in s.seen)
-        assert len(a) == 5                             # the request the cancel meant ran to the end
-        assert len(b) < 5                              # the duplicate was cancelled instead
+        assert len(a) == 5  # the request the cancel meant ran to the end
+        assert len(b) < 5  # the duplicate was cancelled instead
     finally:
         s.close()
 
@@ -184,28 +247,49 @@ def test_guard_keeps_an_id_in_flight_after_its_client_went_away(sdk_guarded):
     import httpx
 
     c, h = _raw_session(sdk_guarded)
-    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
-        "name": "slow", "arguments": {"label": "gone", "steps": 4, "delay": 0.3},
-        "_meta": {"progressToken": "gone"}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {
+            "name": "slow",
+            "arguments": {"label": "gone", "steps": 4, "delay": 0.3},
+            "_meta": {"progressToken": "gone"},
+        },
+    }
     t0 = time.monotonic()
     with httpx.Client(timeout=10) as one:
         with one.stream("POST", sdk_guarded, headers=h, json=call) as r:
             for line in r.iter_lines():
                 if "notifications/progress" in line:
-                    break                        # first progress seen: go away
+                    break  # first progress seen: go away
     time.sleep(0.1)
-    r = c.post(sdk_guarded, headers=h, json=dict(call, params=dict(call["params"], _meta={"progressToken": "x"})))
+    r = c.post(
+        sdk_guarded,
+        headers=h,
+        json=dict(call, params=dict(call["params"], _meta={"progressToken": "x"})),
+    )
     assert r.status_code == 409 and r.json()["error"]["data"] == {"id": 5}
-    while time.monotonic() - t0 < 1.2 + 0.5:     # the abandoned handler's 4 x 0.3 s
+    while time.monotonic() - t0 < 1.2 + 0.5:  # the abandoned handler's 4 x 0.3 s
         time.sleep(0.1)
     deadline = time.monotonic() + 5
     while True:
-        r = c.post(sdk_guarded, headers=h, json={"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                                                 "params": {"name": "echo", "arguments": {"text": "ok"}}})
+        r = c.post(
+            sdk_guarded,
+            headers=h,
+            json={
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "ok"}},
+            },
+        )
         if r.status_code == 200 or time.monotonic() > deadline:
             break
         time.sleep(0.1)
-    assert r.status_code == 200 and _sse_messages(r.text)[-1]["result"]["content"][0]["text"] == "ok"
+    assert (
+        r.status_code == 200 and _sse_messages(r.text)[-1]["result"]["content"][0]["text"] == "ok"
+    )
     c.close()
 
 
@@ -218,19 +302,36 @@ def test_guard_in_json_response_mode():
     proc, url = sdk_server("--guard", "--json-response")
     try:
         c, h = _raw_session(url)
-        slow = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-            "name": "slow", "arguments": {"label": "j", "steps": 3, "delay": 0.3}}}
+        slow = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"label": "j", "steps": 3, "delay": 0.3}},
+        }
         first = {}
-        t = threading.Thread(target=lambda: first.update(r=httpx.post(url, headers=h, json=slow, timeout=10)))
+        t = threading.Thread(
+            target=lambda: first.update(r=httpx.post(url, headers=h, json=slow, timeout=10))
+        )
         t.start()
         time.sleep(0.4)
         r = c.post(url, headers=h, json=slow)
         assert r.status_code == 409 and r.json()["error"]["code"] == -32600
         t.join()
-        assert first["r"].status_code == 200 and first["r"].json()["result"]["content"][0]["text"] == "done:j"
+        assert (
+            first["r"].status_code == 200
+            and first["r"].json()["result"]["content"][0]["text"] == "done:j"
+        )
         for n in range(3):
-            r = c.post(url, headers=h, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                                             "params": {"name": "echo", "arguments": {"text": str(n)}}})
+            r = c.post(
+                url,
+                headers=h,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": str(n)}},
+                },
+            )
             assert r.status_code == 200 and r.json()["id"] == 3
         c.close()
     finally:
@@ -239,6 +340,7 @@ def test_guard_in_json_response_mode():
 
 
 # --- the guard in-process, in front of a stand-in for the SDK's app ----------------------------
+
 
 class StandIn:
     """An ASGI app that, like the SDK, writes a request's response on its SSE stream and only
@@ -255,8 +357,13 @@ class StandIn:
         body = json.loads((await receive())["body"])
         n = body["params"]["n"]
         self.log.append(("enter", n))
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
         msg = {"jsonrpc": "2.0", "id": body["id"], "result": {"content": []}}
         event = b"event: message\r\ndata: " + json.dumps(msg).encode() + b"\r\n\r\n"
         if self.respond_first:
@@ -272,7 +379,9 @@ def asgi_post(app, n, sent, rid=9):
     """One POST through ``app`` in session s1, as a task; what it sends lands in ``sent``."""
     import asyncio
 
-    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"n": n}}).encode()
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"n": n}}
+    ).encode()
     first = [True]
 
     async def receive():
@@ -308,7 +417,7 @@ def test_guard_releases_on_the_response_and_holds_the_next_one_until_the_sdk_let
         first, second = [], []
         r1 = asgi_post(g, 1, first)
         while not any(b"data:" in m.get("body", b"") for m in first):
-            await asyncio.sleep(0)                      # the client has seen A's response
+            await asyncio.sleep(0)  # the client has seen A's response
         r2 = asgi_post(g, 2, second)
         await settle()
         assert second == [] and inner.log == [("enter", 1)]  # admitted, waiting for the app
@@ -341,7 +450,7 @@ def test_guard_decisions_come_from_the_model(monkeypatch, design):
         first, second = [], []
         r1 = asgi_post(g, 1, first)
         await settle()
-        r2 = asgi_post(g, 2, second, rid=9)          # same id, while the first is in flight
+        r2 = asgi_post(g, 2, second, rid=9)  # same id, while the first is in flight
         await settle()
         inner.gates[1].set()
         inner.gates[2].set()
@@ -352,6 +461,10 @@ def test_guard_decisions_come_from_the_model(monkeypatch, design):
     if design == "atomic":
         assert second[0]["status"] == 409
         body = json.loads(b"".join(m.get("body", b"") for m in second[1:]))
-        assert body["id"] is None and body["error"]["code"] == -32600 and body["error"]["data"] == {"id": 9}
+        assert (
+            body["id"] is None
+            and body["error"]["code"] == -32600
+            and body["error"]["data"] == {"id": 9}
+        )
     else:
         assert second[0]["status"] == 200

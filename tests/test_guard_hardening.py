@@ -43,33 +43,49 @@ class Inner:
             gate = msg.get("params", {}).get("gate") if isinstance(msg, dict) else None
             if gate is not None:
                 await self.gates.setdefault(gate, asyncio.Event()).wait()
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"text/event-stream")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")],
+                }
+            )
             if isinstance(msg, dict) and "id" in msg:
                 out = {"jsonrpc": "2.0", "id": msg["id"], "result": {}}
-                await send({"type": "http.response.body", "body": sse.encode(json.dumps(out).encode()),
-                            "more_body": True})
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": sse.encode(json.dumps(out).encode()),
+                        "more_body": True,
+                    }
+                )
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self.inside -= 1
 
 
 class Post:
-    def __init__(self, app, parts: list[bytes], headers: dict, then_disconnect: bool = False) -> None:
+    def __init__(
+        self, app, parts: list[bytes], headers: dict, then_disconnect: bool = False
+    ) -> None:
         self.parts = list(parts)
         self.taken = 0
         self.sent: list = []
         self.then_disconnect = then_disconnect
         hdrs = [(k.encode(), v.encode()) for k, v in headers.items()]
-        self.task = asyncio.ensure_future(app({"type": "http", "method": "POST", "headers": hdrs},
-                                              self.receive, self.send))
+        self.task = asyncio.ensure_future(
+            app({"type": "http", "method": "POST", "headers": hdrs}, self.receive, self.send)
+        )
 
     async def receive(self):
         if self.parts:
             self.taken += 1
             body = self.parts.pop(0)
-            return {"type": "http.request", "body": body,
-                    "more_body": bool(self.parts) or self.then_disconnect}
+            return {
+                "type": "http.request",
+                "body": body,
+                "more_body": bool(self.parts) or self.then_disconnect,
+            }
         if self.then_disconnect:
             return {"type": "http.disconnect"}
         await asyncio.Event().wait()
@@ -94,7 +110,9 @@ def run(coro):
 
 def req(rid, gate=None) -> bytes:
     params = {} if gate is None else {"gate": gate}
-    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}).encode()
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+    ).encode()
 
 
 def test_body_limit_refuses_while_streaming_and_large_content_length_goes_unread():
@@ -102,12 +120,13 @@ def test_body_limit_refuses_while_streaming_and_large_content_length_goes_unread
         inner = Inner()
         g = guard(inner, max_body=1 << 20)
         chunk = b" " * (64 * 1024)
-        p = Post(g, [chunk] * 100, S1)          # 6.4 MiB, no Content-Length
+        p = Post(g, [chunk] * 100, S1)  # 6.4 MiB, no Content-Length
         await p.task
-        assert p.status == 413 and p.taken <= 17 and inner.seen == []     # stopped at the limit
+        assert p.status == 413 and p.taken <= 17 and inner.seen == []  # stopped at the limit
         q = Post(g, [b"x"], {**S1, "content-length": str(200 * 1024 * 1024)})
         await q.task
-        assert inner.seen == [b"x"]             # the SDK's own check answers it, unread by us
+        assert inner.seen == [b"x"]  # the SDK's own check answers it, unread by us
+
     run(go())
 
 
@@ -118,6 +137,7 @@ def test_incomplete_body_is_not_forwarded():
         p = Post(g, [req(1)[:10]], S1, then_disconnect=True)
         await p.task
         assert inner.seen == [] and g.sessions == {}
+
     run(go())
 
 
@@ -125,10 +145,13 @@ def test_deep_json_goes_to_the_sdk_for_its_own_answer():
     async def go():
         inner = Inner()
         g = guard(inner)
-        deep = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + b"[" * 2000 + b"]" * 2000 + b"}"
+        deep = (
+            b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + b"[" * 2000 + b"]" * 2000 + b"}"
+        )
         p = Post(g, [deep], S1)
         await p.task
         assert inner.seen == [deep] and p.status == 200
+
     run(go())
 
 
@@ -141,12 +164,13 @@ def test_modern_posts_pass_through_whatever_their_session_header():
         b = Post(g, [req(9, gate="b")], h)
         for _ in range(20):
             await asyncio.sleep(0)
-        assert inner.most_inside == 2 and g.sessions == {}      # both served, as by the SDK
+        assert inner.most_inside == 2 and g.sessions == {}  # both served, as by the SDK
         inner.gates["a"] = inner.gates.get("a") or asyncio.Event()
         for k in ("a", "b"):
             inner.gates.setdefault(k, asyncio.Event()).set()
         await asyncio.gather(a.task, b.task)
         assert a.status == b.status == 200
+
     run(go())
 
 
@@ -157,33 +181,50 @@ def test_cancel_for_a_request_waiting_at_the_guard_is_not_held():
         first = Post(g, [req(7, gate="seven")], S1)
         for _ in range(10):
             await asyncio.sleep(0)
-        waiting = Post(g, [req("07")], S1)           # admitted, waits for the SDK's slot of 7
+        waiting = Post(g, [req("07")], S1)  # admitted, waits for the SDK's slot of 7
         for _ in range(10):
             await asyncio.sleep(0)
         assert len(inner.seen) == 1
-        cancel = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                             "params": {"requestId": "07"}}).encode()
+        cancel = json.dumps(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "07"}}
+        ).encode()
         c = Post(g, [cancel], S1)
-        await asyncio.wait_for(c.task, 2)            # answered at once, while 7 still runs
+        await asyncio.wait_for(c.task, 2)  # answered at once, while 7 still runs
         assert c.status == 202
         await asyncio.wait_for(waiting.task, 2)
-        assert waiting.messages() == [{"jsonrpc": "2.0", "id": "07", "error": {
-            "code": -32800, "message": "Request cancelled"}}]
-        assert len(inner.seen) == 1                  # "07" never reached the SDK
+        assert waiting.messages() == [
+            {
+                "jsonrpc": "2.0",
+                "id": "07",
+                "error": {"code": -32800, "message": "Request cancelled"},
+            }
+        ]
+        assert len(inner.seen) == 1  # "07" never reached the SDK
         inner.gates["seven"].set()
         await first.task
         assert g.sessions == {} and g.in_sdk == {}
+
     run(go())
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(body=st.one_of(st.binary(max_size=200),
-                      st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                                   lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
-                                   max_leaves=10).map(lambda v: json.dumps(v).encode()),
-                      st.builds(lambda rid, method: json.dumps({"jsonrpc": "2.0", "id": rid, "method": method}).encode(),
-                                st.one_of(st.integers(), st.text(max_size=4), st.none(), st.floats(allow_nan=False)),
-                                st.sampled_from(["ping", "tools/call", "notifications/cancelled"]))))
+@given(
+    body=st.one_of(
+        st.binary(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+            lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
+            max_leaves=10,
+        ).map(lambda v: json.dumps(v).encode()),
+        st.builds(
+            lambda rid, method: json.dumps(
+                {"jsonrpc": "2.0", "id": rid, "method": method}
+            ).encode(),
+            st.one_of(st.integers(), st.text(max_size=4), st.none(), st.floats(allow_nan=False)),
+            st.sampled_from(["ping", "tools/call", "notifications/cancelled"]),
+        ),
+    )
+)
 def test_guard_never_raises_and_stays_healthy(body):
     async def go():
         inner = Inner()
@@ -191,32 +232,38 @@ def test_guard_never_raises_and_stays_healthy(body):
         p = Post(g, [body], S1)
         await asyncio.wait_for(p.task, 5)
         assert p.status in (200, 202, 400, 409, 413), p.sent
-        ok = Post(g, [req(123456)], S1)               # a healthy guard afterwards
+        ok = Post(g, [req(123456)], S1)  # a healthy guard afterwards
         await asyncio.wait_for(ok.task, 5)
         assert ok.status == 200 and ok.messages()[-1]["id"] == 123456
         assert g.sessions == {} and g.in_sdk == {}
+
     run(go())
 
 
 # --- against the official SDK in real processes -----------------------------------------------
 
+
 def _ask_then_leave(url) -> tuple[httpx.Client, dict]:
     c, h = _raw_session(url)
-    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-            "params": {"name": "ask", "arguments": {"label": "gone", "delay": 0.0}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "ask", "arguments": {"label": "gone", "delay": 0.0}},
+    }
     with httpx.Client(timeout=10) as one:
         with one.stream("POST", url, headers=h, json=call) as r:
             d = sse.Decoder()
             for chunk in r.iter_bytes():
                 if any(e.data and "elicitation/create" in e.data for e in d.feed(chunk)):
-                    break                      # the elicitation came: the client goes away
+                    break  # the elicitation came: the client goes away
     return c, h
 
 
 def _expires(url, timeout: float) -> bool:
     c, h = _ask_then_leave(url)
     try:
-        for _ in range(3):            # each ping restarts the SDK's idle countdown: wait past it
+        for _ in range(3):  # each ping restarts the SDK's idle countdown: wait past it
             time.sleep(timeout + 1.5)
             r = c.post(url, headers=h, json={"jsonrpc": "2.0", "id": 9, "method": "ping"})
             if r.status_code == 404:
@@ -248,21 +295,46 @@ def test_stdio_guard_serialises_typed_ids_the_sdk_conflates():
     """A 7 and B "7", then a cancel for 7: A is cancelled, B answered (before: neither was)."""
     s = _Stdio(guarded=True)
     try:
-        s.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        s.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            }
+        )
         assert s.until(lambda m: m.get("id") == 0)
         s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         for rid, token in ((7, "a"), ("7", "b")):
-            s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
-                "name": "slow", "arguments": {"label": token, "steps": 3, "delay": 0.2},
-                "_meta": {"progressToken": token}}})
+            s.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "slow",
+                        "arguments": {"label": token, "steps": 3, "delay": 0.2},
+                        "_meta": {"progressToken": token},
+                    },
+                }
+            )
         assert s.until(lambda m: P.progress_token(m) == "a")
         s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
         assert s.until(lambda m: m.get("id") == "7" and "result" in m, timeout=10), s.seen
         assert not any(m.get("id") == 7 and "result" in m for m in s.seen)
-        assert [m for m in s.seen if P.progress_token(m) == "b"]          # B ran, after A left
-        s.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",          # 7 is free again
-                "params": {"name": "echo", "arguments": {"text": "again"}}})
+        assert [m for m in s.seen if P.progress_token(m) == "b"]  # B ran, after A left
+        s.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",  # 7 is free again
+                "params": {"name": "echo", "arguments": {"text": "again"}},
+            }
+        )
         assert s.until(lambda m: m.get("id") == 7 and "result" in m)
     finally:
         s.close()

@@ -52,7 +52,12 @@ def run(coro):
 
 
 def call(rid, name):
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": {}},
+    }
 
 
 def test_jsonio_reads_bounded_and_strict():
@@ -79,13 +84,17 @@ def test_http_deep_and_surrogate_json_answered_and_server_healthy():
         h = await open_session(app)
         for body in (DEEP, SURROGATE_ID, SURROGATE_METHOD):
             r = await request(app, body=body, headers=h)
-            assert r.status == 400 and json.loads(r.body)["error"]["code"] == -32700, (r.status, r.body)
+            assert r.status == 400 and json.loads(r.body)["error"]["code"] == -32700, (
+                r.status,
+                r.body,
+            )
         r = await request(app, msg=call(5, "lone"), headers=h)
         assert r.status == 200
         assert r.messages()[-1]["result"]["content"][0]["text"] == "bad \ufffd text"
         r = await request(app, msg=call(6, "deep"), headers=h)
         assert r.messages()[-1]["error"]["code"] == -32603 and r.messages()[-1]["id"] == 6
         assert app.live_requests() == 0
+
     run(go())
 
 
@@ -95,7 +104,8 @@ class Pipe:
         self.raw: list[bytes] = []
         self.session = Session(server, "stdio")
         self.task = asyncio.get_running_loop().create_task(
-            serve_stdio(server, self.reader, self.raw.append, self.session))
+            serve_stdio(server, self.reader, self.raw.append, self.session)
+        )
 
     def out(self) -> list[dict]:
         return [json.loads(x) for chunk in self.raw for x in chunk.splitlines()]
@@ -122,20 +132,31 @@ def test_stdio_deep_surrogate_and_bad_results_keep_the_server_up():
         assert by_id[6]["error"]["code"] == -32603 and by_id[7]["result"] == {}
         p.reader.feed_eof()
         await p.task
+
     run(go())
 
 
 def test_stdio_process_survives_deep_json():
     async def go():
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "mcp_inflight", "serve", "--transport", "stdio",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
-        proc.stdin.write(DEEP + b"\n" + SURROGATE_ID + b"\n" + b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n')
+            sys.executable,
+            "-m",
+            "mcp_inflight",
+            "serve",
+            "--transport",
+            "stdio",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        proc.stdin.write(
+            DEEP + b"\n" + SURROGATE_ID + b"\n" + b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n'
+        )
         await proc.stdin.drain()
         lines = [json.loads(await asyncio.wait_for(proc.stdout.readline(), 10)) for _ in range(3)]
         assert [m.get("id") for m in lines] == [None, None, 9] and lines[2]["result"] == {}
         proc.stdin.close()
         assert await asyncio.wait_for(proc.wait(), 10) == 0
+
     run(go())
 
 
@@ -148,32 +169,39 @@ def test_custom_method_with_odd_meta_answers_and_frees_the_id():
             r = await request(app, msg=msg, headers=h)
             assert r.status == 200 and r.messages()[-1]["id"] == rid, (r.status, r.body)
             r = await request(app, msg={"jsonrpc": "2.0", "id": rid, "method": "ping"}, headers=h)
-            assert r.status == 200, (r.status, r.body)       # the id is free again
+            assert r.status == 200, (r.status, r.body)  # the id is free again
         assert app.live_requests() == 0
+
     run(go())
 
 
 def test_left_scopes_are_pruned_without_being_asked():
     """Scopes of deleted sessions and of 2026-07-28 POSTs whose handler outlived the POST were
     pruned only inside live_requests(), which nothing calls."""
+
     async def go():
         server = build()
         app = create_app(server)
         for _ in range(20):
             h = await open_session(app)
-            ex = Exchange(app, "POST", {**HEADERS, **h}, json.dumps(call(1, "wait")).encode()).start()
+            ex = Exchange(
+                app, "POST", {**HEADERS, **h}, json.dumps(call(1, "wait")).encode()
+            ).start()
             await asyncio.sleep(0)
             await asyncio.sleep(0)
             await request(app, "DELETE", headers=h)
             await ex.done()
         modern = {"mcp-protocol-version": "2026-07-28"}
         for k in range(20):
-            ex = Exchange(app, "POST", {**HEADERS, **modern}, json.dumps(call(k, "lone")).encode()).start()
+            ex = Exchange(
+                app, "POST", {**HEADERS, **modern}, json.dumps(call(k, "lone")).encode()
+            ).start()
             await ex.done()
         for _ in range(50):
             await asyncio.sleep(0)
-        assert not app._left and not app.sessions       # no call of live_requests() before
+        assert not app._left and not app.sessions  # no call of live_requests() before
         assert app.live_requests() == 0
+
     run(go())
 
 
@@ -182,16 +210,17 @@ def test_stdio_line_over_the_limit_is_skipped_whole():
         p = Pipe(build())
         hidden = b'{"jsonrpc":"2.0","id":66,"method":"ping"}'
         spaces = b" " * (1 << 16)
-        for _ in range(LINE_LIMIT // len(spaces) + 1):     # as a pipe delivers it: in chunks
+        for _ in range(LINE_LIMIT // len(spaces) + 1):  # as a pipe delivers it: in chunks
             p.reader.feed_data(spaces)
             await asyncio.sleep(0)
         p.reader.feed_data(hidden + b"\n")
         p.reader.feed_data(b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n')
         out = await p.until(2)
         assert out[0]["id"] is None and out[0]["error"]["code"] == -32600
-        assert out[1]["id"] == 7 and len(out) == 2           # the request after the limit never ran
+        assert out[1]["id"] == 7 and len(out) == 2  # the request after the limit never ran
         p.reader.feed_eof()
         await p.task
+
     run(go())
 
 
@@ -202,29 +231,50 @@ def test_failed_initialize_creates_no_session():
         r = await request(app, msg=msg)
         assert json.loads(r.body)["error"]["code"] == -32602
         assert "mcp-session-id" not in r.headers and not app.sessions
+
     run(go())
 
 
 def test_host_and_origin_parsing():
     async def go():
         app = create_app(build())
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                           "clientInfo": {"name": "t", "version": "1"}}}
-        cases = [({"host": "LOCALHOST:8000"}, 200), ({"host": "127.0.0.1:8000"}, 200),
-                 ({"host": "[::1]:8000"}, 200), ({"host": "127.0.0.1:9999"}, 421),
-                 ({"host": "evil.example:8000"}, 421), ({"host": "127.0.0.1:x"}, 421),
-                 ({"origin": "http://localhost:8000"}, 200), ({"origin": "http://LOCALHOST:8000"}, 200),
-                 ({"origin": "http://localhost:3000"}, 403), ({"origin": "file://localhost"}, 403),
-                 ({"origin": "null"}, 403), ({"origin": "http://evil.example:8000"}, 403)]
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        cases = [
+            ({"host": "LOCALHOST:8000"}, 200),
+            ({"host": "127.0.0.1:8000"}, 200),
+            ({"host": "[::1]:8000"}, 200),
+            ({"host": "127.0.0.1:9999"}, 421),
+            ({"host": "evil.example:8000"}, 421),
+            ({"host": "127.0.0.1:x"}, 421),
+            ({"origin": "http://localhost:8000"}, 200),
+            ({"origin": "http://LOCALHOST:8000"}, 200),
+            ({"origin": "http://localhost:3000"}, 403),
+            ({"origin": "file://localhost"}, 403),
+            ({"origin": "null"}, 403),
+            ({"origin": "http://evil.example:8000"}, 403),
+        ]
         for headers, status in cases:
             r = await request(app, msg=init, headers=headers)
             assert r.status == status, (headers, r.status, r.body)
-        twice = [(b"host", b"127.0.0.1:8000"), (b"host", b"evil.example"),
-                 (b"accept", b"application/json, text/event-stream"), (b"content-type", b"application/json")]
+        twice = [
+            (b"host", b"127.0.0.1:8000"),
+            (b"host", b"evil.example"),
+            (b"accept", b"application/json, text/event-stream"),
+            (b"content-type", b"application/json"),
+        ]
         ex = Exchange(app, "POST", {}, json.dumps(init).encode(), raw_headers=twice).start()
         await ex.done()
         assert ex.status == 400
+
     run(go())
 
 
@@ -241,6 +291,7 @@ def test_accept_and_content_type_as_the_sdk():
         h = await open_session(app)
         r = await request(app, "GET", headers={**h, "accept": "application/json"})
         assert r.status == 406
+
     run(go())
 
 
@@ -250,9 +301,16 @@ def test_session_cap_in_flight_cap_and_idle_expiry():
         app = create_app(server, max_sessions=2, max_in_flight=1, session_idle_timeout=0.05)
         h1 = await open_session(app)
         await open_session(app)
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                           "clientInfo": {"name": "t", "version": "1"}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
         r = await request(app, msg=init)
         assert r.status == 503 and r.headers.get("retry-after")
         ex = Exchange(app, "POST", {**HEADERS, **h1}, json.dumps(call(1, "wait")).encode()).start()
@@ -262,11 +320,12 @@ def test_session_cap_in_flight_cap_and_idle_expiry():
         assert r.status == 429 and json.loads(r.body)["id"] == 2
         server.gate.set()
         await ex.done()
-        await asyncio.sleep(0.2)           # past the idle expiry (a bound, not a speed claim)
+        await asyncio.sleep(0.2)  # past the idle expiry (a bound, not a speed claim)
         r = await request(app, msg={"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers=h1)
         assert r.status == 404
-        r = await request(app, msg=init)   # the expired sessions no longer count
+        r = await request(app, msg=init)  # the expired sessions no longer count
         assert r.status == 200 and len(app.sessions) == 1
+
     run(go())
 
 
@@ -281,11 +340,17 @@ def test_body_timeout_and_incomplete_body():
         assert stuck.status == 408
         gone = Exchange(app, "POST", {**HEADERS, **h}, [b""]).start()
         gone.parts = []
-        gone.queue.put_nowait({"type": "http.request", "body": json.dumps(call(4, "lone")).encode()[:10],
-                               "more_body": True})
+        gone.queue.put_nowait(
+            {
+                "type": "http.request",
+                "body": json.dumps(call(4, "lone")).encode()[:10],
+                "more_body": True,
+            }
+        )
         gone.disconnect()
         await gone.done()
         assert gone.status == 400 and app.live_requests() == 0
+
     run(go())
 
 
@@ -298,8 +363,9 @@ def test_headers_sent_at_admission():
         for _ in range(5):
             await asyncio.sleep(0)
         assert ex.status == 200 and ex.headers["content-type"] == "text/event-stream"
-        assert not ex.complete                              # the silent handler still runs
+        assert not ex.complete  # the silent handler still runs
         server.gate.set()
         await ex.done()
         assert ex.messages()[-1]["result"]["content"][0]["text"] == "waited"
+
     run(go())

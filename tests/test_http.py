@@ -9,12 +9,17 @@ import pytest
 
 from support.http_server import sse_messages, sse_stream, start
 
-INIT = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "test", "version": "1"}}
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"elicitation": {}},
+    "clientInfo": {"name": "test", "version": "1"},
+}
 MODERN = "2026-07-28"
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
-               "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
-               "io.modelcontextprotocol/clientCapabilities": {}}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -37,7 +42,11 @@ def call(rid, name, args, token=None):
 
 
 async def session(c, url):
-    r = await c.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}, headers=ACCEPT)
+    r = await c.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+        headers=ACCEPT,
+    )
     assert r.status_code == 200
     sid = r.headers["mcp-session-id"]
     assert sid.isascii() and len(sid) >= 16 and all(33 <= ord(ch) <= 126 for ch in sid)
@@ -88,11 +97,16 @@ def test_duplicate_gets_409_and_original_keeps_its_stream(srv):
     async def go():
         async with httpx.AsyncClient(timeout=10) as c:
             h = await session(c, srv.url)
-            async with Stream(c, srv.url, call(5, "slow", {"label": "A", "steps": 4, "delay": 0.05}, "tA"), h) as a:
+            async with Stream(
+                c, srv.url, call(5, "slow", {"label": "A", "steps": 4, "delay": 0.05}, "tA"), h
+            ) as a:
                 first = await a.next()
                 assert first["method"] == "notifications/progress"
-                dup = await c.post(srv.url, json=call(5, "slow", {"label": "B", "steps": 1, "delay": 0}, "tB"),
-                                   headers=h)
+                dup = await c.post(
+                    srv.url,
+                    json=call(5, "slow", {"label": "B", "steps": 1, "delay": 0}, "tB"),
+                    headers=h,
+                )
                 assert dup.status_code == 409
                 body = dup.json()
                 assert body["id"] is None and body["error"]["code"] == -32600
@@ -100,7 +114,10 @@ def test_duplicate_gets_409_and_original_keeps_its_stream(srv):
                 msgs = await a.rest()
             progress = [m for m in msgs if m.get("method") == "notifications/progress"]
             assert [m["params"]["progress"] for m in progress] == [1, 2, 3, 4]
-            assert all("A" in m["params"]["message"] and m["params"]["progressToken"] == "tA" for m in progress)
+            assert all(
+                "A" in m["params"]["message"] and m["params"]["progressToken"] == "tA"
+                for m in progress
+            )
             logs = [m for m in msgs if m.get("method") == "notifications/message"]
             assert len(logs) == 4 and all("A:" in m["params"]["data"] for m in logs)
             final = msgs[-1]
@@ -109,6 +126,7 @@ def test_duplicate_gets_409_and_original_keeps_its_stream(srv):
             again = await c.post(srv.url, json=call(5, "echo", {"text": "again"}), headers=h)
             assert again.status_code == 200
             assert sse_messages(again.text)[-1]["result"]["content"][0]["text"] == "again"
+
     run(go())
     assert wait_idle(srv)
 
@@ -117,24 +135,48 @@ def test_ids_keep_their_json_type_and_cancel_reaches_the_right_request(srv):
     async def go():
         async with httpx.AsyncClient(timeout=10) as c:
             h = await session(c, srv.url)
-            async with Stream(c, srv.url, call(7, "hold", {"label": "int7"}, 1), h) as a, \
-                    Stream(c, srv.url, call("7", "hold", {"label": "str7"}, 2), h) as b:
+            async with (
+                Stream(c, srv.url, call(7, "hold", {"label": "int7"}, 1), h) as a,
+                Stream(c, srv.url, call("7", "hold", {"label": "str7"}, 2), h) as b,
+            ):
                 await a.next()
                 await b.next()
-                r = await c.post(srv.url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                                "params": {"requestId": "7"}}, headers=h)
+                r = await c.post(
+                    srv.url,
+                    json={
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": "7"},
+                    },
+                    headers=h,
+                )
                 assert r.status_code == 202
-                assert await b.rest() == b.msgs and all("id" not in m for m in b.msgs)   # no response
+                assert await b.rest() == b.msgs and all(
+                    "id" not in m for m in b.msgs
+                )  # no response
                 r = await c.post(srv.url, json=call(8, "release", {"label": "int7"}), headers=h)
                 assert r.status_code == 200
                 msgs = await a.rest()
-                assert msgs[-1]["id"] == 7 and msgs[-1]["result"]["content"][0]["text"] == "held:int7"
+                assert (
+                    msgs[-1]["id"] == 7 and msgs[-1]["result"]["content"][0]["text"] == "held:int7"
+                )
             # a cancel for an unknown or finished id is ignored
-            r = await c.post(srv.url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                            "params": {"requestId": 7}}, headers=h)
+            r = await c.post(
+                srv.url,
+                json={
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 7},
+                },
+                headers=h,
+            )
             assert r.status_code == 202
+
     run(go())
-    assert ("cancelled", "str7") in srv.app.server.events and ("done", "int7") in srv.app.server.events
+    assert ("cancelled", "str7") in srv.app.server.events and (
+        "done",
+        "int7",
+    ) in srv.app.server.events
     assert wait_idle(srv)
 
 
@@ -142,20 +184,30 @@ def test_aborting_one_post_leaves_another_alone(srv):
     async def go():
         async with httpx.AsyncClient(timeout=10) as c:
             h = await session(c, srv.url)
-            async with Stream(c, srv.url, call(1, "slow", {"label": "keep", "steps": 5, "delay": 0.05}, "k"), h) as keep:
-                async with Stream(c, srv.url, call(2, "slow", {"label": "gone", "steps": 5, "delay": 0.05}, "g"), h) as gone:
+            async with Stream(
+                c, srv.url, call(1, "slow", {"label": "keep", "steps": 5, "delay": 0.05}, "k"), h
+            ) as keep:
+                async with Stream(
+                    c,
+                    srv.url,
+                    call(2, "slow", {"label": "gone", "steps": 5, "delay": 0.05}, "g"),
+                    h,
+                ) as gone:
                     await gone.next()
                 # gone's connection is closed; its handler goes on (2025-11-25), id 2 still in flight
                 await asyncio.sleep(0.05)
                 dup = await c.post(srv.url, json=call(2, "echo", {"text": "x"}), headers=h)
                 assert dup.status_code == 409
                 msgs = await keep.rest()
-            assert [m["params"]["progress"] for m in msgs if m.get("method") == "notifications/progress"] == [1, 2, 3, 4, 5]
+            assert [
+                m["params"]["progress"] for m in msgs if m.get("method") == "notifications/progress"
+            ] == [1, 2, 3, 4, 5]
             assert all("keep" in json.dumps(m) for m in msgs)
             assert msgs[-1]["id"] == 1 and msgs[-1]["result"]["content"][0]["text"] == "done:keep"
-            await asyncio.sleep(0.3)      # gone's handler ends: its messages were dropped, id 2 free
+            await asyncio.sleep(0.3)  # gone's handler ends: its messages were dropped, id 2 free
             r = await c.post(srv.url, json=call(2, "echo", {"text": "y"}), headers=h)
             assert r.status_code == 200
+
     run(go())
     assert wait_idle(srv)
     assert sum(s.core.dropped for s in srv.app.sessions.values()) >= 1
@@ -177,6 +229,7 @@ def test_delete_releases_pending_elicitation(srv):
             r = await c.post(srv.url, json=call(4, "echo", {"text": "x"}), headers=h)
             assert r.status_code == 404
             return sess[0]
+
     s = run(go())
     deadline = time.monotonic() + 5
     while not s.idle() and time.monotonic() < deadline:
@@ -190,14 +243,20 @@ def test_elicitation_answered_on_its_own_stream(srv):
             h = await session(c, srv.url)
             async with Stream(c, srv.url, call(3, "ask", {"label": "Z", "delay": 0}), h) as a:
                 req = await a.next()
-                r = await c.post(srv.url, json={"jsonrpc": "2.0", "id": req["id"],
-                                                "result": {"action": "decline"}}, headers=h)
+                r = await c.post(
+                    srv.url,
+                    json={"jsonrpc": "2.0", "id": req["id"], "result": {"action": "decline"}},
+                    headers=h,
+                )
                 assert r.status_code == 202
                 msgs = await a.rest()
-            assert msgs[-1]["id"] == 3 and msgs[-1]["result"]["content"][0]["text"] == "ask:Z:decline"
+            assert (
+                msgs[-1]["id"] == 3 and msgs[-1]["result"]["content"][0]["text"] == "ask:Z:decline"
+            )
             # a response to nothing is accepted and ignored
             r = await c.post(srv.url, json={"jsonrpc": "2.0", "id": 999, "result": {}}, headers=h)
             assert r.status_code == 202
+
     run(go())
     assert wait_idle(srv)
 
@@ -212,6 +271,7 @@ def test_modern_closed_stream_is_cancellation(srv):
                 first = await a.next()
                 assert first["method"] == "notifications/progress"
             await asyncio.sleep(0.2)
+
     run(go())
     assert ("cancelled", "modern-close") in srv.app.server.events
 
@@ -220,20 +280,35 @@ def test_modern_discover_and_call(srv):
     async def go():
         async with httpx.AsyncClient(timeout=10) as c:
             h = {**ACCEPT, "mcp-protocol-version": MODERN}
-            r = await c.post(srv.url, json={"jsonrpc": "2.0", "id": 1, "method": "server/discover",
-                                            "params": {"_meta": MODERN_META}}, headers=h)
+            r = await c.post(
+                srv.url,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "server/discover",
+                    "params": {"_meta": MODERN_META},
+                },
+                headers=h,
+            )
             assert r.status_code == 200 and MODERN in r.json()["result"]["supportedVersions"]
             body = call(1, "echo", {"text": "m"})
             body["params"]["_meta"] = MODERN_META
             r = await c.post(srv.url, json=body, headers=h)
             msg = sse_messages(r.text)[-1]
-            assert msg["result"]["content"][0]["text"] == "m" and msg["result"]["resultType"] == "complete"
-            body["params"]["_meta"] = {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}
+            assert (
+                msg["result"]["content"][0]["text"] == "m"
+                and msg["result"]["resultType"] == "complete"
+            )
+            body["params"]["_meta"] = {
+                **MODERN_META,
+                "io.modelcontextprotocol/protocolVersion": "2025-11-25",
+            }
             r = await c.post(srv.url, json=body, headers=h)
             assert r.status_code == 400 and r.json()["error"]["code"] == -32020
             for verb in ("GET", "DELETE"):
                 r = await c.request(verb, srv.url, headers=h)
                 assert r.status_code == 405
+
     run(go())
 
 
@@ -243,9 +318,9 @@ def test_status_codes(srv):
             h = await session(c, srv.url)
             ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
             r = await c.post(srv.url, json=ping, headers=ACCEPT)
-            assert r.status_code == 400                                     # no session
+            assert r.status_code == 400  # no session
             r = await c.post(srv.url, json=ping, headers={**ACCEPT, "mcp-session-id": "nope"})
-            assert r.status_code == 404                                     # unknown session
+            assert r.status_code == 404  # unknown session
             r = await c.post(srv.url, json=ping, headers=h)
             assert r.status_code == 200 and r.json() == {"jsonrpc": "2.0", "id": 1, "result": {}}
             r = await c.post(srv.url, content=json.dumps([ping]), headers=h)
@@ -254,24 +329,32 @@ def test_status_codes(srv):
             assert r.status_code == 413
             r = await c.post(srv.url, json=ping, headers={**h, "origin": "http://evil.example"})
             assert r.status_code == 403
-            r = await c.post(srv.url, json=ping, headers={**h, "origin": f"http://localhost:{srv.port}"})
+            r = await c.post(
+                srv.url, json=ping, headers={**h, "origin": f"http://localhost:{srv.port}"}
+            )
             assert r.status_code == 200
             r = await c.post(srv.url, json=ping, headers={**h, "host": "evil.example"})
             assert r.status_code == 421
-            r = await c.post(srv.url, json=ping, headers={**h, "mcp-protocol-version": "1999-01-01"})
+            r = await c.post(
+                srv.url, json=ping, headers={**h, "mcp-protocol-version": "1999-01-01"}
+            )
             assert r.status_code == 400
             r = await c.put(srv.url, json=ping, headers=h)
             assert r.status_code == 405
             r = await c.post(srv.url.replace("/mcp", "/other"), json=ping, headers=h)
             assert r.status_code == 404
-            r = await c.post(srv.url, json={"jsonrpc": "2.0", "id": None, "method": "ping"}, headers=h)
+            r = await c.post(
+                srv.url, json={"jsonrpc": "2.0", "id": None, "method": "ping"}, headers=h
+            )
             assert r.status_code == 400 and r.json()["error"]["code"] == -32600
             # one standalone GET stream per session, in a slot no request id can name
             async with c.stream("GET", srv.url, headers=h) as g:
                 assert g.status_code == 200
                 r = await c.get(srv.url, headers=h)
                 assert r.status_code == 409
-                r = await c.post(srv.url, json=call("_GET_stream", "echo", {"text": "slot"}), headers=h)
+                r = await c.post(
+                    srv.url, json=call("_GET_stream", "echo", {"text": "slot"}), headers=h
+                )
                 assert r.status_code == 200
             r = await c.delete(srv.url, headers={**ACCEPT})
             assert r.status_code == 400
@@ -279,12 +362,14 @@ def test_status_codes(srv):
             assert r.status_code == 200
             r = await c.delete(srv.url, headers=h)
             assert r.status_code == 404
+
     run(go())
 
 
 def test_modern_posts_are_separate_scopes(srv):
     """2026-07-28 has no session, so two clients cannot be told apart: the same id on two
     concurrent POSTs is two requests, each answered on its own stream."""
+
     async def go():
         async with httpx.AsyncClient(timeout=10) as c:
             h = {**ACCEPT, "mcp-protocol-version": MODERN}
@@ -298,6 +383,7 @@ def test_modern_posts_are_separate_scopes(srv):
             for msgs, label in ((ma, "one"), (mb, "two")):
                 assert [m["params"]["progressToken"] for m in msgs if "method" in m] == [label] * 3
                 assert msgs[-1]["result"]["content"][0]["text"] == f"done:{label}"
+
     run(go())
 
 
@@ -307,8 +393,11 @@ def _statuses_server():
     capabilities that differ per revision."""
     from mcp_inflight.impl.server import JsonRpcError, Server
 
-    server = Server("statuses", capabilities={"resources": {}},
-                    revision_capabilities={"2025-11-25": {"resources": {"subscribe": True}}})
+    server = Server(
+        "statuses",
+        capabilities={"resources": {}},
+        revision_capabilities={"2025-11-25": {"resources": {"subscribe": True}}},
+    )
 
     @server.method("resources/subscribe")
     async def subscribe(ctx, params):
@@ -320,7 +409,11 @@ def _statuses_server():
 
     @server.method("x/fail")
     async def fail(ctx, params):
-        raise JsonRpcError(-32021, "The client did not declare sampling", {"requiredCapabilities": {"sampling": {}}})
+        raise JsonRpcError(
+            -32021,
+            "The client did not declare sampling",
+            {"requiredCapabilities": {"sampling": {}}},
+        )
 
     @server.method("x/fail-later")
     async def fail_later(ctx, params):
@@ -356,19 +449,31 @@ def test_modern_error_statuses_and_ids():
             async def post(body, headers=h):
                 r = await c.post(s.url, json=body, headers=headers)
                 ctype = r.headers.get("content-type", "")
-                return r.status_code, ctype, (r.json() if ctype.startswith("application/json")
-                                              else sse_messages(r.text))
+                return (
+                    r.status_code,
+                    ctype,
+                    (r.json() if ctype.startswith("application/json") else sse_messages(r.text)),
+                )
 
-            for rid, method in ((11, "initialize"), (12, "ping"), (13, "logging/setLevel"),
-                                (14, "unknown/method"), (15, "resources/subscribe"),
-                                (16, "resources/unsubscribe")):
+            for rid, method in (
+                (11, "initialize"),
+                (12, "ping"),
+                (13, "logging/setLevel"),
+                (14, "unknown/method"),
+                (15, "resources/subscribe"),
+                (16, "resources/unsubscribe"),
+            ):
                 status, _, body = await post(req(rid, method))
-                assert (status, body["id"], body["error"]["code"]) == (404, rid, -32601), (method, body)
+                assert (status, body["id"], body["error"]["code"]) == (404, rid, -32601), (
+                    method,
+                    body,
+                )
             status, _, body = await post(req(21, "server/discover", meta=False))
             assert (status, body["id"], body["error"]["code"]) == (400, 21, -32602), body
             meta = {k: v for k, v in MODERN_META.items() if not k.endswith("clientCapabilities")}
-            status, _, body = await post({"jsonrpc": "2.0", "id": 22, "method": "server/discover",
-                                          "params": {"_meta": meta}})
+            status, _, body = await post(
+                {"jsonrpc": "2.0", "id": 22, "method": "server/discover", "params": {"_meta": meta}}
+            )
             assert (status, body["id"], body["error"]["code"]) == (400, 22, -32602), body
             status, _, body = await post(req(31, "x/fail"))
             assert (status, body["id"], body["error"]["code"]) == (400, 31, -32021), body
@@ -376,43 +481,100 @@ def test_modern_error_statuses_and_ids():
             status, ctype, msgs = await post(req(32, "x/fail-later"))
             assert status == 200 and ctype.startswith("text/event-stream"), (status, ctype)
             assert (msgs[-1]["id"], msgs[-1]["error"]["code"]) == (32, -32601), msgs
-            status, ctype, msgs = await post(req(33, "x/fail-after-progress", {"_meta": {"progressToken": "p"}}))
+            status, ctype, msgs = await post(
+                req(33, "x/fail-after-progress", {"_meta": {"progressToken": "p"}})
+            )
             assert status == 200 and ctype.startswith("text/event-stream"), (status, ctype)
             assert [m.get("method") for m in msgs] == ["notifications/progress", None]
             assert (msgs[-1]["id"], msgs[-1]["error"]["code"]) == (33, -32602)
-            status, _, msgs = await post(req(41, "x/custom"))                 # the server's own method
-            assert status == 200 and msgs[-1]["id"] == 41 and msgs[-1]["result"]["custom"] is True, msgs
+            status, _, msgs = await post(req(41, "x/custom"))  # the server's own method
+            assert (
+                status == 200 and msgs[-1]["id"] == 41 and msgs[-1]["result"]["custom"] is True
+            ), msgs
             # an unsupported MCP-Protocol-Version: 400 with the request's id (the body is read)
             bad = {**h, "mcp-protocol-version": "v999.0.0"}
-            status, _, body = await post(req(51, "server/discover", {"_meta": {
-                "io.modelcontextprotocol/protocolVersion": "v999.0.0"}}), bad)
+            status, _, body = await post(
+                req(
+                    51,
+                    "server/discover",
+                    {"_meta": {"io.modelcontextprotocol/protocolVersion": "v999.0.0"}},
+                ),
+                bad,
+            )
             assert (status, body["id"], body["error"]["code"]) == (400, 51, -32022), body
-            assert body["error"]["data"] == {"supported": ["2025-11-25", MODERN], "requested": "v999.0.0"}
+            assert body["error"]["data"] == {
+                "supported": ["2025-11-25", MODERN],
+                "requested": "v999.0.0",
+            }
             r = await c.post(s.url, content=b"{not json", headers=bad)
-            assert r.status_code == 400 and r.json()["id"] is None and r.json()["error"]["code"] == -32022
+            assert (
+                r.status_code == 400
+                and r.json()["id"] is None
+                and r.json()["error"]["code"] == -32022
+            )
             # capabilities per revision
             status, _, body = await post(req(61, "server/discover"))
             assert status == 200 and body["result"]["capabilities"]["resources"] == {}, body
 
             # 2025-11-25: JSON-RPC errors are answered with 200; subscribe is served and advertised
-            r = await c.post(s.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
-                             headers=ACCEPT)
+            r = await c.post(
+                s.url,
+                json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+                headers=ACCEPT,
+            )
             assert r.json()["result"]["capabilities"]["resources"] == {"subscribe": True}
-            lh = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
-            for rid, method, code in ((71, "unknown/method", -32601), (72, "x/fail", -32021),
-                                      (73, "server/discover", -32601)):
-                r = await c.post(s.url, json={"jsonrpc": "2.0", "id": rid, "method": method, "params": {}},
-                                 headers=lh)
-                msgs = (sse_messages(r.text) if "event-stream" in r.headers["content-type"]
-                        else [r.json()])
-                assert r.status_code == 200 and (msgs[-1]["id"], msgs[-1]["error"]["code"]) == (rid, code), msgs
-            r = await c.post(s.url, json={"jsonrpc": "2.0", "id": 74, "method": "resources/subscribe",
-                                          "params": {"uri": "test://x"}}, headers=lh)
-            msgs = sse_messages(r.text) if "event-stream" in r.headers["content-type"] else [r.json()]
-            assert r.status_code == 200 and msgs[-1] == {"jsonrpc": "2.0", "id": 74, "result": {}}, msgs
-            r = await c.post(s.url, json={"jsonrpc": "2.0", "id": 75, "method": "ping"},
-                             headers={**lh, "mcp-protocol-version": "1999-01-01"})
-            assert r.status_code == 400 and r.json()["id"] == 75 and r.json()["error"]["code"] == -32022
+            lh = {
+                **ACCEPT,
+                "mcp-session-id": r.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+            for rid, method, code in (
+                (71, "unknown/method", -32601),
+                (72, "x/fail", -32021),
+                (73, "server/discover", -32601),
+            ):
+                r = await c.post(
+                    s.url,
+                    json={"jsonrpc": "2.0", "id": rid, "method": method, "params": {}},
+                    headers=lh,
+                )
+                msgs = (
+                    sse_messages(r.text)
+                    if "event-stream" in r.headers["content-type"]
+                    else [r.json()]
+                )
+                assert r.status_code == 200 and (msgs[-1]["id"], msgs[-1]["error"]["code"]) == (
+                    rid,
+                    code,
+                ), msgs
+            r = await c.post(
+                s.url,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 74,
+                    "method": "resources/subscribe",
+                    "params": {"uri": "test://x"},
+                },
+                headers=lh,
+            )
+            msgs = (
+                sse_messages(r.text) if "event-stream" in r.headers["content-type"] else [r.json()]
+            )
+            assert r.status_code == 200 and msgs[-1] == {
+                "jsonrpc": "2.0",
+                "id": 74,
+                "result": {},
+            }, msgs
+            r = await c.post(
+                s.url,
+                json={"jsonrpc": "2.0", "id": 75, "method": "ping"},
+                headers={**lh, "mcp-protocol-version": "1999-01-01"},
+            )
+            assert (
+                r.status_code == 400
+                and r.json()["id"] == 75
+                and r.json()["error"]["code"] == -32022
+            )
 
     try:
         run(go())
@@ -425,7 +587,11 @@ def test_revision_capabilities_are_checked():
 
     with pytest.raises(ValueError, match="unknown revision"):
         Server("x", revision_capabilities={"2024-01-01": {}})
-    s = Server("x", capabilities={"prompts": {}}, revision_capabilities={MODERN: {"prompts": {"listChanged": True}}})
+    s = Server(
+        "x",
+        capabilities={"prompts": {}},
+        revision_capabilities={MODERN: {"prompts": {"listChanged": True}}},
+    )
     assert s.capabilities_for("2025-11-25")["prompts"] == {}
     assert s.capabilities_for(MODERN)["prompts"] == {"listChanged": True}
     assert s.capabilities_for(MODERN)["tools"] == s.capabilities["tools"]
@@ -457,13 +623,17 @@ def test_live_requests_sees_modern_requests_and_handlers_after_their_post():
     async def go():
         async with httpx.AsyncClient(timeout=10) as c:
             assert app.live_requests() == 0
-            async with Stream(c, s.url, body(1, "hold", "L1"), h) as a, \
-                    Stream(c, s.url, body(1, "hold", "L2"), h) as b:
+            async with (
+                Stream(c, s.url, body(1, "hold", "L1"), h) as a,
+                Stream(c, s.url, body(1, "hold", "L2"), h) as b,
+            ):
                 async with Stream(c, s.url, body(1, "hold", "L3"), h) as d:
                     for x in (a, b, d):
                         assert (await x.next())["method"] == "notifications/progress"
                     assert app.live_requests() == 3
-                assert await until(lambda: app.live_requests() == 2), app.live_requests()   # L3 closed
+                assert await until(lambda: app.live_requests() == 2), (
+                    app.live_requests()
+                )  # L3 closed
                 async with Stream(c, s.url, body(1, "stubborn", "S"), h) as st:
                     assert (await st.next())["method"] == "notifications/progress"
                 # S's POST is over; its handler went on after the cancellation

@@ -14,8 +14,12 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 #: folder of the repository -> the package it is installed as (pyproject's package-dir)
-PACKAGES = {"model": "mcp_inflight.model", "proofs": "mcp_inflight.proofs",
-            "impl": "mcp_inflight.impl", "mcp_inflight": "mcp_inflight"}
+PACKAGES = {
+    "model": "mcp_inflight.model",
+    "proofs": "mcp_inflight.proofs",
+    "impl": "mcp_inflight.impl",
+    "mcp_inflight": "mcp_inflight",
+}
 
 #: layer -> the layers it may import (its own included)
 ALLOWED = {
@@ -63,8 +67,11 @@ def imports(source: str, module: str, is_package: bool) -> list[tuple[int, str]]
                 target = node.module or ""
             out.append((node.lineno, target))
             # ``from mcp_inflight import probe`` names the submodule
-            out += [(node.lineno, f"{target}.{a.name}") for a in node.names
-                    if target in ("mcp_inflight",)]
+            out += [
+                (node.lineno, f"{target}.{a.name}")
+                for a in node.names
+                if target in ("mcp_inflight",)
+            ]
     return out
 
 
@@ -99,9 +106,11 @@ def test_every_import_keeps_the_layers():
 
 def test_the_check_sees_a_runtime_module_importing_a_checker():
     core = ROOT / "impl" / "core.py"
-    for source in ("from mcp_inflight.proofs.explore import explore\n",
-                   "def f():\n    from ..proofs import prove\n",
-                   "import mcp_inflight.proofs.explore\n"):
+    for source in (
+        "from mcp_inflight.proofs.explore import explore\n",
+        "def f():\n    from ..proofs import prove\n",
+        "import mcp_inflight.proofs.explore\n",
+    ):
         assert violations(core, source), source
     assert violations(ROOT / "model" / "session.py", "from mcp_inflight.impl import core\n")
     assert violations(ROOT / "proofs" / "explore.py", "from mcp_inflight import cli\n")

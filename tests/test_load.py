@@ -50,13 +50,16 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 SESSIONS = 50
-IDS = [*range(1, 9), *(str(k) for k in range(1, 9))]      # 16 ids: 1..8 and "1".."8"
-ASK = {1, "2", 3, "4"}                                      # each gets a duplicate
-ABORT = {5, "6"}                                            # stream aborted after its first progress
+IDS = [*range(1, 9), *(str(k) for k in range(1, 9))]  # 16 ids: 1..8 and "1".."8"
+ASK = {1, "2", 3, "4"}  # each gets a duplicate
+ABORT = {5, "6"}  # stream aborted after its first progress
 SLOW_STEPS, SLOW_DELAY = 3, 0.05
-ABORT_STEPS, ABORT_DELAY = 5, 0.3                           # > 1 s left after the abort
-INIT = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "load", "version": "1"}}
+ABORT_STEPS, ABORT_DELAY = 5, 0.3  # > 1 s left after the abort
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"elicitation": {}},
+    "clientInfo": {"name": "load", "version": "1"},
+}
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -72,12 +75,12 @@ class Call:
         self.label = f"s{sess}-{type(rid).__name__}{rid}-{kind}"
         self.token = f"tok-{self.label}"
         self.status = None
-        self.body = None          # a non-SSE body (the 409)
+        self.body = None  # a non-SSE body (the 409)
         self.msgs = []
         self.misrouted = []
         self.hung = False
-        self.answered = asyncio.Event()     # the HTTP status is in
-        self.hang = 30.0                    # a held duplicate holds at most this long
+        self.answered = asyncio.Event()  # the HTTP status is in
+        self.hang = 30.0  # a held duplicate holds at most this long
 
     def body_json(self):
         args = {"label": self.label}
@@ -87,10 +90,16 @@ class Call:
             name, args["timeout"] = "hold", self.hang
         else:
             name = "slow"
-            steps, delay = (ABORT_STEPS, ABORT_DELAY) if self.kind == "abort" else (SLOW_STEPS, SLOW_DELAY)
+            steps, delay = (
+                (ABORT_STEPS, ABORT_DELAY) if self.kind == "abort" else (SLOW_STEPS, SLOW_DELAY)
+            )
             args.update(steps=steps, delay=delay)
-        return {"jsonrpc": "2.0", "id": self.rid, "method": "tools/call",
-                "params": {"name": name, "arguments": args, "_meta": {"progressToken": self.token}}}
+        return {
+            "jsonrpc": "2.0",
+            "id": self.rid,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": args, "_meta": {"progressToken": self.token}},
+        }
 
     def own_response(self, m) -> bool:
         return ("result" in m or "error" in m) and self.judge(m) is None
@@ -112,7 +121,8 @@ class Call:
             if not same_id(m.get("id"), self.rid):
                 return f"response for id {m.get('id')!r}"
             want = {"ask": f"ask:{self.label}:accept", "dup": f"held:{self.label}"}.get(
-                self.kind, f"done:{self.label}")
+                self.kind, f"done:{self.label}"
+            )
             content = (m.get("result") or {}).get("content") or [{}]
             if content[0].get("text") != want:
                 return f"result {content[0].get('text')!r}, not {want!r}"
@@ -143,19 +153,26 @@ async def _post_call(client, url, headers, call: Call, on_message):
             if why:
                 call.misrouted.append(why)
             if on_message is not None and await on_message(m) == "abort":
-                return      # leaving the block closes the connection mid-stream
+                return  # leaving the block closes the connection mid-stream
 
 
 async def one_session(client, url, sess: int, calls: list, dups: list, hang: float):
-    r = await client.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
-                          headers=ACCEPT)
+    r = await client.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+        headers=ACCEPT,
+    )
     assert r.status_code == 200, r.text
     sid = r.headers["mcp-session-id"]
     h = {**ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
-    r = await client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h)
+    r = await client.post(
+        url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h
+    )
     assert r.status_code == 202
 
-    mine = [Call(sess, rid, "ask" if rid in ASK else "abort" if rid in ABORT else "slow") for rid in IDS]
+    mine = [
+        Call(sess, rid, "ask" if rid in ASK else "abort" if rid in ABORT else "slow") for rid in IDS
+    ]
     calls.extend(mine)
 
     async def run(call: Call):
@@ -165,15 +182,19 @@ async def one_session(client, url, sess: int, calls: list, dups: list, hang: flo
         async def release():
             nonlocal released
             if released or dup is None or dup.status != 200:
-                return          # nothing admitted to release (a refused duplicate holds nothing)
+                return  # nothing admitted to release (a refused duplicate holds nothing)
             released = True
-            body = {"jsonrpc": "2.0", "id": f"release-{dup.label}", "method": "tools/call",
-                    "params": {"name": "release", "arguments": {"label": dup.label}}}
+            body = {
+                "jsonrpc": "2.0",
+                "id": f"release-{dup.label}",
+                "method": "tools/call",
+                "params": {"name": "release", "arguments": {"label": dup.label}},
+            }
             rr = await client.post(url, json=body, headers=h)
             assert rr.status_code == 200, rr.text
 
         async def on_dup_message(m):
-            if call.own_response(m):        # the original's response, on the duplicate's stream
+            if call.own_response(m):  # the original's response, on the duplicate's stream
                 await release()
             return None
 
@@ -187,11 +208,18 @@ async def one_session(client, url, sess: int, calls: list, dups: list, hang: flo
                 dup = Call(sess, call.rid, "dup")
                 dup.hang = hang
                 dups.append(dup)
-                dup_task = asyncio.create_task(post_call(client, url, h, dup, on_dup_message, hang=hang))
-                await asyncio.wait([asyncio.create_task(dup.answered.wait()), dup_task],
-                                   return_when=asyncio.FIRST_COMPLETED)
-                answer = {"jsonrpc": "2.0", "id": m["id"],
-                          "result": {"action": "accept", "content": {"ok": True}}}
+                dup_task = asyncio.create_task(
+                    post_call(client, url, h, dup, on_dup_message, hang=hang)
+                )
+                await asyncio.wait(
+                    [asyncio.create_task(dup.answered.wait()), dup_task],
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": m["id"],
+                    "result": {"action": "accept", "content": {"ok": True}},
+                }
                 ra = await client.post(url, json=answer, headers=h)
                 assert ra.status_code == 202, ra.text
             return None
@@ -199,7 +227,7 @@ async def one_session(client, url, sess: int, calls: list, dups: list, hang: flo
         await post_call(client, url, h, call, on_message, hang=hang)
         if dup_task is not None:
             if any(call.own_response(m) for m in call.msgs):
-                await release()             # the original answered on its own stream
+                await release()  # the original answered on its own stream
             await dup_task
 
     await asyncio.gather(*(run(c) for c in mine))
@@ -208,14 +236,24 @@ async def one_session(client, url, sess: int, calls: list, dups: list, hang: flo
 
 async def reuse_all(client, url, h) -> list:
     """Every id again (echo), all at once: each must be admitted and answered."""
+
     async def one(rid):
-        body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                "params": {"name": "echo", "arguments": {"text": f"again-{rid!r}"}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": f"again-{rid!r}"}},
+        }
         r = await client.post(url, json=body, headers=h)
         msgs = sse.messages(r.text)
-        ok = (r.status_code == 200 and len(msgs) == 1 and same_id(msgs[0].get("id"), rid)
-              and msgs[0]["result"]["content"][0]["text"] == f"again-{rid!r}")
+        ok = (
+            r.status_code == 200
+            and len(msgs) == 1
+            and same_id(msgs[0].get("id"), rid)
+            and msgs[0]["result"]["content"][0]["text"] == f"again-{rid!r}"
+        )
         return None if ok else (rid, r.status_code, r.text[:200])
+
     return [x for x in await asyncio.gather(*(one(rid) for rid in IDS)) if x is not None]
 
 
@@ -235,15 +273,23 @@ def run_load(url, sessions: int, hang: float):
     async def main():
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=100)
         async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-            return await asyncio.gather(*(one_session(client, url, k, calls, dups, hang)
-                                          for k in range(sessions)))
+            return await asyncio.gather(
+                *(one_session(client, url, k, calls, dups, hang) for k in range(sessions))
+            )
 
     return asyncio.run(main()), calls, dups
 
 
 def faults(calls, dups) -> dict:
     """What went wrong on the client's side, by kind (every list empty when all is well)."""
-    out = {"misrouted": [], "hung": [], "status": [], "responses": [], "stream": [], "duplicate": []}
+    out = {
+        "misrouted": [],
+        "hung": [],
+        "status": [],
+        "responses": [],
+        "stream": [],
+        "duplicate": [],
+    }
     for c in calls + dups:
         out["misrouted"] += [(c.label, w) for w in c.misrouted]
         if c.hung:
@@ -255,11 +301,11 @@ def faults(calls, dups) -> dict:
         responses = [m for m in c.msgs if "result" in m or "error" in m]
         progress = [m for m in c.msgs if m.get("method") == "notifications/progress"]
         if c.kind == "abort":
-            if responses or len(progress) != 1:        # aborted at its first progress
+            if responses or len(progress) != 1:  # aborted at its first progress
                 out["stream"].append((c.label, c.msgs))
             continue
         if len(responses) != 1 or c.msgs[-1] is not responses[0]:
-            out["responses"].append((c.label, len(responses), c.msgs))   # exactly one, last
+            out["responses"].append((c.label, len(responses), c.msgs))  # exactly one, last
             continue
         if c.kind == "slow":
             logs = [m for m in c.msgs if m.get("method") == "notifications/message"]
@@ -270,8 +316,14 @@ def faults(calls, dups) -> dict:
     for d in dups:
         body = d.body or {}
         err = body.get("error") or {}
-        if not (d.status == 409 and d.msgs == [] and "id" in body and body["id"] is None
-                and err.get("code") == -32600 and same_id((err.get("data") or {}).get("id"), d.rid)):
+        if not (
+            d.status == 409
+            and d.msgs == []
+            and "id" in body
+            and body["id"] is None
+            and err.get("code") == -32600
+            and same_id((err.get("data") or {}).get("id"), d.rid)
+        ):
             out["duplicate"].append((d.label, d.status, d.body, d.msgs))
     return out
 
@@ -295,14 +347,18 @@ def test_load_and_faults(srv):
     assert len(calls) == SESSIONS * len(IDS)
     assert len(dups) == SESSIONS * len(ASK)
     found = faults(calls, dups)
-    assert {k: len(v) for k, v in found.items()} == {k: 0 for k in found}, \
-        {k: v[:3] for k, v in found.items() if v}
+    assert {k: len(v) for k, v in found.items()} == {k: 0 for k in found}, {
+        k: v[:3] for k, v in found.items() if v
+    }
 
     # --- the server's registries ---------------------------------------------------------
     live = [s for s in app.sessions.values()]
     assert len(live) == SESSIONS
     assert wait_until(lambda: all(s.idle() for s in live), 15), [
-        (s.sid, s.core.registries(), s.core.live(), len(s.pending), len(s.tasks)) for s in live if not s.idle()]
+        (s.sid, s.core.registries(), s.core.live(), len(s.pending), len(s.tasks))
+        for s in live
+        if not s.idle()
+    ]
     assert wait_until(lambda: app.live_requests() == 0, 5), app.live_requests()
     for s in live:
         assert s.core.empty() and s.core.live() == []
@@ -315,7 +371,9 @@ def test_load_and_faults(srv):
 
     # --- every id is free again; then DELETE ends every session ----------------------------
     async def after():
-        async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=None)) as client:
+        async with httpx.AsyncClient(
+            timeout=30, limits=httpx.Limits(max_connections=None)
+        ) as client:
             bad = await asyncio.gather(*(reuse_all(client, url, h) for _, h in sessions))
             codes = await asyncio.gather(*(client.delete(url, headers=h) for _, h in sessions))
             return [b for bs in bad for b in bs], [r.status_code for r in codes]
@@ -325,9 +383,11 @@ def test_load_and_faults(srv):
     assert codes == [200] * SESSIONS
     assert app.sessions == {}
     assert all(s.idle() for s in live)
-    print(f"\nload: {SESSIONS} sessions x {len(IDS) + len(ASK)} calls ({len(calls)} admitted, "
-          f"{len(dups)} duplicates refused, {SESSIONS * len(ABORT)} aborted, {dropped} messages dropped) "
-          f"in {load_s:.1f} s")
+    print(
+        f"\nload: {SESSIONS} sessions x {len(IDS) + len(ASK)} calls ({len(calls)} admitted, "
+        f"{len(dups)} duplicates refused, {SESSIONS * len(ABORT)} aborted, {dropped} messages dropped) "
+        f"in {load_s:.1f} s"
+    )
 
 
 def test_the_checks_catch_an_unguarded_server(monkeypatch):
@@ -339,8 +399,11 @@ def test_the_checks_catch_an_unguarded_server(monkeypatch):
     import mcp_inflight.impl.server as server_mod
     from mcp_inflight.model import DESIGNS
 
-    monkeypatch.setattr(server_mod, "SessionCore",
-                        functools.partial(server_mod.SessionCore, design=DESIGNS["unguarded"]))
+    monkeypatch.setattr(
+        server_mod,
+        "SessionCore",
+        functools.partial(server_mod.SessionCore, design=DESIGNS["unguarded"]),
+    )
     running = Running(create_app(build_server(), "/mcp"))
     try:
         _, calls, dups = run_load(running.url, 4, hang=3.0)
@@ -349,7 +412,7 @@ def test_the_checks_catch_an_unguarded_server(monkeypatch):
     found = faults(calls, dups)
     asks = [c for c in calls if c.kind == "ask"]
     assert len(dups) == len(asks) == 4 * len(ASK)
-    assert len(found["duplicate"]) == len(dups)      # every duplicate admitted, none refused
+    assert len(found["duplicate"]) == len(dups)  # every duplicate admitted, none refused
     # every duplicate was in flight when its original answered (it is held until then), so the
     # original's response went by id to the duplicate's stream, and the original never got it
     mine = {(c.sess, c.rid): c for c in asks}
@@ -364,14 +427,35 @@ def test_the_checks_catch_an_unguarded_server(monkeypatch):
     assert len(found["misrouted"]) >= len(dups)
 
 
-@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (apt-get install wrk)")
+@pytest.mark.skipif(
+    shutil.which("wrk") is None, reason="wrk is not installed (apt-get install wrk)"
+)
 def test_bench_runtime_runs_and_checks_every_response(tmp_path):
     """bench/runtime.py end to end, short: every server starts, every response is checked, the
     ratios are printed and the JSON carries them."""
     out = tmp_path / "runtime.json"
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "runtime.py"), "--rounds", "1", "--duration", "1",
-                        "--warmup", "0", "--sample", "3", "--core-iterations", "2000", "--json", str(out)],
-                       capture_output=True, text=True, timeout=180, cwd=ROOT)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "runtime.py"),
+            "--rounds",
+            "1",
+            "--duration",
+            "1",
+            "--warmup",
+            "0",
+            "--sample",
+            "3",
+            "--core-iterations",
+            "2000",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "throughput ours / sdk:" in p.stdout and "throughput ours / bare:" in p.stdout
     figures = json.loads(out.read_text())
@@ -384,9 +468,11 @@ def test_bench_runtime_runs_and_checks_every_response(tmp_path):
 
 
 MODERN = "2026-07-28"
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
-               "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "1"},
-               "io.modelcontextprotocol/clientCapabilities": {}}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 MODERN_POSTS = 300
 
 
@@ -398,16 +484,23 @@ def test_modern_closes_cancel_under_load():
     stream, and no handler is left running (the app's live-request count is back to 0)."""
     from support.http_server import build_server
 
-    server = build_server()              # the demo tools plus hold/release, which record their end
+    server = build_server()  # the demo tools plus hold/release, which record their end
     running = Running(create_app(server, "/mcp"))
     h = {**ACCEPT, "mcp-protocol-version": MODERN}
-    seen = []          # the app's live-request count, read while requests are held
+    seen = []  # the app's live-request count, read while requests are held
 
     async def one(client, k):
         label = f"m{k}"
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "hold", "arguments": {"label": label, "timeout": 30},
-                           "_meta": {**MODERN_META, "progressToken": label}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "hold",
+                "arguments": {"label": label, "timeout": 30},
+                "_meta": {**MODERN_META, "progressToken": label},
+            },
+        }
         async with client.stream("POST", running.url, json=body, headers=h) as r:
             assert r.status_code == 200, (r.status_code, await r.aread())
             stream = sse_stream(r)
@@ -417,17 +510,25 @@ def test_modern_closes_cancel_under_load():
                 break
             seen.append(running.app.live_requests())
             if k % 2 == 0:
-                return msgs                # closing the stream: cancellation
-            rel = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                   "params": {"name": "release", "arguments": {"label": label}, "_meta": MODERN_META}}
+                return msgs  # closing the stream: cancellation
+            rel = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "release", "arguments": {"label": label}, "_meta": MODERN_META},
+            }
             rr = await client.post(running.url, json=rel, headers=h)
             assert rr.status_code == 200, rr.text
             msgs += [m async for m in stream]
             return msgs
 
     async def main():
-        async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=None)) as client:
-            return await asyncio.wait_for(asyncio.gather(*(one(client, k) for k in range(MODERN_POSTS))), 90)
+        async with httpx.AsyncClient(
+            timeout=60, limits=httpx.Limits(max_connections=None)
+        ) as client:
+            return await asyncio.wait_for(
+                asyncio.gather(*(one(client, k) for k in range(MODERN_POSTS))), 90
+            )
 
     try:
         results = asyncio.run(main())
@@ -442,7 +543,10 @@ def test_modern_closes_cancel_under_load():
     for k, msgs in enumerate(results):
         label = f"m{k}"
         first = msgs[0]
-        assert first["method"] == "notifications/progress" and first["params"]["progressToken"] == label, msgs
+        assert (
+            first["method"] == "notifications/progress"
+            and first["params"]["progressToken"] == label
+        ), msgs
         if k % 2:
             assert len(msgs) == 2 and same_id(msgs[1]["id"], 1), msgs
             assert msgs[1]["result"]["content"][0]["text"] == f"held:{label}", msgs
@@ -460,27 +564,42 @@ def test_cancel_and_delete_races_over_real_sockets():
     rounds, width = 300, 30
 
     async def session(client):
-        r = await client.post(running.url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                                 "params": INIT}, headers=ACCEPT)
+        r = await client.post(
+            running.url,
+            json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+            headers=ACCEPT,
+        )
         h = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"]}
-        await client.post(running.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                          headers=h)
+        await client.post(
+            running.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h
+        )
         return h
 
     def call(rid):
-        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                "params": {"name": "echo", "arguments": {"text": f"r{rid}"}}}
+        return {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": f"r{rid}"}},
+        }
 
     async def cancel_race(client, h, rid):
-        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
-        a, b = await asyncio.gather(client.post(running.url, json=call(rid), headers=h),
-                                    client.post(running.url, json=cancel, headers=h))
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": rid},
+        }
+        a, b = await asyncio.gather(
+            client.post(running.url, json=call(rid), headers=h),
+            client.post(running.url, json=cancel, headers=h),
+        )
         return a.status_code
 
     async def delete_race(client):
         h = await session(client)
-        a, b = await asyncio.gather(client.post(running.url, json=call(1), headers=h),
-                                    client.delete(running.url, headers=h))
+        a, b = await asyncio.gather(
+            client.post(running.url, json=call(1), headers=h), client.delete(running.url, headers=h)
+        )
         return a.status_code, b.status_code
 
     async def main():
@@ -488,18 +607,21 @@ def test_cancel_and_delete_races_over_real_sockets():
         async with httpx.AsyncClient(timeout=20, limits=limits) as client:
             h = await session(client)
             for start in range(0, rounds, width):
-                statuses = await asyncio.gather(*(cancel_race(client, h, rid)
-                                                  for rid in range(start, start + width)))
+                statuses = await asyncio.gather(
+                    *(cancel_race(client, h, rid) for rid in range(start, start + width))
+                )
                 assert set(statuses) <= {200, 202}, statuses
             deleted = await asyncio.gather(*(delete_race(client) for _ in range(rounds)))
             assert all(b == 200 for _, b in deleted)
-            assert wait_until(lambda: running.app.live_requests() == 0, 10), running.app.live_requests()
-            for rid in range(rounds):                 # every id is free again
+            assert wait_until(lambda: running.app.live_requests() == 0, 10), (
+                running.app.live_requests()
+            )
+            for rid in range(rounds):  # every id is free again
                 r = await client.post(running.url, json=call(rid), headers=h)
                 assert r.status_code == 200, (rid, r.status_code, r.text[:200])
 
     try:
-        asyncio.run(asyncio.wait_for(main(), 120))     # a hung POST fails here
+        asyncio.run(asyncio.wait_for(main(), 120))  # a hung POST fails here
         assert not running.app._left and len(running.app.sessions) == 1
     finally:
         running.stop()

@@ -23,13 +23,13 @@ BARE = "    return server.streamable_http_app()"
 def readme_test_file() -> str:
     """The complete test file of the README's "Check your own server in CI" section."""
     text = README.read_text()
-    section = text[text.index("## Check your own server in CI"):]
+    section = text[text.index("## Check your own server in CI") :]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     assert GUARDED in code
     return code
 
 
-PLAIN = '''
+PLAIN = """
 import sys
 
 
@@ -42,9 +42,9 @@ def test_the_plugin_is_loaded_and_imports_nothing_of_the_probe(request):
 
 def test_other_tests_run_as_before():
     assert 1 + 1 == 2
-'''
+"""
 
-NO_SLOW_TOOL = '''
+NO_SLOW_TOOL = """
 import pytest
 
 from mcp_inflight.impl.http import create_app
@@ -75,59 +75,82 @@ def test_marker_options_are_defaults(mcp_probe):
 @pytest.mark.mcp_probe("not_a_scenario")
 def test_marker_scenarios_reach_the_probe(mcp_probe):
     mcp_probe(app_without_slow_tool())
-'''
+"""
 
 
 def test_bare_sdk_app_fails_with_the_classes_and_their_evidence(pytester):
     """A real in-process probe of the official SDK's app, two scenarios picked on the command
     line, beside tests that show the plugin leaves the rest alone."""
-    pytester.makepyfile(test_aa_plain=PLAIN,
-                        test_inflight=readme_test_file().replace(GUARDED, BARE),
-                        test_no_slow_tool=NO_SLOW_TOOL)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA",
-                                           "--mcp-probe-scenario", "duplicate_progress",
-                                           "--mcp-probe-scenario", "cancel_routing", timeout=180)
+    pytester.makepyfile(
+        test_aa_plain=PLAIN,
+        test_inflight=readme_test_file().replace(GUARDED, BARE),
+        test_no_slow_tool=NO_SLOW_TOOL,
+    )
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        "--mcp-probe-scenario",
+        "duplicate_progress",
+        "--mcp-probe-scenario",
+        "cancel_routing",
+        timeout=180,
+    )
     result.assert_outcomes(passed=3, failed=3)
     out = result.stdout.str()
     # the README's file without the guard: the classes, in the assertion line and the section
-    result.stdout.fnmatch_lines([
-        "*where False = <Report DEFECTS: misrouted_notification, misrouted_response,"
-        " lost_response, cancel_misdirected>.clean",
-        "*- mcp-inflight probe -*",
-        "*misrouted_notification     FOUND",
-        "*- duplicate_progress: B's POST (id 11, token * carried * progress notification(s) "
-        "for A's token*",
-        "*misrouted_response         FOUND",
-        "*- duplicate_progress: B's POST (id 11, sent at *) received at * a response with id 11"
-        " that can only be A's*",
-        "*cancel_misdirected         FOUND",
-        "*- cancel_routing: B (id 31, never cancelled) stopped at *",
-        "*DEFECTS FOUND: misrouted_notification, misrouted_response, lost_response, "
-        "cancel_misdirected",
-    ])
-    assert "response_routing " not in out and "reuse " not in out   # not picked: not run
+    result.stdout.fnmatch_lines(
+        [
+            "*where False = <Report DEFECTS: misrouted_notification, misrouted_response,"
+            " lost_response, cancel_misdirected>.clean",
+            "*- mcp-inflight probe -*",
+            "*misrouted_notification     FOUND",
+            "*- duplicate_progress: B's POST (id 11, token * carried * progress notification(s) "
+            "for A's token*",
+            "*misrouted_response         FOUND",
+            "*- duplicate_progress: B's POST (id 11, sent at *) received at * a response with id 11"
+            " that can only be A's*",
+            "*cancel_misdirected         FOUND",
+            "*- cancel_routing: B (id 31, never cancelled) stopped at *",
+            "*DEFECTS FOUND: misrouted_notification, misrouted_response, lost_response, "
+            "cancel_misdirected",
+        ]
+    )
+    assert "response_routing " not in out and "reuse " not in out  # not picked: not run
     # an app without the slow tool: could not test, and the test fails
-    result.stdout.fnmatch_lines([
-        "*<Report COULD NOT TEST: tool missing: the target has no tool 'slow'*",
-        "*COULD NOT TEST: tool missing*",
-    ])
-    result.stdout.fnmatch_lines(["*def test_marker_scenarios_reach_the_probe*",
-                                 "E * ValueError: unknown scenario(s) 'not_a_scenario'*"])
-    result.stdout.fnmatch_lines(["PASSED test_aa_plain.py::test_the_plugin_is_loaded*",
-                                 "PASSED test_aa_plain.py::test_other_tests_run_as_before",
-                                 "PASSED test_no_slow_tool.py::test_marker_options_are_defaults"])
+    result.stdout.fnmatch_lines(
+        [
+            "*<Report COULD NOT TEST: tool missing: the target has no tool 'slow'*",
+            "*COULD NOT TEST: tool missing*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*def test_marker_scenarios_reach_the_probe*",
+            "E * ValueError: unknown scenario(s) 'not_a_scenario'*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "PASSED test_aa_plain.py::test_the_plugin_is_loaded*",
+            "PASSED test_aa_plain.py::test_other_tests_run_as_before",
+            "PASSED test_no_slow_tool.py::test_marker_options_are_defaults",
+        ]
+    )
 
 
 def test_plugin_can_be_turned_off(pytester):
-    pytester.makepyfile(test_off='''
+    pytester.makepyfile(
+        test_off="""
 def test_off(request):
     assert not request.config.pluginmanager.has_plugin("mcp_inflight")
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:mcp_inflight", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
 
 
-OURS = '''
+OURS = """
 from mcp_inflight.impl.http import create_app
 from mcp_inflight.serve import demo_server
 
@@ -136,9 +159,9 @@ def test_our_app(mcp_probe):
     report = mcp_probe(create_app(demo_server()))
     assert report.clean
     assert report.doc["refusal"]["status"] == 409
-'''
+"""
 
-BARE_ALL = '''
+BARE_ALL = """
 def test_bare_finds_every_class_but_reuse(mcp_probe):
     report = mcp_probe(build_app(), tool="slow", args={"label": "probe", "steps": 6, "delay": 0.25},
                        elicit_tool="ask", elicit_args={"label": "probe", "delay": 1.0})
@@ -146,7 +169,7 @@ def test_bare_finds_every_class_but_reuse(mcp_probe):
     assert set(report.found) == {"misrouted_notification", "misrouted_server_request",
                                  "misrouted_response", "lost_response", "cancel_misdirected",
                                  "collateral_close", "id_type_confusion"}
-'''
+"""
 
 
 @pytest.mark.slow
@@ -154,7 +177,7 @@ def test_guarded_sdk_app_and_our_app_pass_and_the_bare_one_shows_every_class(pyt
     """The README's file as printed (guarded), our runtime's app, and every scenario on the
     bare SDK app."""
     bare = readme_test_file().replace(GUARDED, BARE)
-    bare = bare[:bare.index("def test_no_id_collisions")] + BARE_ALL
+    bare = bare[: bare.index("def test_no_id_collisions")] + BARE_ALL
     pytester.makepyfile(test_inflight=readme_test_file(), test_ours=OURS, test_bare_all=bare)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA", timeout=300)
     result.assert_outcomes(passed=3)

@@ -16,20 +16,35 @@ import pytest
 from mcp_inflight import probe as P
 
 HERE = pathlib.Path(__file__).parent
-CAL = {"tool": "slow", "args": {}, "steps": 4, "duration": 2.0, "elicit_tool": "ask", "elicits": 1,
-       "elicit_after": 1.0, "elicit_duration": 1.05}
+CAL = {
+    "tool": "slow",
+    "args": {},
+    "steps": 4,
+    "duration": 2.0,
+    "elicit_tool": "ask",
+    "elicits": 1,
+    "elicit_after": 1.0,
+    "elicit_duration": 1.05,
+}
 
 
 # --- records, as the recorder writes them -----------------------------------------------------
 
+
 def prog(token, n, total=4):
-    return {"jsonrpc": "2.0", "method": "notifications/progress",
-            "params": {"progressToken": token, "progress": n, "total": total}}
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": n, "total": total},
+    }
 
 
 def result(rid, text="done"):
-    return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}],
-                                                     "isError": False}}
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "result": {"content": [{"type": "text", "text": text}], "isError": False},
+    }
 
 
 def error(rid, code, message="error"):
@@ -37,21 +52,47 @@ def error(rid, code, message="error"):
 
 
 def elicit(sid):
-    return {"jsonrpc": "2.0", "id": sid, "method": "elicitation/create",
-            "params": {"message": "go on?",
-                       "requestedSchema": {"type": "object", "properties": {}}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": sid,
+        "method": "elicitation/create",
+        "params": {"message": "go on?", "requestedSchema": {"type": "object", "properties": {}}},
+    }
 
 
-def post(name, rid, sent, events=(), *, token=None, status=200, how="closed", end=None, body=None,
-         method="tools/call", sender="client", head=None):
+def post(
+    name,
+    rid,
+    sent,
+    events=(),
+    *,
+    token=None,
+    status=200,
+    how="closed",
+    end=None,
+    body=None,
+    method="tools/call",
+    sender="client",
+    head=None,
+):
     events = [{"t": t, "msg": m} for t, m in events]
     if end is None:
         end = events[-1]["t"] if events else sent
-    return {"name": name, "sender": sender, "method": method, "id": rid, "token": token,
-            "sent": sent,
-            "status": status, "head": sent + 0.005 if head is None else head,
-            "content_type": "text/event-stream" if status == 200 else "application/json",
-            "body": body, "events": events, "end": end, "how": how}
+    return {
+        "name": name,
+        "sender": sender,
+        "method": method,
+        "id": rid,
+        "token": token,
+        "sent": sent,
+        "status": status,
+        "head": sent + 0.005 if head is None else head,
+        "content_type": "text/event-stream" if status == 200 else "application/json",
+        "body": body,
+        "events": events,
+        "end": end,
+        "how": how,
+    }
 
 
 def steps(token, start, every=0.5, n=4, first=1):
@@ -61,8 +102,14 @@ def steps(token, start, every=0.5, n=4, first=1):
 def own_run(rid_a, rid_b, b_sent=1.0):
     """Two calls of the slow tool, each served on its own stream (A at 0, B at b_sent)."""
     a = post("A", rid_a, 0.0, steps("tA", 0.0) + [(2.01, result(rid_a))], token="tA")
-    b = post("B", rid_b, b_sent, steps("tB", b_sent) + [(b_sent + 2.01, result(rid_b))], token="tB",
-             sender="rogue")
+    b = post(
+        "B",
+        rid_b,
+        b_sent,
+        steps("tB", b_sent) + [(b_sent + 2.01, result(rid_b))],
+        token="tB",
+        sender="rogue",
+    )
     return {"posts": [a, b], "cancels": [], "aborts": []}
 
 
@@ -70,11 +117,15 @@ def classes(v):
     return {c for c, _ in v.findings}
 
 
-REFUSAL_409 = {"jsonrpc": "2.0", "id": None,
-               "error": {"code": -32600, "message": "id 11 is in flight"}}
+REFUSAL_409 = {
+    "jsonrpc": "2.0",
+    "id": None,
+    "error": {"code": -32600, "message": "id 11 is in flight"},
+}
 
 
 # --- verdicts on recorded contents ------------------------------------------------------------
+
 
 def test_refusal_with_409_is_clean_and_reported():
     control = own_run(11, 12)
@@ -108,8 +159,14 @@ def test_overwriting_server_misroutes_progress_and_response_and_loses_one():
     # and A's response go to B's POST, which then closes; A's POST waits for ever.
     control = own_run(11, 12)
     a = post("A", 11, 0.0, steps("tA", 0.0, n=2), token="tA", how="timeout", end=6.0)
-    b = post("B", 11, 1.0, [(1.5, prog("tA", 3)), (1.6, prog("tB", 1)), (2.0, prog("tA", 4)),
-                            (2.01, result(11))], token="tB", sender="rogue")
+    b = post(
+        "B",
+        11,
+        1.0,
+        [(1.5, prog("tA", 3)), (1.6, prog("tB", 1)), (2.0, prog("tA", 4)), (2.01, result(11))],
+        token="tB",
+        sender="rogue",
+    )
     v = P.judge("duplicate_progress", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
     assert classes(v) == {"misrouted_notification", "misrouted_response", "lost_response"}
     text = " ".join(e for _, e in v.findings)
@@ -126,7 +183,7 @@ def test_server_that_admits_the_duplicate_but_routes_each_on_its_own_stream_is_c
 
 def test_a_failed_control_means_not_judged_and_exit_2():
     control = own_run(11, 12)
-    control["posts"][1]["events"] = control["posts"][1]["events"][:2]   # B lost its response
+    control["posts"][1]["events"] = control["posts"][1]["events"][:2]  # B lost its response
     control["posts"][1]["how"] = "timeout"
     v = P.judge("duplicate_progress", control, own_run(11, 11), CAL)
     assert v.status == "not_judged" and "B (id 12) got no response" in v.note
@@ -135,13 +192,29 @@ def test_a_failed_control_means_not_judged_and_exit_2():
 
 
 def test_response_routing_by_result_shape():
-    control = {"posts": [post("A", 21, 0.0, steps("tA", 0.0) + [(2.01, result(21))], token="tA"),
-                         post("B", 22, 0.6, [(0.61, {"jsonrpc": "2.0", "id": 22, "result": {}})],
-                              method="ping", sender="rogue")], "cancels": [], "aborts": []}
+    control = {
+        "posts": [
+            post("A", 21, 0.0, steps("tA", 0.0) + [(2.01, result(21))], token="tA"),
+            post(
+                "B",
+                22,
+                0.6,
+                [(0.61, {"jsonrpc": "2.0", "id": 22, "result": {}})],
+                method="ping",
+                sender="rogue",
+            ),
+        ],
+        "cancels": [],
+        "aborts": [],
+    }
     # B's ping POST gets A's tools/call result; A's POST gets the ping's empty result.
-    a = post("A", 21, 0.0,
-             steps("tA", 0.0, n=1) + [(0.61, {"jsonrpc": "2.0", "id": 21, "result": {}})],
-             token="tA")
+    a = post(
+        "A",
+        21,
+        0.0,
+        steps("tA", 0.0, n=1) + [(0.61, {"jsonrpc": "2.0", "id": 21, "result": {}})],
+        token="tA",
+    )
     b = post("B", 21, 0.6, [(2.01, result(21))], method="ping", sender="rogue")
     v = P.judge("response_routing", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
     assert classes(v) == {"misrouted_response", "lost_response"}
@@ -155,16 +228,27 @@ def test_response_routing_by_result_shape():
 
 
 def _cancel_control():
-    a = post("A", 31, 0.0, steps("tA", 0.0, n=1) + [(0.8, error(31, -32800, "Request cancelled"))],
-             token="tA")
+    a = post(
+        "A",
+        31,
+        0.0,
+        steps("tA", 0.0, n=1) + [(0.8, error(31, -32800, "Request cancelled"))],
+        token="tA",
+    )
     b = post("B", 32, 0.6, steps("tB", 0.6) + [(2.61, result(32))], token="tB", sender="rogue")
     return {"posts": [a, b], "cancels": [{"t": 0.75, "id": 31, "means": "A"}], "aborts": []}
 
 
 def test_cancel_that_hits_the_other_request_is_misdirected():
     a = post("A", 31, 0.0, steps("tA", 0.0, n=1), token="tA", how="timeout", end=6.0)
-    b = post("B", 31, 0.6, [(1.1, prog("tB", 1)), (1.2, error(31, -32800, "Request cancelled"))],
-             token="tB", sender="rogue")
+    b = post(
+        "B",
+        31,
+        0.6,
+        [(1.1, prog("tB", 1)), (1.2, error(31, -32800, "Request cancelled"))],
+        token="tB",
+        sender="rogue",
+    )
     test = {"posts": [a, b], "cancels": [{"t": 1.15, "id": 31, "means": "A"}], "aborts": []}
     v = P.judge("cancel_routing", _cancel_control(), test, CAL)
     assert classes(v) == {"cancel_misdirected"}
@@ -213,10 +297,14 @@ def test_cancel_sent_after_the_target_finished_is_not_judged():
 
 
 def test_collateral_close():
-    control = {"posts": [post("A", 61, 0.0, steps("tA", 0.0, n=1), token="tA", how="aborted",
-                              end=0.7),
-                         post("B", 62, 0.6, steps("tB", 0.6) + [(2.61, result(62))], token="tB")],
-               "cancels": [], "aborts": [{"t": 0.7, "post": "A"}]}
+    control = {
+        "posts": [
+            post("A", 61, 0.0, steps("tA", 0.0, n=1), token="tA", how="aborted", end=0.7),
+            post("B", 62, 0.6, steps("tB", 0.6) + [(2.61, result(62))], token="tB"),
+        ],
+        "cancels": [],
+        "aborts": [{"t": 0.7, "post": "A"}],
+    }
     a = post("A", 61, 0.0, steps("tA", 0.0, n=1), token="tA", how="aborted", end=0.7)
     b = post("B", 61, 0.6, [(1.1, prog("tB", 1))], token="tB", end=0.71)
     test = {"posts": [a, b], "cancels": [], "aborts": [{"t": 0.7, "post": "A"}]}
@@ -239,16 +327,21 @@ def test_7_and_string_7_are_different_ids():
     run["posts"][1]["events"][-1]["msg"]["id"] = 7
     v = P.judge("id_types", control, run, CAL)
     assert classes(v) == {"id_type_confusion"}
-    assert 'answered with id 7' in v.findings[0][1]
+    assert "answered with id 7" in v.findings[0][1]
     # both served on their own streams with their own ids
     v = P.judge("id_types", control, own_run(7, "7"), CAL)
     assert v.findings == []
 
 
 def test_reuse_after_the_response():
-    control = {"posts": [post("A", 71, 0.0, steps("tA", 0.0) + [(2.01, result(71))], token="tA"),
-                         post("B", 72, 2.02, steps("tB", 2.02) + [(4.03, result(72))], token="tB")],
-               "cancels": [], "aborts": []}
+    control = {
+        "posts": [
+            post("A", 71, 0.0, steps("tA", 0.0) + [(2.01, result(71))], token="tA"),
+            post("B", 72, 2.02, steps("tB", 2.02) + [(4.03, result(72))], token="tB"),
+        ],
+        "cancels": [],
+        "aborts": [],
+    }
     a = post("A", 71, 0.0, steps("tA", 0.0) + [(2.01, result(71))], token="tA")
     b = post("B", 71, 2.02, [], token="tB", status=409, body=REFUSAL_409)
     v = P.judge("reuse", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL)
@@ -286,8 +379,16 @@ def test_sse_parser_reads_multiline_data_and_skips_comments():
 
     class R:
         async def aiter_bytes(self):
-            for line in [": comment", "event: message", 'data: {"a":', "data: 1}", "", "id: 3",
-                         'data:{"b":2}', ""]:
+            for line in [
+                ": comment",
+                "event: message",
+                'data: {"a":',
+                "data: 1}",
+                "",
+                "id: 3",
+                'data:{"b":2}',
+                "",
+            ]:
                 yield (line + "\n").encode()
 
     got = []
@@ -297,9 +398,14 @@ def test_sse_parser_reads_multiline_data_and_skips_comments():
 
 # --- against real servers ---------------------------------------------------------------------
 
+
 def probe_cli(*args):
-    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", *args, "--json", "--quiet"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "probe", *args, "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return p.returncode, json.loads(p.stdout), p.stderr
 
 
@@ -329,8 +435,11 @@ def serve_url():
     import socket
 
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "serve", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_inflight", "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -352,10 +461,26 @@ def probe_runs(sdk_bare, sdk_guarded, serve_url, tmp_path_factory):
     where = tmp_path_factory.mktemp("probe-junit")
     junit = {name: where / f"{name}.xml" for name in urls}
     t0 = time.monotonic()
-    procs = {name: subprocess.Popen([sys.executable, "-m", "mcp_inflight", "probe", url, "--json",
-                                     "--quiet", "--junit-xml", str(junit[name])],
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-             for name, url in urls.items() if url is not None}
+    procs = {
+        name: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mcp_inflight",
+                "probe",
+                url,
+                "--json",
+                "--quiet",
+                "--junit-xml",
+                str(junit[name]),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for name, url in urls.items()
+        if url is not None
+    }
     out = {}
     for name, proc in procs.items():
         stdout, _ = proc.communicate(timeout=120)
@@ -386,8 +511,9 @@ def test_probe_is_clean_on_the_guarded_sdk_server(probe_runs):
     assert judged["reuse"]["findings"] == [] and judged["reuse"]["refusal"] is None
 
 
-@pytest.mark.skipif(not HAVE_SERVE,
-                    reason="mcp_inflight.serve (mcp-inflight serve) is not there yet")
+@pytest.mark.skipif(
+    not HAVE_SERVE, reason="mcp_inflight.serve (mcp-inflight serve) is not there yet"
+)
 def test_probe_is_clean_on_mcp_inflight_serve(probe_runs):
     code, doc, _ = probe_runs["serve"]
     assert code == 0, json.dumps(doc, indent=1)[:4000]
@@ -404,25 +530,34 @@ def _junit_cases(path):
     for case in root.iter("testcase"):
         outcome = next((c for c in case if c.tag in ("failure", "error", "skipped")), None)
         name = case.get("classname").rsplit(".", 1)[-1] + "." + case.get("name")
-        out[name] = (None if outcome is None else outcome.tag,
-                     None if outcome is None else (outcome.get("message"), outcome.text or ""))
+        out[name] = (
+            None if outcome is None else outcome.tag,
+            None if outcome is None else (outcome.get("message"), outcome.text or ""),
+        )
     return out
 
 
 def test_junit_xml_has_one_case_per_scenario_and_class(probe_runs):
     _, doc, _ = probe_runs["bare"]
     cases = _junit_cases(probe_runs["junit"]["bare"])
-    assert set(cases) == ({f"scenario.{s}" for s in P.SCENARIOS}
-                          | {f"class.{c}" for c in P.CLASSES})
-    failed = {n.split(".", 1)[1] for n, (kind, _) in cases.items()
-              if n.startswith("class.") and kind == "failure"}
+    assert set(cases) == (
+        {f"scenario.{s}" for s in P.SCENARIOS} | {f"class.{c}" for c in P.CLASSES}
+    )
+    failed = {
+        n.split(".", 1)[1]
+        for n, (kind, _) in cases.items()
+        if n.startswith("class.") and kind == "failure"
+    }
     assert failed == found(doc) and "misrouted_response" in failed
     _, (message, text) = cases["class.misrouted_response"]
     evidence = next(f["evidence"] for f in doc["findings"] if f["class"] == "misrouted_response")
     assert text.splitlines() == evidence
     bad = {s["scenario"] for s in doc["scenarios"] if s["findings"]}
-    assert {n.split(".", 1)[1] for n, (kind, _) in cases.items()
-            if n.startswith("scenario.") and kind == "failure"} == bad
+    assert {
+        n.split(".", 1)[1]
+        for n, (kind, _) in cases.items()
+        if n.startswith("scenario.") and kind == "failure"
+    } == bad
     assert cases["scenario.reuse"] == (None, None)
     guarded = _junit_cases(probe_runs["junit"]["guarded"])
     assert all(kind is None for kind, _ in guarded.values())
@@ -441,14 +576,17 @@ def test_probe_cannot_test_without_a_server_or_the_tool_or_a_slow_enough_call(sd
 
 
 def test_probe_usage_errors_exit_2():
-    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "not-a-url"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "probe", "not-a-url"], capture_output=True, text=True
+    )
     assert p.returncode == 2 and "not an http(s) URL" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "http://x/mcp",
-                        "--args", "[1]"], capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "probe", "http://x/mcp", "--args", "[1]"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and "JSON object" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", "--help"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "probe", "--help"], capture_output=True, text=True
+    )
     assert p.returncode == 0 and "misrouted_notification" in p.stdout and "exit status" in p.stdout
-
-

@@ -34,18 +34,24 @@ def sse_app(log: list, release: asyncio.Event):
                     return
         while (await receive()).get("more_body"):
             pass
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
-        await send({"type": "http.response.body", "body": b'data: {"n": 1}\n\n',
-                    "more_body": True})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        await send({"type": "http.response.body", "body": b'data: {"n": 1}\n\n', "more_body": True})
         waiter = asyncio.ensure_future(receive())
-        await asyncio.wait({waiter, asyncio.ensure_future(release.wait())},
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {waiter, asyncio.ensure_future(release.wait())}, return_when=asyncio.FIRST_COMPLETED
+        )
         if waiter.done():
             log.append(waiter.result()["type"])
             return
-        await send({"type": "http.response.body", "body": b'data: {"n": 2}\n\n',
-                    "more_body": False})
+        await send(
+            {"type": "http.response.body", "body": b'data: {"n": 2}\n\n', "more_body": False}
+        )
         log.append("sent all")
 
     return app
@@ -136,6 +142,7 @@ def test_lifespan_failure_and_apps_without_lifespan():
 
 # --- probe_app: could not test, and the loop-stall rule ---------------------------------------
 
+
 def _our_app(*tools):
     """Our runtime's app with ``echo`` and the given tool handlers."""
     from mcp_inflight.impl.http import create_app
@@ -168,19 +175,24 @@ def test_a_tool_that_blocks_the_event_loop_leaves_the_time_attributed_scenarios_
     with a wrong floor."""
 
     async def blocking(ctx, label: str, steps: int = 4, delay: float = 0.25) -> str:
-        time.sleep(0.4)                       # blocks the loop (on purpose)
+        time.sleep(0.4)  # blocks the loop (on purpose)
         for k in range(1, steps + 1):
             await asyncio.sleep(delay)
             await ctx.progress(k, steps, f"{label}: {k}")
         return "done"
 
-    report = P.probe_app(_our_app(blocking), tool="blocking", args={"label": "x"},
-                         elicit_tool=None, scenarios=["duplicate_progress", "reuse"])
+    report = P.probe_app(
+        _our_app(blocking),
+        tool="blocking",
+        args={"label": "x"},
+        elicit_tool=None,
+        scenarios=["duplicate_progress", "reuse"],
+    )
     assert report.status == "untested" and not report
     assert set(report.not_judged) == {"duplicate_progress"}
     assert "stalled" in report.not_judged["duplicate_progress"]
     judged = {s["scenario"]: s for s in report.doc["scenarios"]}
-    assert judged["reuse"]["status"] == "judged"     # not timed: judged as usual
+    assert judged["reuse"]["status"] == "judged"  # not timed: judged as usual
     assert "duplicate_progress" not in report.records or not report.records["duplicate_progress"]
 
 
@@ -202,7 +214,7 @@ def test_loop_watch_reports_a_stall_in_its_window():
 
 def test_probe_app_from_a_running_event_loop_runs_in_a_thread():
     async def main():
-        sync = P.probe_app(_our_app())                 # its own loop, in a worker thread
+        sync = P.probe_app(_our_app())  # its own loop, in a worker thread
         awaited = await P.probe_app_async(_our_app())  # this loop
         return sync, awaited
 
@@ -217,28 +229,41 @@ def test_unknown_scenarios_are_refused():
 
 # --- the same verdicts in-process and over a socket (slow) ------------------------------------
 
+
 @pytest.mark.slow
 def test_in_process_verdicts_equal_the_url_probes(sdk_bare, sdk_guarded, tmp_path):
     from mcp_inflight.impl.http import create_app
     from mcp_inflight.serve import demo_server
     from support.sdk_server import build_app
 
-    serve = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "serve", "--port", "0"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = serve.stderr.readline()
         serve_url = line.split()[-1]
         urls = {"bare": sdk_bare, "guarded": sdk_guarded, "serve": serve_url}
-        procs = {n: subprocess.Popen([sys.executable, "-m", "mcp_inflight", "probe", u, "--json",
-                                      "--quiet"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
-                 for n, u in urls.items()}
+        procs = {
+            n: subprocess.Popen(
+                [sys.executable, "-m", "mcp_inflight", "probe", u, "--json", "--quiet"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            for n, u in urls.items()
+        }
         url_docs = {n: json.loads(p.communicate(timeout=120)[0]) for n, p in procs.items()}
     finally:
         serve.terminate()
         serve.wait(10)
-    apps = {"bare": lambda: build_app(False), "guarded": lambda: build_app(True),
-            "serve": lambda: create_app(demo_server())}
+    apps = {
+        "bare": lambda: build_app(False),
+        "guarded": lambda: build_app(True),
+        "serve": lambda: create_app(demo_server()),
+    }
     for name, make in apps.items():
         doc = P.probe_app(make()).doc
         assert P.verdicts(doc) == P.verdicts(url_docs[name]), name

@@ -19,8 +19,9 @@ def cases(xml: str) -> dict:
     for c in root.iter("testcase"):
         outcome = next((x for x in c if x.tag in ("failure", "error", "skipped")), None)
         key = c.get("classname").rsplit(".", 1)[-1] + "." + c.get("name")
-        out[key] = None if outcome is None else (outcome.tag, outcome.get("message"),
-                                                  outcome.text or "")
+        out[key] = (
+            None if outcome is None else (outcome.tag, outcome.get("message"), outcome.text or "")
+        )
     return root, out
 
 
@@ -29,18 +30,21 @@ def sample_report():
     server_request_routing not applicable."""
     control = own_run(11, 12)
     a = post("A", 11, 0.0, steps("tA", 0.0, n=2), token="tA", how="timeout", end=6.0)
-    b = post("B", 11, 1.0, [(1.5, prog("tA", 3))], token="tB", sender="rogue", how="timeout",
-             end=6.0)
-    dup = P.judge("duplicate_progress", control, {"posts": [a, b], "cancels": [], "aborts": []},
-                  CAL)
+    b = post(
+        "B", 11, 1.0, [(1.5, prog("tA", 3))], token="tB", sender="rogue", how="timeout", end=6.0
+    )
+    dup = P.judge(
+        "duplicate_progress", control, {"posts": [a, b], "cancels": [], "aborts": []}, CAL
+    )
     broken = own_run(61, 62)
     broken["posts"][1]["events"] = broken["posts"][1]["events"][:1]
     broken["posts"][1]["how"] = "timeout"
     broken["aborts"] = [{"t": 0.7, "post": "A"}]
     cc = P.judge("collateral_close", broken, own_run(61, 61), CAL)
     assert dup.findings and cc.status == "not_judged"
-    return P.summarize("http://x/mcp", [dup, cc], {"server_request_routing": "no eliciting tool"},
-                       CAL)
+    return P.summarize(
+        "http://x/mcp", [dup, cc], {"server_request_routing": "no eliciting tool"}, CAL
+    )
 
 
 def test_junit_has_a_case_per_scenario_and_class_with_each_outcome():
@@ -51,12 +55,15 @@ def test_junit_has_a_case_per_scenario_and_class_with_each_outcome():
     assert kind == "failure" and "misrouted_notification" in message and "carried" in text
     kind, message, _ = got["scenario.collateral_close"]
     assert kind == "error" and message.startswith("not judged: the control run")
-    assert got["scenario.server_request_routing"][:2] == ("skipped",
-                                                          "not applicable: no eliciting tool")
+    assert got["scenario.server_request_routing"][:2] == (
+        "skipped",
+        "not applicable: no eliciting tool",
+    )
     assert got["scenario.reuse"][:2] == ("skipped", "not run")
     kind, message, text = got["class.misrouted_notification"]
-    evidence = next(f["evidence"] for f in report["findings"]
-                    if f["class"] == "misrouted_notification")
+    evidence = next(
+        f["evidence"] for f in report["findings"] if f["class"] == "misrouted_notification"
+    )
     assert kind == "failure" and text.splitlines() == evidence
     assert got["class.reuse_refused"] is None
     suite = root.find("testsuite")
@@ -68,8 +75,10 @@ def test_junit_has_a_case_per_scenario_and_class_with_each_outcome():
 def test_junit_of_a_target_that_could_not_be_tested():
     report = P.untested("http://x/mcp", "no session: refused")
     _, got = cases(P.junit_xml(report))
-    assert all(got[f"scenario.{s}"][:2] == ("error", "could not test: no session: refused")
-               for s in P.SCENARIOS)
+    assert all(
+        got[f"scenario.{s}"][:2] == ("error", "could not test: no session: refused")
+        for s in P.SCENARIOS
+    )
     assert all(got[f"class.{c}"][0] == "skipped" for c in P.CLASSES)
 
 
@@ -81,9 +90,21 @@ def test_cli_writes_junit_when_it_cannot_test(tmp_path):
     port = s.getsockname()[1]
     s.close()
     path = tmp_path / "probe.xml"
-    p = subprocess.run([sys.executable, "-m", "mcp_inflight", "probe", f"http://127.0.0.1:{port}/mcp",
-                        "--quiet", "--junit-xml", str(path)], capture_output=True, text=True,
-                       timeout=60)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcp_inflight",
+            "probe",
+            f"http://127.0.0.1:{port}/mcp",
+            "--quiet",
+            "--junit-xml",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 2 and "COULD NOT TEST: no session" in p.stdout
     _, got = cases(path.read_text())
     assert got["scenario.duplicate_progress"][0] == "error"
@@ -93,12 +114,14 @@ def test_report_object_truth_repr_and_text():
     r = P.Report(sample_report())
     assert not r and r.clean is False and r.status == "defects" and r.exit == 1
     assert r.found == ["misrouted_notification", "lost_response"]
-    assert repr(r) == ("<Report DEFECTS: misrouted_notification, "
-                       "lost_response>")
+    assert repr(r) == ("<Report DEFECTS: misrouted_notification, lost_response>")
     assert set(r.evidence) == set(r.found) and "collateral_close" in r.not_judged
     assert "DEFECTS FOUND" in r.text() and r.junit_xml().startswith("<?xml")
-    clean = P.summarize("http://x/mcp", [P.judge("duplicate_progress", own_run(11, 12),
-                                                 own_run(11, 11), CAL)], cal=CAL)
+    clean = P.summarize(
+        "http://x/mcp",
+        [P.judge("duplicate_progress", own_run(11, 12), own_run(11, 11), CAL)],
+        cal=CAL,
+    )
     assert P.Report(clean) and repr(P.Report(clean)) == "<Report clean>"
     gone = P.Report(P.untested("http://x/mcp", "tool missing: no slow"))
     assert not gone and repr(gone) == "<Report COULD NOT TEST: tool missing: no slow>"
@@ -109,7 +132,7 @@ def test_the_scenario_table_is_the_scenario_list():
     for name, sc in P.TABLE.items():
         a, b = sc.test_ids
         ca, cb = sc.control_ids
-        if name == "id_types":          # two different ids that a sloppy server confuses
+        if name == "id_types":  # two different ids that a sloppy server confuses
             assert a != b and str(a) == str(b) and str(ca) != str(cb)
-        else:                           # the test collides, the control does not
+        else:  # the test collides, the control does not
             assert a == b and ca != cb

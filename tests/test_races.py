@@ -23,7 +23,7 @@ from support.asgi import HEADERS as H
 from support.asgi import Exchange, open_session, other_tasks, request
 
 STEPS = 3
-POINTS = range(0, 4 * STEPS + 6)      # past the handler's last step
+POINTS = range(0, 4 * STEPS + 6)  # past the handler's last step
 
 
 def build() -> Server:
@@ -40,8 +40,12 @@ def build() -> Server:
 
 
 def call(rid=1) -> dict:
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-            "params": {"name": "steps", "arguments": {}, "_meta": {"progressToken": "t"}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": "steps", "arguments": {}, "_meta": {"progressToken": "t"}},
+    }
 
 
 def cancel(rid=1) -> dict:
@@ -50,8 +54,9 @@ def cancel(rid=1) -> dict:
 
 def run(coro):
     async def bounded():
-        async with asyncio.timeout(60):      # no wrapper task: other_tasks() sees only the app's
+        async with asyncio.timeout(60):  # no wrapper task: other_tasks() sees only the app's
             return await coro
+
     return asyncio.run(bounded())
 
 
@@ -76,7 +81,7 @@ async def _http_case(kind: str, k: int, modern: bool) -> None:
         assert r.status == 200
     elif kind == "disconnect":
         ex.disconnect()
-    elif kind == "abort":                # the server cancels the request's ASGI task
+    elif kind == "abort":  # the server cancels the request's ASGI task
         assert ex.task is not None
         ex.task.cancel()
     try:
@@ -103,6 +108,7 @@ def test_http_injection_at_every_await(kind):
     async def go():
         for k in POINTS:
             await _http_case(kind, k, modern=False)
+
     run(go())
 
 
@@ -111,18 +117,20 @@ def test_http_modern_injection_at_every_await(kind):
     async def go():
         for k in POINTS:
             await _http_case(kind, k, modern=True)
+
     run(go())
 
 
 def test_http_call_and_cancel_in_one_loop_turn():
     """Issue: the POST never got its response and the id stayed 409 (live_requests() 1)."""
+
     async def go():
         app = create_app(build())
         h = await open_session(app)
         a = Exchange(app, "POST", {**H, **h}, json.dumps(call()).encode())
         b = Exchange(app, "POST", {**H, **h}, json.dumps(cancel()).encode())
         a.start()
-        b.start()                     # both bodies at hand: the cancel is read in the same turn
+        b.start()  # both bodies at hand: the cancel is read in the same turn
         await a.done()
         await b.done()
         assert a.complete and b.status == 202
@@ -130,10 +138,12 @@ def test_http_call_and_cancel_in_one_loop_turn():
         assert app.live_requests() == 0 and not other_tasks()
         r = await request(app, msg=call(), headers=h)
         assert r.status == 200 and r.messages()[-1]["result"]["content"][0]["text"] == "stepped"
+
     run(go())
 
 
 # --- stdio ---------------------------------------------------------------------------------
+
 
 class Pipe:
     def __init__(self) -> None:
@@ -141,7 +151,8 @@ class Pipe:
         self.out: list[dict] = []
         self.session = Session(build(), "stdio")
         self.task = asyncio.get_running_loop().create_task(
-            serve_stdio(self.session.server, self.reader, self._write, self.session))
+            serve_stdio(self.session.server, self.reader, self._write, self.session)
+        )
 
     def _write(self, data: bytes) -> None:
         for line in data.splitlines():
@@ -165,10 +176,19 @@ class Pipe:
 
 async def _stdio_case(kind: str, k: int) -> None:
     p = Pipe()
-    p.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                       "clientInfo": {"name": "t", "version": "1"}}},
-           {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    p.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    )
     await p.answer(0)
     p.send(call())
     for _ in range(k):
@@ -182,7 +202,7 @@ async def _stdio_case(kind: str, k: int) -> None:
         pong = [m for m in p.out if m.get("id") == 1 and m.get("result") == {}]
         assert pong, (kind, k, p.out)
         await p.close()
-    else:                                 # end of input: the session ends
+    else:  # end of input: the session ends
         await p.close()
     await settle()
     assert p.session.idle() and not p.session.tasks, (kind, k)
@@ -194,16 +214,27 @@ def test_stdio_injection_at_every_await(kind):
     async def go():
         for k in POINTS:
             await _stdio_case(kind, k)
+
     run(go())
 
 
 def test_stdio_call_and_cancel_in_one_write():
     """Issue: both lines in one write left the id in flight for good (the next use of it 409)."""
+
     async def go():
         p = Pipe()
-        p.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                           "clientInfo": {"name": "t", "version": "1"}}})
+        p.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        )
         await p.answer(0)
         p.send(call(), cancel())
         await settle()
@@ -212,4 +243,5 @@ def test_stdio_call_and_cancel_in_one_write():
         assert reply.get("result", {}).get("content", [{}])[0].get("text") == "stepped", p.out
         await p.close()
         assert p.session.idle()
+
     run(go())

@@ -12,15 +12,26 @@ import time
 import httpx
 
 LISTEN = re.compile(r"listening on (http://\S+)")
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "t", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
 H = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def serve(*flags: str):
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "serve", "--port", "0", *flags],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0", *flags],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         line = proc.stderr.readline()
@@ -40,8 +51,12 @@ def stop(proc) -> None:
 
 def test_out_of_range_port_is_refused():
     for bad in ("99999", "-1", "http"):
-        r = subprocess.run([sys.executable, "-m", "mcp_inflight", "serve", "--port", bad],
-                           capture_output=True, text=True, timeout=30)
+        r = subprocess.run(
+            [sys.executable, "-m", "mcp_inflight", "serve", "--port", bad],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert r.returncode == 2 and "--port" in r.stderr, (bad, r.stderr)
 
 
@@ -50,13 +65,13 @@ def test_slow_headers_are_cut_off_and_normal_requests_served():
     try:
         port = int(url.split(":")[2].split("/")[0])
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1")      # and never the rest
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1")  # and never the rest
             s.settimeout(10)
-            assert s.recv(100) == b""                                 # closed by the server
-        with httpx.Client(timeout=10) as c:                           # others are served
+            assert s.recv(100) == b""  # closed by the server
+        with httpx.Client(timeout=10) as c:  # others are served
             r = c.post(url, json=INIT, headers=H)
             assert r.status_code == 200
-            r = c.post(url, json=INIT, headers=H)                     # on the kept-alive connection
+            r = c.post(url, json=INIT, headers=H)  # on the kept-alive connection
             assert r.status_code == 200
     finally:
         stop(proc)

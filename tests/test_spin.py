@@ -22,7 +22,8 @@ from mcp_inflight.model.properties import INVARIANTS  # noqa: E402
 
 needs_spin = pytest.mark.skipif(
     shutil.which("spin") is None or shutil.which("gcc") is None,
-    reason="spin and gcc are needed (Debian: apt-get install spin gcc)")
+    reason="spin and gcc are needed (Debian: apt-get install spin gcc)",
+)
 
 
 def test_backend_refuses_python_branches_on_state():
@@ -48,15 +49,22 @@ def test_spin_parses_every_design_and_mutant(tmp_path):
         for rev, tr in profiles():
             pml = tmp_path / "m.pml"
             pml.write_text(generate(Config(d, rev, tr)))
-            p = subprocess.run(["spin", "-a", "m.pml"], cwd=tmp_path, capture_output=True,
-                               text=True)
+            p = subprocess.run(
+                ["spin", "-a", "m.pml"], cwd=tmp_path, capture_output=True, text=True
+            )
             assert p.returncode == 0 and "rror" not in p.stdout, (d.name, rev, tr, p.stdout)
 
 
 # the invariants unguarded must break on 2025-11-25 http (design brief), judged by SPIN alone
-UNGUARDED_HTTP_BREAKS = {"unique_in_flight", "no_misrouted_notification",
-                         "no_misrouted_server_request", "no_misrouted_response", "owned_removal",
-                         "cancel_hits_target", "no_hung_request"}
+UNGUARDED_HTTP_BREAKS = {
+    "unique_in_flight",
+    "no_misrouted_notification",
+    "no_misrouted_server_request",
+    "no_misrouted_response",
+    "owned_removal",
+    "cancel_hits_target",
+    "no_hung_request",
+}
 
 
 @pytest.mark.slow

@@ -7,8 +7,10 @@ from mcp_inflight.impl.sse import Decoder, Event, encode, events, messages
 
 
 def test_fields_comments_and_multiline_data():
-    body = (b": comment\r\nevent: message\r\nid: 3\r\nretry: 1000\r\ndata: {\"a\":\r\n"
-            b"data:1}\r\n\r\nevent: x\nretry: 1e3\ndata\n\n")
+    body = (
+        b': comment\r\nevent: message\r\nid: 3\r\nretry: 1000\r\ndata: {"a":\r\n'
+        b"data:1}\r\n\r\nevent: x\nretry: 1e3\ndata\n\n"
+    )
     got = list(events([body]))
     assert got == [Event('{"a":\n1}', "message", "3", 1000), Event("", "x", "3", 1000)]
     assert got[0].json() == {"a": 1}
@@ -38,19 +40,26 @@ def test_encode_rejects_line_breaks():
         raise AssertionError("accepted a line break in data")
 
 
-@given(st.lists(st.tuples(st.dictionaries(st.text(), st.integers(-2**63, 2**63 - 1) | st.text(), max_size=3),
-                          st.none() | st.text(alphabet=st.characters(blacklist_characters="\r\n\0"),
-                                                 max_size=5)), max_size=5),
-       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.data())
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(st.text(), st.integers(-(2**63), 2**63 - 1) | st.text(), max_size=3),
+            st.none() | st.text(alphabet=st.characters(blacklist_characters="\r\n\0"), max_size=5),
+        ),
+        max_size=5,
+    ),
+    st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    st.data(),
+)
 def test_any_split_of_an_encoded_stream_decodes_to_the_same_events(items, eol, data):
     import orjson
 
     body = b"".join(encode(orjson.dumps(m), id=i) for m, i in items).replace(b"\n", eol)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=6)))
-    chunks = [body[a:b] for a, b in zip([0] + cuts, cuts + [len(body)])]
+    chunks = [body[a:b] for a, b in zip([0] + cuts, cuts + [len(body)], strict=True)]
     got = list(events(chunks))
     assert [e.json() for e in got] == [m for m, _ in items]
     last = None
-    for (_, i), e in zip(items, got):
+    for (_, i), e in zip(items, got, strict=True):
         last = i if i is not None else last
         assert e.id == last

@@ -4,14 +4,26 @@ import asyncio
 import json
 import sys
 
-INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "t", "version": "1"},
+}
 
 
 class Proc:
     async def start(self):
         self.p = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "mcp_inflight", "serve", "--transport", "stdio",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 24)
+            sys.executable,
+            "-m",
+            "mcp_inflight",
+            "serve",
+            "--transport",
+            "stdio",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=1 << 24,
+        )
         return self
 
     async def send(self, msg):
@@ -68,13 +80,16 @@ def test_duplicate_refused_original_served_and_id_reused():
         refusal = [m for m in seen if "error" in m]
         assert len(refusal) == 1 and refusal[0]["id"] is None
         assert refusal[0]["error"]["code"] == -32600 and refusal[0]["error"]["data"] == {"id": 5}
-        progress = [m["params"]["progress"] for m in seen if m.get("method") == "notifications/progress"]
+        progress = [
+            m["params"]["progress"] for m in seen if m.get("method") == "notifications/progress"
+        ]
         assert progress == [1, 2, 3]
         assert seen[-1]["result"]["content"][0]["text"] == "done:A"
         await p.send(call(5, "echo", {"text": "reuse"}))
         m = await p.recv()
         assert m["id"] == 5 and m["result"]["content"][0]["text"] == "reuse"
         assert await p.close() == 0
+
     run(go())
 
 
@@ -84,14 +99,19 @@ def test_typed_ids_and_cancel_hits_its_target():
         await p.handshake()
         await p.send(call(7, "slow", {"label": "int", "steps": 4, "delay": 0.05}, "i"))
         await p.send(call("7", "slow", {"label": "str", "steps": 4, "delay": 0.05}, "s"))
-        await p.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "7"}})
-        await p.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}})
+        await p.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "7"}}
+        )
+        await p.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}}
+        )
         seen = await p.until(is_response(7))
         assert seen[-1]["result"]["content"][0]["text"] == "done:int"
         await p.send({"jsonrpc": "2.0", "id": "after", "method": "ping"})
         seen += await p.until(is_response("after"))
         assert not any(is_response("7")(m) for m in seen), "a cancelled request gets no response"
         assert await p.close() == 0
+
     run(go())
 
 
@@ -111,21 +131,26 @@ def test_bad_lines_get_errors_and_the_server_stays_up():
         await p.send({"jsonrpc": "2.0", "id": 2, "method": "no/such"})
         m = await p.recv()
         assert m["id"] == 2 and m["error"]["code"] == -32601
-        await p.send({"jsonrpc": "2.0", "id": 3, "result": {}})         # answers nothing: ignored
+        await p.send({"jsonrpc": "2.0", "id": 3, "result": {}})  # answers nothing: ignored
         await p.send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
         m = await p.recv()
         assert m == {"jsonrpc": "2.0", "id": 4, "result": {}}
         assert await p.close() == 0
+
     run(go())
 
 
 def test_modern_stdio_discover_then_call():
     async def go():
         p = await Proc().start()
-        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {}}
-        await p.send({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}})
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        await p.send(
+            {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+        )
         m = await p.recv()
         assert "2026-07-28" in m["result"]["supportedVersions"]
         body = call(2, "ask", {"label": "M", "delay": 0})
@@ -133,7 +158,7 @@ def test_modern_stdio_discover_then_call():
         await p.send(body)
         m = await p.recv()
         assert m["result"]["resultType"] == "input_required"
-        (key, req), = m["result"]["inputRequests"].items()
+        ((key, req),) = m["result"]["inputRequests"].items()
         assert req["method"] == "elicitation/create" and "M" in req["params"]["message"]
         body = call(3, "ask", {"label": "M", "delay": 0})
         body["params"]["_meta"] = meta
@@ -142,6 +167,7 @@ def test_modern_stdio_discover_then_call():
         m = await p.recv()
         assert m["id"] == 3 and m["result"]["content"][0]["text"] == "ask:M:accept"
         assert await p.close() == 0
+
     run(go())
 
 
@@ -159,7 +185,11 @@ def test_registered_methods_context_request_and_errors():
             raise JsonRpcError(-32602, f"no prompt {params['name']}")
         roots = await ctx.request("roots/list", {})
         assert ctx.client_capabilities == {"roots": {}} and ctx.protocol_version == "2025-11-25"
-        return {"messages": [{"role": "user", "content": {"type": "text", "text": str(len(roots["roots"]))}}]}
+        return {
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": str(len(roots["roots"]))}}
+            ]
+        }
 
     async def go():
         reader = asyncio.StreamReader()
@@ -175,8 +205,14 @@ def test_registered_methods_context_request_and_errors():
         def feed(m):
             reader.feed_data(json.dumps(m).encode() + b"\n")
 
-        feed({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-              "params": {**INIT, "capabilities": {"roots": {}}}})
+        feed(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {**INIT, "capabilities": {"roots": {}}},
+            }
+        )
         assert (await recv())["result"]["capabilities"]["prompts"] == {}
         feed({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "nope"}})
         m = await recv()
@@ -189,8 +225,9 @@ def test_registered_methods_context_request_and_errors():
         assert m["id"] == 2 and m["result"]["messages"][0]["content"]["text"] == "1"
         feed({"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"nam": 1}})
         m = await recv()
-        assert m["id"] == 3 and m["error"]["code"] == -32602      # schema-checked params
+        assert m["id"] == 3 and m["error"]["code"] == -32602  # schema-checked params
         reader.feed_eof()
         await asyncio.wait_for(task, 5)
         assert session.idle()
+
     run(go())

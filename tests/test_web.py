@@ -25,14 +25,28 @@ import pytest
 from mcp_inflight.model import DESIGNS, FIELDS, Config
 from mcp_inflight.proofs.explore import changes, explore, id_name, inst_name, render_value
 
-DEFAULTS = ["--design", "unguarded", "--revision", "2026-07-28", "--transport", "http",
-            "--ids", "2", "--requests", "2"]
+DEFAULTS = [
+    "--design",
+    "unguarded",
+    "--revision",
+    "2026-07-28",
+    "--transport",
+    "http",
+    "--ids",
+    "2",
+    "--requests",
+    "2",
+]
 
 
 def start_server(*args: str, timeout: float = 30.0):
     """``mcp-inflight explore --port 0 ARGS`` in its own process: ``(process, base URL)``."""
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "explore", "--port", "0", *args],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_inflight", "explore", "--port", "0", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = proc.stderr.readline()
@@ -69,8 +83,9 @@ def get(base: str, route: str, **query):
     try:
         with urllib.request.urlopen(url, timeout=60) as r:
             body = r.read()
-            return r.status, json.loads(body) if r.headers["Content-Type"] == "application/json" \
-                else body.decode()
+            return r.status, json.loads(body) if r.headers[
+                "Content-Type"
+            ] == "application/json" else body.decode()
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
 
@@ -93,14 +108,16 @@ def traces(base: str, **query) -> dict:
 
 # --- the explorer's state graph, to compare with ------------------------------------------
 
+
 def _graph(cfg: Config) -> dict:
     """Every reachable concrete state -> ``{token: (post, changes)}``, from the explorer's own
     edges (no symmetry, so every concrete state is expanded)."""
     edges: dict = {}
 
     def on_edge(pre, action, args, post, out):
-        tok = ".".join([action.name, inst_name(args["r"])]
-                       + ([id_name(args["i"])] if "i" in args else []))
+        tok = ".".join(
+            [action.name, inst_name(args["r"])] + ([id_name(args["i"])] if "i" in args else [])
+        )
         edges.setdefault(pre, {})[tok] = (post, changes(pre, post))
 
     res = explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
@@ -109,8 +126,9 @@ def _graph(cfg: Config) -> dict:
 
 
 def _table(v: dict) -> dict:
-    return {(row["field"], c["key"]): c["value"]
-            for row in v["state"]["rows"] for c in row["cells"]}
+    return {
+        (row["field"], c["key"]): c["value"] for row in v["state"]["rows"] for c in row["cells"]
+    }
 
 
 def _rendered(s) -> dict:
@@ -125,17 +143,20 @@ def _rendered(s) -> dict:
     return out
 
 
-@pytest.mark.parametrize("design,revision,transport", [
-    ("unguarded", "2026-07-28", "http"),
-    ("atomic", "2026-07-28", "stdio"),          # stdio: send times renumbered by the model
-    ("check_then_claim", "2025-11-25", "http"),
-])
+@pytest.mark.parametrize(
+    "design,revision,transport",
+    [
+        ("unguarded", "2026-07-28", "http"),
+        ("atomic", "2026-07-28", "stdio"),  # stdio: send times renumbered by the model
+        ("check_then_claim", "2025-11-25", "http"),
+    ],
+)
 def test_enabled_moves_are_the_explorers_edges(base, design, revision, transport):
     """Random walks through the API: at every state the page shows the explorer's state and
     offers exactly the explorer's edges from it, each with the explorer's changes."""
     cfg = Config(DESIGNS[design], revision, transport, ids=2, requests=2)
     edges = _graph(cfg)
-    s0 = next(iter(edges))    # the explorer reports the initial state's edges first
+    s0 = next(iter(edges))  # the explorer reports the initial state's edges first
     rng = random.Random(7)
     q = dict(design=design, revision=revision, transport=transport, ids=2, requests=2)
     seen_states = 0
@@ -164,7 +185,7 @@ def test_initial_view(base):
     assert not any(c["before"] for row in v["state"]["rows"] for c in row["cells"])
     status = {p["name"]: p["status"] for p in v["properties"]}
     assert status["no_misrouted_notification"] == "no step yet"
-    assert status["no_misrouted_server_request"] == "n/a"      # no server requests on 2026-07-28
+    assert status["no_misrouted_server_request"] == "n/a"  # no server requests on 2026-07-28
     assert status["unique_in_flight"] == "holds"
     assert status["cancelled"] == "not here"
     assert "client_sends.A.1" in {e["token"] for e in v["enabled"]}
@@ -173,8 +194,12 @@ def test_initial_view(base):
 
 def test_changed_fields_are_marked(base):
     v = view(base, path="client_sends.A.1-arrive.A")
-    changed = {(row["field"], c["key"]): (c["before"], c["value"])
-               for row in v["state"]["rows"] for c in row["cells"] if c["before"] is not None}
+    changed = {
+        (row["field"], c["key"]): (c["before"], c["value"])
+        for row in v["state"]["rows"]
+        for c in row["cells"]
+        if c["before"] is not None
+    }
     assert changed == {("life", "A"): ("sent", "received")}
     assert v["story"] == "server reads A's request (id=1)"
     life = {r["instance"]: r for r in v["lifecycle"]}
@@ -185,8 +210,9 @@ def test_changed_fields_are_marked(base):
 def test_listed_traces_break_their_property_where_the_explorer_says(base):
     t = traces(base)
     assert t["status"] == "done" and t["complete"]
-    res = explore(Config(DESIGNS["unguarded"], "2026-07-28", "http", ids=2, requests=2),
-                  progress=False)
+    res = explore(
+        Config(DESIGNS["unguarded"], "2026-07-28", "http", ids=2, requests=2), progress=False
+    )
     failing = {v.name for v in res.verdicts if v.applies and v.trace is not None}
     assert {x["name"] for x in t["traces"]} == failing
     for tr in t["traces"]:
@@ -218,13 +244,18 @@ def test_a_broken_property_says_which_part_fails(base):
     v = view(base, path="-".join(t["unique_in_flight"]["path"]))
     p = {p["name"]: p for p in v["properties"]}
     assert p["unique_in_flight"]["where"] == ["p = A", "q = B"]
-    assert set(p["unique_in_flight"]["reads"]) == {"life[A] = in_flight", "life[B] = in_flight",
-                                                   "rid[A] = 1", "rid[B] = 1"}
-    assert "where" not in p["quiescent_clean"]     # holds: nothing to explain
+    assert set(p["unique_in_flight"]["reads"]) == {
+        "life[A] = in_flight",
+        "life[B] = in_flight",
+        "rid[A] = 1",
+        "rid[B] = 1",
+    }
+    assert "where" not in p["quiescent_clean"]  # holds: nothing to explain
     v = view(base, path="-".join(t["no_misrouted_notification"]["path"]))
     p = {p["name"]: p for p in v["properties"]}
     assert p["no_misrouted_notification"]["outputs"] == [
-        {"kind": "progress", "stream": "B", "out": True}]
+        {"kind": "progress", "stream": "B", "out": True}
+    ]
 
 
 def test_position_on_a_path(base):
@@ -237,30 +268,39 @@ def test_position_on_a_path(base):
     # the same moves; the one the path takes next is flagged
     assert [dict(e, next=False) for e in full["enabled"]] == prefix["enabled"]
     assert [e["token"] for e in full["enabled"] if e["next"]] == ["arrive.B"]
-    assert len(full["diagram"]["arrows"]) == 5     # the steps ahead are drawn too
+    assert len(full["diagram"]["arrows"]) == 5  # the steps ahead are drawn too
 
 
 def test_a_path_replays_after_a_restart(base):
-    q = dict(design="check_then_claim", revision="2025-11-25", transport="http", ids=2,
-             requests=3, path="client_sends.A.1-arrive.A-check.A-rogue_sends.B.1-arrive.B-check.B",
-             at=5)
+    q = dict(
+        design="check_then_claim",
+        revision="2025-11-25",
+        transport="http",
+        ids=2,
+        requests=3,
+        path="client_sends.A.1-arrive.A-check.A-rogue_sends.B.1-arrive.B-check.B",
+        at=5,
+    )
     first = view(base, **q)
-    proc, other = start_server()    # other defaults: the query names everything
+    proc, other = start_server()  # other defaults: the query names everything
     try:
         assert view(other, **q) == first
     finally:
         stop_server(proc)
 
 
-@pytest.mark.parametrize("query,step,message", [
-    (dict(path="client_sends.A.1-fly.A"), 2, "not a move"),
-    (dict(path="client_sends.A.1-admit.A"), 2, "not enabled"),
-    (dict(path="client_sends.Z.1"), 1, "not a move"),
-    (dict(design="nope"), None, "unknown design"),
-    (dict(ids="x"), None, "whole number"),
-    (dict(requests="99"), None, "between"),
-    (dict(path="client_sends.A.1", at="2"), None, "between"),
-])
+@pytest.mark.parametrize(
+    "query,step,message",
+    [
+        (dict(path="client_sends.A.1-fly.A"), 2, "not a move"),
+        (dict(path="client_sends.A.1-admit.A"), 2, "not enabled"),
+        (dict(path="client_sends.Z.1"), 1, "not a move"),
+        (dict(design="nope"), None, "unknown design"),
+        (dict(ids="x"), None, "whole number"),
+        (dict(requests="99"), None, "between"),
+        (dict(path="client_sends.A.1", at="2"), None, "between"),
+    ],
+)
 def test_bad_queries_are_400_with_the_reason(base, query, step, message):
     status, body = get(base, "/api/view", **query)
     assert status == 400
@@ -283,16 +323,31 @@ def test_meta(base):
     names = [d["name"] for d in m["designs"]]
     assert names[:3] == ["atomic", "unguarded", "check_then_claim"]
     assert "atomic-split-claim" in names
-    assert m["defaults"] == {"design": "unguarded", "revision": "2026-07-28", "transport": "http",
-                             "ids": 2, "requests": 2}
+    assert m["defaults"] == {
+        "design": "unguarded",
+        "revision": "2026-07-28",
+        "transport": "http",
+        "ids": 2,
+        "requests": 2,
+    }
     assert {p["kind"] for p in m["properties"]} == {"invariant", "witness", "hazard"}
 
 
 def test_the_server_ends_its_exploration_on_sigterm():
     """A stopped server leaves no exploring process behind (the default bound of 2025-11-25
     http takes long enough to be running when the signal comes)."""
-    proc, url = start_server("--design", "unguarded", "--revision", "2025-11-25",
-                             "--transport", "http", "--ids", "2", "--requests", "3")
+    proc, url = start_server(
+        "--design",
+        "unguarded",
+        "--revision",
+        "2025-11-25",
+        "--transport",
+        "http",
+        "--ids",
+        "2",
+        "--requests",
+        "3",
+    )
     try:
         deadline = time.monotonic() + 30
         while get(url, "/api/traces")[1]["status"] != "exploring":

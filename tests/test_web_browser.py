@@ -15,8 +15,16 @@ import tempfile
 import pytest
 
 CHROMIUM = os.environ.get("MCP_INFLIGHT_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -24,10 +32,14 @@ except ImportError:
     sync_playwright = None
 
 pytestmark = [
-    pytest.mark.skipif(sync_playwright is None,
-                       reason="Playwright for Python is not installed (pip install playwright)"),
-    pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
-                       reason=f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"),
+    pytest.mark.skipif(
+        sync_playwright is None,
+        reason="Playwright for Python is not installed (pip install playwright)",
+    ),
+    pytest.mark.skipif(
+        not os.access(CHROMIUM, os.X_OK),
+        reason=f"no Chromium at {CHROMIUM} (apt-get install -y chromium)",
+    ),
 ]
 
 from test_web import DEFAULTS, start_server, stop_server  # noqa: E402  (after the skips)
@@ -45,8 +57,12 @@ def browser_context():
     profile = tempfile.mkdtemp(prefix="mcp-inflight-chromium-")
     with sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=ARGS,
-            viewport={"width": 1400, "height": 1000})
+            profile,
+            executable_path=CHROMIUM,
+            headless=True,
+            args=ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
         ctx.set_default_timeout(20_000)
         yield ctx
         ctx.close()
@@ -74,8 +90,9 @@ def _status(page, prop: str) -> str:
 def test_walk_a_counterexample_and_reopen_it_from_its_link(server, page):
     page.goto(server)
     expect(page.locator("#position")).to_have_text("step 0 of 0")
-    trace = page.locator('#trace-list a[data-trace="no_misrouted_notification"]'
-                         '[data-what="counterexample"]')
+    trace = page.locator(
+        '#trace-list a[data-trace="no_misrouted_notification"][data-what="counterexample"]'
+    )
     trace.click()
     expect(page.locator("#position")).to_have_text("step 0 of 7")
     expect(page.locator("#following")).to_contain_text("no_misrouted_notification")
@@ -130,10 +147,12 @@ def test_take_actions_by_keyboard_and_by_click(server, page):
     assert key <= 9
     page.locator("body").press(str(key))
     expect(page.locator("#position")).to_have_text("step 7 of 7")
-    expect(page.locator('#properties tr[data-property="no_misrouted_notification"]')) \
-        .to_have_attribute("data-status", "fails")
-    expect(page.locator('#properties tr[data-property="no_misrouted_notification"]')) \
-        .to_have_class(re.compile(r"\bchanged\b"))
+    expect(
+        page.locator('#properties tr[data-property="no_misrouted_notification"]')
+    ).to_have_attribute("data-status", "fails")
+    expect(page.locator('#properties tr[data-property="no_misrouted_notification"]')).to_have_class(
+        re.compile(r"\bchanged\b")
+    )
     assert page.url.endswith("admit.B-emit.A&at=7")
     # back by keyboard, then down the list and Enter
     page.keyboard.press("Backspace")
@@ -149,11 +168,13 @@ def test_take_actions_by_keyboard_and_by_click(server, page):
     expect(page.locator("#position")).to_have_text("step 7 of 7")
     assert page.url.endswith("admit.B-respond.A&at=7")
     for prop in ("no_misrouted_response", "owned_removal"):
-        expect(page.locator(f'#properties tr[data-property="{prop}"]')) \
-            .to_have_attribute("data-status", "fails")
+        expect(page.locator(f'#properties tr[data-property="{prop}"]')).to_have_attribute(
+            "data-status", "fails"
+        )
     expect(page.locator('#lifecycle tr[data-instance="A"] td.life')).to_have_text("responded")
-    expect(page.locator('#diagram g.row[data-step="7"]')).to_have_attribute("data-marked",
-                                                                           "MISROUTED")
+    expect(page.locator('#diagram g.row[data-step="7"]')).to_have_attribute(
+        "data-marked", "MISROUTED"
+    )
     changed = page.locator("#state td.changed")
     assert changed.count() >= 3
 

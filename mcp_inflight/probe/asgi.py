@@ -38,9 +38,14 @@ class AppRunner:
     streams it opened).  ``lifespan=False`` skips the lifespan protocol (for an app whose
     lifespan already runs elsewhere)."""
 
-    def __init__(self, app, *, lifespan: bool = True,
-                 client: tuple[str, int] = ("127.0.0.1", 50000),
-                 shutdown_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        app,
+        *,
+        lifespan: bool = True,
+        client: tuple[str, int] = ("127.0.0.1", 50000),
+        shutdown_timeout: float = 5.0,
+    ) -> None:
         self.app = app
         self.lifespan = lifespan
         self.client = client
@@ -61,8 +66,11 @@ class AppRunner:
         await self.aclose()
 
     async def _run_lifespan(self) -> None:
-        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"},
-                 "state": self.state}
+        scope = {
+            "type": "lifespan",
+            "asgi": {"version": "3.0", "spec_version": "2.0"},
+            "state": self.state,
+        }
         await self.app(scope, self._to_app.get, self._from_app.put)
 
     async def _next_from_lifespan(self) -> Message | None:
@@ -124,7 +132,7 @@ class _Exchange:
         self.body: bytes | None = body
         self.start: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self.chunks: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue()
-        self.gone = asyncio.Event()          # the client closed the response, or it is complete
+        self.gone = asyncio.Event()  # the client closed the response, or it is complete
         self.complete = False
 
     async def receive(self) -> Message:
@@ -136,7 +144,7 @@ class _Exchange:
 
     async def send(self, message: Message) -> None:
         if self.gone.is_set():
-            return                           # the client went away: dropped, as uvicorn does
+            return  # the client went away: dropped, as uvicorn does
         kind = message["type"]
         if kind == "http.response.start":
             if not self.start.done():
@@ -155,13 +163,21 @@ class _Exchange:
         but never completed ends with a connection error."""
         err = None if task.cancelled() else task.exception()
         if not self.start.done():
-            self.start.set_result({"type": "http.response.start", "status": 500,
-                                   "headers": [(b"content-type", b"text/plain")]})
+            self.start.set_result(
+                {
+                    "type": "http.response.start",
+                    "status": 500,
+                    "headers": [(b"content-type", b"text/plain")],
+                }
+            )
             self.chunks.put_nowait(b"Internal Server Error")
             self.chunks.put_nowait(None)
         elif not self.complete:
-            self.chunks.put_nowait(httpx.RemoteProtocolError(
-                f"the app ended the response without completing it ({err!r})"))
+            self.chunks.put_nowait(
+                httpx.RemoteProtocolError(
+                    f"the app ended the response without completing it ({err!r})"
+                )
+            )
         self.gone.set()
 
     def close(self) -> None:
@@ -198,13 +214,18 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
         body = await request.aread()
         url = request.url
         scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
             "method": request.method,
             "headers": [(k.lower(), v) for k, v in request.headers.raw],
-            "scheme": url.scheme, "path": url.path,
-            "raw_path": url.raw_path.split(b"?")[0], "query_string": url.query,
+            "scheme": url.scheme,
+            "path": url.path,
+            "raw_path": url.raw_path.split(b"?")[0],
+            "query_string": url.query,
             "server": (url.host, url.port or (443 if url.scheme == "https" else 80)),
-            "client": self.runner.client, "root_path": "",
+            "client": self.runner.client,
+            "root_path": "",
             "state": dict(self.runner.state),
         }
         ex = _Exchange(body)
@@ -215,14 +236,19 @@ class StreamingASGITransport(httpx.AsyncBaseTransport):
             start = await asyncio.wait_for(asyncio.shield(ex.start), timeout)
         except TimeoutError:
             ex.close()
-            raise httpx.ReadTimeout("the app sent no response start in time",
-                                    request=request) from None
+            raise httpx.ReadTimeout(
+                "the app sent no response start in time", request=request
+            ) from None
         except asyncio.CancelledError:
             ex.close()
             raise
         self.open.add(ex)
-        return httpx.Response(start["status"], headers=list(start.get("headers", [])),
-                              stream=_Body(ex, self), request=request)
+        return httpx.Response(
+            start["status"],
+            headers=list(start.get("headers", [])),
+            stream=_Body(ex, self),
+            request=request,
+        )
 
     async def aclose(self) -> None:
         for ex in list(self.open):

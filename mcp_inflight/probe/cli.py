@@ -63,34 +63,76 @@ def build_parser():
             "  " + ", ".join(SCENARIOS[:4]) + ",\n  " + ", ".join(SCENARIOS[4:]) + ".\n"
             "Misrouting is judged by progress tokens, request ids and result shapes, never by\n"
             "the tool's text. Every POST gets its own progress token. Only URL is contacted;\n"
-            "a whole probe takes about 10-20 s against a healthy server."),
+            "a whole probe takes about 10-20 s against a healthy server."
+        ),
         epilog=(
             "defect classes:\n" + classes + "\n\nexit status: 0 clean, 1 defects found, 2 could "
             "not test (no session, tool missing,\ntoo fast to overlap, a control failed) or usage "
-            "error. The defaults fit `mcp-inflight serve`."))
-    p.add_argument("url", type=_url, metavar="URL",
-                   help="the server's MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
-    p.add_argument("--tool", default=DEFAULT_TOOL, metavar="NAME",
-                   help=f"a tool that reports progress for the client's progress token and runs "
-                        f"at least a second (default: {DEFAULT_TOOL})")
-    p.add_argument("--args", type=_json_object, default=DEFAULT_ARGS, metavar="JSON",
-                   help=f"its arguments (default: {json.dumps(DEFAULT_ARGS)})")
-    p.add_argument("--elicit-tool", default=DEFAULT_ELICIT_TOOL, metavar="NAME",
-                   help=f"a tool that sends elicitation/create after a delay (default: "
-                        f"{DEFAULT_ELICIT_TOOL}; '' to skip that scenario)")
-    p.add_argument("--elicit-args", type=_json_object, default=DEFAULT_ELICIT_ARGS, metavar="JSON",
-                   help=f"its arguments (default: {json.dumps(DEFAULT_ELICIT_ARGS)})")
-    p.add_argument("--header", type=_header, action="append", default=[], metavar="'NAME: VALUE'",
-                   help="an extra HTTP header on every request (e.g. Authorization); repeatable")
-    p.add_argument("--only", action="append", choices=SCENARIOS, metavar="SCENARIO",
-                   help="run only this scenario (repeatable): " + ", ".join(SCENARIOS))
-    p.add_argument("--json", action="store_true",
-                   help='print one JSON object: {"ok", "target", "findings": [{"class", "found", '
-                        '"evidence"}], "refusal", ...}')
+            "error. The defaults fit `mcp-inflight serve`."
+        ),
+    )
+    p.add_argument(
+        "url",
+        type=_url,
+        metavar="URL",
+        help="the server's MCP endpoint, e.g. http://127.0.0.1:8000/mcp",
+    )
+    p.add_argument(
+        "--tool",
+        default=DEFAULT_TOOL,
+        metavar="NAME",
+        help=f"a tool that reports progress for the client's progress token and runs "
+        f"at least a second (default: {DEFAULT_TOOL})",
+    )
+    p.add_argument(
+        "--args",
+        type=_json_object,
+        default=DEFAULT_ARGS,
+        metavar="JSON",
+        help=f"its arguments (default: {json.dumps(DEFAULT_ARGS)})",
+    )
+    p.add_argument(
+        "--elicit-tool",
+        default=DEFAULT_ELICIT_TOOL,
+        metavar="NAME",
+        help=f"a tool that sends elicitation/create after a delay (default: "
+        f"{DEFAULT_ELICIT_TOOL}; '' to skip that scenario)",
+    )
+    p.add_argument(
+        "--elicit-args",
+        type=_json_object,
+        default=DEFAULT_ELICIT_ARGS,
+        metavar="JSON",
+        help=f"its arguments (default: {json.dumps(DEFAULT_ELICIT_ARGS)})",
+    )
+    p.add_argument(
+        "--header",
+        type=_header,
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an extra HTTP header on every request (e.g. Authorization); repeatable",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        choices=SCENARIOS,
+        metavar="SCENARIO",
+        help="run only this scenario (repeatable): " + ", ".join(SCENARIOS),
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object: {"ok", "target", "findings": [{"class", "found", '
+        '"evidence"}], "refusal", ...}',
+    )
     p.add_argument("--records", metavar="PATH", help="write every recorded stream (JSON) to PATH")
-    p.add_argument("--junit-xml", metavar="PATH",
-                   help="also write the verdicts as JUnit XML to PATH: one test case per scenario "
-                        "and per defect class")
+    p.add_argument(
+        "--junit-xml",
+        metavar="PATH",
+        help="also write the verdicts as JUnit XML to PATH: one test case per scenario "
+        "and per defect class",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return p
 
@@ -102,9 +144,14 @@ def run(argv: list[str]) -> int:
     except ImportError:
         sys.stderr.write("mcp-inflight probe: needs the httpx package (pip install httpx)\n")
         return 2
-    t = Target(url=args.url, tool=args.tool, args=args.args,
-               elicit_tool=args.elicit_tool or None, elicit_args=args.elicit_args,
-               headers=dict(args.header))
+    t = Target(
+        url=args.url,
+        tool=args.tool,
+        args=args.args,
+        elicit_tool=args.elicit_tool or None,
+        elicit_args=args.elicit_args,
+        headers=dict(args.header),
+    )
 
     def say(text):
         if not args.quiet:

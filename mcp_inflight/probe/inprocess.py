@@ -41,8 +41,9 @@ from .records import (
 )
 from .report import Report, untested
 
-_PROBING: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_inflight_probing",
-                                                                default=False)
+_PROBING: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mcp_inflight_probing", default=False
+)
 
 
 class _QuietClients(logging.Filter):
@@ -91,12 +92,20 @@ class LoopWatch:
         return max((s for e, s in self.stalls if e >= start and e - s <= end), default=0.0)
 
 
-async def probe_app_async(app, *, tool: str = DEFAULT_TOOL, args: dict | None = None,
-                          elicit_tool: str | None = DEFAULT_ELICIT_TOOL,
-                          elicit_args: dict | None = None, path: str = "/mcp",
-                          base_url: str = "http://127.0.0.1:8000", headers: dict | None = None,
-                          scenarios: Iterable[str] | None = None, lifespan: bool = True,
-                          progress: Callable[[str], None] | None = None) -> Report:
+async def probe_app_async(
+    app,
+    *,
+    tool: str = DEFAULT_TOOL,
+    args: dict | None = None,
+    elicit_tool: str | None = DEFAULT_ELICIT_TOOL,
+    elicit_args: dict | None = None,
+    path: str = "/mcp",
+    base_url: str = "http://127.0.0.1:8000",
+    headers: dict | None = None,
+    scenarios: Iterable[str] | None = None,
+    lifespan: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
     """Probe the ASGI ``app`` in the running event loop; see :func:`probe_app`."""
     from .asgi import AppRunner, LifespanFailed
     from .recording import Target
@@ -113,11 +122,16 @@ async def probe_app_async(app, *, tool: str = DEFAULT_TOOL, args: dict | None = 
     try:
         try:
             async with AppRunner(app, lifespan=lifespan) as runner:
-                t = Target(url=url, tool=tool, args=dict(DEFAULT_ARGS if args is None else args),
-                           elicit_tool=elicit_tool or None,
-                           elicit_args=dict(DEFAULT_ELICIT_ARGS if elicit_args is None
-                                            else elicit_args),
-                           headers=dict(headers or {}), transport=runner.transport, label=label)
+                t = Target(
+                    url=url,
+                    tool=tool,
+                    args=dict(DEFAULT_ARGS if args is None else args),
+                    elicit_tool=elicit_tool or None,
+                    elicit_args=dict(DEFAULT_ELICIT_ARGS if elicit_args is None else elicit_args),
+                    headers=dict(headers or {}),
+                    transport=runner.transport,
+                    label=label,
+                )
                 doc = await probe(t, chosen, progress, Pace(**IN_PROCESS_PACE_ARGS), watch)
         except LifespanFailed as exc:
             return Report(untested(label, str(exc)))
@@ -131,11 +145,20 @@ async def probe_app_async(app, *, tool: str = DEFAULT_TOOL, args: dict | None = 
     return Report(doc, records)
 
 
-def probe_app(app, *, tool: str = DEFAULT_TOOL, args: dict | None = None,
-              elicit_tool: str | None = DEFAULT_ELICIT_TOOL, elicit_args: dict | None = None,
-              path: str = "/mcp", base_url: str = "http://127.0.0.1:8000",
-              headers: dict | None = None, scenarios: Iterable[str] | None = None,
-              lifespan: bool = True, progress: Callable[[str], None] | None = None) -> Report:
+def probe_app(
+    app,
+    *,
+    tool: str = DEFAULT_TOOL,
+    args: dict | None = None,
+    elicit_tool: str | None = DEFAULT_ELICIT_TOOL,
+    elicit_args: dict | None = None,
+    path: str = "/mcp",
+    base_url: str = "http://127.0.0.1:8000",
+    headers: dict | None = None,
+    scenarios: Iterable[str] | None = None,
+    lifespan: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
     """Probe the ASGI ``app`` (a Streamable HTTP MCP endpoint at ``path``) in-process and return
     the :class:`.report.Report`: the same scenarios, controls and verdicts as
     ``mcp-inflight probe URL``, and in ``report.doc`` the same JSON.
@@ -153,9 +176,19 @@ def probe_app(app, *, tool: str = DEFAULT_TOOL, args: dict | None = None,
     Runs its own event loop (in a worker thread when called from a running loop); from async
     code, await :func:`probe_app_async` instead.
     """
-    coro = probe_app_async(app, tool=tool, args=args, elicit_tool=elicit_tool,
-                           elicit_args=elicit_args, path=path, base_url=base_url, headers=headers,
-                           scenarios=scenarios, lifespan=lifespan, progress=progress)
+    coro = probe_app_async(
+        app,
+        tool=tool,
+        args=args,
+        elicit_tool=elicit_tool,
+        elicit_args=elicit_args,
+        path=path,
+        base_url=base_url,
+        headers=headers,
+        scenarios=scenarios,
+        lifespan=lifespan,
+        progress=progress,
+    )
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -174,6 +207,7 @@ def _scenarios(chosen: Iterable[str] | None) -> tuple[str, ...]:
     out = tuple(chosen)
     unknown = [s for s in out if s not in SCENARIOS]
     if unknown:
-        raise ValueError(f"unknown scenario(s) {', '.join(map(repr, unknown))}; "
-                         f"known: {', '.join(SCENARIOS)}")
+        raise ValueError(
+            f"unknown scenario(s) {', '.join(map(repr, unknown))}; known: {', '.join(SCENARIOS)}"
+        )
     return tuple(s for s in SCENARIOS if s in out) if out else SCENARIOS

@@ -41,7 +41,7 @@ class Verdict:
     scenario: str
     status: str = "judged"
     note: str = ""
-    findings: list = field(default_factory=list)   # (class, evidence)
+    findings: list = field(default_factory=list)  # (class, evidence)
     refusal: dict | None = None
 
     def add(self, cls, text):
@@ -49,9 +49,13 @@ class Verdict:
         self.findings.append((cls, f"{self.scenario}: {text}"))
 
     def to_json(self):
-        return {"scenario": self.scenario, "status": self.status, "note": self.note,
-                "findings": [{"class": c, "evidence": e} for c, e in self.findings],
-                "refusal": self.refusal}
+        return {
+            "scenario": self.scenario,
+            "status": self.status,
+            "note": self.note,
+            "findings": [{"class": c, "evidence": e} for c, e in self.findings],
+            "refusal": self.refusal,
+        }
 
 
 def _control_problems(run, cal, *, completes=(), tokens_complete=()):
@@ -70,8 +74,9 @@ def _control_problems(run, cal, *, completes=(), tokens_complete=()):
         elif error_of(r["msg"]) is not None:
             problems.append(f"{name} (id {show(p['id'])}) got error {show(error_of(r['msg']))}")
         elif not same_id(r["msg"].get("id"), p["id"]):
-            problems.append(f"{name} (id {show(p['id'])}) got a response with id "
-                            f"{show(r['msg'].get('id'))}")
+            problems.append(
+                f"{name} (id {show(p['id'])}) got a response with id {show(r['msg'].get('id'))}"
+            )
     for name in tokens_complete:
         p = post_named(run, name)
         n = len(progress_of(run, p["token"]))
@@ -86,6 +91,7 @@ def _judge_routing(v: Verdict, run, cal, names, *, tool_names, type_scenario=Fal
     ``tool_names``: the posts that call the slow tool (their responses are attributed by time).
     In the ``id_types`` scenario every problem is an ``id_type_confusion``.
     """
+
     def cls(c):
         return "id_type_confusion" if type_scenario else c
 
@@ -94,8 +100,12 @@ def _judge_routing(v: Verdict, run, cal, names, *, tool_names, type_scenario=Fal
     posts = [post_named(run, n) for n in names]
     admitted = [p for p in posts if refusal_of(p) is None]
     callers = [p for p in admitted if p["name"] in tool_names]
-    items = [(e["t"], p["name"], e["msg"]) for p in admitted for e in events(p, is_response)
-             if p["name"] in tool_names]
+    items = [
+        (e["t"], p["name"], e["msg"])
+        for p in admitted
+        for e in events(p, is_response)
+        if p["name"] in tool_names
+    ]
     owned = attribute(items, callers, duration_floor(cal))
     got_own = set()
     for t, stream, msg, owner in owned:
@@ -104,27 +114,35 @@ def _judge_routing(v: Verdict, run, cal, names, *, tool_names, type_scenario=Fal
         if owner != stream:
             o = post_named(run, owner)
             s = post_named(run, stream)
-            v.add(cls("misrouted_response"),
-                  f"{stream}'s POST (id {show(s['id'])}, sent at {s['sent']:.2f}s) received at "
-                  f"{t:.2f}s a response with id {show(msg.get('id'))} that can only be "
-                  f"{owner}'s (sent at {o['sent']:.2f}s): the tool takes {cal['duration']:.2f}s, "
-                  f"so {stream}'s own could not come before {s['sent'] + duration_floor(cal):.2f}s")
+            v.add(
+                cls("misrouted_response"),
+                f"{stream}'s POST (id {show(s['id'])}, sent at {s['sent']:.2f}s) received at "
+                f"{t:.2f}s a response with id {show(msg.get('id'))} that can only be "
+                f"{owner}'s (sent at {o['sent']:.2f}s): the tool takes {cal['duration']:.2f}s, "
+                f"so {stream}'s own could not come before {s['sent'] + duration_floor(cal):.2f}s",
+            )
         else:
             got_own.add(stream)
     for p in admitted:
         r = first_response(p)
         if r is not None and not same_id(r["msg"].get("id"), p["id"]):
-            v.add("id_type_confusion",
-                  f"{p['name']}'s POST (id {show(p['id'])}) was answered with id "
-                  f"{show(r['msg'].get('id'))}")
+            v.add(
+                "id_type_confusion",
+                f"{p['name']}'s POST (id {show(p['id'])}) was answered with id "
+                f"{show(r['msg'].get('id'))}",
+            )
         if p["name"] in tool_names and p["name"] not in got_own:
             if r is None:
-                v.add(cls("lost_response"),
-                      f"{p['name']} (id {show(p['id'])}) never got a response: {ended(p)}")
+                v.add(
+                    cls("lost_response"),
+                    f"{p['name']} (id {show(p['id'])}) never got a response: {ended(p)}",
+                )
             else:
-                v.add(cls("lost_response"),
-                      f"{p['name']} (id {show(p['id'])}) never got its own response (its POST got "
-                      f"another's)")
+                v.add(
+                    cls("lost_response"),
+                    f"{p['name']} (id {show(p['id'])}) never got its own response (its POST got "
+                    f"another's)",
+                )
 
 
 def judge_duplicate_progress(control, test, cal) -> Verdict:
@@ -160,19 +178,25 @@ def judge_response_routing(control, test, cal) -> Verdict:
         v.add("misrouted_notification", text)
     for e in events(a, is_response):
         if not is_call_result(e["msg"]) and error_of(e["msg"]) is None:
-            v.add("misrouted_response",
-                  f"A's tools/call POST (id {show(a['id'])}) received at {e['t']:.2f}s "
-                  f"a result without content, the shape of B's ping result: {show(e['msg'])[:120]}")
+            v.add(
+                "misrouted_response",
+                f"A's tools/call POST (id {show(a['id'])}) received at {e['t']:.2f}s "
+                f"a result without content, the shape of B's ping result: {show(e['msg'])[:120]}",
+            )
     if not any(is_call_result(e["msg"]) for e in events(a, is_response)):
-        v.add("lost_response",
-              f"A (tools/call, id {show(a['id'])}) never got its tools/call result: {ended(a)}")
+        v.add(
+            "lost_response",
+            f"A (tools/call, id {show(a['id'])}) never got its tools/call result: {ended(a)}",
+        )
     if v.refusal is None:
         bresp = events(b, is_response)
         for e in bresp:
             if is_call_result(e["msg"]):
-                v.add("misrouted_response",
-                      f"B's ping POST (id {show(b['id'])}) received at {e['t']:.2f}s A's "
-                      f"tools/call result")
+                v.add(
+                    "misrouted_response",
+                    f"B's ping POST (id {show(b['id'])}) received at {e['t']:.2f}s A's "
+                    f"tools/call result",
+                )
         if not bresp:
             v.add("lost_response", f"B (ping, id {show(b['id'])}) never got a response: {ended(b)}")
     return v
@@ -200,8 +224,9 @@ def judge_cancel_routing(control, test, cal) -> Verdict:
     else:
         late, _ = _stopped(control, ca, c_cancel, cal)
         if late or any(is_success(e["msg"]) for e in events(ca, is_response)):
-            problems.append("the server did not stop A when it was cancelled under its own, "
-                            "distinct id")
+            problems.append(
+                "the server did not stop A when it was cancelled under its own, distinct id"
+            )
     if problems:
         return _not_judged(v, problems)
     a, b = post_named(test, "A"), post_named(test, "B")
@@ -214,27 +239,33 @@ def judge_cancel_routing(control, test, cal) -> Verdict:
     tc = test["cancels"][0]["t"]
     late, grace = _stopped(test, a, tc, cal)
     if late:
-        v.add("cancel_misdirected",
-              f"the client cancelled id {show(a['id'])} (meaning A) at {tc:.2f}s, but A's "
-              f"token {show(a['token'])} kept reporting progress {len(late)} more time(s), "
-              f"until {late[-1]:.2f}s")
+        v.add(
+            "cancel_misdirected",
+            f"the client cancelled id {show(a['id'])} (meaning A) at {tc:.2f}s, but A's "
+            f"token {show(a['token'])} kept reporting progress {len(late)} more time(s), "
+            f"until {late[-1]:.2f}s",
+        )
     items = [(e["t"], p["name"], e["msg"]) for p in (a, b) for e in events(p, is_response)]
     cands = [p for p in (a, b) if refusal_of(p) is None]
     for t, stream, msg, owner in attribute(items, cands, duration_floor(cal)):
         if owner == "A" and is_success(msg):
-            v.add("cancel_misdirected",
-                  f"A, cancelled at {tc:.2f}s, still got its tools/call result at "
-                  f"{t:.2f}s (on {stream}'s POST)")
+            v.add(
+                "cancel_misdirected",
+                f"A, cancelled at {tc:.2f}s, still got its tools/call result at "
+                f"{t:.2f}s (on {stream}'s POST)",
+            )
     if v.refusal is None:
         n_b = len(progress_of(test, b["token"]))
         b_success = any(is_success(e["msg"]) for e in events(b, is_response))
         errors = [error_of(e["msg"]) for e in events(b, is_response) if error_of(e["msg"])]
         if not b_success and n_b < cal["steps"]:
-            how = (f"its POST ended with error {show(errors[0])}" if errors else ended(b))
-            v.add("cancel_misdirected",
-                  f"B (id {show(b['id'])}, never cancelled) stopped at {n_b} of "
-                  f"{cal['steps']} progress notifications after the cancel meant for A at "
-                  f"{tc:.2f}s; {how}")
+            how = f"its POST ended with error {show(errors[0])}" if errors else ended(b)
+            v.add(
+                "cancel_misdirected",
+                f"B (id {show(b['id'])}, never cancelled) stopped at {n_b} of "
+                f"{cal['steps']} progress notifications after the cancel meant for A at "
+                f"{tc:.2f}s; {how}",
+            )
     return v
 
 
@@ -247,8 +278,10 @@ def judge_server_request_routing(control, test, cal) -> Verdict:
         p = post_named(control, name)
         n = len(events(p, is_server_request))
         if n != cal["elicits"]:
-            problems.append(f"{name} got {n} server-to-client request(s) on its stream, "
-                            f"expected {cal['elicits']}")
+            problems.append(
+                f"{name} got {n} server-to-client request(s) on its stream, "
+                f"expected {cal['elicits']}"
+            )
     if problems:
         return _not_judged(v, problems)
     why = _no_overlap(test)
@@ -263,16 +296,20 @@ def judge_server_request_routing(control, test, cal) -> Verdict:
         if owner is not None and owner != stream:
             o = post_named(test, owner)
             s = post_named(test, stream)
-            v.add("misrouted_server_request",
-                  f"{stream}'s POST (id {show(s['id'])}, sent at {s['sent']:.2f}s) received at "
-                  f"{t:.2f}s {msg.get('method')} (server id {show(msg.get('id'))}) that can only "
-                  f"be {owner}'s "
-                  f"(sent at {o['sent']:.2f}s): the tool asks after {cal['elicit_after']:.2f}s")
+            v.add(
+                "misrouted_server_request",
+                f"{stream}'s POST (id {show(s['id'])}, sent at {s['sent']:.2f}s) received at "
+                f"{t:.2f}s {msg.get('method')} (server id {show(msg.get('id'))}) that can only "
+                f"be {owner}'s "
+                f"(sent at {o['sent']:.2f}s): the tool asks after {cal['elicit_after']:.2f}s",
+            )
     for p in cands:
         if first_response(p) is None:
-            v.add("lost_response",
-                  f"{p['name']} ({cal['elicit_tool']}, id {show(p['id'])}) never got a "
-                  f"response: {ended(p)}")
+            v.add(
+                "lost_response",
+                f"{p['name']} ({cal['elicit_tool']}, id {show(p['id'])}) never got a "
+                f"response: {ended(p)}",
+            )
     return v
 
 
@@ -299,10 +336,12 @@ def judge_collateral_close(control, test, cal) -> Verdict:
     ta = test["aborts"][0]["t"]
     if not any(is_response(e["msg"]) for e in events(b, lambda m: True)):
         n_b = len(progress_of(test, b["token"]))
-        v.add("collateral_close",
-              f"the probe aborted A's POST (id {show(a['id'])}) at {ta:.2f}s; B's POST "
-              f"(same id) then got no response: {ended(b)}, after {n_b} of {cal['steps']} of its "
-              f"progress notifications")
+        v.add(
+            "collateral_close",
+            f"the probe aborted A's POST (id {show(a['id'])}) at {ta:.2f}s; B's POST "
+            f"(same id) then got no response: {ended(b)}, after {n_b} of {cal['steps']} of its "
+            f"progress notifications",
+        )
     return v
 
 
@@ -313,12 +352,14 @@ def judge_id_types(control, test, cal) -> Verdict:
     problems = _control_problems(control, cal, completes=("A", "B"), tokens_complete=("A", "B"))
     if problems:
         return _not_judged(v, problems)
-    a, b = post_named(test, "A"), post_named(test, "B")   # (two ids: they need not overlap)
+    a, b = post_named(test, "A"), post_named(test, "B")  # (two ids: they need not overlap)
     ref = refusal_of(b)
     if ref is not None:
-        v.add("id_type_confusion",
-              f"B (id {show(b['id'])}) was refused while A (id {show(a['id'])}) was in "
-              f"flight: {describe_refusal(ref)}")
+        v.add(
+            "id_type_confusion",
+            f"B (id {show(b['id'])}) was refused while A (id {show(a['id'])}) was in "
+            f"flight: {describe_refusal(ref)}",
+        )
         return v
     _judge_routing(v, test, cal, ("A", "B"), tool_names=("A", "B"), type_scenario=True)
     return v
@@ -336,20 +377,26 @@ def judge_reuse(control, test, cal) -> Verdict:
         return v
     ref = refusal_of(b)
     if ref is not None:
-        v.add("reuse_refused",
-              f"B reused id {show(b['id'])} at {b['sent']:.2f}s, after A's response at "
-              f"{first_response(a)['t']:.2f}s, and was refused: {describe_refusal(ref)}")
+        v.add(
+            "reuse_refused",
+            f"B reused id {show(b['id'])} at {b['sent']:.2f}s, after A's response at "
+            f"{first_response(a)['t']:.2f}s, and was refused: {describe_refusal(ref)}",
+        )
     elif first_response(b) is None:
-        v.add("lost_response",
-              f"B (id {show(b['id'])}, reused after A's response) never got a response: "
-              f"{ended(b)}")
+        v.add(
+            "lost_response",
+            f"B (id {show(b['id'])}, reused after A's response) never got a response: {ended(b)}",
+        )
     return v
 
 
 def _not_judged(v: Verdict, problems, run="control") -> Verdict:
     v.status = "not_judged"
-    v.note = ("the control run with distinct ids failed: " if run == "control" else
-              "the run with colliding ids could not be judged: ") + "; ".join(problems)
+    v.note = (
+        "the control run with distinct ids failed: "
+        if run == "control"
+        else "the run with colliding ids could not be judged: "
+    ) + "; ".join(problems)
     return v
 
 
@@ -363,10 +410,12 @@ def _no_overlap(run, a="A", b="B"):
     if pb.get("head") is None:
         return f"{b}'s POST got no HTTP answer: {ended(pb)}"
     if ra is not None and ra["t"] <= pb["head"]:
-        return (f"{a} had its response at {ra['t']:.2f}s, before the server answered {b}'s POST at "
-                f"{pb['head']:.2f}s: the two did not overlap (the server holds a duplicate until "
-                f"the "
-                f"first is done, or the machine is overloaded: give --args for a longer run)")
+        return (
+            f"{a} had its response at {ra['t']:.2f}s, before the server answered {b}'s POST at "
+            f"{pb['head']:.2f}s: the two did not overlap (the server holds a duplicate until "
+            f"the "
+            f"first is done, or the machine is overloaded: give --args for a longer run)"
+        )
     return None
 
 
@@ -388,9 +437,11 @@ def _finished_before(post, t) -> bool:
 
 
 def _too_late(what, post, t) -> str:
-    return (f"A (id {show(post['id'])}) had its response at "
-            f"{first_response(post)['t']:.2f}s, before "
-            f"{what} at {t:.2f}s (is the machine overloaded? give --args for a longer run)")
+    return (
+        f"A (id {show(post['id'])}) had its response at "
+        f"{first_response(post)['t']:.2f}s, before "
+        f"{what} at {t:.2f}s (is the machine overloaded? give --args for a longer run)"
+    )
 
 
 JUDGES = {
@@ -407,4 +458,3 @@ JUDGES = {
 def judge(scenario, control, test, cal) -> Verdict:
     """The verdict of one scenario from its recorded control and test runs (pure)."""
     return JUDGES[scenario](control, test, cal)
-

@@ -35,16 +35,22 @@ MARKER = "mcp_probe"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mcp-inflight", "mcp-inflight probe (the mcp_probe fixture)")
-    group.addoption("--mcp-probe-scenario", action="append", default=None, metavar="SCENARIO",
-                    dest="mcp_probe_scenarios",
-                    help="run only this scenario in the mcp_probe fixture (repeatable)")
+    group.addoption(
+        "--mcp-probe-scenario",
+        action="append",
+        default=None,
+        metavar="SCENARIO",
+        dest="mcp_probe_scenarios",
+        help="run only this scenario in the mcp_probe fixture (repeatable)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(*scenarios, **options): the scenarios the mcp_probe fixture runs, and "
-        f"default options for it (tool=, args=, elicit_tool=, ...)")
+        f"default options for it (tool=, args=, elicit_tool=, ...)",
+    )
 
 
 @pytest.fixture

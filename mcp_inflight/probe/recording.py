@@ -143,11 +143,21 @@ class Post:
             await self._stop("timeout")
 
     def record(self):
-        return {"name": self.name, "sender": self.sender, "method": self.msg.get("method"),
-                "id": self.msg.get("id"), "token": self.token, "sent": round(self.sent, 4),
-                "status": self.status, "head": self.head, "content_type": self.content_type,
-                "body": self.body,
-                "events": self.events, "end": self.end, "how": self.how}
+        return {
+            "name": self.name,
+            "sender": self.sender,
+            "method": self.msg.get("method"),
+            "id": self.msg.get("id"),
+            "token": self.token,
+            "sent": round(self.sent, 4),
+            "status": self.status,
+            "head": self.head,
+            "content_type": self.content_type,
+            "body": self.body,
+            "events": self.events,
+            "end": self.end,
+            "how": self.how,
+        }
 
 
 _TLS = []
@@ -158,6 +168,7 @@ def _tls():
     CPU than the probe's own work; each POST has its own client so that it can be aborted)."""
     if not _TLS:
         import ssl
+
         _TLS.append(ssl.create_default_context())
     return _TLS[0]
 
@@ -185,7 +196,7 @@ async def read_sse(response, on_message) -> None:
 
     async for chunk in response.aiter_bytes():
         deliver(decoder.feed(chunk))
-    for e in decoder.feed(b"\n\n"):   # the stream ended: an unterminated last event
+    for e in decoder.feed(b"\n\n"):  # the stream ended: an unterminated last event
         try:
             on_message(json.loads(e.data))
         except ValueError:
@@ -221,10 +232,16 @@ class Session:
         import httpx
 
         self.client = self.target.client(10.0)
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": PROTOCOL_VERSION,
-                           "capabilities": {"elicitation": {}},
-                           "clientInfo": {"name": "mcp-inflight-probe", "version": "0.1.0"}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "mcp-inflight-probe", "version": "0.1.0"},
+            },
+        }
         try:
             async with self.client.stream("POST", self.url, json=init, headers=self.headers()) as r:
                 status = r.status_code
@@ -232,8 +249,10 @@ class Session:
                 sid = r.headers.get("mcp-session-id")
                 msgs = []
                 if "text/event-stream" in ctype:
+
                     async def until_response():
                         await read_sse(r, msgs.append)
+
                     await asyncio.wait_for(until_response(), 10)
                 else:
                     msgs.append(_parse_json(await r.aread()))
@@ -241,17 +260,23 @@ class Session:
             raise CannotTest(f"no session: initialize failed to {self.url}: {exc!r}") from None
         if status != 200:
             raise CannotTest(f"no session: initialize got HTTP {status}")
-        result = next((m.get("result") for m in msgs if isinstance(m, dict) and "result" in m),
-                      None)
+        result = next(
+            (m.get("result") for m in msgs if isinstance(m, dict) and "result" in m), None
+        )
         if not isinstance(result, dict):
             raise CannotTest(f"no session: initialize got no result ({str(msgs)[:200]})")
         if not sid:
-            raise CannotTest("no session: initialize returned no Mcp-Session-Id (a stateless "
-                             "server; ids only collide within a session)")
+            raise CannotTest(
+                "no session: initialize returned no Mcp-Session-Id (a stateless "
+                "server; ids only collide within a session)"
+            )
         self.sid = sid
         self.version = result.get("protocolVersion") or PROTOCOL_VERSION
-        r = await self.client.post(self.url, headers=self.headers(),
-                                   json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        r = await self.client.post(
+            self.url,
+            headers=self.headers(),
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        )
         if r.status_code >= 300:
             raise CannotTest(f"notifications/initialized got HTTP {r.status_code}")
         return self
@@ -266,8 +291,9 @@ class Session:
         self.posts.remove(p)
         r = first_response(p.record())
         if r is None:
-            raise CannotTest(f"{msg['method']} got no answer (HTTP {p.status}, "
-                             f"{str(p.body)[:200]})")
+            raise CannotTest(
+                f"{msg['method']} got no answer (HTTP {p.status}, {str(p.body)[:200]})"
+            )
         return r["msg"]
 
     def answers_pending(self):
@@ -288,21 +314,31 @@ class Session:
         elif method == "ping":
             reply = {"jsonrpc": "2.0", "id": msg["id"], "result": {}}
         else:
-            reply = {"jsonrpc": "2.0", "id": msg["id"],
-                     "error": {"code": -32601, "message": f"the probe does not answer {method}"}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": msg["id"],
+                "error": {"code": -32601, "message": f"the probe does not answer {method}"},
+            }
 
         async def send():
             try:
                 await self.client.post(self.url, json=reply, headers=self.headers())
             except Exception:  # noqa: BLE001  (a lost answer shows up in the records)
                 pass
+
         self.answers.append(asyncio.ensure_future(send()))
 
     async def cancel(self, rid, means):
         self.cancels.append({"t": round(self.now(), 4), "id": rid, "means": means})
-        await self.client.post(self.url, headers=self.headers(), json={
-            "jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": rid, "reason": "mcp-inflight probe"}})
+        await self.client.post(
+            self.url,
+            headers=self.headers(),
+            json={
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": rid, "reason": "mcp-inflight probe"},
+            },
+        )
 
     async def abort(self, post: Post):
         self.aborts.append({"t": round(self.now(), 4), "post": post.name})
@@ -321,9 +357,13 @@ class Session:
         await self.client.aclose()
 
     def record(self, scenario, variant):
-        return {"scenario": scenario, "variant": variant,
-                "posts": [p.record() for p in self.posts],
-                "cancels": self.cancels, "aborts": self.aborts}
+        return {
+            "scenario": scenario,
+            "variant": variant,
+            "posts": [p.record() for p in self.posts],
+            "cancels": self.cancels,
+            "aborts": self.aborts,
+        }
 
 
 async def until(pred, deadline):

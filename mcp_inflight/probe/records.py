@@ -23,15 +23,13 @@ CLASSES = (
 )
 
 CLASS_HELP = {
-    "misrouted_notification":
-        "a progress notification for one request arrived on another request's POST stream",
-    "misrouted_server_request":
-        "a server-to-client request made for one request arrived on another's stream",
+    "misrouted_notification": "a progress notification for one request arrived on another request's POST stream",
+    "misrouted_server_request": "a server-to-client request made for one request arrived on another's stream",
     "misrouted_response": "a POST received a response that belongs to another request",
     "lost_response": "a request that was neither refused nor cancelled never got its response",
     "cancel_misdirected": "a cancel missed the request it meant, or stopped another one",
     "collateral_close": "aborting one POST ended another request's stream",
-    "id_type_confusion": "ids 7 and \"7\" (distinct in JSON-RPC) were treated as one",
+    "id_type_confusion": 'ids 7 and "7" (distinct in JSON-RPC) were treated as one',
     "reuse_refused": "an id was refused again after its response had arrived",
 }
 
@@ -51,9 +49,9 @@ DEFAULT_TOOL = "slow"
 DEFAULT_ARGS = {"label": "probe", "steps": 6, "delay": 0.25}
 DEFAULT_ELICIT_TOOL = "ask"
 DEFAULT_ELICIT_ARGS = {"label": "probe", "delay": 1.0}
-MIN_DURATION = 1.0      # the slow tool must run at least this long (seconds)
+MIN_DURATION = 1.0  # the slow tool must run at least this long (seconds)
 MIN_ELICIT_AFTER = 0.6  # the eliciting tool must wait at least this long before it asks
-ATTRIBUTE = 0.75        # a message of r cannot arrive earlier than this share of the tool's time
+ATTRIBUTE = 0.75  # a message of r cannot arrive earlier than this share of the tool's time
 ACCEPT = "application/json, text/event-stream"
 
 
@@ -99,8 +97,7 @@ def is_progress(msg) -> bool:
 def is_call_result(msg) -> bool:
     """A tools/call result (``CallToolResult`` has ``content``), as opposed to e.g. ping's
     ``{}``."""
-    return (is_response(msg) and isinstance(msg.get("result"), dict)
-            and "content" in msg["result"])
+    return is_response(msg) and isinstance(msg.get("result"), dict) and "content" in msg["result"]
 
 
 def is_success(msg) -> bool:
@@ -146,16 +143,22 @@ def refusal_of(post):
     if status is not None and status >= 400:
         body = post.get("body")
         err = body.get("error") if isinstance(body, dict) else None
-        return {"status": status,
-                "code": err.get("code") if isinstance(err, dict) else None,
-                "message": err.get("message") if isinstance(err, dict) else None,
-                "id": body.get("id") if isinstance(body, dict) else None}
+        return {
+            "status": status,
+            "code": err.get("code") if isinstance(err, dict) else None,
+            "message": err.get("message") if isinstance(err, dict) else None,
+            "id": body.get("id") if isinstance(body, dict) else None,
+        }
     r = first_response(post)
     if r is not None:
         err = error_of(r["msg"])
         if err is not None and (err.get("code") == INVALID_REQUEST or r["msg"].get("id") is None):
-            return {"status": status, "code": err.get("code"), "message": err.get("message"),
-                    "id": r["msg"].get("id")}
+            return {
+                "status": status,
+                "code": err.get("code"),
+                "message": err.get("message"),
+                "id": r["msg"].get("id"),
+            }
     return None
 
 
@@ -176,10 +179,12 @@ def ended(post) -> str:
     how = post.get("how", "closed")
     end = post.get("end")
     at = f" at {end:.2f}s" if end is not None else ""
-    return {"closed": f"its stream closed{at}",
-            "timeout": f"it was still open when the probe gave up{at}",
-            "aborted": f"the probe aborted it{at}",
-            "error": f"the connection failed{at}"}.get(how, how + at)
+    return {
+        "closed": f"its stream closed{at}",
+        "timeout": f"it was still open when the probe gave up{at}",
+        "aborted": f"the probe aborted it{at}",
+        "error": f"the connection failed{at}",
+    }.get(how, how + at)
 
 
 def crossed_tokens(run):
@@ -196,9 +201,11 @@ def crossed_tokens(run):
             if owner is not None:
                 foreign.setdefault(owner, []).append(e["t"])
         for owner, ts in foreign.items():
-            out.append(f"{p['name']}'s POST (id {show(p['id'])}, token {show(p.get('token'))}) "
-                       f"carried {len(ts)} progress notification(s) for {owner}'s token "
-                       f"{show(tokens[owner])}, from {ts[0]:.2f}s")
+            out.append(
+                f"{p['name']}'s POST (id {show(p['id'])}, token {show(p.get('token'))}) "
+                f"carried {len(ts)} progress notification(s) for {owner}'s token "
+                f"{show(tokens[owner])}, from {ts[0]:.2f}s"
+            )
     return out
 
 
@@ -215,9 +222,12 @@ def attribute(items, candidates, min_after, per_request=1):
     out = []
     for t, stream, msg in sorted(items, key=lambda x: x[0]):
         mid = msg.get("id")
-        poss = [c for c in candidates
-                if (mid is None or loose_id(mid, c["id"]) or "method" in msg)
-                and t >= c["sent"] + min_after]
+        poss = [
+            c
+            for c in candidates
+            if (mid is None or loose_id(mid, c["id"]) or "method" in msg)
+            and t >= c["sent"] + min_after
+        ]
         if len(poss) > 1:
             poss = [c for c in poss if used.get(c["name"], 0) < per_request] or poss
         owner = poss[0]["name"] if len(poss) == 1 else None
@@ -229,7 +239,6 @@ def attribute(items, candidates, min_after, per_request=1):
 
 def duration_floor(cal) -> float:
     return ATTRIBUTE * cal["duration"]
-
 
 
 # The scenarios whose verdicts attribute a message to a request by its arrival time (see

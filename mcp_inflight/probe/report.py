@@ -33,25 +33,39 @@ def summarize(target, verdicts, skipped=None, cal=None) -> dict:
     not_judged = {v.scenario: v.note for v in verdicts if v.status != "judged"}
     found = any(f["found"] for f in findings)
     status = "defects" if found else ("untested" if not_judged or not verdicts else "clean")
-    return {"ok": status == "clean", "target": target, "findings": findings, "refusal": refusal,
-            "status": status, "exit": {"clean": 0, "defects": 1, "untested": 2}[status],
-            "scenarios": [v.to_json() for v in verdicts],
-            "not_applicable": skipped, "calibration": cal}
+    return {
+        "ok": status == "clean",
+        "target": target,
+        "findings": findings,
+        "refusal": refusal,
+        "status": status,
+        "exit": {"clean": 0, "defects": 1, "untested": 2}[status],
+        "scenarios": [v.to_json() for v in verdicts],
+        "not_applicable": skipped,
+        "calibration": cal,
+    }
 
 
 def render_text(report) -> str:
     lines = [f"mcp-inflight probe {report['target']}"]
     cal = report.get("calibration") or {}
     if cal:
-        lines.append(f"  tool {cal['tool']}: {cal['steps']} progress notifications in "
-                     f"{cal['duration']:.2f}s"
-                     + (f"; {cal['elicit_tool']}: {cal['elicits']} elicitation(s) after "
-                        f"{cal['elicit_after']:.2f}s" if cal.get("elicits") else ""))
+        lines.append(
+            f"  tool {cal['tool']}: {cal['steps']} progress notifications in "
+            f"{cal['duration']:.2f}s"
+            + (
+                f"; {cal['elicit_tool']}: {cal['elicits']} elicitation(s) after "
+                f"{cal['elicit_after']:.2f}s"
+                if cal.get("elicits")
+                else ""
+            )
+        )
     lines.append("")
     lines.append("Scenarios (each after a control run with distinct ids)")
     for s in report["scenarios"]:
-        mark = "not judged" if s["status"] != "judged" else (
-            "defects" if s["findings"] else "clean")
+        mark = (
+            "not judged" if s["status"] != "judged" else ("defects" if s["findings"] else "clean")
+        )
         extra = ""
         if s["refusal"] is not None:
             extra = f"  duplicate refused: {describe_refusal(s['refusal'])}"
@@ -68,25 +82,36 @@ def render_text(report) -> str:
             lines.append(f"      - {e}")
     lines.append("")
     ref = report["refusal"]
-    lines.append("Duplicate of an in-flight id: " + (
-        f"refused with {describe_refusal(ref)}" if ref
-        else "never refused (admitted, or not tested)"))
+    lines.append(
+        "Duplicate of an in-flight id: "
+        + (
+            f"refused with {describe_refusal(ref)}"
+            if ref
+            else "never refused (admitted, or not tested)"
+        )
+    )
     found = ", ".join(f["class"] for f in report["findings"] if f["found"])
-    msg = {"clean": "CLEAN: no defect class found, every scenario judged",
-           "defects": "DEFECTS FOUND: " + found,
-           "untested": "COULD NOT TEST every scenario (see the notes above); "
-                       "no defect found in the rest"}
+    msg = {
+        "clean": "CLEAN: no defect class found, every scenario judged",
+        "defects": "DEFECTS FOUND: " + found,
+        "untested": "COULD NOT TEST every scenario (see the notes above); "
+        "no defect found in the rest",
+    }
     lines.append(msg[report["status"]])
     return "\n".join(lines)
 
 
-
-
 def untested(target: str, reason: str) -> dict:
     """The report of a target that could not be probed at all (no session, tool missing, ...)."""
-    return {"ok": False, "target": target,
-            "findings": [{"class": c, "found": False, "evidence": []} for c in CLASSES],
-            "refusal": None, "status": "untested", "exit": 2, "reason": reason}
+    return {
+        "ok": False,
+        "target": target,
+        "findings": [{"class": c, "found": False, "evidence": []} for c in CLASSES],
+        "refusal": None,
+        "status": "untested",
+        "exit": 2,
+        "reason": reason,
+    }
 
 
 def render_untested(report: dict) -> str:
@@ -102,15 +127,23 @@ def verdicts(report: dict) -> dict:
     """What two probes of one server must agree on, whatever their timings: the status, the
     classes found, and per scenario its status, its classes and the refusal's HTTP status and
     JSON-RPC code (used to compare the in-process probe with the URL probe)."""
-    return {"status": report["status"],
-            "found": sorted(f["class"] for f in report["findings"] if f["found"]),
-            "scenarios": {s["scenario"]: (s["status"], sorted({f["class"] for f in s["findings"]}),
-                                          (s["refusal"] or {}).get("status"),
-                                          (s["refusal"] or {}).get("code"))
-                          for s in report.get("scenarios", [])}}
+    return {
+        "status": report["status"],
+        "found": sorted(f["class"] for f in report["findings"] if f["found"]),
+        "scenarios": {
+            s["scenario"]: (
+                s["status"],
+                sorted({f["class"] for f in s["findings"]}),
+                (s["refusal"] or {}).get("status"),
+                (s["refusal"] or {}).get("code"),
+            )
+            for s in report.get("scenarios", [])
+        },
+    }
 
 
 # --- JUnit XML --------------------------------------------------------------------------------
+
 
 def junit_xml(report: dict, suite: str = "mcp-inflight probe") -> str:
     """The report as JUnit XML: one test case per scenario (``scenario.NAME``: a failure when it
@@ -121,8 +154,9 @@ def junit_xml(report: dict, suite: str = "mcp-inflight probe") -> str:
 
     cases: list[ET.Element] = []
 
-    def case(kind: str, name: str, outcome: str | None = None, message: str = "",
-             text: str = "") -> None:
+    def case(
+        kind: str, name: str, outcome: str | None = None, message: str = "", text: str = ""
+    ) -> None:
         el = ET.Element("testcase", classname=f"mcp_inflight.probe.{kind}", name=name, time="0")
         if outcome is not None:
             sub = ET.SubElement(el, outcome, message=message)
@@ -146,22 +180,36 @@ def junit_xml(report: dict, suite: str = "mcp-inflight probe") -> str:
                 case("scenario", name, "error", f"not judged: {s['note']}")
             elif s["findings"]:
                 found = sorted({f["class"] for f in s["findings"]}, key=CLASSES.index)
-                case("scenario", name, "failure", "defects: " + ", ".join(found),
-                     "\n".join(f"{f['class']}: {f['evidence']}" for f in s["findings"]))
+                case(
+                    "scenario",
+                    name,
+                    "failure",
+                    "defects: " + ", ".join(found),
+                    "\n".join(f"{f['class']}: {f['evidence']}" for f in s["findings"]),
+                )
             else:
                 case("scenario", name)
         for f in report["findings"]:
             if f["found"]:
-                case("class", f["class"], "failure", CLASS_HELP[f["class"]],
-                     "\n".join(f["evidence"]))
+                case(
+                    "class", f["class"], "failure", CLASS_HELP[f["class"]], "\n".join(f["evidence"])
+                )
             else:
                 case("class", f["class"])
-    counts = {k: sum(1 for c in cases if c.find(k) is not None)
-              for k in ("failure", "error", "skipped")}
+    counts = {
+        k: sum(1 for c in cases if c.find(k) is not None) for k in ("failure", "error", "skipped")
+    }
     root = ET.Element("testsuites")
-    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
-                       failures=str(counts["failure"]), errors=str(counts["error"]),
-                       skipped=str(counts["skipped"]), time=str(report.get("seconds", 0)))
+    ts = ET.SubElement(
+        root,
+        "testsuite",
+        name=suite,
+        tests=str(len(cases)),
+        failures=str(counts["failure"]),
+        errors=str(counts["error"]),
+        skipped=str(counts["skipped"]),
+        time=str(report.get("seconds", 0)),
+    )
     props = ET.SubElement(ts, "properties")
     ET.SubElement(props, "property", name="target", value=str(report["target"]))
     ET.SubElement(props, "property", name="status", value=str(report["status"]))
@@ -171,6 +219,7 @@ def junit_xml(report: dict, suite: str = "mcp-inflight probe") -> str:
 
 
 # --- the object probe_app returns -------------------------------------------------------------
+
 
 class Report:
     """One probe's outcome.  ``clean`` is true only when no defect class was found and every
@@ -215,8 +264,11 @@ class Report:
     @property
     def not_judged(self) -> dict[str, str]:
         """The scenarios that ran but could not be judged, with the reason."""
-        return {s["scenario"]: s["note"] for s in self.doc.get("scenarios", [])
-                if s["status"] != "judged"}
+        return {
+            s["scenario"]: s["note"]
+            for s in self.doc.get("scenarios", [])
+            if s["status"] != "judged"
+        }
 
     def __bool__(self) -> bool:
         return self.clean

@@ -57,15 +57,18 @@ class Scenario:
     then: str | None = None
 
 
-TABLE = {s.name: s for s in (
-    Scenario("duplicate_progress", (11, 12), (11, 11), "call", "call", "rogue", "half"),
-    Scenario("response_routing", (21, 22), (21, 21), "call", "ping", "rogue", "first"),
-    Scenario("cancel_routing", (31, 32), (31, 31), "call", "call", "rogue", "first", "cancel"),
-    Scenario("server_request_routing", (51, 52), (51, 51), "ask", "ask", "rogue", "before_ask"),
-    Scenario("collateral_close", (61, 62), (61, 61), "call", "call", "rogue", "first", "abort"),
-    Scenario("id_types", (8, "9"), (7, "7"), "call", "call", "client", "half"),
-    Scenario("reuse", (71, 72), (71, 71), "call", "call", "client", "answered"),
-)}
+TABLE = {
+    s.name: s
+    for s in (
+        Scenario("duplicate_progress", (11, 12), (11, 11), "call", "call", "rogue", "half"),
+        Scenario("response_routing", (21, 22), (21, 21), "call", "ping", "rogue", "first"),
+        Scenario("cancel_routing", (31, 32), (31, 31), "call", "call", "rogue", "first", "cancel"),
+        Scenario("server_request_routing", (51, 52), (51, 51), "ask", "ask", "rogue", "before_ask"),
+        Scenario("collateral_close", (61, 62), (61, 61), "call", "call", "rogue", "first", "abort"),
+        Scenario("id_types", (8, "9"), (7, "7"), "call", "call", "client", "half"),
+        Scenario("reuse", (71, 72), (71, 71), "call", "call", "client", "answered"),
+    )
+}
 assert tuple(TABLE) == SCENARIOS
 
 
@@ -131,8 +134,9 @@ async def _until_b(sc: Scenario, a: Post, cal) -> None:
     await until(lambda: ready() or a.done, time.monotonic() + cal["duration"] * 2 + 2)
 
 
-async def record_run(sc: Scenario, t: Target, cal, variant: str, t0: float,
-                     pace: Pace = URL_PACE) -> dict:
+async def record_run(
+    sc: Scenario, t: Target, cal, variant: str, t0: float, pace: Pace = URL_PACE
+) -> dict:
     """Record one run of scenario ``sc``: ``variant`` ``control`` (distinct ids) or ``test``
     (colliding ids)."""
     s = await _session(t, t0)
@@ -150,9 +154,11 @@ async def record_run(sc: Scenario, t: Target, cal, variant: str, t0: float,
         if sc.then is None:
             await _finish(s, timing, pace)
         else:
-            half = max(1, cal["steps"] // 2)   # once B runs, and while A is still early on
-            await until(lambda: _token_seen(s, b.token) >= 1 or b.done or _own_progress(a) >= half,
-                        time.monotonic() + cal["duration"] + 1)
+            half = max(1, cal["steps"] // 2)  # once B runs, and while A is still early on
+            await until(
+                lambda: _token_seen(s, b.token) >= 1 or b.done or _own_progress(a) >= half,
+                time.monotonic() + cal["duration"] + 1,
+            )
             if sc.then == "cancel":
                 await s.cancel(ida, "A")
             else:
@@ -174,8 +180,10 @@ async def _measure_slow(s: Session, t: Target, rid: int) -> dict:
     if p.status != 200:
         raise CannotTest(f"tools/call {t.tool} got HTTP {p.status}: {str(p.body)[:200]}")
     if "text/event-stream" not in (p.content_type or ""):
-        raise CannotTest("the target answered tools/call with a JSON body, not an SSE stream: it "
-                         "sends no progress, so no routing can be observed")
+        raise CannotTest(
+            "the target answered tools/call with a JSON body, not an SSE stream: it "
+            "sends no progress, so no routing can be observed"
+        )
     r = first_response(rec)
     if r is None:
         raise CannotTest(f"tools/call {t.tool} got no response within 30s")
@@ -184,17 +192,26 @@ async def _measure_slow(s: Session, t: Target, rid: int) -> dict:
     prog = [e for e in events(rec, is_progress) if progress_token(e["msg"]) == "calibrate"]
     duration = r["t"] - rec["sent"]
     if not prog:
-        raise CannotTest(f"tool {t.tool!r} reported no progress for the client's progress token; "
-                         f"the probe needs a tool that does (give one with --tool and --args)")
+        raise CannotTest(
+            f"tool {t.tool!r} reported no progress for the client's progress token; "
+            f"the probe needs a tool that does (give one with --tool and --args)"
+        )
     if len(prog) < 2:
-        raise CannotTest(f"tool {t.tool!r} reported progress only once; the probe needs at least "
-                         f"two steps (give --args with more steps)")
+        raise CannotTest(
+            f"tool {t.tool!r} reported progress only once; the probe needs at least "
+            f"two steps (give --args with more steps)"
+        )
     if duration < MIN_DURATION:
-        raise CannotTest(f"too fast to overlap: {t.tool} {show(t.args)} answered in "
-                         f"{duration:.2f}s; give --args that make it run at least "
-                         f"{MIN_DURATION:.0f} second")
-    return {"steps": len(prog), "duration": round(duration, 4),
-            "window": (s.t0 + rec["sent"], s.t0 + r["t"])}
+        raise CannotTest(
+            f"too fast to overlap: {t.tool} {show(t.args)} answered in "
+            f"{duration:.2f}s; give --args that make it run at least "
+            f"{MIN_DURATION:.0f} second"
+        )
+    return {
+        "steps": len(prog),
+        "duration": round(duration, 4),
+        "window": (s.t0 + rec["sent"], s.t0 + r["t"]),
+    }
 
 
 async def _measure_ask(s: Session, t: Target, rid: int) -> dict:
@@ -208,17 +225,24 @@ async def _measure_ask(s: Session, t: Target, rid: int) -> dict:
     r = first_response(rq)
     if not reqs or r is None:
         if not reqs:
-            return {"skip": f"tool {t.elicit_tool!r} {show(t.elicit_args)} sent no "
-                            f"server-to-client request on its stream"}
+            return {
+                "skip": f"tool {t.elicit_tool!r} {show(t.elicit_args)} sent no "
+                f"server-to-client request on its stream"
+            }
         return {"skip": f"tool {t.elicit_tool!r} got no response"}
     after = reqs[0]["t"] - rq["sent"]
     if after < MIN_ELICIT_AFTER:
-        return {"skip": f"tool {t.elicit_tool!r} asks {after:.2f}s after the call, too soon to "
-                        f"overlap; give --elicit-args that make it wait at least "
-                        f"{MIN_ELICIT_AFTER}s"}
-    return {"elicits": len(reqs), "elicit_after": round(after, 4),
-            "elicit_duration": round(r["t"] - rq["sent"], 4),
-            "window": (s.t0 + rq["sent"], s.t0 + reqs[0]["t"])}
+        return {
+            "skip": f"tool {t.elicit_tool!r} asks {after:.2f}s after the call, too soon to "
+            f"overlap; give --elicit-args that make it wait at least "
+            f"{MIN_ELICIT_AFTER}s"
+        }
+    return {
+        "elicits": len(reqs),
+        "elicit_after": round(after, 4),
+        "elicit_duration": round(r["t"] - rq["sent"], 4),
+        "window": (s.t0 + rq["sent"], s.t0 + reqs[0]["t"]),
+    }
 
 
 def stall_budget(measured: float) -> float:
@@ -245,15 +269,18 @@ async def calibrate(t: Target, pace: Pace = URL_PACE, watch=None) -> tuple[dict,
         listing = await s.request({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         tools = [x.get("name") for x in (listing.get("result") or {}).get("tools", [])]
         if t.tool not in tools:
-            raise CannotTest(f"tool missing: the target has no tool {t.tool!r} (it has: "
-                             f"{', '.join(map(str, tools)) or 'none'}); pick one with --tool "
-                             f"and --args")
+            raise CannotTest(
+                f"tool missing: the target has no tool {t.tool!r} (it has: "
+                f"{', '.join(map(str, tools)) or 'none'}); pick one with --tool "
+                f"and --args"
+            )
         asks = t.elicit_tool is not None and t.elicit_tool in tools
         if t.elicit_tool is None:
             skipped["server_request_routing"] = "no eliciting tool given"
         elif not asks:
-            skipped["server_request_routing"] = (f"the target has no tool {t.elicit_tool!r} "
-                                                 f"that elicits")
+            skipped["server_request_routing"] = (
+                f"the target has no tool {t.elicit_tool!r} that elicits"
+            )
 
         def stalled(m: dict, measured: str) -> float:
             if watch is None or "window" not in m:
@@ -268,11 +295,14 @@ async def calibrate(t: Target, pace: Pace = URL_PACE, watch=None) -> tuple[dict,
                 m = await _measure_slow(s, t, rid + 10)
                 worst = stalled(m, "duration")
                 if worst:
-                    why = (f"the event loop the probe shares with the app stalled {worst:.2f}s "
-                           f"while {t.tool} was measured (a tool that blocks the loop?): its "
-                           f"running time, and so the attribution by time, cannot be trusted")
-                    unjudgeable.update({n: why for n in TIME_ATTRIBUTED
-                                        if n != "server_request_routing"})
+                    why = (
+                        f"the event loop the probe shares with the app stalled {worst:.2f}s "
+                        f"while {t.tool} was measured (a tool that blocks the loop?): its "
+                        f"running time, and so the attribution by time, cannot be trusted"
+                    )
+                    unjudgeable.update(
+                        {n: why for n in TIME_ATTRIBUTED if n != "server_request_routing"}
+                    )
             return m
 
         async def ask(rid: int) -> dict:
@@ -283,7 +313,8 @@ async def calibrate(t: Target, pace: Pace = URL_PACE, watch=None) -> tuple[dict,
                 if worst:
                     unjudgeable["server_request_routing"] = (
                         f"the event loop the probe shares with the app stalled {worst:.2f}s while "
-                        f"{t.elicit_tool} was measured: when it asks cannot be trusted in-process")
+                        f"{t.elicit_tool} was measured: when it asks cannot be trusted in-process"
+                    )
             return m
 
         if asks and pace.calibrate_together:
@@ -291,37 +322,57 @@ async def calibrate(t: Target, pace: Pace = URL_PACE, watch=None) -> tuple[dict,
         else:
             m = await slow(2)
             q = await ask(3) if asks else None
-        cal = {"tool": t.tool, "args": t.args, "steps": m["steps"], "duration": m["duration"],
-               "elicit_tool": None, "elicits": 0, "elicit_after": None, "elicit_duration": None}
+        cal = {
+            "tool": t.tool,
+            "args": t.args,
+            "steps": m["steps"],
+            "duration": m["duration"],
+            "elicit_tool": None,
+            "elicits": 0,
+            "elicit_after": None,
+            "elicit_duration": None,
+        }
         if q is not None:
             if "skip" in q:
                 skipped["server_request_routing"] = q["skip"]
             else:
-                cal.update(elicit_tool=t.elicit_tool, elicits=q["elicits"],
-                           elicit_after=q["elicit_after"], elicit_duration=q["elicit_duration"])
+                cal.update(
+                    elicit_tool=t.elicit_tool,
+                    elicits=q["elicits"],
+                    elicit_after=q["elicit_after"],
+                    elicit_duration=q["elicit_duration"],
+                )
     finally:
         await s.close()
     return cal, skipped, unjudgeable
 
 
-async def probe(t: Target, scenarios=SCENARIOS, progress=None, pace: Pace = URL_PACE,
-                watch=None) -> dict:
+async def probe(
+    t: Target, scenarios=SCENARIOS, progress=None, pace: Pace = URL_PACE, watch=None
+) -> dict:
     """Calibrate, then run every scenario (control, then test) concurrently; returns the report
     (with the recorded runs under ``records``)."""
     say = progress or (lambda text: None)
     started = time.monotonic()
     say(f"calibrating {t.tool} {show(t.args)} on {t.name}")
     cal, skipped, unjudgeable = await calibrate(t, pace, watch)
-    say(f"  {cal['steps']} progress notifications in {cal['duration']:.2f}s"
-        + (f"; {cal['elicit_tool']} asks after {cal['elicit_after']:.2f}s"
-           if cal["elicits"] else ""))
+    say(
+        f"  {cal['steps']} progress notifications in {cal['duration']:.2f}s"
+        + (
+            f"; {cal['elicit_tool']} asks after {cal['elicit_after']:.2f}s"
+            if cal["elicits"]
+            else ""
+        )
+    )
     todo = [n for n in scenarios if n not in skipped]
 
     async def one(name):
         if name in unjudgeable:
-            v = Verdict(name, status="not_judged",
-                        note="not run: the time-based attribution cannot hold: "
-                             + unjudgeable[name])
+            v = Verdict(
+                name,
+                status="not_judged",
+                note="not run: the time-based attribution cannot hold: " + unjudgeable[name],
+            )
             say(f"  {name}: {v.status}")
             return v, {}
         t0 = time.monotonic()
@@ -329,13 +380,16 @@ async def probe(t: Target, scenarios=SCENARIOS, progress=None, pace: Pace = URL_
         t0 = time.monotonic()
         test = await record_run(TABLE[name], t, cal, "test", t0, pace)
         v = judge(name, control, test, cal)
-        say(f"  {name}: " + (v.status if v.status != "judged" else
-                             ("defects" if v.findings else "clean")))
+        say(
+            f"  {name}: "
+            + (v.status if v.status != "judged" else ("defects" if v.findings else "clean"))
+        )
         return v, {"control": control, "test": test}
 
     results = await asyncio.gather(*(one(n) for n in todo))
-    report = summarize(t.name, [v for v, _ in results],
-                       {k: v for k, v in skipped.items() if k in scenarios}, cal)
+    report = summarize(
+        t.name, [v for v, _ in results], {k: v for k, v in skipped.items() if k in scenarios}, cal
+    )
     report["seconds"] = round(time.monotonic() - started, 2)
     report["records"] = {v.scenario: rec for v, rec in results}
     return report

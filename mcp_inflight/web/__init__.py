@@ -12,4 +12,5 @@ from __future__ import annotations
 
 def run(argv: list[str]) -> int:
     from mcp_inflight.web.server import run as _run
+
     return _run(argv)

@@ -15,13 +15,13 @@ from dataclasses import asdict
 
 from mcp_inflight.web import model_api as api
 
-Spec = tuple[str, str, str, int, int]     # design, revision, transport, ids, requests
+Spec = tuple[str, str, str, int, int]  # design, revision, transport, ids, requests
 
 
 def _child(spec: Spec, max_states: int | None, conn) -> None:
     try:
         conn.send(("ok", asdict(api.explored(spec, max_states))))
-    except BaseException as e:      # reported to the page, not lost with the process
+    except BaseException as e:  # reported to the page, not lost with the process
         conn.send(("error", f"{type(e).__name__}: {e}"))
     finally:
         conn.close()
@@ -68,8 +68,12 @@ class Explorations:
                 self._running = spec
                 self._started = time.monotonic()
                 parent, child = self._ctx.Pipe(duplex=False)
-                proc = self._ctx.Process(target=_child, args=(spec, self.max_states, child),
-                                         daemon=True, name="mcp-inflight-explore")
+                proc = self._ctx.Process(
+                    target=_child,
+                    args=(spec, self.max_states, child),
+                    daemon=True,
+                    name="mcp-inflight-explore",
+                )
                 proc.start()
                 self._proc = proc
             child.close()

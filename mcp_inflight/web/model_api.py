@@ -72,9 +72,15 @@ def config(design: str, revision: str, transport: str, ids: int, requests: int) 
 
 
 def describe_config(cfg: Config) -> dict:
-    return {"design": cfg.design.name, "revision": cfg.revision, "transport": cfg.transport,
-            "ids": cfg.ids, "requests": cfg.requests, "label": cfg.label,
-            "knobs": cfg.design.describe()}
+    return {
+        "design": cfg.design.name,
+        "revision": cfg.revision,
+        "transport": cfg.transport,
+        "ids": cfg.ids,
+        "requests": cfg.requests,
+        "label": cfg.label,
+        "knobs": cfg.design.describe(),
+    }
 
 
 # --- moves and paths ----------------------------------------------------------------------
@@ -117,7 +123,7 @@ def _moves(cfg: Config) -> tuple[Move, ...]:
     out = []
     for a in actions_for(cfg):
         for r in range(cfg.requests):
-            for i in (range(cfg.ids) if "i" in a.params else (None,)):
+            for i in range(cfg.ids) if "i" in a.params else (None,):
                 out.append(Move(a, r, i))
     return tuple(out)
 
@@ -132,8 +138,11 @@ def parse_path(cfg: Config, tokens: list[str]) -> list[Move]:
     out = []
     for n, tok in enumerate(tokens, 1):
         if tok not in known:
-            raise PathError(f"step {n}: {tok!r} is not a move of {cfg.label} "
-                            f"(an action of this run with instance and id names)", n)
+            raise PathError(
+                f"step {n}: {tok!r} is not a move of {cfg.label} "
+                f"(an action of this run with instance and id names)",
+                n,
+            )
         out.append(known[tok])
     return out
 
@@ -188,7 +197,7 @@ def clear_caches() -> None:
 
 
 def replay(cfg: Config, tokens: list[str]) -> list[Step]:
-    parse_path(cfg, tokens)     # an unknown token is reported by its position first
+    parse_path(cfg, tokens)  # an unknown token is reported by its position first
     return list(_after(cfg, tuple(tokens)))
 
 
@@ -221,8 +230,17 @@ def outputs(st: Step) -> list[dict]:
 
 
 def fields() -> list[dict]:
-    return [{"name": f.name, "key": f.key, "sort": f.sort, "ghost": f.ghost, "wire": f.wire,
-             "doc": f.doc} for f in FIELDS]
+    return [
+        {
+            "name": f.name,
+            "key": f.key,
+            "sort": f.sort,
+            "ghost": f.ghost,
+            "wire": f.wire,
+            "doc": f.doc,
+        }
+        for f in FIELDS
+    ]
 
 
 def state_table(cfg: Config, s: State, prev: State | None) -> dict:
@@ -232,17 +250,38 @@ def state_table(cfg: Config, s: State, prev: State | None) -> dict:
         vals = getattr(s, f.name)
         old = getattr(prev, f.name) if prev is not None else None
         if f.key is None:
-            cells = [{"key": None, "value": render_value(f, vals),
-                      "before": None if old is None or old == vals else render_value(f, old)}]
+            cells = [
+                {
+                    "key": None,
+                    "value": render_value(f, vals),
+                    "before": None if old is None or old == vals else render_value(f, old),
+                }
+            ]
         else:
             name = inst_name if f.key == "inst" else id_name
-            cells = [{"key": name(k), "value": render_value(f, v),
-                      "before": None if old is None or old[k] == v else render_value(f, old[k])}
-                     for k, v in enumerate(vals)]
-        rows.append({"field": f.name, "key": f.key, "ghost": f.ghost, "wire": f.wire,
-                     "doc": f.doc, "cells": cells})
-    return {"instances": [inst_name(r) for r in range(cfg.requests)],
-            "ids": [id_name(k) for k in range(cfg.ids)], "rows": rows}
+            cells = [
+                {
+                    "key": name(k),
+                    "value": render_value(f, v),
+                    "before": None if old is None or old[k] == v else render_value(f, old[k]),
+                }
+                for k, v in enumerate(vals)
+            ]
+        rows.append(
+            {
+                "field": f.name,
+                "key": f.key,
+                "ghost": f.ghost,
+                "wire": f.wire,
+                "doc": f.doc,
+                "cells": cells,
+            }
+        )
+    return {
+        "instances": [inst_name(r) for r in range(cfg.requests)],
+        "ids": [id_name(k) for k in range(cfg.ids)],
+        "rows": rows,
+    }
 
 
 def lifecycle(cfg: Config, steps: list[Step]) -> list[dict]:
@@ -258,9 +297,15 @@ def lifecycle(cfg: Config, steps: list[Step]) -> list[dict]:
             if not seen or seen[-1] != lab:
                 seen.append(lab)
         sent = Life(s.life[r]) != Life.UNSENT
-        out.append({"instance": inst_name(r), "life": Life(s.life[r]).label, "history": seen,
-                    "sender": ("rogue" if s.rogue[r] else "client") if sent else None,
-                    "id": id_name(s.rid[r]) if sent else None})
+        out.append(
+            {
+                "instance": inst_name(r),
+                "life": Life(s.life[r]).label,
+                "history": seen,
+                "sender": ("rogue" if s.rogue[r] else "client") if sent else None,
+                "id": id_name(s.rid[r]) if sent else None,
+            }
+        )
     return out
 
 
@@ -320,7 +365,7 @@ class _Explaining(Concrete):
     def __init__(self, doms):
         super().__init__(doms)
         self.frames: list[list] = [[]]
-        self.failing: list[tuple] = []   # (depth, binding, reads), innermost last
+        self.failing: list[tuple] = []  # (depth, binding, reads), innermost last
 
     def read(self, which, f, k, v):
         self.frames[-1].append((which, f, k, v))
@@ -360,8 +405,16 @@ def _explain(cfg: Config, p: Property, pre: State | None, post: State, st: Step 
         value = p.fn(b, _StateReads(b, post, ""), cfg)
     else:
         m = st.move
-        value = p.fn(b, _StateReads(b, pre, "before"), _StateReads(b, post, "after"), cfg,
-                     m.action, m.r, m.i, st.out)
+        value = p.fn(
+            b,
+            _StateReads(b, pre, "before"),
+            _StateReads(b, post, "after"),
+            cfg,
+            m.action,
+            m.r,
+            m.i,
+            st.out,
+        )
     chain = []
     reads: list = []
     # the failing instances of nested quantifiers, outermost first
@@ -380,8 +433,13 @@ def judge(cfg: Config, s: State, last: Step | None) -> list[dict]:
     b = _logic(cfg)
     res = []
     for p in PROPERTIES:
-        row: dict[str, Any] = {"name": p.name, "kind": p.kind, "scope": p.scope,
-                               "applies": bool(p.applies(cfg)), "doc": p.doc}
+        row: dict[str, Any] = {
+            "name": p.name,
+            "kind": p.kind,
+            "scope": p.scope,
+            "applies": bool(p.applies(cfg)),
+            "doc": p.doc,
+        }
         if not row["applies"]:
             row["status"] = "n/a"
         elif p.scope == "step" and last is None:
@@ -436,10 +494,21 @@ def diagram(cfg: Config, steps: list[Step]) -> dict:
     through the model once more and checks it changes what the steps say)."""
     trace = trace_json(cfg, [(st.move.action, st.move.args, st.pre, st.post) for st in steps])
     lanes, arr = _draw_arrows(cfg, trace)
-    return {"lanes": [{"key": k, "title": t} for k, t in lanes],
-            "arrows": [{"step": a.step, "src": a.src, "dst": a.dst, "kind": a.kind,
-                        "text": a.text, "marked": a.marked, "registry": a.registry}
-                       for a in arr]}
+    return {
+        "lanes": [{"key": k, "title": t} for k, t in lanes],
+        "arrows": [
+            {
+                "step": a.step,
+                "src": a.src,
+                "dst": a.dst,
+                "kind": a.kind,
+                "text": a.text,
+                "marked": a.marked,
+                "registry": a.registry,
+            }
+            for a in arr
+        ],
+    }
 
 
 # --- the explorer's traces ----------------------------------------------------------------
@@ -475,15 +544,29 @@ def explored(spec: tuple[str, str, str, int, int], max_states: int | None) -> Ex
     for v in res.verdicts:
         trace = trace_to_json(v.trace)
         if v.applies and trace is not None:
-            what = {"invariant": "counterexample", "witness": "witness",
-                    "hazard": "hazard"}[v.kind]
-            traces.append({"name": v.name, "kind": v.kind, "what": what,
-                           "path": trace_tokens(trace), "length": len(trace),
-                           "last": trace[-1]["story"] if trace else ""})
+            what = {"invariant": "counterexample", "witness": "witness", "hazard": "hazard"}[v.kind]
+            traces.append(
+                {
+                    "name": v.name,
+                    "kind": v.kind,
+                    "what": what,
+                    "path": trace_tokens(trace),
+                    "length": len(trace),
+                    "last": trace[-1]["story"] if trace else "",
+                }
+            )
     deadlock = trace_to_json(res.deadlock_trace)
     if deadlock is not None:
-        traces.append({"name": "deadlock", "kind": "deadlock", "what": "deadlock",
-                       "path": trace_tokens(deadlock), "length": len(deadlock),
-                       "last": deadlock[-1]["story"] if deadlock else ""})
-    return Explored(res.states, res.transitions, res.depth, round(res.seconds, 3),
-                    res.complete, traces)
+        traces.append(
+            {
+                "name": "deadlock",
+                "kind": "deadlock",
+                "what": "deadlock",
+                "path": trace_tokens(deadlock),
+                "length": len(deadlock),
+                "last": deadlock[-1]["story"] if deadlock else "",
+            }
+        )
+    return Explored(
+        res.states, res.transitions, res.depth, round(res.seconds, 3), res.complete, traces
+    )

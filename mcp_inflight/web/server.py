@@ -45,8 +45,11 @@ DEFAULT_PORT = 8731
 #: short is shown as incomplete, with the traces it found.
 MAX_STATES = 3_000_000
 
-_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-          ".css": "text/css; charset=utf-8"}
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
 
 
 def _static(name: str) -> bytes | None:
@@ -86,7 +89,7 @@ class Handler(BaseHTTPRequestHandler):
             if url.path == "/":
                 self._send(200, _static("index.html") or b"", _TYPES[".html"])
             elif url.path.startswith("/static/"):
-                name = url.path[len("/static/"):]
+                name = url.path[len("/static/") :]
                 body = _static(name)
                 if body is None:
                     self._json(404, {"error": f"no static file {name!r}"})
@@ -99,13 +102,14 @@ class Handler(BaseHTTPRequestHandler):
             elif url.path == "/api/traces":
                 cfg = views.config_of(q, srv.defaults)
                 spec = (cfg.design.name, cfg.revision, cfg.transport, cfg.ids, cfg.requests)
-                self._json(200, dict(srv.explorations.status(spec),
-                                     config=api.describe_config(cfg)))
+                self._json(
+                    200, dict(srv.explorations.status(spec), config=api.describe_config(cfg))
+                )
             else:
                 self._json(404, {"error": f"no route {url.path!r}"})
         except views.BadRequest as e:
             self._json(400, {"error": str(e), "step": e.step})
-        except Exception as e:   # a model error is a defect: say so instead of hanging up
+        except Exception as e:  # a model error is a defect: say so instead of hanging up
             self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(e).__name__}: {e}"})
 
 
@@ -113,8 +117,9 @@ class ExploreServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, port: int, defaults: dict, max_states: int | None = MAX_STATES,
-                 verbose: bool = False):
+    def __init__(
+        self, port: int, defaults: dict, max_states: int | None = MAX_STATES, verbose: bool = False
+    ):
         super().__init__((HOST, port), Handler)
         self.defaults = defaults
         self.verbose = verbose
@@ -133,26 +138,44 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcp-inflight explore",
         description="Serve a page on 127.0.0.1 to walk the model's state space: start at the "
-                    "initial state or at any counterexample, witness or hazard the explorer "
-                    "finds, take any enabled action, see the state, the lifecycle of each "
-                    "request, every property's status and the path as a sequence diagram. "
-                    "The options choose the configuration the page opens on; the page can "
-                    "switch to any other.")
-    p.add_argument("--design", default="unguarded", choices=list(api.all_designs()),
-                   help="design the page opens on (default: unguarded; the mutants of atomic "
-                        "are listed too)")
-    p.add_argument("--revision", default=api.revisions()[0], choices=api.revisions(),
-                   help=f"protocol revision (default: {api.revisions()[0]})")
-    p.add_argument("--transport", default="http", choices=api.transports(),
-                   help="transport (default: http)")
+        "initial state or at any counterexample, witness or hazard the explorer "
+        "finds, take any enabled action, see the state, the lifecycle of each "
+        "request, every property's status and the path as a sequence diagram. "
+        "The options choose the configuration the page opens on; the page can "
+        "switch to any other.",
+    )
+    p.add_argument(
+        "--design",
+        default="unguarded",
+        choices=list(api.all_designs()),
+        help="design the page opens on (default: unguarded; the mutants of atomic are listed too)",
+    )
+    p.add_argument(
+        "--revision",
+        default=api.revisions()[0],
+        choices=api.revisions(),
+        help=f"protocol revision (default: {api.revisions()[0]})",
+    )
+    p.add_argument(
+        "--transport", default="http", choices=api.transports(), help="transport (default: http)"
+    )
     p.add_argument("--ids", type=int, default=2, help="distinct request ids (default: 2)")
-    p.add_argument("--requests", type=int, default=3,
-                   help="request instances (default: 3, as check)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
-                   help=f"port on 127.0.0.1 (default: {DEFAULT_PORT}; 0 picks a free one)")
+    p.add_argument(
+        "--requests", type=int, default=3, help="request instances (default: 3, as check)"
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port on 127.0.0.1 (default: {DEFAULT_PORT}; 0 picks a free one)",
+    )
     p.add_argument("--open", action="store_true", help="open the page in a web browser")
-    p.add_argument("--max-states", type=int, default=MAX_STATES,
-                   help=f"cut the exploration behind the trace list here (default: {MAX_STATES:,})")
+    p.add_argument(
+        "--max-states",
+        type=int,
+        default=MAX_STATES,
+        help=f"cut the exploration behind the trace list here (default: {MAX_STATES:,})",
+    )
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     return p
 
@@ -162,8 +185,13 @@ def run(argv: list[str]) -> int:
     args = p.parse_args(argv)
     if not 1 <= args.ids <= views.MAX_IDS or not 1 <= args.requests <= views.MAX_REQUESTS:
         p.error(f"--ids must be 1..{views.MAX_IDS} and --requests 1..{views.MAX_REQUESTS}")
-    defaults = {"design": args.design, "revision": args.revision, "transport": args.transport,
-                "ids": args.ids, "requests": args.requests}
+    defaults = {
+        "design": args.design,
+        "revision": args.revision,
+        "transport": args.transport,
+        "ids": args.ids,
+        "requests": args.requests,
+    }
     try:
         srv = ExploreServer(args.port, defaults, args.max_states, args.verbose)
     except OSError as e:
@@ -180,6 +208,7 @@ def run(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, stop)
     if args.open:
         import webbrowser
+
         webbrowser.open(srv.url)
     try:
         srv.serve_forever(poll_interval=0.2)

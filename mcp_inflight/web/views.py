@@ -44,11 +44,13 @@ def _int(q: dict, name: str, default: int, lo: int, hi: int) -> int:
 def config_of(q: dict, defaults: dict):
     """The configuration a query names, falling back on the server's defaults."""
     try:
-        return api.config(q.get("design") or defaults["design"],
-                          q.get("revision") or defaults["revision"],
-                          q.get("transport") or defaults["transport"],
-                          _int(q, "ids", defaults["ids"], 1, MAX_IDS),
-                          _int(q, "requests", defaults["requests"], 1, MAX_REQUESTS))
+        return api.config(
+            q.get("design") or defaults["design"],
+            q.get("revision") or defaults["revision"],
+            q.get("transport") or defaults["transport"],
+            _int(q, "ids", defaults["ids"], 1, MAX_IDS),
+            _int(q, "requests", defaults["requests"], 1, MAX_REQUESTS),
+        )
     except BadRequest:
         raise
     except ValueError as e:
@@ -61,17 +63,29 @@ def tokens_of(q: dict) -> list[str]:
 
 
 def meta(defaults: dict) -> dict:
-    return {"designs": [{"name": n, "knobs": d.describe()} for n, d in api.all_designs().items()],
-            "revisions": api.revisions(), "transports": api.transports(),
-            "defaults": defaults, "properties": api.properties(), "fields": api.fields(),
-            "life": api.life_states(), "max": {"ids": MAX_IDS, "requests": MAX_REQUESTS}}
+    return {
+        "designs": [{"name": n, "knobs": d.describe()} for n, d in api.all_designs().items()],
+        "revisions": api.revisions(),
+        "transports": api.transports(),
+        "defaults": defaults,
+        "properties": api.properties(),
+        "fields": api.fields(),
+        "life": api.life_states(),
+        "max": {"ids": MAX_IDS, "requests": MAX_REQUESTS},
+    }
 
 
 def _step_json(cfg, st) -> dict[str, Any]:
-    return {"token": st.move.token, "action": st.move.action.name, "args": st.move.shown_args(),
-            "side": st.move.action.side, "story": api.step_story(cfg, st),
-            "changes": api.step_changes(st), "outputs": api.outputs(st),
-            "breaks": api.breaks(cfg, st)}
+    return {
+        "token": st.move.token,
+        "action": st.move.action.name,
+        "args": st.move.shown_args(),
+        "side": st.move.action.side,
+        "story": api.step_story(cfg, st),
+        "changes": api.step_changes(st),
+        "outputs": api.outputs(st),
+        "breaks": api.breaks(cfg, st),
+    }
 
 
 def view(q: dict, defaults: dict) -> dict:

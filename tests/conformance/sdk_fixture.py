@@ -47,19 +47,28 @@ class _SdkPeer:
 
     async def progress(self, token, progress, total):
         await self._ctx.session.send_progress_notification(
-            token, progress, total, related_request_id=self._ctx.request_id)
+            token, progress, total, related_request_id=self._ctx.request_id
+        )
 
     async def log(self, level, data):
-        await self._ctx.session.send_log_message(level, data, related_request_id=self._ctx.request_id)
+        await self._ctx.session.send_log_message(
+            level, data, related_request_id=self._ctx.request_id
+        )
 
     async def request(self, method, params):
         meta = ServerMessageMetadata(related_request_id=self._ctx.request_id)
         if method == "elicitation/create":
-            req, result_type = (types.ElicitRequest(params=types.ElicitRequestFormParams.model_validate(params)),
-                                types.ElicitResult)
+            req, result_type = (
+                types.ElicitRequest(params=types.ElicitRequestFormParams.model_validate(params)),
+                types.ElicitResult,
+            )
         elif method == "sampling/createMessage":
-            req, result_type = (types.CreateMessageRequest(params=types.CreateMessageRequestParams.model_validate(params)),
-                                types.CreateMessageResult)
+            req, result_type = (
+                types.CreateMessageRequest(
+                    params=types.CreateMessageRequestParams.model_validate(params)
+                ),
+                types.CreateMessageResult,
+            )
         elif method == "roots/list":
             req, result_type = types.ListRootsRequest(), types.ListRootsResult
         else:
@@ -153,12 +162,15 @@ def build_app(guard: bool = False):
     app = server.streamable_http_app(host="127.0.0.1")
     if guard:
         from mcp_inflight import guard as guard_mod
+
         app = guard_mod.guard(app)
     return app
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Serve the conformance fixture contract with the official MCP SDK.")
+    p = argparse.ArgumentParser(
+        description="Serve the conformance fixture contract with the official MCP SDK."
+    )
     p.add_argument("--port", type=int, required=True, help="loopback port to listen on")
     p.add_argument("--guard", action="store_true", help="wrap the SDK app in mcp_inflight.guard")
     a = p.parse_args(argv)

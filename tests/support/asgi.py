@@ -9,16 +9,25 @@ import json
 from mcp_inflight.impl import sse
 
 PORT = 8000
-HEADERS = {"host": f"127.0.0.1:{PORT}", "accept": "application/json, text/event-stream",
-           "content-type": "application/json"}
+HEADERS = {
+    "host": f"127.0.0.1:{PORT}",
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+}
 
 
 class Exchange:
     """One HTTP request to the app: its body is given at once (or in parts); the client can
     disconnect at any time; what the app sends is recorded."""
 
-    def __init__(self, app, method: str, headers: dict, body: bytes | list[bytes] = b"",
-                 raw_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    def __init__(
+        self,
+        app,
+        method: str,
+        headers: dict,
+        body: bytes | list[bytes] = b"",
+        raw_headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         self.app = app
         self.parts = [body] if isinstance(body, bytes) else list(body)
         self.queue: asyncio.Queue = asyncio.Queue()
@@ -26,12 +35,25 @@ class Exchange:
         self.headers: dict[str, str] = {}
         self.chunks: list[bytes] = []
         self.complete = False
-        hdrs = raw_headers if raw_headers is not None else [
-            (k.lower().encode(), v.encode()) for k, v in headers.items()]
-        self.scope = {"type": "http", "method": method, "path": "/mcp", "headers": hdrs,
-                      "server": ("127.0.0.1", PORT), "client": ("127.0.0.1", 50000),
-                      "scheme": "http", "http_version": "1.1", "query_string": b"",
-                      "root_path": "", "raw_path": b"/mcp", "asgi": {"version": "3.0"}}
+        hdrs = (
+            raw_headers
+            if raw_headers is not None
+            else [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+        )
+        self.scope = {
+            "type": "http",
+            "method": method,
+            "path": "/mcp",
+            "headers": hdrs,
+            "server": ("127.0.0.1", PORT),
+            "client": ("127.0.0.1", 50000),
+            "scheme": "http",
+            "http_version": "1.1",
+            "query_string": b"",
+            "root_path": "",
+            "raw_path": b"/mcp",
+            "asgi": {"version": "3.0"},
+        }
         self.task: asyncio.Task | None = None
 
     async def _receive(self):
@@ -51,7 +73,8 @@ class Exchange:
 
     def start(self) -> Exchange:
         self.task = asyncio.get_running_loop().create_task(
-            self.app(self.scope, self._receive, self._send))
+            self.app(self.scope, self._receive, self._send)
+        )
         return self
 
     def disconnect(self) -> None:
@@ -72,15 +95,24 @@ class Exchange:
         return [json.loads(self.body)] if self.body else []
 
 
-async def request(app, method: str = "POST", msg=None, headers: dict | None = None,
-                  body: bytes | None = None, timeout: float = 5.0) -> Exchange:
+async def request(
+    app,
+    method: str = "POST",
+    msg=None,
+    headers: dict | None = None,
+    body: bytes | None = None,
+    timeout: float = 5.0,
+) -> Exchange:
     data = body if body is not None else (json.dumps(msg).encode() if msg is not None else b"")
     ex = Exchange(app, method, {**HEADERS, **(headers or {})}, data).start()
     return await ex.done(timeout)
 
 
-INIT = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "t", "version": "1"}}
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"elicitation": {}},
+    "clientInfo": {"name": "t", "version": "1"},
+}
 
 
 async def open_session(app) -> dict:

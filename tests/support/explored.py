@@ -4,11 +4,20 @@ from functools import cache
 
 
 @cache
-def run(design: str, revision: str, transport: str, ids: int = 2, requests: int = 2,
-        symmetry: bool = True):
+def run(
+    design: str,
+    revision: str,
+    transport: str,
+    ids: int = 2,
+    requests: int = 2,
+    symmetry: bool = True,
+):
     """One explorer run, shared by every test that asks for it."""
     from mcp_inflight.model import DESIGNS, Config
     from mcp_inflight.proofs.explore import explore
 
-    return explore(Config(DESIGNS[design], revision, transport, ids=ids, requests=requests),
-                   symmetry=symmetry, progress=False)
+    return explore(
+        Config(DESIGNS[design], revision, transport, ids=ids, requests=requests),
+        symmetry=symmetry,
+        progress=False,
+    )

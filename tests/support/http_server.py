@@ -55,7 +55,9 @@ def build_server():
 class Running:
     def __init__(self, app):
         self.app = app
-        self.config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        self.config = uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"
+        )
         self.server = uvicorn.Server(self.config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()

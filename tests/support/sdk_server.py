@@ -57,20 +57,24 @@ def build_server() -> MCPServer:
     return server
 
 
-def build_app(guarded: bool = False, json_response: bool = False, idle_timeout: float | None = None):
+def build_app(
+    guarded: bool = False, json_response: bool = False, idle_timeout: float | None = None
+):
     """The SDK's Streamable HTTP ASGI app, wrapped by the guard if ``guarded``."""
     extra = {} if idle_timeout is None else {"session_idle_timeout": idle_timeout}
     app = build_server().streamable_http_app(json_response=json_response, **extra)
     if guarded:
         from mcp_inflight.guard import guard
+
         app = guard(app)
     return app
 
 
 async def serve_stdio(guarded: bool) -> None:
     server = build_server()
-    if guarded:                      # the public way: the guarded equivalent of run("stdio")
+    if guarded:  # the public way: the guarded equivalent of run("stdio")
         from mcp_inflight.guard import serve_stdio as guarded_stdio
+
         await guarded_stdio(server)
     else:
         await server.run_stdio_async()
@@ -83,7 +87,9 @@ def main(argv=None) -> int:
     p.add_argument("--guard", action="store_true", help="wrap the SDK's app in mcp_inflight.guard")
     p.add_argument("--stdio", action="store_true", help="serve stdin/stdout instead of HTTP")
     p.add_argument("--json-response", action="store_true", help="answer POSTs with JSON, not SSE")
-    p.add_argument("--idle-timeout", type=float, default=None, help="the SDK's session_idle_timeout")
+    p.add_argument(
+        "--idle-timeout", type=float, default=None, help="the SDK's session_idle_timeout"
+    )
     args = p.parse_args(argv)
     if args.stdio:
         anyio.run(serve_stdio, args.guard)
@@ -99,7 +105,11 @@ def main(argv=None) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(build_app(args.guard, args.json_response, args.idle_timeout), log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        build_app(args.guard, args.json_response, args.idle_timeout),
+        log_level="warning",
+        lifespan="on",
+    )
     server = uvicorn.Server(config)
 
     async def serve():
