@@ -1,5 +1,8 @@
 """Streamable HTTP as a plain ASGI callable over the session core (run it with uvicorn).
 
+One cohesive thing, kept in one module: the transport's every check, bound and status code sit
+beside the request path they guard, so a reader follows one POST from headers to response here.
+
 ``create_app(server, path="/mcp")`` returns the app.  No web framework: an ASGI callable is the
 thinnest layer uvicorn can run (no routing tables, middleware stacks or request objects built
 per call), and SSE framing is a few bytes written by hand, so a tools/call costs the JSON work,

@@ -1,5 +1,8 @@
 """A small MCP server API over the sans-IO core, shared by the stdio and HTTP adapters.
 
+One module on purpose: the server API (tools, methods, the handler's context) and the session
+that runs it share the message checks and the core's answers, and neither is used alone.
+
 Writing a server::
 
     from mcp_inflight.impl.server import Server
