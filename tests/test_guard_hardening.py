@@ -17,6 +17,7 @@ from mcp_inflight import probe as P
 from mcp_inflight.guard import guard
 from mcp_inflight.impl import sse
 from support.servers import sdk_server, stop
+from support.sessions import INITIALIZED, initialize
 
 
 class Inner:
@@ -295,20 +296,9 @@ def test_stdio_guard_serialises_typed_ids_the_sdk_conflates():
     """A 7 and B "7", then a cancel for 7: A is cancelled, B answered (before: neither was)."""
     s = _Stdio(guarded=True)
     try:
-        s.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "0"},
-                },
-            }
-        )
+        s.send(initialize(version="0"))
         assert s.until(lambda m: m.get("id") == 0)
-        s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        s.send(INITIALIZED)
         for rid, token in ((7, "a"), ("7", "b")):
             s.send(
                 {

@@ -4,11 +4,9 @@ import asyncio
 import json
 import sys
 
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "t", "version": "1"},
-}
+from support.sessions import INITIALIZED, init_params
+
+INIT = init_params()
 
 
 class Proc:
@@ -48,7 +46,7 @@ class Proc:
         await self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
         r = await self.recv()
         assert r["id"] == 0 and r["result"]["protocolVersion"] == "2025-11-25"
-        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.send(INITIALIZED)
 
     async def close(self):
         self.p.stdin.close()
