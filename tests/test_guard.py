@@ -142,6 +142,27 @@ class _Stdio:
                 return False
         return True
 
+    def handshake(self):
+        """Initialize (id 0), wait for its answer, then send notifications/initialized."""
+        self.send(initialize(version="0"))
+        assert self.until(lambda m: m.get("id") == 0)
+        self.send(INITIALIZED)
+
+    def call_slow(self, rid, token, steps):
+        """Call the ``slow`` tool under id ``rid`` with progress token ``token``."""
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {
+                    "name": "slow",
+                    "arguments": {"label": token, "steps": steps, "delay": 0.2},
+                    "_meta": {"progressToken": token},
+                },
+            }
+        )
+
     def close(self):
         self.proc.stdin.close()
         self.proc.wait(10)
@@ -150,23 +171,10 @@ class _Stdio:
 def _stdio_duplicate_then_cancel(guarded):
     s = _Stdio(guarded)
     try:
-        s.send(initialize(version="0"))
-        assert s.until(lambda m: m.get("id") == 0)
-        s.send(INITIALIZED)
+        s.handshake()
 
         def call(rid, token, steps=5):
-            s.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": rid,
-                    "method": "tools/call",
-                    "params": {
-                        "name": "slow",
-                        "arguments": {"label": token, "steps": steps, "delay": 0.2},
-                        "_meta": {"progressToken": token},
-                    },
-                }
-            )
+            s.call_slow(rid, token, steps)
 
         def progress(token):
             return [m for m in s.seen if P.progress_token(m) == token]

@@ -17,7 +17,6 @@ from mcp_inflight import probe as P
 from mcp_inflight.guard import guard
 from mcp_inflight.impl import sse
 from support.servers import sdk_server, stop
-from support.sessions import INITIALIZED, initialize
 
 
 class Inner:
@@ -296,22 +295,9 @@ def test_stdio_guard_serialises_typed_ids_the_sdk_conflates():
     """A 7 and B "7", then a cancel for 7: A is cancelled, B answered (before: neither was)."""
     s = _Stdio(guarded=True)
     try:
-        s.send(initialize(version="0"))
-        assert s.until(lambda m: m.get("id") == 0)
-        s.send(INITIALIZED)
+        s.handshake()
         for rid, token in ((7, "a"), ("7", "b")):
-            s.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": rid,
-                    "method": "tools/call",
-                    "params": {
-                        "name": "slow",
-                        "arguments": {"label": token, "steps": 3, "delay": 0.2},
-                        "_meta": {"progressToken": token},
-                    },
-                }
-            )
+            s.call_slow(rid, token, 3)
         assert s.until(lambda m: P.progress_token(m) == "a")
         s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
         assert s.until(lambda m: m.get("id") == "7" and "result" in m, timeout=10), s.seen
