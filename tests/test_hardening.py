@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
 from mcp_inflight.impl import jsonio
 from mcp_inflight.impl.http import create_app
 from mcp_inflight.impl.server import Server, Session
 from mcp_inflight.impl.stdio import LINE_LIMIT, serve_stdio
 from support.asgi import HEADERS, Exchange, open_session, request
-from support.sessions import initialize
+from support.sessions import initialize, spawn_stdio_server
 
 DEEP = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 2000 + b"]" * 2000 + b"}}"
 SURROGATE_ID = b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}'
@@ -139,16 +138,7 @@ def test_stdio_deep_surrogate_and_bad_results_keep_the_server_up():
 
 def test_stdio_process_survives_deep_json():
     async def go():
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "mcp_inflight",
-            "serve",
-            "--transport",
-            "stdio",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
+        proc = await spawn_stdio_server()
         proc.stdin.write(
             DEEP + b"\n" + SURROGATE_ID + b"\n" + b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n'
         )

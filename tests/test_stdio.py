@@ -2,26 +2,15 @@
 
 import asyncio
 import json
-import sys
 
-from support.sessions import INITIALIZED, init_params
+from support.sessions import INITIALIZED, init_params, spawn_stdio_server
 
 INIT = init_params()
 
 
 class Proc:
     async def start(self):
-        self.p = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "mcp_inflight",
-            "serve",
-            "--transport",
-            "stdio",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            limit=1 << 24,
-        )
+        self.p = await spawn_stdio_server(limit=1 << 24)
         return self
 
     async def send(self, msg):

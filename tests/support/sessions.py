@@ -4,6 +4,8 @@ client."""
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from typing import Any
 
 PROTOCOL = "2025-11-25"
@@ -29,3 +31,19 @@ def initialize(rid: Any = 0, name: str = "t", version: str = "1") -> dict[str, A
         "method": "initialize",
         "params": init_params(name, version),
     }
+
+
+async def spawn_stdio_server(**kwargs: Any) -> asyncio.subprocess.Process:
+    """``python -m mcp_inflight serve --transport stdio`` as a real subprocess with piped stdin
+    and stdout; ``kwargs`` go to :func:`asyncio.create_subprocess_exec` (e.g. ``limit``)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "mcp_inflight",
+        "serve",
+        "--transport",
+        "stdio",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        **kwargs,
+    )
