@@ -15,12 +15,9 @@ from mcp_inflight.impl.server import Session
 from mcp_inflight.impl.stdio import serve_stdio
 from mcp_inflight.serve import demo_server
 from support.http_server import sse_messages, start
+from support.sessions import init_params
 
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "t", "version": "1"},
-}
+INIT = init_params()
 
 json_values = st.recursive(
     st.none()

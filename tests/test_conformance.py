@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from support.sessions import INITIALIZED, initialize
+
 HERE = Path(__file__).resolve().parent
 RUN = HERE / "conformance" / "run.py"
 
@@ -231,22 +233,11 @@ def _duplicate_statuses(url: str) -> list[int | None]:
             r = await c.post(
                 url,
                 headers=head,
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "t", "version": "1"},
-                    },
-                },
+                json=initialize(),
             )
             sid = r.headers["mcp-session-id"]
             h = {**head, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-            await c.post(
-                url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
-            )
+            await c.post(url, headers=h, json=INITIALIZED)
             call = {
                 "jsonrpc": "2.0",
                 "id": 5,

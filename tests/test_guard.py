@@ -13,6 +13,7 @@ import pytest
 from mcp_inflight import probe as P
 from mcp_inflight.impl import sse
 from support.servers import SDK_SERVER, sdk_server
+from support.sessions import INITIALIZED, initialize
 
 # --- the guard in front of the official SDK, over real HTTP --------------------------------------
 
@@ -25,25 +26,11 @@ def _raw_session(url):
     r = c.post(
         url,
         headers=h,
-        json={
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        },
+        json=initialize(version="0"),
     )
     h["Mcp-Session-Id"] = r.headers["mcp-session-id"]
     h["MCP-Protocol-Version"] = "2025-11-25"
-    assert (
-        c.post(
-            url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
-        ).status_code
-        == 202
-    )
+    assert c.post(url, headers=h, json=INITIALIZED).status_code == 202
     return c, h
 
 
@@ -155,6 +142,27 @@ class _Stdio:
                 return False
         return True
 
+    def handshake(self):
+        """Initialize (id 0), wait for its answer, then send notifications/initialized."""
+        self.send(initialize(version="0"))
+        assert self.until(lambda m: m.get("id") == 0)
+        self.send(INITIALIZED)
+
+    def call_slow(self, rid, token, steps):
+        """Call the ``slow`` tool under id ``rid`` with progress token ``token``."""
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {
+                    "name": "slow",
+                    "arguments": {"label": token, "steps": steps, "delay": 0.2},
+                    "_meta": {"progressToken": token},
+                },
+            }
+        )
+
     def close(self):
         self.proc.stdin.close()
         self.proc.wait(10)
@@ -163,34 +171,10 @@ class _Stdio:
 def _stdio_duplicate_then_cancel(guarded):
     s = _Stdio(guarded)
     try:
-        s.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "0"},
-                },
-            }
-        )
-        assert s.until(lambda m: m.get("id") == 0)
-        s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        s.handshake()
 
         def call(rid, token, steps=5):
-            s.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": rid,
-                    "method": "tools/call",
-                    "params": {
-                        "name": "slow",
-                        "arguments": {"label": token, "steps": steps, "delay": 0.2},
-                        "_meta": {"progressToken": token},
-                    },
-                }
-            )
+            s.call_slow(rid, token, steps)
 
         def progress(token):
             return [m for m in s.seen if P.progress_token(m) == token]

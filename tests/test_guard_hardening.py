@@ -295,33 +295,9 @@ def test_stdio_guard_serialises_typed_ids_the_sdk_conflates():
     """A 7 and B "7", then a cancel for 7: A is cancelled, B answered (before: neither was)."""
     s = _Stdio(guarded=True)
     try:
-        s.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "0"},
-                },
-            }
-        )
-        assert s.until(lambda m: m.get("id") == 0)
-        s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        s.handshake()
         for rid, token in ((7, "a"), ("7", "b")):
-            s.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": rid,
-                    "method": "tools/call",
-                    "params": {
-                        "name": "slow",
-                        "arguments": {"label": token, "steps": 3, "delay": 0.2},
-                        "_meta": {"progressToken": token},
-                    },
-                }
-            )
+            s.call_slow(rid, token, 3)
         assert s.until(lambda m: P.progress_token(m) == "a")
         s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
         assert s.until(lambda m: m.get("id") == "7" and "result" in m, timeout=10), s.seen

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
 from mcp_inflight.impl import jsonio
 from mcp_inflight.impl.http import create_app
 from mcp_inflight.impl.server import Server, Session
 from mcp_inflight.impl.stdio import LINE_LIMIT, serve_stdio
 from support.asgi import HEADERS, Exchange, open_session, request
+from support.sessions import initialize, spawn_stdio_server
 
 DEEP = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 2000 + b"]" * 2000 + b"}}"
 SURROGATE_ID = b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}'
@@ -138,16 +138,7 @@ def test_stdio_deep_surrogate_and_bad_results_keep_the_server_up():
 
 def test_stdio_process_survives_deep_json():
     async def go():
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "mcp_inflight",
-            "serve",
-            "--transport",
-            "stdio",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
+        proc = await spawn_stdio_server()
         proc.stdin.write(
             DEEP + b"\n" + SURROGATE_ID + b"\n" + b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n'
         )
@@ -238,16 +229,7 @@ def test_failed_initialize_creates_no_session():
 def test_host_and_origin_parsing():
     async def go():
         app = create_app(build())
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        init = initialize()
         cases = [
             ({"host": "LOCALHOST:8000"}, 200),
             ({"host": "127.0.0.1:8000"}, 200),
@@ -301,16 +283,7 @@ def test_session_cap_in_flight_cap_and_idle_expiry():
         app = create_app(server, max_sessions=2, max_in_flight=1, session_idle_timeout=0.05)
         h1 = await open_session(app)
         await open_session(app)
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        init = initialize()
         r = await request(app, msg=init)
         assert r.status == 503 and r.headers.get("retry-after")
         ex = Exchange(app, "POST", {**HEADERS, **h1}, json.dumps(call(1, "wait")).encode()).start()

@@ -21,6 +21,7 @@ from mcp_inflight.impl.server import Server, Session
 from mcp_inflight.impl.stdio import serve_stdio
 from support.asgi import HEADERS as H
 from support.asgi import Exchange, open_session, other_tasks, request
+from support.sessions import INITIALIZED, initialize
 
 STEPS = 3
 POINTS = range(0, 4 * STEPS + 6)  # past the handler's last step
@@ -177,17 +178,8 @@ class Pipe:
 async def _stdio_case(kind: str, k: int) -> None:
     p = Pipe()
     p.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        initialize(),
+        INITIALIZED,
     )
     await p.answer(0)
     p.send(call())
@@ -223,18 +215,7 @@ def test_stdio_call_and_cancel_in_one_write():
 
     async def go():
         p = Pipe()
-        p.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
-        )
+        p.send(initialize())
         await p.answer(0)
         p.send(call(), cancel())
         await settle()

@@ -11,17 +11,10 @@ import time
 
 import httpx
 
+from support.sessions import initialize
+
 LISTEN = re.compile(r"listening on (http://\S+)")
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT = initialize()
 H = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 

@@ -2,28 +2,15 @@
 
 import asyncio
 import json
-import sys
 
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "t", "version": "1"},
-}
+from support.sessions import INITIALIZED, init_params, spawn_stdio_server
+
+INIT = init_params()
 
 
 class Proc:
     async def start(self):
-        self.p = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "mcp_inflight",
-            "serve",
-            "--transport",
-            "stdio",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            limit=1 << 24,
-        )
+        self.p = await spawn_stdio_server(limit=1 << 24)
         return self
 
     async def send(self, msg):
@@ -48,7 +35,7 @@ class Proc:
         await self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
         r = await self.recv()
         assert r["id"] == 0 and r["result"]["protocolVersion"] == "2025-11-25"
-        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.send(INITIALIZED)
 
     async def close(self):
         self.p.stdin.close()
