@@ -10,7 +10,7 @@ Profile: 2025-11-25, Streamable HTTP.  An *event* is a plain dict of the trace f
   sender's ``client_sends`` if the id rule allows it, else ``rogue_sends`` (the first sender of
   an id is the client; a sender reusing an in-flight id is the rogue), then ``arrive``;
 * a ``409`` answer on an instance's POST is ``refuse`` of that instance, on its own stream
-  (the error body on that POST belongs to the refusal);
+  (the first error body on that POST belongs to the refusal);
 * a response (``result`` or ``error`` under a tool call's id) seen on POST p is ``respond`` of
   an instance under that id whose output stream is p's instance;
 * ``notifications/progress`` (or ``notifications/message``) on POST p is ``emit`` of the
@@ -102,24 +102,27 @@ def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
     out = Abstraction()
     ids: dict[str, int] = {}
     post_inst: dict[Any, int] = {}
-    opened: set[Any] = set()
     tokens: dict[str, list[int]] = {}
     refused: set[int] = set()
     answered: set[int] = set()
+    consumed: set[int] = set()
+    own: dict[Any, set[str]] = {}   # ids and tokens of the non-tool requests, per exchange
     for n, ev in enumerate(events):
         kind, ex, d = ev.get("kind"), ev.get("exchange"), ev.get("dir")
         if ex == "GET":
             continue
-        if kind == "open":
-            opened.add(ex)
-        elif kind == "message" and d == "client->server":
+        if kind == "message" and d == "client->server":
             m = ev.get("message")
             if not isinstance(m, dict):
                 continue
+            if "id" in m and m.get("method") != "tools/call":
+                own.setdefault(ex, set()).add(_key(m["id"]))
+                tok = ((m.get("params") or {}).get("_meta") or {}).get("progressToken")
+                if tok is not None:
+                    own[ex].add(_key(tok))
             if m.get("method") == "tools/call" and "id" in m:
                 i = ids.setdefault(_key(m["id"]), len(ids))
                 r = post_inst[ex] = len(post_inst)
-                opened.add(ex)
                 meta = (m.get("params") or {}).get("_meta") or {}
                 if "progressToken" in meta:
                     tokens.setdefault(_key(meta["progressToken"]), []).append(r)
@@ -136,22 +139,24 @@ def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
             if not isinstance(m, dict):
                 continue
             owner = post_inst.get(ex)
-            if owner in refused:
+            if owner in refused and owner not in consumed and "error" in m:
+                consumed.add(owner)           # the refusal's own error body
                 continue
             stream = NO_STREAM if owner is None else owner
             if "method" not in m and ("result" in m or "error" in m):
                 k = _key(m.get("id"))
-                if k in ids:
-                    if owner is not None:
-                        answered.add(owner)
-                    out.steps.append(Observed("respond", n, i=ids[k], stream=stream))
-                elif ex not in opened:
-                    out.steps.append(Observed("respond", n, stream=NO_STREAM))
+                if owner is None and k in own.get(ex, set()):
+                    continue                  # the answer to a request the model does not speak of
+                if owner is not None and k in ids:
+                    answered.add(owner)
+                out.steps.append(Observed("respond", n, i=ids.get(k), stream=stream))
             elif m.get("method") in ("notifications/progress", "notifications/message"):
                 tok = (m.get("params") or {}).get("progressToken")
-                of = tuple(tokens.get(_key(tok), ())) if tok is not None else ()
-                if tok is not None and not of and ex in opened and owner is None:
+                if owner is None and tok is not None and _key(tok) in own.get(ex, set()):
                     continue                  # progress of a request the model does not speak of
+                of = tuple(tokens.get(_key(tok), ())) if tok is not None else ()
+                if tok is not None and not of:
+                    stream = NO_STREAM        # a token no tool call carried: no instance's message
                 out.steps.append(Observed("emit", n, stream=stream, of=of))
         elif kind == "close" and ev.get("by") == "client" and ex in post_inst:
             r = post_inst[ex]
@@ -267,7 +272,7 @@ def config_for(design: Design, ab: Abstraction) -> Config:
 
 
 #: How many alternative explanations the check tries in all before it gives up backtracking.
-BUDGET = 20_000
+BUDGET = 2_000
 
 
 def check(ab: Abstraction, design: Design = ATOMIC) -> Verdict:
@@ -279,7 +284,7 @@ def check(ab: Abstraction, design: Design = ATOMIC) -> Verdict:
     tries); when none carries the whole trace, the verdict is the run that got furthest."""
     cfg = config_for(design, ab)
     b = backend(cfg)
-    depth = 2 * cfg.requests + 2
+    depth = 3 * cfg.requests + 1
     steps = ab.steps
     # stack of (index of the next observed step, state, run so far, inferred flags, options)
     s0 = start(cfg)
