@@ -74,6 +74,8 @@ DELEGATED = {
     "serve": ("mcp_inflight.serve", "run an MCP server on the verified core (stdio or HTTP)"),
     "probe": ("mcp_inflight.probe", "probe an MCP server over HTTP for in-flight id collisions"),
     "explore": ("mcp_inflight.web", "serve a page to walk the state space and its counterexamples"),
+    "record": ("mcp_inflight.trace.record", "record the wire trace of a Streamable HTTP server (reverse proxy)"),
+    "replay": ("mcp_inflight.trace.replay", "check a recorded wire trace against the model's atomic design"),
 }
 
 

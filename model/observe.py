@@ -1,0 +1,333 @@
+"""From wire events to the model's moves: the abstraction a recorded trace is checked through.
+
+Profile: 2025-11-25, Streamable HTTP.  An *event* is a plain dict of the trace format
+(``mcp_inflight/trace/format.py`` documents it): ``kind`` (``open``, ``message``, ``status``,
+``close``), ``dir`` (``client->server`` or ``server->client``), ``exchange`` (a POST number or
+``"GET"``), and ``message`` / ``status`` / ``by`` by kind.  The mapping, written once:
+
+* a POST whose body is a ``tools/call`` request under JSON id k opens a new request instance
+  (instances are numbered in order of appearance, JSON ids likewise mapped to model ids): the
+  sender's ``client_sends`` if the id rule allows it, else ``rogue_sends`` (the first sender of
+  an id is the client; a sender reusing an in-flight id is the rogue), then ``arrive``;
+* a ``409`` answer on an instance's POST is ``refuse`` of that instance, on its own stream
+  (the first error body on that POST belongs to the refusal);
+* a response (``result`` or ``error`` under a tool call's id) seen on POST p is ``respond`` of
+  an instance under that id whose output stream is p's instance;
+* ``notifications/progress`` (or ``notifications/message``) on POST p is ``emit`` of the
+  instance whose request carried that progress token (any running one for a log), whose output
+  stream is p's instance;
+* ``notifications/cancelled`` for id k is ``send_cancel`` of the unanswered instance under k
+  (the latest first); its delivery is a server-internal step;
+* the client closing an instance's POST before its response is ``break_stream``.
+
+Server-internal steps the wire does not show (``admit``, ``unwind``, ``check``,
+``claim_stream``, ``deliver_cancel``) are inferred: before each observed move a breadth-first
+search over internal moves finds the shortest sequence after which the observed move is enabled
+with the observed outputs.  The choice is greedy per event (no backtracking over earlier
+choices).  Messages on the GET stream, on non-tool POSTs other than cancels, and
+server-to-client requests (elicitation) and their answers are not mapped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import ATOMIC, CHECK_THEN_CLAIM, UNGUARDED, Config, Design
+from .lifecycle import Life
+from .logic import Concrete
+from .properties import INVARIANTS
+from .session import ACTION, State
+from .step import Move, Transition, backend, start, take
+
+REVISION = "2025-11-25"
+TRANSPORT = "http"
+#: The server steps no wire event shows; the checker infers them.
+INTERNAL = ("admit", "unwind", "check", "claim_stream", "deliver_cancel")
+#: A stream no instance owns (a non-tool POST, an exchange never opened).
+NO_STREAM = -1
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One observed step: ``kind`` (send, refuse, respond, emit, cancel, break), the event's
+    index in the trace (``at``), the instance it is about (``r``: the new one for send, the
+    POST's for refuse and break), the model id (``i``), the instance of the stream it was seen
+    on (``stream``) and, for emit, the instances its progress token names (``of``)."""
+
+    kind: str
+    at: int
+    r: int | None = None
+    i: int | None = None
+    stream: int | None = None
+    of: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        name = {None: "-", NO_STREAM: "no instance's stream"}
+        s = name.get(self.stream, f"{_inst(self.stream)}'s stream")
+        return {"send": f"event {self.at}: tools/call id={_id(self.i)} opens {_inst(self.r)}",
+                "refuse": f"event {self.at}: {_inst(self.r)} answered 409",
+                "respond": f"event {self.at}: response id={_id(self.i)} seen on {s}",
+                "emit": f"event {self.at}: progress/log seen on {s}",
+                "cancel": f"event {self.at}: client cancels id={_id(self.i)}",
+                "break": f"event {self.at}: client closes {_inst(self.r)}'s stream"}[self.kind]
+
+
+def _inst(r: int | None) -> str:
+    return "?" if r is None or r < 0 else chr(ord("A") + r)
+
+
+def _id(i: int | None) -> str:
+    return "?" if i is None else str(i + 1)
+
+
+@dataclass
+class Abstraction:
+    """The observed steps of a trace and the bound they need (``ids``, ``requests``)."""
+
+    steps: list[Observed] = field(default_factory=list)
+    ids: int = 0
+    requests: int = 0
+
+
+def _key(v: Any) -> str:
+    return json.dumps(v, sort_keys=True)
+
+
+def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
+    """The observed steps of ``events`` (in trace order), by the mapping of the module doc."""
+    out = Abstraction()
+    ids: dict[str, int] = {}
+    post_inst: dict[Any, int] = {}
+    tokens: dict[str, list[int]] = {}
+    refused: set[int] = set()
+    answered: set[int] = set()
+    consumed: set[int] = set()
+    own: dict[Any, set[str]] = {}   # ids and tokens of the non-tool requests, per exchange
+    for n, ev in enumerate(events):
+        kind, ex, d = ev.get("kind"), ev.get("exchange"), ev.get("dir")
+        if ex == "GET":
+            continue
+        if kind == "message" and d == "client->server":
+            m = ev.get("message")
+            if not isinstance(m, dict):
+                continue
+            if "id" in m and m.get("method") != "tools/call":
+                own.setdefault(ex, set()).add(_key(m["id"]))
+                tok = ((m.get("params") or {}).get("_meta") or {}).get("progressToken")
+                if tok is not None:
+                    own[ex].add(_key(tok))
+            if m.get("method") == "tools/call" and "id" in m:
+                i = ids.setdefault(_key(m["id"]), len(ids))
+                r = post_inst[ex] = len(post_inst)
+                meta = (m.get("params") or {}).get("_meta") or {}
+                if "progressToken" in meta:
+                    tokens.setdefault(_key(meta["progressToken"]), []).append(r)
+                out.steps.append(Observed("send", n, r=r, i=i))
+            elif m.get("method") == "notifications/cancelled":
+                k = _key((m.get("params") or {}).get("requestId"))
+                if k in ids:
+                    out.steps.append(Observed("cancel", n, i=ids[k]))
+        elif kind == "status" and ex in post_inst and ev.get("status") == 409:
+            refused.add(post_inst[ex])
+            out.steps.append(Observed("refuse", n, r=post_inst[ex]))
+        elif kind == "message" and d == "server->client":
+            m = ev.get("message")
+            if not isinstance(m, dict):
+                continue
+            owner = post_inst.get(ex)
+            if owner in refused and owner not in consumed and "error" in m:
+                consumed.add(owner)           # the refusal's own error body
+                continue
+            stream = NO_STREAM if owner is None else owner
+            if "method" not in m and ("result" in m or "error" in m):
+                k = _key(m.get("id"))
+                if owner is None and k in own.get(ex, set()):
+                    continue                  # the answer to a request the model does not speak of
+                if owner is not None and k in ids:
+                    answered.add(owner)
+                out.steps.append(Observed("respond", n, i=ids.get(k), stream=stream))
+            elif m.get("method") in ("notifications/progress", "notifications/message"):
+                tok = (m.get("params") or {}).get("progressToken")
+                if owner is None and tok is not None and _key(tok) in own.get(ex, set()):
+                    continue                  # progress of a request the model does not speak of
+                of = tuple(tokens.get(_key(tok), ())) if tok is not None else ()
+                if tok is not None and not of:
+                    stream = NO_STREAM        # a token no tool call carried: no instance's message
+                out.steps.append(Observed("emit", n, stream=stream, of=of))
+        elif kind == "close" and ev.get("by") == "client" and ex in post_inst:
+            r = post_inst[ex]
+            if r not in answered and r not in refused:
+                out.steps.append(Observed("break", n, r=r))
+    out.ids, out.requests = max(1, len(ids)), max(1, len(post_inst))
+    return out
+
+
+# --- the check -------------------------------------------------------------------------------
+
+@dataclass
+class Verdict:
+    """The outcome of checking an abstraction on one design.  ``explained``: every observed
+    step was matched; ``failed``: the observed step no move explains (if any); ``broken``: the
+    first invariant broken along the run, with the number of transitions up to it."""
+
+    cfg: Config
+    run: list[Transition]
+    explained: bool
+    failed: Observed | None = None
+    broken: str | None = None
+    broken_at: int | None = None
+    inferred: list[bool] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return self.explained and self.broken is None
+
+
+Expect = tuple[Move, dict[str, tuple[int, bool]]]
+
+
+def _candidates(cfg: Config, s: State, o: Observed) -> list[list[Expect]]:
+    """The move sequences that would explain ``o`` from ``s``, with the outputs each must give."""
+    A = ACTION
+    R = range(cfg.requests)
+    if o.kind == "send":
+        assert o.r is not None and o.i is not None
+        return [[(Move(A[a], o.r, o.i), {}), (Move(A["arrive"], o.r), {})]
+                for a in ("client_sends", "rogue_sends")]
+    if o.kind == "refuse" and "refuse" in A and cfg.design.refuses:
+        assert o.r is not None
+        return [[(Move(A["refuse"], o.r), {"response": (o.r, True)})]]
+    if o.kind == "respond":
+        assert o.stream is not None
+        return [[(Move(A["respond"], q), {"response": (o.stream, True)})]
+                for q in R if s.life[q] != Life.UNSENT and s.rid[q] == o.i]
+    if o.kind == "emit":
+        assert o.stream is not None
+        return [[(Move(A["emit"], q), {"progress": (o.stream, True)})] for q in (o.of or R)]
+    if o.kind == "cancel":
+        qs = [q for q in reversed(R) if s.life[q] != Life.UNSENT and s.rid[q] == o.i]
+        return [[(Move(A["send_cancel"], q), {})] for q in qs]
+    if o.kind == "break":
+        assert o.r is not None
+        return [[(Move(A["break_stream"], o.r), {})]]
+    return []
+
+
+def _try(cfg: Config, s: State, seq: list[Expect], b: Concrete) -> list[Transition] | None:
+    out = []
+    for mv, want in seq:
+        t = take(cfg, s, mv, b)
+        if t is None or any(t.out.get(k) != v for k, v in want.items()):
+            return None
+        out.append(t)
+        s = t.post
+    return out
+
+
+def _explain(cfg: Config, s: State, o: Observed, b: Concrete, depth: int
+             ) -> Iterator[tuple[list[Transition], list[Transition]]]:
+    """Breadth-first over internal moves from ``s``: every internal prefix (shortest first)
+    after which some candidate of ``o`` runs, as ``(internal transitions, observed ones)``.
+    Candidates on the stream the message was seen on come first."""
+    internal = [Move(ACTION[a], r) for a in INTERNAL if a in ACTION for r in range(cfg.requests)]
+    queue: deque[tuple[State, list[Transition]]] = deque([(s, [])])
+    seen = {s}
+    while queue:
+        st, path = queue.popleft()
+        cands = _candidates(cfg, st, o)
+        cands.sort(key=lambda seq: seq[0][0].r != o.stream)
+        for seq in cands:
+            got = _try(cfg, st, seq, b)
+            if got is not None:
+                yield path, got
+        if len(path) >= depth:
+            continue
+        for mv in internal:
+            t = take(cfg, st, mv, b)
+            if t is not None and t.post not in seen:
+                seen.add(t.post)
+                queue.append((t.post, path + [t]))
+
+
+def _broken(cfg: Config, t: Transition, b: Concrete) -> str | None:
+    for p in INVARIANTS:
+        if not p.applies(cfg):
+            continue
+        if p.scope == "step":
+            ok = p.fn(b, t.pre, t.post, cfg, t.action, t.move.r, t.move.i, t.out)
+        else:
+            ok = p.fn(b, t.post, cfg)
+        if not ok:
+            return p.name
+    return None
+
+
+def config_for(design: Design, ab: Abstraction) -> Config:
+    """The model's bound grown to the trace: its instances and its distinct ids."""
+    return Config(design, REVISION, TRANSPORT, ids=ab.ids, requests=ab.requests)
+
+
+#: How many alternative explanations the check tries in all before it gives up backtracking.
+BUDGET = 2_000
+
+
+def check(ab: Abstraction, design: Design = ATOMIC) -> Verdict:
+    """Run the observed steps of ``ab`` on ``design`` with the model's step function: every
+    step enabled, every output as observed, every invariant along the run.
+
+    Where an observed step has several explanations (which instance responded, which internal
+    steps came first) the check backtracks over them (depth first, at most :data:`BUDGET`
+    tries); when none carries the whole trace, the verdict is the run that got furthest."""
+    cfg = config_for(design, ab)
+    b = backend(cfg)
+    depth = 3 * cfg.requests + 1
+    steps = ab.steps
+    # stack of (index of the next observed step, state, run so far, inferred flags, options)
+    s0 = start(cfg)
+    stack: list[tuple[int, State, list[Transition], list[bool],
+                      Iterator[tuple[list[Transition], list[Transition]]]]] = [(0, s0, [], [], _explain(cfg, s0, steps[0], b, depth) if steps else iter(()))]
+    best: tuple[int, list[Transition], list[bool]] = (0, [], [])
+    tries = 0
+    if not steps:
+        return Verdict(cfg, [], True)
+    while stack and tries < BUDGET:
+        k, s, run, inf, options = stack[-1]
+        got = next(options, None)
+        if got is None:
+            stack.pop()
+            continue
+        tries += 1
+        pre, obs = got
+        run2 = run + pre + obs
+        inf2 = inf + [True] * len(pre) + [False] * len(obs)
+        if k + 1 > best[0]:
+            best = (k + 1, run2, inf2)
+        if k + 1 == len(steps):
+            return _judge(cfg, run2, inf2, b, None)
+        post = run2[-1].post
+        stack.append((k + 1, post, run2, inf2, _explain(cfg, post, steps[k + 1], b, depth)))
+    n, run, inf = best
+    return _judge(cfg, run, inf, b, steps[n])
+
+
+def _judge(cfg: Config, run: list[Transition], inferred: list[bool], b: Concrete,
+           failed: Observed | None) -> Verdict:
+    v = Verdict(cfg, run, failed is None, failed, inferred=inferred)
+    for n, t in enumerate(run, 1):
+        name = _broken(cfg, t, b)
+        if name is not None:
+            v.broken, v.broken_at = name, n
+            break
+    return v
+
+
+ALTERNATIVES: tuple[Design, ...] = (UNGUARDED, CHECK_THEN_CLAIM)
+
+
+def explains(ab: Abstraction) -> list[Verdict]:
+    """The verdicts of the other designs that explain every observed step of ``ab``."""
+    return [v for v in (check(ab, d) for d in ALTERNATIVES) if v.explained]
