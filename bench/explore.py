@@ -35,7 +35,8 @@ def parse_bounds(text: str) -> list[tuple[int, int]]:
             out.append((int(ids), int(req)))
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"bad bound {part!r}: write IDSxREQUESTS, e.g. 2x3,3x3") from None
+                f"bad bound {part!r}: write IDSxREQUESTS, e.g. 2x3,3x3"
+            ) from None
     return out
 
 
@@ -45,21 +46,27 @@ def measure(cfg, **kw):
     return r, time.monotonic() - w0, time.process_time() - c0
 
 
-HEAD = (f"{'profile':<19} {'bound':>5} {'sym':>4} {'states':>10} {'transitions':>12}"
-        f" {'wall s':>8} {'cpu s':>7} {'states/s':>9} {'reduction':>9}  verdicts")
+HEAD = (
+    f"{'profile':<19} {'bound':>5} {'sym':>4} {'states':>10} {'transitions':>12}"
+    f" {'wall s':>8} {'cpu s':>7} {'states/s':>9} {'reduction':>9}  verdicts"
+)
 
 
 def row(label, bound, tag, r, wall, cpu, red):
     mark = "" if r.complete else ">"
     red_s = f"{red:>8.2f}x" if red else f"{'':>9}"
-    return (f"{label:<19} {bound:>5} {tag:>4} {mark + format(r.states, ','):>10}"
-            f" {r.transitions:>12,} {wall:>8.2f} {cpu:>7.2f} {r.states / max(wall, 1e-9):>9,.0f}"
-            f" {red_s}  {'ok' if r.ok else 'FAIL' if r.complete else 'incomplete'}")
+    return (
+        f"{label:<19} {bound:>5} {tag:>4} {mark + format(r.states, ','):>10}"
+        f" {r.transitions:>12,} {wall:>8.2f} {cpu:>7.2f} {r.states / max(wall, 1e-9):>9,.0f}"
+        f" {red_s}  {'ok' if r.ok else 'FAIL' if r.complete else 'incomplete'}"
+    )
 
 
 def growth(a) -> None:
-    print(f"design {a.design}; budget {a.budget:.0f} s per run"
-          + (f"; at most {a.max_states:,} states per run" if a.max_states else ""))
+    print(
+        f"design {a.design}; budget {a.budget:.0f} s per run"
+        + (f"; at most {a.max_states:,} states per run" if a.max_states else "")
+    )
     print(HEAD)
     for rev, tr in profiles(a.revision, a.transport):
         label = f"{rev} {tr}"
@@ -83,38 +90,67 @@ def growth(a) -> None:
 
 def engines(a) -> None:
     print(f"design {a.design}: compiled vs interpreted engine, same runs")
-    print(f"{'profile':<19} {'bound':>5} {'sym':>4} {'states':>9} {'compiled s':>11}"
-          f" {'interpreted s':>14} {'speed-up':>9}")
+    print(
+        f"{'profile':<19} {'bound':>5} {'sym':>4} {'states':>9} {'compiled s':>11}"
+        f" {'interpreted s':>14} {'speed-up':>9}"
+    )
     for rev, tr in profiles(a.revision, a.transport):
         for ids, req in a.bounds:
             cfg = Config(ALL[a.design], rev, tr, ids=ids, requests=req)
             for sym in (True, False):
                 rc, wc, _ = measure(cfg, symmetry=sym, max_states=a.max_states)
-                ri, wi, _ = measure(cfg, symmetry=sym, max_states=a.max_states, engine="interpreted")
+                ri, wi, _ = measure(
+                    cfg, symmetry=sym, max_states=a.max_states, engine="interpreted"
+                )
                 same = (rc.states, rc.transitions) == (ri.states, ri.transitions)
-                print(f"{rev + ' ' + tr:<19} {ids}x{req:<3} {'on' if sym else 'off':>4}"
-                      f" {rc.states:>9,} {wc:>11.2f} {wi:>14.2f} {wi / max(wc, 1e-9):>8.1f}x"
-                      + ("" if same else "  !! the engines disagree"), flush=True)
+                print(
+                    f"{rev + ' ' + tr:<19} {ids}x{req:<3} {'on' if sym else 'off':>4}"
+                    f" {rc.states:>9,} {wc:>11.2f} {wi:>14.2f} {wi / max(wc, 1e-9):>8.1f}x"
+                    + ("" if same else "  !! the engines disagree"),
+                    flush=True,
+                )
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[2].replace("\n", " "),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--design", default="atomic", choices=list(ALL), metavar="DESIGN",
-                   help="a design or mutant: " + ", ".join(ALL))
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "--design",
+        default="atomic",
+        choices=list(ALL),
+        metavar="DESIGN",
+        help="a design or mutant: " + ", ".join(ALL),
+    )
     p.add_argument("--revision", default="all", choices=["all", "2025-11-25", "2026-07-28"])
     p.add_argument("--transport", default="all", choices=["all", "stdio", "http"])
-    p.add_argument("--bounds", type=parse_bounds, default=DEFAULT_BOUNDS,
-                   help="bounds to grow through, IDSxREQUESTS, comma-separated")
-    p.add_argument("--budget", type=float, default=60.0,
-                   help="stop growing a profile after a run longer than this (seconds)")
-    p.add_argument("--max-states", type=int, default=None,
-                   help="cut each run at this many states (figures become lower bounds)")
-    p.add_argument("--no-off", action="store_true",
-                   help="skip the runs without symmetry (no reduction factor)")
-    p.add_argument("--engines", action="store_true",
-                   help="compare the compiled and the interpreted engine instead")
+    p.add_argument(
+        "--bounds",
+        type=parse_bounds,
+        default=DEFAULT_BOUNDS,
+        help="bounds to grow through, IDSxREQUESTS, comma-separated",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        help="stop growing a profile after a run longer than this (seconds)",
+    )
+    p.add_argument(
+        "--max-states",
+        type=int,
+        default=None,
+        help="cut each run at this many states (figures become lower bounds)",
+    )
+    p.add_argument(
+        "--no-off", action="store_true", help="skip the runs without symmetry (no reduction factor)"
+    )
+    p.add_argument(
+        "--engines",
+        action="store_true",
+        help="compare the compiled and the interpreted engine instead",
+    )
     a = p.parse_args(argv)
     try:
         engines(a) if a.engines else growth(a)

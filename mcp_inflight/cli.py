@@ -28,6 +28,7 @@ def choice(valid, what):
         if v not in valid:
             raise argparse.ArgumentTypeError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
         return v
+
     return parse
 
 
@@ -74,56 +75,105 @@ DELEGATED = {
     "serve": ("mcp_inflight.serve", "run an MCP server on the verified core (stdio or HTTP)"),
     "probe": ("mcp_inflight.probe", "probe an MCP server over HTTP for in-flight id collisions"),
     "explore": ("mcp_inflight.web", "serve a page to walk the state space and its counterexamples"),
-    "record": ("mcp_inflight.trace.record", "record the wire trace of a Streamable HTTP server (reverse proxy)"),
-    "replay": ("mcp_inflight.trace.replay", "check a recorded wire trace against the model's atomic design"),
+    "record": (
+        "mcp_inflight.trace.record",
+        "record the wire trace of a Streamable HTTP server (reverse proxy)",
+    ),
+    "replay": (
+        "mcp_inflight.trace.replay",
+        "check a recorded wire trace against the model's atomic design",
+    ),
 }
 
 
 def _available() -> dict:
     """The delegated subcommands whose module is installed."""
     import importlib.util
+
     return {k: v for k, v in DELEGATED.items() if importlib.util.find_spec(v[0]) is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="mcp-inflight",
-                description="The request lifecycle of MCP servers as one verified state machine.")
+    p = Parser(
+        prog="mcp-inflight",
+        description="The request lifecycle of MCP servers as one verified state machine.",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     c = sub.add_parser(
-        "check", help="explore every reachable state and judge the invariants",
+        "check",
+        help="explore every reachable state and judge the invariants",
         description="Explore every reachable state of the model (breadth-first, so every "
-                    "counterexample is a shortest one) for each selected design and profile, "
-                    "and judge each invariant, witness and protocol hazard; then prove each "
-                    "invariant with z3 for any number of ids and requests (as 'mcp-inflight "
-                    "prove' does) and print both verdicts side by side. Exit 0 when every "
-                    "invariant holds and is proved and every witness is reached; 1 otherwise "
-                    "(a solver timeout included); 2 on a usage error. Hazards are reported in "
-                    "their own section and never change the exit code.")
-    c.add_argument("--design", default="atomic", type=choice(list(DESIGNS) + ["all"], "design"),
-                   help="atomic | unguarded | check_then_claim | all (default: atomic); "
-                        "'mcp-inflight prove --design' also takes the mutants of atomic")
-    c.add_argument("--revision", default="all", type=choice(list(REVISIONS) + ["all"], "revision"),
-                   help="2025-11-25 | 2026-07-28 | all (default: all)")
-    c.add_argument("--transport", default="all", type=choice(list(TRANSPORTS) + ["all"], "transport"),
-                   help="stdio | http | all (default: all)")
-    c.add_argument("--ids", type=positive, default=DEFAULT_IDS,
-                   help=f"distinct request ids (default: {DEFAULT_IDS})")
-    c.add_argument("--requests", type=positive, default=DEFAULT_REQUESTS,
-                   help=f"request instances a run may send (default: {DEFAULT_REQUESTS})")
-    c.add_argument("--no-symmetry", action="store_true",
-                   help="do not reduce by symmetry of ids and instances (to compare counts)")
-    c.add_argument("--max-states", type=positive, default=None,
-                   help="stop a run after this many states; an incomplete run fails")
+        "counterexample is a shortest one) for each selected design and profile, "
+        "and judge each invariant, witness and protocol hazard; then prove each "
+        "invariant with z3 for any number of ids and requests (as 'mcp-inflight "
+        "prove' does) and print both verdicts side by side. Exit 0 when every "
+        "invariant holds and is proved and every witness is reached; 1 otherwise "
+        "(a solver timeout included); 2 on a usage error. Hazards are reported in "
+        "their own section and never change the exit code.",
+    )
+    c.add_argument(
+        "--design",
+        default="atomic",
+        type=choice(list(DESIGNS) + ["all"], "design"),
+        help="atomic | unguarded | check_then_claim | all (default: atomic); "
+        "'mcp-inflight prove --design' also takes the mutants of atomic",
+    )
+    c.add_argument(
+        "--revision",
+        default="all",
+        type=choice(list(REVISIONS) + ["all"], "revision"),
+        help="2025-11-25 | 2026-07-28 | all (default: all)",
+    )
+    c.add_argument(
+        "--transport",
+        default="all",
+        type=choice(list(TRANSPORTS) + ["all"], "transport"),
+        help="stdio | http | all (default: all)",
+    )
+    c.add_argument(
+        "--ids",
+        type=positive,
+        default=DEFAULT_IDS,
+        help=f"distinct request ids (default: {DEFAULT_IDS})",
+    )
+    c.add_argument(
+        "--requests",
+        type=positive,
+        default=DEFAULT_REQUESTS,
+        help=f"request instances a run may send (default: {DEFAULT_REQUESTS})",
+    )
+    c.add_argument(
+        "--no-symmetry",
+        action="store_true",
+        help="do not reduce by symmetry of ids and instances (to compare counts)",
+    )
+    c.add_argument(
+        "--max-states",
+        type=positive,
+        default=None,
+        help="stop a run after this many states; an incomplete run fails",
+    )
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     c.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
-    c.add_argument("--no-prove", action="store_true",
-                   help="run only the explorer (skip the z3 proofs)")
-    c.add_argument("--no-explore", action="store_true",
-                   help="run only the z3 prover (skip the explorer)")
-    c.add_argument("--depth", type=positive, default=12,
-                   help="prover: longest trace bounded model checking looks for (default: 12)")
-    c.add_argument("--timeout", type=float, default=30.0, metavar="S",
-                   help="prover: seconds per solver query; running out fails the check (default: 30)")
+    c.add_argument(
+        "--no-prove", action="store_true", help="run only the explorer (skip the z3 proofs)"
+    )
+    c.add_argument(
+        "--no-explore", action="store_true", help="run only the z3 prover (skip the explorer)"
+    )
+    c.add_argument(
+        "--depth",
+        type=positive,
+        default=12,
+        help="prover: longest trace bounded model checking looks for (default: 12)",
+    )
+    c.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="prover: seconds per solver query; running out fails the check (default: 30)",
+    )
     for name, (_, helptext) in _available().items():
         d = sub.add_parser(name, help=helptext, add_help=False)
         d.add_argument("rest", nargs=argparse.REMAINDER)
@@ -132,12 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _runs(args):
     designs = list(DESIGNS.values()) if args.design == "all" else [DESIGNS[args.design]]
-    return [Config(d, rev, tr, ids=args.ids, requests=args.requests)
-            for d in designs for rev, tr in profiles(args.revision, args.transport)]
+    return [
+        Config(d, rev, tr, ids=args.ids, requests=args.requests)
+        for d in designs
+        for rev, tr in profiles(args.revision, args.transport)
+    ]
 
 
 def cmd_check(args) -> int:
     from mcp_inflight import report
+
     if args.no_prove and args.no_explore:
         build_parser().error("--no-prove and --no-explore leave nothing to run")
     if args.timeout <= 0:
@@ -152,15 +206,26 @@ def cmd_check(args) -> int:
     results = proofs = None
     if not args.no_explore:
         from mcp_inflight.proofs.explore import explore_many
-        results = explore_many(cfgs, symmetry=not args.no_symmetry, max_states=args.max_states,
-                               progress=None if not args.json else False)
+
+        results = explore_many(
+            cfgs,
+            symmetry=not args.no_symmetry,
+            max_states=args.max_states,
+            progress=None if not args.json else False,
+        )
     if not args.no_prove:
         from mcp_inflight.proofs.prove import prove_all
-        proofs = prove_all(cfgs, depth=args.depth, timeout=args.timeout,
-                           jobs=min(2, os.cpu_count() or 1),
-                           progress=not args.json and sys.stderr.isatty())
-    ok = (results is None or all(r.ok for r in results)) and \
-         (proofs is None or all(p.ok for p in proofs))
+
+        proofs = prove_all(
+            cfgs,
+            depth=args.depth,
+            timeout=args.timeout,
+            jobs=min(2, os.cpu_count() or 1),
+            progress=not args.json and sys.stderr.isatty(),
+        )
+    ok = (results is None or all(r.ok for r in results)) and (
+        proofs is None or all(p.ok for p in proofs)
+    )
     if args.json:
         if results is not None:
             runs = [r.to_json() for r in results]
@@ -170,9 +235,11 @@ def cmd_check(args) -> int:
                         for v in run[key]:
                             p = pr.proof(v["name"])
                             v["proof"] = p.to_json() if p.applies else None
-                    run["prover"] = {k: v for k, v in pr.to_json().items()
-                                     if k in ("seconds", "queries", "slowest_query", "ok", "depth",
-                                              "auxiliary")}
+                    run["prover"] = {
+                        k: v
+                        for k, v in pr.to_json().items()
+                        if k in ("seconds", "queries", "slowest_query", "ok", "depth", "auxiliary")
+                    }
         else:
             runs = [p.to_json() for p in proofs]
         json.dump({"ok": ok, "runs": runs}, sys.stdout, indent=1)
@@ -185,16 +252,26 @@ def cmd_check(args) -> int:
         else:
             text = report.prove_text(proofs)
         sys.stdout.write(text + "\n")
-        what = {(False, False): "every invariant holds and is proved, and every witness is reached",
-                (False, True): "every invariant holds and every witness is reached",
-                (True, False): "every invariant is proved"}[(args.no_explore, args.no_prove)]
-        unknown = [f"{p.name} on {r.cfg.label}" for r in (proofs or []) for p in r.proofs
-                   if p.applies and p.kind == "invariant" and p.status == "unknown"]
+        what = {
+            (False, False): "every invariant holds and is proved, and every witness is reached",
+            (False, True): "every invariant holds and every witness is reached",
+            (True, False): "every invariant is proved",
+        }[(args.no_explore, args.no_prove)]
+        unknown = [
+            f"{p.name} on {r.cfg.label}"
+            for r in (proofs or [])
+            for p in r.proofs
+            if p.applies and p.kind == "invariant" and p.status == "unknown"
+        ]
         if unknown:
-            sys.stdout.write("UNKNOWN: the solver gave up on " + "; ".join(unknown) +
-                             " (raise --timeout); this is not a pass\n")
-        sys.stdout.write(f"OK: {what}\n" if ok else
-                         "FAILED: see the table and counterexamples above\n")
+            sys.stdout.write(
+                "UNKNOWN: the solver gave up on "
+                + "; ".join(unknown)
+                + " (raise --timeout); this is not a pass\n"
+            )
+        sys.stdout.write(
+            f"OK: {what}\n" if ok else "FAILED: see the table and counterexamples above\n"
+        )
     if args.junit_xml:
         report.write_junit(args.junit_xml, results, proofs)
     return 0 if ok else 1

@@ -24,30 +24,56 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="mcp-inflight prove",
         description="Prove the invariants with z3 for any number of ids, requests and streams. "
-                    "Each invariant is proved inductive (with the auxiliary invariants of "
-                    "model/auxiliary.py, themselves proved); one that is not comes back with a "
-                    "counterexample to induction, and bounded model checking then looks for a "
-                    "real trace from the initial state (shortest first; over "
-                    f"{BMC_REQUESTS} requests and {BMC_IDS} ids, the explorer's default bound). "
-                    "Exit 0 when every "
-                    "invariant is proved; 1 when one is not, or when the solver gives up "
-                    "(never counted as a pass); 2 on a usage error. Protocol hazards are "
-                    "reported and never change the exit code.")
+        "Each invariant is proved inductive (with the auxiliary invariants of "
+        "model/auxiliary.py, themselves proved); one that is not comes back with a "
+        "counterexample to induction, and bounded model checking then looks for a "
+        "real trace from the initial state (shortest first; over "
+        f"{BMC_REQUESTS} requests and {BMC_IDS} ids, the explorer's default bound). "
+        "Exit 0 when every "
+        "invariant is proved; 1 when one is not, or when the solver gives up "
+        "(never counted as a pass); 2 on a usage error. Protocol hazards are "
+        "reported and never change the exit code.",
+    )
     names = list(all_designs())
-    p.add_argument("--design", default="atomic", type=choice(names + ["all"], "design"),
-                   help="atomic | unguarded | check_then_claim | all, or a mutant of atomic "
-                        "(atomic-split-claim, atomic-no-refusal, ...) (default: atomic)")
-    p.add_argument("--revision", default="all", type=choice(list(REVISIONS) + ["all"], "revision"),
-                   help="2025-11-25 | 2026-07-28 | all (default: all)")
-    p.add_argument("--transport", default="all", type=choice(list(TRANSPORTS) + ["all"], "transport"),
-                   help="stdio | http | all (default: all)")
-    p.add_argument("--depth", type=positive, default=DEFAULT_DEPTH,
-                   help=f"longest trace bounded model checking looks for (default: {DEFAULT_DEPTH})")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-                   help=f"seconds per solver query; a query that runs out is 'unknown' and the "
-                        f"run fails (default: {DEFAULT_TIMEOUT:g})")
-    p.add_argument("--jobs", type=positive, default=min(2, os.cpu_count() or 1),
-                   help="configurations proved in parallel processes (default: 2, or 1 on one core)")
+    p.add_argument(
+        "--design",
+        default="atomic",
+        type=choice(names + ["all"], "design"),
+        help="atomic | unguarded | check_then_claim | all, or a mutant of atomic "
+        "(atomic-split-claim, atomic-no-refusal, ...) (default: atomic)",
+    )
+    p.add_argument(
+        "--revision",
+        default="all",
+        type=choice(list(REVISIONS) + ["all"], "revision"),
+        help="2025-11-25 | 2026-07-28 | all (default: all)",
+    )
+    p.add_argument(
+        "--transport",
+        default="all",
+        type=choice(list(TRANSPORTS) + ["all"], "transport"),
+        help="stdio | http | all (default: all)",
+    )
+    p.add_argument(
+        "--depth",
+        type=positive,
+        default=DEFAULT_DEPTH,
+        help=f"longest trace bounded model checking looks for (default: {DEFAULT_DEPTH})",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds per solver query; a query that runs out is 'unknown' and the "
+        f"run fails (default: {DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--jobs",
+        type=positive,
+        default=min(2, os.cpu_count() or 1),
+        help="configurations proved in parallel processes (default: 2, or 1 on one core)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
     return p
@@ -78,21 +104,36 @@ def _run(argv: list[str]) -> int:
             return 2
     stop_on_signals()
     cfgs = configs(args.design, args.revision, args.transport)
-    results = prove_all(cfgs, depth=args.depth, timeout=args.timeout, jobs=args.jobs,
-                        progress=not args.json and sys.stderr.isatty())
+    results = prove_all(
+        cfgs,
+        depth=args.depth,
+        timeout=args.timeout,
+        jobs=args.jobs,
+        progress=not args.json and sys.stderr.isatty(),
+    )
     ok = all(r.ok for r in results)
-    unknown = [f"{p.name} on {r.cfg.label}" for r in results for p in r.proofs
-               if p.applies and p.status == "unknown" and p.kind == "invariant"]
+    unknown = [
+        f"{p.name} on {r.cfg.label}"
+        for r in results
+        for p in r.proofs
+        if p.applies and p.status == "unknown" and p.kind == "invariant"
+    ]
     if args.json:
         json.dump({"ok": ok, "runs": [r.to_json() for r in results]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(prove_text(results) + "\n")
         if unknown:
-            sys.stdout.write("UNKNOWN: the solver gave up on " + "; ".join(unknown) +
-                             " (raise --timeout); this is not a pass\n")
-        sys.stdout.write("OK: every invariant is proved for any number of ids and requests\n"
-                         if ok else "FAILED: see the table, counterexamples and traces above\n")
+            sys.stdout.write(
+                "UNKNOWN: the solver gave up on "
+                + "; ".join(unknown)
+                + " (raise --timeout); this is not a pass\n"
+            )
+        sys.stdout.write(
+            "OK: every invariant is proved for any number of ids and requests\n"
+            if ok
+            else "FAILED: see the table, counterexamples and traces above\n"
+        )
     if args.junit_xml:
         write_junit(args.junit_xml, None, results)
     return 0 if ok else 1

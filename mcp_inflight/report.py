@@ -16,12 +16,15 @@ from mcp_inflight.model.trace import trace_lines
 from mcp_inflight.proofs.explore import RunResult, Verdict
 from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS, Proof, ProveResult
 
-_SECTIONS = (("Invariants and witnesses", ("invariant", "witness")),
-             ("Protocol hazards (reported, never fail the check)", ("hazard",)))
+_SECTIONS = (
+    ("Invariants and witnesses", ("invariant", "witness")),
+    ("Protocol hazards (reported, never fail the check)", ("hazard",)),
+)
 _AUX_TITLE = "auxiliary invariants (proved with the invariants; part of the model)"
 
 
 # --- marks --------------------------------------------------------------------------------
+
 
 def verdict_mark(v: Verdict) -> str:
     """The explorer's verdict in one word."""
@@ -36,8 +39,12 @@ def proof_mark(p: Proof) -> str:
     """The prover's verdict in a few words."""
     if not p.applies:
         return "n/a"
-    return {"proved": "PROVED", "trace": "FAILS (trace)", "unknown": "UNKNOWN (solver gave up)",
-            "cti": "not proved (no trace within depth)"}[p.status]
+    return {
+        "proved": "PROVED",
+        "trace": "FAILS (trace)",
+        "unknown": "UNKNOWN (solver gave up)",
+        "cti": "not proved (no trace within depth)",
+    }[p.status]
 
 
 def _width(runs: Sequence[RunResult] | Sequence[ProveResult]) -> int:
@@ -45,6 +52,7 @@ def _width(runs: Sequence[RunResult] | Sequence[ProveResult]) -> int:
 
 
 # --- the explorer -------------------------------------------------------------------------
+
 
 def _verdict_sections(results: Sequence[RunResult]) -> list[str]:
     lines = []
@@ -54,8 +62,9 @@ def _verdict_sections(results: Sequence[RunResult]) -> list[str]:
         for r in results:
             for v in r.verdicts:
                 if v.kind in kinds:
-                    lines.append(f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
-                                 f"{verdict_mark(v)}")
+                    lines.append(
+                        f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {verdict_mark(v)}"
+                    )
         lines.append("")
     return lines
 
@@ -67,10 +76,12 @@ def _explore_runs(results: Sequence[RunResult]) -> list[str]:
         extra = "" if r.complete else "  INCOMPLETE (--max-states reached)"
         dead = f"  dead actions: {', '.join(r.dead_actions)}" if r.dead_actions else ""
         dl = f"  deadlocks: {r.deadlocks}" if r.deadlocks else ""
-        lines.append(f"  {r.cfg.label:<{width}}  bounds ids={r.cfg.ids} requests={r.cfg.requests}"
-                     f"  symmetry={'on' if r.symmetry else 'off'}  {r.states:,} states"
-                     f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s"
-                     f"{extra}{dead}{dl}")
+        lines.append(
+            f"  {r.cfg.label:<{width}}  bounds ids={r.cfg.ids} requests={r.cfg.requests}"
+            f"  symmetry={'on' if r.symmetry else 'off'}  {r.states:,} states"
+            f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s"
+            f"{extra}{dead}{dl}"
+        )
     lines.append("")
     return lines
 
@@ -92,17 +103,19 @@ def _explore_traces(results: Sequence[RunResult]) -> list[str]:
 
 def explore_text(results: Sequence[RunResult]) -> str:
     """The explorer's report: verdicts, runs, counterexamples."""
-    return "\n".join(_verdict_sections(results) + _explore_runs(results)
-                     + _explore_traces(results))
+    return "\n".join(_verdict_sections(results) + _explore_runs(results) + _explore_traces(results))
 
 
 # --- the prover ---------------------------------------------------------------------------
 
+
 def _proof_sections(results: Sequence[ProveResult]) -> list[str]:
     lines = []
     width = _width(results)
-    for title, kind in (("Invariants (z3)", "invariant"),
-                        ("Protocol hazards (reported, never fail)", "hazard")):
+    for title, kind in (
+        ("Invariants (z3)", "invariant"),
+        ("Protocol hazards (reported, never fail)", "hazard"),
+    ):
         lines.append(title)
         for r in results:
             for p in r.of(kind):
@@ -129,9 +142,11 @@ def _prove_runs(results: Sequence[ProveResult], title: str) -> list[str]:
     lines = [title]
     width = _width(results)
     for r in results:
-        lines.append(f"  {r.cfg.label:<{width}}  {r.queries} queries  {r.seconds:.2f}s  "
-                     f"bounded search: depth {r.depth}, {BMC_REQUESTS} requests, {BMC_IDS} ids  "
-                     f"slowest query {r.slowest[0]:.2f}s ({r.slowest[1]})")
+        lines.append(
+            f"  {r.cfg.label:<{width}}  {r.queries} queries  {r.seconds:.2f}s  "
+            f"bounded search: depth {r.depth}, {BMC_REQUESTS} requests, {BMC_IDS} ids  "
+            f"slowest query {r.slowest[0]:.2f}s ({r.slowest[1]})"
+        )
     lines.append("")
     return lines
 
@@ -158,12 +173,16 @@ def _proof_problems(results: Sequence[ProveResult]) -> list[str]:
 
 def prove_text(results: Sequence[ProveResult]) -> str:
     """The prover's report: verdicts, auxiliary invariants, runs, what was not proved."""
-    return "\n".join(_proof_sections(results)
-                     + _auxiliary(results, "A" + _AUX_TITLE[1:])
-                     + _prove_runs(results, "Runs") + _proof_problems(results))
+    return "\n".join(
+        _proof_sections(results)
+        + _auxiliary(results, "A" + _AUX_TITLE[1:])
+        + _prove_runs(results, "Runs")
+        + _proof_problems(results)
+    )
 
 
 # --- both ---------------------------------------------------------------------------------
+
 
 def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -> list[str]:
     lines = []
@@ -175,8 +194,10 @@ def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
             for v in r.verdicts:
                 if v.kind in kinds:
                     z = proof_mark(pr.proof(v.name)) if v.kind != "witness" else "-"
-                    lines.append(f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
-                                 f"{verdict_mark(v):<10} {z}")
+                    lines.append(
+                        f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
+                        f"{verdict_mark(v):<10} {z}"
+                    )
         lines.append("")
     return lines
 
@@ -184,16 +205,22 @@ def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
 def combined_text(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -> str:
     """``mcp-inflight check``: one table with both verdicts side by side, the explorer's runs and
     counterexamples, then the prover's auxiliary invariants, runs and what it did not prove."""
-    return "\n".join(_side_by_side(results, proofs) + _explore_runs(results)
-                     + _explore_traces(results)
-                     + _auxiliary(proofs, "z3: " + _AUX_TITLE) + _prove_runs(proofs, "z3 runs")
-                     + _proof_problems(proofs))
+    return "\n".join(
+        _side_by_side(results, proofs)
+        + _explore_runs(results)
+        + _explore_traces(results)
+        + _auxiliary(proofs, "z3: " + _AUX_TITLE)
+        + _prove_runs(proofs, "z3 runs")
+        + _proof_problems(proofs)
+    )
 
 
 # --- JUnit --------------------------------------------------------------------------------
 
-def write_junit(path: str, results: Sequence[RunResult] | None,
-                proofs: Sequence[ProveResult] | None = None) -> None:
+
+def write_junit(
+    path: str, results: Sequence[RunResult] | None, proofs: Sequence[ProveResult] | None = None
+) -> None:
     """One test case per run x property: the explorer's verdicts (with the prover's beside them
     when both ran), or the prover's alone when ``results`` is None."""
     if results is None:
@@ -207,8 +234,7 @@ _Case = tuple[str, str, float, str | None, str | None, str | None]
 # (classname, name, seconds, outcome: None | "skipped" | "failure" | "system-out", message, text)
 
 
-def _check_cases(results: Sequence[RunResult],
-                 proofs: Sequence[ProveResult] | None) -> list[_Case]:
+def _check_cases(results: Sequence[RunResult], proofs: Sequence[ProveResult] | None) -> list[_Case]:
     cases = []
     for k, r in enumerate(results):
         pr = proofs[k] if proofs is not None else None
@@ -227,8 +253,16 @@ def _check_cases(results: Sequence[RunResult],
                 if v.kind == "invariant" and not p.proved and v.ok:
                     outcome, message, text = "failure", f"{v.name} z3: {proof_mark(p)}", p.note
                 seconds = r.seconds + p.seconds
-            cases.append((r.cfg.label.replace(" ", "."), f"{v.kind}:{v.name}", seconds,
-                          outcome, message, text))
+            cases.append(
+                (
+                    r.cfg.label.replace(" ", "."),
+                    f"{v.kind}:{v.name}",
+                    seconds,
+                    outcome,
+                    message,
+                    text,
+                )
+            )
     return cases
 
 
@@ -243,13 +277,22 @@ def _prove_cases(results: Sequence[ProveResult]) -> list[_Case]:
                 outcome, message = "skipped", "does not apply to this profile"
             elif not p.proved and p.kind == "invariant":
                 outcome, message = "failure", f"{p.name} {proof_mark(p)}"
-                text = "\n".join(trace_lines(p.trace) if p.trace else
-                                 p.cti.lines() if p.cti else [p.note])
+                text = "\n".join(
+                    trace_lines(p.trace) if p.trace else p.cti.lines() if p.cti else [p.note]
+                )
             elif not p.proved:
                 outcome = "system-out"
                 text = "\n".join(trace_lines(p.trace) if p.trace else [p.note])
-            cases.append((r.cfg.label.replace(" ", "."), f"{p.kind}:{p.name}", p.seconds,
-                          outcome, message, text))
+            cases.append(
+                (
+                    r.cfg.label.replace(" ", "."),
+                    f"{p.kind}:{p.name}",
+                    p.seconds,
+                    outcome,
+                    message,
+                    text,
+                )
+            )
     return cases
 
 
@@ -257,8 +300,9 @@ def _write(path: str, suite_name: str, cases: list[_Case]) -> None:
     suite = ET.Element("testsuite", name=suite_name)
     fails = skipped = 0
     for classname, name, seconds, outcome, message, text in cases:
-        case = ET.SubElement(suite, "testcase", classname=classname, name=name,
-                             time=f"{seconds:.3f}")
+        case = ET.SubElement(
+            suite, "testcase", classname=classname, name=name, time=f"{seconds:.3f}"
+        )
         if outcome is None:
             continue
         el = ET.SubElement(case, outcome, **({"message": message} if message else {}))

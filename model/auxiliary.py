@@ -33,16 +33,32 @@ def unsent_is_blank(b: Logic, s: Any, c: Config) -> Any:
     """A slot no request has used holds nothing: no handler, no open channel, no response, no
     cancel, no server-to-client request, no claim progress.  Needed so that a registry entry or a
     cancel can never be attributed to an instance that was never sent."""
-    return b.ForAll("inst", lambda r: b.Implies(s.life[r] == Life.UNSENT, b.And(
-        b.Not(s.running[r]), b.Not(s.open[r]), b.Not(s.got_resp[r]), b.Not(s.rogue[r]),
-        s.cmsg[r] == Cmsg.NONE, s.sreq[r] == Sreq.NONE, s.step[r] == Step.UNCHECKED)))
+    return b.ForAll(
+        "inst",
+        lambda r: b.Implies(
+            s.life[r] == Life.UNSENT,
+            b.And(
+                b.Not(s.running[r]),
+                b.Not(s.open[r]),
+                b.Not(s.got_resp[r]),
+                b.Not(s.rogue[r]),
+                s.cmsg[r] == Cmsg.NONE,
+                s.sreq[r] == Sreq.NONE,
+                s.step[r] == Step.UNCHECKED,
+            ),
+        ),
+    )
 
 
 def inflight_names_owner(b: Logic, s: Any, c: Config) -> Any:
     """An in-flight entry under id k names a running instance whose id is k.  Needed by every
     registry invariant: it is what makes "the entry under my id" mean "my entry"."""
-    return b.ForAll("id", lambda k: b.Implies(s.inflight[k] != NONE, b.And(
-        s.rid[s.inflight[k]] == k, s.running[s.inflight[k]])))
+    return b.ForAll(
+        "id",
+        lambda k: b.Implies(
+            s.inflight[k] != NONE, b.And(s.rid[s.inflight[k]] == k, s.running[s.inflight[k]])
+        ),
+    )
 
 
 def live_is_running(b: Logic, s: Any, c: Config) -> Any:
@@ -52,8 +68,9 @@ def live_is_running(b: Logic, s: Any, c: Config) -> Any:
 
 def running_is_admitted(b: Logic, s: Any, c: Config) -> Any:
     """A running handler belongs to an admitted instance, live or cancelled and unwinding."""
-    return b.ForAll("inst", lambda r: b.Implies(
-        s.running[r], b.In(s.life[r], LIVE + (Life.CANCELLED,))))
+    return b.ForAll(
+        "inst", lambda r: b.Implies(s.running[r], b.In(s.life[r], LIVE + (Life.CANCELLED,)))
+    )
 
 
 def live_owns_inflight(b: Logic, s: Any, c: Config) -> Any:
@@ -78,22 +95,26 @@ def stream_follows_inflight(b: Logic, s: Any, c: Config) -> Any:
 def open_live_has_stream(b: Logic, s: Any, c: Config) -> Any:
     """http: an in-flight instance, client's or rogue's, whose POST stream is open holds the
     stream slot of its id (the strengthening of ``no_orphan`` to every sender)."""
-    return b.ForAll("inst", lambda r: b.Implies(
-        b.And(s.life[r] == Life.IN_FLIGHT, s.open[r]), s.stream[s.rid[r]] == r))
+    return b.ForAll(
+        "inst",
+        lambda r: b.Implies(b.And(s.life[r] == Life.IN_FLIGHT, s.open[r]), s.stream[s.rid[r]] == r),
+    )
 
 
 def answered_is_final(b: Logic, s: Any, c: Config) -> Any:
     """A channel that received a response or refusal belongs to a responded or refused instance:
     a live instance has never been answered (so its one response is its first)."""
-    return b.ForAll("inst", lambda r: b.Implies(
-        s.got_resp[r], b.In(s.life[r], (Life.RESPONDED, Life.REFUSED))))
+    return b.ForAll(
+        "inst", lambda r: b.Implies(s.got_resp[r], b.In(s.life[r], (Life.RESPONDED, Life.REFUSED)))
+    )
 
 
 def responded_open_answered(b: Logic, s: Any, c: Config) -> Any:
     """A responded instance whose channel is still open has received its response (needed for
     ``no_hung_request``: the response went out on the instance's own open stream)."""
-    return b.ForAll("inst", lambda r: b.Implies(
-        b.And(s.life[r] == Life.RESPONDED, s.open[r]), s.got_resp[r]))
+    return b.ForAll(
+        "inst", lambda r: b.Implies(b.And(s.life[r] == Life.RESPONDED, s.open[r]), s.got_resp[r])
+    )
 
 
 def broken_is_closed(b: Logic, s: Any, c: Config) -> Any:
@@ -105,8 +126,9 @@ def broken_is_closed(b: Logic, s: Any, c: Config) -> Any:
 def pending_request_running(b: Logic, s: Any, c: Config) -> Any:
     """A pending (or dropped) server-to-client request belongs to a running handler, so it is
     cleared when the handler ends (``quiescent_clean``)."""
-    return b.ForAll("inst", lambda r: b.Implies(
-        b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST)), s.running[r]))
+    return b.ForAll(
+        "inst", lambda r: b.Implies(b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST)), s.running[r])
+    )
 
 
 def no_broken_stream(b: Logic, s: Any, c: Config) -> Any:
@@ -118,27 +140,58 @@ def no_broken_stream(b: Logic, s: Any, c: Config) -> Any:
 def client_reuse_answered(b: Logic, s: Any, c: Config) -> Any:
     """Of two client instances under one id, at least one was answered: the client reuses an id
     only after a response (the id rule, as a fact about states)."""
-    return b.ForAll("inst", lambda p: b.ForAll("inst", lambda q: b.Implies(
-        b.And(p != q, b.Not(s.rogue[p]), b.Not(s.rogue[q]), s.rid[p] == s.rid[q],
-              s.life[p] != Life.UNSENT, s.life[q] != Life.UNSENT),
-        b.Or(s.got_resp[p], s.got_resp[q]))))
+    return b.ForAll(
+        "inst",
+        lambda p: b.ForAll(
+            "inst",
+            lambda q: b.Implies(
+                b.And(
+                    p != q,
+                    b.Not(s.rogue[p]),
+                    b.Not(s.rogue[q]),
+                    s.rid[p] == s.rid[q],
+                    s.life[p] != Life.UNSENT,
+                    s.life[q] != Life.UNSENT,
+                ),
+                b.Or(s.got_resp[p], s.got_resp[q]),
+            ),
+        ),
+    )
 
 
 def clock_ahead(b: Logic, s: Any, c: Config) -> Any:
     """stdio: every message still on the wire was sent before the current send time."""
-    return b.ForAll("inst", lambda q: b.And(
-        b.Implies(s.life[q] == Life.SENT, s.ts[q] < s.clock),
-        b.Implies(s.cmsg[q] == Cmsg.WIRE, s.cts[q] < s.clock)))
+    return b.ForAll(
+        "inst",
+        lambda q: b.And(
+            b.Implies(s.life[q] == Life.SENT, s.ts[q] < s.clock),
+            b.Implies(s.cmsg[q] == Cmsg.WIRE, s.cts[q] < s.clock),
+        ),
+    )
 
 
 def stale_cancel_ahead(b: Logic, s: Any, c: Config) -> Any:
     """stdio: while a client's cancel for r is on the wire, a later unanswered client request
     under r's id is still on the wire behind it (one ordered channel).  This is why a stale
     cancel cannot reach the request that reused the id on stdio."""
-    return b.ForAll("inst", lambda r: b.ForAll("inst", lambda q: b.Implies(
-        b.And(r != q, b.Not(s.rogue[r]), b.Not(s.rogue[q]), s.rid[r] == s.rid[q],
-              s.cmsg[r] == Cmsg.WIRE, s.life[q] != Life.UNSENT, b.Not(s.got_resp[q])),
-        b.And(s.life[q] == Life.SENT, s.ts[q] > s.cts[r]))))
+    return b.ForAll(
+        "inst",
+        lambda r: b.ForAll(
+            "inst",
+            lambda q: b.Implies(
+                b.And(
+                    r != q,
+                    b.Not(s.rogue[r]),
+                    b.Not(s.rogue[q]),
+                    s.rid[r] == s.rid[q],
+                    s.cmsg[r] == Cmsg.WIRE,
+                    s.life[q] != Life.UNSENT,
+                    b.Not(s.got_resp[q]),
+                ),
+                b.And(s.life[q] == Life.SENT, s.ts[q] > s.cts[r]),
+            ),
+        ),
+    )
 
 
 _http = lambda c: c.http  # noqa: E731

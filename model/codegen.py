@@ -28,11 +28,11 @@ class Syntax:
 
     true: str
     false: str
-    conj: str          # " and "
-    disj: str          # " or "
-    neg: str           # "(not {x})"
-    ite: str           # "({a} if {c} else {b})"
-    membership: bool   # ``x in (a, b)`` exists (else a disjunction of equalities)
+    conj: str  # " and "
+    disj: str  # " or "
+    neg: str  # "(not {x})"
+    ite: str  # "({a} if {c} else {b})"
+    membership: bool  # ``x in (a, b)`` exists (else a disjunction of equalities)
 
 
 PYTHON = Syntax("True", "False", " and ", " or ", "(not {x})", "({a} if {c} else {b})", True)
@@ -73,8 +73,10 @@ class Expr:
         self.maybe_neg = maybe_neg
 
     def __bool__(self) -> bool:
-        raise TypeError("a model rule branched with a Python `if` on a state value; "
-                        f"rules may branch only on the configuration (model/logic.py): {self.src}")
+        raise TypeError(
+            "a model rule branched with a Python `if` on a state value; "
+            f"rules may branch only on the configuration (model/logic.py): {self.src}"
+        )
 
     def __repr__(self) -> str:
         return f"Expr({self.src})"
@@ -106,12 +108,14 @@ class Expr:
         return self._bin(">=", o)
 
     def __add__(self, o: object) -> Expr:
-        return self._make(f"({self.src} + {lift(o, self.syntax)})",
-                          self.maybe_neg or maybe_negative(o))
+        return self._make(
+            f"({self.src} + {lift(o, self.syntax)})", self.maybe_neg or maybe_negative(o)
+        )
 
     def __radd__(self, o: object) -> Expr:
-        return self._make(f"({lift(o, self.syntax)} + {self.src})",
-                          self.maybe_neg or maybe_negative(o))
+        return self._make(
+            f"({lift(o, self.syntax)} + {self.src})", self.maybe_neg or maybe_negative(o)
+        )
 
     def __sub__(self, o: object) -> Expr:
         return self._make(f"({self.src} - {lift(o, self.syntax)})", True)
@@ -182,8 +186,9 @@ class Gen:
             return False
         if len(values) == 1:
             return self.expr(f"({x.src} == {lift(values[0], self.syntax)})", False)
-        return self.expr(f"({x.src} in ({', '.join(lift(v, self.syntax) for v in values)},))",
-                         False)
+        return self.expr(
+            f"({x.src} in ({', '.join(lift(v, self.syntax) for v in values)},))", False
+        )
 
     def ForAll(self, sort: str, fn: Callable[[Any], Any]) -> Any:
         return self.And(*[fn(v) for v in self.domains[sort]])

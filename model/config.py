@@ -63,15 +63,25 @@ class Design:
         return site in self.guarded
 
     def describe(self) -> dict[str, object]:
-        return {"name": self.name, "claim": self.claim, "guarded": sorted(self.guarded),
-                "guard_write": self.guard_write, "cancel_by_connection": self.cancel_by_connection,
-                "free_on": self.free_on}
+        return {
+            "name": self.name,
+            "claim": self.claim,
+            "guarded": sorted(self.guarded),
+            "guard_write": self.guard_write,
+            "cancel_by_connection": self.cancel_by_connection,
+            "free_on": self.free_on,
+        }
 
 
 UNGUARDED = Design("unguarded", claim="overwrite")
 CHECK_THEN_CLAIM = Design("check_then_claim", claim="split", guarded=frozenset(REMOVAL_SITES))
-ATOMIC = Design("atomic", claim="atomic", guarded=frozenset(REMOVAL_SITES), guard_write=True,
-                cancel_by_connection=True)
+ATOMIC = Design(
+    "atomic",
+    claim="atomic",
+    guarded=frozenset(REMOVAL_SITES),
+    guard_write=True,
+    cancel_by_connection=True,
+)
 
 DESIGNS: dict[str, Design] = {d.name: d for d in (ATOMIC, UNGUARDED, CHECK_THEN_CLAIM)}
 
@@ -82,7 +92,9 @@ def mutants() -> dict[str, Design]:
         "atomic-split-claim": replace(ATOMIC, name="atomic-split-claim", claim="split"),
         "atomic-no-refusal": replace(ATOMIC, name="atomic-no-refusal", claim="overwrite"),
         "atomic-unguarded-write": replace(ATOMIC, name="atomic-unguarded-write", guard_write=False),
-        "atomic-cancel-by-id": replace(ATOMIC, name="atomic-cancel-by-id", cancel_by_connection=False),
+        "atomic-cancel-by-id": replace(
+            ATOMIC, name="atomic-cancel-by-id", cancel_by_connection=False
+        ),
         "atomic-free-on-cancel": replace(ATOMIC, name="atomic-free-on-cancel", free_on="cancel"),
     }
     for site in REMOVAL_SITES:
@@ -109,7 +121,9 @@ class Config:
         if self.revision not in REVISIONS:
             raise ValueError(f"unknown revision {self.revision!r}; valid: {', '.join(REVISIONS)}")
         if self.transport not in TRANSPORTS:
-            raise ValueError(f"unknown transport {self.transport!r}; valid: {', '.join(TRANSPORTS)}")
+            raise ValueError(
+                f"unknown transport {self.transport!r}; valid: {', '.join(TRANSPORTS)}"
+            )
         if self.ids < 1 or self.requests < 1:
             raise ValueError("bounds must be at least 1")
 

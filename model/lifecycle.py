@@ -66,12 +66,21 @@ class Row:
     def transition(self) -> dict[str, Any]:
         """The row as a ``transitions`` transition (``trigger``, ``source``, ``dest``,
         ``conditions``; fresh lists)."""
-        return {"trigger": self.trigger, "source": list(self.source), "dest": self.dest,
-                "conditions": list(self.conditions)}
+        return {
+            "trigger": self.trigger,
+            "source": list(self.source),
+            "dest": self.dest,
+            "conditions": list(self.conditions),
+        }
 
 
-def _t(trigger: str, source: str | list[str], dest: str, conditions: tuple[str, ...] | list[str] = (),
-       doc: str = "") -> Row:
+def _t(
+    trigger: str,
+    source: str | list[str],
+    dest: str,
+    conditions: tuple[str, ...] | list[str] = (),
+    doc: str = "",
+) -> Row:
     src = tuple(source) if isinstance(source, (list, tuple)) else (source,)
     return Row(trigger, src, dest, tuple(conditions), doc)
 
@@ -81,31 +90,84 @@ def _table(revision: str) -> tuple[Row, ...]:
     if revision not in REVISIONS:
         raise ValueError(f"unknown revision {revision!r}; valid: {', '.join(REVISIONS)}")
     rows = [
-        _t("send", "unsent", "sent", ["next_free_slot"],
-           "a sender issues a request under an id"),
-        _t("arrive", "sent", "received", ["in_channel_order"],
-           "the server reads the request (stdio: in order; http: POSTs in any order)"),
-        _t("check", "received", "received", ["split_claim", "unchecked", "id_not_in_flight"],
-           "check_then_claim only: the transport's in-flight check passes"),
-        _t("claim_stream", "received", "received", ["split_claim", "checked"],
-           "check_then_claim only: the transport stores the POST stream under the id"),
-        _t("admit", "received", "in_flight", ["claim_complete", "claim_ok"],
-           "the in-flight entry (handler, cancel handle) is claimed; atomic: with the stream slot"),
-        _t("refuse", "received", "refused", ["refuses_duplicates", "at_decision_point", "id_in_flight"],
-           "a duplicate of an in-flight id is turned away with one error on its own channel"),
-        _t("respond", list(s.label for s in LIVE), "responded", [],
-           "the handler finishes and its response is written; entries released"),
-        _t("cancel", list(s.label for s in LIVE), "cancelled", [],
-           "notifications/cancelled reaches the request (the handler is signalled)"),
-        _t("unwind", "cancelled", "cancelled", ["handler_running"],
-           "a cancelled handler stops (cancellation is cooperative); entries released"),
+        _t("send", "unsent", "sent", ["next_free_slot"], "a sender issues a request under an id"),
+        _t(
+            "arrive",
+            "sent",
+            "received",
+            ["in_channel_order"],
+            "the server reads the request (stdio: in order; http: POSTs in any order)",
+        ),
+        _t(
+            "check",
+            "received",
+            "received",
+            ["split_claim", "unchecked", "id_not_in_flight"],
+            "check_then_claim only: the transport's in-flight check passes",
+        ),
+        _t(
+            "claim_stream",
+            "received",
+            "received",
+            ["split_claim", "checked"],
+            "check_then_claim only: the transport stores the POST stream under the id",
+        ),
+        _t(
+            "admit",
+            "received",
+            "in_flight",
+            ["claim_complete", "claim_ok"],
+            "the in-flight entry (handler, cancel handle) is claimed; atomic: with the stream slot",
+        ),
+        _t(
+            "refuse",
+            "received",
+            "refused",
+            ["refuses_duplicates", "at_decision_point", "id_in_flight"],
+            "a duplicate of an in-flight id is turned away with one error on its own channel",
+        ),
+        _t(
+            "respond",
+            list(s.label for s in LIVE),
+            "responded",
+            [],
+            "the handler finishes and its response is written; entries released",
+        ),
+        _t(
+            "cancel",
+            list(s.label for s in LIVE),
+            "cancelled",
+            [],
+            "notifications/cancelled reaches the request (the handler is signalled)",
+        ),
+        _t(
+            "unwind",
+            "cancelled",
+            "cancelled",
+            ["handler_running"],
+            "a cancelled handler stops (cancellation is cooperative); entries released",
+        ),
     ]
     if revision == "2025-11-25":
-        rows.append(_t("stream_closed", "in_flight", "stream_broken", ["stream_open"],
-                       "the POST stream breaks; a disconnect is not a cancel, the handler goes on"))
+        rows.append(
+            _t(
+                "stream_closed",
+                "in_flight",
+                "stream_broken",
+                ["stream_open"],
+                "the POST stream breaks; a disconnect is not a cancel, the handler goes on",
+            )
+        )
     else:
-        rows.append(_t("stream_closed", "in_flight", "cancelled", [],
-                       "the client closes the response stream: on 2026-07-28 that is cancellation"))
+        rows.append(
+            _t(
+                "stream_closed",
+                "in_flight",
+                "cancelled",
+                [],
+                "the client closes the response stream: on 2026-07-28 that is cancellation",
+            )
+        )
     return tuple(rows)
 
 
@@ -145,10 +207,16 @@ def machine(revision: str, model: object = None, graph: bool = False) -> Any:
     """
     from transitions import Machine
     from transitions.extensions import GraphMachine
+
     M = GraphMachine if graph else Machine
     rows = [r.transition() for r in table(revision)]
-    kwargs: dict[str, Any] = dict(states=list(STATES), transitions=rows, initial=INITIAL,
-                  auto_transitions=False, send_event=True)
+    kwargs: dict[str, Any] = dict(
+        states=list(STATES),
+        transitions=rows,
+        initial=INITIAL,
+        auto_transitions=False,
+        send_event=True,
+    )
     if model is not None:
         kwargs["model"] = model
     if graph:

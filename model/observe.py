@@ -68,12 +68,14 @@ class Observed:
     def describe(self) -> str:
         name = {None: "-", NO_STREAM: "no instance's stream"}
         s = name.get(self.stream, f"{_inst(self.stream)}'s stream")
-        return {"send": f"event {self.at}: tools/call id={_id(self.i)} opens {_inst(self.r)}",
-                "refuse": f"event {self.at}: {_inst(self.r)} answered 409",
-                "respond": f"event {self.at}: response id={_id(self.i)} seen on {s}",
-                "emit": f"event {self.at}: progress/log seen on {s}",
-                "cancel": f"event {self.at}: client cancels id={_id(self.i)}",
-                "break": f"event {self.at}: client closes {_inst(self.r)}'s stream"}[self.kind]
+        return {
+            "send": f"event {self.at}: tools/call id={_id(self.i)} opens {_inst(self.r)}",
+            "refuse": f"event {self.at}: {_inst(self.r)} answered 409",
+            "respond": f"event {self.at}: response id={_id(self.i)} seen on {s}",
+            "emit": f"event {self.at}: progress/log seen on {s}",
+            "cancel": f"event {self.at}: client cancels id={_id(self.i)}",
+            "break": f"event {self.at}: client closes {_inst(self.r)}'s stream",
+        }[self.kind]
 
 
 def _inst(r: int | None) -> str:
@@ -106,7 +108,7 @@ def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
     refused: set[int] = set()
     answered: set[int] = set()
     consumed: set[int] = set()
-    own: dict[Any, set[str]] = {}   # ids and tokens of the non-tool requests, per exchange
+    own: dict[Any, set[str]] = {}  # ids and tokens of the non-tool requests, per exchange
     for n, ev in enumerate(events):
         kind, ex, d = ev.get("kind"), ev.get("exchange"), ev.get("dir")
         if ex == "GET":
@@ -140,23 +142,23 @@ def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
                 continue
             owner = post_inst.get(ex)
             if owner in refused and owner not in consumed and "error" in m:
-                consumed.add(owner)           # the refusal's own error body
+                consumed.add(owner)  # the refusal's own error body
                 continue
             stream = NO_STREAM if owner is None else owner
             if "method" not in m and ("result" in m or "error" in m):
                 k = _key(m.get("id"))
                 if owner is None and k in own.get(ex, set()):
-                    continue                  # the answer to a request the model does not speak of
+                    continue  # the answer to a request the model does not speak of
                 if owner is not None and k in ids:
                     answered.add(owner)
                 out.steps.append(Observed("respond", n, i=ids.get(k), stream=stream))
             elif m.get("method") in ("notifications/progress", "notifications/message"):
                 tok = (m.get("params") or {}).get("progressToken")
                 if owner is None and tok is not None and _key(tok) in own.get(ex, set()):
-                    continue                  # progress of a request the model does not speak of
+                    continue  # progress of a request the model does not speak of
                 of = tuple(tokens.get(_key(tok), ())) if tok is not None else ()
                 if tok is not None and not of:
-                    stream = NO_STREAM        # a token no tool call carried: no instance's message
+                    stream = NO_STREAM  # a token no tool call carried: no instance's message
                 out.steps.append(Observed("emit", n, stream=stream, of=of))
         elif kind == "close" and ev.get("by") == "client" and ex in post_inst:
             r = post_inst[ex]
@@ -167,6 +169,7 @@ def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
 
 
 # --- the check -------------------------------------------------------------------------------
+
 
 @dataclass
 class Verdict:
@@ -196,15 +199,20 @@ def _candidates(cfg: Config, s: State, o: Observed) -> list[list[Expect]]:
     R = range(cfg.requests)
     if o.kind == "send":
         assert o.r is not None and o.i is not None
-        return [[(Move(A[a], o.r, o.i), {}), (Move(A["arrive"], o.r), {})]
-                for a in ("client_sends", "rogue_sends")]
+        return [
+            [(Move(A[a], o.r, o.i), {}), (Move(A["arrive"], o.r), {})]
+            for a in ("client_sends", "rogue_sends")
+        ]
     if o.kind == "refuse" and "refuse" in A and cfg.design.refuses:
         assert o.r is not None
         return [[(Move(A["refuse"], o.r), {"response": (o.r, True)})]]
     if o.kind == "respond":
         assert o.stream is not None
-        return [[(Move(A["respond"], q), {"response": (o.stream, True)})]
-                for q in R if s.life[q] != Life.UNSENT and s.rid[q] == o.i]
+        return [
+            [(Move(A["respond"], q), {"response": (o.stream, True)})]
+            for q in R
+            if s.life[q] != Life.UNSENT and s.rid[q] == o.i
+        ]
     if o.kind == "emit":
         assert o.stream is not None
         return [[(Move(A["emit"], q), {"progress": (o.stream, True)})] for q in (o.of or R)]
@@ -228,8 +236,9 @@ def _try(cfg: Config, s: State, seq: list[Expect], b: Concrete) -> list[Transiti
     return out
 
 
-def _explain(cfg: Config, s: State, o: Observed, b: Concrete, depth: int
-             ) -> Iterator[tuple[list[Transition], list[Transition]]]:
+def _explain(
+    cfg: Config, s: State, o: Observed, b: Concrete, depth: int
+) -> Iterator[tuple[list[Transition], list[Transition]]]:
     """Breadth-first over internal moves from ``s``: every internal prefix (shortest first)
     after which some candidate of ``o`` runs, as ``(internal transitions, observed ones)``.
     Candidates on the stream the message was seen on come first."""
@@ -288,8 +297,15 @@ def check(ab: Abstraction, design: Design = ATOMIC) -> Verdict:
     steps = ab.steps
     # stack of (index of the next observed step, state, run so far, inferred flags, options)
     s0 = start(cfg)
-    stack: list[tuple[int, State, list[Transition], list[bool],
-                      Iterator[tuple[list[Transition], list[Transition]]]]] = [(0, s0, [], [], _explain(cfg, s0, steps[0], b, depth) if steps else iter(()))]
+    stack: list[
+        tuple[
+            int,
+            State,
+            list[Transition],
+            list[bool],
+            Iterator[tuple[list[Transition], list[Transition]]],
+        ]
+    ] = [(0, s0, [], [], _explain(cfg, s0, steps[0], b, depth) if steps else iter(()))]
     best: tuple[int, list[Transition], list[bool]] = (0, [], [])
     tries = 0
     if not steps:
@@ -314,8 +330,9 @@ def check(ab: Abstraction, design: Design = ATOMIC) -> Verdict:
     return _judge(cfg, run, inf, b, steps[n])
 
 
-def _judge(cfg: Config, run: list[Transition], inferred: list[bool], b: Concrete,
-           failed: Observed | None) -> Verdict:
+def _judge(
+    cfg: Config, run: list[Transition], inferred: list[bool], b: Concrete, failed: Observed | None
+) -> Verdict:
     v = Verdict(cfg, run, failed is None, failed, inferred=inferred)
     for n, t in enumerate(run, 1):
         name = _broken(cfg, t, b)

@@ -27,7 +27,7 @@ from .session import REGISTRIES, Action, Sreq, answered, quiescent
 @dataclass(frozen=True)
 class Property:
     name: str
-    kind: str   # "invariant" | "witness" | "hazard"
+    kind: str  # "invariant" | "witness" | "hazard"
     scope: str  # "state" | "step"
     fn: Callable[..., Any]
     applies: Callable[[Config], bool]
@@ -42,15 +42,18 @@ def _rev2025(c: Config) -> bool:
     return c.rev2025
 
 
-def _property(kind: str, fn: Callable[..., Any], scope: str, applies: Callable[[Config], bool]) -> Property:
+def _property(
+    kind: str, fn: Callable[..., Any], scope: str, applies: Callable[[Config], bool]
+) -> Property:
     """A property named after ``fn``, documented by its docstring (whitespace folded)."""
     if not fn.__doc__:
         raise ValueError(f"property {fn.__name__} has no docstring")
     return Property(fn.__name__, kind, scope, fn, applies, " ".join(fn.__doc__.split()))
 
 
-def invariant(fn: Callable[..., Any], scope: str = "state",
-              applies: Callable[[Config], bool] = _always) -> Property:
+def invariant(
+    fn: Callable[..., Any], scope: str = "state", applies: Callable[[Config], bool] = _always
+) -> Property:
     """Must hold in every reachable state (``scope="state"``) or on every transition (``"step"``)."""
     return _property("invariant", fn, scope, applies)
 
@@ -60,8 +63,9 @@ def witness(fn: Callable[..., Any], applies: Callable[[Config], bool] = _always)
     return _property("witness", fn, "state", applies)
 
 
-def hazard(fn: Callable[..., Any], scope: str = "step",
-           applies: Callable[[Config], bool] = _always) -> Property:
+def hazard(
+    fn: Callable[..., Any], scope: str = "step", applies: Callable[[Config], bool] = _always
+) -> Property:
     """Checked and reported with its trace; a failure is the protocol's, and fails no check."""
     return _property("hazard", fn, scope, applies)
 
@@ -73,9 +77,15 @@ def auxiliary(fn: Callable[..., Any], applies: Callable[[Config], bool] = _alway
 
 def _registry_untouched(b: Logic, pre: Any, post: Any, c: Config, field: str, owner: Any) -> Any:
     """Every entry of ``field`` that changed was owned by ``owner`` (or was empty)."""
-    return b.ForAll("id", lambda k: b.Implies(
-        b.And(getattr(pre, field)[k] != NONE, getattr(post, field)[k] != getattr(pre, field)[k]),
-        getattr(pre, field)[k] == owner))
+    return b.ForAll(
+        "id",
+        lambda k: b.Implies(
+            b.And(
+                getattr(pre, field)[k] != NONE, getattr(post, field)[k] != getattr(pre, field)[k]
+            ),
+            getattr(pre, field)[k] == owner,
+        ),
+    )
 
 
 def _registries(c: Config) -> Any:
@@ -94,12 +104,20 @@ def _empty(b: Logic, s: Any, field: str) -> Any:
 
 # --- invariants ---------------------------------------------------------------------------
 
+
 def unique_in_flight(b: Logic, s: Any, c: Config) -> Any:
     """Never two admitted, unfinished instances under one id in a session. Encodes the id rule
     of basic/index (an id MUST NOT match another request in flight) on the receiving side:
     the defect of overwrite-on-arrival registries."""
-    return b.ForAll("inst", lambda p: b.ForAll("inst", lambda q: b.Implies(
-        b.And(p != q, b.In(s.life[p], LIVE), b.In(s.life[q], LIVE)), s.rid[p] != s.rid[q])))
+    return b.ForAll(
+        "inst",
+        lambda p: b.ForAll(
+            "inst",
+            lambda q: b.Implies(
+                b.And(p != q, b.In(s.life[p], LIVE), b.In(s.life[q], LIVE)), s.rid[p] != s.rid[q]
+            ),
+        ),
+    )
 
 
 def _goes_only_to_own(b: Logic, out: Outputs, r: Any, kind: str) -> Any:
@@ -110,21 +128,27 @@ def _goes_only_to_own(b: Logic, out: Outputs, r: Any, kind: str) -> Any:
     return b.Implies(d, t == r)
 
 
-def no_misrouted_notification(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
+def no_misrouted_notification(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
     """Progress and log notifications of r are written only on r's stream (Streamable HTTP:
     notifications on a response stream relate to its request; the SDK defect where A's
     progress goes to B's stream)."""
     return _goes_only_to_own(b, out, r, "progress")
 
 
-def no_misrouted_server_request(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
+def no_misrouted_server_request(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
     """A server-to-client request made for r goes only on r's stream, so its answer resolves r's
     waiter (2025-11-25, SEP-2260: sampling/elicitation associated with the originating
     request). Not applicable on 2026-07-28 (no server-initiated requests)."""
     return _goes_only_to_own(b, out, r, "server_request")
 
 
-def no_misrouted_response(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
+def no_misrouted_response(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
     """r's response (or refusal) is written only on r's stream, at most once (the defect where
     B's POST gets A's result)."""
     if "response" not in out:
@@ -133,7 +157,9 @@ def no_misrouted_response(b: Logic, pre: Any, post: Any, c: Config, action: Acti
     return b.Implies(d, b.And(t == r, b.Not(pre.got_resp[t])))
 
 
-def owned_removal(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
+def owned_removal(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
     """Finishing, cancelling, unwinding or a broken stream removes only registry entries owned
     by that instance or stream (the defect where aborting A's connection closes B's stream,
     or the first to finish deletes the shared entry)."""
@@ -142,7 +168,9 @@ def owned_removal(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: A
     return b.And(*[_registry_untouched(b, pre, post, c, f, r) for f in _registries(c)])
 
 
-def cancel_hits_target(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
+def cancel_hits_target(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
     """A client's cancel arriving while the instance it means is live cancels that instance and
     nothing else (basic/utilities/cancellation; the defect where notifications/cancelled hits
     the duplicate)."""
@@ -150,22 +178,33 @@ def cancel_hits_target(b: Logic, pre: Any, post: Any, c: Config, action: Action,
         return True
     return b.Implies(
         b.And(b.Not(pre.rogue[r]), b.In(pre.life[r], LIVE)),
-        b.And(post.life[r] == Life.CANCELLED,
-              b.ForAll("inst", lambda q: b.Implies(q != r, post.life[q] == pre.life[q]))))
+        b.And(
+            post.life[r] == Life.CANCELLED,
+            b.ForAll("inst", lambda q: b.Implies(q != r, post.life[q] == pre.life[q])),
+        ),
+    )
 
 
 def no_orphan(b: Logic, s: Any, c: Config) -> Any:
     """An admitted, live client instance with an open stream can be reached by its routing
     entries (its messages and response can be delivered): the race of a check separate from
     the claims."""
+
     def reachable(r: Any) -> Any:
         k = s.rid[r]
         return b.And(s.inflight[k] == r, (s.stream[k] == r) if c.http else True)
-    return b.ForAll("inst", lambda r: b.Implies(
-        b.And(b.Not(s.rogue[r]), s.life[r] == Life.IN_FLIGHT, s.open[r]), reachable(r)))
+
+    return b.ForAll(
+        "inst",
+        lambda r: b.Implies(
+            b.And(b.Not(s.rogue[r]), s.life[r] == Life.IN_FLIGHT, s.open[r]), reachable(r)
+        ),
+    )
 
 
-def refusal_is_inert(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
+def refusal_is_inert(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
     """Refusing a duplicate changes no registry and writes exactly one error, on the duplicate's
     own channel."""
     if action.name != "refuse":
@@ -178,28 +217,51 @@ def refusal_is_inert(b: Logic, pre: Any, post: Any, c: Config, action: Action, r
 def quiescent_clean(b: Logic, s: Any, c: Config) -> Any:
     """When nothing is unfinished, every registry is empty: no leaked in-flight entry, stream
     slot or pending server-to-client request."""
-    return b.Implies(quiescent(b, s), b.And(
-        *[_empty(b, s, f) for f in _registries(c)],
-        b.ForAll("inst", lambda r: s.sreq[r] != Sreq.PENDING)))
+    return b.Implies(
+        quiescent(b, s),
+        b.And(
+            *[_empty(b, s, f) for f in _registries(c)],
+            b.ForAll("inst", lambda r: s.sreq[r] != Sreq.PENDING),
+        ),
+    )
 
 
 def no_hung_request(b: Logic, s: Any, c: Config) -> Any:
     """When nothing is unfinished, every client request whose stream is still open has received
     its response, its refusal or its cancellation: no POST waits forever (measured on the
     Python SDK)."""
-    return b.Implies(quiescent(b, s), b.ForAll("inst", lambda r: b.Implies(
-        b.And(b.Not(s.rogue[r]), s.life[r] != Life.UNSENT, s.open[r]),
-        b.Or(answered(b, s, r), b.In(s.life[r], (Life.REFUSED, Life.CANCELLED))))))
+    return b.Implies(
+        quiescent(b, s),
+        b.ForAll(
+            "inst",
+            lambda r: b.Implies(
+                b.And(b.Not(s.rogue[r]), s.life[r] != Life.UNSENT, s.open[r]),
+                b.Or(answered(b, s, r), b.In(s.life[r], (Life.REFUSED, Life.CANCELLED))),
+            ),
+        ),
+    )
 
 
 # --- witnesses ----------------------------------------------------------------------------
 
+
 def sequential_reuse(b: Logic, s: Any, c: Config) -> Any:
     """An id is admitted again after its response (the id rule permits it; a design that forbids
     it is wrong)."""
-    return b.Exists("inst", lambda p: b.Exists("inst", lambda q: b.And(
-        p != q, b.Not(s.rogue[p]), b.Not(s.rogue[q]), s.rid[p] == s.rid[q],
-        s.life[p] == Life.RESPONDED, b.In(s.life[q], (Life.IN_FLIGHT, Life.RESPONDED)))))
+    return b.Exists(
+        "inst",
+        lambda p: b.Exists(
+            "inst",
+            lambda q: b.And(
+                p != q,
+                b.Not(s.rogue[p]),
+                b.Not(s.rogue[q]),
+                s.rid[p] == s.rid[q],
+                s.life[p] == Life.RESPONDED,
+                b.In(s.life[q], (Life.IN_FLIGHT, Life.RESPONDED)),
+            ),
+        ),
+    )
 
 
 def _some_life(b: Logic, s: Any, state: Life) -> Any:
@@ -228,7 +290,10 @@ def server_request_answered(b: Logic, s: Any, c: Config) -> Any:
 
 # --- hazards ------------------------------------------------------------------------------
 
-def stale_cancel_is_inert(b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs) -> Any:
+
+def stale_cancel_is_inert(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
     """A client's cancel that arrives after the instance it means has finished cancels no other
     request of the client (cancellation: both sides MUST handle the race where the cancel
     arrives after the response)."""
@@ -236,7 +301,8 @@ def stale_cancel_is_inert(b: Logic, pre: Any, post: Any, c: Config, action: Acti
         return True
     return b.Implies(
         b.And(b.Not(pre.rogue[r]), b.Not(b.In(pre.life[r], LIVE))),
-        b.ForAll("inst", lambda q: b.Implies(b.Not(pre.rogue[q]), post.life[q] == pre.life[q])))
+        b.ForAll("inst", lambda q: b.Implies(b.Not(pre.rogue[q]), post.life[q] == pre.life[q])),
+    )
 
 
 def _rev2025_http(c: Config) -> bool:

@@ -47,6 +47,7 @@ from .logic import NONE, Logic, Outputs, Write
 
 # --- value domains ------------------------------------------------------------------------
 
+
 class Step(Domain):
     """check_then_claim's progress through the transport's check and the claims."""
 
@@ -63,8 +64,8 @@ class Sreq(Domain):
     """An instance's server-to-client request (the waiter registry, keyed by server ids)."""
 
     NONE = 0
-    PENDING = 1    # written on a stream, waiting for the answer
-    LOST = 2       # pending, but dropped (no live stream)
+    PENDING = 1  # written on a stream, waiting for the answer
+    LOST = 2  # pending, but dropped (no live stream)
     ANSWERED = 3
 
 
@@ -72,7 +73,7 @@ class Cmsg(Domain):
     """An instance's cancel message."""
 
     NONE = 0
-    WIRE = 1       # sent, not yet read by the server
+    WIRE = 1  # sent, not yet read by the server
     DELIVERED = 2
 
     @property
@@ -87,7 +88,7 @@ class Field:
 
     name: str
     key: str | None  # "inst", "id" or None (scalar)
-    sort: str        # "life", "id", "inst?", "bool", "step", "sreq", "cmsg", "time"
+    sort: str  # "life", "id", "inst?", "bool", "step", "sreq", "cmsg", "time"
     ghost: bool
     wire: bool
     default: object
@@ -101,18 +102,56 @@ FIELDS: tuple[Field, ...] = (
     Field("rogue", "inst", "bool", True, False, False, "sent by the rogue, not the client"),
     Field("running", "inst", "bool", False, False, False, "its handler is running"),
     Field("open", "inst", "bool", False, False, False, "its response channel is open"),
-    Field("step", "inst", "step", False, False, Step.UNCHECKED,
-          "check_then_claim: unchecked, checked, stream claimed", Step),
-    Field("sreq", "inst", "sreq", False, False, Sreq.NONE,
-          "its server-to-client request: none, pending (written), lost (pending, dropped), "
-          "answered", Sreq),
-    Field("got_resp", "inst", "bool", True, False, False,
-          "its channel has received a response or refusal (the client's view)"),
-    Field("cmsg", "inst", "cmsg", False, True, Cmsg.NONE,
-          "its cancel: none, on the wire, delivered", Cmsg),
+    Field(
+        "step",
+        "inst",
+        "step",
+        False,
+        False,
+        Step.UNCHECKED,
+        "check_then_claim: unchecked, checked, stream claimed",
+        Step,
+    ),
+    Field(
+        "sreq",
+        "inst",
+        "sreq",
+        False,
+        False,
+        Sreq.NONE,
+        "its server-to-client request: none, pending (written), lost (pending, dropped), answered",
+        Sreq,
+    ),
+    Field(
+        "got_resp",
+        "inst",
+        "bool",
+        True,
+        False,
+        False,
+        "its channel has received a response or refusal (the client's view)",
+    ),
+    Field(
+        "cmsg",
+        "inst",
+        "cmsg",
+        False,
+        True,
+        Cmsg.NONE,
+        "its cancel: none, on the wire, delivered",
+        Cmsg,
+    ),
     Field("ts", "inst", "time", False, True, 0, "send time of the request (stdio order)"),
     Field("cts", "inst", "time", False, True, 0, "send time of its cancel (stdio order)"),
-    Field("inflight", "id", "inst?", False, False, NONE, "in-flight entry (handler, cancel handle) per id"),
+    Field(
+        "inflight",
+        "id",
+        "inst?",
+        False,
+        False,
+        NONE,
+        "in-flight entry (handler, cancel handle) per id",
+    ),
     Field("stream", "id", "inst?", False, False, NONE, "POST stream slot per id (http)"),
     Field("clock", None, "time", False, True, 0, "next send time (stdio)"),
 )
@@ -140,6 +179,7 @@ def domains(cfg: Config) -> dict[str, range]:
 
 
 # --- derived notions (read-only helpers used by conditions, effects and properties) ---------
+
 
 def answered(b: Logic, s: Any, r: Any) -> Any:
     """Instance r's channel has received a response (its own or, if misrouted, another's)."""
@@ -179,8 +219,9 @@ def deliverable(b: Logic, s: Any, c: Config, r: Any, t: Any) -> Any:
     return b.And(t != NONE, s.open[t])
 
 
-def release(b: Logic, s: Any, c: Config, site: str, field: str, key: Any, owner: Any,
-            when: Any = True) -> Write:
+def release(
+    b: Logic, s: Any, c: Config, site: str, field: str, key: Any, owner: Any, when: Any = True
+) -> Write:
     """Free ``field[key]``; guarded by identity at ``site`` if the design guards it."""
     if c.design.guards(site):
         return Write(field, key, NONE, b.And(when, getattr(s, field)[key] == owner))
@@ -198,13 +239,18 @@ def in_order(b: Logic, s: Any, c: Config, t: Any) -> Any:
     """stdio: no undelivered message was sent before time t."""
     if not c.stdio:
         return True
-    return b.ForAll("inst", lambda q: b.And(
-        b.Implies(s.life[q] == Life.SENT, s.ts[q] >= t),
-        b.Implies(s.cmsg[q] == Cmsg.WIRE, s.cts[q] >= t)))
+    return b.ForAll(
+        "inst",
+        lambda q: b.And(
+            b.Implies(s.life[q] == Life.SENT, s.ts[q] >= t),
+            b.Implies(s.cmsg[q] == Cmsg.WIRE, s.cts[q] >= t),
+        ),
+    )
 
 
 # --- named conditions (the lifecycle table and the actions refer to these by name) ---------
 # Each is fn(b, s, c, r, i) -> bool expression; ``i`` is only meaningful for send.
+
 
 def _next_free_slot(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
     """Sends fill instance slots in order (a slot is a request instance's arrival number)."""
@@ -213,9 +259,12 @@ def _next_free_slot(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
 
 def _client_id_rule(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
     """Client: an id is reused only once every earlier request under it was answered (basic/index)."""
-    return b.ForAll("inst", lambda q: b.Implies(
-        b.And(b.Not(s.rogue[q]), s.life[q] != Life.UNSENT, s.rid[q] == i),
-        answered(b, s, q)))
+    return b.ForAll(
+        "inst",
+        lambda q: b.Implies(
+            b.And(b.Not(s.rogue[q]), s.life[q] != Life.UNSENT, s.rid[q] == i), answered(b, s, q)
+        ),
+    )
 
 
 #: A named condition: ``fn(b, s, c, r, i)``.
@@ -239,25 +288,35 @@ CONDITIONS: dict[str, Condition] = {
     "checked": lambda b, s, c, r, i: s.step[r] == Step.CHECKED,
     "id_not_in_flight": lambda b, s, c, r, i: s.inflight[s.rid[r]] == NONE,
     "id_in_flight": lambda b, s, c, r, i: s.inflight[s.rid[r]] != NONE,
-    "claim_complete": lambda b, s, c, r, i: (s.step[r] == Step.CLAIMED) if c.design.claim == "split" else True,
-    "claim_ok": lambda b, s, c, r, i: True if c.design.claim == "overwrite" else s.inflight[s.rid[r]] == NONE,
+    "claim_complete": lambda b, s, c, r, i: (
+        (s.step[r] == Step.CLAIMED) if c.design.claim == "split" else True
+    ),
+    "claim_ok": lambda b, s, c, r, i: (
+        True if c.design.claim == "overwrite" else s.inflight[s.rid[r]] == NONE
+    ),
     "refuses_duplicates": lambda b, s, c, r, i: c.design.refuses,
-    "at_decision_point": lambda b, s, c, r, i: b.In(s.step[r], (Step.UNCHECKED, Step.CLAIMED)) if c.design.claim == "split" else True,
+    "at_decision_point": lambda b, s, c, r, i: (
+        b.In(s.step[r], (Step.UNCHECKED, Step.CLAIMED)) if c.design.claim == "split" else True
+    ),
     "handler_running": lambda b, s, c, r, i: s.running[r],
     "stream_open": lambda b, s, c, r, i: s.open[r],
     "no_server_request_yet": lambda b, s, c, r, i: s.sreq[r] == Sreq.NONE,
     "server_request_pending": lambda b, s, c, r, i: s.sreq[r] == Sreq.PENDING,
     "cancel_not_sent": lambda b, s, c, r, i: s.cmsg[r] == Cmsg.NONE,
     "believed_in_progress": lambda b, s, c, r, i: b.And(
-        s.life[r] != Life.UNSENT, b.Not(answered(b, s, r))),
+        s.life[r] != Life.UNSENT, b.Not(answered(b, s, r))
+    ),
     "close_needs_open_stream": lambda b, s, c, r, i: s.open[r] if c.close_is_cancel else True,
     "cancel_on_wire": lambda b, s, c, r, i: s.cmsg[r] == Cmsg.WIRE,
     "cancel_in_channel_order": lambda b, s, c, r, i: in_order(b, s, c, s.cts[r]),
-    "close_after_request": lambda b, s, c, r, i: (s.life[r] != Life.SENT) if c.close_is_cancel else True,
+    "close_after_request": lambda b, s, c, r, i: (
+        (s.life[r] != Life.SENT) if c.close_is_cancel else True
+    ),
 }
 
 
 # --- server rules (real state only: the runtime core calls these) ---------------------------
+
 
 def on_cancel(b: Logic, s: Any, c: Config, i: Any, conn: Any) -> tuple[Any, Any, list[Write]]:
     """The server handles a cancel for id ``i`` (stdio, 2025-11-25 http: notifications/cancelled
@@ -288,6 +347,7 @@ def _release_all(b: Logic, s: Any, c: Config, site: str, r: Any) -> list[Write]:
 
 # --- actions --------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Action:
     """One kind of step.  ``guard`` = the trigger's source set on ``r`` (if any) and every named
@@ -307,8 +367,9 @@ class Action:
     removal: bool = False
     output: Output = _no_output
 
-    def run(self, b: Logic, s: Any, c: Config, r: Any, i: Any = None
-            ) -> tuple[Any, Outputs, list[Write]]:
+    def run(
+        self, b: Logic, s: Any, c: Config, r: Any, i: Any = None
+    ) -> tuple[Any, Outputs, list[Write]]:
         """(guard, outputs, writes) on pre-state ``s``; outputs and writes mean something only
         when the guard holds.  Outputs map a message kind (``progress``, ``server_request``,
         ``response``) to ``(stream, goes_out)``: what a transport adapter must do."""
@@ -337,8 +398,13 @@ def _fire(c: Config, trigger: str, r: Any) -> Write:
 
 def _send_effect(rogue: bool) -> Effect:
     def effect(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
-        return [_fire(c, "send", r), Write("rid", r, i), Write("rogue", r, rogue),
-                Write("open", r, True)] + stamp(b, s, c, "ts", r)
+        return [
+            _fire(c, "send", r),
+            Write("rid", r, i),
+            Write("rogue", r, rogue),
+            Write("open", r, True),
+        ] + stamp(b, s, c, "ts", r)
+
     return effect
 
 
@@ -371,13 +437,16 @@ def _out_routed(kind: str) -> Output:
     def output(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Outputs:
         t = route(b, s, c, r)
         return {kind: (t, deliverable(b, s, c, r, t))}
+
     return output
 
 
 def _refuse(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     out_writes = [_fire(c, "refuse", r), Write("got_resp", r, True)]
     if c.http and c.design.claim == "split":
-        out_writes.append(release(b, s, c, "refuse", "stream", s.rid[r], r, s.step[r] == Step.CLAIMED))
+        out_writes.append(
+            release(b, s, c, "refuse", "stream", s.rid[r], r, s.step[r] == Step.CLAIMED)
+        )
     return out_writes
 
 
@@ -396,8 +465,11 @@ def _answer(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[W
 
 def _respond(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     t, d = out["response"]
-    return ([_fire(c, "respond", r), Write("running", r, False), Write("got_resp", t, True, d)]
-            + _release_all(b, s, c, "respond", r))
+    return [
+        _fire(c, "respond", r),
+        Write("running", r, False),
+        Write("got_resp", t, True, d),
+    ] + _release_all(b, s, c, "respond", r)
 
 
 def _send_cancel(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
@@ -423,55 +495,185 @@ def _unwind(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[W
 
 
 def _break(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
-    return [_fire(c, "stream_closed", r), Write("open", r, False),
-            release(b, s, c, "break", "stream", s.rid[r], r)]
+    return [
+        _fire(c, "stream_closed", r),
+        Write("open", r, False),
+        release(b, s, c, "break", "stream", s.rid[r], r),
+    ]
 
 
 def _always(c: Config) -> bool:
     return True
 
+
 ACTIONS: tuple[Action, ...] = (
-    Action("client_sends", "client", ("r", "i"), "send", ("client_obeys_id_rule",),
-           _send_effect(False), _always, "client sends tools/call id={i} (instance {r})"),
-    Action("rogue_sends", "client", ("r", "i"), "send", (),
-           _send_effect(True), _always, "rogue sends tools/call id={i} (instance {r})"),
-    Action("arrive", "wire", ("r",), "arrive", (), _arrive, _always,
-           "server reads {r}'s request (id={id})"),
-    Action("check", "server", ("r",), "check", (), _check,
-           lambda c: c.design.claim == "split", "transport checks id={id} for {r}: not in flight"),
-    Action("claim_stream", "server", ("r",), "claim_stream", (), _claim_stream,
-           lambda c: c.design.claim == "split" and c.http, "transport stores {r}'s stream under id={id}"),
+    Action(
+        "client_sends",
+        "client",
+        ("r", "i"),
+        "send",
+        ("client_obeys_id_rule",),
+        _send_effect(False),
+        _always,
+        "client sends tools/call id={i} (instance {r})",
+    ),
+    Action(
+        "rogue_sends",
+        "client",
+        ("r", "i"),
+        "send",
+        (),
+        _send_effect(True),
+        _always,
+        "rogue sends tools/call id={i} (instance {r})",
+    ),
+    Action(
+        "arrive",
+        "wire",
+        ("r",),
+        "arrive",
+        (),
+        _arrive,
+        _always,
+        "server reads {r}'s request (id={id})",
+    ),
+    Action(
+        "check",
+        "server",
+        ("r",),
+        "check",
+        (),
+        _check,
+        lambda c: c.design.claim == "split",
+        "transport checks id={id} for {r}: not in flight",
+    ),
+    Action(
+        "claim_stream",
+        "server",
+        ("r",),
+        "claim_stream",
+        (),
+        _claim_stream,
+        lambda c: c.design.claim == "split" and c.http,
+        "transport stores {r}'s stream under id={id}",
+    ),
     Action("admit", "server", ("r",), "admit", (), _admit, _always, "server admits {r} (id={id})"),
-    Action("refuse", "server", ("r",), "refuse", (), _refuse,
-           lambda c: c.design.refuses, "server refuses {r}: id={id} is in flight", removal=True,
-           output=_out_own),
-    Action("emit", "server", ("r",), None, ("handler_running",), _emit, _always,
-           "{r} emits progress/log", output=_out_routed("progress")),
-    Action("server_request", "server", ("r",), None, ("handler_running", "no_server_request_yet"),
-           _server_request, lambda c: c.rev2025, "{r} sends elicitation/create to the client",
-           output=_out_routed("server_request")),
-    Action("answer", "client", ("r",), None, ("server_request_pending",),
-           _answer, lambda c: c.rev2025, "client answers {r}'s elicitation"),
-    Action("respond", "server", ("r",), "respond", (), _respond, _always,
-           "{r} responds", removal=True, output=_out_routed("response")),
-    Action("send_cancel", "client", ("r",), None,
-           ("cancel_not_sent", "believed_in_progress", "close_needs_open_stream"),
-           _send_cancel, _always, "{sender} cancels {r} (id={id})"),
-    Action("deliver_cancel", "wire", ("r",), None,
-           ("cancel_on_wire", "cancel_in_channel_order", "close_after_request"),
-           _deliver_cancel, _always, "server gets the cancel meant for {r} (id={id})", removal=True),
-    Action("unwind", "server", ("r",), "unwind", (), _unwind, _always,
-           "cancelled handler {r} stops", removal=True),
-    Action("break_stream", "server", ("r",), "stream_closed", (), _break,
-           lambda c: c.rev2025 and c.http, "{r}'s POST stream breaks", removal=True),
+    Action(
+        "refuse",
+        "server",
+        ("r",),
+        "refuse",
+        (),
+        _refuse,
+        lambda c: c.design.refuses,
+        "server refuses {r}: id={id} is in flight",
+        removal=True,
+        output=_out_own,
+    ),
+    Action(
+        "emit",
+        "server",
+        ("r",),
+        None,
+        ("handler_running",),
+        _emit,
+        _always,
+        "{r} emits progress/log",
+        output=_out_routed("progress"),
+    ),
+    Action(
+        "server_request",
+        "server",
+        ("r",),
+        None,
+        ("handler_running", "no_server_request_yet"),
+        _server_request,
+        lambda c: c.rev2025,
+        "{r} sends elicitation/create to the client",
+        output=_out_routed("server_request"),
+    ),
+    Action(
+        "answer",
+        "client",
+        ("r",),
+        None,
+        ("server_request_pending",),
+        _answer,
+        lambda c: c.rev2025,
+        "client answers {r}'s elicitation",
+    ),
+    Action(
+        "respond",
+        "server",
+        ("r",),
+        "respond",
+        (),
+        _respond,
+        _always,
+        "{r} responds",
+        removal=True,
+        output=_out_routed("response"),
+    ),
+    Action(
+        "send_cancel",
+        "client",
+        ("r",),
+        None,
+        ("cancel_not_sent", "believed_in_progress", "close_needs_open_stream"),
+        _send_cancel,
+        _always,
+        "{sender} cancels {r} (id={id})",
+    ),
+    Action(
+        "deliver_cancel",
+        "wire",
+        ("r",),
+        None,
+        ("cancel_on_wire", "cancel_in_channel_order", "close_after_request"),
+        _deliver_cancel,
+        _always,
+        "server gets the cancel meant for {r} (id={id})",
+        removal=True,
+    ),
+    Action(
+        "unwind",
+        "server",
+        ("r",),
+        "unwind",
+        (),
+        _unwind,
+        _always,
+        "cancelled handler {r} stops",
+        removal=True,
+    ),
+    Action(
+        "break_stream",
+        "server",
+        ("r",),
+        "stream_closed",
+        (),
+        _break,
+        lambda c: c.rev2025 and c.http,
+        "{r}'s POST stream breaks",
+        removal=True,
+    ),
 )
 ACTION = {a.name: a for a in ACTIONS}
 
 
 #: The actions a server takes (its own steps, the client's answer to its request, and the wire's
 #: delivery of a request), as the runtime core runs them, guard and effect.
-SERVER_ACTIONS: tuple[str, ...] = ("arrive", "admit", "refuse", "emit", "server_request", "answer",
-                                   "respond", "unwind", "break_stream")
+SERVER_ACTIONS: tuple[str, ...] = (
+    "arrive",
+    "admit",
+    "refuse",
+    "emit",
+    "server_request",
+    "answer",
+    "respond",
+    "unwind",
+    "break_stream",
+)
 #: The client steps whose *effects* a server applies when a message comes in (``send``: the
 #: request is on the wire, the id and an open channel recorded) or a stream closes (``close``);
 #: their guards are the sender's obligations, which a server cannot check.
@@ -491,8 +693,10 @@ def canonical_clock(c: Config, s: State) -> State:
     """
     if not c.stdio:
         return s
-    pending = sorted([(s.ts[r], 0, r) for r in range(c.requests) if s.life[r] == Life.SENT]
-                     + [(s.cts[r], 1, r) for r in range(c.requests) if s.cmsg[r] == Cmsg.WIRE])
+    pending = sorted(
+        [(s.ts[r], 0, r) for r in range(c.requests) if s.life[r] == Life.SENT]
+        + [(s.cts[r], 1, r) for r in range(c.requests) if s.cmsg[r] == Cmsg.WIRE]
+    )
     ts = [0] * c.requests
     cts = [0] * c.requests
     for rank, (_, kind, r) in enumerate(pending):

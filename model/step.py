@@ -57,7 +57,7 @@ def moves(cfg: Config) -> tuple[Move, ...]:
     out = []
     for a in actions_for(cfg):
         for r in range(cfg.requests):
-            for i in (range(cfg.ids) if "i" in a.params else (None,)):
+            for i in range(cfg.ids) if "i" in a.params else (None,):
                 out.append(Move(a, r, i))
     return tuple(out)
 

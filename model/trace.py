@@ -65,9 +65,11 @@ def story(action: Action, args: dict[str, int], pre: State, post: State, out: Ou
     r = args["r"]
     i = args.get("i")
     text = action.story.format(
-        r=inst_name(r), i=id_name(i) if i is not None else "",
+        r=inst_name(r),
+        i=id_name(i) if i is not None else "",
         id=id_name(pre.rid[r] if i is None else i),
-        sender="rogue" if pre.rogue[r] else "client")
+        sender="rogue" if pre.rogue[r] else "client",
+    )
     notes = []
     for kind, (t, d) in out.items():
         what = _WHAT.get(kind, kind)
@@ -79,7 +81,9 @@ def story(action: Action, args: dict[str, int], pre: State, post: State, out: Ou
             notes.append(f"{what} written on {inst_name(t)}'s stream  <-- misrouted")
     for k, (x, y) in enumerate(zip(pre.life, post.life, strict=False)):
         if x != y and y == Life.CANCELLED and action.name == "deliver_cancel":
-            notes.append(f"{inst_name(k)} is cancelled" + ("" if k == r else "  <-- not the one meant"))
+            notes.append(
+                f"{inst_name(k)} is cancelled" + ("" if k == r else "  <-- not the one meant")
+            )
     return str(text) + ("  ->  " + "; ".join(notes) if notes else "")
 
 
@@ -98,8 +102,12 @@ class TraceStep:
     changes: dict[str, list[str]]
 
     def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "args": dict(self.args), "story": self.story,
-                "changes": {k: list(v) for k, v in self.changes.items()}}
+        return {
+            "action": self.action,
+            "args": dict(self.args),
+            "story": self.story,
+            "changes": {k: list(v) for k, v in self.changes.items()},
+        }
 
     def __getitem__(self, key: str) -> Any:
         if key not in _STEP_KEYS:
@@ -110,7 +118,9 @@ class TraceStep:
         """The step as text, numbered ``n``: its story, then its changes on a second line."""
         out = [f"  {n}. {self.story}"]
         if self.changes:
-            out.append("       " + ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in self.changes.items()))
+            out.append(
+                "       " + ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in self.changes.items())
+            )
         return out
 
 
@@ -139,13 +149,17 @@ def build_trace(cfg: Config, steps: Iterable[tuple[Action, dict[str, int], State
     for action, args, pre, post in steps:
         out = action.output(b, pre, cfg, args["r"], args.get("i"))
         rendered = {k: (inst_name(v) if k == "r" else id_name(v)) for k, v in args.items()}
-        res.append(TraceStep(action.name, rendered, story(action, args, pre, post, out),
-                             changes(pre, post)))
+        res.append(
+            TraceStep(
+                action.name, rendered, story(action, args, pre, post, out), changes(pre, post)
+            )
+        )
     return tuple(res)
 
 
-def trace_json(cfg: Config, steps: Iterable[tuple[Action, dict[str, int], State, State]]
-               ) -> list[dict[str, Any]]:
+def trace_json(
+    cfg: Config, steps: Iterable[tuple[Action, dict[str, int], State, State]]
+) -> list[dict[str, Any]]:
     """:func:`build_trace` in its JSON shape (a list of ``{action, args, story, changes}``)."""
     return [st.to_json() for st in build_trace(cfg, steps)]
 
@@ -154,8 +168,9 @@ def describe_state(s: State) -> dict[str, Any]:
     """A finite state as ``{"instances": {A: {...}}, "inflight": {1: A}, ...}`` for CTIs."""
     insts: dict[str, dict[str, str]] = {}
     for n in range(len(s.life)):
-        insts[inst_name(n)] = {f.name: render_value(f, getattr(s, f.name)[n])
-                               for f in FIELDS if f.key == "inst"}
+        insts[inst_name(n)] = {
+            f.name: render_value(f, getattr(s, f.name)[n]) for f in FIELDS if f.key == "inst"
+        }
     out: dict[str, Any] = {"instances": insts}
     for f in FIELDS:
         if f.key == "id":
@@ -185,10 +200,22 @@ class CounterexampleToInduction:
         if self.initial:
             return {"initial": True, "broken": self.broken, "text": self.text}
         if self.pre is None:
-            return {"broken": self.broken, "action": self.action, "pre": None, "post": None,
-                    "text": self.text}
-        return {"broken": self.broken, "action": self.action, "args": self.args,
-                "pre": self.pre, "post": self.post, "changes": self.changes, "text": self.text}
+            return {
+                "broken": self.broken,
+                "action": self.action,
+                "pre": None,
+                "post": None,
+                "text": self.text,
+            }
+        return {
+            "broken": self.broken,
+            "action": self.action,
+            "args": self.args,
+            "pre": self.pre,
+            "post": self.post,
+            "changes": self.changes,
+            "text": self.text,
+        }
 
     def lines(self) -> list[str]:
         """The one text rendering of a counterexample to induction."""
@@ -202,7 +229,9 @@ class CounterexampleToInduction:
             regs = [f"{f}[{k}]={v}" for f in ("inflight", "stream") for k, v in st[f].items()]
             lines.append("      " + " ".join(regs) + f" clock={st['clock']}")
         if self.changes:
-            lines.append("    changes: " + ", ".join(
-                f"{k}: {a} -> {b}" for k, (a, b) in self.changes.items()))
+            lines.append(
+                "    changes: "
+                + ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in self.changes.items())
+            )
         lines.append(f"    broken conjunct: {self.broken}")
         return lines

@@ -27,6 +27,7 @@ from mcp_inflight.proofs.flat import Layout
 
 # --- reading the flat state ------------------------------------------------------------
 
+
 def _index_src(base: int, stride: int, n: int, k) -> str:
     """Source of the flat position of key ``k`` (an expression) of a field."""
     if k.maybe_neg:
@@ -73,8 +74,13 @@ class View:
                 x = f"{unpacked}{b}" if unpacked else f"{var}[{b}]"
                 setattr(self, f.name, Expr(x, f.sort == "inst?"))
             else:
-                setattr(self, f.name, _FieldView(var, b, layout.size[f.name], f.sort,
-                                                    layout.stride[f.name], unpacked))
+                setattr(
+                    self,
+                    f.name,
+                    _FieldView(
+                        var, b, layout.size[f.name], f.sort, layout.stride[f.name], unpacked
+                    ),
+                )
 
 
 def unpack_line(layout: Layout, var: str = "s", prefix: str = "x") -> str:
@@ -82,8 +88,8 @@ def unpack_line(layout: Layout, var: str = "s", prefix: str = "x") -> str:
     return "(" + ", ".join(f"{prefix}{k}" for k in range(layout.width)) + f",) = {var}"
 
 
-
 # --- code generation -----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Move:
@@ -113,10 +119,16 @@ def _clock_source(lay: Layout, cfg: Config, src: Source, var: str, depth: int):
     d = depth
     src.emit(d, "_p = []")
     for r in range(n):
-        src.emit(d, f"if {var}[{P('life', r)}] == {int(Life.SENT)}: "
-                    f"_p.append(({var}[{P('ts', r)}], {P('ts', r)}))")
-        src.emit(d, f"if {var}[{P('cmsg', r)}] == {int(Cmsg.WIRE)}: "
-                    f"_p.append(({var}[{P('cts', r)}], {P('cts', r)}))")
+        src.emit(
+            d,
+            f"if {var}[{P('life', r)}] == {int(Life.SENT)}: "
+            f"_p.append(({var}[{P('ts', r)}], {P('ts', r)}))",
+        )
+        src.emit(
+            d,
+            f"if {var}[{P('cmsg', r)}] == {int(Cmsg.WIRE)}: "
+            f"_p.append(({var}[{P('cts', r)}], {P('cts', r)}))",
+        )
     src.emit(d, "_p.sort()")
     src.emit(d, f"_c = list({var})")
     for r in range(n):
@@ -127,8 +139,9 @@ def _clock_source(lay: Layout, cfg: Config, src: Source, var: str, depth: int):
     src.emit(d, f"{var} = tuple(_c)")
 
 
-def _writes_source(lay: Layout, writes: list[Write], src: Source, d: int, tag: str,
-                   unpacked: str | None = None) -> None:
+def _writes_source(
+    lay: Layout, writes: list[Write], src: Source, d: int, tag: str, unpacked: str | None = None
+) -> None:
     """Emit the computation of every key, value and condition from the pre-state, then the
     copy of ``s`` with the writes applied in list order, bound to ``t``."""
     live = []
@@ -166,12 +179,15 @@ def _writes_source(lay: Layout, writes: list[Write], src: Source, d: int, tag: s
     if not live:
         src.emit(d, "t = s")
         return
-    if unpacked and all(cond is None and not check and pos is not None and pos.isdigit()
-                        for _, pos, _, _, cond, check, _ in live):
+    if unpacked and all(
+        cond is None and not check and pos is not None and pos.isdigit()
+        for _, pos, _, _, cond, check, _ in live
+    ):
         # every write lands on a fixed slot: build the successor as one tuple display
         slots = {int(pos): val for _, pos, _, val, _, _, _ in live}
-        src.emit(d, "t = (" + ", ".join(slots.get(k, f"{unpacked}{k}")
-                                        for k in range(lay.width)) + ",)")
+        src.emit(
+            d, "t = (" + ", ".join(slots.get(k, f"{unpacked}{k}") for k in range(lay.width)) + ",)"
+        )
         return
     src.emit(d, "n = list(s)")
     for f, pos, key_src, val, cond, check, _n in live:
@@ -180,8 +196,11 @@ def _writes_source(lay: Layout, writes: list[Write], src: Source, d: int, tag: s
             src.emit(dd, f"if {cond}:")
             dd += 1
         if check:
-            src.emit(dd, f"if {key_src} < 0: raise ValueError('write to {f}[' + str({key_src}) + "
-                         f"']: an unmasked NONE key (model bug)')")
+            src.emit(
+                dd,
+                f"if {key_src} < 0: raise ValueError('write to {f}[' + str({key_src}) + "
+                f"']: an unmasked NONE key (model bug)')",
+            )
         if pos is not None:
             src.emit(dd, f"n[{pos}] = {val}")
     src.emit(d, "t = tuple(n)")
@@ -214,7 +233,7 @@ class Compiled:
         src.emit(1, "res = []")
         for a in actions_for(cfg):
             for r in range(cfg.requests):
-                for i in (range(cfg.ids) if "i" in a.params else (None,)):
+                for i in range(cfg.ids) if "i" in a.params else (None,):
                     self._move(b, pre, post, cfg, a, r, i, src)
         src.emit(1, "return res")
         src.emit(0, "")
@@ -233,8 +252,7 @@ class Compiled:
             _clock_source(lay, cfg, src, "s", 1)
         src.emit(1, "return s")
         self.source = src.text()
-        ns = compile_source(self.source,
-                            f"<compiled model: {cfg.label} {cfg.ids}x{cfg.requests}>")
+        ns = compile_source(self.source, f"<compiled model: {cfg.label} {cfg.ids}x{cfg.requests}>")
         self.expand = ns["expand"]
         self.settled = ns["settled"]
         self.clock = ns["clock"]
@@ -293,8 +311,11 @@ class Compiled:
         for j in pending:
             v = self._state_src[j]
             parts.append(f"({v})" if self.state_props[j].kind == "witness" else f"not ({v})")
-        text = (f"def events(s):\n    {self._unpack}\n    return "
-                + (" or ".join(parts) if parts else "False") + "\n")
+        text = (
+            f"def events(s):\n    {self._unpack}\n    return "
+            + (" or ".join(parts) if parts else "False")
+            + "\n"
+        )
         ns = compile_source(text, "<state events>")
         return ns["events"]
 
@@ -303,5 +324,3 @@ class Compiled:
 
     def initial(self) -> tuple:
         return self.clock(self.layout.flatten(initial(self.cfg)))
-
-

@@ -69,19 +69,24 @@ class Canonicalizer:
 
 # --- results ------------------------------------------------------------------------------
 
+
 @dataclass
 class Verdict:
     name: str
     kind: str
     applies: bool
-    ok: bool               # invariant/hazard: holds; witness: reached
+    ok: bool  # invariant/hazard: holds; witness: reached
     trace: Trace | None = None
     doc: str = ""
 
     def to_json(self) -> dict:
         key = "reached" if self.kind == "witness" else "holds"
-        return {"name": self.name, "applies": self.applies, key: self.ok,
-                "trace": trace_to_json(self.trace)}
+        return {
+            "name": self.name,
+            "applies": self.applies,
+            key: self.ok,
+            "trace": trace_to_json(self.trace),
+        }
 
 
 @dataclass
@@ -113,24 +118,36 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        return self.complete and all(v.ok for v in self.verdicts if v.applies and v.kind != "hazard")
+        return self.complete and all(
+            v.ok for v in self.verdicts if v.applies and v.kind != "hazard"
+        )
 
     def to_json(self) -> dict:
         c = self.cfg
         return {
-            "design": c.design.name, "revision": c.revision, "transport": c.transport,
-            "bounds": {"ids": c.ids, "requests": c.requests}, "symmetry": self.symmetry,
-            "states": self.states, "transitions": self.transitions, "depth": self.depth,
-            "seconds": round(self.seconds, 3), "complete": self.complete, "ok": self.ok,
+            "design": c.design.name,
+            "revision": c.revision,
+            "transport": c.transport,
+            "bounds": {"ids": c.ids, "requests": c.requests},
+            "symmetry": self.symmetry,
+            "states": self.states,
+            "transitions": self.transitions,
+            "depth": self.depth,
+            "seconds": round(self.seconds, 3),
+            "complete": self.complete,
+            "ok": self.ok,
             "invariants": [v.to_json() for v in self.of("invariant")],
             "witnesses": [v.to_json() for v in self.of("witness")],
             "hazards": [v.to_json() for v in self.of("hazard")],
-            "coverage": dict(self.coverage), "dead_actions": self.dead_actions,
-            "deadlocks": self.deadlocks, "deadlock_trace": trace_to_json(self.deadlock_trace),
+            "coverage": dict(self.coverage),
+            "dead_actions": self.dead_actions,
+            "deadlocks": self.deadlocks,
+            "deadlock_trace": trace_to_json(self.deadlock_trace),
         }
 
 
 # --- the search ---------------------------------------------------------------------------
+
 
 class _Progress:
     def __init__(self, enabled: bool, label: str):
@@ -148,7 +165,9 @@ class _Progress:
             return
         self.last = now
         rate = states / max(now - self.t0, 1e-9)
-        sys.stderr.write(f"\r  {self.label}: {states:,} states, {rate:,.0f} states/s, depth {depth}   ")
+        sys.stderr.write(
+            f"\r  {self.label}: {states:,} states, {rate:,.0f} states/s, depth {depth}   "
+        )
         sys.stderr.flush()
         self.shown = True
 
@@ -158,9 +177,15 @@ class _Progress:
             sys.stderr.flush()
 
 
-def explore(cfg: Config, symmetry: bool = True, max_states: int | None = None,
-            progress: bool | None = None, properties=PROPERTIES, on_edge=None,
-            engine: str = "compiled") -> RunResult:
+def explore(
+    cfg: Config,
+    symmetry: bool = True,
+    max_states: int | None = None,
+    progress: bool | None = None,
+    properties=PROPERTIES,
+    on_edge=None,
+    engine: str = "compiled",
+) -> RunResult:
     """Explore every reachable state of ``cfg`` and judge every property on it.
 
     ``on_edge(pre, action, args, post, out)``, if given, is called for every transition taken
@@ -179,8 +204,9 @@ def explore(cfg: Config, symmetry: bool = True, max_states: int | None = None,
     return _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge)
 
 
-def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
-                      progress: bool | None, properties, on_edge) -> RunResult:
+def _explore_compiled(
+    cfg: Config, symmetry: bool, max_states: int | None, progress: bool | None, properties, on_edge
+) -> RunResult:
     t0 = time.monotonic()
     comp = Compiled(cfg, properties)
     lay = comp.layout
@@ -191,8 +217,10 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
     props = [(p, p.applies(cfg)) for p in properties]
     step_props = comp.step_props
     # state properties still to be decided: (name, check, is_witness)
-    pending_state = [(p.name, chk, p.kind == "witness")
-                     for p, chk in zip(comp.state_props, comp.state_checks, strict=False)]
+    pending_state = [
+        (p.name, chk, p.kind == "witness")
+        for p, chk in zip(comp.state_props, comp.state_checks, strict=False)
+    ]
     first_bad: dict[str, tuple] = {}
     if progress is None:
         progress = sys.stderr.isatty()
@@ -200,7 +228,7 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
 
     s0 = comp.initial()
     k0 = key_of(s0)
-    parent: dict = {k0: None}          # key -> (parent key, move index); None for the root
+    parent: dict = {k0: None}  # key -> (parent key, move index); None for the root
     res = RunResult(cfg, symmetry)
     move_count = [0] * len(moves)
     complete = True
@@ -217,8 +245,9 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
             if bool(chk(s)) == wit:
                 first_bad[name] = ("state", key)
         pending_state = [x for x in pending_state if x[0] not in first_bad]
-        events = comp.event_function([j for j, p in enumerate(comp.state_props)
-                                      if p.name not in first_bad])
+        events = comp.event_function(
+            [j for j, p in enumerate(comp.state_props) if p.name not in first_bad]
+        )
 
     if events(s0):
         judge_state(k0, s0)
@@ -246,13 +275,15 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
                 move_count[m] += 1
                 if on_edge is not None:
                     mv = moves[m]
-                    on_edge(pre_state, mv.action, mv.args, lay.unflatten(t), comp.out_dict(mv, outs))
+                    on_edge(
+                        pre_state, mv.action, mv.args, lay.unflatten(t), comp.out_dict(mv, outs)
+                    )
                 if bad:
                     for j in bad:
                         name = step_props[j].name
                         if name not in first_bad:
                             first_bad[name] = ("step", key, m)
-                if t is s or t in met:   # a move that writes nothing returns s itself
+                if t is s or t in met:  # a move that writes nothing returns s itself
                     continue
                 met_add(t)
                 tk = key_of(t)
@@ -322,9 +353,14 @@ def _explore_compiled(cfg: Config, symmetry: bool, max_states: int | None,
     return res
 
 
-def _explore_interpreted(cfg: Config, symmetry: bool = True, max_states: int | None = None,
-                         progress: bool | None = None, properties=PROPERTIES,
-                         on_edge=None) -> RunResult:
+def _explore_interpreted(
+    cfg: Config,
+    symmetry: bool = True,
+    max_states: int | None = None,
+    progress: bool | None = None,
+    properties=PROPERTIES,
+    on_edge=None,
+) -> RunResult:
     """Explore every reachable state of ``cfg`` and judge every property on it.
 
     ``on_edge(pre, action, args, post, out)``, if given, is called for every transition taken
@@ -345,7 +381,7 @@ def _explore_interpreted(cfg: Config, symmetry: bool = True, max_states: int | N
     t0 = time.monotonic()
     s0 = step.start(cfg)
     k0 = canon(s0)
-    parent: dict = {k0: None}      # key -> (parent key, action, args, this concrete state)
+    parent: dict = {k0: None}  # key -> (parent key, action, args, this concrete state)
     concrete: dict = {k0: s0}
     depth_of = {k0: 0}
     queue = deque([k0])
@@ -437,12 +473,14 @@ def _explore_job(args):
     return explore(cfg, **kwargs)
 
 
-def explore_many(cfgs, jobs: int | None = None, progress: bool | None = None,
-                 **kwargs) -> list[RunResult]:
+def explore_many(
+    cfgs, jobs: int | None = None, progress: bool | None = None, **kwargs
+) -> list[RunResult]:
     """``explore(cfg, **kwargs)`` for each of ``cfgs``, in that order, the runs spread over up
     to ``jobs`` processes (default: the number of CPUs) when there is more than one.  Results
     are the same as one run after another; only the wall time differs."""
     import os
+
     cfgs = list(cfgs)
     if kwargs.get("on_edge") is not None:
         raise ValueError("explore_many does not take on_edge (it runs in other processes)")
@@ -455,6 +493,7 @@ def explore_many(cfgs, jobs: int | None = None, progress: bool | None = None,
     from concurrent.futures import as_completed
 
     from mcp_inflight.proofs.pool import worker_pool
+
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
     kwargs = dict(kwargs, progress=False)
     out: list = [None] * len(cfgs)
@@ -473,5 +512,16 @@ def explore_many(cfgs, jobs: int | None = None, progress: bool | None = None,
     return out
 
 
-__all__ = ["explore", "explore_many", "RunResult", "Verdict", "Canonicalizer", "trace_json",
-           "changes", "story", "inst_name", "id_name", "render_value"]
+__all__ = [
+    "explore",
+    "explore_many",
+    "RunResult",
+    "Verdict",
+    "Canonicalizer",
+    "trace_json",
+    "changes",
+    "story",
+    "inst_name",
+    "id_name",
+    "render_value",
+]

@@ -83,6 +83,7 @@ class Layout:
 
 # --- symmetry on flat states ----------------------------------------------------------------
 
+
 def canonical_source(cfg: Config, lay: Layout) -> str:
     """Source of ``canon(s) -> bytes``: a canonical name of the orbit of flat state ``s`` under
     renaming of instances and of ids.
@@ -101,11 +102,13 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
         if f.key == "inst" and (f.sort == "inst?" or (f.sort == "id" and f.name != "rid")):
             raise NotImplementedError(
                 f"symmetry: per-instance field {f.name!r} of sort {f.sort!r} names another "
-                "instance or an id; canonical_source must learn to rename it")
+                "instance or an id; canonical_source must learn to rename it"
+            )
         if f.key is None and f.sort in ("inst?", "id"):
             raise NotImplementedError(
                 f"symmetry: scalar field {f.name!r} of sort {f.sort!r} must be renamed; "
-                "canonical_source must learn to rename it")
+                "canonical_source must learn to rename it"
+            )
         if f.key == "id" and f.sort == "id":
             raise NotImplementedError(f"symmetry: id-keyed field {f.name!r} holds an id")
     P_ = lay.pos
@@ -115,8 +118,11 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
     unsent = int(Life.UNSENT)
     src = Source()
     src.emit(0, "def canon(s):")
-    sent = (lambda r: f"s[{P_('life', r)}]") if unsent == 0 else \
-        (lambda r: f"(s[{P_('life', r)}] != {unsent})")
+    sent = (
+        (lambda r: f"s[{P_('life', r)}]")
+        if unsent == 0
+        else (lambda r: f"(s[{P_('life', r)}] != {unsent})")
+    )
     for r in range(n):
         src.emit(1, f"r{r} = s[{P_('rid', r)}]")
         flags = "".join(f"s[{lay.base[g]} + r{r}] == {r}, " for g in regs)
@@ -135,8 +141,12 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
                 x = f"s[{lay.base[g] + pi.index(k_new)}]"
                 items.append(f"sg[{x}]" if g in regs else x)
         items += [f"s[{lay.base[g]}]" for g in scalars]
-        src.emit(depth, "return bytes(" + " + ".join(f"o[{j}][:-1]" for j in range(n))
-                 + f" + ({', '.join(items)},))")
+        src.emit(
+            depth,
+            "return bytes("
+            + " + ".join(f"o[{j}][:-1]" for j in range(n))
+            + f" + ({', '.join(items)},))",
+        )
 
     if ids == 1:
         finish(1, (0,), lambda r: f"r{r}")
@@ -170,8 +180,12 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
                 x = f"s[{lay.base[g] + k}]"
                 src.emit(1, f"R[{m * ids} + P[{k}]] = " + (f"sg[{x}]" if g in regs else x))
         tail = "".join(f"s[{lay.base[g]}], " for g in scalars)
-        src.emit(1, "return bytes(" + " + ".join(f"o[{j}][:-1]" for j in range(n))
-                 + f" + tuple(R) + ({tail}))")
+        src.emit(
+            1,
+            "return bytes("
+            + " + ".join(f"o[{j}][:-1]" for j in range(n))
+            + f" + tuple(R) + ({tail}))",
+        )
     return src.text()
 
 
@@ -184,8 +198,8 @@ def decode_key(cfg: Config, lay: Layout, key: bytes) -> tuple:
     out = [0] * lay.width
     per = W + len(regs)
     for j in range(n):
-        chunk = key[j * per:(j + 1) * per]
-        out[j * W:j * W + W - 1] = chunk[:W - 1]
+        chunk = key[j * per : (j + 1) * per]
+        out[j * W : j * W + W - 1] = chunk[: W - 1]
         out[lay.pos("rid", j)] = chunk[-1]
     at = n * per
     for g in regs + others:
@@ -201,8 +215,11 @@ def decode_key(cfg: Config, lay: Layout, key: bytes) -> tuple:
 
 def raw_source(lay: Layout) -> str:
     """Source of ``raw(s) -> bytes``: the state itself, encoded as bytes (every value + 1)."""
-    return ("def raw(s):\n    return bytes((" +
-            ", ".join(f"s[{k}] + 1" for k in range(lay.width)) + ",))\n")
+    return (
+        "def raw(s):\n    return bytes(("
+        + ", ".join(f"s[{k}] + 1" for k in range(lay.width))
+        + ",))\n"
+    )
 
 
 def key_function(cfg: Config, lay: Layout, symmetry: bool):

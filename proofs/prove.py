@@ -65,6 +65,7 @@ CTI_UNIVERSES = ((1, 1), (2, 1), (2, 2), (3, 2), (3, 3), (4, 3))
 
 # --- results ------------------------------------------------------------------------------
 
+
 @dataclass
 class Proof:
     """The prover's verdict on one property of one configuration.
@@ -104,11 +105,17 @@ class Proof:
         return self.status != "trace"
 
     def to_json(self) -> dict:
-        return {"method": self.method, "proved": self.proved, "status": self.status,
-                "seconds": round(self.seconds, 3), "auxiliary": list(self.auxiliary),
-                "cti": None if self.cti is None else self.cti.to_json(),
-                "trace": trace_to_json(self.trace), "depth": self.depth,
-                **({"note": self.note} if self.note else {})}
+        return {
+            "method": self.method,
+            "proved": self.proved,
+            "status": self.status,
+            "seconds": round(self.seconds, 3),
+            "auxiliary": list(self.auxiliary),
+            "cti": None if self.cti is None else self.cti.to_json(),
+            "trace": trace_to_json(self.trace),
+            "depth": self.depth,
+            **({"note": self.note} if self.note else {}),
+        }
 
 
 @dataclass
@@ -135,11 +142,21 @@ class ProveResult:
 
     def to_json(self) -> dict:
         c = self.cfg
+
         def entry(p):
-            return {"name": p.name, "applies": p.applies, "proof": p.to_json() if p.applies else None}
+            return {
+                "name": p.name,
+                "applies": p.applies,
+                "proof": p.to_json() if p.applies else None,
+            }
+
         return {
-            "design": c.design.name, "revision": c.revision, "transport": c.transport,
-            "depth": self.depth, "seconds": round(self.seconds, 3), "queries": self.queries,
+            "design": c.design.name,
+            "revision": c.revision,
+            "transport": c.transport,
+            "depth": self.depth,
+            "seconds": round(self.seconds, 3),
+            "queries": self.queries,
             "slowest_query": {"seconds": round(self.slowest[0], 3), "query": self.slowest[1]},
             "ok": self.ok,
             "invariants": [entry(p) for p in self.of("invariant")],
@@ -154,6 +171,7 @@ class SolverUnknown(Exception):
 
 # --- the prover -----------------------------------------------------------------------------
 
+
 class _Step:
     """One action instantiated on a symbolic pre-state with symbolic arguments."""
 
@@ -163,8 +181,9 @@ class _Step:
         self.i = i if "i" in action.params else None
         self.guard, self.out, self.writes = action.run(b, pre, cfg, r, self.i)
         self.post = sym.apply_writes(pre, self.writes)
-        self.params = b.And(sym.param_ok(b, "inst", r),
-                            sym.param_ok(b, "id", i) if self.i is not None else True)
+        self.params = b.And(
+            sym.param_ok(b, "inst", r), sym.param_ok(b, "id", i) if self.i is not None else True
+        )
 
 
 class _Universe:
@@ -194,14 +213,23 @@ class _Universe:
         return v if isinstance(v, bool) else v
 
     def hypotheses(self, st: _Step, hyps):
-        return [self.typed, sym.to_bool(st.params), sym.to_bool(st.guard)] + \
-               [self.state(h, self.pre) for h in hyps]
+        return [self.typed, sym.to_bool(st.params), sym.to_bool(st.guard)] + [
+            self.state(h, self.pre) for h in hyps
+        ]
 
 
 class Prover:
-    def __init__(self, cfg: Config, depth: int = DEFAULT_DEPTH, timeout: float = DEFAULT_TIMEOUT,
-                 progress=None, requests: int = BMC_REQUESTS, ids: int = BMC_IDS,
-                 batch: bool = True, auxiliary=None):
+    def __init__(
+        self,
+        cfg: Config,
+        depth: int = DEFAULT_DEPTH,
+        timeout: float = DEFAULT_TIMEOUT,
+        progress=None,
+        requests: int = BMC_REQUESTS,
+        ids: int = BMC_IDS,
+        batch: bool = True,
+        auxiliary=None,
+    ):
         self.cfg = cfg
         self.depth = depth
         self.timeout_ms = max(1, int(timeout * 1000))
@@ -225,7 +253,7 @@ class Prover:
         dt = time.monotonic() - t0
         self.queries += 1
         names = name if isinstance(name, list) else [name]
-        for n in names:   # a query about several properties is shared among them
+        for n in names:  # a query about several properties is shared among them
             self.spent[n] = self.spent.get(n, 0.0) + dt / len(names)
         if dt > self.slowest[0]:
             self.slowest = (dt, what)
@@ -275,7 +303,8 @@ class Prover:
                 kept.append(p)
             elif res == z3.sat:
                 ctis[p.name] = CounterexampleToInduction(
-                    p.name, f"{p.name} does not hold in the initial state", initial=True)
+                    p.name, f"{p.name} does not hold in the initial state", initial=True
+                )
             else:
                 unknown[p.name] = f"initial state: {self._reason}"
         implied: set[str] = set()
@@ -287,10 +316,12 @@ class Prover:
             for p in kept:
                 if p.kind == "auxiliary":
                     continue
-                res = self._check([U.typed] + [U.state(h, U.pre) for h in kept_aux] +
-                                  [z3.Not(U.state(p, U.pre))],
-                                  f"{p.name} follows from the auxiliary invariants", p.name,
-                                  min(self.timeout_ms, QUICK_MS))
+                res = self._check(
+                    [U.typed] + [U.state(h, U.pre) for h in kept_aux] + [z3.Not(U.state(p, U.pre))],
+                    f"{p.name} follows from the auxiliary invariants",
+                    p.name,
+                    min(self.timeout_ms, QUICK_MS),
+                )
                 if res == z3.unsat:
                     implied.add(p.name)
             for name, st in U.steps.items():
@@ -299,17 +330,23 @@ class Prover:
                     break
                 if self.batch and len(todo) > 1:
                     goal = z3.Not(z3.And(*[U.state(p, st.post) for p in todo]))
-                    res = self._check(U.hypotheses(st, kept) + [goal],
-                                      f"every candidate preserved by {name}",
-                                      [p.name for p in todo], min(self.timeout_ms, QUICK_MS))
+                    res = self._check(
+                        U.hypotheses(st, kept) + [goal],
+                        f"every candidate preserved by {name}",
+                        [p.name for p in todo],
+                        min(self.timeout_ms, QUICK_MS),
+                    )
                     if res == z3.unsat:
                         continue
                 hyps = list(kept)
                 for p in todo:
                     goal = z3.Not(U.state(p, st.post))
                     verdict, cti = self._obligation(
-                        U.hypotheses(st, hyps) + [goal], f"{p.name} preserved by {name}", p.name,
-                        lambda: self._finite_cti(hyps, p, name))  # noqa: B023 (called at once)
+                        U.hypotheses(st, hyps) + [goal],
+                        f"{p.name} preserved by {name}",
+                        p.name,
+                        lambda hyps=hyps, p=p, name=name: self._finite_cti(hyps, p, name),
+                    )
                     if verdict == "ok":
                         continue
                     kept.remove(p)
@@ -331,15 +368,21 @@ class Prover:
                 continue
             batch = [v for p, v in todo if p.kind == "invariant"]
             if self.batch and len(batch) > 1 and len(batch) == len(todo):
-                res = self._check(U.hypotheses(st, kept) + [z3.Not(z3.And(*batch))],
-                                  f"every step property on {name}", [p.name for p, _ in todo],
-                                  min(self.timeout_ms, QUICK_MS))
+                res = self._check(
+                    U.hypotheses(st, kept) + [z3.Not(z3.And(*batch))],
+                    f"every step property on {name}",
+                    [p.name for p, _ in todo],
+                    min(self.timeout_ms, QUICK_MS),
+                )
                 if res == z3.unsat:
                     continue
             for p, v in todo:
                 verdict, cti = self._obligation(
-                    U.hypotheses(st, kept) + [z3.Not(v)], f"{p.name} on {name}", p.name,
-                    lambda: self._finite_cti(kept, p, name))  # noqa: B023 (called at once)
+                    U.hypotheses(st, kept) + [z3.Not(v)],
+                    f"{p.name} on {name}",
+                    p.name,
+                    lambda kept=kept, p=p, name=name: self._finite_cti(kept, p, name),
+                )
                 if verdict == "ok":
                     continue
                 if verdict == "unknown":
@@ -365,18 +408,23 @@ class Prover:
                     continue
                 goal = z3.Not(sym.to_bool(v))
                 base = hyps
-            res = self._check(U.hypotheses(st, base) + [goal],
-                              f"{prop.name} on {action_name}: counterexample, {n} instances {m} ids",
-                              prop.name)
+            res = self._check(
+                U.hypotheses(st, base) + [goal],
+                f"{prop.name} on {action_name}: counterexample, {n} instances {m} ids",
+                prop.name,
+            )
             if res == z3.sat:
                 return self._render_cti(self._model, U, st, prop, list(range(n)), list(range(m)))
         return None
 
     def _raw_cti(self, st, prop):
         return CounterexampleToInduction(
-            prop.name, f"{prop.name} is not preserved by {st.action.name}; the counterexample "
-                       f"needs more than {CTI_UNIVERSES[-1][0]} instances or "
-                       f"{CTI_UNIVERSES[-1][1]} ids to show", action=st.action.name)
+            prop.name,
+            f"{prop.name} is not preserved by {st.action.name}; the counterexample "
+            f"needs more than {CTI_UNIVERSES[-1][0]} instances or "
+            f"{CTI_UNIVERSES[-1][1]} ids to show",
+            action=st.action.name,
+        )
 
     def _render_cti(self, model, U, st, prop, insts, ids):
         pre = sym.concrete_state(model, U.pre, insts, ids, State)
@@ -386,10 +434,15 @@ class Prover:
         if st.i is not None:
             args["i"] = id_name(model.eval(st.i, model_completion=True).as_long())
         return CounterexampleToInduction(
-            prop.name, f"{prop.name} is not preserved by {st.action.name}"
-                       f"({', '.join(f'{k}={v}' for k, v in args.items())})",
-            action=st.action.name, args=args, pre=describe_state(pre),
-            post=describe_state(post), changes=changes(pre, post))
+            prop.name,
+            f"{prop.name} is not preserved by {st.action.name}"
+            f"({', '.join(f'{k}={v}' for k, v in args.items())})",
+            action=st.action.name,
+            args=args,
+            pre=describe_state(pre),
+            post=describe_state(post),
+            changes=changes(pre, post),
+        )
 
     # -- bounded model checking
     def bmc(self, props, depth=None, requests=None, ids=None):
@@ -403,7 +456,7 @@ class Prover:
         b = sym.Symbolic({"inst": range(n), "id": range(m)})
         acts = list(actions_for(cfg))
         sends = [k for k, a in enumerate(acts) if "i" in a.params]
-        s = z3.Solver()   # collects the unrolling; each query is solved afresh (faster here)
+        s = z3.Solver()  # collects the unrolling; each query is solved afresh (faster here)
         cur = sym.initial_finite_state(n, m)
         top_id = z3.IntVal(-1)
         choices = []
@@ -452,8 +505,16 @@ class Prover:
             choices.append((a_t, r_t, i_t))
             is_send = z3.Or(*[a_t == k for k in sends])
             # ids are interchangeable: take them in order of first use (no trace is lost)
-            s.add(a_t >= 0, a_t < len(acts), r_t >= 0, r_t < n, i_t >= 0, i_t < m,
-                  z3.Implies(is_send, i_t <= top_id + 1), z3.Implies(z3.Not(is_send), i_t == 0))
+            s.add(
+                a_t >= 0,
+                a_t < len(acts),
+                r_t >= 0,
+                r_t < n,
+                i_t >= 0,
+                i_t < m,
+                z3.Implies(is_send, i_t <= top_id + 1),
+                z3.Implies(z3.Not(is_send), i_t == 0),
+            )
             top_id = z3.If(z3.And(is_send, i_t > top_id), i_t, top_id)
             steps = []
             for k, a in enumerate(acts):
@@ -489,8 +550,13 @@ class Prover:
             if i is not None and i not in id_map:
                 id_map[i] = len(id_map)
         sends = sum(1 for a, _, _ in raw if "i" in a.params)
-        cfg = Config(self.cfg.design, self.cfg.revision, self.cfg.transport,
-                     ids=max(1, len(id_map)), requests=max(1, sends))
+        cfg = Config(
+            self.cfg.design,
+            self.cfg.revision,
+            self.cfg.transport,
+            ids=max(1, len(id_map)),
+            requests=max(1, sends),
+        )
         b = step.backend(cfg)
         s = step.start(cfg)
         steps = []
@@ -498,8 +564,10 @@ class Prover:
             i2 = None if i is None else id_map[i]
             tr = step.take(cfg, s, step.Move(a, r, i2), b) if r < cfg.requests else None
             if tr is None:
-                raise RuntimeError(f"bounded trace for {prop.name}: {a.name} is not enabled when "
-                                   "replayed concretely (the readings disagree)")
+                raise RuntimeError(
+                    f"bounded trace for {prop.name}: {a.name} is not enabled when "
+                    "replayed concretely (the readings disagree)"
+                )
             steps.append((a, tr.args, s, tr.post, tr.out))
             s = tr.post
         if prop.scope == "state":
@@ -508,8 +576,10 @@ class Prover:
             a, args, pre, post, out = steps[-1]
             broken = not prop.fn(b, pre, post, cfg, a, args["r"], args.get("i"), out)
         if not broken:
-            raise RuntimeError(f"bounded trace for {prop.name} does not break it when replayed "
-                               "concretely (the readings disagree)")
+            raise RuntimeError(
+                f"bounded trace for {prop.name} does not break it when replayed "
+                "concretely (the readings disagree)"
+            )
         return build_trace(cfg, [(a, args, pre, post) for a, args, pre, post, _ in steps])
 
     # -- everything for one configuration
@@ -517,8 +587,11 @@ class Prover:
         cfg = self.cfg
         t0 = time.monotonic()
         res = ProveResult(cfg, self.depth)
-        props = [p for p in PROPERTIES if p.kind in ("invariant", "hazard")
-                 and (names is None or p.name in names)]
+        props = [
+            p
+            for p in PROPERTIES
+            if p.kind in ("invariant", "hazard") and (names is None or p.name in names)
+        ]
         targets = [p for p in props if p.kind == "invariant" and p.applies(cfg)]
         hazards = [p for p in props if p.kind == "hazard" and p.applies(cfg)]
         self.progress(f"{cfg.label}: induction")
@@ -526,8 +599,7 @@ class Prover:
         self.implied = implied
         kept_names = {p.name for p in kept}
         aux_names = [p.name for p in self.auxiliary if p.name in kept_names]
-        open_props = [p for p in targets + hazards
-                      if p.name in ctis and p.name not in unknown]
+        open_props = [p for p in targets + hazards if p.name in ctis and p.name not in unknown]
         traces, bmc_unknown = self.bmc(open_props) if open_props else ({}, {})
         for p in props:
             pr = Proof(p.name, p.kind, p.applies(cfg), doc=p.doc)
@@ -547,8 +619,10 @@ class Prover:
                         pr.status, pr.note = "unknown", bmc_unknown[p.name]
                     else:
                         pr.status = "cti"
-                        pr.note = (f"not inductive with the auxiliary invariants that hold here, "
-                                   f"and no violation within {self.depth} steps")
+                        pr.note = (
+                            f"not inductive with the auxiliary invariants that hold here, "
+                            f"and no violation within {self.depth} steps"
+                        )
             res.proofs.append(pr)
         for p in self.auxiliary:
             pr = Proof(p.name, "auxiliary", p.applies(cfg), doc=p.doc)
@@ -573,6 +647,7 @@ def _solve(solver, timeout_ms) -> z3.CheckSatResult:
     """``solver.check()``, interrupted if it overruns its own timeout (z3 does not always notice
     a timeout inside quantifier instantiation); an interrupted query is ``unknown``."""
     import threading
+
     timer = threading.Timer(timeout_ms / 1000 + 0.2, z3.main_ctx().interrupt)
     timer.daemon = True
     timer.start()
@@ -597,8 +672,13 @@ def _choose(a_t, options, unchanged):
     return term
 
 
-def prove(cfg: Config, depth: int = DEFAULT_DEPTH, timeout: float = DEFAULT_TIMEOUT,
-          names=None, progress=None) -> ProveResult:
+def prove(
+    cfg: Config,
+    depth: int = DEFAULT_DEPTH,
+    timeout: float = DEFAULT_TIMEOUT,
+    names=None,
+    progress=None,
+) -> ProveResult:
     """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring."""
     return Prover(cfg, depth=depth, timeout=timeout, progress=progress).run(names)
 
@@ -606,6 +686,7 @@ def prove(cfg: Config, depth: int = DEFAULT_DEPTH, timeout: float = DEFAULT_TIME
 def all_designs() -> dict:
     """The designs by name, and the mutants of ``atomic`` (one safeguard removed each)."""
     from mcp_inflight.model.config import mutants
+
     return {**DESIGNS, **mutants()}
 
 
@@ -621,8 +702,10 @@ def prove_all(cfgs, depth=DEFAULT_DEPTH, timeout=DEFAULT_TIMEOUT, jobs=1, progre
 
     def note(n, r):
         if progress:
-            sys.stderr.write(f"  proved {n}/{len(work)}: {r.cfg.label} in {r.seconds:.1f}s "
-                             f"({time.monotonic() - t0:.1f}s elapsed)\n")
+            sys.stderr.write(
+                f"  proved {n}/{len(work)}: {r.cfg.label} in {r.seconds:.1f}s "
+                f"({time.monotonic() - t0:.1f}s elapsed)\n"
+            )
             sys.stderr.flush()
 
     if jobs <= 1 or len(work) <= 1:
@@ -632,6 +715,7 @@ def prove_all(cfgs, depth=DEFAULT_DEPTH, timeout=DEFAULT_TIMEOUT, jobs=1, progre
             note(n, out[-1])
         return out
     from mcp_inflight.proofs.pool import worker_pool
+
     with worker_pool(min(jobs, len(work))) as ex:
         futs = [ex.submit(_prove_one, w) for w in work]
         out = []

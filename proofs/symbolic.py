@@ -128,6 +128,7 @@ class Symbolic:
 
 # --- states -------------------------------------------------------------------------------
 
+
 class SymState:
     """A session state whose fields are z3 terms, read by the model exactly like a concrete
     ``State``: ``s.life[r]``, ``s.inflight[s.rid[r]]``, ``s.clock``."""
@@ -234,8 +235,10 @@ def fresh_finite_state(prefix: str, n_inst: int, n_id: int) -> SymState:
             vals[f.name] = z3.Const(f"{prefix}.{f.name}", _sort(f))
         else:
             n = n_inst if f.key == "inst" else n_id
-            vals[f.name] = Vec([z3.Const(f"{prefix}.{f.name}[{k}]", _sort(f)) for k in range(n)],
-                               _lit(f, f.default))
+            vals[f.name] = Vec(
+                [z3.Const(f"{prefix}.{f.name}[{k}]", _sort(f)) for k in range(n)],
+                _lit(f, f.default),
+            )
     return SymState(**vals)
 
 
@@ -252,8 +255,9 @@ def finite_from_concrete(state) -> SymState:
     vals = {}
     for f in FIELDS:
         v = getattr(state, f.name)
-        vals[f.name] = _lit(f, v) if f.key is None else Vec([_lit(f, x) for x in v],
-                                                             _lit(f, f.default))
+        vals[f.name] = (
+            _lit(f, v) if f.key is None else Vec([_lit(f, x) for x in v], _lit(f, f.default))
+        )
     return SymState(**vals)
 
 
@@ -288,13 +292,14 @@ _FIELD = {f.name: f for f in FIELDS}
 def well_typed(b: Symbolic, s: SymState):
     """Each slot holds a value of its field's sort: lifecycle and small enumerations in range,
     ids natural, instance references natural or ``NONE`` (with finite domains: within them)."""
+
     def inst_slot(x):
         parts = []
         for f in FIELDS:
             if f.key != "inst":
                 continue
             v = getattr(s, f.name)[x]
-            if f.domain is not None:   # a finite sort: the range of its enumeration
+            if f.domain is not None:  # a finite sort: the range of its enumeration
                 parts += [v >= min(f.domain), v <= max(f.domain)]
             elif f.sort == "id":
                 parts.append(b.In(v, b.domains["id"]) if b.domains is not None else v >= 0)
@@ -322,6 +327,7 @@ def param_ok(b: Symbolic, sort: str, x):
 
 
 # --- reading values back out of a model ---------------------------------------------------
+
 
 def concrete_state(model: z3.ModelRef, s: SymState, insts: list, ids: list, State):
     """The finite view of ``s`` in ``model`` on the given instances and ids, as a concrete

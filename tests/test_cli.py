@@ -14,7 +14,9 @@ from mcp_inflight.cli import main
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "mcp_inflight", *args], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", *args], capture_output=True, text=True
+    )
 
 
 def test_check_passes_on_atomic_and_prints_one_json_object():
@@ -24,8 +26,20 @@ def test_check_passes_on_atomic_and_prints_one_json_object():
     assert doc["ok"] is True
     assert len(doc["runs"]) == 2
     run = doc["runs"][0]
-    for key in ("design", "revision", "transport", "bounds", "symmetry", "states", "transitions",
-                "seconds", "invariants", "witnesses", "hazards", "coverage"):
+    for key in (
+        "design",
+        "revision",
+        "transport",
+        "bounds",
+        "symmetry",
+        "states",
+        "transitions",
+        "seconds",
+        "invariants",
+        "witnesses",
+        "hazards",
+        "coverage",
+    ):
         assert key in run
     assert run["bounds"] == {"ids": 2, "requests": 3}
     inv = {v["name"]: v for v in run["invariants"]}
@@ -36,8 +50,18 @@ def test_check_passes_on_atomic_and_prints_one_json_object():
 
 def test_check_fails_on_unguarded_with_traces_and_junit(tmp_path):
     junit = tmp_path / "r.xml"
-    p = cli("check", "--design", "unguarded", "--revision", "2026-07-28", "--transport", "http",
-            "--junit-xml", str(junit), "--no-prove")
+    p = cli(
+        "check",
+        "--design",
+        "unguarded",
+        "--revision",
+        "2026-07-28",
+        "--transport",
+        "http",
+        "--junit-xml",
+        str(junit),
+        "--no-prove",
+    )
     assert p.returncode == 1
     assert "counterexample: unique_in_flight" in p.stdout
     assert "FAILED" in p.stdout
@@ -61,6 +85,7 @@ def test_max_states_makes_an_incomplete_run_fail():
 
 
 # --- the prover, alone and inside check ---------------------------------------------------------
+
 
 def test_check_json_gives_each_invariant_its_proof():
     p = cli("check", "--revision", "2026-07-28", "--transport", "http", "--json")
@@ -101,8 +126,18 @@ def test_check_combined_table_and_no_explore():
 @pytest.mark.slow
 def test_prove_fails_on_unguarded_with_cti_and_trace(tmp_path):
     junit = tmp_path / "p.xml"
-    p = cli("prove", "--design", "unguarded", "--revision", "2026-07-28", "--transport", "http",
-            "--json", "--junit-xml", str(junit))
+    p = cli(
+        "prove",
+        "--design",
+        "unguarded",
+        "--revision",
+        "2026-07-28",
+        "--transport",
+        "http",
+        "--json",
+        "--junit-xml",
+        str(junit),
+    )
     assert p.returncode == 1
     run = json.loads(p.stdout)["runs"][0]
     inv = {v["name"]: v["proof"] for v in run["invariants"]}
@@ -153,14 +188,17 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)],
-                         ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"]
+)
 def test_check_stopped_by_a_signal_takes_its_workers_with_it(sig, code):
     """A CI timeout sends SIGTERM: check exits, and none of its worker processes goes on
     exploring as an orphan."""
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_inflight", "check", "--design", "all",
-                             "--no-prove", "--json"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_inflight", "check", "--design", "all", "--no-prove", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         workers: set[int] = set()
@@ -183,17 +221,21 @@ def test_check_stopped_by_a_signal_takes_its_workers_with_it(sig, code):
             os.kill(p, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("argv, what", [
-    (["check", "--no-prove", "--junit-xml", "{f}/x.xml"], "--junit-xml"),
-    (["prove", "--junit-xml", "{f}/x.xml"], "--junit-xml"),
-    (["diagrams", "--out", "{f}/sub"], "--out"),
-])
+@pytest.mark.parametrize(
+    "argv, what",
+    [
+        (["check", "--no-prove", "--junit-xml", "{f}/x.xml"], "--junit-xml"),
+        (["prove", "--junit-xml", "{f}/x.xml"], "--junit-xml"),
+        (["diagrams", "--out", "{f}/sub"], "--out"),
+    ],
+)
 def test_an_unwritable_output_path_fails_before_the_run(tmp_path, capsys, argv, what):
     """A file where a directory should be: exit 2 at once with the reason, no traceback, and no
     run (the explorer is never called)."""
     from mcp_inflight.draw import output as draw_output
     from mcp_inflight.proofs import explore as explore_mod
     from mcp_inflight.proofs import prove as prove_mod
+
     f = tmp_path / "a-file"
     f.write_text("")
     called = []

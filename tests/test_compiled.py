@@ -61,14 +61,22 @@ def disagreements(cfg, comp, states, limit=5):
             if lay.unflatten(ct) != t:
                 out.append((s, a.name, r, i, "successor", t, lay.unflatten(ct)))
             co = comp.out_dict(mv, couts)
-            if {k: (v[0], bool(v[1])) for k, v in o.items()} != \
-                    {k: (v[0], bool(v[1])) for k, v in co.items()}:
+            if {k: (v[0], bool(v[1])) for k, v in o.items()} != {
+                k: (v[0], bool(v[1])) for k, v in co.items()
+            }:
                 out.append((s, a.name, r, i, "outputs", o, co))
-            bad = {j for j, p in enumerate(step_props)
-                   if not p.fn(b, s, t, cfg, a, r, i, o)}
+            bad = {j for j, p in enumerate(step_props) if not p.fn(b, s, t, cfg, a, r, i, o)}
             if bad != cbad:
-                out.append((s, a.name, r, i, "step properties",
-                            sorted(step_props[j].name for j in bad ^ cbad)))
+                out.append(
+                    (
+                        s,
+                        a.name,
+                        r,
+                        i,
+                        "step properties",
+                        sorted(step_props[j].name for j in bad ^ cbad),
+                    )
+                )
         for p, chk in zip(comp.state_props, comp.state_checks, strict=False):
             if bool(p.fn(b, s, cfg)) != bool(chk(flat)):
                 out.append((s, p.name, "state property"))
@@ -87,8 +95,9 @@ def sample(states, at_most):
 
 
 CASES = [pytest.param(d, rev, tr, id=f"{d}-{rev}-{tr}") for d in DESIGNS for rev, tr in profiles()]
-ALL_CASES = [pytest.param(d, rev, tr, id=f"{d}-{rev}-{tr}")
-             for d in ALL_DESIGNS for rev, tr in profiles()]
+ALL_CASES = [
+    pytest.param(d, rev, tr, id=f"{d}-{rev}-{tr}") for d in ALL_DESIGNS for rev, tr in profiles()
+]
 
 
 @pytest.mark.parametrize("design,revision,transport", CASES)
@@ -149,6 +158,7 @@ def test_both_engines_give_the_same_run_two_ids(design, revision, transport):
 
 def test_layout_round_trip_covers_every_field():
     from mcp_inflight.model.session import FIELDS, State
+
     cfg = Config(DESIGNS["atomic"], "2025-11-25", "http", ids=2, requests=3)
     lay = Layout(cfg)
     # a state with a distinct value in every slot

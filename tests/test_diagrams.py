@@ -24,8 +24,10 @@ HAVE_DOT = shutil.which("dot") is not None
 
 
 def _texts(d, rev):
-    out = {"dot": (d / f"lifecycle-{rev}.dot").read_text(),
-           "mmd": (d / f"lifecycle-{rev}.mmd").read_text()}
+    out = {
+        "dot": (d / f"lifecycle-{rev}.dot").read_text(),
+        "mmd": (d / f"lifecycle-{rev}.mmd").read_text(),
+    }
     if HAVE_DOT:
         out["svg"] = html.unescape((d / f"lifecycle-{rev}.svg").read_text())
     return out
@@ -110,17 +112,21 @@ def test_every_state_and_trigger_in_every_format(tmp_path, rev):
         for s in lc.STATES:
             assert s in text, (fmt, s)
         for r in lc.table(rev):
-            label = r.trigger + (" [" + ", ".join(r.conditions) + "]"
-                                    if r.conditions else "")
+            label = r.trigger + (" [" + ", ".join(r.conditions) + "]" if r.conditions else "")
             assert label in text, (fmt, label)
         assert "model/session.py CONDITIONS" in text, fmt
 
 
 def test_revisions_differ_where_the_table_differs(tmp_path):
     old, new = lc.REVISIONS
-    assert 'in_flight" -> "stream_broken" [label="stream_closed [stream_open]"' in draw.dot_lifecycle(old)
+    assert (
+        'in_flight" -> "stream_broken" [label="stream_closed [stream_open]"'
+        in draw.dot_lifecycle(old)
+    )
     assert 'in_flight" -> "cancelled" [label="stream_closed"' in draw.dot_lifecycle(new)
-    assert "in_flight --> stream_broken : stream_closed [stream_open]" in draw.mermaid_lifecycle(old)
+    assert "in_flight --> stream_broken : stream_closed [stream_open]" in draw.mermaid_lifecycle(
+        old
+    )
     assert "in_flight --> cancelled : stream_closed\n" in draw.mermaid_lifecycle(new)
 
     def edges(text):
@@ -133,6 +139,7 @@ def test_revisions_differ_where_the_table_differs(tmp_path):
 
 def test_committed_diagrams_are_current():
     import pathlib
+
     ok, report = draw.check(pathlib.Path(__file__).resolve().parent.parent / "diagrams")
     assert ok, report
 
@@ -150,6 +157,7 @@ def test_without_dot_svg_is_skipped_with_one_warning(tmp_path, monkeypatch, caps
 
 # --- the session state graph --------------------------------------------------------------
 
+
 def test_session_bound_is_the_smallest_that_shows_every_action():
     ids, req = draw_session.bound()
     for d in draw_session.DESIGNS_DRAWN:
@@ -157,15 +165,20 @@ def test_session_bound_is_the_smallest_that_shows_every_action():
         res = explore(cfg, symmetry=False, progress=False)
         assert not res.dead_actions, (d, res.dead_actions)
         assert set(res.coverage) == {a.name for a in actions_for(cfg)}
-    smaller = draw_session.CANDIDATE_BOUNDS[:draw_session.CANDIDATE_BOUNDS.index((ids, req))]
+    smaller = draw_session.CANDIDATE_BOUNDS[: draw_session.CANDIDATE_BOUNDS.index((ids, req))]
     for ids2, req2 in smaller:
-        dead = [explore(Config(DESIGNS[d], draw_session.REVISION, draw_session.TRANSPORT,
-                               ids2, req2), symmetry=False, progress=False).dead_actions
-                for d in draw_session.DESIGNS_DRAWN]
+        dead = [
+            explore(
+                Config(DESIGNS[d], draw_session.REVISION, draw_session.TRANSPORT, ids2, req2),
+                symmetry=False,
+                progress=False,
+            ).dead_actions
+            for d in draw_session.DESIGNS_DRAWN
+        ]
         assert any(dead), (ids2, req2)
 
 
-_NODE = re.compile(r'^    s(\d+) \[(.*)\];$')
+_NODE = re.compile(r"^    s(\d+) \[(.*)\];$")
 _TOOLTIP = re.compile(r'tooltip="((?:[^"\\]|\\.)*)"')
 
 
@@ -224,8 +237,11 @@ def test_red_nodes_are_exactly_the_states_that_break_a_state_invariant(design, t
         m = re.match(r'^    n\d+ \[label="([^"]*)"(.*)\];$', line)
         if m and _red(m.group(2)):
             red_labels.add(m.group(1).split("\\n(")[0])
-    expected_red = {draw_session.project_label(cfg, draw_session.project(cfg, s))
-                    for s, bad in judged.items() if bad}
+    expected_red = {
+        draw_session.project_label(cfg, draw_session.project(cfg, s))
+        for s, bad in judged.items()
+        if bad
+    }
     assert red_labels == expected_red
     if design == "unguarded":
         assert drawn and any(drawn.values()) and bad_edges > 0  # there is something to show
@@ -305,12 +321,16 @@ def _mismatches(cfg, trace, mmd):
     if len(got) != len(exp):
         return [f"{len(got)} arrows for {len(exp)} steps"]
     bad = []
-    for n, ((src, kind, dst, num, label), (esrc, edst, ekind, emark)) in enumerate(zip(got, exp, strict=False), 1):
+    for n, ((src, kind, dst, num, label), (esrc, edst, ekind, emark)) in enumerate(
+        zip(got, exp, strict=False), 1
+    ):
         if int(num) != n:
             bad.append(f"arrow {n} numbered {num}")
         if (src, kind) != (esrc, ekind) or (edst is not None and dst != edst):
-            bad.append(f"step {n} ({trace[n - 1]['action']}): drawn {src}{kind}{dst}, "
-                       f"trace says {esrc}{ekind}{edst}")
+            bad.append(
+                f"step {n} ({trace[n - 1]['action']}): drawn {src}{kind}{dst}, "
+                f"trace says {esrc}{ekind}{edst}"
+            )
         for mark in ("MISROUTED", "WRONG TARGET"):
             if (mark in label) != (emark == mark):
                 bad.append(f"step {n}: {mark} {'missing' if emark == mark else 'wrongly drawn'}")
@@ -327,7 +347,9 @@ def test_a_diagram_for_every_counterexample_and_arrows_follow_the_trace(tmp_path
     cfgs = draw_sequence.configs()
     assert {c.design.name for c in cfgs} >= {"unguarded", "check_then_claim"}
     kinds = set()
-    for cfg, res in zip(cfgs, draw_sequence.results(cfgs), strict=False):  # the explorer's own results
+    for cfg, res in zip(
+        cfgs, draw_sequence.results(cfgs), strict=False
+    ):  # the explorer's own results
         assert res.cfg == cfg
         for v in res.verdicts:
             if not (v.kind in ("invariant", "hazard") and v.applies and not v.ok):
@@ -350,8 +372,11 @@ def test_a_diagram_for_every_counterexample_and_arrows_follow_the_trace(tmp_path
     assert drawn == expected_names
     assert marks > 0
     # the designs that break invariants, and the hazard every design meets, are all drawn
-    assert {("unguarded", "invariant"), ("check_then_claim", "invariant"),
-            ("atomic", "hazard")} <= kinds
+    assert {
+        ("unguarded", "invariant"),
+        ("check_then_claim", "invariant"),
+        ("atomic", "hazard"),
+    } <= kinds
     index = (d / "index.md").read_text()
     assert all(f"({n}.svg)" in index for n in expected_names)
 

@@ -21,8 +21,10 @@ def without_respond(monkeypatch):
     """The model with ``respond`` and ``emit`` taken out of every action set: an admitted
     request whose cancel was already spent (it arrived before the admission and found nothing)
     has nothing left to do, yet it is unfinished -- a deadlock."""
+
     def reduced(cfg):
         return tuple(a for a in actions_for(cfg) if a.name not in ("respond", "emit"))
+
     monkeypatch.setattr(compiled_model, "actions_for", reduced)
     monkeypatch.setattr(explore_mod, "actions_for", reduced)
     monkeypatch.setattr(step, "actions_for", reduced)
@@ -54,6 +56,7 @@ def test_no_deadlock_on_the_full_model():
 
 # --- the symmetry key --------------------------------------------------------------------------
 
+
 def relabel(s, sigma, pi):
     """``s`` with instance r renamed sigma[r] and id k renamed pi[k], field by field from
     FIELDS (an unsent instance's id is a placeholder and keeps its value)."""
@@ -69,6 +72,7 @@ def relabel(s, sigma, pi):
             if f.sort == "id" and (r is None or sent[r]):
                 return pi[x]
             return x
+
         if f.key == "inst":
             new = [None] * n
             for r in range(n):
@@ -86,9 +90,11 @@ def relabel(s, sigma, pi):
 
 def brute_orbit(cfg, s):
     """The least renaming of ``s`` over every instance and id permutation."""
-    return min(relabel(s, sg, pi)
-               for sg in itertools.permutations(range(cfg.requests))
-               for pi in itertools.permutations(range(cfg.ids)))
+    return min(
+        relabel(s, sg, pi)
+        for sg in itertools.permutations(range(cfg.requests))
+        for pi in itertools.permutations(range(cfg.ids))
+    )
 
 
 def reachable(cfg):
@@ -97,14 +103,18 @@ def reachable(cfg):
     def on_edge(pre, action, args, post, out):
         seen.setdefault(pre, None)
         seen.setdefault(post, None)
+
     explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
     return list(seen)
 
 
-KEY_CASES = [("unguarded", "2025-11-25", "stdio", 2, 2), ("check_then_claim", "2026-07-28", "http", 2, 2),
-             pytest.param("atomic", "2025-11-25", "http", 2, 2, marks=pytest.mark.slow),
-             pytest.param("unguarded", "2026-07-28", "http", 3, 2, marks=pytest.mark.slow),
-             pytest.param("check_then_claim", "2026-07-28", "http", 1, 3, marks=pytest.mark.slow)]
+KEY_CASES = [
+    ("unguarded", "2025-11-25", "stdio", 2, 2),
+    ("check_then_claim", "2026-07-28", "http", 2, 2),
+    pytest.param("atomic", "2025-11-25", "http", 2, 2, marks=pytest.mark.slow),
+    pytest.param("unguarded", "2026-07-28", "http", 3, 2, marks=pytest.mark.slow),
+    pytest.param("check_then_claim", "2026-07-28", "http", 1, 3, marks=pytest.mark.slow),
+]
 
 
 @pytest.mark.parametrize("design,revision,transport,ids,requests", KEY_CASES)
@@ -125,9 +135,16 @@ def test_symmetry_key_names_exactly_the_orbit(design, revision, transport, ids, 
 
 
 def _alternatives(f, cfg, x):
-    dom = {"life": list(Life), "id": range(cfg.ids), "inst?": range(-1, cfg.requests),
-           "bool": (False, True), "step": range(3), "sreq": range(4), "cmsg": range(3),
-           "time": range(3)}[f.sort]
+    dom = {
+        "life": list(Life),
+        "id": range(cfg.ids),
+        "inst?": range(-1, cfg.requests),
+        "bool": (False, True),
+        "step": range(3),
+        "sreq": range(4),
+        "cmsg": range(3),
+        "time": range(3),
+    }[f.sort]
     return [int(v) for v in dom if v != x][:2]
 
 
@@ -172,11 +189,14 @@ def test_a_new_per_instance_field_enters_the_key_without_edits(monkeypatch):
     assert key(tuple(base)) != key(tuple(flipped))
 
 
-@pytest.mark.parametrize("field", [
-    Field("peer", "inst", "inst?", False, False, -1, "names another instance"),
-    Field("other_id", "inst", "id", False, False, 0, "an id besides rid"),
-    Field("last", None, "inst?", False, False, -1, "a scalar naming an instance"),
-])
+@pytest.mark.parametrize(
+    "field",
+    [
+        Field("peer", "inst", "inst?", False, False, -1, "names another instance"),
+        Field("other_id", "inst", "id", False, False, 0, "an id besides rid"),
+        Field("last", None, "inst?", False, False, -1, "a scalar naming an instance"),
+    ],
+)
 def test_the_key_refuses_fields_it_cannot_rename(monkeypatch, field):
     monkeypatch.setattr(flat, "FIELDS", FIELDS + (field,))
     cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=2, requests=2)
@@ -195,9 +215,14 @@ def test_canonicalizer_returns_a_renaming_in_the_same_orbit():
 
 # --- runs --------------------------------------------------------------------------------------
 
+
 def test_explore_many_matches_one_run_after_another():
-    cfgs = [Config(DESIGNS[d], rev, tr, ids=2, requests=2)
-            for d in ("atomic", "unguarded") for rev, tr in profiles() if rev == "2026-07-28"]
+    cfgs = [
+        Config(DESIGNS[d], rev, tr, ids=2, requests=2)
+        for d in ("atomic", "unguarded")
+        for rev, tr in profiles()
+        if rev == "2026-07-28"
+    ]
     seq = [explore(c, progress=False).to_json() for c in cfgs]
     par = [r.to_json() for r in explore_many(cfgs, jobs=2, progress=False)]
     for a, b in zip(seq, par, strict=False):

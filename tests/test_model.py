@@ -47,16 +47,23 @@ def test_unique_in_flight_fails_on_unguarded():
     assert "rogue_sends" in _actions(t)
 
 
-@pytest.mark.parametrize("name,last", [("no_misrouted_notification", "emit"),
-                                       ("no_misrouted_server_request", "server_request"),
-                                       ("no_misrouted_response", "respond")])
+@pytest.mark.parametrize(
+    "name,last",
+    [
+        ("no_misrouted_notification", "emit"),
+        ("no_misrouted_server_request", "server_request"),
+        ("no_misrouted_response", "respond"),
+    ],
+)
 def test_misrouting_fails_on_unguarded_http(name, last):
     t = _fails("unguarded", "2025-11-25", "http", name)
     assert _actions(t)[-1] == last
     assert "misrouted" in t[-1]["story"]
     # the duplicate took over the stream slot before the message was written
-    assert any(s["changes"].get("stream[1]") == ["A", "B"] or s["changes"].get("stream[1]") == ["B", "A"]
-               for s in t)
+    assert any(
+        s["changes"].get("stream[1]") == ["A", "B"] or s["changes"].get("stream[1]") == ["B", "A"]
+        for s in t
+    )
 
 
 def test_owned_removal_fails_on_unguarded():
@@ -122,13 +129,23 @@ def test_stale_cancel_hazard_fails_on_2025_http_under_every_design():
         v = run(design, "2025-11-25", "http").verdict("stale_cancel_is_inert")
         assert not v.ok, design
     t = run("atomic", "2025-11-25", "http").verdict("stale_cancel_is_inert").trace
-    assert _actions(t) == ["client_sends", "arrive", "admit", "send_cancel", "respond",
-                           "client_sends", "arrive", "admit", "deliver_cancel"]
+    assert _actions(t) == [
+        "client_sends",
+        "arrive",
+        "admit",
+        "send_cancel",
+        "respond",
+        "client_sends",
+        "arrive",
+        "admit",
+        "deliver_cancel",
+    ]
     assert t[-1]["changes"]["life[B]"] == ["in_flight", "cancelled"]
 
 
-@pytest.mark.parametrize("revision,transport", [("2025-11-25", "stdio"), ("2026-07-28", "stdio"),
-                                                ("2026-07-28", "http")])
+@pytest.mark.parametrize(
+    "revision,transport", [("2025-11-25", "stdio"), ("2026-07-28", "stdio"), ("2026-07-28", "http")]
+)
 def test_stale_cancel_hazard_holds_where_the_protocol_orders_it(revision, transport):
     assert run("atomic", revision, transport).verdict("stale_cancel_is_inert").ok
 
@@ -192,8 +209,13 @@ def test_random_walks_on_atomic_keep_every_invariant(profile, rnd):
 
 
 def test_witness_names_are_the_documented_ones():
-    assert [w.name for w in WITNESSES] == ["sequential_reuse", "duplicate_refused", "cancelled",
-                                           "stream_broken", "server_request_answered"]
+    assert [w.name for w in WITNESSES] == [
+        "sequential_reuse",
+        "duplicate_refused",
+        "cancelled",
+        "stream_broken",
+        "server_request_answered",
+    ]
     assert len({p.name for p in INVARIANTS}) == 10
 
 
@@ -202,6 +224,7 @@ def test_every_backend_implements_the_logic_interface():
     from mcp_inflight.model.codegen import Gen
     from mcp_inflight.model.logic import Concrete, Logic
     from mcp_inflight.proofs.symbolic import Symbolic
+
     doms = {"inst": range(2), "id": range(1)}
     for b in (Concrete(doms), Gen(doms), RuntimeGen(), Symbolic(), Symbolic(doms)):
         assert isinstance(b, Logic), type(b).__name__

@@ -35,6 +35,7 @@ def atomic_proofs():
 
 # --- one definition: the symbolic reading agrees with the concrete one ------------------------
 
+
 def _states(cfg, limit=None):
     seen = set()
     explore(cfg, progress=False, on_edge=lambda pre, a, args, post, out: seen.add(pre))
@@ -67,7 +68,7 @@ def _agree(cfg, states, to_symbolic):
                 assert _lit(p.fn(bs, ss, cfg)) == bool(p.fn(b, s, cfg)), (p.name, s)
         for a in actions_for(cfg):
             for r in range(cfg.requests):
-                for i in (range(cfg.ids) if "i" in a.params else (None,)):
+                for i in range(cfg.ids) if "i" in a.params else (None,):
                     g, out, writes = a.run(b, s, cfg, r, i)
                     gs, outs, writes_s = a.run(bs, ss, cfg, r, i)
                     assert _lit(gs) == bool(g), (a.name, r, i, s)
@@ -84,8 +85,11 @@ def _agree(cfg, states, to_symbolic):
                         if f.key is None:
                             assert _lit(got) == want, (a.name, f.name, s)
                         else:
-                            assert [_lit(got[k]) for k in range(len(want))] == list(want), \
-                                (a.name, f.name, s)
+                            assert [_lit(got[k]) for k in range(len(want))] == list(want), (
+                                a.name,
+                                f.name,
+                                s,
+                            )
                     for p in props:
                         if p.scope == "step":
                             v = p.fn(b, s, post, cfg, a, r, i, out)
@@ -138,6 +142,7 @@ def test_unbounded_quantifiers_agree_with_the_concrete_guards(profile):
 
 # --- induction ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("profile", PROFILES, ids="-".join)
 def test_every_invariant_is_proved_on_atomic(atomic_proofs, profile):
     res = atomic_proofs[profile]
@@ -154,8 +159,14 @@ def test_every_invariant_is_proved_on_atomic(atomic_proofs, profile):
     inv = {v["name"]: v for v in doc["invariants"]}
     assert inv["unique_in_flight"]["proof"]["method"] == "induction"
     assert inv["unique_in_flight"]["proof"]["proved"] is True
-    assert set(inv["unique_in_flight"]["proof"]) >= {"method", "proved", "seconds", "auxiliary",
-                                                       "cti", "trace"}
+    assert set(inv["unique_in_flight"]["proof"]) >= {
+        "method",
+        "proved",
+        "seconds",
+        "auxiliary",
+        "cti",
+        "trace",
+    }
 
 
 def test_auxiliary_invariants_hold_in_the_explorer_too():
@@ -174,21 +185,26 @@ def test_stale_cancel_hazard_proved_where_it_holds_and_traced_where_it_fails(ato
             assert not explored("atomic", *profile).verdict("stale_cancel_is_inert").ok
         else:
             assert p.status == "proved", (profile, p.cti)
-    assert "stale_cancel_ahead" in atomic_proofs[("2025-11-25", "stdio")].proof(
-        "stale_cancel_is_inert").auxiliary
+    assert (
+        "stale_cancel_ahead"
+        in atomic_proofs[("2025-11-25", "stdio")].proof("stale_cancel_is_inert").auxiliary
+    )
 
 
 def test_without_auxiliary_invariants_induction_gives_a_counterexample():
     """unique_in_flight alone is not inductive: the CTI has the pre-state, the action with its
     arguments, the post-state and the broken conjunct; no reachable trace exists."""
     res = Prover(Config(ATOMIC, "2026-07-28", "http"), auxiliary=(), depth=6).run(
-        ["unique_in_flight"])
+        ["unique_in_flight"]
+    )
     p = res.proof("unique_in_flight")
     assert p.status == "cti" and not p.proved and p.trace is None
     cti = p.cti
     assert cti.broken == "unique_in_flight"
     assert cti.action == "admit" and "r" in cti.args
-    live = [n for n, v in cti.post["instances"].items() if v["life"] in ("in_flight", "stream_broken")]
+    live = [
+        n for n, v in cti.post["instances"].items() if v["life"] in ("in_flight", "stream_broken")
+    ]
     rids = {cti.post["instances"][n]["rid"] for n in live}
     assert len(live) >= 2 and len(rids) < len(live)
     assert cti.changes
@@ -200,11 +216,18 @@ def test_a_dropped_auxiliary_candidate_is_reported_with_its_cti():
     proof of the invariants does not use it."""
     from mcp_inflight.model.lifecycle import Life
     from mcp_inflight.model.properties import Property
-    bogus = Property("nobody_is_refused", "auxiliary", "state",
-                     lambda b, s, c: b.ForAll("inst", lambda r: s.life[r] != Life.REFUSED),
-                     lambda c: True, "false on purpose")
-    res = Prover(Config(ATOMIC, "2026-07-28", "http"),
-                 auxiliary=AUXILIARY + (bogus,)).run(["unique_in_flight"])
+
+    bogus = Property(
+        "nobody_is_refused",
+        "auxiliary",
+        "state",
+        lambda b, s, c: b.ForAll("inst", lambda r: s.life[r] != Life.REFUSED),
+        lambda c: True,
+        "false on purpose",
+    )
+    res = Prover(Config(ATOMIC, "2026-07-28", "http"), auxiliary=AUXILIARY + (bogus,)).run(
+        ["unique_in_flight"]
+    )
     p = res.proof("nobody_is_refused")
     assert p.status == "cti" and p.cti.action == "refuse"
     assert "nobody_is_refused" not in res.proof("unique_in_flight").auxiliary
@@ -213,9 +236,13 @@ def test_a_dropped_auxiliary_candidate_is_reported_with_its_cti():
 
 # --- bounded model checking and engine agreement ---------------------------------------------
 
+
 def _agrees_with_explorer(design, profile, res):
-    ex = explored(design.name, *profile) if design.name in DESIGNS else \
-        explore(Config(design, *profile), progress=False)
+    ex = (
+        explored(design.name, *profile)
+        if design.name in DESIGNS
+        else explore(Config(design, *profile), progress=False)
+    )
     for p in res.proofs:
         if p.kind == "auxiliary" or not p.applies:
             continue
@@ -226,29 +253,32 @@ def _agrees_with_explorer(design, profile, res):
             # proof, and searching as deep as the explorer's trace must find one as long
             assert p.status == "cti", (design.name, profile, p.name, p.status)
             found, unknown = Prover(Config(design, *profile), depth=len(v.trace)).bmc(
-                [PROPERTY[p.name]])
+                [PROPERTY[p.name]]
+            )
             assert len(found[p.name]) == len(v.trace), (design.name, profile, p.name)
             continue
         assert p.holds == v.ok, (design.name, profile, p.name, p.status, v.ok)
         if not v.ok:
-            assert p.trace and len(p.trace) == len(v.trace)   # both shortest
+            assert p.trace and len(p.trace) == len(v.trace)  # both shortest
     return ex
 
 
 def test_bmc_trace_for_unguarded_duplicate():
     res = Prover(Config(DESIGNS["unguarded"], "2026-07-28", "http"), auxiliary=()).run(
-        ["unique_in_flight", "no_misrouted_response"])
+        ["unique_in_flight", "no_misrouted_response"]
+    )
     for name in ("unique_in_flight", "no_misrouted_response"):
         p = res.proof(name)
         assert p.status == "trace" and p.method == "bmc" and p.cti is not None
         ex = explored("unguarded", "2026-07-28", "http").verdict(name)
-        assert len(p.trace) == len(ex.trace), name   # both shortest
+        assert len(p.trace) == len(ex.trace), name  # both shortest
     assert "misrouted" in res.proof("no_misrouted_response").trace[-1]["story"]
 
 
 def test_bmc_trace_for_check_then_claim_orphan():
     res = Prover(Config(DESIGNS["check_then_claim"], "2026-07-28", "http"), auxiliary=()).run(
-        ["no_orphan"])
+        ["no_orphan"]
+    )
     p = res.proof("no_orphan")
     assert p.status == "trace"
     assert [s["action"] for s in p.trace].count("check") >= 2
@@ -274,20 +304,29 @@ CAUGHT_BY = {
 }
 #: Mutants whose safeguard is redundant once the claim is atomic: the auxiliary invariants
 #: (live_owns_inflight, stream_follows_inflight...) show the guarded entry is always the owner's.
-EQUIVALENT = {"atomic-unguarded-write", "atomic-cancel-by-id", "atomic-unguarded-respond",
-              "atomic-unguarded-cancel", "atomic-unguarded-unwind", "atomic-unguarded-break",
-              "atomic-unguarded-refuse"}
+EQUIVALENT = {
+    "atomic-unguarded-write",
+    "atomic-cancel-by-id",
+    "atomic-unguarded-respond",
+    "atomic-unguarded-cancel",
+    "atomic-unguarded-unwind",
+    "atomic-unguarded-break",
+    "atomic-unguarded-refuse",
+}
 
 
 def test_mutant_table_covers_every_mutant():
     assert set(CAUGHT_BY) | EQUIVALENT == set(mutants())
 
 
-@pytest.mark.parametrize("mutant,profile,name", [
-    ("atomic-no-refusal", ("2026-07-28", "http"), "unique_in_flight"),
-    ("atomic-split-claim", ("2026-07-28", "http"), "no_orphan"),
-    ("atomic-free-on-cancel", ("2026-07-28", "stdio"), "owned_removal"),
-])
+@pytest.mark.parametrize(
+    "mutant,profile,name",
+    [
+        ("atomic-no-refusal", ("2026-07-28", "http"), "unique_in_flight"),
+        ("atomic-split-claim", ("2026-07-28", "http"), "no_orphan"),
+        ("atomic-free-on-cancel", ("2026-07-28", "stdio"), "owned_removal"),
+    ],
+)
 def test_mutant_caught_with_a_trace(mutant, profile, name):
     d = mutants()[mutant]
     res = Prover(Config(d, *profile), auxiliary=()).run([name])
@@ -298,8 +337,9 @@ def test_mutant_caught_with_a_trace(mutant, profile, name):
 def test_equivalent_mutant_is_proved_like_atomic():
     res = prove(Config(mutants()["atomic-unguarded-respond"], "2026-07-28", "http"))
     assert res.ok
-    assert explore(Config(mutants()["atomic-unguarded-respond"], "2026-07-28", "http"),
-                   progress=False).ok
+    assert explore(
+        Config(mutants()["atomic-unguarded-respond"], "2026-07-28", "http"), progress=False
+    ).ok
 
 
 @pytest.mark.slow

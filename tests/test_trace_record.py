@@ -23,9 +23,20 @@ H = {"Accept": "application/json, text/event-stream", "Content-Type": "applicati
 
 def _session(c: httpx.Client, url: str) -> dict:
     h = dict(H)
-    r = c.post(url, headers=h, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"}}})
+    r = c.post(
+        url,
+        headers=h,
+        json={
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+    )
     h["Mcp-Session-Id"] = r.headers["mcp-session-id"]
     h["MCP-Protocol-Version"] = "2025-11-25"
     c.post(url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -33,9 +44,16 @@ def _session(c: httpx.Client, url: str) -> dict:
 
 
 def _call(rid, token, steps, delay):
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
-        "name": "slow", "arguments": {"label": token, "steps": steps, "delay": delay},
-        "_meta": {"progressToken": token}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {
+            "name": "slow",
+            "arguments": {"label": token, "steps": steps, "delay": delay},
+            "_meta": {"progressToken": token},
+        },
+    }
 
 
 def duplicate_id(url: str) -> None:
@@ -105,8 +123,12 @@ def test_our_server_replays_clean(ours):
 def test_recorded_trace_through_the_cli(ours, tmp_path):
     p = tmp_path / "t.jsonl"
     p.write_text("".join(json.dumps(e) + "\n" for e in ours))
-    r = subprocess.run([sys.executable, "-m", "mcp_inflight", "replay", str(p), "--json"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "replay", str(p), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout)["clean"] is True
 
@@ -125,12 +147,16 @@ def test_official_sdk(guarded, tmp_path):
         return
     assert not v.explained
     assert v.failed is not None and v.failed.kind in ("emit", "respond")
-    ev = events[v.failed.at]                        # the misrouted message: A's, on B's POST
-    b_post = next(e["exchange"] for e in events if e["kind"] == "message"
-                  and e["message"].get("method") == "tools/call"
-                  and e["message"]["params"]["_meta"]["progressToken"] == "b")
+    ev = events[v.failed.at]  # the misrouted message: A's, on B's POST
+    b_post = next(
+        e["exchange"]
+        for e in events
+        if e["kind"] == "message"
+        and e["message"].get("method") == "tools/call"
+        and e["message"]["params"]["_meta"]["progressToken"] == "b"
+    )
     assert ev["exchange"] == b_post
     names = [o.cfg.design.name for o in explains(ab)]
     assert "unguarded" in names
     un = next(o for o in explains(ab) if o.cfg.design.name == "unguarded")
-    assert un.broken is not None                    # it runs, and breaks an invariant
+    assert un.broken is not None  # it runs, and breaks an invariant

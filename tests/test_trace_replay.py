@@ -27,8 +27,11 @@ def walk(data, cfg: Config = CFG, steps: int = 20) -> list:
     """A random run of ``cfg`` (``steps`` drawn moves, then any non-emit moves to the end)."""
     s, run = start(cfg), []
     for n in range(steps + 40):
-        ts = [t for t in successors(cfg, s) if t.action.name not in UNMAPPED
-              and (n < steps or t.action.name != "emit")]
+        ts = [
+            t
+            for t in successors(cfg, s)
+            if t.action.name not in UNMAPPED and (n < steps or t.action.name != "emit")
+        ]
         if not ts:
             break
         t = ts[data.draw(st.integers(0, len(ts) - 1))] if n < steps else ts[0]
@@ -59,17 +62,49 @@ def to_wire(run) -> list[dict]:
         if a in ("client_sends", "rogue_sends"):
             p = post[r] = new_post()
             evs.append(event("open", p, C2S, "s", method="POST"))
-            evs.append(event("message", p, C2S, "s", message={
-                "jsonrpc": "2.0", "id": 10 + t.move.i, "method": "tools/call",
-                "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": f"t{r}"}}}))
+            evs.append(
+                event(
+                    "message",
+                    p,
+                    C2S,
+                    "s",
+                    message={
+                        "jsonrpc": "2.0",
+                        "id": 10 + t.move.i,
+                        "method": "tools/call",
+                        "params": {
+                            "name": "slow",
+                            "arguments": {},
+                            "_meta": {"progressToken": f"t{r}"},
+                        },
+                    },
+                )
+            )
         elif a == "refuse":
             evs.append(event("status", post[r], S2C, "s", status=409))
-            evs.append(event("message", post[r], S2C, "s", message={
-                "jsonrpc": "2.0", "id": 10 + pre.rid[r], "error": {"code": -32600, "message": "dup"}}))
+            evs.append(
+                event(
+                    "message",
+                    post[r],
+                    S2C,
+                    "s",
+                    message={
+                        "jsonrpc": "2.0",
+                        "id": 10 + pre.rid[r],
+                        "error": {"code": -32600, "message": "dup"},
+                    },
+                )
+            )
             evs.append(event("close", post[r], S2C, "s", by="server"))
         elif a == "emit" and t.out["progress"][1]:
-            on(post[t.out["progress"][0]], {"jsonrpc": "2.0", "method": "notifications/progress",
-                                             "params": {"progressToken": f"t{r}", "progress": 1}})
+            on(
+                post[t.out["progress"][0]],
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": f"t{r}", "progress": 1},
+                },
+            )
         elif a == "respond" and t.out["response"][1]:
             q = post[t.out["response"][0]]
             on(q, {"jsonrpc": "2.0", "id": 10 + pre.rid[r], "result": {"content": []}})
@@ -77,9 +112,19 @@ def to_wire(run) -> list[dict]:
         elif a == "send_cancel":
             p = new_post()
             evs.append(event("open", p, C2S, "s", method="POST"))
-            evs.append(event("message", p, C2S, "s", message={
-                "jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": {"requestId": 10 + pre.rid[r]}}))
+            evs.append(
+                event(
+                    "message",
+                    p,
+                    C2S,
+                    "s",
+                    message={
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": 10 + pre.rid[r]},
+                    },
+                )
+            )
             evs.append(event("status", p, S2C, "s", status=202))
             evs.append(event("close", p, S2C, "s", by="server"))
         elif a == "break_stream":
@@ -89,9 +134,14 @@ def to_wire(run) -> list[dict]:
 
 def _is(e: dict, what: str) -> bool:
     m = e.get("message") or {}
-    return e["kind"] == "message" and e["dir"] == S2C and (
-        (what == "progress" and m.get("method") == "notifications/progress")
-        or (what == "response" and "result" in m))
+    return (
+        e["kind"] == "message"
+        and e["dir"] == S2C
+        and (
+            (what == "progress" and m.get("method") == "notifications/progress")
+            or (what == "response" and "result" in m)
+        )
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -111,7 +161,11 @@ def test_readdressed_message_is_flagged(data):
     opened: list[int] = []
     spots = []
     for n, e in enumerate(evs):
-        if e["kind"] == "message" and e["dir"] == C2S and e["message"].get("method") == "tools/call":
+        if (
+            e["kind"] == "message"
+            and e["dir"] == C2S
+            and e["message"].get("method") == "tools/call"
+        ):
             opened.append(e["exchange"])
         if _is(e, "progress") or _is(e, "response"):
             spots += [(n, q) for q in opened if q != e["exchange"]]
@@ -128,14 +182,22 @@ def test_readdressed_message_is_flagged(data):
 def test_dropped_request_is_flagged(data):
     """The tools/call message of a POST that later carries a progress or response, dropped."""
     evs = to_wire(walk(data))
-    spots = [n for n, e in enumerate(evs) if e["kind"] == "message" and e["dir"] == C2S
-             and e["message"].get("method") == "tools/call"
-             and any(_is(f, "progress") or _is(f, "response") for f in evs[n:]
-                     if f["exchange"] == e["exchange"])]
+    spots = [
+        n
+        for n, e in enumerate(evs)
+        if e["kind"] == "message"
+        and e["dir"] == C2S
+        and e["message"].get("method") == "tools/call"
+        and any(
+            _is(f, "progress") or _is(f, "response")
+            for f in evs[n:]
+            if f["exchange"] == e["exchange"]
+        )
+    ]
     if not spots:
         return
     n = spots[data.draw(st.integers(0, len(spots) - 1))]
-    assert not check(abstract(evs[:n] + evs[n + 1:])).explained
+    assert not check(abstract(evs[:n] + evs[n + 1 :])).explained
 
 
 @pytest.mark.slow
@@ -154,7 +216,7 @@ def test_progress_moved_after_the_response_is_flagged(data):
     if not spots:
         return
     n, m = spots[data.draw(st.integers(0, len(spots) - 1))]
-    moved = evs[:n] + evs[n + 1:m + 1] + [evs[n]] + evs[m + 1:]
+    moved = evs[:n] + evs[n + 1 : m + 1] + [evs[n]] + evs[m + 1 :]
     assert not check(abstract(moved)).explained
 
 
@@ -165,9 +227,15 @@ def test_an_unguarded_run_is_flagged_on_atomic_and_explained_by_unguarded():
 
     cfg = Config(UNGUARDED, "2025-11-25", "http", ids=1, requests=2)
     s, run = start(cfg), []
-    for name, r, i in [("client_sends", 0, 0), ("arrive", 0, None), ("admit", 0, None),
-                       ("rogue_sends", 1, 0), ("arrive", 1, None), ("admit", 1, None),
-                       ("emit", 0, None)]:
+    for name, r, i in [
+        ("client_sends", 0, 0),
+        ("arrive", 0, None),
+        ("admit", 0, None),
+        ("rogue_sends", 1, 0),
+        ("arrive", 1, None),
+        ("admit", 1, None),
+        ("emit", 0, None),
+    ]:
         t = take(cfg, s, Move(ACTION[name], r, i))
         assert t is not None, name
         run.append(t)
@@ -181,16 +249,23 @@ def test_an_unguarded_run_is_flagged_on_atomic_and_explained_by_unguarded():
 
 def test_reader_names_the_bad_line(tmp_path):
     good = json.dumps(event("open", 1, C2S, None, method="POST"))
-    for bad, why in (("{nope", "not JSON"), ('{"t": 1}', "missing key"),
-                     (json.dumps(dict(json.loads(good), dir="sideways")), "'dir'"),
-                     (json.dumps(dict(json.loads(good), kind="message")), "JSON-RPC")):
+    for bad, why in (
+        ("{nope", "not JSON"),
+        ('{"t": 1}', "missing key"),
+        (json.dumps(dict(json.loads(good), dir="sideways")), "'dir'"),
+        (json.dumps(dict(json.loads(good), kind="message")), "JSON-RPC"),
+    ):
         with pytest.raises(TraceError) as e:
             parse([good, "", bad])
         assert e.value.line == 3 and why in str(e.value)
     p = tmp_path / "bad.jsonl"
     p.write_bytes(good.encode() + b"\n\xff\xfe\n")
-    r = subprocess.run([sys.executable, "-m", "mcp_inflight", "replay", str(p)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "replay", str(p)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "line 2" in r.stderr
 
 
@@ -200,20 +275,34 @@ def test_cli_exit_1_and_json_on_a_violation(tmp_path):
 
     cfg = Config(UNGUARDED, "2025-11-25", "http", ids=1, requests=2)
     s, run = start(cfg), []
-    for name, r, i in [("client_sends", 0, 0), ("arrive", 0, None), ("admit", 0, None),
-                       ("rogue_sends", 1, 0), ("arrive", 1, None), ("admit", 1, None),
-                       ("emit", 0, None)]:
+    for name, r, i in [
+        ("client_sends", 0, 0),
+        ("arrive", 0, None),
+        ("admit", 0, None),
+        ("rogue_sends", 1, 0),
+        ("arrive", 1, None),
+        ("admit", 1, None),
+        ("emit", 0, None),
+    ]:
         t = take(cfg, s, Move(ACTION[name], r, i))
         run.append(t)
         s = t.post
     p = tmp_path / "t.jsonl"
     p.write_text("".join(json.dumps(e) + "\n" for e in to_wire(run)))
-    r = subprocess.run([sys.executable, "-m", "mcp_inflight", "replay", str(p), "--json"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "replay", str(p), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 1, r.stderr
     rep = json.loads(r.stdout)
     assert rep["unexplained"]["kind"] == "emit" and rep["trace"]
     assert "unguarded" in [o["design"] for o in rep["explained_by"]]
-    t = subprocess.run([sys.executable, "-m", "mcp_inflight", "replay", str(p)],
-                       capture_output=True, text=True, timeout=60)
+    t = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "replay", str(p)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert t.returncode == 1 and "unguarded design" in t.stdout and "VIOLATION" in t.stdout

@@ -29,8 +29,16 @@ import tempfile
 from .lifecycle import dot_lifecycle, mermaid_lifecycle
 from .output import DEFAULT_OUT, FORMATS, check, clear_caches, generate
 
-__all__ = ["DEFAULT_OUT", "FORMATS", "check", "clear_caches", "dot_lifecycle", "generate",
-           "mermaid_lifecycle", "run"]
+__all__ = [
+    "DEFAULT_OUT",
+    "FORMATS",
+    "check",
+    "clear_caches",
+    "dot_lifecycle",
+    "generate",
+    "mermaid_lifecycle",
+    "run",
+]
 
 
 def writable_dir(path: pathlib.Path) -> str | None:
@@ -47,21 +55,30 @@ def writable_dir(path: pathlib.Path) -> str | None:
 
 # --- command line -----------------------------------------------------------------------------
 
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcp-inflight diagrams",
         description="Draw the diagrams of the model into DIR, or check the drawn files are "
-                    "current: the request lifecycle of every revision (DOT, Mermaid, SVG), the "
-                    "session state graph of atomic and unguarded (session/: complete graph as "
-                    "DOT, reduced view as DOT and SVG, invariant violations in red) and a "
-                    "sequence diagram for every counterexample on unguarded and "
-                    "check_then_claim (counterexamples/: Mermaid, DOT, SVG). Runs the explorer; "
-                    "takes some seconds. Without Graphviz 'dot' on PATH, SVGs are skipped.")
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                   help=f"output directory (default: {DEFAULT_OUT})")
-    p.add_argument("--check", action="store_true",
-                   help="do not write; regenerate into a temporary directory and exit 1 if "
-                        "any file in DIR is missing, stale or left over (with a diff)")
+        "current: the request lifecycle of every revision (DOT, Mermaid, SVG), the "
+        "session state graph of atomic and unguarded (session/: complete graph as "
+        "DOT, reduced view as DOT and SVG, invariant violations in red) and a "
+        "sequence diagram for every counterexample on unguarded and "
+        "check_then_claim (counterexamples/: Mermaid, DOT, SVG). Runs the explorer; "
+        "takes some seconds. Without Graphviz 'dot' on PATH, SVGs are skipped.",
+    )
+    p.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"output directory (default: {DEFAULT_OUT})",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="do not write; regenerate into a temporary directory and exit 1 if "
+        "any file in DIR is missing, stale or left over (with a diff)",
+    )
     return p
 
 
@@ -86,8 +103,10 @@ def run(argv: list[str]) -> int:
         rel = path.relative_to(out_dir)
         key = rel.parts[0] + "/" if len(rel.parts) > 1 else "lifecycle"
         groups[key] = groups.get(key, 0) + 1
-    print(f"wrote {len(written)} files to {out_dir}: "
-          + ", ".join(f"{k} {n}" for k, n in groups.items()))
+    print(
+        f"wrote {len(written)} files to {out_dir}: "
+        + ", ".join(f"{k} {n}" for k, n in groups.items())
+    )
     return 0
 
 

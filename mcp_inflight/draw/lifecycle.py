@@ -25,6 +25,7 @@ LEGEND_LINES = (
 
 # --- the table, read once per drawing ---------------------------------------------------------
 
+
 def _edges(revision: str) -> list[tuple[str, str, str, str]]:
     """``(source, dest, trigger, label)`` per edge, in table order then source order.
 
@@ -62,6 +63,7 @@ def _final(revision: str) -> set[str]:
 
 # --- DOT --------------------------------------------------------------------------------------
 
+
 def dot_lifecycle(revision: str) -> str:
     """The Graphviz DOT text of the ``revision`` lifecycle."""
     reach = _reachable(revision)
@@ -95,7 +97,7 @@ def dot_lifecycle(revision: str) -> str:
         attrs.insert(0, f"style={_q(','.join(styles))}")
         lines.append(f"    {_q(s)} [{', '.join(attrs)}];")
     lines.append("")
-    lines.append(f"    \"__start\" -> {_q(lc.INITIAL)};")
+    lines.append(f'    "__start" -> {_q(lc.INITIAL)};')
     loops: dict[str, int] = {}
     for src, dst, _trigger, label in _edges(revision):
         extra = ""
@@ -109,13 +111,16 @@ def dot_lifecycle(revision: str) -> str:
         lines.append(f"    {_q(src)} -> {_q(dst)} [label={_q(label)}{extra}];")
     lines.append("")
     legend = "\\l".join(line.replace('"', '\\"') for line in LEGEND_LINES) + "\\l"
-    lines.append(f'    "__legend" [shape=note, style=filled, fillcolor="#f6f6f6", '
-                 f'fontsize=10, label="{legend}"];')
+    lines.append(
+        f'    "__legend" [shape=note, style=filled, fillcolor="#f6f6f6", '
+        f'fontsize=10, label="{legend}"];'
+    )
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
 # --- Mermaid ----------------------------------------------------------------------------------
+
 
 def mermaid_lifecycle(revision: str) -> str:
     """The Mermaid ``stateDiagram-v2`` text of the ``revision`` lifecycle."""

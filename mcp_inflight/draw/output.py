@@ -108,10 +108,12 @@ def _leftovers(out_dir: pathlib.Path, produced: set[str], have_dot: bool) -> lis
 def _diff(name: str, old: bytes, new: bytes) -> str:
     a = old.decode("utf-8", "replace").splitlines(keepends=True)
     b = new.decode("utf-8", "replace").splitlines(keepends=True)
-    lines = difflib.unified_diff(a, b, fromfile=f"{name} (committed)",
-                                 tofile=f"{name} (from the model)")
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-                   for line in lines)
+    lines = difflib.unified_diff(
+        a, b, fromfile=f"{name} (committed)", tofile=f"{name} (from the model)"
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
 
 
 def check(out_dir: pathlib.Path) -> tuple[bool, str]:
@@ -124,8 +126,7 @@ def check(out_dir: pathlib.Path) -> tuple[bool, str]:
     out_dir = pathlib.Path(out_dir)
     have_dot = render.dot_binary() is not None
     with tempfile.TemporaryDirectory(prefix="mcp-inflight-diagrams-") as tmp:
-        fresh = {p.relative_to(tmp).as_posix(): p.read_bytes()
-                 for p in generate(pathlib.Path(tmp))}
+        fresh = {p.relative_to(tmp).as_posix(): p.read_bytes() for p in generate(pathlib.Path(tmp))}
     missing, stale, diffs = [], [], []
     for name in sorted(fresh):
         path = out_dir / name
@@ -146,8 +147,10 @@ def check(out_dir: pathlib.Path) -> tuple[bool, str]:
         out += [f"  missing: {n}" for n in missing]
         out += [f"  stale:   {n}" for n in stale]
         out += [f"  extra:   {n} (the model no longer produces it)" for n in extra]
-        out.append("regenerate with: mcp-inflight diagrams" +
-                   (f" --out {out_dir}" if str(out_dir) != DEFAULT_OUT else ""))
+        out.append(
+            "regenerate with: mcp-inflight diagrams"
+            + (f" --out {out_dir}" if str(out_dir) != DEFAULT_OUT else "")
+        )
     if not have_dot:
         out.append("note: Graphviz 'dot' not found; SVG files were not compared")
     report = "\n".join(out) + "\n"

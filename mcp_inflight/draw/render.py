@@ -34,8 +34,11 @@ def dot_binary() -> str | None:
 
 
 def warn_no_dot() -> None:
-    print("mcp-inflight diagrams: warning: Graphviz 'dot' not found on PATH; "
-          "SVG diagrams skipped (install graphviz to render them)", file=sys.stderr)
+    print(
+        "mcp-inflight diagrams: warning: Graphviz 'dot' not found on PATH; "
+        "SVG diagrams skipped (install graphviz to render them)",
+        file=sys.stderr,
+    )
 
 
 @lru_cache(maxsize=256)
@@ -52,6 +55,7 @@ def render_svg(dot_text: str) -> bytes:
 
 def strip_generator_comments(svg: str) -> str:
     """Drop the comments Graphviz writes that carry its version or a path."""
+
     def keep(m: re.Match[str]) -> str:
         body = m.group(0)
         # node and edge comments (``<!-- a&#45;&gt;b -->``) are stable: keep them
@@ -60,6 +64,7 @@ def strip_generator_comments(svg: str) -> str:
         if "/" in body or "\\" in body:
             return ""
         return body
+
     return re.sub(r"<!--.*?-->\n?", keep, svg, flags=re.S)
 
 

@@ -49,31 +49,30 @@ from .render import quote
 DESIGNS_DRAWN = ("atomic", "unguarded", "check_then_claim")
 RED = "#c62828"
 RED_FILL = "#ffd6d6"
-_WHAT = {"progress": "progress/log", "server_request": "elicitation/create",
-         "response": "response"}
+_WHAT = {"progress": "progress/log", "server_request": "elicitation/create", "response": "response"}
 
 
 @dataclass(frozen=True)
 class Arrow:
     """One step of the trace as drawn: ``src``/``dst`` lane keys, the arrow kind, its label."""
 
-    step: int                  # 1-based, as in the trace
+    step: int  # 1-based, as in the trace
     action: str
     src: str
     dst: str
-    kind: str                  # "sync" (->>), "async" (-)), "lost" (-x)
+    kind: str  # "sync" (->>), "async" (-)), "lost" (-x)
     text: str
     marked: str | None = None  # "MISROUTED" / "WRONG TARGET" / None
-    registry: str = ""         # registry changes, "inflight[1]: A -> B, ..."
+    registry: str = ""  # registry changes, "inflight[1]: A -> B, ..."
 
 
 @dataclass
 class Sequence:
     cfg: Config
-    invariant: str             # the property's name (an invariant or a protocol hazard)
+    invariant: str  # the property's name (an invariant or a protocol hazard)
     scope: str
-    kind: str                  # "invariant" | "hazard"
-    lanes: list                # [(key, title)]
+    kind: str  # "invariant" | "hazard"
+    lanes: list  # [(key, title)]
     arrows: list
     trace: list
 
@@ -115,16 +114,19 @@ def replay(cfg: Config, trace: list) -> list:
             raise RuntimeError(f"{cfg.label}: step {n} ({st['story']}) is not enabled on replay")
         out, t = tr.out, tr.post
         if changes(s, t) != st["changes"]:
-            raise RuntimeError(f"{cfg.label}: step {n} ({st['story']}) changes "
-                               f"{changes(s, t)} on replay, not {st['changes']}")
+            raise RuntimeError(
+                f"{cfg.label}: step {n} ({st['story']}) changes "
+                f"{changes(s, t)} on replay, not {st['changes']}"
+            )
         steps.append((a, r, i, s, t, out))
         s = t
     return steps
 
 
 def _registry_note(ch: dict) -> str:
-    return ", ".join(f"{k}: {v[0]} → {v[1]}" for k, v in ch.items()
-                     if k.startswith(("inflight[", "stream[")))
+    return ", ".join(
+        f"{k}: {v[0]} → {v[1]}" for k, v in ch.items() if k.startswith(("inflight[", "stream["))
+    )
 
 
 def arrows(cfg: Config, trace: list) -> tuple[list, list]:
@@ -153,10 +155,12 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
             text = f"server reads {R}'s request"
         elif name in ("check", "claim_stream", "admit", "unwind"):
             src = dst = "S"
-            text = {"check": f"transport checks id={idt} for {R}: not in flight",
-                    "claim_stream": f"transport stores {R}'s stream under id={idt}",
-                    "admit": f"admit {R} (id={idt})",
-                    "unwind": f"cancelled handler {R} stops"}[name]
+            text = {
+                "check": f"transport checks id={idt} for {R}: not in flight",
+                "claim_stream": f"transport stores {R}'s stream under id={idt}",
+                "admit": f"admit {R} (id={idt})",
+                "unwind": f"cancelled handler {R} stops",
+            }[name]
         elif name == "answer":
             src, dst = "C", "S"
             text = f"client answers {R}'s elicitation"
@@ -171,8 +175,11 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
             hit = [q for q in range(cfg.requests) if pre.life[q] != post.life[q]]
             src = lane_of(r) if cfg.close_is_cancel else "S"
             dst = "S"
-            what = f"close of {R}'s stream reaches the core" if cfg.close_is_cancel \
+            what = (
+                f"close of {R}'s stream reaches the core"
+                if cfg.close_is_cancel
                 else f"cancel meant for {R} arrives"
+            )
             if not hit:
                 text = what + ": nothing cancelled"
             else:
@@ -183,7 +190,7 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
             src, dst, kind = lane_of(r), "S", "lost"
             text = f"{R}'s POST stream breaks"
         elif out:
-            (what, (t, d)), = out.items()
+            ((what, (t, d)),) = out.items()
             label = "error -32600 (refused)" if name == "refuse" else f"{_WHAT[what]} of {R}"
             if t == NONE:
                 src, dst, kind = "S", "S", "lost"
@@ -192,8 +199,11 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
                 src, dst = "S", lane_of(t)
                 if not d:
                     kind = "lost"
-                    text = f"{label}: dropped ({inst_name(t)}'s stream is closed)" \
-                        if t != r else f"{label}: dropped"
+                    text = (
+                        f"{label}: dropped ({inst_name(t)}'s stream is closed)"
+                        if t != r
+                        else f"{label}: dropped"
+                    )
                 elif t != r:
                     marked = "MISROUTED"
                     text = f"{label} written on {inst_name(t)}'s stream"
@@ -203,7 +213,9 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
             src = dst = "S"
             text = a.story.format(r=R, i=idt, id=idt, sender=sender)
         uses.update((src, dst))
-        res.append(Arrow(n, name, src, dst, kind, text, marked, _registry_note(trace[n - 1]["changes"])))
+        res.append(
+            Arrow(n, name, src, dst, kind, text, marked, _registry_note(trace[n - 1]["changes"]))
+        )
     lanes = []
     if "C" in uses or "C" in senders.values():
         lanes.append(("C", "client"))
@@ -279,8 +291,9 @@ def sequences(cfgs=None, progress=None) -> list[Sequence]:
         for v in res.verdicts:
             if v.kind in ("invariant", "hazard") and v.applies and not v.ok:
                 lanes, arr = arrows(cfg, v.trace)
-                out.append(Sequence(cfg, v.name, PROPERTY[v.name].scope, v.kind, lanes, arr,
-                                    v.trace))
+                out.append(
+                    Sequence(cfg, v.name, PROPERTY[v.name].scope, v.kind, lanes, arr, v.trace)
+                )
     return out
 
 
@@ -324,6 +337,7 @@ def mermaid(seq: Sequence) -> str:
 
 # --- Graphviz -----------------------------------------------------------------------------
 
+
 def dot(seq: Sequence) -> str:
     """The sequence diagram in DOT: one column per lane (dashed lifelines), one row per step."""
     keys = [k for k, _ in seq.lanes]
@@ -345,11 +359,14 @@ def dot(seq: Sequence) -> str:
         "",
     ]
     for k, title in seq.lanes:
-        lines.append(f"    h_{k} [shape=box, style=\"rounded,filled\", fillcolor=\"#eef2f7\", "
-                     f"label={quote(title)}];")
-    lines.append("    { rank=same; " + " -> ".join(f"h_{k}" for k in keys)
-                 + " [style=invis, weight=0]; }")
-    lines.append("    h_note [shape=plaintext, label=\"registries\", fontcolor=\"grey30\"];")
+        lines.append(
+            f'    h_{k} [shape=box, style="rounded,filled", fillcolor="#eef2f7", '
+            f"label={quote(title)}];"
+        )
+    lines.append(
+        "    { rank=same; " + " -> ".join(f"h_{k}" for k in keys) + " [style=invis, weight=0]; }"
+    )
+    lines.append('    h_note [shape=plaintext, label="registries", fontcolor="grey30"];')
     lines.append(f"    {{ rank=same; h_{keys[-1]} -> h_note [style=invis]; }}")
     prev = {k: f"h_{k}" for k in keys}
     prev["note"] = "h_note"
@@ -364,25 +381,28 @@ def dot(seq: Sequence) -> str:
             node = f"p{n}_{k}"
             if self_step and k == a.src:
                 lines.append(
-                    f"    {node} [shape=box, style=\"rounded{',filled' if bad else ''}\", "
-                    f"fillcolor=\"{RED_FILL}\", color=\"{colour}\", fontcolor=\"{colour}\", "
-                    f"label={quote(label)}];")
+                    f'    {node} [shape=box, style="rounded{",filled" if bad else ""}", '
+                    f'fillcolor="{RED_FILL}", color="{colour}", fontcolor="{colour}", '
+                    f"label={quote(label)}];"
+                )
             else:
-                lines.append(f"    {node} [shape=point, width=0.04, color=\"grey60\"];")
+                lines.append(f'    {node} [shape=point, width=0.04, color="grey60"];')
             row.append(node)
         note = a.registry
         if n == last:
             note = (note + "\n" if note else "") + _breaks_note(seq)
         nn = f"p{n}_note"
         if note:
-            style = f", style=filled, fillcolor=\"{RED_FILL}\", color=\"{RED}\"" if n == last else ""
+            style = f', style=filled, fillcolor="{RED_FILL}", color="{RED}"' if n == last else ""
             lines.append(f"    {nn} [shape=note, fontsize=9{style}, label={quote(note)}];")
         else:
             lines.append(f"    {nn} [shape=point, style=invis, width=0.01];")
         lines.append("    { rank=same; " + " -> ".join(row + [nn]) + " [style=invis]; }")
         for k in keys:
-            lines.append(f"    {prev[k]} -> p{n}_{k} [style=dashed, color=\"grey70\", "
-                         "arrowhead=none, weight=100];")
+            lines.append(
+                f'    {prev[k]} -> p{n}_{k} [style=dashed, color="grey70", '
+                "arrowhead=none, weight=100];"
+            )
             prev[k] = f"p{n}_{k}"
         lines.append(f"    {prev['note']} -> {nn} [style=invis, weight=100];")
         prev["note"] = nn
@@ -390,8 +410,12 @@ def dot(seq: Sequence) -> str:
             left, right = sorted((a.src, a.dst), key=col.__getitem__)
             forward = left == a.src
             head = {"sync": "normal", "async": "vee", "lost": "tee"}[a.kind]
-            attrs = [f"label={quote(label)}", f"color=\"{colour}\"", f"fontcolor=\"{colour}\"",
-                     "constraint=false"]
+            attrs = [
+                f"label={quote(label)}",
+                f'color="{colour}"',
+                f'fontcolor="{colour}"',
+                "constraint=false",
+            ]
             if forward:
                 attrs.append(f"arrowhead={head}")
             else:
@@ -402,13 +426,16 @@ def dot(seq: Sequence) -> str:
                 attrs.append("style=dashed")
             lines.append(f"    p{n}_{left} -> p{n}_{right} [{', '.join(attrs)}];")
     lines.append("")
-    legend = ("Solid arrow: delivered now.  Dashed, open head: on the wire, read later.\\l"
-              "Bar head: dropped or closed.  Box on the core: a step inside the server.\\l"
-              "Registries: inflight[id] and stream[id] as they change ('-' = empty).\\l"
-              "Red: the message that went to the wrong place, the cancel that hit the wrong\\l"
-              "request, and the step where the invariant (or hazard) breaks.\\l")
-    lines.append(f"    legend [shape=note, style=filled, fillcolor=\"#f6f6f6\", fontsize=9, "
-                 f"label=\"{legend}\"];")
+    legend = (
+        "Solid arrow: delivered now.  Dashed, open head: on the wire, read later.\\l"
+        "Bar head: dropped or closed.  Box on the core: a step inside the server.\\l"
+        "Registries: inflight[id] and stream[id] as they change ('-' = empty).\\l"
+        "Red: the message that went to the wrong place, the cancel that hit the wrong\\l"
+        "request, and the step where the invariant (or hazard) breaks.\\l"
+    )
+    lines.append(
+        f'    legend [shape=note, style=filled, fillcolor="#f6f6f6", fontsize=9, label="{legend}"];'
+    )
     lines.append(f"    {prev[keys[0]]} -> legend [style=invis];")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -416,12 +443,16 @@ def dot(seq: Sequence) -> str:
 
 def index(seqs: list[Sequence]) -> str:
     """A Markdown page of every counterexample: links, the trace as text, the Mermaid inline."""
-    lines = ["# Counterexample sequence diagrams", "",
-             "Generated from `model/` by `mcp-inflight diagrams`: one diagram per invariant or "
-             "protocol hazard that fails, per design and profile, at 2 ids and 2 request "
-             "instances (the shortest trace `mcp-inflight check` finds). Each has a Mermaid "
-             "(`.mmd`) and a Graphviz (`.dot`, `.svg`) version. Invariants first, then the "
-             "protocol hazards, which no server design avoids on the profile named.", ""]
+    lines = [
+        "# Counterexample sequence diagrams",
+        "",
+        "Generated from `model/` by `mcp-inflight diagrams`: one diagram per invariant or "
+        "protocol hazard that fails, per design and profile, at 2 ids and 2 request "
+        "instances (the shortest trace `mcp-inflight check` finds). Each has a Mermaid "
+        "(`.mmd`) and a Graphviz (`.dot`, `.svg`) version. Invariants first, then the "
+        "protocol hazards, which no server design avoids on the profile named.",
+        "",
+    ]
     for seq in sorted(seqs, key=lambda s: s.kind != "invariant"):
         lines.append(f"## {seq.title}")
         lines.append("")

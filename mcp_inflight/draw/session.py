@@ -65,10 +65,10 @@ _ORDER = {a.name: n for n, a in enumerate(ACTIONS)}
 @dataclass
 class Graph:
     cfg: Config
-    states: list = field(default_factory=list)        # number -> concrete State
-    number: dict = field(default_factory=dict)        # State -> number
-    edges: list = field(default_factory=list)         # (pre no, action, args, post no, broken)
-    bad_states: dict = field(default_factory=dict)    # number -> [state invariant names]
+    states: list = field(default_factory=list)  # number -> concrete State
+    number: dict = field(default_factory=dict)  # State -> number
+    edges: list = field(default_factory=list)  # (pre no, action, args, post no, broken)
+    bad_states: dict = field(default_factory=dict)  # number -> [state invariant names]
     coverage: dict = field(default_factory=dict)
 
     @property
@@ -90,8 +90,11 @@ def graph(cfg: Config) -> Graph:
     succ: dict = {}
 
     def on_edge(pre, action, args, post, out):
-        broken = [p.name for p in step_inv
-                  if not p.fn(b, pre, post, cfg, action, args["r"], args.get("i"), out)]
+        broken = [
+            p.name
+            for p in step_inv
+            if not p.fn(b, pre, post, cfg, action, args["r"], args.get("i"), out)
+        ]
         succ.setdefault(pre, []).append((pre, action, dict(args), post, broken))
 
     res = explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
@@ -112,8 +115,9 @@ def graph(cfg: Config) -> Graph:
                 todo.append(post)
             g.edges.append((n, a, args, g.number[post], broken))
     if len(g.states) != res.states:  # the explorer and this numbering must agree
-        raise RuntimeError(f"{cfg.label}: {len(g.states)} states numbered, explorer found "
-                           f"{res.states}")
+        raise RuntimeError(
+            f"{cfg.label}: {len(g.states)} states numbered, explorer found {res.states}"
+        )
     for n, s in enumerate(g.states):
         bad = [p.name for p in state_inv if not p.fn(b, s, cfg)]
         if bad:
@@ -194,17 +198,22 @@ def _edge_text(a, args) -> str:
 
 def _legend(lines: list[str]) -> str:
     body = "\\l".join(line.replace('"', '\\"') for line in lines) + "\\l"
-    return (f'    "__legend" [shape=note, style=filled, fillcolor="#f6f6f6", fontsize=10, '
-            f'label="{body}"];')
+    return (
+        f'    "__legend" [shape=note, style=filled, fillcolor="#f6f6f6", fontsize=10, '
+        f'label="{body}"];'
+    )
 
 
 def _title(g: Graph, what: str) -> str:
     c = g.cfg
-    return (f"{what}: design {c.design.name}, revision {c.revision} {c.transport}, "
-            f"{c.ids} id(s) x {c.requests} request instances")
+    return (
+        f"{what}: design {c.design.name}, revision {c.revision} {c.transport}, "
+        f"{c.ids} id(s) x {c.requests} request instances"
+    )
 
 
 # --- the complete graph -------------------------------------------------------------------
+
 
 def dot_full(g: Graph) -> str:
     cfg = g.cfg
@@ -218,35 +227,46 @@ def dot_full(g: Graph) -> str:
         f"digraph {quote('session ' + g.label)} {{",
         f"    label={quote(_title(g, 'Session state graph (complete)'))};",
         "    labelloc=t;",
-        '    node [shape=circle, fontsize=9, width=0.3, fixedsize=false];',
-        '    edge [fontsize=8];',
-        _legend([
-            "Node: state number (breadth-first from 0, the initial state); tooltip: full state.",
-            "Red node: a state invariant fails there (named in the tooltip).",
-            "Red edge: a step invariant fails on that transition (named in the tooltip).",
-            "Edge label: action, instance (A, B, ...) and id where the action takes one.",
-        ]),
+        "    node [shape=circle, fontsize=9, width=0.3, fixedsize=false];",
+        "    edge [fontsize=8];",
+        _legend(
+            [
+                "Node: state number (breadth-first from 0, the initial state); tooltip: full state.",
+                "Red node: a state invariant fails there (named in the tooltip).",
+                "Red edge: a step invariant fails on that transition (named in the tooltip).",
+                "Edge label: action, instance (A, B, ...) and id where the action takes one.",
+            ]
+        ),
     ]
     for n, s in enumerate(g.states):
         tip = state_text(cfg, s)
         attrs = [f"label={quote(str(n))}"]
         if n in g.bad_states:
             tip += " | breaks: " + ", ".join(g.bad_states[n])
-            attrs += [f'color="{RED}"', f'fontcolor="{RED}"', "style=filled",
-                      f'fillcolor="{RED_FILL}"']
+            attrs += [
+                f'color="{RED}"',
+                f'fontcolor="{RED}"',
+                "style=filled",
+                f'fillcolor="{RED_FILL}"',
+            ]
         attrs.append(f"tooltip={quote(tip)}")
         lines.append(f"    s{n} [{', '.join(attrs)}];")
     for pre, a, args, post, broken in g.edges:
         attrs = [f"label={quote(_edge_text(a, args))}"]
         if broken:
-            attrs += [f'color="{RED}"', f'fontcolor="{RED}"', "penwidth=2",
-                      f"tooltip={quote('breaks: ' + ', '.join(broken))}"]
+            attrs += [
+                f'color="{RED}"',
+                f'fontcolor="{RED}"',
+                "penwidth=2",
+                f"tooltip={quote('breaks: ' + ', '.join(broken))}",
+            ]
         lines.append(f"    s{pre} -> s{post} [{', '.join(attrs)}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
 # --- the reduced view ---------------------------------------------------------------------
+
 
 def reduced(g: Graph):
     """``(nodes, edges)`` of the reduced view, in a stable order.
@@ -285,8 +305,13 @@ def reduced(g: Graph):
         for text in sorted(per_text, key=lambda t: (_ORDER[t.split()[0]], t)):
             total, brk = per_text[text]
             if brk:
-                text += " (breaks " + ", ".join(
-                    f"{n}: {c} of {total}" if c < total else n for n, c in sorted(brk.items())) + ")"
+                text += (
+                    " (breaks "
+                    + ", ".join(
+                        f"{n}: {c} of {total}" if c < total else n for n, c in sorted(brk.items())
+                    )
+                    + ")"
+                )
                 names.update(brk)
             labels.append(text)
         edges.append((i, j, labels, sorted(names)))
@@ -313,28 +338,35 @@ def dot_reduced(g: Graph) -> str:
         f"    label={quote(_title(g, 'Session state graph, reduced view'))};",
         '    node [fontname="Helvetica", fontsize=10, shape=box, style="rounded"];',
         '    edge [fontname="Helvetica", fontsize=8, color="#555555"];',
-        _legend([
-            f"Reduced view: the {len(g.states)} states of the complete graph merged into "
-            f"{len(nodes)} nodes",
-            "by the lifecycle state of each instance (A, B) and the owners of the registries",
-            "inflight[id] and stream[id] ('-' = empty). (n) = states merged.",
-            "Red node: at least one merged state breaks a state invariant (k of n named).",
-            "Red edge: a transition breaks a step invariant (named on the label, with",
-            "k of n when only k of the n transitions merged into that label break it).",
-            "Transitions that change nothing in this projection are not drawn,",
-            "unless they break a step invariant (then a red self-loop).",
-            "Every action, instance and id: the complete graph (.dot without -reduced).",
-            f"Here {len(g.bad_states)} of {len(g.states)} states break a state invariant and "
-            f"{sum(1 for e in g.edges if e[4])} of {len(g.edges)} transitions a step invariant.",
-        ]),
+        _legend(
+            [
+                f"Reduced view: the {len(g.states)} states of the complete graph merged into "
+                f"{len(nodes)} nodes",
+                "by the lifecycle state of each instance (A, B) and the owners of the registries",
+                "inflight[id] and stream[id] ('-' = empty). (n) = states merged.",
+                "Red node: at least one merged state breaks a state invariant (k of n named).",
+                "Red edge: a transition breaks a step invariant (named on the label, with",
+                "k of n when only k of the n transitions merged into that label break it).",
+                "Transitions that change nothing in this projection are not drawn,",
+                "unless they break a step invariant (then a red self-loop).",
+                "Every action, instance and id: the complete graph (.dot without -reduced).",
+                f"Here {len(g.bad_states)} of {len(g.states)} states break a state invariant and "
+                f"{sum(1 for e in g.edges if e[4])} of {len(g.edges)} transitions a step invariant.",
+            ]
+        ),
     ]
     for k, (p, n, nb, bad) in enumerate(nodes):
         label = project_label(cfg, p) + _NL + f"({n})"
         attrs = []
         if nb:
             label += _NL + _NL.join(f"breaks {name}: {c} of {n}" for name, c in sorted(bad.items()))
-            attrs += [f'color="{RED}"', f'fontcolor="{RED}"', 'style="rounded,filled"',
-                      f'fillcolor="{RED_FILL}"', "penwidth=2"]
+            attrs += [
+                f'color="{RED}"',
+                f'fontcolor="{RED}"',
+                'style="rounded,filled"',
+                f'fillcolor="{RED_FILL}"',
+                "penwidth=2",
+            ]
         if k == 0:
             attrs.append("peripheries=2")
         attrs.insert(0, f"label={quote_escaped(label)}")

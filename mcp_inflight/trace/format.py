@@ -44,11 +44,18 @@ class TraceError(ValueError):
         self.why = why
 
 
-def event(kind: str, exchange: int | str, direction: str, session: str | None = None,
-          **extra: Any) -> dict[str, Any]:
+def event(
+    kind: str, exchange: int | str, direction: str, session: str | None = None, **extra: Any
+) -> dict[str, Any]:
     """One event in the format above, stamped now."""
-    return {"t": time.time(), "session": session, "exchange": exchange, "dir": direction,
-            "kind": kind, **extra}
+    return {
+        "t": time.time(),
+        "session": session,
+        "exchange": exchange,
+        "dir": direction,
+        "kind": kind,
+        **extra,
+    }
 
 
 def validate(ev: Any) -> str | None:
@@ -61,8 +68,9 @@ def validate(ev: Any) -> str | None:
     if not isinstance(ev["t"], (int, float)) or isinstance(ev["t"], bool):
         return "'t' is not a number"
     ex = ev["exchange"]
-    if not ((isinstance(ex, int) and not isinstance(ex, bool) and ex >= 1)
-            or ex in ("GET", "DELETE")):
+    if not (
+        (isinstance(ex, int) and not isinstance(ex, bool) and ex >= 1) or ex in ("GET", "DELETE")
+    ):
         return "'exchange' is neither a POST number nor GET/DELETE"
     if ev["dir"] not in (C2S, S2C):
         return f"'dir' is not {C2S!r} or {S2C!r}"

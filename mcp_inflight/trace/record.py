@@ -52,8 +52,11 @@ class Recorder:
             ex: int | str = self.posts
         else:
             ex = method
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
-                   if k.decode("latin-1").lower() not in _HOP]
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in scope["headers"]
+            if k.decode("latin-1").lower() not in _HOP
+        ]
         session = next((v for k, v in headers if k.lower() == "mcp-session-id"), None)
         body = b""
         while True:
@@ -71,10 +74,14 @@ class Recorder:
         resp = await self.client.send(req, stream=True)
         session = resp.headers.get("mcp-session-id", session)
         self.writer.write(event("status", ex, S2C, session, status=resp.status_code))
-        out_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers.items()
-                       if k.lower() not in _HOP]
-        await send({"type": "http.response.start", "status": resp.status_code,
-                    "headers": out_headers})
+        out_headers = [
+            (k.encode("latin-1"), v.encode("latin-1"))
+            for k, v in resp.headers.items()
+            if k.lower() not in _HOP
+        ]
+        await send(
+            {"type": "http.response.start", "status": resp.status_code, "headers": out_headers}
+        )
         is_sse = resp.headers.get("content-type", "").startswith("text/event-stream")
         gone = asyncio.Event()
 
@@ -132,8 +139,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcp-inflight record",
         description="Run a recording reverse proxy on 127.0.0.1:PORT in front of a Streamable "
-                    "HTTP MCP server and write every exchange's events to a JSON Lines trace "
-                    "(check it with 'mcp-inflight replay').")
+        "HTTP MCP server and write every exchange's events to a JSON Lines trace "
+        "(check it with 'mcp-inflight replay').",
+    )
     p.add_argument("--upstream", required=True, help="the server's MCP endpoint URL")
     p.add_argument("--listen", type=int, required=True, help="the port to listen on (0: any)")
     p.add_argument("--out", required=True, help="the trace file to write")
@@ -146,8 +154,9 @@ def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     writer = Writer(args.out)
     app = Recorder(args.upstream, writer)
-    config = uvicorn.Config(app, host="127.0.0.1", port=args.listen, log_level="warning",
-                            lifespan="on")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=args.listen, log_level="warning", lifespan="on"
+    )
     server = uvicorn.Server(config)
 
     async def main() -> None:

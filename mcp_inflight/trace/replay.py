@@ -28,27 +28,37 @@ def _steps(v: Verdict) -> list[dict[str, Any]]:
 def report(ab: Abstraction, v: Verdict, others: list[Verdict]) -> dict[str, Any]:
     """The JSON shape of a replay's outcome."""
     out: dict[str, Any] = {
-        "clean": v.clean, "design": v.cfg.design.name, "ids": v.cfg.ids,
-        "requests": v.cfg.requests, "observed": len(ab.steps), "explained": v.explained,
-        "unexplained": None if v.failed is None else {
-            "event": v.failed.at, "kind": v.failed.kind, "what": v.failed.describe()},
+        "clean": v.clean,
+        "design": v.cfg.design.name,
+        "ids": v.cfg.ids,
+        "requests": v.cfg.requests,
+        "observed": len(ab.steps),
+        "explained": v.explained,
+        "unexplained": None
+        if v.failed is None
+        else {"event": v.failed.at, "kind": v.failed.kind, "what": v.failed.describe()},
         "broken": None if v.broken is None else {"invariant": v.broken, "step": v.broken_at},
         "trace": _steps(v),
-        "explained_by": [{"design": o.cfg.design.name, "broken": o.broken,
-                          "step": o.broken_at} for o in others],
+        "explained_by": [
+            {"design": o.cfg.design.name, "broken": o.broken, "step": o.broken_at} for o in others
+        ],
     }
     return out
 
 
 def text(rep: dict[str, Any], v: Verdict) -> str:
-    lines = [f"replay on {rep['design']} (2025-11-25 http, {rep['ids']} ids, "
-             f"{rep['requests']} instances): {rep['observed']} observed steps"]
+    lines = [
+        f"replay on {rep['design']} (2025-11-25 http, {rep['ids']} ids, "
+        f"{rep['requests']} instances): {rep['observed']} observed steps"
+    ]
     if rep["clean"]:
         lines.append("clean: every step is a move of the design and every invariant holds")
         return "\n".join(lines)
     if rep["unexplained"]:
-        lines.append(f"VIOLATION: no move of {rep['design']} explains "
-                     f"{rep['unexplained']['what']} (0-based event index)")
+        lines.append(
+            f"VIOLATION: no move of {rep['design']} explains "
+            f"{rep['unexplained']['what']} (0-based event index)"
+        )
     else:
         b = rep["broken"]
         lines.append(f"VIOLATION: invariant {b['invariant']} breaks at step {b['step']}")
@@ -67,8 +77,9 @@ def text(rep: dict[str, Any], v: Verdict) -> str:
 
 
 def run(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="mcp-inflight replay",
-                                description=__doc__.split("\n\n")[1].replace("\n", " "))
+    p = argparse.ArgumentParser(
+        prog="mcp-inflight replay", description=__doc__.split("\n\n")[1].replace("\n", " ")
+    )
     p.add_argument("trace", help="a JSON Lines trace (mcp-inflight record --out)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     args = p.parse_args(argv)
