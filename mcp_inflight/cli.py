@@ -110,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"request instances a run may send (default: {DEFAULT_REQUESTS})")
     c.add_argument("--no-symmetry", action="store_true",
                    help="do not reduce by symmetry of ids and instances (to compare counts)")
+    c.add_argument("--liveness", action="store_true",
+                   help="keep the state graph and judge the liveness properties (on by "
+                        "default at --requests 2 or fewer; at the default bound it doubles "
+                        "the explorer's time)")
     c.add_argument("--max-states", type=positive, default=None,
                    help="stop a run after this many states; an incomplete run fails")
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -151,7 +155,8 @@ def cmd_check(args) -> int:
     if not args.no_explore:
         from mcp_inflight.proofs.explore import explore_many
         results = explore_many(cfgs, symmetry=not args.no_symmetry, max_states=args.max_states,
-                               progress=None if not args.json else False)
+                               progress=None if not args.json else False,
+                               liveness=args.liveness or args.requests <= 2)
     if not args.no_prove:
         from mcp_inflight.proofs.prove import prove_all
         proofs = prove_all(cfgs, depth=args.depth, timeout=args.timeout,

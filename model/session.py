@@ -253,6 +253,8 @@ CONDITIONS: dict[str, Condition] = {
     "close_needs_open_stream": lambda b, s, c, r, i: s.open[r] if c.close_is_cancel else True,
     "cancel_on_wire": lambda b, s, c, r, i: s.cmsg[r] == Cmsg.WIRE,
     "cancel_in_channel_order": lambda b, s, c, r, i: in_order(b, s, c, s.cts[r]),
+    "not_waiting_on_lost": lambda b, s, c, r, i: (
+        s.sreq[r] != Sreq.LOST) if c.design.waits_on_lost else True,
     "close_after_request": lambda b, s, c, r, i: (s.life[r] != Life.SENT) if c.close_is_cancel else True,
 }
 
@@ -396,7 +398,8 @@ def _answer(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[W
 
 def _respond(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
     t, d = out["response"]
-    return ([_fire(c, "respond", r), Write("running", r, False), Write("got_resp", t, True, d)]
+    return ([_fire(c, "respond", r), Write("running", r, not c.design.stops_on_respond),
+             Write("got_resp", t, True, d)]
             + _release_all(b, s, c, "respond", r))
 
 
@@ -452,7 +455,7 @@ ACTIONS: tuple[Action, ...] = (
            output=_out_routed("server_request")),
     Action("answer", "client", ("r",), None, ("server_request_pending",),
            _answer, lambda c: c.rev2025, "client answers {r}'s elicitation"),
-    Action("respond", "server", ("r",), "respond", (), _respond, _always,
+    Action("respond", "server", ("r",), "respond", ("not_waiting_on_lost",), _respond, _always,
            "{r} responds", removal=True, output=_out_routed("response")),
     Action("send_cancel", "client", ("r",), None,
            ("cancel_not_sent", "believed_in_progress", "close_needs_open_stream"),
@@ -460,7 +463,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("deliver_cancel", "wire", ("r",), None,
            ("cancel_on_wire", "cancel_in_channel_order", "close_after_request"),
            _deliver_cancel, _always, "server gets the cancel meant for {r} (id={id})", removal=True),
-    Action("unwind", "server", ("r",), "unwind", (), _unwind, _always,
+    Action("unwind", "server", ("r",), "unwind", ("not_waiting_on_lost",), _unwind, _always,
            "cancelled handler {r} stops", removal=True),
     Action("break_stream", "server", ("r",), "stream_closed", (), _break,
            lambda c: c.rev2025 and c.http, "{r}'s POST stream breaks", removal=True),
