@@ -194,7 +194,7 @@ def test_random_walks_on_atomic_keep_every_invariant(profile, rnd):
 def test_witness_names_are_the_documented_ones():
     assert [w.name for w in WITNESSES] == ["sequential_reuse", "duplicate_refused", "cancelled",
                                            "stream_broken", "server_request_answered"]
-    assert len({p.name for p in INVARIANTS}) == 10
+    assert len({p.name for p in INVARIANTS}) == 11   # with cancel_stays_with_sender
 
 
 def test_every_backend_implements_the_logic_interface():
