@@ -132,92 +132,12 @@ def to_wire(run) -> list[dict]:
     return evs
 
 
-def _is(e: dict, what: str) -> bool:
-    m = e.get("message") or {}
-    return (
-        e["kind"] == "message"
-        and e["dir"] == S2C
-        and (
-            (what == "progress" and m.get("method") == "notifications/progress")
-            or (what == "response" and "result" in m)
-        )
-    )
-
-
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_model_runs_replay_clean(data):
     evs = to_wire(walk(data))
     v = check(abstract(parse([json.dumps(e) for e in evs])))
     assert v.clean, (v.failed, v.broken)
-
-
-@pytest.mark.slow
-@settings(max_examples=25, deadline=None)
-@given(st.data())
-def test_readdressed_message_is_flagged(data):
-    """A progress or response moved onto another instance's POST (one already open)."""
-    evs = to_wire(walk(data))
-    opened: list[int] = []
-    spots = []
-    for n, e in enumerate(evs):
-        if (
-            e["kind"] == "message"
-            and e["dir"] == C2S
-            and e["message"].get("method") == "tools/call"
-        ):
-            opened.append(e["exchange"])
-        if _is(e, "progress") or _is(e, "response"):
-            spots += [(n, q) for q in opened if q != e["exchange"]]
-    if not spots:
-        return
-    n, q = spots[data.draw(st.integers(0, len(spots) - 1))]
-    evs[n] = dict(evs[n], exchange=q)
-    assert not check(abstract(evs)).explained
-
-
-@pytest.mark.slow
-@settings(max_examples=25, deadline=None)
-@given(st.data())
-def test_dropped_request_is_flagged(data):
-    """The tools/call message of a POST that later carries a progress or response, dropped."""
-    evs = to_wire(walk(data))
-    spots = [
-        n
-        for n, e in enumerate(evs)
-        if e["kind"] == "message"
-        and e["dir"] == C2S
-        and e["message"].get("method") == "tools/call"
-        and any(
-            _is(f, "progress") or _is(f, "response")
-            for f in evs[n:]
-            if f["exchange"] == e["exchange"]
-        )
-    ]
-    if not spots:
-        return
-    n = spots[data.draw(st.integers(0, len(spots) - 1))]
-    assert not check(abstract(evs[:n] + evs[n + 1 :])).explained
-
-
-@pytest.mark.slow
-@settings(max_examples=25, deadline=None)
-@given(st.data())
-def test_progress_moved_after_the_response_is_flagged(data):
-    """A progress event moved to just after its own instance's response."""
-    evs = to_wire(walk(data))
-    spots = []
-    for n, e in enumerate(evs):
-        if _is(e, "progress"):
-            for m in range(n + 1, len(evs)):
-                if _is(evs[m], "response") and evs[m]["exchange"] == e["exchange"]:
-                    spots.append((n, m))
-                    break
-    if not spots:
-        return
-    n, m = spots[data.draw(st.integers(0, len(spots) - 1))]
-    moved = evs[:n] + evs[n + 1 : m + 1] + [evs[n]] + evs[m + 1 :]
-    assert not check(abstract(moved)).explained
 
 
 def test_an_unguarded_run_is_flagged_on_atomic_and_explained_by_unguarded():
