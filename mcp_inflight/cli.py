@@ -57,6 +57,54 @@ def writable_file(path: str) -> str | None:
     return None
 
 
+def add_prover_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    """The prover's ``--depth``, ``--budget`` and ``--timeout``, for ``check`` and ``prove``."""
+    from mcp_inflight.proofs.prove import DEFAULT_BUDGET, DEFAULT_DEPTH, DEFAULT_TIMEOUT
+
+    p.add_argument(
+        "--depth",
+        type=positive,
+        default=DEFAULT_DEPTH,
+        help=f"{prefix}longest trace bounded model checking looks for (default: {DEFAULT_DEPTH})",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET,
+        metavar="M",
+        help=f"{prefix}millions of z3 resource units per solver query; the units count the "
+        "solver's work, not seconds, so a loaded machine reaches the same verdicts. A query "
+        f"that runs out is 'unknown' and fails the run (default: {DEFAULT_BUDGET:g})",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"{prefix}wall-clock seconds per solver query, a backstop behind --budget; "
+        f"running out fails the run (default: {DEFAULT_TIMEOUT:g})",
+    )
+
+
+def prover_usage_error(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    for opt in ("budget", "timeout"):
+        if getattr(args, opt) <= 0:
+            parser.error(f"--{opt} must be positive")
+
+
+def unknown_note(proofs) -> str:
+    """The line saying which invariants the solver gave up on, or ``""``."""
+    unknown = [
+        f"{p.name} on {r.cfg.label} ({p.note})"
+        for r in proofs or []
+        for p in r.proofs
+        if p.applies and p.kind == "invariant" and p.status == "unknown"
+    ]
+    if not unknown:
+        return ""
+    return "UNKNOWN: the solver gave up on " + "; ".join(unknown) + "; this is not a pass\n"
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -161,19 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--no-explore", action="store_true", help="run only the z3 prover (skip the explorer)"
     )
-    c.add_argument(
-        "--depth",
-        type=positive,
-        default=12,
-        help="prover: longest trace bounded model checking looks for (default: 12)",
-    )
-    c.add_argument(
-        "--timeout",
-        type=float,
-        default=30.0,
-        metavar="S",
-        help="prover: seconds per solver query; running out fails the check (default: 30)",
-    )
+    add_prover_options(c, "prover: ")
     for name, (_, helptext) in _available().items():
         d = sub.add_parser(name, help=helptext, add_help=False)
         d.add_argument("rest", nargs=argparse.REMAINDER)
@@ -194,8 +230,7 @@ def cmd_check(args) -> int:
 
     if args.no_prove and args.no_explore:
         build_parser().error("--no-prove and --no-explore leave nothing to run")
-    if args.timeout <= 0:
-        build_parser().error("--timeout must be positive")
+    prover_usage_error(build_parser(), args)
     if args.junit_xml:
         why = writable_file(args.junit_xml)
         if why is not None:
@@ -220,6 +255,7 @@ def cmd_check(args) -> int:
             cfgs,
             depth=args.depth,
             timeout=args.timeout,
+            budget=args.budget,
             jobs=min(2, os.cpu_count() or 1),
             progress=not args.json and sys.stderr.isatty(),
         )
@@ -257,18 +293,7 @@ def cmd_check(args) -> int:
             (False, True): "every invariant holds and every witness is reached",
             (True, False): "every invariant is proved",
         }[(args.no_explore, args.no_prove)]
-        unknown = [
-            f"{p.name} on {r.cfg.label}"
-            for r in (proofs or [])
-            for p in r.proofs
-            if p.applies and p.kind == "invariant" and p.status == "unknown"
-        ]
-        if unknown:
-            sys.stdout.write(
-                "UNKNOWN: the solver gave up on "
-                + "; ".join(unknown)
-                + " (raise --timeout); this is not a pass\n"
-            )
+        sys.stdout.write(unknown_note(proofs))
         sys.stdout.write(
             f"OK: {what}\n" if ok else "FAILED: see the table and counterexamples above\n"
         )

@@ -7,13 +7,20 @@ import json
 import os
 import sys
 
-from mcp_inflight.cli import Parser, choice, positive, stop_on_signals, writable_file
+from mcp_inflight.cli import (
+    Parser,
+    add_prover_options,
+    choice,
+    positive,
+    prover_usage_error,
+    stop_on_signals,
+    unknown_note,
+    writable_file,
+)
 from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
 from mcp_inflight.proofs.prove import (
     BMC_IDS,
     BMC_REQUESTS,
-    DEFAULT_DEPTH,
-    DEFAULT_TIMEOUT,
     all_designs,
     prove_all,
 )
@@ -54,20 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=choice(list(TRANSPORTS) + ["all"], "transport"),
         help="stdio | http | all (default: all)",
     )
-    p.add_argument(
-        "--depth",
-        type=positive,
-        default=DEFAULT_DEPTH,
-        help=f"longest trace bounded model checking looks for (default: {DEFAULT_DEPTH})",
-    )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        metavar="S",
-        help=f"seconds per solver query; a query that runs out is 'unknown' and the "
-        f"run fails (default: {DEFAULT_TIMEOUT:g})",
-    )
+    add_prover_options(p)
     p.add_argument(
         "--jobs",
         type=positive,
@@ -95,8 +89,7 @@ def run(argv: list[str]) -> int:
 
 def _run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    if args.timeout <= 0:
-        build_parser().error("--timeout must be positive")
+    prover_usage_error(build_parser(), args)
     if args.junit_xml:
         why = writable_file(args.junit_xml)
         if why is not None:
@@ -108,27 +101,17 @@ def _run(argv: list[str]) -> int:
         cfgs,
         depth=args.depth,
         timeout=args.timeout,
+        budget=args.budget,
         jobs=args.jobs,
         progress=not args.json and sys.stderr.isatty(),
     )
     ok = all(r.ok for r in results)
-    unknown = [
-        f"{p.name} on {r.cfg.label}"
-        for r in results
-        for p in r.proofs
-        if p.applies and p.status == "unknown" and p.kind == "invariant"
-    ]
     if args.json:
         json.dump({"ok": ok, "runs": [r.to_json() for r in results]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(prove_text(results) + "\n")
-        if unknown:
-            sys.stdout.write(
-                "UNKNOWN: the solver gave up on "
-                + "; ".join(unknown)
-                + " (raise --timeout); this is not a pass\n"
-            )
+        sys.stdout.write(unknown_note(results))
         sys.stdout.write(
             "OK: every invariant is proved for any number of ids and requests\n"
             if ok

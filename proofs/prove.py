@@ -20,8 +20,11 @@ It reads the model's actions and properties through the symbolic backend of
    A trace found is replayed on the concrete backend before it is reported (the two readings
    must agree), and printed like the explorer's traces.
 
-A solver ``unknown`` (or a timeout) is never a pass: the property is reported as unknown and
-``prove`` exits 1.
+Each solver query runs on a budget of z3 *resource units* (its ``rlimit``), not of seconds: the
+units count the solver's own work, so a query decides the same way on an idle laptop and on a
+loaded CI machine (for one z3 version).  A wall-clock timeout stays as a backstop only.  A
+query that runs out of either (``unknown``) is never a pass: the property is reported as
+unknown and ``prove`` exits 1.
 
 One cohesive module (a little over 600 lines): induction, counterexamples to induction and
 bounded model checking share the prover's universes, solver bookkeeping and result records.
@@ -53,7 +56,12 @@ from mcp_inflight.model.trace import (
 from mcp_inflight.proofs import symbolic as sym
 
 DEFAULT_DEPTH = 12
-DEFAULT_TIMEOUT = 30.0
+#: z3 resource units per query, in millions.  The slowest query of the default runs (a
+#: 12-step bounded search on 2025-11-25 http) needs about 150 million; 20-30 s on this budget's
+#: reference machine.
+DEFAULT_BUDGET = 600
+#: Wall-clock backstop per query, in seconds (the budget above normally ends a query first).
+DEFAULT_TIMEOUT = 600.0
 #: Time for a first attempt at an obligation before looking for a small counterexample.
 QUICK_MS = 1000
 #: The universe of the bounded search (request instances, ids): the explorer's default bound.
@@ -226,6 +234,7 @@ class Prover:
         timeout: float = DEFAULT_TIMEOUT,
         progress=None,
         requests: int = BMC_REQUESTS,
+        budget: float = DEFAULT_BUDGET,
         ids: int = BMC_IDS,
         batch: bool = True,
         auxiliary=None,
@@ -233,6 +242,7 @@ class Prover:
         self.cfg = cfg
         self.depth = depth
         self.timeout_ms = max(1, int(timeout * 1000))
+        self.rlimit = max(1, int(budget * 1_000_000))
         self.progress = progress or (lambda msg: None)
         self.requests = requests
         self.ids = ids
@@ -244,12 +254,11 @@ class Prover:
         self.spent: dict[str, float] = {}
 
     # -- solving
-    def _check(self, formulas, what: str, name: str, timeout_ms=None) -> z3.CheckSatResult:
-        s = z3.Solver()
-        s.set("timeout", timeout_ms or self.timeout_ms)
+    def _check(self, formulas, what: str, name: str, quick=False) -> z3.CheckSatResult:
+        s = self._solver(quick)
         s.add(*formulas)
         t0 = time.monotonic()
-        res = _solve(s, timeout_ms or self.timeout_ms)
+        res = _solve(s, self.timeout_ms)
         dt = time.monotonic() - t0
         self.queries += 1
         names = name if isinstance(name, list) else [name]
@@ -258,8 +267,28 @@ class Prover:
         if dt > self.slowest[0]:
             self.slowest = (dt, what)
         self._model = s.model() if res == z3.sat else None
-        self._reason = s.reason_unknown() if res == z3.unknown else ""
+        self._reason = self._why(s) if res == z3.unknown else ""
         return res
+
+    def _solver(self, quick=False) -> z3.Solver:
+        """A solver on the budget; a quick attempt also stops after a second (a heuristic: its
+        running out only leads to the search for a small counterexample, then to the full
+        query, so no verdict depends on the clock)."""
+        s = z3.Solver()
+        s.set("rlimit", self.rlimit)
+        s.set("timeout", min(self.timeout_ms, QUICK_MS) if quick else self.timeout_ms)
+        return s
+
+    def _why(self, s: z3.Solver) -> str:
+        """Why ``s`` answered unknown, in the prover's terms."""
+        why = s.reason_unknown()
+        st = s.statistics()
+        spent = st.get_key_value("rlimit count") if "rlimit count" in st.keys() else 0
+        if "resource" in why or spent >= self.rlimit:
+            return f"budget of {self.rlimit / 1e6:g} million resource units spent (raise --budget)"
+        if why in ("timeout", "canceled", "interrupted from keyboard"):
+            return f"wall-clock timeout of {self.timeout_ms / 1000:g} s (raise --timeout)"
+        return why or "unknown"
 
     # -- induction
     def _obligation(self, formulas, what, name, finite):
@@ -267,14 +296,13 @@ class Prover:
         first; if it is not unsat, a counterexample on a small finite universe; then, if still
         undecided, the unbounded query with the full timeout.  Returns ``(verdict, cti)`` with
         verdict ``ok``, ``cti`` or ``unknown``."""
-        quick = min(self.timeout_ms, QUICK_MS)
-        res = self._check(formulas, what, name, quick)
+        res = self._check(formulas, what, name, quick=True)
         if res == z3.unsat:
             return "ok", None
         cti = finite()
         if cti is not None:
             return "cti", cti
-        if res == z3.unknown and quick < self.timeout_ms:
+        if res == z3.unknown:
             res = self._check(formulas, what, name)
             if res == z3.unsat:
                 return "ok", None
@@ -320,7 +348,7 @@ class Prover:
                     [U.typed] + [U.state(h, U.pre) for h in kept_aux] + [z3.Not(U.state(p, U.pre))],
                     f"{p.name} follows from the auxiliary invariants",
                     p.name,
-                    min(self.timeout_ms, QUICK_MS),
+                    quick=True,
                 )
                 if res == z3.unsat:
                     implied.add(p.name)
@@ -334,7 +362,7 @@ class Prover:
                         U.hypotheses(st, kept) + [goal],
                         f"every candidate preserved by {name}",
                         [p.name for p in todo],
-                        min(self.timeout_ms, QUICK_MS),
+                        quick=True,
                     )
                     if res == z3.unsat:
                         continue
@@ -372,7 +400,7 @@ class Prover:
                     U.hypotheses(st, kept) + [z3.Not(z3.And(*batch))],
                     f"every step property on {name}",
                     [p.name for p, _ in todo],
-                    min(self.timeout_ms, QUICK_MS),
+                    quick=True,
                 )
                 if res == z3.unsat:
                     continue
@@ -481,8 +509,7 @@ class Prover:
                     if not opts:
                         continue
                     bad = z3.Or(*opts)
-                s2 = z3.Solver()
-                s2.set("timeout", self.timeout_ms)
+                s2 = self._solver()
                 s2.add(*s.assertions())
                 s2.add(bad)
                 t0 = time.monotonic()
@@ -496,7 +523,7 @@ class Prover:
                     found[p.name] = self._replay(s2.model(), choices, acts, p)
                     todo.remove(p)
                 elif res == z3.unknown:
-                    unknown[p.name] = f"depth {d}: {s.reason_unknown()}"
+                    unknown[p.name] = f"depth {d}: {self._why(s2)}"
                     todo.remove(p)
             if not todo or d == depth:
                 break
@@ -678,9 +705,10 @@ def prove(
     timeout: float = DEFAULT_TIMEOUT,
     names=None,
     progress=None,
+    budget: float = DEFAULT_BUDGET,
 ) -> ProveResult:
     """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring."""
-    return Prover(cfg, depth=depth, timeout=timeout, progress=progress).run(names)
+    return Prover(cfg, depth=depth, timeout=timeout, progress=progress, budget=budget).run(names)
 
 
 def all_designs() -> dict:
@@ -691,13 +719,20 @@ def all_designs() -> dict:
 
 
 def _prove_one(args):
-    cfg, depth, timeout = args
-    return prove(cfg, depth=depth, timeout=timeout)
+    cfg, depth, timeout, budget = args
+    return prove(cfg, depth=depth, timeout=timeout, budget=budget)
 
 
-def prove_all(cfgs, depth=DEFAULT_DEPTH, timeout=DEFAULT_TIMEOUT, jobs=1, progress=False):
+def prove_all(
+    cfgs,
+    depth=DEFAULT_DEPTH,
+    timeout=DEFAULT_TIMEOUT,
+    jobs=1,
+    progress=False,
+    budget=DEFAULT_BUDGET,
+):
     """Prove every configuration, in ``jobs`` processes; results in the order given."""
-    work = [(c, depth, timeout) for c in cfgs]
+    work = [(c, depth, timeout, budget) for c in cfgs]
     t0 = time.monotonic()
 
     def note(n, r):

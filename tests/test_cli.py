@@ -154,6 +154,15 @@ def test_prove_solver_timeout_is_a_failure_said_plainly():
     p = cli("prove", "--revision", "2026-07-28", "--transport", "http", "--timeout", "0.001")
     assert p.returncode == 1
     assert "UNKNOWN" in p.stdout and "not a pass" in p.stdout
+    assert "wall-clock timeout" in p.stdout
+
+
+def test_prove_spent_budget_is_a_failure_said_plainly():
+    """The budget counts z3's work, so running out of it does not depend on the machine's load."""
+    p = cli("prove", "--revision", "2025-11-25", "--transport", "stdio", "--budget", "0.001")
+    assert p.returncode == 1
+    assert "UNKNOWN" in p.stdout and "resource units spent" in p.stdout
+    assert cli("prove", "--budget", "0").returncode == 2
 
 
 def test_prove_usage():
