@@ -383,3 +383,120 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# --- recorded runtime traces --------------------------------------------------------------
+
+
+def post(base: str, route: str, body: bytes, **query):
+    url = base + route.lstrip("/") + ("?" + urllib.parse.urlencode(query) if query else "")
+    req = urllib.request.Request(url, data=body, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def model_run(design, moves, ids=1, requests=2) -> list:
+    """A run of ``design`` on 2025-11-25 http, the profile recorded traces are checked on."""
+    from mcp_inflight.model.session import ACTION
+    from mcp_inflight.model.step import Move, start, take
+
+    cfg = Config(design, "2025-11-25", "http", ids=ids, requests=requests)
+    s, run = start(cfg), []
+    for name, r, i in moves:
+        t = take(cfg, s, Move(ACTION[name], r, i))
+        assert t is not None, name
+        run.append(t)
+        s = t.post
+    return run
+
+
+def wire(run) -> bytes:
+    """The JSON Lines trace a recorder would write for a model run."""
+    from test_trace_replay import to_wire
+
+    return "".join(json.dumps(e) + "\n" for e in to_wire(run)).encode()
+
+
+DUPLICATE_ADMITTED = [
+    ("client_sends", 0, 0),
+    ("arrive", 0, None),
+    ("admit", 0, None),
+    ("rogue_sends", 1, 0),
+    ("arrive", 1, None),
+    ("admit", 1, None),
+    ("emit", 0, None),
+]
+
+
+def test_a_recorded_trace_opens_as_the_runs_that_explain_it(base):
+    from mcp_inflight.model.observe import INTERNAL, abstract, check
+    from mcp_inflight.trace.format import parse
+
+    body = wire(model_run(DESIGNS["unguarded"], DUPLICATE_ADMITTED))
+    status, rec = post(base, "/api/recorded", body, name="dup.jsonl")
+    assert status == 200, rec
+    assert rec["name"] == "dup.jsonl" and rec["clean"] is False
+    # on atomic: the run up to the first step it cannot explain, as the replay check says
+    v = check(abstract(parse(body.decode().splitlines())))
+    on_atomic = rec["runs"][0]
+    assert on_atomic["design"] == "atomic" and not on_atomic["clean"]
+    assert on_atomic["unexplained"] == v.failed.describe()
+    assert len(on_atomic["path"]) == len(v.run)
+    # every run opens as a path of the page, and breaks its invariant where the check says
+    designs = [r["design"] for r in rec["runs"]]
+    assert "unguarded" in designs[1:]
+    for run in rec["runs"]:
+        q = {k: run[k] for k in ("design", "revision", "transport", "ids", "requests")}
+        v2 = view(base, **q, path="-".join(run["path"]))
+        assert [s["token"] for s in v2["path"]] == run["path"]
+        first = next((n for n, s in enumerate(v2["path"], 1) if s["breaks"]), None)
+        if run["broken"] is None:
+            assert first is None
+        else:
+            assert first == run["broken"]["step"]
+            assert run["broken"]["invariant"] in v2["path"][first - 1]["breaks"]
+    un = rec["runs"][designs.index("unguarded")]
+    assert un["broken"]["invariant"] == "unique_in_flight"
+    # the server-internal steps (the admits here) are the ones the wire did not show
+    internal = [n for n, tok in enumerate(un["path"], 1) if tok.split(".")[0] in INTERNAL]
+    assert un["inferred"] == internal and len(internal) == 2
+    # listed; the same trace again keeps its entry, another under the same name gets a number
+    assert post(base, "/api/recorded", body, name="dup.jsonl")[1]["name"] == "dup.jsonl"
+    clean = wire(model_run(DESIGNS["atomic"], DUPLICATE_ADMITTED[:3] + [("respond", 0, None)]))
+    status, other = post(base, "/api/recorded", clean, name="dup.jsonl")
+    assert status == 200 and other["name"] == "dup.jsonl (2)"
+    assert [r["clean"] for r in other["runs"]] == [True]
+    listed = get(base, "/api/recorded")[1]["traces"]
+    assert [t["name"] for t in listed if t["name"].startswith("dup.jsonl")] == [
+        "dup.jsonl",
+        "dup.jsonl (2)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        (b'{"t": 1}\n', "line 1: missing key"),
+        (b"\n\nnope\n", "line 3: not JSON"),
+        (b'{"t":1,"exchange":1,"dir":"client->server","kind":"open","method":"POST"}\n', "no "),
+        (b"\xff\n", "not UTF-8"),
+    ],
+)
+def test_an_unreadable_recorded_trace_is_400_with_the_reason(base, body, message):
+    status, answer = post(base, "/api/recorded", body, name="bad.jsonl")
+    assert status == 400 and message in answer["error"]
+
+
+def test_explore_trace_option_refuses_an_unreadable_file(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("nope\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "explore", "--port", "0", "--trace", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "line 1: not JSON" in r.stderr

@@ -201,3 +201,75 @@ def test_a_link_that_does_not_replay_says_why(server, page):
     page.locator("#error a").click()
     expect(page.locator("#position")).to_have_text("step 0 of 0")
     expect(page.locator("#error")).to_be_hidden()
+
+
+@pytest.fixture(scope="module")
+def recorded_server(tmp_path_factory):
+    """A server listing a trace recorded (``mcp-inflight record``'s proxy) in front of the bare
+    official SDK while a second request reused an in-flight id."""
+    from test_trace_record import record
+
+    from support.servers import sdk_server, stop
+
+    path = tmp_path_factory.mktemp("traces") / "bare-sdk.jsonl"
+    proc, url = sdk_server()
+    try:
+        record(url, path)
+    finally:
+        stop(proc)
+    server, base = start_server(*DEFAULTS, "--trace", str(path))
+    yield base
+    stop_server(server)
+
+
+def test_open_a_recorded_trace(recorded_server, page, tmp_path):
+    from test_web import DUPLICATE_ADMITTED, model_run, wire
+
+    from mcp_inflight.model import DESIGNS
+
+    page.goto(recorded_server)
+    entry = page.locator('#recorded-list li.recorded:has-text("bare-sdk.jsonl")')
+    expect(entry).to_contain_text("checked on atomic: not explained")
+    # the bare SDK's trace is a run of unguarded: open it, walk to the end, see the red step
+    entry.locator('a[data-design="unguarded"]').click()
+    expect(page.locator("#following")).to_contain_text("breaks unique_in_flight at step")
+    expect(page).to_have_url(re.compile(r"design=unguarded&revision=2025-11-25"))
+    total = int(re.search(r"of (\d+)", _position(page)).group(1))
+    step = int(re.search(r"at step (\d+)", page.locator("#following").inner_text()).group(1))
+    assert _status(page, "unique_in_flight") == "holds"
+    page.keyboard.press("End")
+    expect(page.locator("#position")).to_have_text(f"step {total} of {total}")
+    bad = page.locator(f'#path li[data-step="{step}"]')
+    expect(bad).to_have_class(re.compile(r"\bbad\b"))
+    expect(bad.locator(".warn")).to_contain_text("unique_in_flight")
+    assert "bad" in page.locator(f'#diagram g.row[data-step="{step}"]').get_attribute("class")
+    assert page.locator("#path .tag.inferred").count() >= 1  # the admits the wire did not show
+    page.locator(f'#path li[data-step="{step}"]').click()
+    expect(page.locator("#position")).to_have_text(f"step {step} of {total}")
+    expect(page.locator('#properties tr[data-property="unique_in_flight"]')).to_have_attribute(
+        "data-status", "fails"
+    )
+    # the link reopens the same step of the same run, still following the recorded trace
+    link = page.locator("#link").input_value()
+    other = page.context.new_page()
+    try:
+        other.goto(link)
+        expect(other.locator("#position")).to_have_text(f"step {step} of {total}")
+        expect(other.locator("#following")).to_contain_text("bare-sdk.jsonl")
+    finally:
+        other.close()
+    # a file opened from the page: a clean run of atomic
+    clean = tmp_path / "clean.jsonl"
+    clean.write_bytes(wire(model_run(DESIGNS["atomic"], DUPLICATE_ADMITTED[:3])))
+    page.set_input_files("#trace-file", str(clean))
+    expect(page.locator("#recorded-status")).to_have_text("opened clean.jsonl")
+    expect(page.locator("#following")).to_contain_text("clean: every step is a move")
+    expect(page).to_have_url(re.compile(r"design=atomic"))
+    expect(page.locator('#recorded-list a[data-recorded="clean.jsonl"]')).to_have_class(
+        re.compile(r"\bcurrent\b")
+    )
+    # and one it cannot read says why
+    bad_file = tmp_path / "bad.jsonl"
+    bad_file.write_text('{"t": 1}\n')
+    page.set_input_files("#trace-file", str(bad_file))
+    expect(page.locator("#recorded-status")).to_contain_text("line 1: missing key")

@@ -17,9 +17,11 @@ once more with :class:`_Explaining`, a ``Concrete`` logic that records, for each
 that fails, the value it fails for, and with state proxies that record every field read; the
 reads of the innermost failing quantifier instance are the part that fails.
 
-Extension point: a recorded runtime trace, once the runtime can record one, opens in the same
-view by turning it into a path of moves (:func:`parse_path` takes tokens; a recorder that emits
-the model's action names and arguments needs nothing else here).
+A recorded runtime trace (``mcp-inflight record``) opens in the same view as a path of moves:
+it is read by the trace package's reader, mapped onto the model's moves and checked on
+``atomic`` exactly as ``mcp-inflight replay`` does (``model/observe.py``, and the replay's own
+report), and each run that explains it (``atomic``'s, up to the first step it cannot explain,
+and those of the designs that explain all of it) becomes a path of tokens (:func:`recorded`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ from mcp_inflight.model import step as _step
 from mcp_inflight.model.config import DESIGNS, Config, Design, mutants, profiles
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Concrete
+from mcp_inflight.model.observe import REVISION as _OBSERVED_REVISION
+from mcp_inflight.model.observe import TRANSPORT as _OBSERVED_TRANSPORT
+from mcp_inflight.model.observe import Verdict as _Replayed
+from mcp_inflight.model.observe import abstract as _abstract
+from mcp_inflight.model.observe import check as _check
+from mcp_inflight.model.observe import explains as _explains
 from mcp_inflight.model.properties import PROPERTIES, Property
 from mcp_inflight.model.session import FIELDS, Action, State, actions_for
 from mcp_inflight.model.trace import (
@@ -45,6 +53,8 @@ from mcp_inflight.model.trace import (
     trace_to_json,
 )
 from mcp_inflight.proofs.explore import explore
+from mcp_inflight.trace.format import TraceError, parse
+from mcp_inflight.trace.replay import report as _replay_report
 
 # --- configurations -----------------------------------------------------------------------
 
@@ -570,3 +580,67 @@ def explored(spec: tuple[str, str, str, int, int], max_states: int | None) -> Ex
     return Explored(
         res.states, res.transitions, res.depth, round(res.seconds, 3), res.complete, traces
     )
+
+
+# --- recorded runtime traces --------------------------------------------------------------
+
+
+class RecordedError(ValueError):
+    """A recorded trace the page cannot open (unreadable, or nothing in it the model maps)."""
+
+
+def _run_tokens(v: _Replayed) -> list[str]:
+    return [Move(t.action, t.move.r, t.move.i).token for t in v.run]
+
+
+def recorded(name: str, text: str) -> dict:
+    """A wire trace recorded by ``mcp-inflight record`` (its JSON Lines ``text``), as the page
+    lists it: what ``mcp-inflight replay`` says of it, and one path per run that explains it.
+
+    ``runs[0]`` is the run on ``atomic``: the whole trace when it is clean, else the run up to
+    the first step no move explains (``unexplained``) or through the first broken invariant
+    (``broken``); the others are the runs of the designs that explain every observed step,
+    each with the invariant it breaks.  ``inferred`` lists the steps (1-based) the wire did not
+    show (server-internal moves the check inferred)."""
+    try:
+        events = parse(text.splitlines())
+    except TraceError as e:
+        raise RecordedError(f"{name}: unreadable trace at {e}") from None
+    ab = _abstract(events)
+    if not ab.steps:
+        raise RecordedError(
+            f"{name}: {len(events)} events but no tools/call, response, progress, cancel or "
+            f"closed stream the model maps (profile {_OBSERVED_REVISION} {_OBSERVED_TRANSPORT})"
+        )
+    v = _check(ab)
+    others = [] if v.clean else _explains(ab)
+    rep = _replay_report(ab, v, others)
+    runs = []
+    for n, o in enumerate([v, *others]):
+        path = _run_tokens(o)
+        if n == 0:  # the replay's own report carries atomic's run: the same moves
+            assert trace_tokens(rep["trace"]) == path
+        runs.append(
+            {
+                "design": o.cfg.design.name,
+                "revision": o.cfg.revision,
+                "transport": o.cfg.transport,
+                "ids": o.cfg.ids,
+                "requests": o.cfg.requests,
+                "path": path,
+                "length": len(path),
+                "inferred": [k for k, inf in enumerate(o.inferred, 1) if inf],
+                "clean": o.clean,
+                "unexplained": None if o.failed is None else o.failed.describe(),
+                "broken": None
+                if o.broken is None
+                else {"invariant": o.broken, "step": o.broken_at},
+            }
+        )
+    return {
+        "name": name,
+        "events": len(events),
+        "observed": rep["observed"],
+        "clean": rep["clean"],
+        "runs": runs,
+    }

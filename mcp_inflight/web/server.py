@@ -13,7 +13,12 @@ Routes (all ``GET``):
 * ``/api/meta``: designs, revisions, transports, the server's defaults, properties, fields;
 * ``/api/view?QUERY``: the view of a path at a position (``views.view``);
 * ``/api/traces?QUERY``: the counterexamples, witnesses and hazards of the configuration, from
-  one exploration run in a child process (``"status": "queued" | "exploring" | "done"``).
+  one exploration run in a child process (``"status": "queued" | "exploring" | "done"``);
+* ``/api/recorded``: the recorded runtime traces opened so far (``--trace FILE``, or sent by
+  the page), each with the paths of the runs that explain it (``views.recorded``).
+
+and one ``POST``: ``/api/recorded?name=NAME`` with a trace of ``mcp-inflight record`` (JSON
+Lines) as its body opens it; the answer is its entry in the list.
 
 ``QUERY``: ``design``, ``revision``, ``transport``, ``ids``, ``requests`` (the server's options
 by default), ``path`` (moves joined by ``-``, each ``action.A`` or ``action.A.1``), ``at`` (the
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -44,6 +50,9 @@ DEFAULT_PORT = 8731
 #: unguarded 2025-11-25 http at 2 ids and 3 instances, has about 2.0 million states); a run cut
 #: short is shown as incomplete, with the traces it found.
 MAX_STATES = 3_000_000
+
+#: The largest recorded trace the page accepts from the browser.
+MAX_TRACE_BYTES = 32 * 1024 * 1024
 
 _TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -99,6 +108,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, views.meta(srv.defaults))
             elif url.path == "/api/view":
                 self._json(200, views.view(q, srv.defaults))
+            elif url.path == "/api/recorded":
+                self._json(200, {"traces": srv.recorded_list()})
             elif url.path == "/api/traces":
                 cfg = views.config_of(q, srv.defaults)
                 spec = (cfg.design.name, cfg.revision, cfg.transport, cfg.ids, cfg.requests)
@@ -110,6 +121,37 @@ class Handler(BaseHTTPRequestHandler):
         except views.BadRequest as e:
             self._json(400, {"error": str(e), "step": e.step})
         except Exception as e:  # a model error is a defect: say so instead of hanging up
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(e).__name__}: {e}"})
+
+    def do_POST(self) -> None:  # noqa: N802 (the base class's name)
+        url = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        try:
+            length = int(self.headers.get("Content-Length") or -1)
+        except ValueError:
+            length = -1
+        if url.path != "/api/recorded":
+            self.close_connection = True
+            self._json(404, {"error": f"no route {url.path!r}"})
+            return
+        if not 0 <= length <= MAX_TRACE_BYTES:
+            self.close_connection = True
+            self._json(
+                413 if length > MAX_TRACE_BYTES else 411,
+                {"error": f"a trace is sent with its Content-Length, at most {MAX_TRACE_BYTES}"},
+            )
+            return
+        body = self.rfile.read(length)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            self._json(400, {"error": "the trace is not UTF-8", "step": None})
+            return
+        try:
+            self._json(200, self.server.open_recorded(q.get("name") or "trace.jsonl", text))
+        except views.BadRequest as e:
+            self._json(400, {"error": str(e), "step": e.step})
+        except Exception as e:
             self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(e).__name__}: {e}"})
 
 
@@ -124,6 +166,26 @@ class ExploreServer(ThreadingHTTPServer):
         self.defaults = defaults
         self.verbose = verbose
         self.explorations = Explorations(max_states)
+        self._recorded: dict[str, dict] = {}
+        self._recorded_lock = threading.Lock()
+
+    def open_recorded(self, name: str, text: str) -> dict:
+        """Check a recorded trace and add it to the list (a name already taken by another
+        trace gets a number; the same trace again keeps its entry)."""
+        rec = views.recorded(name, text)
+        with self._recorded_lock:
+            base, n = rec["name"], 1
+            while rec["name"] in self._recorded:
+                if self._recorded[rec["name"]]["runs"] == rec["runs"]:
+                    return self._recorded[rec["name"]]
+                n += 1
+                rec["name"] = f"{base} ({n})"
+            self._recorded[rec["name"]] = rec
+        return rec
+
+    def recorded_list(self) -> list[dict]:
+        with self._recorded_lock:
+            return list(self._recorded.values())
 
     @property
     def url(self) -> str:
@@ -169,6 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_PORT,
         help=f"port on 127.0.0.1 (default: {DEFAULT_PORT}; 0 picks a free one)",
     )
+    p.add_argument(
+        "--trace",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a runtime trace recorded by 'mcp-inflight record' to list on the page, checked "
+        "as 'mcp-inflight replay' checks it (repeatable; the page can open more)",
+    )
     p.add_argument("--open", action="store_true", help="open the page in a web browser")
     p.add_argument(
         "--max-states",
@@ -197,6 +267,15 @@ def run(argv: list[str]) -> int:
     except OSError as e:
         sys.stderr.write(f"mcp-inflight explore: cannot listen on {HOST}:{args.port}: {e}\n")
         return 1
+    for path in args.trace:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            srv.open_recorded(os.path.basename(path), text)
+        except (OSError, UnicodeDecodeError, views.BadRequest) as e:
+            srv.close()
+            sys.stderr.write(f"mcp-inflight explore: --trace {path}: {e}\n")
+            return 2
     cfg = views.config_of({}, defaults)
     srv.explorations.status((cfg.design.name, cfg.revision, cfg.transport, cfg.ids, cfg.requests))
     sys.stderr.write(f"mcp-inflight explore: listening on {srv.url}\n")

@@ -118,3 +118,19 @@ def view(q: dict, defaults: dict) -> dict:
         "properties": api.judge(cfg, s, last),
         "diagram": api.diagram(cfg, steps),
     }
+
+
+def recorded(name: str, text: str) -> dict:
+    """A recorded wire trace as the page lists it (``model_api.recorded``), refused with the
+    reason when it cannot be read or needs more ids or instances than a view may ask for."""
+    try:
+        rec = api.recorded(name, text)
+    except api.RecordedError as e:
+        raise BadRequest(str(e)) from None
+    run = rec["runs"][0]
+    if run["ids"] > MAX_IDS or run["requests"] > MAX_REQUESTS:
+        raise BadRequest(
+            f"{name}: the trace has {run['requests']} request instances under {run['ids']} ids; "
+            f"the page shows up to {MAX_REQUESTS} instances and {MAX_IDS} ids"
+        )
+    return rec

@@ -11,6 +11,7 @@ let query = {};        // the page's state: config keys, path, at, trace
 let lastStatus = null; // property statuses of the view shown before this one (same config)
 let tracesFor = null;  // the configuration key whose trace list is shown
 let pollTimer = null;
+let recorded = [];     // /api/recorded: the recorded runtime traces opened so far
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -119,7 +120,7 @@ function render() {
   const here = v.at > 0 ? v.path[v.at - 1] : null;
   story.textContent = (v.at > 0 ? `${v.at}. ` : "") + v.story;
   story.className = here && (here.breaks.length || /<--/.test(here.story)) ? "bad" : "";
-  $("following").textContent = query.trace ? `following the explorer's trace: ${query.trace}` : "";
+  renderFollowing();
   const k = v.config.knobs;
   $("knobs").textContent = `${v.config.label}, ${v.config.ids} ids, ${v.config.requests} request instances. ` +
     `Design ${k.name}: claim ${k.claim}; removals guarded by identity: ${k.guarded.length ? k.guarded.join(", ") : "none"}; ` +
@@ -131,6 +132,35 @@ function render() {
   renderLifecycle(v.lifecycle);
   renderProperties(v);
   renderDiagram(v);
+}
+
+function followedRun() {
+  // the recorded trace's run the path came from, if it did (matched by its label and path)
+  if (!query.trace.startsWith("recorded ")) return null;
+  for (const rec of recorded) {
+    for (const run of rec.runs) {
+      if (recordedLabel(rec, run) === query.trace && run.path.join("-") === query.path) return { rec, run };
+    }
+  }
+  return null;
+}
+
+function renderFollowing() {
+  const f = $("following");
+  f.replaceChildren();
+  f.className = "muted";
+  if (!query.trace) return;
+  const fr = followedRun();
+  if (!query.trace.startsWith("recorded ")) {
+    f.textContent = `following the explorer's trace: ${query.trace}`;
+  } else if (!fr) {
+    f.textContent = `following the ${query.trace} (open the trace file again to see what the check said of it)`;
+  } else {
+    const { rec, run } = fr;
+    f.append(`following the recorded trace ${rec.name} (${rec.observed} observed steps) as a run of ${run.design}: `,
+      el("span", { class: run.clean ? "good" : "bad" }, runVerdict(run)),
+      run.inferred.length ? ". Steps marked “inferred” are server-internal moves the wire did not show." : "");
+  }
 }
 
 function changeText(ch) {
@@ -159,6 +189,8 @@ function renderEnabled(v) {
 }
 
 function renderPath(v) {
+  const fr = followedRun();
+  const inferred = new Set(fr ? fr.run.inferred : []);
   const ol = $("path");
   ol.replaceChildren();
   ol.append(el("li", { class: v.at === 0 ? "current" : null, onclick: () => goAt(0) },
@@ -168,6 +200,7 @@ function renderPath(v) {
     const cls = [n + 1 === v.at ? "current" : "", n + 1 > v.at ? "ahead" : "", bad ? "bad" : ""];
     ol.append(el("li", { class: cls.join(" ").trim() || null, "data-step": n + 1, onclick: () => goAt(n + 1) },
       el("span", { class: "n" }, `${n + 1}.`), el("span", { class: "text" }, s.story),
+      inferred.has(n + 1) ? el("span", { class: "tag inferred", title: "not on the wire: inferred by the check" }, "inferred") : null,
       el("span", { class: "ch" }, changeText(s.changes)),
       s.breaks.length ? el("span", { class: "warn" }, "breaks " + s.breaks.join(", ")) : null));
   });
@@ -364,7 +397,7 @@ async function loadTraces() {
   for (const tr of sorted) {
     const q2 = { ...q, path: tr.path.join("-"), at: "0", trace: `${tr.what} ${tr.name}` };
     list.append(el("li", {}, el("a", {
-      href: queryString(q2), "data-trace": tr.name, "data-what": tr.what, title: tr.last,
+      href: queryString(q2), "data-trace": tr.name, "data-what": tr.what, "data-label": q2.trace, title: tr.last,
       onclick: (ev) => { ev.preventDefault(); go(q2); },
     }, el("span", { class: `kind ${tr.what}` }, tr.what), el("span", { class: "tname" }, tr.name), " ",
       el("span", { class: "len" }, `${tr.length} steps`))));
@@ -374,9 +407,76 @@ async function loadTraces() {
 
 function markCurrentTrace() {
   for (const a of document.querySelectorAll("#starts a")) {
-    const label = a.dataset.trace ? `${a.dataset.what} ${a.dataset.trace}` : "";
+    const label = a.dataset.label || "";
     a.classList.toggle("current", a.id === "start-initial" ? !query.path : label === query.trace && !!label);
   }
+}
+
+// --- recorded runtime traces ----------------------------------------------------------------
+
+function recordedLabel(rec, run) { return `recorded ${rec.name} on ${run.design}`; }
+
+function runQuery(rec, run) {
+  return { design: run.design, revision: run.revision, transport: run.transport, ids: String(run.ids),
+    requests: String(run.requests), path: run.path.join("-"), at: "0", trace: recordedLabel(rec, run) };
+}
+
+function runVerdict(run) {
+  if (run.clean) return "clean: every step is a move of the design and every invariant holds";
+  if (run.unexplained) return `no move of ${run.design} explains ${run.unexplained} (events counted from 0); the path stops before it`;
+  return `breaks ${run.broken.invariant} at step ${run.broken.step}`;
+}
+
+function renderRecorded() {
+  const list = $("recorded-list");
+  list.replaceChildren();
+  for (const rec of recorded) {
+    const runs = el("ul", {});
+    rec.runs.forEach((run, n) => {
+      const q = runQuery(rec, run);
+      runs.append(el("li", {}, el("a", {
+        href: queryString(q), "data-label": q.trace, "data-recorded": rec.name, "data-design": run.design,
+        title: runVerdict(run), onclick: (ev) => { ev.preventDefault(); go(q); },
+      }, el("span", { class: `kind ${run.clean ? "clean" : "counterexample"}` },
+        n === 0 ? `checked on ${run.design}: ${run.clean ? "clean" : run.unexplained ? "not explained" : "breaks " + run.broken.invariant}`
+          : `a run of ${run.design}: breaks ${run.broken ? run.broken.invariant : "nothing"}`),
+      el("span", { class: "len" }, `${run.length} steps`))));
+    });
+    list.append(el("li", { class: "recorded" }, el("div", { class: "tname" }, rec.name),
+      el("div", { class: "len" }, `${rec.observed} observed steps from ${rec.events} events`), runs));
+  }
+  markCurrentTrace();
+}
+
+async function loadRecorded() {
+  try {
+    recorded = (await getJSON("/api/recorded")).traces;
+  } catch (e) {
+    $("recorded-status").textContent = "could not list the recorded traces: " + e.message;
+    return;
+  }
+  renderRecorded();
+}
+
+async function openTraceFile(file) {
+  const status = $("recorded-status");
+  status.className = "muted small";
+  status.textContent = `checking ${file.name}…`;
+  let rec;
+  try {
+    const r = await fetch("/api/recorded?name=" + encodeURIComponent(file.name), { method: "POST", body: await file.text() });
+    rec = await r.json();
+    if (!r.ok) throw new Error(rec.error || r.statusText);
+  } catch (e) {
+    status.className = "error small";
+    status.textContent = e.message;
+    return;
+  }
+  status.textContent = `opened ${rec.name}`;
+  await loadRecorded();
+  // a trace atomic does not explain opens on the first design that does: its red step shows where
+  const run = !rec.clean && rec.runs.length > 1 ? rec.runs[1] : rec.runs[0];
+  go(runQuery(rec, run));
 }
 
 // --- set-up -------------------------------------------------------------------------------
@@ -431,8 +531,14 @@ async function main() {
     catch (e) { document.execCommand("copy"); $("copy").textContent = "Copied"; }
     setTimeout(() => { $("copy").textContent = "Copy link"; }, 1500);
   });
+  $("trace-file").addEventListener("change", (ev) => {
+    const f = ev.target.files[0];
+    ev.target.value = "";
+    if (f) openTraceFile(f);
+  });
   document.addEventListener("keydown", onKey);
   window.addEventListener("popstate", () => go(readLocation(), false));
+  await loadRecorded();
   await go(readLocation(), false);
 }
 
