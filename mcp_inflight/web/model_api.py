@@ -1,4 +1,4 @@
-"""The explorer page's one window on the model, the explorer and the drawing code.
+"""The explorer page's one window on the model, the explorer, the drawing code and the traces.
 
 Every other module of ``mcp_inflight.web`` reads the model through this one: the page never
 defines a rule of its own.  A step is computed by the model's own action exactly as the

@@ -307,9 +307,10 @@ function renderDiagram(v) {
     "aria-label": "sequence diagram of the path" });
   const defs = svg("defs");
   for (const [id, colour] of [["head", "#333"], ["head-red", "#c62828"]]) {
-    defs.append(svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+    // sized in the drawing's units: a red (thicker) arrow keeps the same head
+    defs.append(svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 10, markerHeight: 10, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" },
       svg("path", { d: "M0,0 L10,5 L0,10 z", fill: colour })));
-    defs.append(svg("marker", { id: id + "-bar", viewBox: "0 0 10 10", refX: 5, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" },
+    defs.append(svg("marker", { id: id + "-bar", viewBox: "0 0 10 10", refX: 5, refY: 5, markerWidth: 11, markerHeight: 11, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" },
       svg("path", { d: "M5,0 L5,10", stroke: colour, "stroke-width": 2.5 })));
   }
   root.append(defs);
