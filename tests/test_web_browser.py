@@ -205,8 +205,8 @@ def test_a_link_that_does_not_replay_says_why(server, page):
 
 @pytest.fixture(scope="module")
 def recorded_server(tmp_path_factory):
-    """A server listing a trace recorded (``mcp-inflight record``'s proxy) in front of the bare
-    official SDK while a second request reused an in-flight id."""
+    """A server listing (``--trace``) a trace recorded by ``mcp-inflight record``'s proxy in front
+    of the bare official SDK while a second request reused an in-flight id."""
     from test_trace_record import record
 
     from support.servers import sdk_server, stop
@@ -222,11 +222,8 @@ def recorded_server(tmp_path_factory):
     stop_server(server)
 
 
-def test_open_a_recorded_trace(recorded_server, page, tmp_path):
-    from test_web import DUPLICATE_ADMITTED, model_run, wire
-
-    from mcp_inflight.model import DESIGNS
-
+@pytest.mark.slow
+def test_a_trace_recorded_in_front_of_the_bare_sdk(recorded_server, page):
     page.goto(recorded_server)
     entry = page.locator('#recorded-list li.recorded:has-text("bare-sdk.jsonl")')
     expect(entry).to_contain_text("checked on atomic: not explained")
@@ -258,7 +255,26 @@ def test_open_a_recorded_trace(recorded_server, page, tmp_path):
         expect(other.locator("#following")).to_contain_text("bare-sdk.jsonl")
     finally:
         other.close()
-    # a file opened from the page: a clean run of atomic
+
+
+def test_open_a_trace_file_from_the_page(server, page, tmp_path):
+    """A trace file sent from the page (a model run turned into wire events, as a recorder
+    writes them): one atomic cannot explain opens on unguarded at its red step's path, a clean
+    one on atomic, an unreadable one says why."""
+    from test_web import DUPLICATE_ADMITTED, model_run, wire
+
+    from mcp_inflight.model import DESIGNS
+
+    page.goto(server)
+    dup = tmp_path / "dup.jsonl"
+    dup.write_bytes(wire(model_run(DESIGNS["unguarded"], DUPLICATE_ADMITTED)))
+    page.set_input_files("#trace-file", str(dup))
+    expect(page.locator("#recorded-status")).to_have_text("opened dup.jsonl")
+    expect(page.locator("#following")).to_contain_text("breaks unique_in_flight at step")
+    expect(page).to_have_url(re.compile(r"design=unguarded&revision=2025-11-25"))
+    expect(page.locator('#recorded-list a[data-recorded="dup.jsonl"]').first).to_be_visible()
+    page.keyboard.press("End")
+    expect(page.locator("#path li.bad .warn").first).to_contain_text("unique_in_flight")
     clean = tmp_path / "clean.jsonl"
     clean.write_bytes(wire(model_run(DESIGNS["atomic"], DUPLICATE_ADMITTED[:3])))
     page.set_input_files("#trace-file", str(clean))
@@ -268,7 +284,6 @@ def test_open_a_recorded_trace(recorded_server, page, tmp_path):
     expect(page.locator('#recorded-list a[data-recorded="clean.jsonl"]')).to_have_class(
         re.compile(r"\bcurrent\b")
     )
-    # and one it cannot read says why
     bad_file = tmp_path / "bad.jsonl"
     bad_file.write_text('{"t": 1}\n')
     page.set_input_files("#trace-file", str(bad_file))
