@@ -148,7 +148,8 @@ def _rendered(s) -> dict:
     [
         ("unguarded", "2026-07-28", "http"),
         ("atomic", "2026-07-28", "stdio"),  # stdio: send times renumbered by the model
-        ("check_then_claim", "2025-11-25", "http"),
+        # the whole 2025-11-25 http graph takes most of a minute to build: slow
+        pytest.param("check_then_claim", "2025-11-25", "http", marks=pytest.mark.slow),
     ],
 )
 def test_enabled_moves_are_the_explorers_edges(base, design, revision, transport):
