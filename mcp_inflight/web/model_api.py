@@ -42,7 +42,7 @@ from mcp_inflight.model.observe import abstract as _abstract
 from mcp_inflight.model.observe import check as _check
 from mcp_inflight.model.observe import explains as _explains
 from mcp_inflight.model.properties import PROPERTIES, Property
-from mcp_inflight.model.session import FIELDS, Action, State, actions_for
+from mcp_inflight.model.session import FIELDS, State
 from mcp_inflight.model.trace import (
     changes,
     id_name,
@@ -97,16 +97,8 @@ def describe_config(cfg: Config) -> dict:
 
 
 @dataclass(frozen=True)
-class Move:
-    """One action with its arguments (``r`` an instance, ``i`` an id or ``None``)."""
-
-    action: Action
-    r: int
-    i: int | None
-
-    @property
-    def args(self) -> dict[str, int]:
-        return {"r": self.r} if self.i is None else {"r": self.r, "i": self.i}
+class Move(_step.Move):
+    """The model's move (``model/step.py``) with the page's names for it."""
 
     @property
     def token(self) -> str:
@@ -130,12 +122,7 @@ class PathError(ValueError):
 @lru_cache(maxsize=64)
 def _moves(cfg: Config) -> tuple[Move, ...]:
     """Every (action, instance, id) of the run, in the order the explorer enumerates them."""
-    out = []
-    for a in actions_for(cfg):
-        for r in range(cfg.requests):
-            for i in range(cfg.ids) if "i" in a.params else (None,):
-                out.append(Move(a, r, i))
-    return tuple(out)
+    return tuple(Move(m.action, m.r, m.i) for m in _step.moves(cfg))
 
 
 @lru_cache(maxsize=64)
@@ -167,12 +154,12 @@ def start(cfg: Config) -> State:
 
 
 def enabled(cfg: Config, s: State, m: Move) -> bool:
-    return _step.enabled(cfg, s, _step.Move(m.action, m.r, m.i), _logic(cfg))
+    return _step.enabled(cfg, s, m, _logic(cfg))
 
 
 def fire(cfg: Config, s: State, m: Move) -> tuple[State, dict]:
     """``(post-state, output)`` of an enabled move: the model's one step function."""
-    t = _step.take(cfg, s, _step.Move(m.action, m.r, m.i), _logic(cfg))
+    t = _step.take(cfg, s, m, _logic(cfg))
     if t is None:
         raise ValueError(f"{m.token} is not enabled")
     return t.post, t.out
