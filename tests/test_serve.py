@@ -79,3 +79,20 @@ def test_bounds_reach_the_app():
             assert r.status_code == 503 and r.json()["error"]["code"] == -32000
     finally:
         stop(proc)
+
+
+def test_bound_options_read_zero_as_off_and_refuse_negatives():
+    from mcp_inflight.serve import _parser
+
+    args = _parser().parse_args(["--max-body", "0", "--max-sessions", "0", "--body-timeout", "0"])
+    assert args.max_body is args.max_sessions is args.body_timeout is None
+    args = _parser().parse_args([])
+    assert args.max_body == 4 * 1024 * 1024 and args.max_in_flight == 256
+    for flag in ("--max-body", "--max-in-flight", "--header-timeout"):
+        r = subprocess.run(
+            [sys.executable, "-m", "mcp_inflight", "serve", flag, "-1"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert r.returncode == 2 and flag in r.stderr, (flag, r.stderr)
