@@ -458,15 +458,25 @@ def bench_core(n: int) -> dict:
 
 
 def load_core(path: str):
-    """``SessionCore`` of another version of ``impl/core.py`` (``git show REV:impl/core.py >
-    FILE``), imported beside the current one under a name of its own (it shares the current
-    ``impl/generated.py``)."""
+    """``SessionCore`` of another version of the runtime, imported beside the current one under
+    names of its own: ``path`` is a directory holding that version's ``core.py`` and
+    ``generated.py`` (``git archive REV impl | tar -x -C DIR``, then ``DIR/impl``), or a lone
+    ``core.py`` (``git show REV:impl/core.py > FILE``), which then runs the current
+    ``impl/generated.py``."""
     import importlib.util
+    import types
 
-    name = "mcp_inflight.impl._core_baseline"
-    spec = importlib.util.spec_from_file_location(name, path)
+    here = Path(path)
+    if here.is_dir():
+        pkg = types.ModuleType("mcp_inflight.impl._baseline")
+        pkg.__path__ = [str(here)]
+        sys.modules[pkg.__name__] = pkg
+        name, file = f"{pkg.__name__}.core", here / "core.py"
+    else:
+        name, file = "mcp_inflight.impl._core_baseline", here
+    spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
-        raise OSError(f"cannot import {path}")
+        raise OSError(f"cannot import {file}")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
@@ -682,9 +692,10 @@ def main(argv=None) -> int:
     )
     p.add_argument(
         "--core-baseline",
-        metavar="FILE",
-        help="also time the lifecycle of the core in FILE (another version of impl/core.py, "
-        "e.g. from git show REV:impl/core.py) in turns with the current one",
+        metavar="PATH",
+        help="also time the lifecycle of another version of the core in turns with the current "
+        "one: a directory with its core.py and generated.py (git archive REV impl | tar -x), or "
+        "a lone core.py (run on the current generated.py)",
     )
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
