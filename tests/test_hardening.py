@@ -158,6 +158,51 @@ def test_stdio_process_survives_deep_json():
     run(go())
 
 
+def test_stdio_process_call_and_cancel_in_one_write_frees_the_id():
+    """A real ``serve --transport stdio``: a call and its cancel in one write (the handler is
+    cancelled before its first step), then the same id again: served, not refused."""
+
+    def line(msg) -> bytes:
+        return json.dumps(msg).encode() + b"\n"
+
+    async def go():
+        proc = await spawn_stdio_server()
+        proc.stdin.write(line(initialize()))
+        await proc.stdin.drain()
+        assert json.loads(await asyncio.wait_for(proc.stdout.readline(), 10))["id"] == 0
+        slow = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"label": "x", "steps": 1, "delay": 0}},
+        }
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 1},
+        }
+        echo = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "again"}},
+        }
+        proc.stdin.write(line(slow) + line(cancel))
+        await proc.stdin.drain()
+        await asyncio.sleep(0.5)  # the cancelled call has long ended
+        proc.stdin.write(line(echo))
+        await proc.stdin.drain()
+        while True:
+            m = json.loads(await asyncio.wait_for(proc.stdout.readline(), 10))
+            if "method" not in m:
+                break
+        assert m.get("id") == 1 and m["result"]["content"][0]["text"] == "again", m
+        proc.stdin.close()
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+    run(go())
+
+
 def test_custom_method_with_odd_meta_answers_and_frees_the_id():
     async def go():
         app = create_app(build())
