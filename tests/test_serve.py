@@ -96,3 +96,33 @@ def test_bound_options_read_zero_as_off_and_refuse_negatives():
             timeout=30,
         )
         assert r.returncode == 2 and flag in r.stderr, (flag, r.stderr)
+
+
+def test_every_bound_option_reaches_create_app(monkeypatch):
+    import asyncio
+
+    import mcp_inflight.impl.http as http
+    from mcp_inflight import serve as S
+
+    seen: dict = {}
+
+    class Built(Exception):
+        pass
+
+    def fake(server, path, **options):
+        seen.update(options)
+        raise Built
+
+    monkeypatch.setattr(http, "create_app", fake)
+    argv = ["--max-body", "5", "--max-sessions", "6", "--session-idle-timeout", "7"]
+    argv += ["--max-in-flight", "8", "--body-timeout", "9"]
+    try:
+        asyncio.run(S._serve_http(S.demo_server(), S._parser().parse_args(argv)))
+    except Built:
+        pass
+    assert {k: seen[k] for k in ("max_body", "max_sessions", "max_in_flight")} == {
+        "max_body": 5,
+        "max_sessions": 6,
+        "max_in_flight": 8,
+    }
+    assert seen["session_idle_timeout"] == 7.0 and seen["body_timeout"] == 9.0
