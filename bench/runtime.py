@@ -457,6 +457,71 @@ def bench_core(n: int) -> dict:
 # --- report --------------------------------------------------------------------------------
 
 
+def load_core(path: str):
+    """``SessionCore`` of another version of the runtime, imported beside the current one under
+    names of its own: ``path`` is a directory holding that version's ``core.py`` and
+    ``generated.py`` (``git archive REV impl | tar -x -C DIR``, then ``DIR/impl``), or a lone
+    ``core.py`` (``git show REV:impl/core.py > FILE``), which then runs the current
+    ``impl/generated.py``."""
+    import importlib.util
+    import types
+
+    here = Path(path)
+    if here.is_dir():
+        pkg = types.ModuleType("mcp_inflight.impl._baseline")
+        pkg.__path__ = [str(here)]
+        sys.modules[pkg.__name__] = pkg
+        name, file = f"{pkg.__name__}.core", here / "core.py"
+    else:
+        name, file = "mcp_inflight.impl._core_baseline", here
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise OSError(f"cannot import {file}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod.SessionCore
+
+
+def bench_core_against(baseline, n: int, pairs: int = 15) -> dict:
+    """Lifecycles (arrive, emit, finish, each verdict checked) on the baseline core and on the
+    current one, in turns in one process, ``pairs`` times; medians and the median of the
+    per-pair ratios (the machine's load drifts, so the ratio is what to read)."""
+    from statistics import median
+
+    from mcp_inflight.impl.core import SessionCore
+
+    pc = time.perf_counter_ns
+
+    def once(cls) -> float:
+        core = cls("2025-11-25", "http")
+        for i in range(1000):  # warm-up
+            h = core.arrive(i).handle
+            core.emit(h)
+            core.finish(h)
+        t0 = pc()
+        for i in range(n):
+            h = core.arrive(i).handle
+            if core.emit(h) is not h or core.finish(h) is not h:
+                raise AssertionError(f"{cls.__module__}: a message of {h} was misrouted")
+        t = (pc() - t0) / n / 1000.0
+        if not core.empty():
+            raise AssertionError(f"{cls.__module__}: registries not empty after the run")
+        return t
+
+    base, cur = [], []
+    for _ in range(pairs):
+        base.append(once(baseline))
+        cur.append(once(SessionCore))
+    return {
+        "pairs": pairs,
+        "iterations": n,
+        "baseline_us": median(base),
+        "current_us": median(cur),
+        "ratio": median(c / b for c, b in zip(cur, base, strict=True)),
+    }
+
+
 def uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
@@ -625,6 +690,13 @@ def main(argv=None) -> int:
         metavar="N",
         help="calls per server before and after the load whose SSE bodies are parsed (default 20)",
     )
+    p.add_argument(
+        "--core-baseline",
+        metavar="PATH",
+        help="also time the lifecycle of another version of the core in turns with the current "
+        "one: a directory with its core.py and generated.py (git archive REV impl | tar -x), or "
+        "a lone core.py (run on the current generated.py)",
+    )
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
@@ -648,6 +720,16 @@ def main(argv=None) -> int:
     if not args.no_core:
         out["core"] = bench_core(args.core_iterations)
         print_core(out["core"])
+        if args.core_baseline:
+            ab = out["core_against"] = bench_core_against(
+                load_core(args.core_baseline), max(1000, args.core_iterations // 5)
+            )
+            ab["baseline"] = args.core_baseline
+            print(
+                f"  lifecycle against {args.core_baseline} ({ab['pairs']} turns each, "
+                f"{ab['iterations']:,} lifecycles a turn): baseline {ab['baseline_us']:.2f} us, "
+                f"current {ab['current_us']:.2f} us, current / baseline {ab['ratio']:.2f}"
+            )
     rows = []
     if not args.no_http:
         runs = {name: [] for name in servers}

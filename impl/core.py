@@ -90,6 +90,7 @@ from mcp_inflight.model.session import (
 
 INVALID_REQUEST = -32600
 _STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
+_PER_INSTANCE = tuple(f.name for f in FIELDS if f.key == "inst" and not (f.ghost or f.wire))
 _DISCARDED = frozenset(f.name for f in FIELDS if f.ghost or f.wire)
 _SCALAR = object()
 #: per field: None (discarded), _SCALAR, or the keyed field's default
@@ -97,6 +98,9 @@ _KIND = {
     f.name: None if f.name in _DISCARDED else _SCALAR if f.key is None else f.default
     for f in FIELDS
 }
+#: a stored life value (a plain int in the generated engine's tables) to its ``Life``
+_LIFE = {int(v): v for v in Life}
+_FINAL = frozenset(int(v) for v in FINAL)
 
 
 class InvalidId(ValueError):
@@ -159,9 +163,9 @@ class Handle:
         return f"Handle(#{self.inst}, id={_show(self.id)})"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Admitted:
-    handle: Handle
+    handle: Handle  # (not frozen: a frozen dataclass costs twice as much to make, per request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +301,9 @@ def _guards_for(cfg: Config) -> dict[str, tuple[tuple[Life, ...] | None, tuple[C
 
 
 ENGINES = ("generated", "model")
+#: entries of an engine's action table that are not the model's server actions: the client's
+#: send and close effects, and the cancel (reported to ``on_step`` by :meth:`_cancel_with`)
+_UNOBSERVED = frozenset(("send", "close", "on_cancel"))
 
 
 def _model_engine(core: SessionCore) -> dict[str, Callable[..., Any]]:
@@ -357,34 +364,60 @@ class SessionCore:
         self._handles: dict[int, Handle] = {}
         self._next = count()
         self.dropped = 0  # messages not written because their stream was gone
-        self.on_step: Callable[[str, Any, Any], None] | None = (
-            None  # optional fn(action_name, inst, out), for tests
-        )
         if engine == "generated":
             from .generated import bind
 
-            self._acts = bind(self.cfg, self.s)
+            self._plain = bind(self.cfg, self.s)
         else:
-            self._acts = _model_engine(self)
+            self._plain = _model_engine(self)
+        self._acts = self._plain
+        self._on_step: Callable[[str, Any, Any], None] | None = None
+        # the stored per-instance tables, cleared of a finished instance's entries (the id-keyed
+        # registries are keyed by typed ids, and the model's own writes release those)
+        self._tables = tuple(getattr(self.s, name) for name in _PER_INSTANCE)
+
+    @property
+    def on_step(self) -> Callable[[str, Any, Any], None] | None:
+        """Optional ``fn(action_name, inst, out)``, called after each action taken (for tests).
+        Setting it wraps the actions, so that the core pays nothing for it when it is unset."""
+        return self._on_step
+
+    @on_step.setter
+    def on_step(self, fn: Callable[[str, Any, Any], None] | None) -> None:
+        self._on_step = fn
+        if fn is None:
+            self._acts = self._plain
+            return
+
+        def observed(name: str, act: Callable[..., Any]) -> Callable[..., Any]:
+            def run(r: Any, i: Any = None) -> Any:
+                ok, out = act(r, i)
+                if ok:
+                    fn(name, r, out)
+                return ok, out
+
+            return run
+
+        self._acts = {
+            name: act if name in _UNOBSERVED else observed(name, act)
+            for name, act in self._plain.items()
+        }
 
     # --- running the model -----------------------------------------------------------------
     def _run(self, name: str, r: Any, i: Any = None) -> tuple[bool, Any]:
         """Take the model's action ``name`` on instance ``r`` if its guard holds; returns
         ``(taken, output)`` where ``output`` is ``(stream, goes_out)`` for an action that
         writes a message, else None."""
-        ok, out = self._acts[name](r, i)
-        if ok and self.on_step is not None:
-            self.on_step(name, r, out)
-        return ok, out
+        return self._acts[name](r, i)  # type: ignore[no-any-return]
 
     def _forget_if_done(self, h: Handle) -> None:
         r = h.inst
         s = self.s
-        life = s.life[r]
-        if life in FINAL and not s.running[r]:
-            h.final = Life(life)
-            for name in _STORED:
-                getattr(s, name).pop(r, None)
+        # a table holds no default value, so an absent entry reads as the default (False)
+        if s.life[r] in _FINAL and not s.running.get(r):
+            h.final = _LIFE[s.life[r]]
+            for table in self._tables:
+                table.pop(r, None)
             self._handles.pop(r, None)
 
     def _mine(self, h: object) -> bool:
@@ -403,13 +436,14 @@ class SessionCore:
         registered).  Raises :class:`InvalidId` for an id that is not a string or integer."""
         key = typed_id(rid)
         r = next(self._next)
-        self._acts["send"](r, key)
-        ok, _ = self._run("arrive", r)
+        acts = self._acts
+        acts["send"](r, key)
+        ok, _ = acts["arrive"](r, None)
         if not ok:  # pragma: no cover - a fresh instance in ``sent`` always arrives
             raise RuntimeError("the model did not let a fresh request arrive")
         h = Handle(r, rid, key)
         self._handles[r] = h
-        ok, _ = self._run("admit", r)
+        ok, _ = acts["admit"](r, None)
         if ok:
             return Admitted(h)
         ok, _ = self._run("refuse", r)
@@ -432,7 +466,7 @@ class SessionCore:
         if not self._mine(h):
             self.dropped += 1
             return None
-        ok, out = self._run("emit", h.inst)
+        ok, out = self._acts["emit"](h.inst, None)
         if not ok:
             self.dropped += 1
             return None
@@ -460,7 +494,7 @@ class SessionCore:
         unwinds and nothing is written.  Entries are released by identity either way."""
         if not self._mine(h):
             return None
-        ok, out = self._run("respond", h.inst)
+        ok, out = self._acts["respond"](h.inst, None)
         if ok:
             target = self._target(out)
         else:

@@ -18,6 +18,7 @@ effect comes from ``model/``.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from itertools import count
 
@@ -136,6 +137,33 @@ def _writes(lines, writes, ind):
         lines.append(f"{ind}pass")
 
 
+#: a table read whose key is the action's argument, a constant or a hoisted read (never a
+#: quantifier's variable or a local computed later in the function)
+_READ = re.compile(r"\bT_\w+\.get\((?:r|i|conn|g\d+|-?\d+), -?\d+\)")
+
+
+def _hoist_reads(body: list[str], ind: str) -> list[str]:
+    """``body`` (one function's lines) with each table read that it makes more than once
+    computed once, first, into a local.  Sound because every read of a generated function comes
+    before its first write (guard, outputs, then the writes' keys and values, then the
+    assignments), and a read has no effect; innermost reads first, so ``T_stream.get(T_rid.get(r,
+    0), -1)`` becomes one local over another."""
+    text = "\n".join(body)
+    hoisted: list[str] = []
+    while True:
+        seen: dict[str, int] = {}
+        for m in _READ.finditer(text):
+            seen[m.group()] = seen.get(m.group(), 0) + 1
+        repeated = [e for e, n in seen.items() if n > 1]
+        if not repeated:
+            break
+        for e in repeated:
+            name = f"g{len(hoisted)}"
+            hoisted.append(f"{ind}{name} = {e}")
+            text = text.replace(e, name)
+    return hoisted + text.split("\n") if hoisted else body
+
+
 def source(cfg: Config) -> str:
     """The generated module for ``cfg``: ``bind(tables) -> {name: function}``."""
     s = RuntimeView()
@@ -158,19 +186,21 @@ def source(cfg: Config) -> str:
         if is_false(guard):
             lines += ["        return False, None", f"    out[{name!r}] = act_{name}"]
             continue
+        body: list[str] = []
         if isinstance(guard, Expr):
-            lines.append(f"        if not {guard.src}:")
-            lines.append("            return False, None")
+            body.append(f"        if not {guard.src}:")
+            body.append("            return False, None")
         names = {}
         for kind, (t, d) in outputs.items():
-            lines.append(f"        o_t = {lift(t)}")
-            lines.append(f"        o_d = {lift(d)}")
+            body.append(f"        o_t = {lift(t)}")
+            body.append(f"        o_d = {lift(d)}")
             names[kind] = (Expr("o_t", maybe_negative(t)), Expr("o_d", False))
         if len(names) > 1:
             raise ValueError(f"{name}: more than one output kind; the core expects at most one")
         writes = a.effect(b, s, cfg, r, i, names)
-        _writes(lines, writes, "        ")
-        lines.append("        return True, " + ("(o_t, o_d)" if names else "None"))
+        _writes(body, writes, "        ")
+        body.append("        return True, " + ("(o_t, o_d)" if names else "None"))
+        lines += _hoist_reads(body, "        ")
         lines.append(f"    out[{name!r}] = act_{name}")
     for short, name in SERVER_EFFECTS.items():
         a = ACTION[name]
@@ -181,10 +211,10 @@ def source(cfg: Config) -> str:
     b = RuntimeGen()
     tgt, hit, writes = on_cancel(b, s, cfg, i, Expr("conn", False))
     lines.append("    def act_on_cancel(i, conn):")
-    lines.append(f"        tgt = {lift(tgt)}")
-    lines.append(f"        hit = {lift(hit)}")
-    _writes(lines, writes, "        ")
-    lines.append("        return tgt, hit")
+    body = [f"        tgt = {lift(tgt)}", f"        hit = {lift(hit)}"]
+    _writes(body, writes, "        ")
+    body.append("        return tgt, hit")
+    lines += _hoist_reads(body, "        ")
     lines.append("    out['on_cancel'] = act_on_cancel")
     lines.append("    return out")
     return "\n".join(lines) + "\n"

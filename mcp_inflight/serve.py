@@ -139,14 +139,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="an Origin allowed besides this host's own (repeatable)",
     )
-    p.add_argument(
+    bounds = p.add_argument_group("resource bounds (0 turns one off)")
+    bounds.add_argument(
         "--max-body",
-        type=int,
+        type=_count,
         default=4 * 1024 * 1024,
         metavar="BYTES",
         help="largest POST body accepted; larger gets 413 (default 4 MiB)",
     )
-    bounds = p.add_argument_group("resource bounds (0 turns one off)")
     bounds.add_argument(
         "--max-sessions",
         type=_count,
@@ -181,7 +181,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_seconds,
         default=30.0,
         metavar="SECONDS",
-        help="answer 408 when a body's next part takes longer (default 30)",
+        help="answer 408 when a request's body is not all there this long after the request "
+        "began (default 30)",
     )
     return p
 

@@ -123,9 +123,9 @@ def test_body_limit_refuses_while_streaming_and_large_content_length_goes_unread
         p = Post(g, [chunk] * 100, S1)  # 6.4 MiB, no Content-Length
         await p.task
         assert p.status == 413 and p.taken <= 17 and inner.seen == []  # stopped at the limit
-        q = Post(g, [b"x"], {**S1, "content-length": str(200 * 1024 * 1024)})
+        q = Post(g, [chunk] * 100, {**S1, "content-length": str(200 * 1024 * 1024)})
         await q.task
-        assert inner.seen == [b"x"]  # the SDK's own check answers it, unread by us
+        assert q.taken == 1 and inner.seen == [chunk]  # the SDK's own check answers it, unread
 
     run(go())
 
@@ -312,5 +312,35 @@ def test_stdio_guard_serialises_typed_ids_the_sdk_conflates():
             }
         )
         assert s.until(lambda m: m.get("id") == 7 and "result" in m)
+    finally:
+        s.close()
+
+
+def test_stdio_guard_drops_a_cancelled_request_still_waiting_for_its_slot():
+    """7 runs; "07" (the same SDK slot) waits at the guard; a cancel for "07" drops it there: it
+    never runs, 7 is not touched (the SDK would read the cancel's "07" as 7), "07" is free."""
+    s = _Stdio(guarded=True)
+    try:
+        s.handshake()
+        s.call_slow(7, "a", 4)
+        assert s.until(lambda m: P.progress_token(m) == "a")
+        s.call_slow("07", "b", 1)
+        s.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "07"}}
+        )
+        assert s.until(lambda m: m.get("id") == 7 and "result" in m), s.seen
+        s.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "07",
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "again"}},
+            }
+        )
+        assert s.until(lambda m: m.get("id") == "07" and "result" in m), s.seen
+        assert not [m for m in s.seen if P.progress_token(m) == "b"]  # the dropped one never ran
+        assert [m["result"]["content"][0]["text"] for m in s.seen if m.get("id") == "07"] == [
+            "again"
+        ]
     finally:
         s.close()

@@ -40,6 +40,13 @@ def build() -> Server:
         await server.gate.wait()
         return "waited"
 
+    @server.tool()
+    async def mark(ctx) -> str:
+        server.marks += 1
+        return "marked"
+
+    server.marks = 0
+
     @server.method("x/echo")
     async def echo(ctx, params):
         return {"echo": True}
@@ -151,6 +158,51 @@ def test_stdio_process_survives_deep_json():
     run(go())
 
 
+def test_stdio_process_call_and_cancel_in_one_write_frees_the_id():
+    """A real ``serve --transport stdio``: a call and its cancel in one write (the handler is
+    cancelled before its first step), then the same id again: served, not refused."""
+
+    def line(msg) -> bytes:
+        return json.dumps(msg).encode() + b"\n"
+
+    async def go():
+        proc = await spawn_stdio_server()
+        proc.stdin.write(line(initialize()))
+        await proc.stdin.drain()
+        assert json.loads(await asyncio.wait_for(proc.stdout.readline(), 10))["id"] == 0
+        slow = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"label": "x", "steps": 1, "delay": 0}},
+        }
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 1},
+        }
+        echo = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "again"}},
+        }
+        proc.stdin.write(line(slow) + line(cancel))
+        await proc.stdin.drain()
+        await asyncio.sleep(0.5)  # the cancelled call has long ended
+        proc.stdin.write(line(echo))
+        await proc.stdin.drain()
+        while True:
+            m = json.loads(await asyncio.wait_for(proc.stdout.readline(), 10))
+            if "method" not in m:
+                break
+        assert m.get("id") == 1 and m["result"]["content"][0]["text"] == "again", m
+        proc.stdin.close()
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+    run(go())
+
+
 def test_custom_method_with_odd_meta_answers_and_frees_the_id():
     async def go():
         app = create_app(build())
@@ -158,9 +210,30 @@ def test_custom_method_with_odd_meta_answers_and_frees_the_id():
         for rid, meta in ((1, "x"), (2, 5), (3, [1])):
             msg = {"jsonrpc": "2.0", "id": rid, "method": "x/echo", "params": {"_meta": meta}}
             r = await request(app, msg=msg, headers=h)
-            assert r.status == 200 and r.messages()[-1]["id"] == rid, (r.status, r.body)
+            assert r.status == 200, (r.status, r.body)
+            assert r.messages()[-1] == {"jsonrpc": "2.0", "id": rid, "result": {"echo": True}}
             r = await request(app, msg={"jsonrpc": "2.0", "id": rid, "method": "ping"}, headers=h)
             assert r.status == 200, (r.status, r.body)  # the id is free again
+        assert app.live_requests() == 0
+
+    run(go())
+
+
+def test_a_request_whose_handler_cannot_start_is_answered_and_frees_its_id(monkeypatch):
+    """The general defence behind the one above: whatever fails between admission and the
+    handler's task (here the context itself), the admitted request is answered and its id
+    freed, never left in flight."""
+    import mcp_inflight.impl.server as srv
+
+    async def go():
+        app = create_app(build())
+        h = await open_session(app)
+        with monkeypatch.context() as m:
+            m.setattr(srv, "Context", lambda *a: 1 / 0)
+            r = await request(app, msg=call(1, "lone"), headers=h)
+        assert r.status == 200 and r.messages()[-1]["error"]["code"] == -32603, r.body
+        r = await request(app, msg=call(1, "lone"), headers=h)  # the id is free
+        assert r.messages()[-1]["result"]["content"][0]["text"] == "bad \ufffd text"
         assert app.live_requests() == 0
 
     run(go())
@@ -232,6 +305,7 @@ def test_host_and_origin_parsing():
         init = initialize()
         cases = [
             ({"host": "LOCALHOST:8000"}, 200),
+            ({"host": "LocalHost"}, 200),
             ({"host": "127.0.0.1:8000"}, 200),
             ({"host": "[::1]:8000"}, 200),
             ({"host": "127.0.0.1:9999"}, 421),
@@ -241,6 +315,8 @@ def test_host_and_origin_parsing():
             ({"origin": "http://LOCALHOST:8000"}, 200),
             ({"origin": "http://localhost:3000"}, 403),
             ({"origin": "file://localhost"}, 403),
+            ({"origin": "file://localhost:8000"}, 403),
+            ({"origin": "ws://localhost:8000"}, 403),
             ({"origin": "null"}, 403),
             ({"origin": "http://evil.example:8000"}, 403),
         ]
@@ -323,6 +399,17 @@ def test_body_timeout_and_incomplete_body():
         gone.disconnect()
         await gone.done()
         assert gone.status == 400 and app.live_requests() == 0
+        # a first part that is a whole message, then the client leaves before the body's end:
+        # nothing of it is served
+        cut = Exchange(app, "POST", {**HEADERS, **h}, [b""]).start()
+        cut.parts = []
+        whole = json.dumps(call(5, "mark")).encode()
+        cut.queue.put_nowait({"type": "http.request", "body": whole, "more_body": True})
+        cut.disconnect()
+        await cut.done()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert app.server.marks == 0 and app.live_requests() == 0
 
     run(go())
 
