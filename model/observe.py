@@ -18,7 +18,9 @@ Profile: 2025-11-25, Streamable HTTP.  An *event* is a plain dict of the trace f
   stream is p's instance;
 * ``notifications/cancelled`` for id k is ``send_cancel`` of the unanswered instance under k
   (the latest first); its delivery is a server-internal step;
-* the client closing an instance's POST before its response is ``break_stream``.
+* the client closing an instance's POST before its response is ``break_stream``;
+* a 409 or a client's close on a POST whose ``tools/call`` comes later in the trace is a step
+  no move explains (the recorder never writes one; a reordered trace does).
 
 Server-internal steps the wire does not show (``admit``, ``unwind``, ``check``,
 ``claim_stream``, ``deliver_cancel``) are inferred: before each observed move a breadth-first
@@ -75,6 +77,7 @@ class Observed:
             "emit": f"event {self.at}: progress/log seen on {s}",
             "cancel": f"event {self.at}: client cancels id={_id(self.i)}",
             "break": f"event {self.at}: client closes {_inst(self.r)}'s stream",
+            "early": f"event {self.at}: a 409 or a close on a POST before its tools/call",
         }[self.kind]
 
 
@@ -109,6 +112,15 @@ def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
     answered: set[int] = set()
     consumed: set[int] = set()
     own: dict[Any, set[str]] = {}  # ids and tokens of the non-tool requests, per exchange
+    events = list(events)
+    tool_posts = {
+        ev.get("exchange")
+        for ev in events
+        if ev.get("kind") == "message"
+        and ev.get("dir") == "client->server"
+        and isinstance(ev.get("message"), dict)
+        and ev["message"].get("method") == "tools/call"
+    }
     for n, ev in enumerate(events):
         kind, ex, d = ev.get("kind"), ev.get("exchange"), ev.get("dir")
         if ex == "GET":
@@ -133,6 +145,13 @@ def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
                 k = _key((m.get("params") or {}).get("requestId"))
                 if k in ids:
                     out.steps.append(Observed("cancel", n, i=ids[k]))
+        elif (
+            kind in ("status", "close")
+            and ex in tool_posts
+            and ex not in post_inst
+            and (ev.get("status") == 409 or ev.get("by") == "client")
+        ):
+            out.steps.append(Observed("early", n))  # no step of the model comes before a send
         elif kind == "status" and ex in post_inst and ev.get("status") == 409:
             refused.add(post_inst[ex])
             out.steps.append(Observed("refuse", n, r=post_inst[ex]))
