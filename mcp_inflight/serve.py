@@ -146,6 +146,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="largest POST body accepted; larger gets 413 (default 4 MiB)",
     )
+    check = p.add_argument_group("record and check what runs (Streamable HTTP)")
+    check.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write every exchange to FILE as a JSON Lines wire trace "
+        "(check it with 'mcp-inflight replay FILE')",
+    )
+    check.add_argument(
+        "--online-check",
+        action="store_true",
+        help="check each session's exchanges against the model as they happen; count and log "
+        "(logger mcp_inflight.trace) every step the atomic design does not explain",
+    )
     bounds = p.add_argument_group("resource bounds (0 turns one off)")
     bounds.add_argument(
         "--max-sessions",
@@ -278,6 +291,15 @@ def uvicorn_settings() -> dict:
     }
 
 
+def _traced(app, args):
+    """``app`` with the trace writer and the online check of ``--trace``/``--online-check``."""
+    if not args.trace and not args.online_check:
+        return app
+    from mcp_inflight.trace.tap import traced
+
+    return traced(app, trace=args.trace, online=args.online_check)
+
+
 async def _serve_http(server: Server, args) -> None:
     import uvicorn
 
@@ -295,6 +317,7 @@ async def _serve_http(server: Server, args) -> None:
         max_in_flight=args.max_in_flight,
         body_timeout=args.body_timeout,
     )
+    app = _traced(app, args)
     try:
         infos = socket.getaddrinfo(
             args.host, args.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -336,6 +359,11 @@ def run(argv: list[str]) -> int:
         server = fixture_server(args.fixtures) if args.fixtures else demo_server()
     except FixtureError as e:
         print(f"mcp-inflight serve: {e}", file=sys.stderr)
+        return 2
+    if args.transport == "stdio" and (args.trace or args.online_check):
+        print(
+            "mcp-inflight serve: --trace and --online-check need --transport http", file=sys.stderr
+        )
         return 2
     try:
         if args.transport == "stdio":
