@@ -195,9 +195,11 @@ class Abstractor:
         return out
 
 
-def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
-    """The observed steps of ``events`` (in trace order), by the mapping of the module doc."""
+def abstract(events: Iterable[Mapping[str, Any]], numbers: list[int] | None = None) -> Abstraction:
+    """The observed steps of ``events`` (in trace order), by the mapping of the module doc;
+    ``numbers`` gives each event's index in a larger trace (one session's part of it)."""
     events = list(events)
+    at = numbers if numbers is not None else list(range(len(events)))
     tool_posts = {
         ev.get("exchange")
         for ev in events
@@ -208,7 +210,7 @@ def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
     }
     ab = Abstractor(tool_posts)
     out = Abstraction()
-    for n, ev in enumerate(events):
+    for n, ev in zip(at, events, strict=True):
         out.steps += ab.feed(n, ev)
     out.ids, out.requests = max(1, len(ab.ids)), max(1, len(ab.post_inst))
     return out

@@ -492,3 +492,85 @@ def test_the_mutation_property_catches_a_checker_blind_to_the_post():
         ab.requests,
     )
     assert check(blind).clean  # so `check(...).clean == realisable(...)` fails for it
+
+
+def _unguarded_wire() -> list[dict]:
+    from mcp_inflight.model.session import ACTION
+    from mcp_inflight.model.step import Move, take
+
+    cfg = Config(UNGUARDED, "2025-11-25", "http", ids=1, requests=2)
+    s, run = start(cfg), []
+    for name, r, i in [
+        ("client_sends", 0, 0),
+        ("arrive", 0, None),
+        ("admit", 0, None),
+        ("rogue_sends", 1, 0),
+        ("arrive", 1, None),
+        ("admit", 1, None),
+        ("emit", 0, None),
+    ]:
+        t = take(cfg, s, Move(ACTION[name], r, i))
+        run.append(t)
+        s = t.post
+    return to_wire(run)
+
+
+def _replay_cli(path, *flags):
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "replay", str(path), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_replay_draws_the_run_up_to_the_violation_and_names_the_design(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text("".join(json.dumps(e) + "\n" for e in _unguarded_wire()))
+    mmd, dot = tmp_path / "t.mmd", tmp_path / "t.dot"
+    r = _replay_cli(p, "--diagram", str(mmd))
+    assert r.returncode == 1 and "behaves like the unguarded design" in r.stdout
+    d = mmd.read_text()
+    assert d.startswith("---\ntitle: replayed trace: event 5: progress/log seen on B's stream")
+    assert "POST tools/call id=1 (B)" in d and "no move of atomic explains it" in d
+    assert _replay_cli(p, "--diagram", str(dot)).returncode == 1
+    assert dot.read_text().startswith("digraph") and "no move of atomic" in dot.read_text()
+    rep = json.loads(_replay_cli(p, "--json").stdout)
+    assert rep["behaves_like"] == "unguarded" and rep["unexplained"]["event"] == 5
+
+
+def test_replay_checks_each_session_on_its_own(tmp_path):
+    """Two sessions may use the same id at once; one session's misrouting is found in it."""
+    run = walk_fixed()
+    a = [dict(e, session="s1") for e in to_wire(run)]
+    b = [dict(e, session="s2", exchange=e["exchange"] + 100) for e in to_wire(run)]
+    both = [e for pair in zip(a, b, strict=True) for e in pair]
+    p = tmp_path / "two.jsonl"
+    p.write_text("".join(json.dumps(e) + "\n" for e in both))
+    assert not check(abstract(both)).clean  # as one session: a duplicate in flight, misrouted
+    r = _replay_cli(p, "--json")
+    assert r.returncode == 0, r.stdout
+    assert [s["behaves_like"] for s in json.loads(r.stdout)["sessions"]] == ["atomic", "atomic"]
+    bad = [dict(e, session="s3", exchange=e["exchange"] + 200) for e in _unguarded_wire()]
+    p.write_text("".join(json.dumps(e) + "\n" for e in both + bad))
+    r = _replay_cli(p)
+    assert r.returncode == 1 and "session s3" in r.stdout and "session s1" not in r.stdout
+
+
+def walk_fixed() -> list:
+    """One client call with progress and its response, on ``SMALL``."""
+    from mcp_inflight.model.session import ACTION
+    from mcp_inflight.model.step import Move, take
+
+    s, run = start(SMALL), []
+    for name, r, i in [
+        ("client_sends", 0, 0),
+        ("arrive", 0, None),
+        ("admit", 0, None),
+        ("emit", 0, None),
+        ("respond", 0, None),
+    ]:
+        t = take(SMALL, s, Move(ACTION[name], r, i))
+        run.append(t)
+        s = t.post
+    return run
