@@ -295,9 +295,19 @@ def _traced(app, args):
     """``app`` with the trace writer and the online check of ``--trace``/``--online-check``."""
     if not args.trace and not args.online_check:
         return app
+    import json
+
     from mcp_inflight.trace.tap import traced
 
-    return traced(app, trace=args.trace, online=args.online_check)
+    tap = traced(app, trace=args.trace, online=args.online_check)
+
+    def stopping() -> None:  # the online check's counts, as the server stops
+        if tap.monitor is not None:
+            counts = json.dumps(tap.monitor.summary())
+            print(f"mcp-inflight serve: online check: {counts}", file=sys.stderr, flush=True)
+
+    tap.on_shutdown = stopping
+    return tap
 
 
 async def _serve_http(server: Server, args) -> None:

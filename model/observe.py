@@ -378,17 +378,40 @@ def _unroll(way: Way) -> tuple[list[Transition], list[bool]]:
     return run, inferred
 
 
+def _first_way(
+    cfg: Config, steps: list[Observed], b: Concrete, depth: int
+) -> tuple[list[Transition], list[bool]] | None:
+    """The run that takes the first (shortest) explanation of every step, if it carries the
+    whole trace: the common case, linear in the trace; None sends the check to the full search."""
+    s = start(cfg)
+    run: list[Transition] = []
+    inferred: list[bool] = []
+    for o in steps:
+        got = next(_explain(cfg, s, o, b, depth), None)
+        if got is None:
+            return None
+        pre, obs = got
+        run += pre + obs
+        inferred += [True] * len(pre) + [False] * len(obs)
+        s = obs[-1].post
+    return run, inferred
+
+
 def check(ab: Abstraction, design: Design = ATOMIC, cap: int = CAP) -> Verdict:
     """Run the observed steps of ``ab`` on ``design`` with the model's step function: every
     step enabled, every output as observed, every invariant along the run.
 
-    Where an observed step has several explanations (which instance responded, which internal
-    steps came first) every state they lead to is kept (up to ``cap``, shortest explanations
+    The first (shortest) explanation of each step is tried first.  When that does not carry the
+    whole trace (an observed step has several explanations, which instance responded, which
+    internal steps came first, and a later step rules the first out), every state they lead to is kept (up to ``cap``, shortest explanations
     first), so a choice that only a later step rules out is never a dead end; the run judged is
     one that explains every step, or, when none does, one that got furthest."""
     cfg = config_for(design, ab)
     b = backend(cfg)
     depth = 3 * cfg.requests + 1
+    quick = _first_way(cfg, ab.steps, b, depth)
+    if quick is not None:  # the shortest explanation of each step carried the whole trace
+        return _judge(cfg, quick[0], quick[1], b, None)
     frontier: dict[State, Way] = {start(cfg): None}
     for o in ab.steps:
         nxt = advance(cfg, frontier, o, b, depth, cap)
@@ -421,6 +444,12 @@ def explains(ab: Abstraction) -> list[Verdict]:
 
 
 # --- the online check ------------------------------------------------------------------------
+
+
+#: The online check's memory of explained steps: (config, state, step) -> the states after it.
+_MEMO: dict[tuple[Any, ...], tuple[State, ...]] = {}
+_SETTLED: dict[State, bool] = {}
+MEMO_SIZE = 50_000
 
 
 class Online:
@@ -460,8 +489,31 @@ class Online:
         a = self.abstractor
         return set(a.post_inst.values()) <= a.answered | a.refused | self.broken
 
+    def _advance(self, o: Observed) -> dict[State, Way]:
+        """:func:`advance` without the ways, remembered per (state, observed step) across the
+        sessions of a server: its traffic repeats the same few steps from the same states."""
+        key = (o.kind, o.r, o.i, o.stream, o.of)
+        nxt: dict[State, Way] = {}
+        for s in self.frontier:
+            got = _MEMO.get((self.cfg, s, key))
+            if got is None:
+                got = tuple(advance(self.cfg, {s: None}, o, self.b, self.depth, self.cap))
+                if len(_MEMO) >= MEMO_SIZE:
+                    _MEMO.clear()
+                _MEMO[(self.cfg, s, key)] = got
+            for post in got:
+                nxt[post] = None
+                if len(nxt) >= self.cap:
+                    return nxt
+        return nxt
+
     def _settled(self, s: State) -> bool:
-        return bool(settled(self.b, s))
+        got = _SETTLED.get(s)
+        if got is None:
+            if len(_SETTLED) >= MEMO_SIZE:
+                _SETTLED.clear()
+            got = _SETTLED[s] = bool(settled(self.b, s))
+        return got
 
     def feed(self, n: int, ev: Mapping[str, Any]) -> Observed | None:
         """Check event ``ev`` (the ``n``-th of the session): the observed step no move explains,
@@ -482,7 +534,7 @@ class Online:
                 self.unchecked = True
                 return None
             self.steps += 1
-            nxt = advance(self.cfg, self.frontier, o, self.b, self.depth, self.cap)
+            nxt = self._advance(o)
             if not nxt:
                 self.lost = True
                 if self._all_ended():

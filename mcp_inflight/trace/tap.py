@@ -43,6 +43,8 @@ class Tap:
         self.posts = 0
         self.trace_writer: Any = None
         self.monitor: Any = None
+        #: called once the app's lifespan has shut down (the server is stopping)
+        self.on_shutdown: Callable[[], None] | None = None
 
     def _messages(self, ex: int | str, d: str, session: str | None, raw: bytes) -> None:
         try:
@@ -59,6 +61,15 @@ class Tap:
         return getattr(self.app, name)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan" and self.on_shutdown is not None:
+            hook = self.on_shutdown
+
+            async def lifespan_send(m: Any) -> None:
+                if m.get("type") == "lifespan.shutdown.complete":
+                    hook()
+                await send(m)
+
+            return await self.app(scope, receive, lifespan_send)
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         method = scope["method"]
