@@ -5,12 +5,13 @@ call followed by a duplicate of its id that the server refuses while it runs).
     .venv/bin/python bench/replay.py [--calls 10,30,100] [--progress 3] [--online-calls 2000]
 
 For each size: the events, then events/s of ``format.parse`` (the JSON Lines reader),
-``observe.abstract`` + ``observe.check`` (``mcp-inflight replay``'s work on a clean trace),
+``observe.check_trace`` (``mcp-inflight replay``'s work on a clean trace: the session cut
+where it is at rest on the wire, each part abstracted and checked),
 the same on the trace with one progress message moved onto the duplicate's POST (a violation:
 ``check`` and ``explains``, which tries the other designs), and the online check
-(``trace.online.Monitor.feed``, what ``serve --online-check`` runs per event).  The replay
-check's model grows with the session (one instance per call), the online check's does not (it
-starts again at every settled point); ``--online-calls`` times the online check alone on a longer
+(``trace.online.Monitor.feed``, what ``serve --online-check`` runs per event).  Both checks
+start the model afresh where the session is at rest (the replay at rest on the wire, the online
+check at a settled state); ``--online-calls`` times the online check alone on a longer
 session.  Every verdict is checked: the clean traces must replay clean and the mutated ones not.
 """
 
@@ -20,7 +21,7 @@ import argparse
 import json
 import time
 
-from mcp_inflight.model.observe import abstract, check, explains
+from mcp_inflight.model.observe import check_trace, explains
 from mcp_inflight.trace.format import C2S, S2C, event, parse
 from mcp_inflight.trace.online import Monitor
 
@@ -109,11 +110,10 @@ def main(argv=None) -> int:
         verdict = {}
 
         def clean(evs=evs, verdict=verdict):
-            verdict["clean"] = check(abstract(evs)).clean
+            verdict["clean"] = check_trace(evs)[1].clean
 
         def violation(bad=bad, verdict=verdict):
-            ab = abstract(bad)
-            v = check(ab)
+            ab, v = check_trace(bad)
             verdict["flagged"] = not v.clean
             verdict["others"] = [o.cfg.design.name for o in explains(ab)]
 

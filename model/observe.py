@@ -195,19 +195,28 @@ class Abstractor:
         return out
 
 
-def abstract(events: Iterable[Mapping[str, Any]], numbers: list[int] | None = None) -> Abstraction:
+def _is_call(ev: Mapping[str, Any]) -> bool:
+    m = ev.get("message")
+    return (
+        ev.get("kind") == "message"
+        and ev.get("dir") == "client->server"
+        and isinstance(m, dict)
+        and m.get("method") == "tools/call"
+    )
+
+
+def abstract(
+    events: Iterable[Mapping[str, Any]],
+    numbers: list[int] | None = None,
+    tool_posts: set[Any] | None = None,
+) -> Abstraction:
     """The observed steps of ``events`` (in trace order), by the mapping of the module doc;
-    ``numbers`` gives each event's index in a larger trace (one session's part of it)."""
+    ``numbers`` gives each event's index in a larger trace (one session's part of it), and
+    ``tool_posts`` the exchanges that carry a tools/call anywhere in that trace."""
     events = list(events)
     at = numbers if numbers is not None else list(range(len(events)))
-    tool_posts = {
-        ev.get("exchange")
-        for ev in events
-        if ev.get("kind") == "message"
-        and ev.get("dir") == "client->server"
-        and isinstance(ev.get("message"), dict)
-        and ev["message"].get("method") == "tools/call"
-    }
+    if tool_posts is None:
+        tool_posts = {ev.get("exchange") for ev in events if _is_call(ev)}
     ab = Abstractor(tool_posts)
     out = Abstraction()
     for n, ev in zip(at, events, strict=True):
@@ -544,3 +553,63 @@ class Online:
             if any(self._settled(s) for s in nxt):
                 self._reset()
         return None
+
+
+# --- long traces -----------------------------------------------------------------------------
+
+
+def segments(events: list[Mapping[str, Any]]) -> list[list[int]]:
+    """The indices of ``events`` cut at the points where the session is at rest on the wire:
+    every tools/call seen since the last cut has been answered (or refused) and its POST closed
+    by the server, and no cancel and no client's close was seen since.  On ``atomic`` such a
+    point is a settled state (every instance responded or refused, nothing on the wire), where
+    every registry is empty (``quiescent_clean``), so the model can start afresh there: each
+    part is checked on a model the size of that part, not of the whole session."""
+    out: list[list[int]] = []
+    cur: list[int] = []
+    open_posts: set[Any] = set()
+    ended: set[Any] = set()
+    calls = tainted = False
+    for n, ev in enumerate(events):
+        cur.append(n)
+        kind, ex = ev.get("kind"), ev.get("exchange")
+        m = ev.get("message")
+        m = m if isinstance(m, dict) else {}
+        if _is_call(ev):
+            open_posts.add(ex)
+            calls = True
+        elif kind == "message" and m.get("method") == "notifications/cancelled":
+            tainted = True
+        elif kind == "close" and ev.get("by") == "client" and ex in open_posts:
+            tainted = True
+        elif kind == "status" and ev.get("status") == 409 and ex in open_posts:
+            ended.add(ex)
+        elif kind == "message" and ex in open_posts and ("result" in m or "error" in m):
+            ended.add(ex)
+        elif kind == "close" and ex in ended:
+            open_posts.discard(ex)
+            ended.discard(ex)
+        if calls and not open_posts and not tainted:
+            out.append(cur)
+            cur, calls = [], False
+    if cur:
+        out.append(cur)
+    return out
+
+
+def check_trace(
+    events: list[Mapping[str, Any]], numbers: list[int] | None = None, design: Design = ATOMIC
+) -> tuple[Abstraction, Verdict]:
+    """:func:`check` of a session's events part by part (:func:`segments`): the first part that
+    is not clean, or the last, with its abstraction."""
+    at = numbers if numbers is not None else list(range(len(events)))
+    tool_posts = {ev.get("exchange") for ev in events if _is_call(ev)}
+    parts = segments(events) or [[]]
+    result: tuple[Abstraction, Verdict] | None = None
+    for part in parts:
+        ab = abstract([events[n] for n in part], [at[n] for n in part], tool_posts)
+        result = ab, check(ab, design)
+        if not result[1].clean:
+            break
+    assert result is not None
+    return result

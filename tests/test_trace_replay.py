@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from mcp_inflight.model.config import ATOMIC, UNGUARDED, Config, Design
 from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.model.observe import abstract, check
+from mcp_inflight.model.observe import abstract, check, check_trace
 from mcp_inflight.model.step import start, successors
 from mcp_inflight.trace.format import C2S, S2C, TraceError, event, parse
 
@@ -435,6 +435,8 @@ def _mutation_property(data, cfg: Config, steps: int) -> None:
     hypothesis_event(f"{what}: {'another run' if run else 'not a run'}")
     v = check(abstract(mutated))
     assert v.clean == run, (what, v.failed, v.broken, run)
+    _, w = check_trace(mutated)  # the replay's way: the trace cut where it is at rest
+    assert w.clean == run, (what, w.failed, w.broken, run)
 
 
 @settings(max_examples=60, deadline=None)

@@ -3,7 +3,8 @@
 The trace (:mod:`mcp_inflight.trace.format`) is mapped onto the model's moves by
 ``model/observe.py`` (the abstraction is written there, once) and run on the ``atomic`` design
 with the model's step function: each step enabled, each output as observed, every invariant
-along the run.  Each session of the trace is checked on its own.  On a violation the first
+along the run.  Each session of the trace is checked on its own, in parts cut where it is at
+rest on the wire (``observe.segments``).  On a violation the first
 unexplained step (or the first broken invariant) is reported with the run up to it, as text,
 JSON (``--json``) and a sequence diagram (``--diagram FILE``: Mermaid for ``.mmd``, Graphviz
 DOT for ``.dot``, SVG for ``.svg``), and the designs that do explain the trace are named.
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..model.observe import Abstraction, Verdict, abstract, check, explains
+from ..model.observe import Abstraction, Verdict, abstract, check, check_trace, explains
 from ..model.trace import build_trace
 from .format import TraceError, read
 
@@ -161,10 +162,9 @@ def run(argv: list[str]) -> int:
     several = len([k for k in groups if k is not None]) > 1
     reps: list[tuple[dict[str, Any], Verdict]] = []
     for sid, idx in groups.items():
-        ab = abstract([events[n] for n in idx], idx)
+        ab, v = check_trace([events[n] for n in idx], idx)
         if not ab.steps and several:
             continue
-        v = check(ab)
         others = [] if v.clean else explains(ab)
         reps.append((report(ab, v, others, sid if several else None), v))
     if not reps:
