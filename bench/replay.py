@@ -128,7 +128,7 @@ def main(argv=None) -> int:
             verdict["clean"]
             and verdict["flagged"]
             and verdict["online"]["violations"] == 0
-            and verdict["online"]["unchecked_sessions"] == 0
+            and verdict["online"]["unchecked_parts"] == 0
         )
         ok &= good
         print(
@@ -139,7 +139,7 @@ def main(argv=None) -> int:
     m = Monitor()
     t = timed(lambda: [m.feed(e) for e in evs])
     s = m.summary()
-    ok &= s["violations"] == 0 and s["unchecked_sessions"] == 0
+    ok &= s["violations"] == 0 and s["unchecked_parts"] == 0
     print(
         f"online check alone, one session of {args.online_calls} calls: {len(evs)} events, "
         f"{len(evs) / t:.0f} events/s, {1e6 * t / args.online_calls:.0f} us per call; counts {s}"

@@ -469,7 +469,8 @@ class Online:
     moves and the observed move), so no step is ever taken back.  The model's bound is fixed
     (``requests`` instances, ``ids`` ids): whenever the run reaches a settled state (nothing
     unfinished, no cancel on the wire: every registry is empty by ``quiescent_clean``, so the
-    session is as at its start) the numbering of instances and ids starts again.  A session with
+    session is as at its start) and every tool call's POST is closed, the numbering of
+    instances and ids starts again.  A session with
     more than ``requests`` tool calls between two settled points is past the bound: it is no
     longer checked (``unchecked``).  Invariants are not evaluated: on ``atomic`` they hold in
     every reachable state (``mcp-inflight check`` and ``prove``), so a step explained is a step
@@ -486,6 +487,7 @@ class Online:
         self.abstractor = Abstractor()
         self.unchecked = False
         self.steps = 0
+        self.open_posts: set[Any] = set()
         self._reset()
 
     def _reset(self) -> None:
@@ -529,12 +531,11 @@ class Online:
         or None."""
         if self.unchecked:
             return None
+        bad = None
         for o in self.abstractor.feed(n, ev):
             if o.kind == "break" and o.r is not None:
                 self.broken.add(o.r)
             if self.lost:
-                if self._all_ended():
-                    self._reset()
                 continue
             if o.kind == "send" and (
                 (o.r is not None and o.r >= self.cfg.requests)
@@ -546,13 +547,24 @@ class Online:
             nxt = self._advance(o)
             if not nxt:
                 self.lost = True
-                if self._all_ended():
-                    self._reset()
-                return o
+                bad = o
+                break
             self.frontier = dict.fromkeys(nxt)  # no way kept: the online check reports the step
-            if any(self._settled(s) for s in nxt):
-                self._reset()
-        return None
+        # a fresh start needs the wire at rest too: every tool call's POST closed
+        if _is_call(ev):
+            self.open_posts.add(ev.get("exchange"))
+        elif ev.get("kind") == "close":
+            self.open_posts.discard(ev.get("exchange"))
+        if not self.open_posts and (
+            self._all_ended() if self.lost else any(self._settled(s) for s in self.frontier)
+        ):
+            self._reset()
+        return bad
+
+    @property
+    def idle(self) -> bool:
+        """Nothing seen since the last fresh start."""
+        return not self.open_posts and not self.abstractor.post_inst and not self.lost
 
 
 # --- long traces -----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import sys
 import pytest
 from test_trace_record import duplicate_id
 
-from mcp_inflight.model.observe import abstract, check, explains
+from mcp_inflight.model.observe import abstract, check, check_trace, explains
 from mcp_inflight.trace.format import S2C, event, read
 from mcp_inflight.trace.online import Monitor
 from mcp_inflight.trace.tap import traced
@@ -121,6 +121,7 @@ def _clean_session(sid: str) -> list[dict]:
         event("open", 2, "client->server", sid, method="POST"),
         event("message", 2, "client->server", sid, message=dup),
         event("status", 2, S2C, sid, status=409),
+        event("close", 2, S2C, sid, by="server"),
         event("message", 1, S2C, sid, message=prog),
         event("message", 1, S2C, sid, message={"jsonrpc": "2.0", "id": 1, "result": {}}),
         event("close", 1, S2C, sid, by="server"),
@@ -131,7 +132,7 @@ def _clean_session(sid: str) -> list[dict]:
 def test_online_check_counts_an_injected_violation(inject):
     evs = _clean_session("s1")
     if inject:  # A's second progress re-addressed to the refused duplicate's POST
-        evs[7] = dict(evs[7], exchange=2)
+        evs[8] = dict(evs[8], exchange=2)
     m = Monitor()
     for _ in range(3):  # the session settles after each round and is checked afresh
         for e in json.loads(json.dumps(evs)):
@@ -139,3 +140,42 @@ def test_online_check_counts_an_injected_violation(inject):
     assert m.violations == (3 if inject else 0)
     assert m.steps >= 3 * 5 and m.unchecked == 0
     assert check(abstract(evs)).clean == (not inject)
+
+
+def test_online_check_follows_many_calls_at_once_by_id():
+    """Ten calls in flight at once under ten ids: every step checked; A's progress written on
+    another id's POST is a violation."""
+    sid, evs = "s", []
+    for k in range(10):
+        call = {
+            "jsonrpc": "2.0",
+            "id": k,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": f"t{k}"}},
+        }
+        evs += [
+            event("open", k + 1, "client->server", sid, method="POST"),
+            event("message", k + 1, "client->server", sid, message=call),
+            event("status", k + 1, S2C, sid, status=200),
+        ]
+    for k in range(10):
+        prog = {"jsonrpc": "2.0", "method": "notifications/progress"}
+        prog["params"] = {"progressToken": f"t{k}", "progress": 1}
+        evs.append(event("message", k + 1, S2C, sid, message=prog))
+    for k in range(10):
+        done = {"jsonrpc": "2.0", "id": k, "result": {}}
+        evs += [
+            event("message", k + 1, S2C, sid, message=done),
+            event("close", k + 1, S2C, sid, by="server"),
+        ]
+    for misroute in (False, True):
+        got = [dict(e) for e in evs]
+        if misroute:  # call 0's progress on call 5's POST
+            n = next(i for i, e in enumerate(got) if e["kind"] == "message" and e["dir"] == S2C)
+            got[n]["exchange"] = 6
+        m = Monitor()
+        for e in got:
+            m.feed(e)
+        assert m.unchecked == 0 and m.steps == 30 - misroute  # send, progress, response
+        assert m.violations == int(misroute), m.summary()
+        assert check_trace(got)[1].clean != misroute

@@ -14,9 +14,10 @@ A sink is any callable taking one event (a :class:`~mcp_inflight.trace.format.Wr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from ..impl import sse
 from .format import C2S, S2C, Writer, event
@@ -46,9 +47,9 @@ class Tap:
         #: called once the app's lifespan has shut down (the server is stopping)
         self.on_shutdown: Callable[[], None] | None = None
 
-    def _messages(self, ex: int | str, d: str, session: str | None, raw: bytes) -> None:
+    def _messages(self, ex: int | str, d: str, session: str | None, raw: bytes | str) -> None:
         try:
-            body = json.loads(raw)
+            body = orjson.loads(raw)
         except ValueError:
             return
         for m in body if isinstance(body, list) else [body]:
@@ -122,7 +123,7 @@ class Tap:
                 chunk = m.get("body", b"")
                 if state["sse"]:
                     for e in dec.feed(chunk):
-                        self._messages(ex, S2C, session, e.data.encode())
+                        self._messages(ex, S2C, session, e.data)
                 elif chunk:
                     whole.append(chunk)
             try:
