@@ -28,7 +28,11 @@
    Which event loop and HTTP parser each server process used is read from its memory map
    (``/proc/PID/maps``: uvloop's and httptools' extension modules).
 
-``--servers`` also takes ``ours-app``: our ASGI app (``create_app(demo_server())``, as ``serve``
+``--servers`` also takes ``ours-online``: ``mcp-inflight serve --online-check``, the same server
+checking every session's exchanges against the model as they happen; beside ``ours`` in one run
+(``--servers ours,ours-online``) the script prints the check's cost per call and the check's own
+counts (events, steps checked, violations, sessions past its bound), which serve prints as it
+stops.  ``--servers`` also takes ``ours-app``: our ASGI app (``create_app(demo_server())``, as ``serve``
 builds it) through this script's runner, so that ``--loop asyncio`` can be compared with the
 same app; ``--loop`` applies to the servers this script runs (``ours`` is always the CLI).
 """
@@ -52,9 +56,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 LUA = HERE / "wrk_call.lua"
 ECHO_TEXT = "hello"
-SERVERS = ("ours", "sdk", "bare", "ours-app")
+SERVERS = ("ours", "sdk", "bare", "ours-app", "ours-online")
 TITLES = {
     "ours": "mcp-inflight serve",
+    "ours-online": "mcp-inflight serve --online-check",
     "ours-app": "mcp-inflight app (bench runner)",
     "sdk": "official mcp 2.3.0 SDK",
     "bare": "bare ASGI (ceiling)",
@@ -129,9 +134,11 @@ class Running:
 
     def __init__(self, name: str, loop: str):
         self.name = name
-        if name == "ours":
+        if name in ("ours", "ours-online"):
             exe = ROOT / ".venv" / "bin" / "mcp-inflight"
             cmd = [str(exe) if exe.exists() else "mcp-inflight", "serve", "--port", "0"]
+            if name == "ours-online":
+                cmd.append("--online-check")
         else:
             cmd = [
                 sys.executable,
@@ -321,6 +328,10 @@ def bench_server(name, args) -> dict:
         loop, parser = srv.runtime()  # after the load: every module it uses is loaded
     finally:
         srv.stop()
+    online = None  # the online check's own counts, printed by serve as it stops
+    for line in (srv.proc.stderr.read() or "").splitlines():
+        if "online check: " in line:
+            online = json.loads(line.split("online check: ", 1)[1])
     secs = res["duration_us"] / 1e6
     errors = res["connect_errors"] + res["read_errors"] + res["write_errors"] + res["timeouts"]
     # wrk counts a request in summary.requests when its response is complete; the Lua checks
@@ -359,6 +370,7 @@ def bench_server(name, args) -> dict:
         "sample_problems": (pre_problems + post_problems)[:5],
         "rss_mb": rss_kb / 1024 if rss_kb else None,
         "valid": valid,
+        "online": online,
     }
 
 
@@ -611,6 +623,24 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
         return
     print()
     from statistics import median
+
+    if "ours" in by and "ours-online" in by:
+        on = by["ours-online"]
+        pairs = list(zip(runs["ours"], runs["ours-online"], strict=False))
+        cost = median(
+            1e6 / b["calls_per_s"] - 1e6 / a["calls_per_s"]
+            for a, b in pairs
+            if a["calls_per_s"] and b["calls_per_s"]
+        )
+        ratio = median(b["calls_per_s"] / a["calls_per_s"] for a, b in pairs if a["calls_per_s"])
+        counts = [x["online"] for x in runs["ours-online"]]
+        print(
+            f"  online check: {ratio:5.2f}x the throughput without it, {cost:+.1f} us of server "
+            f"time per call (median of rounds: 1/rate with minus without)"
+        )
+        for k, c in enumerate(counts, 1):
+            print(f"    round {k}: the check's counts {c}")
+        on["online_cost_us_per_call"] = cost
 
     for other, aim in (("sdk", 3.0), ("bare", 0.7)):
         if other in by:

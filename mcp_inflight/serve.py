@@ -139,6 +139,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="an Origin allowed besides this host's own (repeatable)",
     )
+    check = p.add_argument_group("record and check what runs (Streamable HTTP)")
+    check.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write every exchange to FILE as a JSON Lines wire trace "
+        "(check it with 'mcp-inflight replay FILE')",
+    )
+    check.add_argument(
+        "--online-check",
+        action="store_true",
+        help="check each session's exchanges against the model as they happen; count and log "
+        "(logger mcp_inflight.trace) every step the atomic design does not explain",
+    )
     bounds = p.add_argument_group("resource bounds (0 turns one off)")
     bounds.add_argument(
         "--max-body",
@@ -279,6 +292,25 @@ def uvicorn_settings() -> dict:
     }
 
 
+def _traced(app, args):
+    """``app`` with the trace writer and the online check of ``--trace``/``--online-check``."""
+    if not args.trace and not args.online_check:
+        return app
+    import json
+
+    from mcp_inflight.trace.tap import traced
+
+    tap = traced(app, trace=args.trace, online=args.online_check)
+
+    def stopping() -> None:  # the online check's counts, as the server stops
+        if tap.monitor is not None:
+            counts = json.dumps(tap.monitor.summary())
+            print(f"mcp-inflight serve: online check: {counts}", file=sys.stderr, flush=True)
+
+    tap.on_shutdown = stopping
+    return tap
+
+
 async def _serve_http(server: Server, args) -> None:
     import uvicorn
 
@@ -296,6 +328,7 @@ async def _serve_http(server: Server, args) -> None:
         max_in_flight=args.max_in_flight,
         body_timeout=args.body_timeout,
     )
+    app = _traced(app, args)
     try:
         infos = socket.getaddrinfo(
             args.host, args.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -337,6 +370,11 @@ def run(argv: list[str]) -> int:
         server = fixture_server(args.fixtures) if args.fixtures else demo_server()
     except FixtureError as e:
         print(f"mcp-inflight serve: {e}", file=sys.stderr)
+        return 2
+    if args.transport == "stdio" and (args.trace or args.online_check):
+        print(
+            "mcp-inflight serve: --trace and --online-check need --transport http", file=sys.stderr
+        )
         return 2
     try:
         if args.transport == "stdio":

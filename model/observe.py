@@ -18,13 +18,16 @@ Profile: 2025-11-25, Streamable HTTP.  An *event* is a plain dict of the trace f
   stream is p's instance;
 * ``notifications/cancelled`` for id k is ``send_cancel`` of the unanswered instance under k
   (the latest first); its delivery is a server-internal step;
-* the client closing an instance's POST before its response is ``break_stream``.
+* the client closing an instance's POST before its response is ``break_stream``;
+* a 409 or a client's close on a POST whose ``tools/call`` comes later in the trace is a step
+  no move explains (the recorder never writes one; a reordered trace does).
 
 Server-internal steps the wire does not show (``admit``, ``unwind``, ``check``,
-``claim_stream``, ``deliver_cancel``) are inferred: before each observed move a breadth-first
-search over internal moves finds the shortest sequence after which the observed move is enabled
-with the observed outputs.  The choice is greedy per event (no backtracking over earlier
-choices).  Messages on the GET stream, on non-tool POSTs other than cancels, and
+``claim_stream``, ``deliver_cancel``, and a ``respond`` whose stream is gone, which writes
+nothing) are inferred: before each observed move a breadth-first search over internal moves
+finds the sequences after which the observed move is enabled with the observed outputs,
+shortest first; :func:`check` backtracks over these choices (within a budget), the online
+check keeps every state they lead to (up to a cap).  Messages on the GET stream, on non-tool POSTs other than cancels, and
 server-to-client requests (elicitation) and their answers are not mapped.
 """
 
@@ -40,13 +43,16 @@ from .config import ATOMIC, CHECK_THEN_CLAIM, UNGUARDED, Config, Design
 from .lifecycle import Life
 from .logic import Concrete
 from .properties import INVARIANTS
-from .session import ACTION, State
+from .session import ACTION, State, settled
 from .step import Move, Transition, backend, start, take
 
 REVISION = "2025-11-25"
 TRANSPORT = "http"
 #: The server steps no wire event shows; the checker infers them.
 INTERNAL = ("admit", "unwind", "check", "claim_stream", "deliver_cancel")
+#: Moves the wire shows only when they write: a handler's answer or message whose stream is
+#: gone (the client closed it) is a server step with nothing on the wire, inferred as well.
+SILENT_WHEN_UNWRITTEN = {"respond": "response"}
 #: A stream no instance owns (a non-tool POST, an exchange never opened).
 NO_STREAM = -1
 
@@ -75,6 +81,7 @@ class Observed:
             "emit": f"event {self.at}: progress/log seen on {s}",
             "cancel": f"event {self.at}: client cancels id={_id(self.i)}",
             "break": f"event {self.at}: client closes {_inst(self.r)}'s stream",
+            "early": f"event {self.at}: a 409 or a close on a POST before its tools/call",
         }[self.kind]
 
 
@@ -99,24 +106,38 @@ def _key(v: Any) -> str:
     return json.dumps(v, sort_keys=True)
 
 
-def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
-    """The observed steps of ``events`` (in trace order), by the mapping of the module doc."""
-    out = Abstraction()
-    ids: dict[str, int] = {}
-    post_inst: dict[Any, int] = {}
-    tokens: dict[str, list[int]] = {}
-    refused: set[int] = set()
-    answered: set[int] = set()
-    consumed: set[int] = set()
-    own: dict[Any, set[str]] = {}  # ids and tokens of the non-tool requests, per exchange
-    for n, ev in enumerate(events):
+class Abstractor:
+    """The mapping of the module doc, one event at a time: :meth:`feed` gives the observed steps
+    an event brings.  ``tool_posts``, when the whole trace is known, names the exchanges that
+    carry a ``tools/call`` anywhere in it (so that a 409 or a close before the call is seen as
+    such); a stream of events (the online check) has no such foresight.  :meth:`forget` starts
+    the numbering of instances and ids again (the online check, at a settled point)."""
+
+    def __init__(self, tool_posts: set[Any] | None = None) -> None:
+        self.tool_posts = tool_posts or set()
+        self.own: dict[Any, set[str]] = {}  # ids and tokens of the non-tool requests, per POST
+        self.forget()
+
+    def forget(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.post_inst: dict[Any, int] = {}
+        self.tokens: dict[str, list[int]] = {}
+        self.refused: set[int] = set()
+        self.answered: set[int] = set()
+        self.consumed: set[int] = set()
+
+    def feed(self, n: int, ev: Mapping[str, Any]) -> list[Observed]:
+        """The observed steps of event ``ev``, the ``n``-th of its trace."""
+        out: list[Observed] = []
+        ids, post_inst, tokens, own = self.ids, self.post_inst, self.tokens, self.own
+        refused, answered, consumed = self.refused, self.answered, self.consumed
         kind, ex, d = ev.get("kind"), ev.get("exchange"), ev.get("dir")
         if ex == "GET":
-            continue
+            return out
         if kind == "message" and d == "client->server":
             m = ev.get("message")
             if not isinstance(m, dict):
-                continue
+                return out
             if "id" in m and m.get("method") != "tools/call":
                 own.setdefault(ex, set()).add(_key(m["id"]))
                 tok = ((m.get("params") or {}).get("_meta") or {}).get("progressToken")
@@ -128,43 +149,79 @@ def abstract(events: Iterable[Mapping[str, Any]]) -> Abstraction:
                 meta = (m.get("params") or {}).get("_meta") or {}
                 if "progressToken" in meta:
                     tokens.setdefault(_key(meta["progressToken"]), []).append(r)
-                out.steps.append(Observed("send", n, r=r, i=i))
+                out.append(Observed("send", n, r=r, i=i))
             elif m.get("method") == "notifications/cancelled":
                 k = _key((m.get("params") or {}).get("requestId"))
                 if k in ids:
-                    out.steps.append(Observed("cancel", n, i=ids[k]))
+                    out.append(Observed("cancel", n, i=ids[k]))
+        elif (
+            kind in ("status", "close")
+            and ex in self.tool_posts
+            and ex not in post_inst
+            and (ev.get("status") == 409 or ev.get("by") == "client")
+        ):
+            out.append(Observed("early", n))  # no step of the model comes before a send
         elif kind == "status" and ex in post_inst and ev.get("status") == 409:
             refused.add(post_inst[ex])
-            out.steps.append(Observed("refuse", n, r=post_inst[ex]))
+            out.append(Observed("refuse", n, r=post_inst[ex]))
         elif kind == "message" and d == "server->client":
             m = ev.get("message")
             if not isinstance(m, dict):
-                continue
+                return out
             owner = post_inst.get(ex)
             if owner in refused and owner not in consumed and "error" in m:
                 consumed.add(owner)  # the refusal's own error body
-                continue
+                return out
             stream = NO_STREAM if owner is None else owner
             if "method" not in m and ("result" in m or "error" in m):
                 k = _key(m.get("id"))
                 if owner is None and k in own.get(ex, set()):
-                    continue  # the answer to a request the model does not speak of
+                    return out  # the answer to a request the model does not speak of
                 if owner is not None and k in ids:
                     answered.add(owner)
-                out.steps.append(Observed("respond", n, i=ids.get(k), stream=stream))
+                out.append(Observed("respond", n, i=ids.get(k), stream=stream))
             elif m.get("method") in ("notifications/progress", "notifications/message"):
                 tok = (m.get("params") or {}).get("progressToken")
                 if owner is None and tok is not None and _key(tok) in own.get(ex, set()):
-                    continue  # progress of a request the model does not speak of
+                    return out  # progress of a request the model does not speak of
                 of = tuple(tokens.get(_key(tok), ())) if tok is not None else ()
                 if tok is not None and not of:
                     stream = NO_STREAM  # a token no tool call carried: no instance's message
-                out.steps.append(Observed("emit", n, stream=stream, of=of))
+                out.append(Observed("emit", n, stream=stream, of=of))
         elif kind == "close" and ev.get("by") == "client" and ex in post_inst:
             r = post_inst[ex]
             if r not in answered and r not in refused:
-                out.steps.append(Observed("break", n, r=r))
-    out.ids, out.requests = max(1, len(ids)), max(1, len(post_inst))
+                out.append(Observed("break", n, r=r))
+        return out
+
+
+def _is_call(ev: Mapping[str, Any]) -> bool:
+    m = ev.get("message")
+    return (
+        ev.get("kind") == "message"
+        and ev.get("dir") == "client->server"
+        and isinstance(m, dict)
+        and m.get("method") == "tools/call"
+    )
+
+
+def abstract(
+    events: Iterable[Mapping[str, Any]],
+    numbers: list[int] | None = None,
+    tool_posts: set[Any] | None = None,
+) -> Abstraction:
+    """The observed steps of ``events`` (in trace order), by the mapping of the module doc;
+    ``numbers`` gives each event's index in a larger trace (one session's part of it), and
+    ``tool_posts`` the exchanges that carry a tools/call anywhere in that trace."""
+    events = list(events)
+    at = numbers if numbers is not None else list(range(len(events)))
+    if tool_posts is None:
+        tool_posts = {ev.get("exchange") for ev in events if _is_call(ev)}
+    ab = Abstractor(tool_posts)
+    out = Abstraction()
+    for n, ev in zip(at, events, strict=True):
+        out.steps += ab.feed(n, ev)
+    out.ids, out.requests = max(1, len(ab.ids)), max(1, len(ab.post_inst))
     return out
 
 
@@ -242,7 +299,12 @@ def _explain(
     """Breadth-first over internal moves from ``s``: every internal prefix (shortest first)
     after which some candidate of ``o`` runs, as ``(internal transitions, observed ones)``.
     Candidates on the stream the message was seen on come first."""
-    internal = [Move(ACTION[a], r) for a in INTERNAL if a in ACTION for r in range(cfg.requests)]
+    internal = [
+        Move(ACTION[a], r)
+        for a in INTERNAL + tuple(SILENT_WHEN_UNWRITTEN)
+        if a in ACTION
+        for r in range(cfg.requests)
+    ]
     queue: deque[tuple[State, list[Transition]]] = deque([(s, [])])
     seen = {s}
     while queue:
@@ -257,6 +319,9 @@ def _explain(
             continue
         for mv in internal:
             t = take(cfg, st, mv, b)
+            out = SILENT_WHEN_UNWRITTEN.get(mv.action.name)
+            if out is not None and t is not None and t.out[out][1]:
+                continue  # it writes: an observed step, never an inferred one
             if t is not None and t.post not in seen:
                 seen.add(t.post)
                 queue.append((t.post, path + [t]))
@@ -280,54 +345,91 @@ def config_for(design: Design, ab: Abstraction) -> Config:
     return Config(design, REVISION, TRANSPORT, ids=ab.ids, requests=ab.requests)
 
 
-#: How many alternative explanations the check tries in all before it gives up backtracking.
-BUDGET = 2_000
+#: How many model states, each explaining every step so far, a check carries from one observed
+#: step to the next (the first ones found, shortest explanations first).
+CAP = 256
+
+#: A way to a state: the way to the state before, the inferred and the observed transitions.
+Way = tuple[Any, list[Transition], list[Transition]] | None
 
 
-def check(ab: Abstraction, design: Design = ATOMIC) -> Verdict:
+def advance(
+    cfg: Config,
+    frontier: dict[State, Way],
+    o: Observed,
+    b: Concrete,
+    depth: int,
+    cap: int = CAP,
+) -> dict[State, Way]:
+    """The states (with the way to each) reached from ``frontier`` by internal moves and then
+    the observed step ``o`` with its observed outputs; empty when no move explains ``o``."""
+    nxt: dict[State, Way] = {}
+    for s, way in frontier.items():
+        for pre, obs in _explain(cfg, s, o, b, depth):
+            post = obs[-1].post
+            if post not in nxt:
+                nxt[post] = (way, pre, obs)
+                if len(nxt) >= cap:
+                    return nxt
+    return nxt
+
+
+def _unroll(way: Way) -> tuple[list[Transition], list[bool]]:
+    parts = []
+    while way is not None:
+        way, pre, obs = way
+        parts.append((pre, obs))
+    run: list[Transition] = []
+    inferred: list[bool] = []
+    for pre, obs in reversed(parts):
+        run += pre + obs
+        inferred += [True] * len(pre) + [False] * len(obs)
+    return run, inferred
+
+
+def _first_way(
+    cfg: Config, steps: list[Observed], b: Concrete, depth: int
+) -> tuple[list[Transition], list[bool]] | None:
+    """The run that takes the first (shortest) explanation of every step, if it carries the
+    whole trace: the common case, linear in the trace; None sends the check to the full search."""
+    s = start(cfg)
+    run: list[Transition] = []
+    inferred: list[bool] = []
+    for o in steps:
+        got = next(_explain(cfg, s, o, b, depth), None)
+        if got is None:
+            return None
+        pre, obs = got
+        run += pre + obs
+        inferred += [True] * len(pre) + [False] * len(obs)
+        s = obs[-1].post
+    return run, inferred
+
+
+def check(ab: Abstraction, design: Design = ATOMIC, cap: int = CAP) -> Verdict:
     """Run the observed steps of ``ab`` on ``design`` with the model's step function: every
     step enabled, every output as observed, every invariant along the run.
 
-    Where an observed step has several explanations (which instance responded, which internal
-    steps came first) the check backtracks over them (depth first, at most :data:`BUDGET`
-    tries); when none carries the whole trace, the verdict is the run that got furthest."""
+    The first (shortest) explanation of each step is tried first.  When that does not carry the
+    whole trace (an observed step has several explanations, which instance responded, which
+    internal steps came first, and a later step rules the first out), every state they lead to is kept (up to ``cap``, shortest explanations
+    first), so a choice that only a later step rules out is never a dead end; the run judged is
+    one that explains every step, or, when none does, one that got furthest."""
     cfg = config_for(design, ab)
     b = backend(cfg)
     depth = 3 * cfg.requests + 1
-    steps = ab.steps
-    # stack of (index of the next observed step, state, run so far, inferred flags, options)
-    s0 = start(cfg)
-    stack: list[
-        tuple[
-            int,
-            State,
-            list[Transition],
-            list[bool],
-            Iterator[tuple[list[Transition], list[Transition]]],
-        ]
-    ] = [(0, s0, [], [], _explain(cfg, s0, steps[0], b, depth) if steps else iter(()))]
-    best: tuple[int, list[Transition], list[bool]] = (0, [], [])
-    tries = 0
-    if not steps:
-        return Verdict(cfg, [], True)
-    while stack and tries < BUDGET:
-        k, s, run, inf, options = stack[-1]
-        got = next(options, None)
-        if got is None:
-            stack.pop()
-            continue
-        tries += 1
-        pre, obs = got
-        run2 = run + pre + obs
-        inf2 = inf + [True] * len(pre) + [False] * len(obs)
-        if k + 1 > best[0]:
-            best = (k + 1, run2, inf2)
-        if k + 1 == len(steps):
-            return _judge(cfg, run2, inf2, b, None)
-        post = run2[-1].post
-        stack.append((k + 1, post, run2, inf2, _explain(cfg, post, steps[k + 1], b, depth)))
-    n, run, inf = best
-    return _judge(cfg, run, inf, b, steps[n])
+    quick = _first_way(cfg, ab.steps, b, depth)
+    if quick is not None:  # the shortest explanation of each step carried the whole trace
+        return _judge(cfg, quick[0], quick[1], b, None)
+    frontier: dict[State, Way] = {start(cfg): None}
+    for o in ab.steps:
+        nxt = advance(cfg, frontier, o, b, depth, cap)
+        if not nxt:
+            run, inf = _unroll(next(iter(frontier.values())))
+            return _judge(cfg, run, inf, b, o)
+        frontier = nxt
+    run, inf = _unroll(next(iter(frontier.values())))
+    return _judge(cfg, run, inf, b, None)
 
 
 def _judge(
@@ -348,3 +450,178 @@ ALTERNATIVES: tuple[Design, ...] = (UNGUARDED, CHECK_THEN_CLAIM)
 def explains(ab: Abstraction) -> list[Verdict]:
     """The verdicts of the other designs that explain every observed step of ``ab``."""
     return [v for v in (check(ab, d) for d in ALTERNATIVES) if v.explained]
+
+
+# --- the online check ------------------------------------------------------------------------
+
+
+#: The online check's memory of explained steps: (config, state, step) -> the states after it.
+_MEMO: dict[tuple[Any, ...], tuple[State, ...]] = {}
+_SETTLED: dict[State, bool] = {}
+MEMO_SIZE = 50_000
+
+
+class Online:
+    """The check of one session, one event at a time, for a server that checks itself as it runs.
+
+    Where :func:`check` backtracks over a whole trace, this keeps the set of model states that
+    explain every step so far (at most ``cap``; each observed step maps it through the internal
+    moves and the observed move), so no step is ever taken back.  The model's bound is fixed
+    (``requests`` instances, ``ids`` ids): whenever the run reaches a settled state (nothing
+    unfinished, no cancel on the wire: every registry is empty by ``quiescent_clean``, so the
+    session is as at its start) and every tool call's POST is closed, the numbering of
+    instances and ids starts again.  A session with
+    more than ``requests`` tool calls between two settled points is past the bound: it is no
+    longer checked (``unchecked``).  Invariants are not evaluated: on ``atomic`` they hold in
+    every reachable state (``mcp-inflight check`` and ``prove``), so a step explained is a step
+    that keeps them.  After an unexplained step the check waits until every tool call seen has
+    been answered, refused or abandoned by its client, and starts again from there."""
+
+    def __init__(
+        self, requests: int = 3, ids: int = 3, design: Design = ATOMIC, cap: int = 64
+    ) -> None:
+        self.cfg = Config(design, REVISION, TRANSPORT, ids=ids, requests=requests)
+        self.b = backend(self.cfg)
+        self.cap = cap
+        self.depth = 3 * requests + 1
+        self.abstractor = Abstractor()
+        self.unchecked = False
+        self.steps = 0
+        self.open_posts: set[Any] = set()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.abstractor.forget()
+        self.frontier: dict[State, Way] = {start(self.cfg): None}
+        self.lost = False
+        self.broken: set[int] = set()
+
+    def _all_ended(self) -> bool:
+        a = self.abstractor
+        return set(a.post_inst.values()) <= a.answered | a.refused | self.broken
+
+    def _advance(self, o: Observed) -> dict[State, Way]:
+        """:func:`advance` without the ways, remembered per (state, observed step) across the
+        sessions of a server: its traffic repeats the same few steps from the same states."""
+        key = (o.kind, o.r, o.i, o.stream, o.of)
+        nxt: dict[State, Way] = {}
+        for s in self.frontier:
+            got = _MEMO.get((self.cfg, s, key))
+            if got is None:
+                got = tuple(advance(self.cfg, {s: None}, o, self.b, self.depth, self.cap))
+                if len(_MEMO) >= MEMO_SIZE:
+                    _MEMO.clear()
+                _MEMO[(self.cfg, s, key)] = got
+            for post in got:
+                nxt[post] = None
+                if len(nxt) >= self.cap:
+                    return nxt
+        return nxt
+
+    def _settled(self, s: State) -> bool:
+        got = _SETTLED.get(s)
+        if got is None:
+            if len(_SETTLED) >= MEMO_SIZE:
+                _SETTLED.clear()
+            got = _SETTLED[s] = bool(settled(self.b, s))
+        return got
+
+    def feed(self, n: int, ev: Mapping[str, Any]) -> Observed | None:
+        """Check event ``ev`` (the ``n``-th of the session): the observed step no move explains,
+        or None."""
+        if self.unchecked:
+            return None
+        bad = None
+        for o in self.abstractor.feed(n, ev):
+            if o.kind == "break" and o.r is not None:
+                self.broken.add(o.r)
+            if self.lost:
+                continue
+            if o.kind == "send" and (
+                (o.r is not None and o.r >= self.cfg.requests)
+                or (o.i is not None and o.i >= self.cfg.ids)
+            ):
+                self.unchecked = True
+                return None
+            self.steps += 1
+            nxt = self._advance(o)
+            if not nxt:
+                self.lost = True
+                bad = o
+                break
+            self.frontier = dict.fromkeys(nxt)  # no way kept: the online check reports the step
+        # a fresh start needs the wire at rest too: every tool call's POST closed
+        if _is_call(ev):
+            self.open_posts.add(ev.get("exchange"))
+        elif ev.get("kind") == "close":
+            self.open_posts.discard(ev.get("exchange"))
+        if not self.open_posts and (
+            self._all_ended() if self.lost else any(self._settled(s) for s in self.frontier)
+        ):
+            self._reset()
+        return bad
+
+    @property
+    def idle(self) -> bool:
+        """Nothing seen since the last fresh start."""
+        return not self.open_posts and not self.abstractor.post_inst and not self.lost
+
+
+# --- long traces -----------------------------------------------------------------------------
+
+
+def segments(events: list[Mapping[str, Any]]) -> list[list[int]]:
+    """The indices of ``events`` cut at the points where the session is at rest on the wire:
+    every tools/call seen since the last cut has been answered (or refused) and its POST closed
+    by the server, and no cancel and no client's close was seen since.  On ``atomic`` such a
+    point is a settled state (every instance responded or refused, nothing on the wire), where
+    every registry is empty (``quiescent_clean``), so the model can start afresh there: each
+    part is checked on a model the size of that part, not of the whole session."""
+    out: list[list[int]] = []
+    cur: list[int] = []
+    open_posts: set[Any] = set()
+    ended: set[Any] = set()
+    calls = tainted = False
+    for n, ev in enumerate(events):
+        cur.append(n)
+        kind, ex = ev.get("kind"), ev.get("exchange")
+        m = ev.get("message")
+        m = m if isinstance(m, dict) else {}
+        if _is_call(ev):
+            open_posts.add(ex)
+            calls = True
+        elif kind == "message" and m.get("method") == "notifications/cancelled":
+            tainted = True
+        elif kind == "close" and ev.get("by") == "client" and ex in open_posts:
+            tainted = True
+        elif kind == "status" and ev.get("status") == 409 and ex in open_posts:
+            ended.add(ex)
+        elif kind == "message" and ex in open_posts and ("result" in m or "error" in m):
+            ended.add(ex)
+        elif kind == "close" and ex in ended:
+            open_posts.discard(ex)
+            ended.discard(ex)
+        if calls and not open_posts and not tainted:
+            out.append(cur)
+            cur, calls = [], False
+    if cur:
+        out.append(cur)
+    return out
+
+
+def check_trace(
+    events: list[Mapping[str, Any]], numbers: list[int] | None = None, design: Design = ATOMIC
+) -> tuple[Abstraction, Verdict]:
+    """:func:`check` of a session's events part by part (:func:`segments`): the first part that
+    is not clean, or the last, with its abstraction."""
+    at = numbers if numbers is not None else list(range(len(events)))
+    tool_posts = {ev.get("exchange") for ev in events if _is_call(ev)}
+    parts = segments(events) or [[]]
+    result: tuple[Abstraction, Verdict] | None = None
+    for part in parts:
+        ab = abstract([events[n] for n in part], [at[n] for n in part], tool_posts)
+        result = ab, check(ab, design)
+        if not result[1].clean:
+            break
+    assert result is not None
+    return result

@@ -3,8 +3,11 @@
 The trace (:mod:`mcp_inflight.trace.format`) is mapped onto the model's moves by
 ``model/observe.py`` (the abstraction is written there, once) and run on the ``atomic`` design
 with the model's step function: each step enabled, each output as observed, every invariant
-along the run.  On a violation the first unexplained step (or the first broken invariant) is
-reported with the run up to it, and the designs that do explain the trace are named.
+along the run.  Each session of the trace is checked on its own, in parts cut where it is at
+rest on the wire (``observe.segments``).  On a violation the first
+unexplained step (or the first broken invariant) is reported with the run up to it, as text,
+JSON (``--json``) and a sequence diagram (``--diagram FILE``: Mermaid for ``.mmd``, Graphviz
+DOT for ``.dot``, SVG for ``.svg``), and the designs that do explain the trace are named.
 Exit 0 clean, 1 violation, 2 unreadable trace (with its line number).
 """
 
@@ -13,11 +16,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
-from ..model.observe import Abstraction, Verdict, abstract, check, explains
+from ..model.observe import Abstraction, Verdict, abstract, check, check_trace, explains
 from ..model.trace import build_trace
 from .format import TraceError, read
+
+
+def sessions(events: list[dict[str, Any]]) -> dict[str | None, list[int]]:
+    """The indices of each session's events, in trace order.  The events of a POST sent before
+    its session existed (``initialize``) belong to the session its answer names; events of no
+    session at all (2026-07-28 traffic) are grouped under None."""
+    named: dict[Any, str] = {}
+    for ev in events:
+        if ev.get("session") is not None:
+            named.setdefault(ev["exchange"], ev["session"])
+    out: dict[str | None, list[int]] = {}
+    for n, ev in enumerate(events):
+        sid = ev.get("session")
+        if sid is None and ev["exchange"] not in ("GET", "DELETE"):
+            sid = named.get(ev["exchange"])
+        out.setdefault(sid, []).append(n)
+    return out
 
 
 def _steps(v: Verdict) -> list[dict[str, Any]]:
@@ -25,10 +46,25 @@ def _steps(v: Verdict) -> list[dict[str, Any]]:
     return [dict(st.to_json(), inferred=inf) for st, inf in zip(tr, v.inferred, strict=True)]
 
 
-def report(ab: Abstraction, v: Verdict, others: list[Verdict]) -> dict[str, Any]:
-    """The JSON shape of a replay's outcome."""
+def behaves_like(v: Verdict, others: list[Verdict]) -> str | None:
+    """The design the observed server behaves like: ``atomic`` when the trace is clean, else
+    the first other design that explains it and keeps every invariant, else the first that
+    explains it (breaking an invariant), else None."""
+    if v.clean:
+        return v.cfg.design.name
+    for o in others:
+        if o.clean:
+            return o.cfg.design.name
+    return others[0].cfg.design.name if others else None
+
+
+def report(
+    ab: Abstraction, v: Verdict, others: list[Verdict], session: str | None = None
+) -> dict[str, Any]:
+    """The JSON shape of a replay's outcome (of one session)."""
     out: dict[str, Any] = {
         "clean": v.clean,
+        "session": session,
         "design": v.cfg.design.name,
         "ids": v.cfg.ids,
         "requests": v.cfg.requests,
@@ -42,14 +78,16 @@ def report(ab: Abstraction, v: Verdict, others: list[Verdict]) -> dict[str, Any]
         "explained_by": [
             {"design": o.cfg.design.name, "broken": o.broken, "step": o.broken_at} for o in others
         ],
+        "behaves_like": behaves_like(v, others),
     }
     return out
 
 
 def text(rep: dict[str, Any], v: Verdict) -> str:
+    where = "" if rep.get("session") is None else f" session {rep['session']}:"
     lines = [
         f"replay on {rep['design']} (2025-11-25 http, {rep['ids']} ids, "
-        f"{rep['requests']} instances): {rep['observed']} observed steps"
+        f"{rep['requests']} instances):{where} {rep['observed']} observed steps"
     ]
     if rep["clean"]:
         lines.append("clean: every step is a move of the design and every invariant holds")
@@ -71,17 +109,46 @@ def text(rep: dict[str, Any], v: Verdict) -> str:
     for o in rep["explained_by"]:
         extra = f", and breaks {o['broken']} at step {o['step']}" if o["broken"] else ""
         lines.append(f"the trace is a run of the {o['design']} design{extra}")
-    if not rep["explained_by"] and rep["unexplained"]:
+    if rep["behaves_like"]:
+        lines.append(f"the observed server behaves like the {rep['behaves_like']} design")
+    elif rep["unexplained"]:
         lines.append("no design of the model explains it")
     return "\n".join(lines)
+
+
+def diagram(rep: dict[str, Any], v: Verdict, fmt: str) -> str:
+    """The run up to the violation as a sequence diagram (``mermaid`` or ``dot``), drawn by
+    the counterexamples' renderer (:mod:`mcp_inflight.draw.sequence`)."""
+    from ..draw import sequence as seq
+
+    trace = rep["trace"]
+    lanes, arrows = seq.arrows(v.cfg, trace) if trace else ([("C", "client"), ("S", "server")], [])
+    if rep["unexplained"]:
+        name, scope = "replay", "step"
+        note = f"next: {rep['unexplained']['what']}; no move of {rep['design']} explains it"
+    else:
+        name, scope = rep["broken"]["invariant"], "state"
+        note = ""
+    s = seq.Sequence(v.cfg, name, scope, "invariant", lanes, arrows, trace)
+    out = seq.mermaid(s) if fmt == "mermaid" else seq.dot(s)
+    if rep["unexplained"]:
+        title = f"replayed trace: {rep['unexplained']['what']} is no move of {rep['design']}"
+        out = out.replace(s.title, title).replace(seq._breaks_note(s), note)
+    return out
 
 
 def run(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="mcp-inflight replay", description=__doc__.split("\n\n")[1].replace("\n", " ")
     )
-    p.add_argument("trace", help="a JSON Lines trace (mcp-inflight record --out)")
+    p.add_argument("trace", help="a JSON Lines trace (mcp-inflight record --out, serve --trace)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument(
+        "--diagram",
+        metavar="FILE",
+        help="on a violation, write the run up to it as a sequence diagram "
+        "(.mmd Mermaid, .dot Graphviz, .svg)",
+    )
     args = p.parse_args(argv)
     try:
         events = read(args.trace)
@@ -91,9 +158,36 @@ def run(argv: list[str]) -> int:
     except OSError as e:
         sys.stderr.write(f"mcp-inflight replay: {e}\n")
         return 2
-    ab = abstract(events)
-    v = check(ab)
-    others = [] if v.clean else explains(ab)
-    rep = report(ab, v, others)
-    print(json.dumps(rep, indent=2) if args.json else text(rep, v))
-    return 0 if v.clean else 1
+    groups = sessions(events)
+    several = len([k for k in groups if k is not None]) > 1
+    reps: list[tuple[dict[str, Any], Verdict]] = []
+    for sid, idx in groups.items():
+        ab, v = check_trace([events[n] for n in idx], idx)
+        if not ab.steps and several:
+            continue
+        others = [] if v.clean else explains(ab)
+        reps.append((report(ab, v, others, sid if several else None), v))
+    if not reps:
+        ab = abstract(events)
+        v = check(ab)
+        reps.append((report(ab, v, []), v))
+    bad = [(r, v) for r, v in reps if not r["clean"]]
+    if args.json:
+        body: Any = reps[0][0] if len(reps) == 1 else {"sessions": [r for r, _ in reps]}
+        print(json.dumps(body, indent=2))
+    else:
+        print("\n\n".join(text(r, v) for r, v in (bad or reps)))
+    if bad and args.diagram:
+        rep, v = bad[0]
+        path = Path(args.diagram)
+        if path.suffix == ".mmd":
+            path.write_text(diagram(rep, v, "mermaid"))
+        else:
+            dot = diagram(rep, v, "dot")
+            if path.suffix == ".svg":
+                from ..draw.render import render_svg
+
+                path.write_bytes(render_svg(dot))
+            else:
+                path.write_text(dot)
+    return 1 if bad else 0

@@ -1,0 +1,167 @@
+"""Traces written in process: an ASGI wrapper that sees every exchange an app serves.
+
+``Tap(app, sink)`` passes each HTTP exchange through to ``app`` unchanged and hands ``sink``
+the events of :mod:`mcp_inflight.trace.format` as they happen: the exchange opened, each
+JSON-RPC message of the request body, the status, each message of the response (SSE events
+as they are sent, a JSON body whole), and the close (by the server when the response ends, by
+the client when it goes away first).  It is what ``mcp-inflight serve --trace FILE`` and
+``guard(app, trace=FILE)`` put around their app: the same events the recording proxy
+(``mcp-inflight record``) writes, taken at the app's own door instead of a socket away.
+
+A sink is any callable taking one event (a :class:`~mcp_inflight.trace.format.Writer`'s
+``write``, the online check's ``feed``, or both through :func:`fan_out`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ..impl import sse
+from .format import C2S, S2C, Writer, event
+
+Sink = Callable[[dict[str, Any]], None]
+
+
+def fan_out(*sinks: Sink) -> Sink:
+    """One sink that hands each event to every one of ``sinks``."""
+
+    def sink(ev: dict[str, Any]) -> None:
+        for s in sinks:
+            s(ev)
+
+    return sink
+
+
+class Tap:
+    """The wrapper; see the module text."""
+
+    def __init__(self, app: Any, sink: Sink) -> None:
+        self.app = app
+        self.sink = sink
+        self.posts = 0
+        self.trace_writer: Any = None
+        self.monitor: Any = None
+        #: called once the app's lifespan has shut down (the server is stopping)
+        self.on_shutdown: Callable[[], None] | None = None
+
+    def _messages(self, ex: int | str, d: str, session: str | None, raw: bytes | str) -> None:
+        try:
+            body = orjson.loads(raw)
+        except ValueError:
+            return
+        for m in body if isinstance(body, list) else [body]:
+            if isinstance(m, dict):
+                self.sink(event("message", ex, d, session, message=m))
+
+    def __getattr__(self, name: str) -> Any:  # the wrapped app's own attributes
+        if name == "app":
+            raise AttributeError(name)
+        return getattr(self.app, name)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan" and self.on_shutdown is not None:
+            hook = self.on_shutdown
+
+            async def lifespan_send(m: Any) -> None:
+                if m.get("type") == "lifespan.shutdown.complete":
+                    hook()
+                await send(m)
+
+            return await self.app(scope, receive, lifespan_send)
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        method = scope["method"]
+        if method == "POST":
+            self.posts += 1
+            ex: int | str = self.posts
+        else:
+            ex = method
+        session: str | None = None
+        for k, v in scope["headers"]:
+            if k.lower() == b"mcp-session-id":
+                session = v.decode("latin-1")
+        sink = self.sink
+        sink(event("open", ex, C2S, session, method=method))
+        body: list[bytes] = []
+        state = {"closed": False, "sse": False, "read": False}
+        dec = sse.Decoder()
+        whole: list[bytes] = []
+
+        def close(by: str) -> None:
+            if not state["closed"]:
+                state["closed"] = True
+                sink(event("close", ex, C2S if by == "client" else S2C, session, by=by))
+
+        async def rx() -> Any:
+            m = await receive()
+            if m["type"] == "http.request" and not state["read"]:
+                body.append(m.get("body", b""))
+                if not m.get("more_body"):
+                    state["read"] = True
+                    if any(body):
+                        self._messages(ex, C2S, session, b"".join(body))
+            elif m["type"] == "http.disconnect":
+                close("client")
+            return m
+
+        async def tx(m: Any) -> None:
+            nonlocal session
+            if state["closed"]:
+                return await send(m)
+            if m["type"] == "http.response.start":
+                for k, v in m.get("headers", ()):
+                    k = k.lower()
+                    if k == b"mcp-session-id":
+                        session = v.decode("latin-1")
+                    elif k == b"content-type":
+                        state["sse"] = v.startswith(b"text/event-stream")
+                sink(event("status", ex, S2C, session, status=m["status"]))
+            elif m["type"] == "http.response.body":
+                chunk = m.get("body", b"")
+                if state["sse"]:
+                    for e in dec.feed(chunk):
+                        self._messages(ex, S2C, session, e.data)
+                elif chunk:
+                    whole.append(chunk)
+            try:
+                await send(m)
+            except OSError:
+                close("client")
+                raise
+            if m["type"] == "http.response.body" and not m.get("more_body"):
+                if whole:
+                    self._messages(ex, S2C, session, b"".join(whole))
+                close("server")
+
+        try:
+            await self.app(scope, rx, tx)
+        finally:
+            close("server")  # the app ended without finishing its response
+
+
+def traced(app: Any, trace: Any = None, online: Any = False) -> Any:
+    """``app`` wrapped in a :class:`Tap` that writes the trace to ``trace`` (a path, or an object
+    with a ``write(event)`` method such as a :class:`~mcp_inflight.trace.format.Writer`) and,
+    with ``online`` (True, or a :class:`~mcp_inflight.trace.online.Monitor`), checks it as it
+    goes; ``app`` itself when neither is asked for.  The tap is at ``.trace_writer`` and
+    ``.monitor`` of the result."""
+    if trace is None and not online:
+        return app
+    sinks: list[Sink] = []
+    writer = None
+    if trace is not None:
+        writer = trace if hasattr(trace, "write") else Writer(trace)
+        sinks.append(writer.write)
+    monitor = None
+    if online:
+        from .online import Monitor
+
+        monitor = online if isinstance(online, Monitor) else Monitor()
+        sinks.append(monitor.feed)
+    tap = Tap(app, sinks[0] if len(sinks) == 1 else fan_out(*sinks))
+    tap.trace_writer = writer
+    tap.monitor = monitor
+    return tap

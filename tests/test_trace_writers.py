@@ -1,0 +1,181 @@
+"""Traces written by the servers themselves (``serve --trace``, ``guard(app, trace=...)``, the
+tap around the bare SDK) replay as the recording proxy's do: ours and the guarded SDK clean, the
+bare SDK flagged where it misroutes; and the online check inside them counts what the replay
+finds: zero violations on the clean runs, the misrouting on the bare SDK, an injected one."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+from test_trace_record import duplicate_id
+
+from mcp_inflight.model.observe import abstract, check, check_trace, explains
+from mcp_inflight.trace.format import S2C, event, read
+from mcp_inflight.trace.online import Monitor
+from mcp_inflight.trace.tap import traced
+from support import http_server
+from support.sdk_server import build_server
+
+
+def _run(app) -> None:
+    srv = http_server.Running(app)
+    try:
+        duplicate_id(srv.url)
+    finally:
+        srv.stop()
+
+
+def _replay(path) -> int:
+    r = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "replay", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return r.returncode
+
+
+def test_serve_trace_replays_clean_and_the_online_check_is_quiet(tmp_path):
+    path = tmp_path / "serve.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0"]
+        + ["--trace", str(path), "--online-check"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+        assert "listening on" in line, line
+        duplicate_id(line.split()[-1])
+    finally:
+        proc.terminate()
+        rest = proc.stderr.read()
+        proc.wait(10)
+    events = read(path)
+    assert any(e["kind"] == "status" and e["status"] == 409 for e in events)
+    v = check(abstract(events))
+    assert v.clean, (v.failed, v.broken)
+    assert _replay(path) == 0
+    assert "no move of the atomic design" not in rest
+
+
+def test_guard_writes_a_clean_trace_and_its_online_check_counts_none(tmp_path):
+    from mcp_inflight.guard import guard
+
+    path = tmp_path / "guarded.jsonl"
+    app = guard(build_server().streamable_http_app(), trace=str(path), online=True)
+    _run(app)
+    events = read(path)
+    v = check(abstract(events))
+    assert v.clean, (v.failed, v.broken)
+    assert _replay(path) == 0
+    m = app.monitor.summary()
+    assert m["violations"] == 0 and m["steps"] >= 5 and m["events"] == len(events), m
+
+
+def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, caplog):
+    path = tmp_path / "bare.jsonl"
+    app = traced(build_server().streamable_http_app(), trace=str(path), online=True)
+    with caplog.at_level(logging.WARNING, logger="mcp_inflight.trace"):
+        _run(app)
+    events = read(path)
+    ab = abstract(events)
+    v = check(ab)
+    assert not v.explained and v.failed is not None and v.failed.kind in ("emit", "respond")
+    b_post = next(
+        e["exchange"]
+        for e in events
+        if e["kind"] == "message"
+        and e["message"].get("method") == "tools/call"
+        and e["message"]["params"]["_meta"]["progressToken"] == "b"
+    )
+    assert events[v.failed.at]["exchange"] == b_post  # A's message on B's POST
+    assert "unguarded" in [o.cfg.design.name for o in explains(ab)]
+    assert _replay(path) == 1
+    assert app.monitor.violations >= 1
+    first = app.monitor.recent[0]
+    assert first.event["exchange"] == b_post and first.step.kind in ("emit", "respond")
+    assert "no move of the atomic design explains" in caplog.text
+
+
+def _clean_session(sid: str) -> list[dict]:
+    """A tool call with progress and its response, and a duplicate refused meanwhile."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": "a"}},
+    }
+    dup = dict(call, params={"name": "slow", "arguments": {}, "_meta": {"progressToken": "b"}})
+    prog = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "a"}}
+    return [
+        event("open", 1, "client->server", sid, method="POST"),
+        event("message", 1, "client->server", sid, message=call),
+        event("status", 1, S2C, sid, status=200),
+        event("message", 1, S2C, sid, message=prog),
+        event("open", 2, "client->server", sid, method="POST"),
+        event("message", 2, "client->server", sid, message=dup),
+        event("status", 2, S2C, sid, status=409),
+        event("close", 2, S2C, sid, by="server"),
+        event("message", 1, S2C, sid, message=prog),
+        event("message", 1, S2C, sid, message={"jsonrpc": "2.0", "id": 1, "result": {}}),
+        event("close", 1, S2C, sid, by="server"),
+    ]
+
+
+@pytest.mark.parametrize("inject", [False, True], ids=["clean", "injected"])
+def test_online_check_counts_an_injected_violation(inject):
+    evs = _clean_session("s1")
+    if inject:  # A's second progress re-addressed to the refused duplicate's POST
+        evs[8] = dict(evs[8], exchange=2)
+    m = Monitor()
+    for _ in range(3):  # the session settles after each round and is checked afresh
+        for e in json.loads(json.dumps(evs)):
+            m.feed(e)
+    assert m.violations == (3 if inject else 0)
+    assert m.steps >= 3 * 5 and m.unchecked == 0
+    assert check(abstract(evs)).clean == (not inject)
+
+
+def test_online_check_follows_many_calls_at_once_by_id():
+    """Ten calls in flight at once under ten ids: every step checked; A's progress written on
+    another id's POST is a violation."""
+    sid, evs = "s", []
+    for k in range(10):
+        call = {
+            "jsonrpc": "2.0",
+            "id": k,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": f"t{k}"}},
+        }
+        evs += [
+            event("open", k + 1, "client->server", sid, method="POST"),
+            event("message", k + 1, "client->server", sid, message=call),
+            event("status", k + 1, S2C, sid, status=200),
+        ]
+    for k in range(10):
+        prog = {"jsonrpc": "2.0", "method": "notifications/progress"}
+        prog["params"] = {"progressToken": f"t{k}", "progress": 1}
+        evs.append(event("message", k + 1, S2C, sid, message=prog))
+    for k in range(10):
+        done = {"jsonrpc": "2.0", "id": k, "result": {}}
+        evs += [
+            event("message", k + 1, S2C, sid, message=done),
+            event("close", k + 1, S2C, sid, by="server"),
+        ]
+    for misroute in (False, True):
+        got = [dict(e) for e in evs]
+        if misroute:  # call 0's progress on call 5's POST
+            n = next(i for i, e in enumerate(got) if e["kind"] == "message" and e["dir"] == S2C)
+            got[n]["exchange"] = 6
+        m = Monitor()
+        for e in got:
+            m.feed(e)
+        assert m.unchecked == 0 and m.steps == 30 - misroute  # send, progress, response
+        assert m.violations == int(misroute), m.summary()
+        assert check_trace(got)[1].clean != misroute
