@@ -19,6 +19,7 @@ from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS, Proof, ProveResult
 _SECTIONS = (
     ("Invariants and witnesses", ("invariant", "witness")),
     ("Protocol hazards (reported, never fail the check)", ("hazard",)),
+    ("Liveness (explored graph; weak fairness of server and delivery)", ("liveness",)),
 )
 _AUX_TITLE = "auxiliary invariants (proved with the invariants; part of the model)"
 
@@ -45,6 +46,21 @@ def proof_mark(p: Proof) -> str:
         "unknown": "UNKNOWN (solver gave up)",
         "cti": "not proved (no trace within depth)",
     }[p.status]
+
+
+def _trace_text(v: Verdict) -> list[str]:
+    """A trace; a liveness trace as a lasso (the prefix, then the loop that repeats forever)."""
+    lines = trace_lines(v.trace or ())
+    if v.kind != "liveness" or v.loop_start is None:
+        return lines
+    steps = list(v.trace or ())
+    if v.loop_start >= len(steps):
+        return lines + ["  (no move is left: the run stops here, unsettled)"]
+    prefix = trace_lines(steps[: v.loop_start])
+    loop = [
+        ln for n, st in enumerate(steps[v.loop_start :], v.loop_start + 1) for ln in st.lines(n)
+    ]
+    return prefix + [f"  loop (steps {v.loop_start + 1}-{len(steps)} repeat forever):"] + loop
 
 
 def _width(runs: Sequence[RunResult] | Sequence[ProveResult]) -> int:
@@ -93,7 +109,7 @@ def _explore_traces(results: Sequence[RunResult]) -> list[str]:
             if v.applies and v.trace is not None and (v.kind != "witness"):
                 head = "hazard" if v.kind == "hazard" else "counterexample"
                 lines.append(f"{head}: {v.name} on {r.cfg.label}")
-                lines.extend(trace_lines(v.trace))
+                lines.extend(_trace_text(v))
                 lines.append("")
             if v.applies and v.kind == "witness" and not v.ok:
                 lines.append(f"witness unreachable: {v.name} on {r.cfg.label} at this bound")
@@ -245,7 +261,7 @@ def _check_cases(results: Sequence[RunResult], proofs: Sequence[ProveResult] | N
                 outcome, message = "skipped", "does not apply to this profile"
             elif not v.ok and v.kind != "hazard":
                 outcome, message = "failure", f"{v.name} {verdict_mark(v)}"
-                text = "\n".join(trace_lines(v.trace)) if v.trace else ""
+                text = "\n".join(_trace_text(v)) if v.trace else ""
             elif not v.ok:
                 outcome, text = "system-out", "\n".join(trace_lines(v.trace or ()))
             if pr is not None and v.applies and v.kind != "witness":

@@ -37,6 +37,12 @@ class Design:
     free_on
         When a cancelled request's id is free again: ``handler_end`` (the in-flight entry is held
         until the cooperative handler stops) or ``cancel`` (released on the cancel itself).
+    waits_on_lost
+        An injected bug for the liveness checks: a handler whose server-to-client request was
+        dropped waits for its answer forever (it can neither respond nor stop on a cancel).
+    stops_on_respond
+        ``False`` is an injected bug for the liveness checks: a handler keeps running after it
+        has written its response (its task is never reaped).
     """
 
     name: str
@@ -45,6 +51,8 @@ class Design:
     guard_write: bool = False
     cancel_by_connection: bool = False
     free_on: str = "handler_end"
+    waits_on_lost: bool = False
+    stops_on_respond: bool = True
 
     def __post_init__(self) -> None:
         if self.claim not in ("overwrite", "split", "atomic"):
@@ -101,6 +109,16 @@ def mutants() -> dict[str, Design]:
         name = f"atomic-unguarded-{site}"
         out[name] = replace(ATOMIC, name=name, guarded=ATOMIC.guarded - {site})
     return out
+
+
+def liveness_mutants() -> dict[str, Design]:
+    """``atomic`` with one injected liveness bug (no safety property can see either)."""
+    return {
+        "atomic-waits-on-lost": replace(ATOMIC, name="atomic-waits-on-lost", waits_on_lost=True),
+        "atomic-runs-after-respond": replace(
+            ATOMIC, name="atomic-runs-after-respond", stops_on_respond=False
+        ),
+    }
 
 
 REVISIONS = ("2025-11-25", "2026-07-28")
