@@ -108,14 +108,16 @@ def _empty(b: Logic, s: Any, field: str) -> Any:
 def unique_in_flight(b: Logic, s: Any, c: Config) -> Any:
     """Never two admitted, unfinished instances under one id in a session. Encodes the id rule
     of basic/index (an id MUST NOT match another request in flight) on the receiving side:
-    the defect of overwrite-on-arrival registries."""
+    the defect of overwrite-on-arrival registries. A cancelled handler still running counts:
+    its id is not free until it stops."""
+
+    def active(r: Any) -> Any:
+        return b.Or(b.In(s.life[r], LIVE), b.And(s.life[r] == Life.CANCELLED, s.running[r]))
+
     return b.ForAll(
         "inst",
         lambda p: b.ForAll(
-            "inst",
-            lambda q: b.Implies(
-                b.And(p != q, b.In(s.life[p], LIVE), b.In(s.life[q], LIVE)), s.rid[p] != s.rid[q]
-            ),
+            "inst", lambda q: b.Implies(b.And(p != q, active(p), active(q)), s.rid[p] != s.rid[q])
         ),
     )
 
@@ -162,8 +164,9 @@ def owned_removal(
 ) -> Any:
     """Finishing, cancelling, unwinding or a broken stream removes only registry entries owned
     by that instance or stream (the defect where aborting A's connection closes B's stream,
-    or the first to finish deletes the shared entry)."""
-    if not action.removal or action.name == "refuse":
+    or the first to finish deletes the shared entry). An admit, which writes both registries,
+    overwrites no entry of another instance (the new handler taking a live handler's slot)."""
+    if not (action.removal or action.name == "admit") or action.name == "refuse":
         return True
     return b.And(*[_registry_untouched(b, pre, post, c, f, r) for f in _registries(c)])
 

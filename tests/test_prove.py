@@ -299,8 +299,14 @@ def test_engines_agree(design, profile):
 #: Which invariants catch each mutant (on some profile), as both engines find them.
 CAUGHT_BY = {
     "atomic-split-claim": {"no_orphan", "refusal_is_inert", "no_hung_request"},
-    "atomic-no-refusal": {"unique_in_flight", "cancel_hits_target", "no_orphan", "no_hung_request"},
-    "atomic-free-on-cancel": {"owned_removal"},
+    "atomic-no-refusal": {
+        "unique_in_flight",
+        "cancel_hits_target",
+        "no_orphan",
+        "no_hung_request",
+        "owned_removal",
+    },
+    "atomic-free-on-cancel": {"owned_removal", "unique_in_flight"},
 }
 #: Mutants whose safeguard is redundant once the claim is atomic: the auxiliary invariants
 #: (live_owns_inflight, stream_follows_inflight...) show the guarded entry is always the owner's.
@@ -325,6 +331,10 @@ def test_mutant_table_covers_every_mutant():
         ("atomic-no-refusal", ("2026-07-28", "http"), "unique_in_flight"),
         ("atomic-split-claim", ("2026-07-28", "http"), "no_orphan"),
         ("atomic-free-on-cancel", ("2026-07-28", "stdio"), "owned_removal"),
+        # the holes closed: a cancelled handler still running counts; an admit overwrites no slot
+        ("atomic-free-on-cancel", ("2025-11-25", "stdio"), "unique_in_flight"),
+        ("atomic-free-on-cancel", ("2026-07-28", "http"), "owned_removal"),
+        ("atomic-no-refusal", ("2025-11-25", "stdio"), "owned_removal"),
     ],
 )
 def test_mutant_caught_with_a_trace(mutant, profile, name):
