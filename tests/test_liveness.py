@@ -127,3 +127,15 @@ def test_fair_component_check():
     assert unanswered(g, succ, st.__getitem__, lambda n: {5} if n == 1 else {6}, 1) == 1
     st[2] = _state(Life.RECEIVED, rogue=True)
     assert unanswered(g, succ, st.__getitem__, lambda n: {5} if n == 1 else {6}, 1) is None
+
+
+def test_cross_sender_cancel_invariant_and_hazard():
+    from mcp_inflight.model.config import mutants
+
+    ok = explore(Config(ATOMIC, "2026-07-28", "http", ids=2, requests=2))
+    assert ok.verdict("cancel_stays_with_sender").ok
+    bad = explore(Config(mutants()["atomic-cancel-by-id"], "2026-07-28", "http", ids=2, requests=2))
+    v = bad.verdict("cancel_stays_with_sender")
+    assert not v.ok and v.trace is not None and len(v.trace) == 7
+    hz = explore(Config(ATOMIC, "2025-11-25", "stdio", ids=2, requests=2))
+    assert not hz.verdict("foreign_cancel_is_inert").ok and hz.ok

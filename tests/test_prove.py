@@ -307,12 +307,12 @@ CAUGHT_BY = {
         "owned_removal",
     },
     "atomic-free-on-cancel": {"owned_removal", "unique_in_flight"},
+    "atomic-cancel-by-id": {"cancel_stays_with_sender"},
 }
 #: Mutants whose safeguard is redundant once the claim is atomic: the auxiliary invariants
 #: (live_owns_inflight, stream_follows_inflight...) show the guarded entry is always the owner's.
 EQUIVALENT = {
     "atomic-unguarded-write",
-    "atomic-cancel-by-id",
     "atomic-unguarded-respond",
     "atomic-unguarded-cancel",
     "atomic-unguarded-unwind",
@@ -335,6 +335,8 @@ def test_mutant_table_covers_every_mutant():
         ("atomic-free-on-cancel", ("2025-11-25", "stdio"), "unique_in_flight"),
         ("atomic-free-on-cancel", ("2026-07-28", "http"), "owned_removal"),
         ("atomic-no-refusal", ("2025-11-25", "stdio"), "owned_removal"),
+        # a closed stream cancels only its own sender's request (2026-07-28 http)
+        ("atomic-cancel-by-id", ("2026-07-28", "http"), "cancel_stays_with_sender"),
     ],
 )
 def test_mutant_caught_with_a_trace(mutant, profile, name):
