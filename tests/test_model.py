@@ -216,7 +216,7 @@ def test_witness_names_are_the_documented_ones():
         "stream_broken",
         "server_request_answered",
     ]
-    assert len({p.name for p in INVARIANTS}) == 10
+    assert len({p.name for p in INVARIANTS}) == 11  # with cancel_stays_with_sender
 
 
 def test_every_backend_implements_the_logic_interface():
