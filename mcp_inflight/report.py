@@ -21,6 +21,11 @@ _SECTIONS = (
     ("Protocol hazards (reported, never fail the check)", ("hazard",)),
     ("Liveness (explored graph; weak fairness of server and delivery)", ("liveness",)),
 )
+#: the kinds the prover judges too (liveness is judged on the explored graph only)
+_PROVED_KINDS = ("invariant", "hazard")
+_LIVENESS_OFF = (
+    "  not judged on these runs (the graph is kept at --requests 2 or fewer, or with --liveness)"
+)
 _AUX_TITLE = "auxiliary invariants (proved with the invariants; part of the model)"
 
 
@@ -75,12 +80,13 @@ def _verdict_sections(results: Sequence[RunResult]) -> list[str]:
     width = _width(results)
     for section, kinds in _SECTIONS:
         lines.append(section)
-        for r in results:
-            for v in r.verdicts:
-                if v.kind in kinds:
-                    lines.append(
-                        f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {verdict_mark(v)}"
-                    )
+        rows = [
+            f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {verdict_mark(v)}"
+            for r in results
+            for v in r.verdicts
+            if v.kind in kinds
+        ]
+        lines.extend(rows or [_LIVENESS_OFF] if "liveness" in kinds else rows)
         lines.append("")
     return lines
 
@@ -205,15 +211,18 @@ def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
     width = _width(results)
     for section, kinds in _SECTIONS:
         lines.append(section)
-        lines.append(f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} z3")
+        rows = []
         for r, pr in zip(results, proofs, strict=False):
             for v in r.verdicts:
                 if v.kind in kinds:
-                    z = proof_mark(pr.proof(v.name)) if v.kind != "witness" else "-"
-                    lines.append(
+                    z = proof_mark(pr.proof(v.name)) if v.kind in _PROVED_KINDS else "-"
+                    rows.append(
                         f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
                         f"{verdict_mark(v):<10} {z}"
                     )
+        if rows:
+            lines.append(f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} z3")
+        lines.extend(rows or [_LIVENESS_OFF] if "liveness" in kinds else rows)
         lines.append("")
     return lines
 
@@ -264,7 +273,7 @@ def _check_cases(results: Sequence[RunResult], proofs: Sequence[ProveResult] | N
                 text = "\n".join(_trace_text(v)) if v.trace else ""
             elif not v.ok:
                 outcome, text = "system-out", "\n".join(trace_lines(v.trace or ()))
-            if pr is not None and v.applies and v.kind != "witness":
+            if pr is not None and v.applies and v.kind in _PROVED_KINDS:
                 p = pr.proof(v.name)
                 if v.kind == "invariant" and not p.proved and v.ok:
                     outcome, message, text = "failure", f"{v.name} z3: {proof_mark(p)}", p.note

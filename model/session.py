@@ -312,6 +312,9 @@ CONDITIONS: dict[str, Condition] = {
     "not_waiting_on_lost": lambda b, s, c, r, i: (
         (s.sreq[r] != Sreq.LOST) if c.design.waits_on_lost else True
     ),
+    "not_waiting_on_answer": lambda b, s, c, r, i: (
+        (s.sreq[r] != Sreq.PENDING) if c.design.waits_on_answer else True
+    ),
     "close_after_request": lambda b, s, c, r, i: (
         (s.life[r] != Life.SENT) if c.close_is_cancel else True
     ),
@@ -610,7 +613,7 @@ ACTIONS: tuple[Action, ...] = (
         "server",
         ("r",),
         "respond",
-        ("not_waiting_on_lost",),
+        ("not_waiting_on_lost", "not_waiting_on_answer"),
         _respond,
         _always,
         "{r} responds",

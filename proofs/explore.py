@@ -47,7 +47,7 @@ from mcp_inflight.model.trace import (
 )
 from mcp_inflight.proofs.compiled_model import Compiled
 from mcp_inflight.proofs.flat import Layout, decode_key, key_function
-from mcp_inflight.proofs.liveness import FAIR_SIDES, Graph, judge_liveness
+from mcp_inflight.proofs.liveness import Graph, is_fair, judge_liveness
 
 # --- symmetry -----------------------------------------------------------------------------
 
@@ -259,7 +259,7 @@ def _explore_compiled(
     events = comp.event_function(list(range(len(pending_state))))
     graph = Graph() if liveness else None
     index: dict = {k0: 0}
-    fair = [mv.action.side in FAIR_SIDES for mv in moves]
+    fair = [is_fair(mv.action) for mv in moves]
 
     def judge_state(key, s):
         nonlocal pending_state, events
@@ -384,6 +384,19 @@ def _explore_compiled(
             s = t
         return steps
 
+    flat_memo: dict = {k0: s0}
+
+    def flat_of(key) -> tuple:
+        """The concrete state the search expanded for ``key`` (replayed, remembered)."""
+        chain = []
+        while key not in flat_memo:
+            chain.append(key)
+            key = parent[key][0]
+        s = flat_memo[key]
+        for k in reversed(chain):
+            s = flat_memo[k] = successor(s, parent[k][1])
+        return s
+
     def step_path(key, m) -> list:
         steps = path(key)
         s = lay.flatten(steps[-1][3]) if steps else s0
@@ -412,7 +425,16 @@ def _explore_compiled(
     if graph is not None:
         keys = list(index)
         res.verdicts.extend(
-            judge_liveness(cfg, comp, graph, complete, lambda n: path(keys[n]), key_of, index)
+            judge_liveness(
+                cfg,
+                comp,
+                graph,
+                complete,
+                lambda n: path(keys[n]),
+                key_of,
+                index,
+                lambda n: flat_of(keys[n]),
+            )
         )
     res.seconds = time.monotonic() - t0
     return res

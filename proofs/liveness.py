@@ -13,7 +13,8 @@ keys under symmetry) and whose edges are the moves between them:
 ``requests_answered``
     Every client request is eventually answered, refused, cancelled or its stream broken, on
     every run that is *weakly fair* to the server's actions and the wire's deliveries (sides
-    ``server`` and ``wire``): a move of those kinds that stays enabled is eventually taken.  The
+    ``server`` and ``wire``, except a stream breaking, which is the network's doing): a move of
+    those kinds that stays enabled is eventually taken.  The
     clients and the rogue owe nothing (they may stop sending at any point), and stuttering is
     always allowed.  A violation is a strongly connected component (a state with stuttering
     counts as one) that a fair run can stay in forever with a client request pending throughout:
@@ -37,6 +38,17 @@ from typing import Any
 from mcp_inflight.model.lifecycle import Life
 
 FAIR_SIDES = ("server", "wire")
+#: Moves of those sides that fairness does not force: a POST stream breaking is the network's
+#: doing, not a step the server owes (were it fair, every waiting POST would end up broken, and a
+#: broken stream counts as an end of the request).
+UNFORCED = ("break_stream",)
+
+
+def is_fair(action: Any) -> bool:
+    """Weak fairness covers this action: the server's steps and the wire's deliveries."""
+    return action.side in FAIR_SIDES and action.name not in UNFORCED
+
+
 #: A client request is pending in these lifecycle states (unless its channel has its response).
 PENDING: tuple[Life, ...] = (Life.SENT, Life.RECEIVED, Life.IN_FLIGHT)
 
@@ -154,7 +166,16 @@ def unanswered(
 ) -> int | None:
     """The shallowest node of a fair component with a client request pending throughout."""
     best: int | None = None
-    for comp in sccs(succ):
+    comps = sccs(succ)
+    comp_id = [0] * g.nodes
+    for k, comp in enumerate(comps):
+        for u in comp:
+            comp_id[u] = k
+    inside: list[set[int]] = [set() for _ in comps]
+    for u, v, m in zip(g.src, g.dst, g.move, strict=True):
+        if comp_id[u] == comp_id[v]:
+            inside[comp_id[u]].add(m)
+    for k, comp in enumerate(comps):
         if len(comp) == 1:
             u = comp[0]
             if g.fair_exit[u] and not any(v == u for v in succ[u]):
@@ -167,18 +188,19 @@ def unanswered(
                 if any(pending(s, r) for r in range(requests)):
                     best = u if best is None else min(best, u)
                 continue
-        members = set(comp)
-        taken = {
-            m for u, v, m in zip(g.src, g.dst, g.move, strict=True) if u in members and v in members
-        }
+        taken = inside[k]
         always = None
         for u in comp:
             en = enabled_fair(u)
             always = en if always is None else always & en
         if always is not None and not always <= taken:
             continue
+        # A client request stops being pending for good, and a new one becomes pending only by
+        # a send, which no cycle contains: every state of a component has the same pending
+        # requests (up to the renaming of instances that symmetry reduction applies to each
+        # state's representative), so the test is made per state, not per instance name.
         states = [state_of(u) for u in comp]
-        if any(all(pending(s, r) for s in states) for r in range(requests)):
+        if all(any(pending(s, r) for r in range(requests)) for s in states):
             u = min(comp)
             best = u if best is None else min(best, u)
     return best
@@ -237,6 +259,7 @@ def judge_liveness(
     path: Callable[[int], list[tuple]],
     key_of: Callable[[tuple], Any],
     index: dict,
+    flat: Callable[[int], tuple] | None = None,
 ) -> list[Any]:
     """The liveness verdicts of one run (``proofs/explore.py:Verdict``), with lasso traces."""
     from mcp_inflight.model.trace import build_trace
@@ -261,14 +284,15 @@ def judge_liveness(
         steps = path(n)
         return steps, (lay.flatten(steps[-1][3]) if steps else comp.initial())
 
+    def flat_of(n: int) -> tuple:
+        return flat(n) if flat is not None else start_of(n)[1]
+
     def state_of(n: int) -> Any:
-        return lay.unflatten(start_of(n)[1])
+        return lay.unflatten(flat_of(n))
 
     def enabled_fair(n: int) -> set[int]:
-        x = start_of(n)[1]
-        return {
-            m for m, t, _, _ in comp.expand(x) if comp.moves[m].action.side in FAIR_SIDES and t != x
-        }
+        x = flat_of(n)
+        return {m for m, t, _, _ in comp.expand(x) if is_fair(comp.moves[m].action) and t != x}
 
     never = settle_unreachable(g)
     bad_never = set(never)

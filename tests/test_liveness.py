@@ -27,6 +27,7 @@ def _live(r):
     [
         ("2025-11-25", "stdio"),
         ("2026-07-28", "http"),
+        ("2026-07-28", "stdio"),
         pytest.param("2025-11-25", "http", marks=pytest.mark.slow),
     ],
 )
@@ -53,6 +54,35 @@ def test_waits_on_lost_is_caught_and_no_safety_property_sees_it():
     assert v.trace is not None and v.loop_start is not None
     assert [s.action for s in v.trace[v.loop_start :]] == ["emit"]
     assert not r.ok
+
+
+@pytest.mark.parametrize("tr", ["stdio", "http"])
+def test_waits_on_answer_is_caught_by_fairness_alone(tr):
+    # a handler that waits with no timeout for its elicitation's answer: the client owes no
+    # answer, so its request can hang; a settled state stays reachable (the client may answer)
+    # and there is always a move, so only the fair-component check sees it
+    cfg = Config(MUT["atomic-waits-on-answer"], "2025-11-25", tr, ids=2, requests=2)
+    r = explore(cfg, liveness=True)
+    v = r.verdict("requests_answered")
+    assert not v.ok and v.trace is not None and v.loop_start is not None
+    assert "server_request" in [s.action for s in v.trace[: v.loop_start]]
+    assert [s.action for s in v.trace[v.loop_start :]] == ["emit"]
+    assert r.verdict("settles").ok and r.verdict("no_deadlock").ok and r.deadlocks == 0
+    assert all(x.ok for x in r.verdicts if x.kind in ("invariant", "witness"))
+    assert not r.ok
+    # the same design on 2026-07-28 has no server-to-client requests: nothing to wait on
+    assert explore(Config(cfg.design, "2026-07-28", tr, ids=2, requests=2), liveness=True).ok
+
+
+def test_a_breaking_stream_is_not_forced_by_fairness():
+    # were a stream break a fair move, every hanging POST on 2025-11-25 http would end broken,
+    # and the bug above would pass there
+    from mcp_inflight.model.session import ACTION
+    from mcp_inflight.proofs.liveness import is_fair
+
+    assert not is_fair(ACTION["break_stream"])
+    assert is_fair(ACTION["respond"]) and is_fair(ACTION["arrive"])
+    assert not is_fair(ACTION["answer"]) and not is_fair(ACTION["client_sends"])
 
 
 @pytest.mark.parametrize("rev,tr", PROFILES)
