@@ -612,3 +612,25 @@ __all__ = [
     "id_name",
     "render_value",
 ]
+
+
+def reachable_graph(cfg: Config) -> tuple[frozenset, frozenset]:
+    """Every reachable state of ``cfg`` and every transition, without symmetry reduction:
+    ``(states, edges)`` with each edge ``(pre, action name, args, outputs, post)`` on flat
+    states.  Two designs whose graphs are equal on a profile and bound are the same system
+    there: the same states, moves, outputs (where each message is written, or that it is
+    dropped) and runs, so every property, safety or liveness, has the same verdict on both."""
+    comp = Compiled(cfg, ())
+    s0 = comp.initial()
+    seen = {s0}
+    todo = [s0]
+    edges = set()
+    while todo:
+        s = todo.pop()
+        for m, t, outs, _ in comp.expand(s):
+            mv = comp.moves[m]
+            edges.add((s, mv.action.name, (mv.r, mv.i), tuple(outs), t))
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return frozenset(seen), frozenset(edges)
