@@ -117,7 +117,7 @@ def mutants() -> dict[str, Design]:
 
 
 def liveness_mutants() -> dict[str, Design]:
-    """``atomic`` with one injected liveness bug (no safety property can see either)."""
+    """``atomic`` with one injected liveness bug (no safety property can see any of them)."""
     return {
         "atomic-waits-on-lost": replace(ATOMIC, name="atomic-waits-on-lost", waits_on_lost=True),
         "atomic-waits-on-answer": replace(
