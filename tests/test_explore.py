@@ -270,7 +270,13 @@ SAME_GRAPH = {
 }
 
 
-@pytest.mark.parametrize("rev,tr", list(profiles()))
+@pytest.mark.parametrize(
+    "rev,tr",
+    [
+        pytest.param(*p, marks=pytest.mark.slow) if p == ("2025-11-25", "http") else p
+        for p in profiles()
+    ],
+)
 def test_equivalent_mutants_have_atomic_reachable_graph(rev, tr):
     from mcp_inflight.model.config import ATOMIC, mutants
     from mcp_inflight.proofs.explore import reachable_graph

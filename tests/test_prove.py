@@ -373,9 +373,19 @@ def test_mutants_on_both_engines(mutant):
 @pytest.mark.parametrize(
     "design,profile,needs",
     [
-        ("check_then_claim", ("2026-07-28", "http"), "stream_names_holder"),
         ("atomic-free-on-cancel", ("2026-07-28", "stdio"), "inflight_names_live"),
-        ("atomic-free-on-cancel", ("2026-07-28", "http"), "stream_names_holder"),
+        pytest.param(
+            "check_then_claim",
+            ("2026-07-28", "http"),
+            "stream_names_holder",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            "atomic-free-on-cancel",
+            ("2026-07-28", "http"),
+            "stream_names_holder",
+            marks=pytest.mark.slow,
+        ),
         pytest.param(
             "atomic-split-claim",
             ("2025-11-25", "http"),
