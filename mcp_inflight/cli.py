@@ -196,6 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not reduce by symmetry of ids and instances (to compare counts)",
     )
     c.add_argument(
+        "--liveness",
+        action="store_true",
+        help="keep the state graph and judge the liveness properties (on by "
+        "default at --requests 2 or fewer; at the default bound it doubles "
+        "the explorer's time)",
+    )
+    c.add_argument(
         "--max-states",
         type=positive,
         default=None,
@@ -247,6 +254,7 @@ def cmd_check(args) -> int:
             symmetry=not args.no_symmetry,
             max_states=args.max_states,
             progress=None if not args.json else False,
+            liveness=args.liveness or args.requests <= 2,
         )
     if not args.no_prove:
         from mcp_inflight.proofs.prove import prove_all

@@ -19,6 +19,12 @@ from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS, Proof, ProveResult
 _SECTIONS = (
     ("Invariants and witnesses", ("invariant", "witness")),
     ("Protocol hazards (reported, never fail the check)", ("hazard",)),
+    ("Liveness (explored graph; weak fairness of server and delivery)", ("liveness",)),
+)
+#: the kinds the prover judges too (liveness is judged on the explored graph only)
+_PROVED_KINDS = ("invariant", "hazard")
+_LIVENESS_OFF = (
+    "  not judged on these runs (the graph is kept at --requests 2 or fewer, or with --liveness)"
 )
 _AUX_TITLE = "auxiliary invariants (proved with the invariants; part of the model)"
 
@@ -47,6 +53,21 @@ def proof_mark(p: Proof) -> str:
     }[p.status]
 
 
+def _trace_text(v: Verdict) -> list[str]:
+    """A trace; a liveness trace as a lasso (the prefix, then the loop that repeats forever)."""
+    lines = trace_lines(v.trace or ())
+    if v.kind != "liveness" or v.loop_start is None:
+        return lines
+    steps = list(v.trace or ())
+    if v.loop_start >= len(steps):
+        return lines + ["  (no move is left: the run stops here, unsettled)"]
+    prefix = trace_lines(steps[: v.loop_start])
+    loop = [
+        ln for n, st in enumerate(steps[v.loop_start :], v.loop_start + 1) for ln in st.lines(n)
+    ]
+    return prefix + [f"  loop (steps {v.loop_start + 1}-{len(steps)} repeat forever):"] + loop
+
+
 def _width(runs: Sequence[RunResult] | Sequence[ProveResult]) -> int:
     return max(len(r.cfg.label) for r in runs)
 
@@ -59,12 +80,13 @@ def _verdict_sections(results: Sequence[RunResult]) -> list[str]:
     width = _width(results)
     for section, kinds in _SECTIONS:
         lines.append(section)
-        for r in results:
-            for v in r.verdicts:
-                if v.kind in kinds:
-                    lines.append(
-                        f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {verdict_mark(v)}"
-                    )
+        rows = [
+            f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {verdict_mark(v)}"
+            for r in results
+            for v in r.verdicts
+            if v.kind in kinds
+        ]
+        lines.extend(rows or [_LIVENESS_OFF] if "liveness" in kinds else rows)
         lines.append("")
     return lines
 
@@ -93,7 +115,7 @@ def _explore_traces(results: Sequence[RunResult]) -> list[str]:
             if v.applies and v.trace is not None and (v.kind != "witness"):
                 head = "hazard" if v.kind == "hazard" else "counterexample"
                 lines.append(f"{head}: {v.name} on {r.cfg.label}")
-                lines.extend(trace_lines(v.trace))
+                lines.extend(_trace_text(v))
                 lines.append("")
             if v.applies and v.kind == "witness" and not v.ok:
                 lines.append(f"witness unreachable: {v.name} on {r.cfg.label} at this bound")
@@ -189,15 +211,18 @@ def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
     width = _width(results)
     for section, kinds in _SECTIONS:
         lines.append(section)
-        lines.append(f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} z3")
+        rows = []
         for r, pr in zip(results, proofs, strict=False):
             for v in r.verdicts:
                 if v.kind in kinds:
-                    z = proof_mark(pr.proof(v.name)) if v.kind != "witness" else "-"
-                    lines.append(
+                    z = proof_mark(pr.proof(v.name)) if v.kind in _PROVED_KINDS else "-"
+                    rows.append(
                         f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
                         f"{verdict_mark(v):<10} {z}"
                     )
+        if rows:
+            lines.append(f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} z3")
+        lines.extend(rows or [_LIVENESS_OFF] if "liveness" in kinds else rows)
         lines.append("")
     return lines
 
@@ -245,10 +270,10 @@ def _check_cases(results: Sequence[RunResult], proofs: Sequence[ProveResult] | N
                 outcome, message = "skipped", "does not apply to this profile"
             elif not v.ok and v.kind != "hazard":
                 outcome, message = "failure", f"{v.name} {verdict_mark(v)}"
-                text = "\n".join(trace_lines(v.trace)) if v.trace else ""
+                text = "\n".join(_trace_text(v)) if v.trace else ""
             elif not v.ok:
                 outcome, text = "system-out", "\n".join(trace_lines(v.trace or ()))
-            if pr is not None and v.applies and v.kind != "witness":
+            if pr is not None and v.applies and v.kind in _PROVED_KINDS:
                 p = pr.proof(v.name)
                 if v.kind == "invariant" and not p.proved and v.ok:
                     outcome, message, text = "failure", f"{v.name} z3: {proof_mark(p)}", p.note

@@ -61,6 +61,20 @@ def inflight_names_owner(b: Logic, s: Any, c: Config) -> Any:
     )
 
 
+def inflight_names_live(b: Logic, s: Any, c: Config) -> Any:
+    """With the id freed on the cancel itself, an in-flight entry under id k names a live
+    instance of id k: the cancel releases its target's entry, so a cancelled handler that still
+    runs holds none (the stronger form ``inflight_names_owner`` needs, since
+    ``running_owns_inflight`` does not hold there)."""
+    return b.ForAll(
+        "id",
+        lambda k: b.Implies(
+            s.inflight[k] != NONE,
+            b.And(s.rid[s.inflight[k]] == k, b.In(s.life[s.inflight[k]], LIVE)),
+        ),
+    )
+
+
 def live_is_running(b: Logic, s: Any, c: Config) -> Any:
     """An admitted instance that has neither finished nor been cancelled has a running handler."""
     return b.ForAll("inst", lambda r: b.Implies(b.In(s.life[r], LIVE), s.running[r]))
@@ -90,6 +104,24 @@ def stream_follows_inflight(b: Logic, s: Any, c: Config) -> Any:
     """http: a stream slot is held only by the instance holding the in-flight entry of the same
     id (the atomic claim takes both; they are released together, or the stream first)."""
     return b.ForAll("id", lambda k: b.Implies(s.stream[k] != NONE, s.inflight[k] == s.stream[k]))
+
+
+def stream_names_holder(b: Logic, s: Any, c: Config) -> Any:
+    """http: a stream slot under id k names an instance of id k whose handler runs, or (only
+    under a split claim) one that has claimed the slot and not yet been admitted or refused.  So
+    when the holder finishes it releases the slot (the guarded removal finds it its own), and no
+    slot outlives every handler (``quiescent_clean`` under a split claim, or with the id freed on
+    the cancel)."""
+
+    def held(r: Any) -> Any:
+        if c.design.claim != "split":
+            return s.running[r]
+        return b.Or(s.running[r], b.And(s.life[r] == Life.RECEIVED, s.step[r] == Step.CLAIMED))
+
+    return b.ForAll(
+        "id",
+        lambda k: b.Implies(s.stream[k] != NONE, b.And(s.rid[s.stream[k]] == k, held(s.stream[k]))),
+    )
 
 
 def open_live_has_stream(b: Logic, s: Any, c: Config) -> Any:
@@ -201,11 +233,13 @@ _stdio = lambda c: c.stdio  # noqa: E731
 AUXILIARY: tuple[Property, ...] = (
     auxiliary(unsent_is_blank),
     auxiliary(inflight_names_owner),
+    auxiliary(inflight_names_live, lambda c: c.design.free_on == "cancel"),
     auxiliary(live_is_running),
     auxiliary(running_is_admitted),
     auxiliary(live_owns_inflight),
     auxiliary(running_owns_inflight, lambda c: c.design.free_on == "handler_end"),
     auxiliary(stream_follows_inflight, _http),
+    auxiliary(stream_names_holder, _http),
     auxiliary(open_live_has_stream, _http),
     auxiliary(answered_is_final),
     auxiliary(responded_open_answered),

@@ -37,6 +37,16 @@ class Design:
     free_on
         When a cancelled request's id is free again: ``handler_end`` (the in-flight entry is held
         until the cooperative handler stops) or ``cancel`` (released on the cancel itself).
+    waits_on_lost
+        An injected bug for the liveness checks: a handler whose server-to-client request was
+        dropped waits for its answer forever (it can neither respond nor stop on a cancel).
+    waits_on_answer
+        An injected bug for the liveness checks: a handler that sent a server-to-client request
+        waits for its answer with no timeout before it responds (MCP asks senders to set timeouts
+        on the requests they send), so a client that never answers leaves its request hanging.
+    stops_on_respond
+        ``False`` is an injected bug for the liveness checks: a handler keeps running after it
+        has written its response (its task is never reaped).
     """
 
     name: str
@@ -45,6 +55,9 @@ class Design:
     guard_write: bool = False
     cancel_by_connection: bool = False
     free_on: str = "handler_end"
+    waits_on_lost: bool = False
+    waits_on_answer: bool = False
+    stops_on_respond: bool = True
 
     def __post_init__(self) -> None:
         if self.claim not in ("overwrite", "split", "atomic"):
@@ -101,6 +114,19 @@ def mutants() -> dict[str, Design]:
         name = f"atomic-unguarded-{site}"
         out[name] = replace(ATOMIC, name=name, guarded=ATOMIC.guarded - {site})
     return out
+
+
+def liveness_mutants() -> dict[str, Design]:
+    """``atomic`` with one injected liveness bug (no safety property can see any of them)."""
+    return {
+        "atomic-waits-on-lost": replace(ATOMIC, name="atomic-waits-on-lost", waits_on_lost=True),
+        "atomic-waits-on-answer": replace(
+            ATOMIC, name="atomic-waits-on-answer", waits_on_answer=True
+        ),
+        "atomic-runs-after-respond": replace(
+            ATOMIC, name="atomic-runs-after-respond", stops_on_respond=False
+        ),
+    }
 
 
 REVISIONS = ("2025-11-25", "2026-07-28")

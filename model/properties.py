@@ -108,14 +108,16 @@ def _empty(b: Logic, s: Any, field: str) -> Any:
 def unique_in_flight(b: Logic, s: Any, c: Config) -> Any:
     """Never two admitted, unfinished instances under one id in a session. Encodes the id rule
     of basic/index (an id MUST NOT match another request in flight) on the receiving side:
-    the defect of overwrite-on-arrival registries."""
+    the defect of overwrite-on-arrival registries. A cancelled handler still running counts:
+    its id is not free until it stops."""
+
+    def active(r: Any) -> Any:
+        return b.Or(b.In(s.life[r], LIVE), b.And(s.life[r] == Life.CANCELLED, s.running[r]))
+
     return b.ForAll(
         "inst",
         lambda p: b.ForAll(
-            "inst",
-            lambda q: b.Implies(
-                b.And(p != q, b.In(s.life[p], LIVE), b.In(s.life[q], LIVE)), s.rid[p] != s.rid[q]
-            ),
+            "inst", lambda q: b.Implies(b.And(p != q, active(p), active(q)), s.rid[p] != s.rid[q])
         ),
     )
 
@@ -162,8 +164,9 @@ def owned_removal(
 ) -> Any:
     """Finishing, cancelling, unwinding or a broken stream removes only registry entries owned
     by that instance or stream (the defect where aborting A's connection closes B's stream,
-    or the first to finish deletes the shared entry)."""
-    if not action.removal or action.name == "refuse":
+    or the first to finish deletes the shared entry). An admit, which writes both registries,
+    overwrites no entry of another instance (the new handler taking a live handler's slot)."""
+    if not (action.removal or action.name == "admit") or action.name == "refuse":
         return True
     return b.And(*[_registry_untouched(b, pre, post, c, f, r) for f in _registries(c)])
 
@@ -305,6 +308,43 @@ def stale_cancel_is_inert(
     )
 
 
+def _other_sender_untouched(b: Logic, pre: Any, post: Any, r: Any) -> Any:
+    return b.ForAll(
+        "inst", lambda q: b.Implies(pre.rogue[q] != pre.rogue[r], post.life[q] == pre.life[q])
+    )
+
+
+def cancel_stays_with_sender(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """A sender's cancel (on 2026-07-28 http: the close of its own response stream) never
+    cancels another sender's request. There a cancel names its connection, so a server can
+    keep it; the defect is looking the id up instead."""
+    if action.name != "deliver_cancel":
+        return True
+    return _other_sender_untouched(b, pre, post, r)
+
+
+def foreign_cancel_is_inert(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """One sender's cancel never cancels another sender's request. Not keepable where
+    notifications/cancelled carries only the id (stdio, 2025-11-25 http): a second sender in the
+    session that cancels an id the client has in flight cancels the client's request, and no
+    server can tell the senders apart."""
+    if action.name != "deliver_cancel":
+        return True
+    return _other_sender_untouched(b, pre, post, r)
+
+
+def _close_is_cancel(c: Config) -> bool:
+    return c.close_is_cancel
+
+
+def _cancel_by_id(c: Config) -> bool:
+    return not c.close_is_cancel
+
+
 def _rev2025_http(c: Config) -> bool:
     return c.rev2025 and c.http
 
@@ -320,12 +360,14 @@ PROPERTIES: tuple[Property, ...] = (
     invariant(refusal_is_inert, "step"),
     invariant(quiescent_clean),
     invariant(no_hung_request),
+    invariant(cancel_stays_with_sender, "step", _close_is_cancel),
     witness(sequential_reuse),
     witness(duplicate_refused),
     witness(cancelled),
     witness(stream_broken, _rev2025_http),
     witness(server_request_answered, _rev2025),
     hazard(stale_cancel_is_inert),
+    hazard(foreign_cancel_is_inert, "step", _cancel_by_id),
 )
 PROPERTY = {p.name: p for p in PROPERTIES}
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")

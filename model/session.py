@@ -309,6 +309,12 @@ CONDITIONS: dict[str, Condition] = {
     "close_needs_open_stream": lambda b, s, c, r, i: s.open[r] if c.close_is_cancel else True,
     "cancel_on_wire": lambda b, s, c, r, i: s.cmsg[r] == Cmsg.WIRE,
     "cancel_in_channel_order": lambda b, s, c, r, i: in_order(b, s, c, s.cts[r]),
+    "not_waiting_on_lost": lambda b, s, c, r, i: (
+        (s.sreq[r] != Sreq.LOST) if c.design.waits_on_lost else True
+    ),
+    "not_waiting_on_answer": lambda b, s, c, r, i: (
+        (s.sreq[r] != Sreq.PENDING) if c.design.waits_on_answer else True
+    ),
     "close_after_request": lambda b, s, c, r, i: (
         (s.life[r] != Life.SENT) if c.close_is_cancel else True
     ),
@@ -467,7 +473,7 @@ def _respond(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[
     t, d = out["response"]
     return [
         _fire(c, "respond", r),
-        Write("running", r, False),
+        Write("running", r, not c.design.stops_on_respond),
         Write("got_resp", t, True, d),
     ] + _release_all(b, s, c, "respond", r)
 
@@ -607,7 +613,7 @@ ACTIONS: tuple[Action, ...] = (
         "server",
         ("r",),
         "respond",
-        (),
+        ("not_waiting_on_lost", "not_waiting_on_answer"),
         _respond,
         _always,
         "{r} responds",
@@ -640,7 +646,7 @@ ACTIONS: tuple[Action, ...] = (
         "server",
         ("r",),
         "unwind",
-        (),
+        ("not_waiting_on_lost",),
         _unwind,
         _always,
         "cancelled handler {r} stops",

@@ -8,6 +8,8 @@ generated functions do the search's work; ``engine="interpreted"`` takes every s
 ``model/step.py`` (the concrete backend) instead (same results, ``tests/test_compiled.py``).  What the explorer adds is search:
 canonical hashing (a canonical form under symmetry of interchangeable ids and instances, on by
 default), per-action coverage, deadlock detection, traces, and a progress line on a terminal.
+With ``liveness=True`` it also keeps the graph's edges and judges the liveness properties of
+``proofs/liveness.py`` (weak fairness of the server and of delivery) on the explored graph.
 
 States are flat tuples while they wait in the queue; the visited set keeps only a compact key
 (bytes) per state and the move that first reached it.  A trace is rebuilt by replaying those
@@ -45,6 +47,7 @@ from mcp_inflight.model.trace import (
 )
 from mcp_inflight.proofs.compiled_model import Compiled
 from mcp_inflight.proofs.flat import Layout, decode_key, key_function
+from mcp_inflight.proofs.liveness import Graph, is_fair, judge_liveness
 
 # --- symmetry -----------------------------------------------------------------------------
 
@@ -75,18 +78,23 @@ class Verdict:
     name: str
     kind: str
     applies: bool
-    ok: bool  # invariant/hazard: holds; witness: reached
+    ok: bool  # invariant/hazard/liveness: holds; witness: reached
     trace: Trace | None = None
     doc: str = ""
+    #: liveness: the step of ``trace`` where its loop starts (the rest repeats forever)
+    loop_start: int | None = None
 
     def to_json(self) -> dict:
         key = "reached" if self.kind == "witness" else "holds"
-        return {
+        out = {
             "name": self.name,
             "applies": self.applies,
             key: self.ok,
             "trace": trace_to_json(self.trace),
         }
+        if self.kind == "liveness":
+            out["loop_start"] = self.loop_start
+        return out
 
 
 @dataclass
@@ -139,6 +147,7 @@ class RunResult:
             "invariants": [v.to_json() for v in self.of("invariant")],
             "witnesses": [v.to_json() for v in self.of("witness")],
             "hazards": [v.to_json() for v in self.of("hazard")],
+            "liveness": [v.to_json() for v in self.of("liveness")],
             "coverage": dict(self.coverage),
             "dead_actions": self.dead_actions,
             "deadlocks": self.deadlocks,
@@ -185,6 +194,7 @@ def explore(
     properties=PROPERTIES,
     on_edge=None,
     engine: str = "compiled",
+    liveness: bool = False,
 ) -> RunResult:
     """Explore every reachable state of ``cfg`` and judge every property on it.
 
@@ -196,16 +206,25 @@ def explore(
     run (``proofs/compiled_model.py``); ``interpreted`` calls them through ``model.logic.Concrete``
     on every step.  Both read the same rules and give the same states, transitions and verdicts
     (``tests/test_compiled.py``); the compiled one is several times faster.
+
+    ``liveness``: keep the graph's edges and judge the liveness properties of
+    ``proofs/liveness.py`` on it (compiled engine only; the interpreted one reports none).
     """
     if engine == "interpreted":
         return _explore_interpreted(cfg, symmetry, max_states, progress, properties, on_edge)
     if engine != "compiled":
         raise ValueError(f"engine must be compiled or interpreted, not {engine!r}")
-    return _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge)
+    return _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
 
 
 def _explore_compiled(
-    cfg: Config, symmetry: bool, max_states: int | None, progress: bool | None, properties, on_edge
+    cfg: Config,
+    symmetry: bool,
+    max_states: int | None,
+    progress: bool | None,
+    properties,
+    on_edge,
+    liveness: bool = True,
 ) -> RunResult:
     t0 = time.monotonic()
     comp = Compiled(cfg, properties)
@@ -238,6 +257,9 @@ def _explore_compiled(
     limit = max_states if max_states is not None else sys.maxsize
 
     events = comp.event_function(list(range(len(pending_state))))
+    graph = Graph() if liveness else None
+    index: dict = {k0: 0}
+    fair = [is_fair(mv.action) for mv in moves]
 
     def judge_state(key, s):
         nonlocal pending_state, events
@@ -257,12 +279,19 @@ def _explore_compiled(
     while level:
         nxt = []
         # successors already met in this sweep are skipped before their (costlier) key is made
-        met = set()
-        met_add = met.add
+        met: dict = {}
         nxt_append = nxt.append
         for key, s in level:
             succ = expand(s)
+            if graph is not None:
+                u = len(graph.settled)
+                graph.settled.append(1 if settled_(s) else 0)
+                loop_move = -1
+                fair_exit = 0
             if not succ:
+                if graph is not None:
+                    graph.stutter.append(-1)
+                    graph.fair_exit.append(0)
                 if not settled_(s):
                     deadlocks += 1
                     if deadlock_key is None:
@@ -283,19 +312,50 @@ def _explore_compiled(
                         name = step_props[j].name
                         if name not in first_bad:
                             first_bad[name] = ("step", key, m)
-                if t is s or t in met:  # a move that writes nothing returns s itself
+                if graph is None:
+                    if t is s or t in met:  # a move that writes nothing returns s itself
+                        continue
+                    met[t] = None
+                    tk = key_of(t)
+                    if tk in parent:
+                        continue
+                    if len(parent) >= limit:
+                        complete = False
+                        continue
+                    parent[tk] = (key, m)
+                    nxt_append((tk, t))
+                    if events(t):
+                        judge_state(tk, t)
                     continue
-                met_add(t)
-                tk = key_of(t)
-                if tk in parent:
+                # the same, keeping the edge u -> v for the liveness checks
+                if t is s:
+                    loop_move = m
                     continue
-                if len(parent) >= limit:
-                    complete = False
+                v = met.get(t)
+                if v is None:
+                    tk = key_of(t)
+                    v = index.get(tk)
+                    if v is None:
+                        if len(parent) >= limit:
+                            complete = False
+                            continue
+                        v = index[tk] = len(index)
+                        parent[tk] = (key, m)
+                        nxt_append((tk, t))
+                        if events(t):
+                            judge_state(tk, t)
+                    met[t] = v
+                if v == u and t == s:
+                    loop_move = m
                     continue
-                parent[tk] = (key, m)
-                nxt_append((tk, t))
-                if events(t):
-                    judge_state(tk, t)
+                graph.src.append(u)
+                graph.dst.append(v)
+                graph.move.append(m)
+                if fair[m]:
+                    fair_exit = 1
+            if graph is not None and succ:
+                graph.stutter.append(loop_move)
+                graph.fair_exit.append(fair_exit)
             expanded += 1
             if not expanded & 0x7FF:
                 prog.tick(len(parent), depth)
@@ -324,6 +384,19 @@ def _explore_compiled(
             s = t
         return steps
 
+    flat_memo: dict = {k0: s0}
+
+    def flat_of(key) -> tuple:
+        """The concrete state the search expanded for ``key`` (replayed, remembered)."""
+        chain = []
+        while key not in flat_memo:
+            chain.append(key)
+            key = parent[key][0]
+        s = flat_memo[key]
+        for k in reversed(chain):
+            s = flat_memo[k] = successor(s, parent[k][1])
+        return s
+
     def step_path(key, m) -> list:
         steps = path(key)
         s = lay.flatten(steps[-1][3]) if steps else s0
@@ -349,6 +422,20 @@ def _explore_compiled(
                 trace = build_trace(cfg, step_path(hit[1], hit[2]))
         ok = (hit is not None) if p.kind == "witness" else (hit is None)
         res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
+    if graph is not None:
+        keys = list(index)
+        res.verdicts.extend(
+            judge_liveness(
+                cfg,
+                comp,
+                graph,
+                complete,
+                lambda n: path(keys[n]),
+                key_of,
+                index,
+                lambda n: flat_of(keys[n]),
+            )
+        )
     res.seconds = time.monotonic() - t0
     return res
 
@@ -525,3 +612,25 @@ __all__ = [
     "id_name",
     "render_value",
 ]
+
+
+def reachable_graph(cfg: Config) -> tuple[frozenset, frozenset]:
+    """Every reachable state of ``cfg`` and every transition, without symmetry reduction:
+    ``(states, edges)`` with each edge ``(pre, action name, args, outputs, post)`` on flat
+    states.  Two designs whose graphs are equal on a profile and bound are the same system
+    there: the same states, moves, outputs (where each message is written, or that it is
+    dropped) and runs, so every property, safety or liveness, has the same verdict on both."""
+    comp = Compiled(cfg, ())
+    s0 = comp.initial()
+    seen = {s0}
+    todo = [s0]
+    edges = set()
+    while todo:
+        s = todo.pop()
+        for m, t, outs, _ in comp.expand(s):
+            mv = comp.moves[m]
+            edges.add((s, mv.action.name, (mv.r, mv.i), tuple(outs), t))
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return frozenset(seen), frozenset(edges)

@@ -123,6 +123,28 @@ def test_check_combined_table_and_no_explore():
     assert cli("check", "--no-prove", "--no-explore").returncode == 2
 
 
+def test_check_with_liveness_beside_the_prover(tmp_path):
+    # the graph is kept at --requests 2: liveness rows in the table (no z3 verdict: the prover
+    # judges no liveness property), in JUnit and in JSON; at 3 the section says it was not judged
+    junit = tmp_path / "j.xml"
+    args = ("check", "--revision", "2026-07-28", "--transport", "http")
+    p = cli(*args, "--requests", "2", "--junit-xml", str(junit))
+    assert p.returncode == 0, p.stderr
+    assert "liveness   requests_answered            holds      -" in p.stdout
+    names = {c.get("name") for c in ET.parse(junit).getroot().iter("testcase")}
+    assert {"liveness:settles", "liveness:no_deadlock", "liveness:requests_answered"} <= names
+    q = cli(*args, "--requests", "2", "--json")
+    assert q.returncode == 0, q.stderr
+    run = json.loads(q.stdout)["runs"][0]
+    assert {v["name"]: v["holds"] for v in run["liveness"]} == {
+        "settles": True,
+        "no_deadlock": True,
+        "requests_answered": True,
+    }
+    r = cli(*args, "--no-prove")
+    assert r.returncode == 0 and "not judged on these runs" in r.stdout
+
+
 @pytest.mark.slow
 def test_prove_fails_on_unguarded_with_cti_and_trace(tmp_path):
     junit = tmp_path / "p.xml"

@@ -8,6 +8,7 @@ import mcp_inflight.proofs.compiled_model as compiled_model
 import mcp_inflight.proofs.explore as explore_mod
 import mcp_inflight.proofs.flat as flat
 from mcp_inflight.model import DESIGNS, Config, Life, profiles, step
+from mcp_inflight.model.config import REMOVAL_SITES
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import FIELDS, Field, actions_for
 from mcp_inflight.proofs.explore import Canonicalizer, explore, explore_many
@@ -250,3 +251,62 @@ def test_traces_replay_on_the_model():
             for name, (_, after) in a["changes"].items():
                 if name in b["changes"]:
                     assert b["changes"][name][0] == after
+
+
+#: Where each mutant of atomic has exactly atomic's reachable graph (every state, move and
+#: output; 2 ids x 2 instances, no symmetry reduction): the README calls a mutant equivalent
+#: on a profile only where this holds.
+SAME_GRAPH = {
+    "atomic-split-claim": set(),
+    "atomic-no-refusal": set(),
+    "atomic-free-on-cancel": set(),
+    "atomic-unguarded-write": {("2026-07-28", "http")},
+    "atomic-cancel-by-id": {
+        ("2025-11-25", "stdio"),
+        ("2025-11-25", "http"),
+        ("2026-07-28", "stdio"),
+    },
+    **{f"atomic-unguarded-{site}": set(profiles()) for site in REMOVAL_SITES},
+}
+
+
+@pytest.mark.parametrize(
+    "rev,tr",
+    [
+        pytest.param(*p, marks=pytest.mark.slow) if p == ("2025-11-25", "http") else p
+        for p in profiles()
+    ],
+)
+def test_equivalent_mutants_have_atomic_reachable_graph(rev, tr):
+    from mcp_inflight.model.config import ATOMIC, mutants
+    from mcp_inflight.proofs.explore import reachable_graph
+
+    assert set(SAME_GRAPH) == set(mutants())
+    base = reachable_graph(Config(ATOMIC, rev, tr))
+    for name, d in mutants().items():
+        same = reachable_graph(Config(d, rev, tr)) == base
+        assert same == ((rev, tr) in SAME_GRAPH[name]), (name, rev, tr)
+
+
+def test_unguarded_write_writes_for_a_cancelled_handler():
+    # what tells atomic-unguarded-write apart where its graph differs: a cancelled handler that
+    # still runs has its progress and elicitation written (atomic drops them: only a live
+    # request's own open stream is written on); no invariant forbids that
+    from mcp_inflight.model.config import ATOMIC, mutants
+    from mcp_inflight.proofs.explore import reachable_graph
+
+    def written_after_cancel(cfg):
+        lay = compiled_model.Compiled(cfg, ()).layout
+        return {
+            name
+            for pre, name, (r, _), outs, _ in reachable_graph(cfg)[1]
+            if name in ("emit", "server_request")
+            and outs[1]
+            and Life(lay.unflatten(pre).life[r]) == Life.CANCELLED
+        }
+
+    mut = mutants()["atomic-unguarded-write"]
+    assert written_after_cancel(Config(mut, "2025-11-25", "stdio")) == {"emit", "server_request"}
+    assert written_after_cancel(Config(mut, "2026-07-28", "stdio")) == {"emit"}
+    for rev in ("2025-11-25", "2026-07-28"):
+        assert written_after_cancel(Config(ATOMIC, rev, "stdio")) == set()

@@ -4,7 +4,9 @@ For every design on every profile, at the default bound (2 ids, 2 request instan
 ``explore`` is run once (with symmetry, as ``mcp-inflight check`` runs it) and every invariant
 that fails gets one diagram of its shortest trace (today: ``unguarded`` and
 ``check_then_claim``; ``atomic`` none), and so does every protocol hazard that fails (one that
-no server design can avoid on that profile, drawn for each design).
+no server design can avoid on that profile, drawn for each design).  The injected liveness bugs
+(``model/config.py:liveness_mutants``) are explored with the graph kept, and each liveness
+property they fail is drawn as its lasso, the note on the last step saying which steps repeat.
 
 Lanes, left to right: the client, the rogue (when it sends), one lane per request instance's
 stream (its POST stream on Streamable HTTP; on stdio, the request and the messages that carry
@@ -35,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from mcp_inflight.model import step
-from mcp_inflight.model.config import DESIGNS, Config, profiles
+from mcp_inflight.model.config import DESIGNS, Config, liveness_mutants, profiles
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.properties import PROPERTY
 from mcp_inflight.model.session import ACTION
@@ -47,6 +49,10 @@ from .render import quote
 #: Every design is explored: ``unguarded`` and ``check_then_claim`` break invariants, and every
 #: design, ``atomic`` included, meets the protocol hazards (``model/properties.py``).
 DESIGNS_DRAWN = ("atomic", "unguarded", "check_then_claim")
+#: The injected liveness bugs, drawn with the lasso of each liveness property they fail, on the
+#: two smallest profiles that show them (one with elicitation, one without).
+LIVENESS_DRAWN = tuple(liveness_mutants())
+LIVENESS_PROFILES = (("2025-11-25", "stdio"), ("2026-07-28", "http"))
 RED = "#c62828"
 RED_FILL = "#ffd6d6"
 _WHAT = {"progress": "progress/log", "server_request": "elicitation/create", "response": "response"}
@@ -71,10 +77,11 @@ class Sequence:
     cfg: Config
     invariant: str  # the property's name (an invariant or a protocol hazard)
     scope: str
-    kind: str  # "invariant" | "hazard"
+    kind: str  # "invariant" | "hazard" | "liveness"
     lanes: list  # [(key, title)]
     arrows: list
     trace: list
+    loop_start: int | None = None  # liveness: the steps from this one on repeat forever
 
     @property
     def name(self) -> str:
@@ -84,7 +91,7 @@ class Sequence:
     @property
     def title(self) -> str:
         c = self.cfg
-        what = "protocol hazard " if self.kind == "hazard" else ""
+        what = {"hazard": "protocol hazard ", "liveness": "liveness "}.get(self.kind, "")
         return f"{what}{self.invariant} fails on {c.design.name}, {c.revision} {c.transport}"
 
 
@@ -247,7 +254,7 @@ def clear() -> None:
 
 
 def _explore(cfg: Config):
-    return explore(cfg, progress=False)
+    return explore(cfg, progress=False, liveness=cfg.design.name in LIVENESS_DRAWN)
 
 
 def results(cfgs: list[Config], progress=None) -> list:
@@ -279,7 +286,10 @@ def results(cfgs: list[Config], progress=None) -> list:
 
 
 def configs() -> list[Config]:
-    return [Config(DESIGNS[d], rev, tr) for d in DESIGNS_DRAWN for rev, tr in profiles()]
+    mut = liveness_mutants()
+    return [Config(DESIGNS[d], rev, tr) for d in DESIGNS_DRAWN for rev, tr in profiles()] + [
+        Config(mut[d], rev, tr) for d in LIVENESS_DRAWN for rev, tr in LIVENESS_PROFILES
+    ]
 
 
 def sequences(cfgs=None, progress=None) -> list[Sequence]:
@@ -289,10 +299,16 @@ def sequences(cfgs=None, progress=None) -> list[Sequence]:
     cfgs = configs() if cfgs is None else cfgs
     for cfg, res in zip(cfgs, results(cfgs, progress), strict=False):
         for v in res.verdicts:
-            if v.kind in ("invariant", "hazard") and v.applies and not v.ok:
+            drawn_bug = cfg.design.name in LIVENESS_DRAWN
+            if v.kind in ("invariant", "hazard") and v.applies and not v.ok and not drawn_bug:
                 lanes, arr = arrows(cfg, v.trace)
                 out.append(
                     Sequence(cfg, v.name, PROPERTY[v.name].scope, v.kind, lanes, arr, v.trace)
+                )
+            elif v.kind == "liveness" and not v.ok and v.trace is not None:
+                lanes, arr = arrows(cfg, v.trace)
+                out.append(
+                    Sequence(cfg, v.name, "state", v.kind, lanes, arr, v.trace, v.loop_start)
                 )
     return out
 
@@ -308,6 +324,11 @@ def _mm(text: str) -> str:
 
 
 def _breaks_note(seq: Sequence) -> str:
+    if seq.kind == "liveness":
+        last = len(seq.trace)
+        if seq.loop_start is None or seq.loop_start >= last:
+            return f"{seq.invariant} fails: no move is left, the run stops here unsettled"
+        return f"{seq.invariant} fails: steps {seq.loop_start + 1}-{last} repeat forever"
     where = "on this step" if seq.scope == "step" else "in the state after this step"
     return f"{seq.invariant} breaks {where}"
 
@@ -450,10 +471,13 @@ def index(seqs: list[Sequence]) -> str:
         "protocol hazard that fails, per design and profile, at 2 ids and 2 request "
         "instances (the shortest trace `mcp-inflight check` finds). Each has a Mermaid "
         "(`.mmd`) and a Graphviz (`.dot`, `.svg`) version. Invariants first, then the "
-        "protocol hazards, which no server design avoids on the profile named.",
+        "protocol hazards, which no server design avoids on the profile named, then the "
+        "liveness properties that the injected liveness bugs of `model/config.py` fail, each "
+        "a lasso: a prefix, then steps that repeat forever.",
         "",
     ]
-    for seq in sorted(seqs, key=lambda s: s.kind != "invariant"):
+    order = {"invariant": 0, "hazard": 1, "liveness": 2}
+    for seq in sorted(seqs, key=lambda s: order[s.kind]):
         lines.append(f"## {seq.title}")
         lines.append("")
         lines.append(f"[SVG]({seq.name}.svg) | [Mermaid]({seq.name}.mmd) | [DOT]({seq.name}.dot)")

@@ -1,0 +1,339 @@
+"""Liveness over the explored state graph (``proofs/explore.py`` records it when asked).
+
+Three properties, judged on the graph whose nodes are the explored states (their canonical
+keys under symmetry) and whose edges are the moves between them:
+
+``settles``
+    From every reachable state a settled state (``model/session.py:settled``) is reachable:
+    backward reachability from the settled states over the graph.
+``no_deadlock``
+    Every state that is not settled has a move that changes the state: a move whose successor is
+    the state itself (a pure-output step such as ``emit``) does not count as progress.  (The run's
+    ``deadlocks`` count, states with no move at all, is kept as it was.)
+``requests_answered``
+    Every client request is eventually answered, refused, cancelled or its stream broken, on
+    every run that is *weakly fair* to the server's actions and the wire's deliveries (sides
+    ``server`` and ``wire``, except a stream breaking, which is the network's doing): a move of
+    those kinds that stays enabled is eventually taken.  The
+    clients and the rogue owe nothing (they may stop sending at any point), and stuttering is
+    always allowed.  A violation is a strongly connected component (a state with stuttering
+    counts as one) that a fair run can stay in forever with a client request pending throughout:
+    for a single state, one where no fair move changes the state; for a larger component, one in
+    which every fair move enabled in all of its states is taken inside it (weak fairness per
+    move, with moves named as on each state's representative).
+
+Each failure comes with a lasso: the shortest prefix to the first bad state the search met,
+then a loop (a walk that stays among bad states until it repeats a state up to renaming, or a
+stuttering step that changes nothing).  The verdicts are the same with and without symmetry
+reduction on the configurations ``tests/test_liveness.py`` compares.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_inflight.model.lifecycle import Life
+
+FAIR_SIDES = ("server", "wire")
+#: Moves of those sides that fairness does not force: a POST stream breaking is the network's
+#: doing, not a step the server owes (were it fair, every waiting POST would end up broken, and a
+#: broken stream counts as an end of the request).
+UNFORCED = ("break_stream",)
+
+
+def is_fair(action: Any) -> bool:
+    """Weak fairness covers this action: the server's steps and the wire's deliveries."""
+    return action.side in FAIR_SIDES and action.name not in UNFORCED
+
+
+#: A client request is pending in these lifecycle states (unless its channel has its response).
+PENDING: tuple[Life, ...] = (Life.SENT, Life.RECEIVED, Life.IN_FLIGHT)
+
+DOCS = {
+    "settles": "From every reachable state a settled state is reachable (nothing unfinished, no "
+    "cancel on the wire): no handler waits or runs forever.",
+    "no_deadlock": "Every state that is not settled has a move that changes it (a pure-output "
+    "self-loop such as emit is not progress).",
+    "requests_answered": "Every client request is eventually answered, refused, cancelled or its "
+    "stream broken, under weak fairness of the server's actions and of "
+    "message delivery.",
+}
+NAMES = tuple(DOCS)
+
+
+def pending(s: Any, r: int) -> bool:
+    """Client instance r has been sent and has had no response, refusal or cancellation."""
+    return (not s.rogue[r]) and Life(s.life[r]) in PENDING and not s.got_resp[r]
+
+
+@dataclass
+class Graph:
+    """The explored graph: node n is the n-th state met (breadth-first, so lower is shallower)."""
+
+    src: array = field(default_factory=lambda: array("i"))
+    dst: array = field(default_factory=lambda: array("i"))
+    move: array = field(default_factory=lambda: array("i"))
+    settled: bytearray = field(default_factory=bytearray)
+    #: per node: the move of a stuttering self-loop (the successor is the state itself), or -1
+    stutter: array = field(default_factory=lambda: array("i"))
+    #: per node: some fair move leads to another state
+    fair_exit: bytearray = field(default_factory=bytearray)
+
+    @property
+    def nodes(self) -> int:
+        return len(self.settled)
+
+    def succ_lists(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in range(self.nodes)]
+        for u, v in zip(self.src, self.dst, strict=True):
+            out[u].append(v)
+        return out
+
+
+def settle_unreachable(g: Graph) -> list[int]:
+    """Nodes from which no settled node is reachable, in index order."""
+    pred: list[list[int]] = [[] for _ in range(g.nodes)]
+    for u, v in zip(g.src, g.dst, strict=True):
+        pred[v].append(u)
+    seen = bytearray(g.settled)
+    stack = [n for n in range(g.nodes) if g.settled[n]]
+    while stack:
+        v = stack.pop()
+        for u in pred[v]:
+            if not seen[u]:
+                seen[u] = 1
+                stack.append(u)
+    return [n for n in range(g.nodes) if not seen[n]]
+
+
+def stuck(g: Graph, succ: list[list[int]]) -> list[int]:
+    """Unsettled nodes whose every move leads back to the node itself (or that have none)."""
+    return [n for n in range(g.nodes) if not g.settled[n] and all(v == n for v in succ[n])]
+
+
+def sccs(succ: list[list[int]]) -> list[list[int]]:
+    """Strongly connected components (Tarjan's algorithm, iterative)."""
+    n = len(succ)
+    index = [-1] * n
+    low = [0] * n
+    on = bytearray(n)
+    stack: list[int] = []
+    out: list[list[int]] = []
+    counter = 0
+    for root in range(n):
+        if index[root] != -1:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, pos = work.pop()
+            if pos == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on[v] = 1
+            if pos < len(succ[v]):
+                work.append((v, pos + 1))
+                w = succ[v][pos]
+                if index[w] == -1:
+                    work.append((w, 0))
+                elif on[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on[w] = 0
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return out
+
+
+def unanswered(
+    g: Graph,
+    succ: list[list[int]],
+    state_of: Callable[[int], Any],
+    enabled_fair: Callable[[int], set[int]],
+    requests: int,
+) -> int | None:
+    """The shallowest node of a fair component with a client request pending throughout."""
+    best: int | None = None
+    comps = sccs(succ)
+    comp_id = [0] * g.nodes
+    for k, comp in enumerate(comps):
+        for u in comp:
+            comp_id[u] = k
+    inside: list[set[int]] = [set() for _ in comps]
+    for u, v, m in zip(g.src, g.dst, g.move, strict=True):
+        if comp_id[u] == comp_id[v]:
+            inside[comp_id[u]].add(m)
+    for k, comp in enumerate(comps):
+        if len(comp) == 1:
+            u = comp[0]
+            if g.fair_exit[u] and not any(v == u for v in succ[u]):
+                continue
+            if g.fair_exit[u]:
+                # a self-edge that renames the state: judge it as a component below
+                pass
+            else:
+                s = state_of(u)
+                if any(pending(s, r) for r in range(requests)):
+                    best = u if best is None else min(best, u)
+                continue
+        taken = inside[k]
+        always = None
+        for u in comp:
+            en = enabled_fair(u)
+            always = en if always is None else always & en
+        if always is not None and not always <= taken:
+            continue
+        # A client request stops being pending for good, and a new one becomes pending only by
+        # a send, which no cycle contains: every state of a component has the same pending
+        # requests (up to the renaming of instances that symmetry reduction applies to each
+        # state's representative), so the test is made per state, not per instance name.
+        states = [state_of(u) for u in comp]
+        if all(any(pending(s, r) for r in range(requests)) for s in states):
+            u = min(comp)
+            best = u if best is None else min(best, u)
+    return best
+
+
+def _walk(
+    comp: Any,
+    key_of: Callable[[tuple], Any],
+    index: dict,
+    start: tuple,
+    allowed: Callable[[int], bool],
+    limit: int = 64,
+) -> tuple[list[tuple], int]:
+    """A loop from concrete state ``start`` among allowed nodes: ``(steps, loop_start)`` where the
+    steps from ``loop_start`` on repeat (the walk returns to a state it met, up to renaming, or
+    ends in a stuttering step; with no move left, the loop is empty and the run stops there)."""
+    lay, moves = comp.layout, comp.moves
+    seen = {key_of(start): 0}
+    steps: list[tuple] = []
+    x = start
+    while len(steps) < limit:
+        options = [(m, t) for m, t, _, _ in comp.expand(x)]
+        stutter = next((m for m, t in options if t is x or t == x), None)
+        nxt = None
+        for m, t in options:
+            if t is x or t == x:
+                continue
+            k = key_of(t)
+            if k in index and allowed(index[k]):
+                if k not in seen:
+                    nxt = (m, t, k)
+                    break
+                if nxt is None:
+                    nxt = (m, t, k)
+        if nxt is None:
+            if stutter is None:
+                return steps, len(steps)
+            mv = moves[stutter]
+            pre = lay.unflatten(x)
+            return steps + [(mv.action, mv.args, pre, pre)], len(steps)
+        m, t, k = nxt
+        mv = moves[m]
+        steps.append((mv.action, mv.args, lay.unflatten(x), lay.unflatten(t)))
+        if k in seen:
+            return steps, seen[k]
+        seen[k] = len(steps)
+        x = t
+    return steps, 0
+
+
+def judge_liveness(
+    cfg: Any,
+    comp: Any,
+    g: Graph,
+    complete: bool,
+    path: Callable[[int], list[tuple]],
+    key_of: Callable[[tuple], Any],
+    index: dict,
+    flat: Callable[[int], tuple] | None = None,
+) -> list[Any]:
+    """The liveness verdicts of one run (``proofs/explore.py:Verdict``), with lasso traces."""
+    from mcp_inflight.model.trace import build_trace
+    from mcp_inflight.proofs.explore import Verdict
+
+    lay = comp.layout
+    if not complete:
+        return [
+            Verdict(
+                n,
+                "liveness",
+                False,
+                True,
+                None,
+                DOCS[n] + " (not judged: the search stopped at --max-states)",
+            )
+            for n in NAMES
+        ]
+    succ = g.succ_lists()
+
+    def start_of(n: int) -> tuple[list[tuple], tuple]:
+        steps = path(n)
+        return steps, (lay.flatten(steps[-1][3]) if steps else comp.initial())
+
+    def flat_of(n: int) -> tuple:
+        return flat(n) if flat is not None else start_of(n)[1]
+
+    def state_of(n: int) -> Any:
+        return lay.unflatten(flat_of(n))
+
+    def enabled_fair(n: int) -> set[int]:
+        x = flat_of(n)
+        return {m for m, t, _, _ in comp.expand(x) if is_fair(comp.moves[m].action) and t != x}
+
+    never = settle_unreachable(g)
+    bad_never = set(never)
+    dead = stuck(g, succ)
+    hung = unanswered(g, succ, state_of, enabled_fair, cfg.requests)
+    comp_of: dict[int, set[int]] = {}
+    if hung is not None:
+        for c in sccs(succ):
+            if hung in c:
+                comp_of[hung] = set(c)
+    found = {
+        "settles": (never[0], bad_never.__contains__) if never else None,
+        "no_deadlock": (dead[0], lambda v: False) if dead else None,
+        "requests_answered": (hung, comp_of[hung].__contains__) if hung is not None else None,
+    }
+    counts = {
+        "settles": len(never),
+        "no_deadlock": len(dead),
+        "requests_answered": 0 if hung is None else 1,
+    }
+    out = []
+    for name in NAMES:
+        hit = found[name]
+        if hit is None:
+            out.append(Verdict(name, "liveness", True, True, None, DOCS[name]))
+            continue
+        n, allowed = hit
+        prefix, x = start_of(n)
+        loop, at = _walk(comp, key_of, index, x, allowed)
+        doc = DOCS[name]
+        if name != "requests_answered":
+            doc += f" ({counts[name]:,} of {g.nodes:,} states)"
+        out.append(
+            Verdict(
+                name,
+                "liveness",
+                True,
+                False,
+                build_trace(cfg, prefix + loop),
+                doc,
+                loop_start=len(prefix) + at,
+            )
+        )
+    return out
