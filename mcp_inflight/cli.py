@@ -202,6 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop a run after this many states; an incomplete run fails",
     )
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    c.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress on stderr (by default the explorer's runs report states, states/s, "
+        "depth and queue: one line rewritten in place on a terminal, a plain line every few "
+        "seconds otherwise, and one summary line per run)",
+    )
     c.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
     c.add_argument(
         "--no-prove", action="store_true", help="run only the explorer (skip the z3 proofs)"
@@ -241,12 +248,13 @@ def cmd_check(args) -> int:
     results = proofs = None
     if not args.no_explore:
         from mcp_inflight.proofs.explore import explore_many
+        from mcp_inflight.proofs.progress import Display
 
         results = explore_many(
             cfgs,
             symmetry=not args.no_symmetry,
             max_states=args.max_states,
-            progress=None if not args.json else False,
+            progress=False if args.no_progress else Display(sys.stderr),
         )
     if not args.no_prove:
         from mcp_inflight.proofs.prove import prove_all
