@@ -168,12 +168,19 @@ def explore(
     ``engine``: ``compiled`` (default) runs the model's rules specialised and compiled for the
     run (``proofs/compiled_model.py``); ``interpreted`` calls them through ``model.logic.Concrete``
     on every step.  Both read the same rules and give the same states, transitions and verdicts
-    (``tests/test_compiled.py``); the compiled one is several times faster.
+    (``tests/test_compiled.py``); the compiled one is several times faster.  ``native``
+    (``proofs/native.py``) generates the same rules as C and runs the whole search in C, without
+    symmetry only (``symmetry=True`` is refused), when a C compiler is present; its counts,
+    verdicts and traces equal the others' without symmetry (``tests/test_native.py``).
     """
     if engine == "interpreted":
         return _explore_interpreted(cfg, symmetry, max_states, progress, properties, on_edge)
+    if engine == "native":
+        from mcp_inflight.proofs.native import explore_native
+
+        return explore_native(cfg, symmetry, max_states, progress, properties, on_edge)
     if engine != "compiled":
-        raise ValueError(f"engine must be compiled or interpreted, not {engine!r}")
+        raise ValueError(f"engine must be compiled, interpreted or native, not {engine!r}")
     return _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge)
 
 
