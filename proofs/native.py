@@ -1,4 +1,4 @@
-"""The explorer's native engine: the model's rules generated as C, the whole unreduced BFS in C.
+"""The explorer's native engine: the model's rules generated as C, the whole BFS in C.
 
 Calling each rule of ``model/`` once with the code-generating backend of ``model/codegen.py``
 (C spelling of the operations, :data:`C_SYNTAX`), for a fixed configuration and fixed action
@@ -6,7 +6,7 @@ arguments ``(r, i)``, yields C for that rule specialised to them, as ``proofs/co
 does for Python.  This module joins the guards, outputs, effects, step properties, state
 properties and ``settled`` of every move into one C file together with a breadth-first search
 (states packed one signed byte per slot of the flat layout of ``proofs/flat.py``, an open-
-addressing hash set, parent pointers), builds it once per configuration with the C compiler
+addressing hash set of their keys, parent pointers), builds it once per configuration with the C compiler
 (the shared object is cached under a directory keyed by a hash of the source) and runs it
 through :mod:`ctypes`.  Nothing here states a lifecycle rule.
 
@@ -18,9 +18,10 @@ sequence that the reference semantics does not allow fails loudly.  States are f
 same order as the Python engines (levels in order, moves in ``step.moves`` order), so counts,
 verdicts and shortest traces are the same; ``tests/test_native.py`` compares them.
 
-What it supports: every design and profile, ``max_states``, progress.  What it does not:
-symmetry reduction (it explores the unreduced state space; ``symmetry=True`` is refused) and
-``on_edge``.  Without a C compiler it is unavailable (:func:`available`).
+What it supports: every design and profile, symmetry reduction (the canonical key of
+``proofs/flat.py:canonical_source`` computed the same way in C, so one state per orbit and the
+same representatives), ``max_states``, progress.  What it does not: ``on_edge`` (the state graph
+stays in C).  Without a C compiler it is unavailable (:func:`available`).
 
 Semantics kept from the generated Python: every key, value and condition of an effect is read on
 the pre-state, the writes are then applied in list order; a write whose key is ``NONE`` is a
@@ -49,7 +50,7 @@ from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, settled
-from mcp_inflight.proofs.flat import Layout
+from mcp_inflight.proofs.flat import Layout, canonical_source
 
 C_SYNTAX = codegen.Syntax("1", "0", " && ", " || ", "(!{x})", "({c} ? {a} : {b})", False)
 CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-w"]
@@ -198,15 +199,89 @@ def _clock(lay: Layout, cfg: Config, src: Source, d: int) -> None:
     src.emit(d + 1, f"t[{lay.base['clock']}] = (sc)np; }}")
 
 
+def _canonical(cfg: Config, lay: Layout) -> tuple[int, str]:
+    """C of ``make_key(s, key)``: the canonical name of the orbit of ``s`` under renaming of ids
+    and instances, the algorithm of ``proofs/flat.py:canonical_source`` step for step (instance
+    signatures; ids ordered by the sorted signatures of their sent instances, ties by id;
+    instances by signature, renamed id and index; every field renamed).  Its width."""
+    canonical_source(cfg, lay)  # refuses a model whose fields it cannot rename
+    n, ids, W = cfg.requests, cfg.ids, lay.W
+    regs = [f.name for f in FIELDS if f.key == "id" and f.sort == "inst?"]
+    others = [f.name for f in FIELDS if f.key == "id" and f.sort != "inst?"]
+    scalars = [f.name for f in FIELDS if f.key is None]
+    sigw = W - 1 + len(regs)
+    kw = n * (sigw + 1) + ids * (len(regs) + len(others)) + len(scalars)
+
+    def arr(name, xs):
+        return f"static const int {name}[{max(len(xs), 1)}] = {{{', '.join(map(str, xs)) or '0'}}};"
+
+    text = f"""
+#define KN {n}
+#define KIDS {ids}
+#define SIGW {sigw}
+{arr("REGB", [lay.base[g] for g in regs])}
+{arr("OTHB", [lay.base[g] for g in others])}
+{arr("SCB", [lay.base[g] for g in scalars])}
+{arr("RIDP", [lay.pos("rid", r) for r in range(n)])}
+{arr("LIFEP", [lay.pos("life", r) for r in range(n)])}
+static int cmp_ints(const int *a, const int *b, int len) {{
+    for (int k = 0; k < len; k++) if (a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
+    return 0;
+}}
+static void make_key(const sc *s, unsigned char *key) {{
+    int h[KN][SIGW + 2], rid[KN], sent[KN];
+    for (int r = 0; r < KN; r++) {{
+        rid[r] = s[RIDP[r]];
+        sent[r] = s[LIFEP[r]] != {int(Life.UNSENT)};
+        for (int k = 0; k < {W - 1}; k++) h[r][k] = s[r * {W} + k];
+        for (int g = 0; g < {len(regs)}; g++) h[r][{W - 1} + g] = s[REGB[g] + rid[r]] == r;
+    }}
+    int D[KIDS][KN], nd[KIDS];
+    for (int k = 0; k < KIDS; k++) nd[k] = 0;
+    for (int r = 0; r < KN; r++) if (sent[r]) D[rid[r]][nd[rid[r]]++] = r;
+    for (int k = 0; k < KIDS; k++)
+        for (int a = 1; a < nd[k]; a++)
+            for (int b = a; b > 0 && cmp_ints(h[D[k][b]], h[D[k][b - 1]], SIGW) < 0; b--) {{
+                int x = D[k][b]; D[k][b] = D[k][b - 1]; D[k][b - 1] = x;
+            }}
+    int ko[KIDS], P[KIDS];
+    for (int k = 0; k < KIDS; k++) ko[k] = k;
+    for (int a = 1; a < KIDS; a++)
+        for (int b = a; b > 0; b--) {{
+            int x = ko[b], y = ko[b - 1], c = 0;
+            for (int j = 0; !c && j < nd[x] && j < nd[y]; j++) c = cmp_ints(h[D[x][j]], h[D[y][j]], SIGW);
+            if (!c) c = nd[x] != nd[y] ? (nd[x] < nd[y] ? -1 : 1) : (x < y ? -1 : 1);
+            if (c >= 0) break;
+            ko[b] = y; ko[b - 1] = x;
+        }}
+    for (int j = 0; j < KIDS; j++) P[ko[j]] = j;
+    int o[KN], sg[KN + 1];
+    for (int r = 0; r < KN; r++) {{ h[r][SIGW] = sent[r] ? P[rid[r]] : rid[r]; h[r][SIGW + 1] = r; o[r] = r; }}
+    for (int a = 1; a < KN; a++)
+        for (int b = a; b > 0 && cmp_ints(h[o[b]], h[o[b - 1]], SIGW + 2) < 0; b--) {{
+            int x = o[b]; o[b] = o[b - 1]; o[b - 1] = x;
+        }}
+    sg[KN] = KN;
+    for (int j = 0; j < KN; j++) sg[o[j]] = j;
+    int at = 0;
+    for (int j = 0; j < KN; j++) for (int k = 0; k <= SIGW; k++) key[at++] = (unsigned char)h[o[j]][k];
+    for (int g = 0; g < {len(regs)}; g++)
+        for (int j = 0; j < KIDS; j++) {{ int x = s[REGB[g] + ko[j]]; key[at++] = (unsigned char)sg[x < 0 ? KN : x]; }}
+    for (int g = 0; g < {len(others)}; g++)
+        for (int j = 0; j < KIDS; j++) key[at++] = (unsigned char)s[OTHB[g] + ko[j]];
+    for (int g = 0; g < {len(scalars)}; g++) key[at++] = (unsigned char)s[SCB[g]];
+}}
+"""
+    return kw, text
+
+
 _RUNTIME = r"""
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef signed char sc;
-
 typedef struct {
-    sc *states; int32_t *parent; int16_t *pmove;
+    sc *states; unsigned char *keys; int32_t *parent; int16_t *pmove;
     long count, cap, next, limit;
     uint32_t *table; long tcap;
     long transitions, deadlocks, first_deadlock;
@@ -218,12 +293,18 @@ typedef struct {
     long move_count[NMOVES];
 } Run;
 
-static uint64_t hash_state(const sc *x) {
+static uint64_t hash_key(const unsigned char *x) {
     uint64_t h = 1469598103934665603ULL;
-    for (int k = 0; k < W; k++) { h ^= (uint8_t)x[k]; h *= 1099511628211ULL; }
+    for (int k = 0; k < KW; k++) { h ^= x[k]; h *= 1099511628211ULL; }
     h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ULL; h ^= h >> 32;
     return h;
 }
+
+#if SYM
+#define KEY_AT(R, i) ((R)->keys + (long)(i) * KW)
+#else
+#define KEY_AT(R, i) ((const unsigned char *)((R)->states + (long)(i) * W))
+#endif
 
 static int grow_table(Run *R) {
     long ncap = R->tcap * 2;
@@ -232,7 +313,7 @@ static int grow_table(Run *R) {
     for (long k = 0; k < R->tcap; k++) {
         uint32_t v = R->table[k];
         if (!v) continue;
-        uint64_t h = hash_state(R->states + (long)(v - 1) * W) & (uint64_t)(ncap - 1);
+        uint64_t h = hash_key(KEY_AT(R, v - 1)) & (uint64_t)(ncap - 1);
         while (nt[h]) h = (h + 1) & (uint64_t)(ncap - 1);
         nt[h] = v;
     }
@@ -251,6 +332,11 @@ static int grow_states(Run *R) {
     int16_t *nm = realloc(R->pmove, (size_t)ncap * sizeof(int16_t));
     if (!nm) return -1;
     R->pmove = nm;
+#if SYM
+    unsigned char *nk = realloc(R->keys, (size_t)ncap * KW);
+    if (!nk) return -1;
+    R->keys = nk;
+#endif
     R->cap = ncap;
     return 0;
 }
@@ -259,17 +345,26 @@ static void judge_state(Run *R, const sc *t, long idx);
 
 /* add t (reached from state si by move m); 1 if new, 0 if known or over the limit */
 static int add_state(Run *R, const sc *t, long si, int m) {
-    uint64_t h = hash_state(t) & (uint64_t)(R->tcap - 1);
+#if SYM
+    unsigned char key[KW];
+    make_key(t, key);
+#else
+    const unsigned char *key = (const unsigned char *)t;
+#endif
+    uint64_t h = hash_key(key) & (uint64_t)(R->tcap - 1);
     for (;;) {
         uint32_t v = R->table[h];
         if (!v) break;
-        if (memcmp(R->states + (long)(v - 1) * W, t, W) == 0) return 0;
+        if (memcmp(KEY_AT(R, v - 1), key, KW) == 0) return 0;
         h = (h + 1) & (uint64_t)(R->tcap - 1);
     }
     if (R->count >= R->limit) { R->complete = 0; return 0; }
     if (R->count == R->cap && grow_states(R)) { R->error = -2; return 0; }
     long idx = R->count++;
     memcpy(R->states + idx * W, t, W);
+#if SYM
+    memcpy(R->keys + idx * KW, key, KW);
+#endif
     R->parent[idx] = (int32_t)si;
     R->pmove[idx] = (int16_t)m;
     R->table[h] = (uint32_t)(idx + 1);
@@ -313,12 +408,19 @@ void *nb_new(const sc *s0, long limit) {
     R->table = calloc((size_t)R->tcap, sizeof(uint32_t));
     R->levels_cap = 64; R->levels = calloc((size_t)R->levels_cap, sizeof(long));
     if (!R->states || !R->parent || !R->pmove || !R->table || !R->levels) return 0;
+#if SYM
+    R->keys = malloc((size_t)R->cap * KW);
+    if (!R->keys) return 0;
+#endif
     for (int j = 0; j <= NSTATE; j++) R->first_state[j] = -1;
     for (int j = 0; j <= NSTEP; j++) { R->first_step[j] = -1; R->first_step_move[j] = -1; }
     R->first_deadlock = -1;
     R->level_end = 1; R->nlevels = 1; R->levels[0] = 1;
-    uint64_t h = hash_state(s0) & (uint64_t)(R->tcap - 1);
     memcpy(R->states, s0, W);
+#if SYM
+    make_key(s0, R->keys);
+#endif
+    uint64_t h = hash_key(KEY_AT(R, 0)) & (uint64_t)(R->tcap - 1);
     R->parent[0] = -1; R->pmove[0] = -1; R->table[h] = 1; R->count = 1;
     judge_state(R, s0, 0);
     return R;
@@ -375,7 +477,7 @@ long nb_path(void *p, long idx, int *out, long cap) {
 void nb_free(void *p) {
     Run *R = p;
     if (!R) return;
-    free(R->states); free(R->parent); free(R->pmove); free(R->table); free(R->levels); free(R);
+    free(R->states); free(R->keys); free(R->parent); free(R->pmove); free(R->table); free(R->levels); free(R);
 }
 """
 
@@ -383,8 +485,9 @@ void nb_free(void *p) {
 class Generated:
     """The C source of one configuration, and what its indices mean."""
 
-    def __init__(self, cfg: Config, properties=PROPERTIES):
+    def __init__(self, cfg: Config, properties=PROPERTIES, symmetry: bool = False):
         self.cfg = cfg
+        self.symmetry = symmetry
         self.layout = lay = Layout(cfg)
         b = CGen(domains(cfg))
         pre = CView(lay, "s")
@@ -403,6 +506,15 @@ class Generated:
         head.emit(0, f"#define NMOVES {len(self.moves)}")
         head.emit(0, f"#define NSTEP {len(self.step_props)}")
         head.emit(0, f"#define NSTATE {len(self.state_props)}")
+        head.emit(0, "typedef signed char sc;")
+        if symmetry:
+            kw, canon = _canonical(cfg, lay)
+            head.emit(0, "#define SYM 1")
+            head.emit(0, f"#define KW {kw}")
+            head.lines.append(canon)
+        else:
+            head.emit(0, "#define SYM 0")
+            head.emit(0, "#define KW W")
         src = Source()
         # state properties: an event is a failing invariant/hazard or a reached witness
         for j, p in enumerate(self.state_props):
@@ -546,12 +658,10 @@ def explore_native(
     from mcp_inflight.proofs.explore import RunResult, Verdict
     from mcp_inflight.proofs.progress import Tracker, sink_for
 
-    if symmetry:
-        raise ValueError("the native engine explores without symmetry: pass symmetry=False")
     if on_edge is not None:
         raise ValueError("the native engine does not take on_edge")
     t0 = time.monotonic()
-    gen = Generated(cfg, properties)
+    gen = Generated(cfg, properties, symmetry)
     lib = load(gen.source)
     lay = gen.layout
     s0 = step.start(cfg)
@@ -602,7 +712,7 @@ def explore_native(
             n = lib.nb_path(R, idx, buf, len(buf))
             return [buf[k] for k in range(n)][::-1]
 
-        res = RunResult(cfg, False)
+        res = RunResult(cfg, symmetry)
         res.states, res.transitions, res.depth = st[0], st[1], st[3]
         res.complete = bool(st[6])
         res.deadlocks = st[7]

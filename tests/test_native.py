@@ -1,7 +1,8 @@
-"""The native engine (C generated from model/) against the Python engine, without symmetry.
+"""The native engine (C generated from model/) against the Python engine, with symmetry and without.
 
 Counts, verdicts, coverage, deadlocks and every trace (so shortest-trace lengths) must be equal:
-the C side searches in the same order and its traces are replayed through ``model/step.py``.
+the C side searches in the same order, names orbits as ``proofs/flat.py`` does, and its traces
+are replayed through ``model/step.py``.
 """
 
 import pytest
@@ -13,10 +14,10 @@ from mcp_inflight.proofs.explore import explore
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
 
-def _same(cfg, max_states=None):
-    a = explore(cfg, symmetry=False, progress=False, max_states=max_states).to_json()
+def _same(cfg, max_states=None, symmetry=False):
+    a = explore(cfg, symmetry=symmetry, progress=False, max_states=max_states).to_json()
     b = explore(
-        cfg, symmetry=False, progress=False, max_states=max_states, engine="native"
+        cfg, symmetry=symmetry, progress=False, max_states=max_states, engine="native"
     ).to_json()
     a.pop("seconds")
     b.pop("seconds")
@@ -30,24 +31,25 @@ def own_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "design,rev,tr",
+    "design,rev,tr,symmetry",
     [
-        ("unguarded", "2025-11-25", "http"),
-        ("check_then_claim", "2026-07-28", "stdio"),
+        ("unguarded", "2025-11-25", "http", False),
+        ("check_then_claim", "2026-07-28", "stdio", False),
+        ("unguarded", "2025-11-25", "stdio", True),
+        ("check_then_claim", "2026-07-28", "http", True),
     ],
 )
-def test_native_equals_python_engine(design, rev, tr):
-    _same(Config(DESIGNS[design], rev, tr, ids=2, requests=2))
+def test_native_equals_python_engine(design, rev, tr, symmetry):
+    _same(Config(DESIGNS[design], rev, tr, ids=2, requests=2), symmetry=symmetry)
+
+
+def test_native_symmetry_at_three_ids():
+    """The general id ordering (more than two ids), against the Python key."""
+    _same(Config(DESIGNS["unguarded"], "2026-07-28", "stdio", ids=3, requests=2), symmetry=True)
 
 
 def test_native_equals_python_engine_when_cut_short():
     _same(Config(DESIGNS["atomic"], "2025-11-25", "stdio", ids=2, requests=2), max_states=3000)
-
-
-def test_native_refuses_symmetry():
-    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=1, requests=1)
-    with pytest.raises(ValueError, match="without symmetry"):
-        explore(cfg, progress=False, engine="native")
 
 
 def test_native_build_is_cached(tmp_path, monkeypatch):
@@ -60,8 +62,18 @@ def test_native_build_is_cached(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("symmetry", [False, True])
 @pytest.mark.parametrize("design", list(DESIGNS) + list(mutants()))
 @pytest.mark.parametrize("rev,tr", profiles("all", "all"))
-def test_native_equals_python_engine_everywhere(design, rev, tr):
+def test_native_equals_python_engine_everywhere(design, rev, tr, symmetry):
     known = {**DESIGNS, **mutants()}
-    _same(Config(known[design], rev, tr, ids=2, requests=2))
+    _same(Config(known[design], rev, tr, ids=2, requests=2), symmetry=symmetry)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", list(DESIGNS))
+@pytest.mark.parametrize("rev,tr", profiles("all", "all"))
+def test_native_equals_python_engine_at_the_default_bound(design, rev, tr):
+    """``check``'s bound, 2 ids x 3 instances, with symmetry (the 2025-11-25 http runs are the
+    largest: up to 2M states, minutes for the Python engine)."""
+    _same(Config(DESIGNS[design], rev, tr, ids=2, requests=3), symmetry=True)
