@@ -203,6 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     c.add_argument(
+        "--engine",
+        default="auto",
+        type=choice(["auto", "native", "compiled", "interpreted"], "engine"),
+        help="the explorer's engine: native (the model's rules generated as C, built once per "
+        "configuration with the C compiler and cached), compiled (generated Python), "
+        "interpreted (model/step.py); the same states, verdicts and traces (tests compare "
+        "them). Default auto: native when a C compiler is present, else compiled",
+    )
+    c.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress on stderr (by default the explorer's runs report states, states/s, "
@@ -243,6 +252,15 @@ def cmd_check(args) -> int:
         if why is not None:
             sys.stderr.write(f"mcp-inflight check: error: --junit-xml: {why}\n")
             return 2
+    if args.engine == "native" and not args.no_explore:
+        from mcp_inflight.proofs.native import available
+
+        if not available():
+            sys.stderr.write(
+                "mcp-inflight check: error: --engine native needs a C compiler "
+                "(gcc or cc on PATH, or CC); use --engine compiled\n"
+            )
+            return 2
     stop_on_signals()
     cfgs = _runs(args)
     results = proofs = None
@@ -255,6 +273,7 @@ def cmd_check(args) -> int:
             symmetry=not args.no_symmetry,
             max_states=args.max_states,
             progress=False if args.no_progress else Display(sys.stderr),
+            engine=args.engine,
         )
     if not args.no_prove:
         from mcp_inflight.proofs.prove import prove_all

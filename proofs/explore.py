@@ -169,10 +169,15 @@ def explore(
     run (``proofs/compiled_model.py``); ``interpreted`` calls them through ``model.logic.Concrete``
     on every step.  Both read the same rules and give the same states, transitions and verdicts
     (``tests/test_compiled.py``); the compiled one is several times faster.  ``native``
-    (``proofs/native.py``) generates the same rules as C and runs the whole search in C, without
-    symmetry only (``symmetry=True`` is refused), when a C compiler is present; its counts,
-    verdicts and traces equal the others' without symmetry (``tests/test_native.py``).
+    (``proofs/native.py``) generates the same rules as C and runs the whole search in C (with or
+    without symmetry; not ``on_edge``) when a C compiler is present; its counts,
+    verdicts and traces equal the others' (``tests/test_native.py``).  ``auto``: ``native``
+    when a C compiler is present (and no ``on_edge``), else ``compiled``.
     """
+    if engine == "auto":  # native when a C compiler is present, else compiled
+        from mcp_inflight.proofs.native import available
+
+        engine = "native" if on_edge is None and available() else "compiled"
     if engine == "interpreted":
         return _explore_interpreted(cfg, symmetry, max_states, progress, properties, on_edge)
     if engine == "native":
@@ -180,7 +185,7 @@ def explore(
 
         return explore_native(cfg, symmetry, max_states, progress, properties, on_edge)
     if engine != "compiled":
-        raise ValueError(f"engine must be compiled, interpreted or native, not {engine!r}")
+        raise ValueError(f"engine must be auto, compiled, interpreted or native, not {engine!r}")
     return _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge)
 
 

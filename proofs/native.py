@@ -661,6 +661,7 @@ def explore_native(
     if on_edge is not None:
         raise ValueError("the native engine does not take on_edge")
     t0 = time.monotonic()
+    prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
     gen = Generated(cfg, properties, symmetry)
     lib = load(gen.source)
     lay = gen.layout
@@ -671,7 +672,6 @@ def explore_native(
     R = lib.nb_new(init, min(limit, (1 << 31) - 2))
     if not R:
         raise NativeError("out of memory")
-    prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
     st = (ctypes.c_long * 11)()
     try:
         fed = 1  # levels handed to the tracker (level 0 is in it already)
