@@ -10,6 +10,7 @@ import pytest
 import mcp_inflight.proofs.compiled_model as compiled_model
 import mcp_inflight.proofs.explore as explore_mod
 import mcp_inflight.proofs.flat as flat
+import mcp_inflight.proofs.native as native
 import mcp_inflight.proofs.progress as progress_mod
 from mcp_inflight.model import DESIGNS, Config, Life, profiles, step
 from mcp_inflight.model.logic import NONE
@@ -271,8 +272,10 @@ def every_tick(monkeypatch):
     monkeypatch.setattr(progress_mod, "TICK_INTERVAL", 0.0)
 
 
-@pytest.mark.parametrize("engine", ["compiled", "interpreted"])
+@pytest.mark.parametrize("engine", ["compiled", "interpreted", "native"])
 def test_progress_lines_carry_the_fields(every_tick, engine, capsys):
+    if engine == "native" and not native.available():
+        pytest.skip("no C compiler")
     err = io.StringIO()
     r = explore(
         _PROGRESS_CFG,
@@ -355,3 +358,18 @@ def test_check_json_stdout_is_unchanged_by_progress(capsys):
         {k: v for k, v in r.items() if k != "seconds"} for r in json.loads(o)["runs"]
     ]  # noqa: E731
     assert strip(out2) == strip(out) and err2 == ""
+
+
+def test_check_engines_give_the_same_json(monkeypatch, capsys):
+    from mcp_inflight import cli
+
+    argv = ["check", "--revision", "2026-07-28", "--requests", "2", "--no-prove", "--json"]
+    outs = []
+    for engine in ("compiled", "native") if native.available() else ("compiled",):
+        assert cli.main(argv + ["--engine", engine, "--no-progress"]) == 0
+        runs = json.loads(capsys.readouterr().out)["runs"]
+        outs.append([{k: v for k, v in r.items() if k != "seconds"} for r in runs])
+    assert all(o == outs[0] for o in outs)
+    monkeypatch.setattr(native, "available", lambda: False)
+    assert cli.main(argv + ["--engine", "native"]) == 2
+    assert "needs a C compiler" in capsys.readouterr().err
