@@ -174,10 +174,15 @@ def explore(
     verdicts and traces equal the others' (``tests/test_native.py``).  ``auto``: ``native``
     when a C compiler is present (and no ``on_edge``), else ``compiled``.
     """
-    if engine == "auto":  # native when a C compiler is present, else compiled
-        from mcp_inflight.proofs.native import available
+    if engine == "auto":  # native when it can be built, else compiled
+        from mcp_inflight.proofs.native import BuildError, available, explore_native
 
-        engine = "native" if on_edge is None and available() else "compiled"
+        if on_edge is None and available():
+            try:
+                return explore_native(cfg, symmetry, max_states, progress, properties, on_edge)
+            except BuildError as e:
+                sys.stderr.write(f"explore: the native engine is unavailable ({e}); compiled\n")
+        engine = "compiled"
     if engine == "interpreted":
         return _explore_interpreted(cfg, symmetry, max_states, progress, properties, on_edge)
     if engine == "native":

@@ -60,6 +60,10 @@ class NativeError(RuntimeError):
     """The native engine cannot run, or stopped on a model error."""
 
 
+class BuildError(NativeError):
+    """The C could not be built or loaded (no compiler, a compiler error, an unwritable cache)."""
+
+
 class CExpr(codegen.Expr):
     """A C expression (``&&``, ``||``, ``!``, ``(c ? a : b)``, booleans as 1/0)."""
 
@@ -599,21 +603,26 @@ def build(source: str) -> Path:
     """The shared object of ``source``, compiled once and cached by a hash of source and flags."""
     cc = compiler()
     if cc is None:
-        raise NativeError("no C compiler found (set CC or install gcc)")
+        raise BuildError("no C compiler found (set CC or install gcc)")
     key = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
     d = cache_dir()
     so = d / f"explore-{key}.so"
     if so.exists():
         return so
-    d.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=d) as tmp:
-        c = Path(tmp) / "model.c"
-        c.write_text(source)
-        out = Path(tmp) / "model.so"
-        p = subprocess.run([cc, *CFLAGS, "-o", str(out), str(c)], capture_output=True, text=True)
-        if p.returncode != 0:
-            raise NativeError(f"{cc} failed:\n{p.stderr[-3000:]}")
-        os.replace(out, so)  # atomic: a concurrent build of the same source is harmless
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            c = Path(tmp) / "model.c"
+            c.write_text(source)
+            out = Path(tmp) / "model.so"
+            p = subprocess.run(
+                [cc, *CFLAGS, "-o", str(out), str(c)], capture_output=True, text=True
+            )
+            if p.returncode != 0:
+                raise BuildError(f"{cc} failed:\n{p.stderr[-3000:]}")
+            os.replace(out, so)  # atomic: a concurrent build of the same source is harmless
+    except OSError as e:
+        raise BuildError(f"cannot build in {d}: {e}") from e
     return so
 
 
@@ -624,7 +633,10 @@ def load(source: str):
     so = build(source)
     lib = _loaded.get(str(so))
     if lib is None:
-        lib = ctypes.CDLL(str(so))
+        try:
+            lib = ctypes.CDLL(str(so))
+        except OSError as e:
+            raise BuildError(f"cannot load {so}: {e}") from e
         L, P = ctypes.c_long, ctypes.c_void_p
         lp = ctypes.POINTER(ctypes.c_long)
         lib.nb_new.restype = P

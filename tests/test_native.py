@@ -77,3 +77,15 @@ def test_native_equals_python_engine_at_the_default_bound(design, rev, tr):
     """``check``'s bound, 2 ids x 3 instances, with symmetry (the 2025-11-25 http runs are the
     largest: up to 2M states, minutes for the Python engine)."""
     _same(Config(DESIGNS[design], rev, tr, ids=2, requests=3), symmetry=True)
+
+
+def test_auto_falls_back_to_the_python_engine_when_the_build_fails(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(blocker))  # no directory can be made under it
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=2, requests=2)
+    r = explore(cfg, progress=False, engine="auto")
+    assert "native engine is unavailable" in capsys.readouterr().err
+    assert r.states == explore(cfg, progress=False).states
+    with pytest.raises(native.BuildError):
+        explore(cfg, progress=False, engine="native")
