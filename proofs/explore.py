@@ -7,7 +7,9 @@ model's functions are called once with the code-generating backend of ``model/co
 generated functions do the search's work; ``engine="interpreted"`` takes every step through
 ``model/step.py`` (the concrete backend) instead (same results, ``tests/test_compiled.py``).  What the explorer adds is search:
 canonical hashing (a canonical form under symmetry of interchangeable ids and instances, on by
-default), per-action coverage, deadlock detection, traces, and a progress line on a terminal.
+default), per-action coverage, deadlock detection, traces, and progress on stderr
+(``proofs/progress.py``).  ``engine="native"`` runs the whole search in C generated from the
+same rules (``proofs/native.py``).
 
 States are flat tuples while they wait in the queue; the visited set keeps only a compact key
 (bytes) per state and the move that first reached it.  A trace is rebuilt by replaying those
