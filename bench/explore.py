@@ -2,15 +2,16 @@
 
     .venv/bin/python bench/explore.py                      # atomic, every profile, from (2,3)
     .venv/bin/python bench/explore.py --revision 2025-11-25 --transport http --budget 30
-    .venv/bin/python bench/explore.py --engines --bounds 2x2   # compiled vs interpreted
+    .venv/bin/python bench/explore.py --engines --bounds 2x2   # compiled vs interpreted vs native
 
 For each profile, bounds (ids x requests) grow from the first of --bounds; each bound is
 explored with symmetry reduction on and off, one after the other in this process.  The table
 gives states, transitions, wall seconds, CPU seconds, states per wall second and the symmetry
 reduction factor (states off / states on).  A profile stops growing after the first bound where
 a run took longer than --budget seconds; a run cut short by --max-states is marked '>' and its
-figures are lower bounds.  --engines instead measures the compiled and the interpreted engine
-(both read model/; see proofs/compiled_model.py) on the same runs.  Wall seconds on a shared machine
+figures are lower bounds.  --engines instead measures the compiled, the interpreted and (with a
+C compiler) the native engine (all read model/; see proofs/compiled_model.py and
+proofs/native.py) on the same runs.  Wall seconds on a shared machine
 are noisy: compare figures of one run, and read CPU seconds beside them.
 """
 
@@ -89,10 +90,18 @@ def growth(a) -> None:
 
 
 def engines(a) -> None:
-    print(f"design {a.design}: compiled vs interpreted engine, same runs")
+    from mcp_inflight.proofs import native
+
+    nat = native.available()
+    print(
+        f"design {a.design}: compiled vs interpreted"
+        + (" vs native (C; build timed apart, not in 'native s')" if nat else "")
+        + " engine, same runs"
+    )
     print(
         f"{'profile':<19} {'bound':>5} {'sym':>4} {'states':>9} {'compiled s':>11}"
         f" {'interpreted s':>14} {'speed-up':>9}"
+        + (f" {'native s':>9} {'build s':>8} {'nat/comp':>9}" if nat else "")
     )
     for rev, tr in profiles(a.revision, a.transport):
         for ids, req in a.bounds:
@@ -103,9 +112,18 @@ def engines(a) -> None:
                     cfg, symmetry=sym, max_states=a.max_states, engine="interpreted"
                 )
                 same = (rc.states, rc.transitions) == (ri.states, ri.transitions)
+                extra = ""
+                if nat:
+                    b0 = time.monotonic()
+                    native.build(native.Generated(cfg, symmetry=sym).source)
+                    bs = time.monotonic() - b0
+                    rn, wn, _ = measure(cfg, symmetry=sym, max_states=a.max_states, engine="native")
+                    same = same and (rn.states, rn.transitions) == (rc.states, rc.transitions)
+                    extra = f" {wn:>9.2f} {bs:>8.2f} {wc / max(wn, 1e-9):>8.1f}x"
                 print(
                     f"{rev + ' ' + tr:<19} {ids}x{req:<3} {'on' if sym else 'off':>4}"
                     f" {rc.states:>9,} {wc:>11.2f} {wi:>14.2f} {wi / max(wc, 1e-9):>8.1f}x"
+                    + extra
                     + ("" if same else "  !! the engines disagree"),
                     flush=True,
                 )

@@ -6,7 +6,11 @@
 For every design x profile x bound (ids x requests) it runs:
 
 * ours: ``explore(cfg, symmetry=False)`` and ``explore(cfg, symmetry=True)``
-  (``mcp_inflight.proofs.explore``), timed around the call;
+  (``mcp_inflight.proofs.explore``, the Python engine), timed around the call; and, when a C
+  compiler is present, ``explore(cfg, symmetry=False, engine="native")`` (``proofs/native.py``:
+  the same rules generated as C, the whole search in C), its build (C generation and gcc, into a
+  fresh cache directory) timed apart from its search, so that its states per second, like pan's,
+  count the search alone;
 * SPIN, end to end and timed as one: the Promela text generated from ``model/`` by
   ``bench/promela.py`` (no hand-written Promela), ``spin -a``, ``gcc -O2 -DSAFETY -DNOCLAIM``
   (safety only, no never claim; no ``-DCOLLAPSE``: on these 30-40 byte state vectors it made
@@ -26,10 +30,14 @@ two count the same things: one SPIN state is one model state (one process restin
 ``timeout`` option that judges states with nothing enabled leads back to the state it left, so
 it stores nothing.  Any difference is reported as a mismatch (exit 1), never explained away.
 
-Times: ours is the wall time of ``explore``; SPIN's "to verdict" is generate + ``spin -a`` + gcc
+Times: ours is the wall time of ``explore`` (the native engine's: build + search); SPIN's "to verdict" is generate + ``spin -a`` + gcc
 + pan, with the phases also shown.  States/s: ours = states / explore time; SPIN's = stored
 states / pan's wall time (the search alone) and, in brackets, / end-to-end time.  Ratios are
 ours / SPIN: a time ratio below 1 means we are faster; a rate ratio above 1 means we are faster.
+
+Last, unless ``--no-check-time``, the wall time of ``mcp-inflight check --design all --no-prove``
+(the explorer at the default bound, every design and profile, with symmetry, in worker
+processes), as a new user would run it.
 """
 
 from __future__ import annotations
@@ -137,11 +145,20 @@ def run_spin(
     }
 
 
-def run_ours(cfg: Config, symmetry: bool) -> dict:
+def run_ours(cfg: Config, symmetry: bool, engine: str = "compiled") -> dict:
+    build = 0.0
+    if engine == "native":
+        from mcp_inflight.proofs import native
+
+        b0 = time.monotonic()
+        native.build(native.Generated(cfg).source)
+        build = time.monotonic() - b0
     t0 = time.monotonic()
-    r = explore(cfg, symmetry=symmetry, progress=False)
+    r = explore(cfg, symmetry=symmetry, progress=False, engine=engine)
     sec = time.monotonic() - t0
     return {
+        "engine": engine,
+        "build_seconds": build,
         "states": r.states,
         "transitions": r.transitions,
         "seconds": sec,
@@ -151,10 +168,18 @@ def run_ours(cfg: Config, symmetry: bool) -> dict:
     }
 
 
-def compare(cfg: Config, workdir, depth=200_000, embedded_c=True) -> dict:
-    """One configuration, both checkers: counts, verdicts, times."""
+def native_available() -> bool:
+    from mcp_inflight.proofs import native
+
+    return native.available()
+
+
+def compare(cfg: Config, workdir, depth=200_000, embedded_c=True, with_native=False) -> dict:
+    """One configuration, both checkers: counts, verdicts, times (``with_native``: our native
+    engine too, whose counts and verdicts must equal the Python engine's)."""
     nosym = run_ours(cfg, symmetry=False)
     sym = run_ours(cfg, symmetry=True)
+    nat = run_ours(cfg, symmetry=False, engine="native") if with_native else None
     # a hash table about twice the expected number of states (pan's default is -w24)
     bits = max(18, math.ceil(math.log2(max(nosym["states"], 1))) + 1)
     spin = run_spin(cfg, workdir, depth=depth, hash_bits=bits, embedded_c=embedded_c)
@@ -162,6 +187,11 @@ def compare(cfg: Config, workdir, depth=200_000, embedded_c=True) -> dict:
     disagree = sorted(n for n in kinds if nosym["verdicts"].get(n) != spin["verdicts"].get(n))
     if nosym["deadlock"] != spin["deadlock"]:
         disagree.append("deadlock")
+    native_same = nat is None or all(
+        nat[k] == nosym[k] for k in ("states", "transitions", "verdicts", "deadlock", "complete")
+    )
+    if not native_same:
+        disagree.append("native engine")
     failed = lambda v: sorted(n for n, ok in v.items() if kinds[n] == "invariant" and not ok)  # noqa: E731
     hazards = lambda v: sorted(n for n, ok in v.items() if kinds[n] == "hazard" and not ok)  # noqa: E731
     unreached = lambda v: sorted(n for n, ok in v.items() if kinds[n] == "witness" and not ok)  # noqa: E731
@@ -173,6 +203,7 @@ def compare(cfg: Config, workdir, depth=200_000, embedded_c=True) -> dict:
         "requests": cfg.requests,
         "ours": nosym,
         "ours_sym": sym,
+        "native": nat,
         "spin": spin,
         "states_match": nosym["states"] == spin["states"],
         "verdicts_agree": not disagree,
@@ -293,6 +324,36 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
             f" {f'{r_s:,.0f} ({r_e:,.0f})':>20} {r_o / r_s:>14.3f}"
         )
     print()
+    print(
+        "Unreduced states per second, side by side: pan (search alone), our Python engine,"
+        " our native engine (search alone; its build beside it); ratios to pan"
+    )
+    hdr = (
+        f"{'design':<{w}} {'profile':<17} {'bound':>5} {'states':>9} {'pan st/s':>10}"
+        f" {'Python st/s':>11} {'native st/s':>11} {'Py/pan':>7} {'nat/pan':>7}"
+        f" {'nat/Py':>7} {'native build s':>14}"
+    )
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        prof = f"{r['revision']} {r['transport']}"
+        bound = f"{r['ids']}x{r['requests']}"
+        o, s, n = r["ours"], r["spin"], r.get("native")
+        r_s = _rate(s["states"], s["seconds"]["pan"])
+        r_o = _rate(o["states"], o["seconds"])
+        if n is None:
+            nat = f"{'-':>11} {'':>7} {'-':>7} {'-':>7} {'-':>14}"
+        else:
+            r_n = _rate(n["states"], n["seconds"])
+            nat = (
+                f"{r_n:>11,.0f} {'':>7} {r_n / r_s:>7.3f} {r_n / r_o:>7.1f}"
+                f" {n['build_seconds']:>14.2f}"
+            )
+        print(
+            f"{r['design']:<{w}} {prof:<17} {bound:>5} {o['states']:>9,} {r_s:>10,.0f}"
+            f" {r_o:>11,.0f} " + nat.replace(f" {'':>7} ", f" {r_o / r_s:>7.3f} ", 1)
+        )
+    print()
     print("Aims (at the default bound 2x2; symmetry at every bound):")
     for r in rows:
         o, y, s = r["ours"], r["ours_sym"], r["spin"]
@@ -304,9 +365,31 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
             )
             q = _rate(o["states"], o["seconds"]) / _rate(s["states"], s["seconds"]["pan"])
             parts.append(f"rate >= 1/4 of SPIN's: {'yes' if q >= 0.25 else 'no'} ({q:.3f})")
+        n = r.get("native")
+        if n is not None:
+            q = _rate(n["states"], n["seconds"]) / _rate(s["states"], s["seconds"]["pan"])
+            parts.append(f"native rate >= 1/2 of pan's: {'yes' if q >= 0.5 else 'no'} ({q:.3f})")
         parts.append(f"symmetry fewer states: {'yes' if y['states'] < o['states'] else 'no'}")
         parts.append(f"symmetry less time: {'yes' if y['seconds'] < o['seconds'] else 'no'}")
         print(tag, "; ".join(parts))
+
+
+def time_check() -> dict:
+    """Wall time of ``mcp-inflight check --design all --no-prove``, as a user runs it."""
+    exe = Path(sys.executable).with_name("mcp-inflight")
+    cmd = [str(exe) if exe.exists() else "mcp-inflight", "check", "--design", "all", "--no-prove"]
+    print(f"timing: {' '.join(cmd[1:])} ...", file=sys.stderr, flush=True)
+    load0 = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    sec = time.monotonic() - t0
+    return {
+        "command": "mcp-inflight " + " ".join(cmd[1:]),
+        "seconds": sec,
+        "exit": p.returncode,
+        "load_before": load0,
+        "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
 
 
 def _bounds(text: str) -> list[tuple[int, int]]:
@@ -354,6 +437,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="keep the generated .pml, pan.c and pan here (default: a temporary directory)",
     )
+    p.add_argument(
+        "--no-native", action="store_true", help="leave out our native engine (C, no symmetry)"
+    )
+    p.add_argument(
+        "--no-check-time",
+        action="store_true",
+        help="do not time `mcp-inflight check --design all --no-prove` at the end",
+    )
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     a = p.parse_args(argv)
     missing = tools_missing()
@@ -381,7 +472,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(str(e))
     mach = machine()
     rows = []
+    with_native = not a.no_native and native_available()
     with tempfile.TemporaryDirectory(prefix="explore-vs-spin-") as tmp:
+        # the native engine builds into a fresh cache: its build time is a real one
+        os.environ["MCP_INFLIGHT_CACHE"] = str(Path(tmp) / "cache")
         base = Path(a.keep) if a.keep else Path(tmp)
         for n, cfg in enumerate(cfgs, 1):
             print(
@@ -391,13 +485,26 @@ def main(argv: list[str] | None = None) -> int:
             )
             wd = base / f"{cfg.design.name}-{cfg.revision}-{cfg.transport}-{cfg.ids}x{cfg.requests}"
             try:
-                row = compare(cfg, wd, depth=a.depth, embedded_c=not a.pure_promela)
+                row = compare(
+                    cfg,
+                    wd,
+                    depth=a.depth,
+                    embedded_c=not a.pure_promela,
+                    with_native=with_native,
+                )
             except SpinError as e:
                 print(f"explore_vs_spin: {cfg.label}: {e}", file=sys.stderr)
                 return 1
             rows.append(row)
+            nat = row["native"]
             print(
-                f"    states ours {row['ours']['states']:,} in {row['ours']['seconds']:.2f} s,"
+                (
+                    f"    native {nat['states']:,} in {nat['seconds']:.2f} s"
+                    f" (+{nat['build_seconds']:.2f} s build);"
+                    if nat
+                    else ""
+                )
+                + f"    states ours {row['ours']['states']:,} in {row['ours']['seconds']:.2f} s,"
                 f" with symmetry {row['ours_sym']['states']:,} in"
                 f" {row['ours_sym']['seconds']:.2f} s; SPIN {row['spin']['states']:,} in"
                 f" {row['spin']['seconds']['total']:.2f} s;"
@@ -406,16 +513,29 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
+    check = None if a.no_check_time else time_check()
     load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
     if a.json:
         print(
             json.dumps(
-                {"machine": mach, "load_after": load_after, "gcc_flags": GCC_FLAGS, "runs": rows},
+                {
+                    "machine": mach,
+                    "load_after": load_after,
+                    "gcc_flags": GCC_FLAGS,
+                    "runs": rows,
+                    "check": check,
+                },
                 indent=1,
             )
         )
     else:
         print_report(rows, mach, load_after, pure=a.pure_promela)
+        if check is not None:
+            print()
+            print(
+                f"`{check['command']}`: {check['seconds']:.1f} s wall, exit {check['exit']}"
+                f" (load average before: {check['load_before']}; after: {check['load_after']})"
+            )
     ok = all(r["states_match"] and r["verdicts_agree"] for r in rows)
     if not ok:
         print("MISMATCH: a count or a verdict differs between the two checkers", file=sys.stderr)

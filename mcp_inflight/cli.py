@@ -198,9 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--liveness",
         action="store_true",
-        help="keep the state graph and judge the liveness properties (on by "
-        "default at --requests 2 or fewer; at the default bound it doubles "
-        "the explorer's time)",
+        help="keep the state graph and judge the liveness properties on the compiled engine "
+        "(on by default at --requests 2 or fewer unless --engine native; at the default "
+        "bound it takes the compiled engine and doubles its time)",
     )
     c.add_argument(
         "--max-states",
@@ -209,6 +209,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop a run after this many states; an incomplete run fails",
     )
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    c.add_argument(
+        "--engine",
+        default="auto",
+        type=choice(["auto", "native", "compiled", "interpreted"], "engine"),
+        help="the explorer's engine: native (the model's rules generated as C, built once per "
+        "configuration with the C compiler and cached), compiled (generated Python), "
+        "interpreted (model/step.py); the same states, verdicts and traces (tests compare "
+        "them). Default auto: native when a C compiler is present, else compiled",
+    )
+    c.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress on stderr (by default the explorer's runs report states, states/s, "
+        "depth and queue: one line rewritten in place on a terminal, a plain line every few "
+        "seconds otherwise, and one summary line per run)",
+    )
     c.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
     c.add_argument(
         "--no-prove", action="store_true", help="run only the explorer (skip the z3 proofs)"
@@ -232,6 +248,12 @@ def _runs(args):
     ]
 
 
+def _liveness(args) -> bool:
+    """Liveness is judged when asked, and by default at --requests 2 or fewer (where keeping
+    the graph is cheap), except on ``--engine native``, which keeps no graph."""
+    return args.liveness or (args.requests <= 2 and args.engine != "native")
+
+
 def cmd_check(args) -> int:
     from mcp_inflight import report
 
@@ -243,18 +265,35 @@ def cmd_check(args) -> int:
         if why is not None:
             sys.stderr.write(f"mcp-inflight check: error: --junit-xml: {why}\n")
             return 2
+    if args.engine == "native" and args.liveness:
+        sys.stderr.write(
+            "mcp-inflight check: error: --liveness needs the compiled engine "
+            "(--engine auto or compiled); the native engine does not keep the graph\n"
+        )
+        return 2
+    if args.engine == "native" and not args.no_explore:
+        from mcp_inflight.proofs.native import available
+
+        if not available():
+            sys.stderr.write(
+                "mcp-inflight check: error: --engine native needs a C compiler "
+                "(gcc or cc on PATH, or CC); use --engine compiled\n"
+            )
+            return 2
     stop_on_signals()
     cfgs = _runs(args)
     results = proofs = None
     if not args.no_explore:
         from mcp_inflight.proofs.explore import explore_many
+        from mcp_inflight.proofs.progress import Display
 
         results = explore_many(
             cfgs,
             symmetry=not args.no_symmetry,
             max_states=args.max_states,
-            progress=None if not args.json else False,
-            liveness=args.liveness or args.requests <= 2,
+            progress=False if args.no_progress else Display(sys.stderr),
+            engine=args.engine,
+            liveness=_liveness(args),
         )
     if not args.no_prove:
         from mcp_inflight.proofs.prove import prove_all

@@ -7,9 +7,11 @@ model's functions are called once with the code-generating backend of ``model/co
 generated functions do the search's work; ``engine="interpreted"`` takes every step through
 ``model/step.py`` (the concrete backend) instead (same results, ``tests/test_compiled.py``).  What the explorer adds is search:
 canonical hashing (a canonical form under symmetry of interchangeable ids and instances, on by
-default), per-action coverage, deadlock detection, traces, and a progress line on a terminal.
-With ``liveness=True`` it also keeps the graph's edges and judges the liveness properties of
-``proofs/liveness.py`` (weak fairness of the server and of delivery) on the explored graph.
+default), per-action coverage, deadlock detection, traces, and progress on stderr
+(``proofs/progress.py``).  ``engine="native"`` runs the whole search in C generated from the
+same rules (``proofs/native.py``).  With ``liveness=True`` (compiled engine) it also keeps the
+graph's edges and judges the liveness properties of ``proofs/liveness.py`` (weak fairness of the
+server and of delivery) on the explored graph.
 
 States are flat tuples while they wait in the queue; the visited set keeps only a compact key
 (bytes) per state and the move that first reached it.  A trace is rebuilt by replaying those
@@ -48,6 +50,7 @@ from mcp_inflight.model.trace import (
 from mcp_inflight.proofs.compiled_model import Compiled
 from mcp_inflight.proofs.flat import Layout, decode_key, key_function
 from mcp_inflight.proofs.liveness import Graph, is_fair, judge_liveness
+from mcp_inflight.proofs.progress import Display, Tracker, sink_for, worker_init, worker_sink
 
 # --- symmetry -----------------------------------------------------------------------------
 
@@ -158,34 +161,6 @@ class RunResult:
 # --- the search ---------------------------------------------------------------------------
 
 
-class _Progress:
-    def __init__(self, enabled: bool, label: str):
-        self.enabled = enabled
-        self.label = label
-        self.t0 = time.monotonic()
-        self.last = self.t0
-        self.shown = False
-
-    def tick(self, states, depth):
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.last < 0.5:
-            return
-        self.last = now
-        rate = states / max(now - self.t0, 1e-9)
-        sys.stderr.write(
-            f"\r  {self.label}: {states:,} states, {rate:,.0f} states/s, depth {depth}   "
-        )
-        sys.stderr.flush()
-        self.shown = True
-
-    def done(self):
-        if self.shown:
-            sys.stderr.write("\r" + " " * 100 + "\r")
-            sys.stderr.flush()
-
-
 def explore(
     cfg: Config,
     symmetry: bool = True,
@@ -205,15 +180,36 @@ def explore(
     ``engine``: ``compiled`` (default) runs the model's rules specialised and compiled for the
     run (``proofs/compiled_model.py``); ``interpreted`` calls them through ``model.logic.Concrete``
     on every step.  Both read the same rules and give the same states, transitions and verdicts
-    (``tests/test_compiled.py``); the compiled one is several times faster.
+    (``tests/test_compiled.py``); the compiled one is several times faster.  ``native``
+    (``proofs/native.py``) generates the same rules as C and runs the whole search in C (with or
+    without symmetry; not ``on_edge``) when a C compiler is present; its counts,
+    verdicts and traces equal the others' (``tests/test_native.py``).  ``auto``: ``native``
+    when a C compiler is present (and no ``on_edge``), else ``compiled``.
 
     ``liveness``: keep the graph's edges and judge the liveness properties of
-    ``proofs/liveness.py`` on it (compiled engine only; the interpreted one reports none).
+    ``proofs/liveness.py`` on it (compiled engine only: ``auto`` then takes the compiled one,
+    ``native`` refuses it, ``interpreted`` reports none).
     """
+    if engine == "auto":  # native when it can be built, else compiled
+        from mcp_inflight.proofs.native import BuildError, available, explore_native
+
+        if on_edge is None and not liveness and available():
+            try:
+                return explore_native(cfg, symmetry, max_states, progress, properties, on_edge)
+            except BuildError as e:
+                sys.stderr.write(f"explore: the native engine is unavailable ({e}); compiled\n")
+        engine = "compiled"
     if engine == "interpreted":
         return _explore_interpreted(cfg, symmetry, max_states, progress, properties, on_edge)
+    if engine == "native":
+        from mcp_inflight.proofs.native import explore_native
+
+        if liveness:
+            raise ValueError("the native engine does not judge liveness: use compiled or auto")
+
+        return explore_native(cfg, symmetry, max_states, progress, properties, on_edge)
     if engine != "compiled":
-        raise ValueError(f"engine must be compiled or interpreted, not {engine!r}")
+        raise ValueError(f"engine must be auto, compiled, interpreted or native, not {engine!r}")
     return _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
 
 
@@ -241,9 +237,7 @@ def _explore_compiled(
         for p, chk in zip(comp.state_props, comp.state_checks, strict=False)
     ]
     first_bad: dict[str, tuple] = {}
-    if progress is None:
-        progress = sys.stderr.isatty()
-    prog = _Progress(progress, cfg.label)
+    prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
 
     s0 = comp.initial()
     k0 = key_of(s0)
@@ -277,11 +271,15 @@ def _explore_compiled(
     depth = 0
     expanded = 0
     while level:
+        level_end = expanded + len(level)  # queue: the rest of this level and the next
         nxt = []
         # successors already met in this sweep are skipped before their (costlier) key is made
         met: dict = {}
         nxt_append = nxt.append
         for key, s in level:
+            expanded += 1
+            if not expanded & 0x7FF:
+                prog.tick(len(parent), depth, level_end - expanded + len(nxt), len(nxt))
             succ = expand(s)
             if graph is not None:
                 u = len(graph.settled)
@@ -356,13 +354,11 @@ def _explore_compiled(
             if graph is not None and succ:
                 graph.stutter.append(loop_move)
                 graph.fair_exit.append(fair_exit)
-            expanded += 1
-            if not expanded & 0x7FF:
-                prog.tick(len(parent), depth)
         if nxt:
             depth += 1
+            prog.level(len(nxt))
         level = nxt
-    prog.done()
+    prog.done(len(parent), n_trans, depth, complete)
 
     def successor(s, m):
         for mm, t, _, _ in expand(s):
@@ -461,9 +457,8 @@ def _explore_interpreted(
     step_props = [p for p, ap in props if ap and p.scope == "step"]
     first_bad: dict[str, tuple] = {}
     canon = Canonicalizer(cfg).key if symmetry else (lambda s: s)
-    if progress is None:
-        progress = sys.stderr.isatty()
-    prog = _Progress(progress, cfg.label)
+    prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
+    levels = [1]  # states found per BFS depth
 
     t0 = time.monotonic()
     s0 = step.start(cfg)
@@ -513,7 +508,12 @@ def _explore_interpreted(
             parent[tk] = (key, a, args)
             concrete[tk] = t
             depth_of[tk] = d + 1
-            res.depth = max(res.depth, d + 1)
+            if d + 1 > res.depth:
+                if res.depth:
+                    prog.level(levels[-1])  # the level of depth res.depth is complete
+                res.depth = d + 1
+                levels.append(0)
+            levels[-1] += 1
             queue.append(tk)
             judge_state(tk, t)
         if not enabled and not settled(b, s):
@@ -521,8 +521,8 @@ def _explore_interpreted(
             if deadlock_key is None:
                 deadlock_key = key
         if len(parent) & 0xFFF == 0:
-            prog.tick(len(parent), d)
-    prog.done()
+            prog.tick(len(parent), d, len(queue), levels[-1] if res.depth > d else 0)
+    prog.done(len(parent), n_trans, res.depth, complete)
 
     def path(key) -> list:
         steps = []
@@ -557,45 +557,60 @@ def _explore_interpreted(
 
 def _explore_job(args):
     cfg, kwargs = args
+    if kwargs.pop("progress_to_parent", False):
+        kwargs["progress"] = worker_sink() or False
     return explore(cfg, **kwargs)
 
 
-def explore_many(
-    cfgs, jobs: int | None = None, progress: bool | None = None, **kwargs
-) -> list[RunResult]:
+def explore_many(cfgs, jobs: int | None = None, progress=None, **kwargs) -> list[RunResult]:
     """``explore(cfg, **kwargs)`` for each of ``cfgs``, in that order, the runs spread over up
     to ``jobs`` processes (default: the number of CPUs) when there is more than one.  Results
-    are the same as one run after another; only the wall time differs."""
+    are the same as one run after another; only the wall time differs.
+
+    ``progress`` as for :func:`explore` (True, False, None: on a terminal, or a sink such as a
+    ``proofs.progress.Display``).  Runs in worker processes send their progress to this
+    process through a queue while they run; it is drawn here with the others'."""
     import os
 
     cfgs = list(cfgs)
     if kwargs.get("on_edge") is not None:
         raise ValueError("explore_many does not take on_edge (it runs in other processes)")
-    if progress is None:
-        progress = sys.stderr.isatty()
+    sink = sink_for(progress)
     jobs = min(jobs or os.cpu_count() or 1, len(cfgs))
     if jobs <= 1:
-        return [explore(c, progress=progress, **kwargs) for c in cfgs]
+        return [explore(c, progress=sink or False, **kwargs) for c in cfgs]
     import multiprocessing as mp
-    from concurrent.futures import as_completed
+    import queue as queue_mod
+    from concurrent.futures import FIRST_COMPLETED, wait
 
     from mcp_inflight.proofs.pool import worker_pool
 
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    kwargs = dict(kwargs, progress=False)
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    q = ctx.Queue() if sink is not None else None
+    kwargs = dict(kwargs, progress=False, progress_to_parent=q is not None)
     out: list = [None] * len(cfgs)
-    with worker_pool(jobs, ctx) as pool:
+
+    def drain() -> None:
+        while q is not None and sink is not None:
+            try:
+                snap = q.get_nowait()
+            except queue_mod.Empty:
+                return
+            sink.update(snap)
+
+    with worker_pool(jobs, ctx, init=worker_init if q is not None else None, initargs=(q,)) as pool:
         futs = {pool.submit(_explore_job, (c, kwargs)): n for n, c in enumerate(cfgs)}
-        done = 0
-        for fut in as_completed(futs):
-            out[futs[fut]] = fut.result()
-            done += 1
-            if progress:
-                sys.stderr.write(f"\r  {done}/{len(cfgs)} runs done ({jobs} processes)   ")
-                sys.stderr.flush()
-    if progress:
-        sys.stderr.write("\r" + " " * 60 + "\r")
-        sys.stderr.flush()
+        todo = set(futs)
+        while todo:
+            done, todo = wait(todo, timeout=0.1, return_when=FIRST_COMPLETED)
+            drain()
+            for fut in done:
+                out[futs[fut]] = fut.result()
+    drain()  # the workers have ended: what they sent last is in the queue
+    if q is not None:
+        q.close()
+    if isinstance(sink, Display):
+        sink.close()
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.context import BaseContext
@@ -21,9 +21,9 @@ from multiprocessing.context import BaseContext
 _PR_SET_PDEATHSIG = 1
 
 
-def _worker_init() -> None:
+def _worker_init(init: Callable[..., object] | None = None, initargs: tuple = ()) -> None:
     """In a worker: default signal handling (a parent's handlers are not inherited in effect),
-    and SIGTERM when the parent dies (Linux)."""
+    and SIGTERM when the parent dies (Linux); then ``init(*initargs)`` if given."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
@@ -31,6 +31,8 @@ def _worker_init() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
         except (OSError, AttributeError):  # pragma: no cover - no prctl
             pass
+    if init is not None:
+        init(*initargs)
 
 
 def terminate(pool: ProcessPoolExecutor) -> None:
@@ -48,9 +50,20 @@ def terminate(pool: ProcessPoolExecutor) -> None:
 
 
 @contextmanager
-def worker_pool(jobs: int, context: BaseContext | None = None) -> Iterator[ProcessPoolExecutor]:
-    """A process pool of ``jobs`` workers whose workers end with the block or with the parent."""
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init)
+def worker_pool(
+    jobs: int,
+    context: BaseContext | None = None,
+    init: Callable[..., object] | None = None,
+    initargs: tuple = (),
+) -> Iterator[ProcessPoolExecutor]:
+    """A process pool of ``jobs`` workers whose workers end with the block or with the parent;
+    each worker runs ``init(*initargs)`` first, if given (e.g. to keep a progress queue)."""
+    pool = ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=context,
+        initializer=_worker_init,
+        initargs=(init, initargs),
+    )
     try:
         yield pool
     except BaseException:

@@ -1,12 +1,17 @@
 """The explorer's own machinery: deadlock detection, the symmetry key, parallel runs, bounds."""
 
+import io
 import itertools
+import json
+import re
 
 import pytest
 
 import mcp_inflight.proofs.compiled_model as compiled_model
 import mcp_inflight.proofs.explore as explore_mod
 import mcp_inflight.proofs.flat as flat
+import mcp_inflight.proofs.native as native
+import mcp_inflight.proofs.progress as progress_mod
 from mcp_inflight.model import DESIGNS, Config, Life, profiles, step
 from mcp_inflight.model.config import REMOVAL_SITES
 from mcp_inflight.model.logic import NONE
@@ -310,3 +315,124 @@ def test_unguarded_write_writes_for_a_cancelled_handler():
     assert written_after_cancel(Config(mut, "2026-07-28", "stdio")) == {"emit"}
     for rev in ("2025-11-25", "2026-07-28"):
         assert written_after_cancel(Config(ATOMIC, rev, "stdio")) == set()
+
+
+# --- progress ----------------------------------------------------------------------------------
+
+_PROGRESS_CFG = Config(DESIGNS["atomic"], "2025-11-25", "stdio", ids=2, requests=2)
+_FIELDS_RE = re.compile(
+    r"^  atomic 2025-11-25 stdio 2x2: [\d,]+ states, [\d,]+ states/s, depth \d+, "
+    r"queue [\d,]+, left (\?|~[\d,]+ states(, ~[\d,]+s)? \(est\.\))$"
+)
+
+
+@pytest.fixture
+def every_tick(monkeypatch):
+    """Snapshots on every tick of the search loop (no time throttle), so tests need no timing."""
+    monkeypatch.setattr(progress_mod, "TICK_INTERVAL", 0.0)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "interpreted", "native"])
+def test_progress_lines_carry_the_fields(every_tick, engine, capsys):
+    if engine == "native" and not native.available():
+        pytest.skip("no C compiler")
+    err = io.StringIO()
+    r = explore(
+        _PROGRESS_CFG,
+        symmetry=False,
+        engine=engine,
+        progress=progress_mod.Display(err, live=False, interval=0.0),
+    )
+    lines = err.getvalue().splitlines()
+    running = [x for x in lines if not x.startswith("  done ")]
+    assert running, "a run of some thousand states reports while it runs"
+    for x in running:
+        assert _FIELDS_RE.match(x), x
+    states = [int(x.split(": ")[1].split(" states")[0].replace(",", "")) for x in running]
+    assert states == sorted(states) and states[-1] <= r.states
+    assert lines[-1] == (
+        f"  done atomic 2025-11-25 stdio 2x2: {r.states:,} states, {r.transitions:,} "
+        f"transitions, depth {r.depth}, {lines[-1].split(', ')[-1].split('s (')[0]}s "
+        f"({lines[-1].split('(')[-1]}"
+    )
+    assert capsys.readouterr().out == ""  # nothing on stdout
+
+
+def test_plain_progress_lines_come_at_the_interval(every_tick):
+    """Not a terminal: a plain line only when ``interval`` has passed since the last one; with
+    an interval longer than the run, only the summary."""
+    quiet, chatty = io.StringIO(), io.StringIO()
+    explore(_PROGRESS_CFG, symmetry=False, progress=progress_mod.Display(quiet, live=False))
+    explore(
+        _PROGRESS_CFG,
+        symmetry=False,
+        progress=progress_mod.Display(chatty, live=False, interval=0.0),
+    )
+    assert quiet.getvalue().count("\n") == 1 and quiet.getvalue().startswith("  done ")
+    assert chatty.getvalue().count("\n") > 1
+    assert "\r" not in chatty.getvalue()
+
+
+def test_live_progress_rewrites_one_line(every_tick):
+    err = io.StringIO()
+    explore(
+        _PROGRESS_CFG, symmetry=False, progress=progress_mod.Display(err, live=True, interval=0.0)
+    )
+    text = err.getvalue()
+    assert text.count("\r") >= 2 and text.count("\n") == 1  # redrawn; one summary line
+
+
+def test_estimate_left_only_from_shrinking_levels():
+    assert progress_mod.estimate_left([1, 4, 9], 0) is None  # growing: no basis
+    assert progress_mod.estimate_left([1, 8, 4], 0) is None  # one shrink: still none
+    # 16 > 8 > 4: ratio 1/2, so 4 * (1/2) / (1/2) = 4 more, less 1 found already
+    assert progress_mod.estimate_left([1, 16, 8, 4], 1) == 3
+
+
+def test_worker_runs_report_progress_to_the_parent_while_running(every_tick):
+    err = io.StringIO()
+    cfgs = [_PROGRESS_CFG, Config(DESIGNS["unguarded"], "2025-11-25", "stdio", 2, 2)]
+    rs = explore_many(
+        cfgs, jobs=2, symmetry=False, progress=progress_mod.Display(err, live=False, interval=0)
+    )
+    lines = err.getvalue().splitlines()
+    for r in rs:
+        name = f"{r.cfg.label} 2x2: "
+        mine = [x for x in lines if name in x]
+        assert any(not x.startswith("  done ") for x in mine), "progress before the end"
+        assert mine[-1].startswith("  done " + name) and f"{r.states:,} states" in mine[-1]
+
+
+def test_check_json_stdout_is_unchanged_by_progress(capsys):
+    from mcp_inflight import cli
+
+    argv = ["check", "--revision", "2026-07-28", "--transport", "stdio", "--requests", "2"]
+    argv += ["--no-prove", "--json"]
+    assert cli.main(argv) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["ok"] is True  # stdout is the JSON object alone
+    assert "  done atomic 2026-07-28 stdio 2x2: " in err
+    assert cli.main(argv + ["--no-progress"]) == 0
+    out2, err2 = capsys.readouterr()
+    strip = lambda o: [
+        {k: v for k, v in r.items() if k != "seconds"} for r in json.loads(o)["runs"]
+    ]  # noqa: E731
+    assert strip(out2) == strip(out) and err2 == ""
+
+
+def test_check_engines_give_the_same_json(monkeypatch, capsys):
+    from mcp_inflight import cli
+
+    argv = ["check", "--revision", "2026-07-28", "--requests", "2", "--no-prove", "--json"]
+    outs = []
+    for engine in ("compiled", "native") if native.available() else ("compiled",):
+        assert cli.main(argv + ["--engine", engine, "--no-progress"]) == 0
+        runs = json.loads(capsys.readouterr().out)["runs"]
+        # liveness is judged on the compiled engine only (the native one keeps no graph)
+        outs.append(
+            [{k: v for k, v in r.items() if k not in ("seconds", "liveness")} for r in runs]
+        )
+    assert all(o == outs[0] for o in outs)
+    monkeypatch.setattr(native, "available", lambda: False)
+    assert cli.main(argv + ["--engine", "native"]) == 2
+    assert "needs a C compiler" in capsys.readouterr().err

@@ -1,0 +1,773 @@
+"""The explorer's native engine: the model's rules generated as C, the whole BFS in C.
+
+Calling each rule of ``model/`` once with the code-generating backend of ``model/codegen.py``
+(C spelling of the operations, :data:`C_SYNTAX`), for a fixed configuration and fixed action
+arguments ``(r, i)``, yields C for that rule specialised to them, as ``proofs/compiled_model.py``
+does for Python.  This module joins the guards, outputs, effects, step properties, state
+properties and ``settled`` of every move into one C file together with a breadth-first search
+(states packed one signed byte per slot of the flat layout of ``proofs/flat.py``, an open-
+addressing hash set of their keys, parent pointers), builds it once per configuration with the C compiler
+(the shared object is cached under a directory keyed by a hash of the source) and runs it
+through :mod:`ctypes`.  Nothing here states a lifecycle rule.
+
+The C side hands back counts (states, transitions, per-move coverage, deadlocks, depth), and for
+each property its first event (the index of the state, and for a step property the move taken
+from it); the moves from the initial state to that state come from the parent pointers and
+are replayed here through ``model/step.py`` (``step.take``) to build the trace, so a move
+sequence that the reference semantics does not allow fails loudly.  States are found in the
+same order as the Python engines (levels in order, moves in ``step.moves`` order), so counts,
+verdicts and shortest traces are the same; ``tests/test_native.py`` compares them.
+
+What it supports: every design and profile, symmetry reduction (the canonical key of
+``proofs/flat.py:canonical_source`` computed the same way in C, so one state per orbit and the
+same representatives), ``max_states``, progress.  What it does not: ``on_edge`` (the state graph
+stays in C).  Without a C compiler it is unavailable (:func:`available`).
+
+Semantics kept from the generated Python: every key, value and condition of an effect is read on
+the pre-state, the writes are then applied in list order; a write whose key is ``NONE`` is a
+model bug and stops the run (``NativeError``); reading a registry slot by a key that may be
+``NONE`` reads the last slot, as Python's tuple indexing does.  On stdio the send times are
+renumbered after every step as ``model.session.canonical_clock`` does (ranks by (time, slot)).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp_inflight.model import codegen, step
+from mcp_inflight.model.codegen import Gen, Source
+from mcp_inflight.model.config import Config
+from mcp_inflight.model.lifecycle import Life
+from mcp_inflight.model.logic import Write
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, settled
+from mcp_inflight.proofs.flat import Layout, canonical_source
+
+C_SYNTAX = codegen.Syntax("1", "0", " && ", " || ", "(!{x})", "({c} ? {a} : {b})", False)
+CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-w"]
+
+
+class NativeError(RuntimeError):
+    """The native engine cannot run, or stopped on a model error."""
+
+
+class BuildError(NativeError):
+    """The C could not be built or loaded (no compiler, a compiler error, an unwritable cache)."""
+
+
+class CExpr(codegen.Expr):
+    """A C expression (``&&``, ``||``, ``!``, ``(c ? a : b)``, booleans as 1/0)."""
+
+    __slots__ = ()
+    syntax = C_SYNTAX
+
+
+class CGen(Gen):
+    expr = CExpr
+
+
+def lit(x: object) -> str:
+    return codegen.lift(x, C_SYNTAX)
+
+
+# --- reading the packed state ---------------------------------------------------------------
+
+
+class _Field:
+    __slots__ = ("var", "base", "n", "sort", "stride")
+
+    def __init__(self, var, base, n, sort, stride):
+        self.var, self.base, self.n, self.sort, self.stride = var, base, n, sort, stride
+
+    def __getitem__(self, k):
+        neg = self.sort == "inst?"
+        if isinstance(k, codegen.Expr):
+            if k.maybe_neg:  # Python's s[-1]: the last slot
+                idx = f"((({k.src}) % {self.n} + {self.n}) % {self.n})"
+            else:
+                idx = f"({k.src})"
+            pos = (
+                f"{self.base} + {idx} * {self.stride}"
+                if self.stride != 1
+                else f"{self.base} + {idx}"
+            )
+            return CExpr(f"{self.var}[{pos}]", neg)
+        k = int(k)
+        if not -self.n <= k < self.n:
+            raise IndexError(f"key {k} out of range")
+        return CExpr(f"{self.var}[{self.base + (k % self.n) * self.stride}]", neg)
+
+    def __len__(self):
+        return self.n
+
+    def __iter__(self):
+        return (self[k] for k in range(self.n))
+
+
+class CView:
+    """A state as the model reads it, generating C over the byte array ``var``."""
+
+    def __init__(self, layout: Layout, var: str):
+        for f in FIELDS:
+            b = layout.base[f.name]
+            if f.key is None:
+                setattr(self, f.name, CExpr(f"{var}[{b}]", f.sort == "inst?"))
+            else:
+                setattr(
+                    self,
+                    f.name,
+                    _Field(var, b, layout.size[f.name], f.sort, layout.stride[f.name]),
+                )
+
+
+# --- generation -----------------------------------------------------------------------------
+
+
+def _writes(lay: Layout, writes: list[Write], src: Source, d: int, m: int) -> None:
+    """Keys, values and conditions from ``s``, then ``t`` = ``s`` with the writes in order."""
+    live = []
+    for j, w in enumerate(writes):
+        if not isinstance(w.when, codegen.Expr) and not w.when:
+            continue
+        f = w.field
+        base, stride = lay.base[f], lay.stride[f]
+        cond = None
+        if isinstance(w.when, codegen.Expr):
+            src.emit(d, f"int w{j} = {w.when.src};")
+            cond = f"w{j}"
+        val = lit(w.value)
+        if isinstance(w.value, codegen.Expr):
+            src.emit(d, f"int v{j} = {val};")
+            val = f"v{j}"
+        if w.key is None:
+            live.append((str(base), None, val, cond))
+        elif isinstance(w.key, codegen.Expr):
+            src.emit(d, f"int k{j} = {w.key.src};")
+            pos = f"{base} + k{j} * {stride}" if stride != 1 else f"{base} + k{j}"
+            live.append((pos, f"k{j}" if w.key.maybe_neg else None, val, cond))
+        else:
+            k = int(w.key)
+            if k < 0:
+                live.append((None, repr(k), val, cond))
+            else:
+                live.append((str(lay.pos(f, k)), None, val, cond))
+    src.emit(d, "memcpy(t, s, W);")
+    for pos, check, val, cond in live:
+        dd = d
+        if cond is not None:
+            src.emit(dd, f"if ({cond}) {{")
+            dd += 1
+        if check is not None:
+            src.emit(dd, f"if ({check} < 0) {{ R->error = {m + 1}; return -1; }}")
+        if pos is not None:
+            src.emit(dd, f"t[{pos}] = (sc)({val});")
+        if cond is not None:
+            src.emit(d, "}")
+
+
+def _clock(lay: Layout, cfg: Config, src: Source, d: int) -> None:
+    """stdio: ``model.session.canonical_clock`` on ``t`` (ranks among undelivered messages,
+    ties broken by slot as the sort of ``proofs/compiled_model.py`` does)."""
+    n = cfg.requests
+    P = lay.pos
+    src.emit(d, f"{{ int pv[{2 * n}], pp[{2 * n}], rk[{2 * n}], np = 0;")
+    for r in range(n):
+        src.emit(
+            d + 1,
+            f"if (t[{P('life', r)}] == {int(Life.SENT)}) "
+            f"{{ pv[np] = t[{P('ts', r)}]; pp[np++] = {P('ts', r)}; }}",
+        )
+        src.emit(
+            d + 1,
+            f"if (t[{P('cmsg', r)}] == {int(Cmsg.WIRE)}) "
+            f"{{ pv[np] = t[{P('cts', r)}]; pp[np++] = {P('cts', r)}; }}",
+        )
+    src.emit(d + 1, "for (int a = 0; a < np; a++) { int k = 0;")
+    src.emit(
+        d + 2,
+        "for (int b = 0; b < np; b++) if (pv[b] < pv[a] || (pv[b] == pv[a] && pp[b] < pp[a])) k++;",
+    )
+    src.emit(d + 2, "rk[a] = k; }")
+    for r in range(n):
+        src.emit(d + 1, f"t[{P('ts', r)}] = 0; t[{P('cts', r)}] = 0;")
+    src.emit(d + 1, "for (int a = 0; a < np; a++) t[pp[a]] = (sc)rk[a];")
+    src.emit(d + 1, f"t[{lay.base['clock']}] = (sc)np; }}")
+
+
+def _canonical(cfg: Config, lay: Layout) -> tuple[int, str]:
+    """C of ``make_key(s, key)``: the canonical name of the orbit of ``s`` under renaming of ids
+    and instances, the algorithm of ``proofs/flat.py:canonical_source`` step for step (instance
+    signatures; ids ordered by the sorted signatures of their sent instances, ties by id;
+    instances by signature, renamed id and index; every field renamed).  Its width."""
+    canonical_source(cfg, lay)  # refuses a model whose fields it cannot rename
+    n, ids, W = cfg.requests, cfg.ids, lay.W
+    regs = [f.name for f in FIELDS if f.key == "id" and f.sort == "inst?"]
+    others = [f.name for f in FIELDS if f.key == "id" and f.sort != "inst?"]
+    scalars = [f.name for f in FIELDS if f.key is None]
+    sigw = W - 1 + len(regs)
+    kw = n * (sigw + 1) + ids * (len(regs) + len(others)) + len(scalars)
+
+    def arr(name, xs):
+        return f"static const int {name}[{max(len(xs), 1)}] = {{{', '.join(map(str, xs)) or '0'}}};"
+
+    text = f"""
+#define KN {n}
+#define KIDS {ids}
+#define SIGW {sigw}
+{arr("REGB", [lay.base[g] for g in regs])}
+{arr("OTHB", [lay.base[g] for g in others])}
+{arr("SCB", [lay.base[g] for g in scalars])}
+{arr("RIDP", [lay.pos("rid", r) for r in range(n)])}
+{arr("LIFEP", [lay.pos("life", r) for r in range(n)])}
+static int cmp_ints(const int *a, const int *b, int len) {{
+    for (int k = 0; k < len; k++) if (a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
+    return 0;
+}}
+static void make_key(const sc *s, unsigned char *key) {{
+    int h[KN][SIGW + 2], rid[KN], sent[KN];
+    for (int r = 0; r < KN; r++) {{
+        rid[r] = s[RIDP[r]];
+        sent[r] = s[LIFEP[r]] != {int(Life.UNSENT)};
+        for (int k = 0; k < {W - 1}; k++) h[r][k] = s[r * {W} + k];
+        for (int g = 0; g < {len(regs)}; g++) h[r][{W - 1} + g] = s[REGB[g] + rid[r]] == r;
+    }}
+    int D[KIDS][KN], nd[KIDS];
+    for (int k = 0; k < KIDS; k++) nd[k] = 0;
+    for (int r = 0; r < KN; r++) if (sent[r]) D[rid[r]][nd[rid[r]]++] = r;
+    for (int k = 0; k < KIDS; k++)
+        for (int a = 1; a < nd[k]; a++)
+            for (int b = a; b > 0 && cmp_ints(h[D[k][b]], h[D[k][b - 1]], SIGW) < 0; b--) {{
+                int x = D[k][b]; D[k][b] = D[k][b - 1]; D[k][b - 1] = x;
+            }}
+    int ko[KIDS], P[KIDS];
+    for (int k = 0; k < KIDS; k++) ko[k] = k;
+    for (int a = 1; a < KIDS; a++)
+        for (int b = a; b > 0; b--) {{
+            int x = ko[b], y = ko[b - 1], c = 0;
+            for (int j = 0; !c && j < nd[x] && j < nd[y]; j++) c = cmp_ints(h[D[x][j]], h[D[y][j]], SIGW);
+            if (!c) c = nd[x] != nd[y] ? (nd[x] < nd[y] ? -1 : 1) : (x < y ? -1 : 1);
+            if (c >= 0) break;
+            ko[b] = y; ko[b - 1] = x;
+        }}
+    for (int j = 0; j < KIDS; j++) P[ko[j]] = j;
+    int o[KN], sg[KN + 1];
+    for (int r = 0; r < KN; r++) {{ h[r][SIGW] = sent[r] ? P[rid[r]] : rid[r]; h[r][SIGW + 1] = r; o[r] = r; }}
+    for (int a = 1; a < KN; a++)
+        for (int b = a; b > 0 && cmp_ints(h[o[b]], h[o[b - 1]], SIGW + 2) < 0; b--) {{
+            int x = o[b]; o[b] = o[b - 1]; o[b - 1] = x;
+        }}
+    sg[KN] = KN;
+    for (int j = 0; j < KN; j++) sg[o[j]] = j;
+    int at = 0;
+    for (int j = 0; j < KN; j++) for (int k = 0; k <= SIGW; k++) key[at++] = (unsigned char)h[o[j]][k];
+    for (int g = 0; g < {len(regs)}; g++)
+        for (int j = 0; j < KIDS; j++) {{ int x = s[REGB[g] + ko[j]]; key[at++] = (unsigned char)sg[x < 0 ? KN : x]; }}
+    for (int g = 0; g < {len(others)}; g++)
+        for (int j = 0; j < KIDS; j++) key[at++] = (unsigned char)s[OTHB[g] + ko[j]];
+    for (int g = 0; g < {len(scalars)}; g++) key[at++] = (unsigned char)s[SCB[g]];
+}}
+"""
+    return kw, text
+
+
+_RUNTIME = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    sc *states; unsigned char *keys; int32_t *parent; int16_t *pmove;
+    long count, cap, next, limit;
+    uint32_t *table; long tcap;
+    long transitions, deadlocks, first_deadlock;
+    long level_start, level_end, depth, nlevels;
+    long *levels; long levels_cap;
+    int complete, error;
+    long first_state[NSTATE + 1];
+    long first_step[NSTEP + 1], first_step_move[NSTEP + 1];
+    long move_count[NMOVES];
+} Run;
+
+static uint64_t hash_key(const unsigned char *x) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int k = 0; k < KW; k++) { h ^= x[k]; h *= 1099511628211ULL; }
+    h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ULL; h ^= h >> 32;
+    return h;
+}
+
+#if SYM
+#define KEY_AT(R, i) ((R)->keys + (long)(i) * KW)
+#else
+#define KEY_AT(R, i) ((const unsigned char *)((R)->states + (long)(i) * W))
+#endif
+
+static int grow_table(Run *R) {
+    long ncap = R->tcap * 2;
+    uint32_t *nt = calloc((size_t)ncap, sizeof(uint32_t));
+    if (!nt) return -1;
+    for (long k = 0; k < R->tcap; k++) {
+        uint32_t v = R->table[k];
+        if (!v) continue;
+        uint64_t h = hash_key(KEY_AT(R, v - 1)) & (uint64_t)(ncap - 1);
+        while (nt[h]) h = (h + 1) & (uint64_t)(ncap - 1);
+        nt[h] = v;
+    }
+    free(R->table); R->table = nt; R->tcap = ncap;
+    return 0;
+}
+
+static int grow_states(Run *R) {
+    long ncap = R->cap * 2;
+    sc *ns = realloc(R->states, (size_t)ncap * W);
+    if (!ns) return -1;
+    R->states = ns;
+    int32_t *np = realloc(R->parent, (size_t)ncap * sizeof(int32_t));
+    if (!np) return -1;
+    R->parent = np;
+    int16_t *nm = realloc(R->pmove, (size_t)ncap * sizeof(int16_t));
+    if (!nm) return -1;
+    R->pmove = nm;
+#if SYM
+    unsigned char *nk = realloc(R->keys, (size_t)ncap * KW);
+    if (!nk) return -1;
+    R->keys = nk;
+#endif
+    R->cap = ncap;
+    return 0;
+}
+
+static void judge_state(Run *R, const sc *t, long idx);
+
+/* add t (reached from state si by move m); 1 if new, 0 if known or over the limit */
+static int add_state(Run *R, const sc *t, long si, int m) {
+#if SYM
+    unsigned char key[KW];
+    make_key(t, key);
+#else
+    const unsigned char *key = (const unsigned char *)t;
+#endif
+    uint64_t h = hash_key(key) & (uint64_t)(R->tcap - 1);
+    for (;;) {
+        uint32_t v = R->table[h];
+        if (!v) break;
+        if (memcmp(KEY_AT(R, v - 1), key, KW) == 0) return 0;
+        h = (h + 1) & (uint64_t)(R->tcap - 1);
+    }
+    if (R->count >= R->limit) { R->complete = 0; return 0; }
+    if (R->count == R->cap && grow_states(R)) { R->error = -2; return 0; }
+    long idx = R->count++;
+    memcpy(R->states + idx * W, t, W);
+#if SYM
+    memcpy(R->keys + idx * KW, key, KW);
+#endif
+    R->parent[idx] = (int32_t)si;
+    R->pmove[idx] = (int16_t)m;
+    R->table[h] = (uint32_t)(idx + 1);
+    if (R->count * 2 > R->tcap && grow_table(R)) { R->error = -2; return 1; }
+    judge_state(R, t, idx);
+    return 1;
+}
+
+static void edge(Run *R, const sc *t, long si, int m, int bad) {
+    R->transitions++;
+    R->move_count[m]++;
+    if (bad) {
+        for (int j = 0; j < NSTEP; j++)
+            if ((bad >> j) & 1 && R->first_step[j] < 0) {
+                R->first_step[j] = si; R->first_step_move[j] = m;
+            }
+    }
+    if (add_state(R, t, si, m)) {
+        long lvl = R->nlevels;  /* level of the new state: the one after the level expanded */
+        if (R->depth < lvl) R->depth = lvl;
+        if (lvl >= R->levels_cap) {
+            long nc = R->levels_cap * 2;
+            long *nl = realloc(R->levels, (size_t)nc * sizeof(long));
+            if (!nl) { R->error = -2; return; }
+            memset(nl + R->levels_cap, 0, (size_t)(nc - R->levels_cap) * sizeof(long));
+            R->levels = nl; R->levels_cap = nc;
+        }
+        R->levels[lvl]++;
+    }
+}
+"""
+
+_API = r"""
+void *nb_new(const sc *s0, long limit) {
+    Run *R = calloc(1, sizeof(Run));
+    if (!R) return 0;
+    R->cap = 1024; R->tcap = 4096; R->limit = limit; R->complete = 1;
+    R->states = malloc((size_t)R->cap * W);
+    R->parent = malloc((size_t)R->cap * sizeof(int32_t));
+    R->pmove = malloc((size_t)R->cap * sizeof(int16_t));
+    R->table = calloc((size_t)R->tcap, sizeof(uint32_t));
+    R->levels_cap = 64; R->levels = calloc((size_t)R->levels_cap, sizeof(long));
+    if (!R->states || !R->parent || !R->pmove || !R->table || !R->levels) return 0;
+#if SYM
+    R->keys = malloc((size_t)R->cap * KW);
+    if (!R->keys) return 0;
+#endif
+    for (int j = 0; j <= NSTATE; j++) R->first_state[j] = -1;
+    for (int j = 0; j <= NSTEP; j++) { R->first_step[j] = -1; R->first_step_move[j] = -1; }
+    R->first_deadlock = -1;
+    R->level_end = 1; R->nlevels = 1; R->levels[0] = 1;
+    memcpy(R->states, s0, W);
+#if SYM
+    make_key(s0, R->keys);
+#endif
+    uint64_t h = hash_key(KEY_AT(R, 0)) & (uint64_t)(R->tcap - 1);
+    R->parent[0] = -1; R->pmove[0] = -1; R->table[h] = 1; R->count = 1;
+    judge_state(R, s0, 0);
+    return R;
+}
+
+/* expand up to budget states; 1 when the search is over, 0 when not, -1 on an error */
+int nb_run(void *p, long budget) {
+    Run *R = p;
+    sc t[W];
+    while (R->next < R->count && budget-- > 0) {
+        if (R->next == R->level_end) {
+            R->level_start = R->level_end; R->level_end = R->count; R->nlevels++;
+        }
+        long si = R->next++;
+        const sc *s = R->states + si * W;
+        sc cur[W];
+        memcpy(cur, s, W);  /* the array may move while successors are added */
+        int n = expand(R, cur, t, si);
+        if (n < 0 || R->error) return -1;
+        if (n == 0 && !settled_(cur)) {
+            R->deadlocks++;
+            if (R->first_deadlock < 0) R->first_deadlock = si;
+        }
+    }
+    return R->next >= R->count ? 1 : 0;
+}
+
+/* states, transitions, expanded, depth, level_start, level_end, complete, deadlocks,
+   first deadlock, error */
+void nb_stats(void *p, long *o) {
+    Run *R = p;
+    o[0] = R->count; o[1] = R->transitions; o[2] = R->next; o[3] = R->depth;
+    o[4] = R->level_start; o[5] = R->level_end; o[6] = R->complete; o[7] = R->deadlocks;
+    o[8] = R->first_deadlock; o[9] = R->error; o[10] = R->nlevels;
+}
+
+long nb_level(void *p, long k) { Run *R = p; return k < R->levels_cap ? R->levels[k] : 0; }
+
+void nb_results(void *p, long *fs, long *fst, long *fsm, long *mc) {
+    Run *R = p;
+    for (int j = 0; j < NSTATE; j++) fs[j] = R->first_state[j];
+    for (int j = 0; j < NSTEP; j++) { fst[j] = R->first_step[j]; fsm[j] = R->first_step_move[j]; }
+    for (int m = 0; m < NMOVES; m++) mc[m] = R->move_count[m];
+}
+
+/* the moves from the initial state to state idx, last first; their number */
+long nb_path(void *p, long idx, int *out, long cap) {
+    Run *R = p;
+    long n = 0;
+    while (idx > 0 && n < cap) { out[n++] = R->pmove[idx]; idx = R->parent[idx]; }
+    return n;
+}
+
+void nb_free(void *p) {
+    Run *R = p;
+    if (!R) return;
+    free(R->states); free(R->keys); free(R->parent); free(R->pmove); free(R->table); free(R->levels); free(R);
+}
+"""
+
+
+class Generated:
+    """The C source of one configuration, and what its indices mean."""
+
+    def __init__(self, cfg: Config, properties=PROPERTIES, symmetry: bool = False):
+        self.cfg = cfg
+        self.symmetry = symmetry
+        self.layout = lay = Layout(cfg)
+        b = CGen(domains(cfg))
+        pre = CView(lay, "s")
+        post = CView(lay, "t")
+        props = [p for p in properties if p.applies(cfg)]
+        self.step_props = [p for p in props if p.scope == "step"]
+        self.state_props = [p for p in props if p.scope == "state"]
+        if len(self.step_props) > 30:
+            raise NativeError("more than 30 step properties: widen the C engine's bit mask")
+        self.moves = step.moves(cfg)
+        if len(self.moves) > 32000:
+            raise NativeError("too many moves for the C engine's 16-bit move index")
+        head = Source()
+        head.emit(0, f"/* {cfg.label} {cfg.ids}x{cfg.requests}: generated from model/ */")
+        head.emit(0, f"#define W {lay.width}")
+        head.emit(0, f"#define NMOVES {len(self.moves)}")
+        head.emit(0, f"#define NSTEP {len(self.step_props)}")
+        head.emit(0, f"#define NSTATE {len(self.state_props)}")
+        head.emit(0, "typedef signed char sc;")
+        if symmetry:
+            kw, canon = _canonical(cfg, lay)
+            head.emit(0, "#define SYM 1")
+            head.emit(0, f"#define KW {kw}")
+            head.lines.append(canon)
+        else:
+            head.emit(0, "#define SYM 0")
+            head.emit(0, "#define KW W")
+        src = Source()
+        # state properties: an event is a failing invariant/hazard or a reached witness
+        for j, p in enumerate(self.state_props):
+            v = lit(p.fn(b, pre, cfg))
+            ev = f"({v})" if p.kind == "witness" else f"!({v})"
+            src.emit(0, f"static int state_event_{j}(const sc *s) {{ return {ev}; }}")
+        src.emit(0, "static void judge_state(Run *R, const sc *s, long idx) {")
+        for j in range(len(self.state_props)):
+            src.emit(
+                1, f"if (R->first_state[{j}] < 0 && state_event_{j}(s)) R->first_state[{j}] = idx;"
+            )
+        src.emit(0, "}")
+        src.emit(0, f"static int settled_(const sc *s) {{ return {lit(settled(b, pre))}; }}")
+        src.emit(0, "static int expand(Run *R, const sc *s, sc *t, long si) {")
+        src.emit(1, "int n = 0;")
+        for m, mv in enumerate(self.moves):
+            self._move(b, pre, post, cfg, m, mv, src)
+        src.emit(1, "return n;")
+        src.emit(0, "}")
+        self.source = head.text() + _RUNTIME + src.text() + _API
+
+    def _move(self, b, pre, post, cfg, m, mv, src: Source) -> None:
+        a, r, i = mv.action, mv.r, mv.i
+        guard = a.guard(b, pre, cfg, r, i)
+        if not isinstance(guard, codegen.Expr) and not guard:
+            return
+        out = a.output(b, pre, cfg, r, i)
+        src.emit(1, f"/* {a.name} r={r} i={i} */")
+        src.emit(1, f"if ({lit(guard)}) {{")
+        d = 2
+        hoisted = {}
+        for n_, kind in enumerate(tuple(out)):
+            t_, d_ = out[kind]
+            names = []
+            for part, val in (("t", t_), ("d", d_)):
+                if isinstance(val, codegen.Expr):
+                    src.emit(d, f"int o{part}{n_} = {val.src};")
+                    names.append(CExpr(f"o{part}{n_}", val.maybe_neg))
+                else:
+                    names.append(val)
+            hoisted[kind] = tuple(names)
+        writes = a.effect(b, pre, cfg, r, i, hoisted)
+        _writes(self.layout, writes, src, d, m)
+        if cfg.stdio:
+            _clock(self.layout, cfg, src, d)
+        src.emit(d, "int bad = 0;")
+        for j, p in enumerate(self.step_props):
+            v = p.fn(b, pre, post, cfg, a, r, i, hoisted)
+            if isinstance(v, codegen.Expr):
+                src.emit(d, f"if (!({v.src})) bad |= {1 << j};")
+            elif not v:
+                src.emit(d, f"bad |= {1 << j};")
+        src.emit(d, f"n++; edge(R, t, si, {m}, bad);")
+        src.emit(d, "if (R->error) return -1;")
+        src.emit(1, "}")
+
+
+# --- building and loading ---------------------------------------------------------------------
+
+
+def compiler() -> str | None:
+    """The C compiler to use: ``$CC`` if set and found, else ``gcc`` or ``cc`` on PATH."""
+    for c in (os.environ.get("CC"), "gcc", "cc"):
+        if c and shutil.which(c):
+            return c
+    return None
+
+
+def available() -> bool:
+    return compiler() is not None
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("MCP_INFLIGHT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "mcp-inflight",
+    )
+    return Path(base) / "native"
+
+
+def build(source: str) -> Path:
+    """The shared object of ``source``, compiled once and cached by a hash of source and flags."""
+    cc = compiler()
+    if cc is None:
+        raise BuildError("no C compiler found (set CC or install gcc)")
+    key = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
+    d = cache_dir()
+    so = d / f"explore-{key}.so"
+    if so.exists():
+        return so
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            c = Path(tmp) / "model.c"
+            c.write_text(source)
+            out = Path(tmp) / "model.so"
+            p = subprocess.run(
+                [cc, *CFLAGS, "-o", str(out), str(c)], capture_output=True, text=True
+            )
+            if p.returncode != 0:
+                raise BuildError(f"{cc} failed:\n{p.stderr[-3000:]}")
+            os.replace(out, so)  # atomic: a concurrent build of the same source is harmless
+    except OSError as e:
+        raise BuildError(f"cannot build in {d}: {e}") from e
+    return so
+
+
+_loaded: dict[str, Any] = {}
+
+
+def load(source: str):
+    so = build(source)
+    lib = _loaded.get(str(so))
+    if lib is None:
+        try:
+            lib = ctypes.CDLL(str(so))
+        except OSError as e:
+            raise BuildError(f"cannot load {so}: {e}") from e
+        L, P = ctypes.c_long, ctypes.c_void_p
+        lp = ctypes.POINTER(ctypes.c_long)
+        lib.nb_new.restype = P
+        lib.nb_new.argtypes = [ctypes.c_char_p, L]
+        lib.nb_run.restype = ctypes.c_int
+        lib.nb_run.argtypes = [P, L]
+        lib.nb_stats.argtypes = [P, lp]
+        lib.nb_level.restype = L
+        lib.nb_level.argtypes = [P, L]
+        lib.nb_results.argtypes = [P, lp, lp, lp, lp]
+        lib.nb_path.restype = L
+        lib.nb_path.argtypes = [P, L, ctypes.POINTER(ctypes.c_int), L]
+        lib.nb_free.argtypes = [P]
+        _loaded[str(so)] = lib
+    return lib
+
+
+# --- the search -----------------------------------------------------------------------------
+
+
+def explore_native(
+    cfg: Config,
+    symmetry: bool = False,
+    max_states: int | None = None,
+    progress: Any = None,
+    properties=PROPERTIES,
+    on_edge=None,
+):
+    """``proofs.explore.explore`` with ``engine="native"`` (see the module docstring)."""
+    from mcp_inflight.model.trace import build_trace
+    from mcp_inflight.proofs.explore import RunResult, Verdict
+    from mcp_inflight.proofs.progress import Tracker, sink_for
+
+    if on_edge is not None:
+        raise ValueError("the native engine does not take on_edge")
+    t0 = time.monotonic()
+    prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
+    gen = Generated(cfg, properties, symmetry)
+    lib = load(gen.source)
+    lay = gen.layout
+    s0 = step.start(cfg)
+    flat0 = lay.flatten(s0)
+    init = bytes(v & 0xFF for v in flat0)
+    limit = max_states if max_states is not None else (1 << 31) - 2
+    R = lib.nb_new(init, min(limit, (1 << 31) - 2))
+    if not R:
+        raise NativeError("out of memory")
+    st = (ctypes.c_long * 11)()
+    try:
+        fed = 1  # levels handed to the tracker (level 0 is in it already)
+        budget = 4096
+        while True:
+            c0 = time.monotonic()
+            rc = lib.nb_run(R, budget)
+            lib.nb_stats(R, st)
+            if rc < 0:
+                err = st[9]
+                if err > 0:
+                    mv = gen.moves[err - 1]
+                    raise NativeError(
+                        f"{mv.action.name} {mv.args}: a write to an unmasked NONE key (model bug)"
+                    )
+                raise NativeError("out of memory")
+            if prog.enabled:
+                nlevels = st[10]  # levels 0 .. nlevels-1 finished or being expanded
+                while fed < nlevels:
+                    prog.level(lib.nb_level(R, fed))
+                    fed += 1
+                prog.tick(st[0], st[3], st[0] - st[2], st[0] - st[5])
+            if rc == 1:
+                break
+            # about a tenth of a second per slice, so progress and Ctrl-C are heard
+            spent = time.monotonic() - c0
+            budget = max(1024, min(1 << 22, int(budget * 0.1 / max(spent, 1e-4))))
+        lib.nb_stats(R, st)
+        nstate, nstep, nmoves = len(gen.state_props), len(gen.step_props), len(gen.moves)
+        fs = (ctypes.c_long * max(nstate, 1))()
+        fst = (ctypes.c_long * max(nstep, 1))()
+        fsm = (ctypes.c_long * max(nstep, 1))()
+        mc = (ctypes.c_long * nmoves)()
+        lib.nb_results(R, fs, fst, fsm, mc)
+        buf = (ctypes.c_int * 100_000)()
+
+        def moves_to(idx: int) -> list[int]:
+            n = lib.nb_path(R, idx, buf, len(buf))
+            return [buf[k] for k in range(n)][::-1]
+
+        res = RunResult(cfg, symmetry)
+        res.states, res.transitions, res.depth = st[0], st[1], st[3]
+        res.complete = bool(st[6])
+        res.deadlocks = st[7]
+        prog.done(res.states, res.transitions, res.depth, res.complete)
+        b = step.backend(cfg)
+
+        def replay(ms: list[int]) -> list:
+            steps = []
+            s = s0
+            for m in ms:
+                tr = step.take(cfg, s, gen.moves[m], b)
+                if tr is None:
+                    raise NativeError("a move of the native search is not enabled in model/step.py")
+                steps.append((tr.action, tr.args, s, tr.post))
+                s = tr.post
+            return steps
+
+        res.coverage = {a.name: 0 for a in actions_for(cfg)}
+        for mv, n in zip(gen.moves, mc, strict=True):
+            res.coverage[mv.action.name] += n
+        if st[8] >= 0:
+            res.deadlock_trace = build_trace(cfg, replay(moves_to(st[8])))
+        first: dict[str, list[int]] = {}
+        for j, p in enumerate(gen.state_props):
+            if fs[j] >= 0:
+                first[p.name] = moves_to(fs[j])
+        for j, p in enumerate(gen.step_props):
+            if fst[j] >= 0:
+                first[p.name] = moves_to(fst[j]) + [fsm[j]]
+        for p in properties:
+            ap = p.applies(cfg)
+            hit = first.get(p.name) if ap else None
+            trace = build_trace(cfg, replay(hit)) if hit is not None else None
+            ok = (hit is not None) if p.kind == "witness" else (hit is None)
+            res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
+        res.seconds = time.monotonic() - t0
+        return res
+    finally:
+        lib.nb_free(R)
+
+
+if __name__ == "__main__":  # pragma: no cover - print the generated C of one configuration
+    from mcp_inflight.model import DESIGNS
+
+    d, rev, tr, ids, req = sys.argv[1:6]
+    sys.stdout.write(Generated(Config(DESIGNS[d], rev, tr, ids=int(ids), requests=int(req))).source)

@@ -1,0 +1,91 @@
+"""The native engine (C generated from model/) against the Python engine, with symmetry and without.
+
+Counts, verdicts, coverage, deadlocks and every trace (so shortest-trace lengths) must be equal:
+the C side searches in the same order, names orbits as ``proofs/flat.py`` does, and its traces
+are replayed through ``model/step.py``.
+"""
+
+import pytest
+
+from mcp_inflight.model import DESIGNS, Config, mutants, profiles
+from mcp_inflight.proofs import native
+from mcp_inflight.proofs.explore import explore
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+
+
+def _same(cfg, max_states=None, symmetry=False):
+    a = explore(cfg, symmetry=symmetry, progress=False, max_states=max_states).to_json()
+    b = explore(
+        cfg, symmetry=symmetry, progress=False, max_states=max_states, engine="native"
+    ).to_json()
+    a.pop("seconds")
+    b.pop("seconds")
+    assert b == a, cfg.label
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory, monkeypatch):
+    """A cache directory of this test session (the built objects are reused within it)."""
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.mark.parametrize(
+    "design,rev,tr,symmetry",
+    [
+        ("unguarded", "2025-11-25", "http", False),
+        ("check_then_claim", "2026-07-28", "stdio", False),
+        ("unguarded", "2025-11-25", "stdio", True),
+        ("check_then_claim", "2026-07-28", "http", True),
+    ],
+)
+def test_native_equals_python_engine(design, rev, tr, symmetry):
+    _same(Config(DESIGNS[design], rev, tr, ids=2, requests=2), symmetry=symmetry)
+
+
+def test_native_symmetry_at_three_ids():
+    """The general id ordering (more than two ids), against the Python key."""
+    _same(Config(DESIGNS["unguarded"], "2026-07-28", "stdio", ids=3, requests=2), symmetry=True)
+
+
+def test_native_equals_python_engine_when_cut_short():
+    _same(Config(DESIGNS["atomic"], "2025-11-25", "stdio", ids=2, requests=2), max_states=3000)
+
+
+def test_native_build_is_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    src = native.Generated(Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 1)).source
+    so = native.build(src)
+    assert so.parent == tmp_path / "native"
+    mtime = so.stat().st_mtime_ns
+    assert native.build(src) == so and so.stat().st_mtime_ns == mtime
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("symmetry", [False, True])
+@pytest.mark.parametrize("design", list(DESIGNS) + list(mutants()))
+@pytest.mark.parametrize("rev,tr", profiles("all", "all"))
+def test_native_equals_python_engine_everywhere(design, rev, tr, symmetry):
+    known = {**DESIGNS, **mutants()}
+    _same(Config(known[design], rev, tr, ids=2, requests=2), symmetry=symmetry)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", list(DESIGNS))
+@pytest.mark.parametrize("rev,tr", profiles("all", "all"))
+def test_native_equals_python_engine_at_the_default_bound(design, rev, tr):
+    """``check``'s bound, 2 ids x 3 instances, with symmetry (the 2025-11-25 http runs are the
+    largest: up to 2M states, minutes for the Python engine)."""
+    _same(Config(DESIGNS[design], rev, tr, ids=2, requests=3), symmetry=True)
+
+
+def test_auto_falls_back_to_the_python_engine_when_the_build_fails(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(blocker))  # no directory can be made under it
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=2, requests=2)
+    r = explore(cfg, progress=False, engine="auto")
+    assert "native engine is unavailable" in capsys.readouterr().err
+    assert r.states == explore(cfg, progress=False).states
+    with pytest.raises(native.BuildError):
+        explore(cfg, progress=False, engine="native")
