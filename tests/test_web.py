@@ -250,6 +250,9 @@ def test_a_broken_property_says_which_part_fails(base):
         "life[B] = in_flight",
         "rid[A] = 1",
         "rid[B] = 1",
+        # read by the property's second case (a cancelled handler still running counts)
+        "running[A] = true",
+        "running[B] = true",
     }
     assert "where" not in p["quiescent_clean"]  # holds: nothing to explain
     v = view(base, path="-".join(t["no_misrouted_notification"]["path"]))
