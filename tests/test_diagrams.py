@@ -37,6 +37,7 @@ def _rel(paths, root):
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in paths}
 
 
+@pytest.mark.slow  # several seconds of real time; CI runs it with the slow tests
 def test_deterministic(tmp_path):
     """Two generations from scratch (explorations and renderings not cached) are identical."""
     a = _rel(draw.generate(tmp_path / "a"), tmp_path / "a")

@@ -9,6 +9,7 @@ import json
 import time
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_guard import _raw_session, _Stdio
@@ -273,6 +274,7 @@ def _expires(url, timeout: float) -> bool:
         c.close()
 
 
+@pytest.mark.slow  # several seconds of real time; CI runs it with the slow tests
 def test_the_sdks_session_expiry_still_works_behind_the_guard():
     for flags in ((), ("--guard",)):
         proc, url = sdk_server("--idle-timeout", "1", *flags)

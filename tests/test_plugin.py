@@ -78,6 +78,7 @@ def test_marker_scenarios_reach_the_probe(mcp_probe):
 """
 
 
+@pytest.mark.slow  # several seconds of real time; CI runs it with the slow tests
 def test_bare_sdk_app_fails_with_the_classes_and_their_evidence(pytester):
     """A real in-process probe of the official SDK's app, two scenarios picked on the command
     line, beside tests that show the plugin leaves the rest alone."""

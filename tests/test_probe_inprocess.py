@@ -168,6 +168,7 @@ def test_an_app_without_a_slow_tool_cannot_be_tested_and_is_not_clean():
     assert report.status == "untested" and "no progress" in report.reason
 
 
+@pytest.mark.slow  # several seconds of real time; CI runs it with the slow tests
 def test_a_tool_that_blocks_the_event_loop_leaves_the_time_attributed_scenarios_unjudged():
     """In-process, the probe shares the app's event loop: a tool that blocks it while it is
     measured makes the measured time, and so the attribution by time, untrustworthy.  The

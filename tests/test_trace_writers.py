@@ -142,6 +142,7 @@ def test_online_check_counts_an_injected_violation(inject):
     assert check(abstract(evs)).clean == (not inject)
 
 
+@pytest.mark.slow  # several seconds of real time; CI runs it with the slow tests
 def test_online_check_follows_many_calls_at_once_by_id():
     """Ten calls in flight at once under ten ids: every step checked; A's progress written on
     another id's POST is a violation."""
