@@ -57,6 +57,28 @@ def writable_file(path: str) -> str | None:
     return None
 
 
+def add_profile_options(p: argparse.ArgumentParser, designs: list[str], design_help: str) -> None:
+    """``--design`` (one of ``designs`` or all), ``--revision`` and ``--transport``."""
+    p.add_argument(
+        "--design",
+        default="atomic",
+        type=choice(designs + ["all"], "design"),
+        help=design_help,
+    )
+    p.add_argument(
+        "--revision",
+        default="all",
+        type=choice(list(REVISIONS) + ["all"], "revision"),
+        help="2025-11-25 | 2026-07-28 | all (default: all)",
+    )
+    p.add_argument(
+        "--transport",
+        default="all",
+        type=choice(list(TRANSPORTS) + ["all"], "transport"),
+        help="stdio | http | all (default: all)",
+    )
+
+
 def add_prover_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     """The prover's ``--depth``, ``--budget`` and ``--timeout``, for ``check`` and ``prove``."""
     from mcp_inflight.proofs.prove import DEFAULT_BUDGET, DEFAULT_DEPTH, DEFAULT_TIMEOUT
@@ -159,24 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(a solver timeout included); 2 on a usage error. Hazards are reported in "
         "their own section and never change the exit code.",
     )
-    c.add_argument(
-        "--design",
-        default="atomic",
-        type=choice(list(DESIGNS) + ["all"], "design"),
-        help="atomic | unguarded | check_then_claim | all (default: atomic); "
+    add_profile_options(
+        c,
+        list(DESIGNS),
+        "atomic | unguarded | check_then_claim | all (default: atomic); "
         "'mcp-inflight prove --design' also takes the mutants of atomic",
-    )
-    c.add_argument(
-        "--revision",
-        default="all",
-        type=choice(list(REVISIONS) + ["all"], "revision"),
-        help="2025-11-25 | 2026-07-28 | all (default: all)",
-    )
-    c.add_argument(
-        "--transport",
-        default="all",
-        type=choice(list(TRANSPORTS) + ["all"], "transport"),
-        help="stdio | http | all (default: all)",
     )
     c.add_argument(
         "--ids",

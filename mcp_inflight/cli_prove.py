@@ -9,15 +9,15 @@ import sys
 
 from mcp_inflight.cli import (
     Parser,
+    add_profile_options,
     add_prover_options,
-    choice,
     positive,
     prover_usage_error,
     stop_on_signals,
     unknown_note,
     writable_file,
 )
-from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
+from mcp_inflight.model.config import DESIGNS, Config, profiles
 from mcp_inflight.proofs.prove import (
     BMC_IDS,
     BMC_REQUESTS,
@@ -41,25 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(never counted as a pass); 2 on a usage error. Protocol hazards are "
         "reported and never change the exit code.",
     )
-    names = list(all_designs())
-    p.add_argument(
-        "--design",
-        default="atomic",
-        type=choice(names + ["all"], "design"),
-        help="atomic | unguarded | check_then_claim | all, or a mutant of atomic "
+    add_profile_options(
+        p,
+        list(all_designs()),
+        "atomic | unguarded | check_then_claim | all, or a mutant of atomic "
         "(atomic-split-claim, atomic-no-refusal, ...) (default: atomic)",
-    )
-    p.add_argument(
-        "--revision",
-        default="all",
-        type=choice(list(REVISIONS) + ["all"], "revision"),
-        help="2025-11-25 | 2026-07-28 | all (default: all)",
-    )
-    p.add_argument(
-        "--transport",
-        default="all",
-        type=choice(list(TRANSPORTS) + ["all"], "transport"),
-        help="stdio | http | all (default: all)",
     )
     add_prover_options(p)
     p.add_argument(
