@@ -9,7 +9,7 @@ renumbered" is written once.  The compiled engine (``proofs/compiled_model.py``)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -90,6 +90,21 @@ def take(cfg: Config, s: State, move: Move, b: Concrete | None = None) -> Transi
     out = a.output(b, s, cfg, r, i)
     post = canonical_clock(cfg, apply_writes(s, a.effect(b, s, cfg, r, i, out)))
     return Transition(move, s, post, out)
+
+
+def run_of(cfg: Config, named: Iterable[tuple[str, int, int | None]]) -> list[Transition]:
+    """The transitions of the moves ``(action name, r, i)`` taken in order from the initial
+    state; ``ValueError`` at the first one not enabled where it stands."""
+    from .session import ACTION
+
+    s, run = start(cfg), []
+    for n, (name, r, i) in enumerate(named):
+        t = take(cfg, s, Move(ACTION[name], r, i))
+        if t is None:
+            raise ValueError(f"move {n}: {name}({r}, {i}) is not enabled on {cfg.label}")
+        run.append(t)
+        s = t.post
+    return run
 
 
 def successors(cfg: Config, s: State, b: Concrete | None = None) -> Iterator[Transition]:

@@ -17,11 +17,22 @@ from hypothesis import strategies as st
 from mcp_inflight.model.config import ATOMIC, UNGUARDED, Config, Design
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.observe import abstract, check, check_trace
-from mcp_inflight.model.step import start, successors
+from mcp_inflight.model.step import run_of, start, successors
 from mcp_inflight.trace.format import C2S, S2C, TraceError, event, parse
 
 CFG = Config(ATOMIC, "2025-11-25", "http", ids=2, requests=3)
 #: The bound of the fast mutation property.
+#: unguarded on 2025-11-25 http: the rogue's duplicate admitted, then A's progress
+DUPLICATE_ADMITTED = [
+    ("client_sends", 0, 0),
+    ("arrive", 0, None),
+    ("admit", 0, None),
+    ("rogue_sends", 1, 0),
+    ("arrive", 1, None),
+    ("admit", 1, None),
+    ("emit", 0, None),
+]
+
 SMALL = Config(ATOMIC, "2025-11-25", "http", ids=2, requests=2)
 #: Elicitation is not in the wire mapping yet, so walks leave it out.
 UNMAPPED = ("server_request", "answer")
@@ -146,24 +157,9 @@ def test_model_runs_replay_clean(data):
 
 def test_an_unguarded_run_is_flagged_on_atomic_and_explained_by_unguarded():
     """A run of ``unguarded`` with a duplicate admitted: atomic cannot explain it."""
-    from mcp_inflight.model.session import ACTION
-    from mcp_inflight.model.step import Move, take
 
     cfg = Config(UNGUARDED, "2025-11-25", "http", ids=1, requests=2)
-    s, run = start(cfg), []
-    for name, r, i in [
-        ("client_sends", 0, 0),
-        ("arrive", 0, None),
-        ("admit", 0, None),
-        ("rogue_sends", 1, 0),
-        ("arrive", 1, None),
-        ("admit", 1, None),
-        ("emit", 0, None),
-    ]:
-        t = take(cfg, s, Move(ACTION[name], r, i))
-        assert t is not None, name
-        run.append(t)
-        s = t.post
+    run = run_of(cfg, DUPLICATE_ADMITTED)
     ab = abstract(to_wire(run))
     v = check(ab)
     assert not v.explained and v.failed is not None and v.failed.kind == "emit"
@@ -194,23 +190,9 @@ def test_reader_names_the_bad_line(tmp_path):
 
 
 def test_cli_exit_1_and_json_on_a_violation(tmp_path):
-    from mcp_inflight.model.session import ACTION
-    from mcp_inflight.model.step import Move, take
 
     cfg = Config(UNGUARDED, "2025-11-25", "http", ids=1, requests=2)
-    s, run = start(cfg), []
-    for name, r, i in [
-        ("client_sends", 0, 0),
-        ("arrive", 0, None),
-        ("admit", 0, None),
-        ("rogue_sends", 1, 0),
-        ("arrive", 1, None),
-        ("admit", 1, None),
-        ("emit", 0, None),
-    ]:
-        t = take(cfg, s, Move(ACTION[name], r, i))
-        run.append(t)
-        s = t.post
+    run = run_of(cfg, DUPLICATE_ADMITTED)
     p = tmp_path / "t.jsonl"
     p.write_text("".join(json.dumps(e) + "\n" for e in to_wire(run)))
     r = subprocess.run(
@@ -459,24 +441,20 @@ def test_the_mutation_property_catches_a_checker_blind_to_the_post():
     from dataclasses import replace
 
     from mcp_inflight.model.observe import Abstraction
-    from mcp_inflight.model.session import ACTION
-    from mcp_inflight.model.step import Move, take
 
-    s, run = start(SMALL), []
-    for name, r, i in [
-        ("client_sends", 0, 0),
-        ("arrive", 0, None),
-        ("admit", 0, None),
-        ("client_sends", 1, 1),
-        ("arrive", 1, None),
-        ("admit", 1, None),
-        ("emit", 0, None),
-        ("respond", 1, None),
-    ]:
-        t = take(SMALL, s, Move(ACTION[name], r, i))
-        assert t is not None, name
-        run.append(t)
-        s = t.post
+    run = run_of(
+        SMALL,
+        [
+            ("client_sends", 0, 0),
+            ("arrive", 0, None),
+            ("admit", 0, None),
+            ("client_sends", 1, 1),
+            ("arrive", 1, None),
+            ("admit", 1, None),
+            ("emit", 0, None),
+            ("respond", 1, None),
+        ],
+    )
     evs = to_wire(run)
     assert realisable(evs) and check(abstract(evs)).clean
     n = next(
@@ -497,23 +475,9 @@ def test_the_mutation_property_catches_a_checker_blind_to_the_post():
 
 
 def _unguarded_wire() -> list[dict]:
-    from mcp_inflight.model.session import ACTION
-    from mcp_inflight.model.step import Move, take
 
     cfg = Config(UNGUARDED, "2025-11-25", "http", ids=1, requests=2)
-    s, run = start(cfg), []
-    for name, r, i in [
-        ("client_sends", 0, 0),
-        ("arrive", 0, None),
-        ("admit", 0, None),
-        ("rogue_sends", 1, 0),
-        ("arrive", 1, None),
-        ("admit", 1, None),
-        ("emit", 0, None),
-    ]:
-        t = take(cfg, s, Move(ACTION[name], r, i))
-        run.append(t)
-        s = t.post
+    run = run_of(cfg, DUPLICATE_ADMITTED)
     return to_wire(run)
 
 
@@ -561,18 +525,15 @@ def test_replay_checks_each_session_on_its_own(tmp_path):
 
 def walk_fixed() -> list:
     """One client call with progress and its response, on ``SMALL``."""
-    from mcp_inflight.model.session import ACTION
-    from mcp_inflight.model.step import Move, take
 
-    s, run = start(SMALL), []
-    for name, r, i in [
-        ("client_sends", 0, 0),
-        ("arrive", 0, None),
-        ("admit", 0, None),
-        ("emit", 0, None),
-        ("respond", 0, None),
-    ]:
-        t = take(SMALL, s, Move(ACTION[name], r, i))
-        run.append(t)
-        s = t.post
+    run = run_of(
+        SMALL,
+        [
+            ("client_sends", 0, 0),
+            ("arrive", 0, None),
+            ("admit", 0, None),
+            ("emit", 0, None),
+            ("respond", 0, None),
+        ],
+    )
     return run

@@ -404,17 +404,9 @@ def post(base: str, route: str, body: bytes, **query):
 
 def model_run(design, moves, ids=1, requests=2) -> list:
     """A run of ``design`` on 2025-11-25 http, the profile recorded traces are checked on."""
-    from mcp_inflight.model.session import ACTION
-    from mcp_inflight.model.step import Move, start, take
+    from mcp_inflight.model.step import run_of
 
-    cfg = Config(design, "2025-11-25", "http", ids=ids, requests=requests)
-    s, run = start(cfg), []
-    for name, r, i in moves:
-        t = take(cfg, s, Move(ACTION[name], r, i))
-        assert t is not None, name
-        run.append(t)
-        s = t.post
-    return run
+    return run_of(Config(design, "2025-11-25", "http", ids=ids, requests=requests), moves)
 
 
 def wire(run) -> bytes:
