@@ -151,11 +151,8 @@ def judge_duplicate_progress(control, test, cal) -> Verdict:
     response or a refusal."""
     v = Verdict("duplicate_progress")
     problems = _control_problems(control, cal, completes=("A", "B"), tokens_complete=("A", "B"))
-    if problems:
-        return _not_judged(v, problems)
-    why = _no_overlap(test)
-    if why:
-        return _not_judged(v, [why], "test")
+    if stop := _cannot_judge(v, problems, test):
+        return stop
     b = post_named(test, "B")
     v.refusal = refusal_of(b)
     _judge_routing(v, test, cal, ("A", "B"), tool_names=("A", "B"))
@@ -167,11 +164,8 @@ def judge_response_routing(control, test, cal) -> Verdict:
     POST must get a tools/call result, B's a ping result (``{}``) or a refusal."""
     v = Verdict("response_routing")
     problems = _control_problems(control, cal, completes=("A", "B"), tokens_complete=("A",))
-    if problems:
-        return _not_judged(v, problems)
-    why = _no_overlap(test)
-    if why:
-        return _not_judged(v, [why], "test")
+    if stop := _cannot_judge(v, problems, test):
+        return stop
     a, b = post_named(test, "A"), post_named(test, "B")
     v.refusal = refusal_of(b)
     for text in crossed_tokens(test):
@@ -227,12 +221,9 @@ def judge_cancel_routing(control, test, cal) -> Verdict:
             problems.append(
                 "the server did not stop A when it was cancelled under its own, distinct id"
             )
-    if problems:
-        return _not_judged(v, problems)
+    if stop := _cannot_judge(v, problems, test, ("cancels", "the cancel")):
+        return stop
     a, b = post_named(test, "A"), post_named(test, "B")
-    why = _test_says_nothing(test, "cancels", "the cancel")
-    if why:
-        return _not_judged(v, [why], "test")
     v.refusal = refusal_of(b)
     for text in crossed_tokens(test):
         v.add("misrouted_notification", text)
@@ -282,11 +273,8 @@ def judge_server_request_routing(control, test, cal) -> Verdict:
                 f"{name} got {n} server-to-client request(s) on its stream, "
                 f"expected {cal['elicits']}"
             )
-    if problems:
-        return _not_judged(v, problems)
-    why = _no_overlap(test)
-    if why:
-        return _not_judged(v, [why], "test")
+    if stop := _cannot_judge(v, problems, test):
+        return stop
     a, b = post_named(test, "A"), post_named(test, "B")
     v.refusal = refusal_of(b)
     cands = [p for p in (a, b) if refusal_of(p) is None]
@@ -322,12 +310,9 @@ def judge_collateral_close(control, test, cal) -> Verdict:
     ca = post_named(control, "A")
     if control.get("aborts") and _finished_before(ca, control["aborts"][0]["t"]):
         problems.append(_too_late("the abort", ca, control["aborts"][0]["t"]))
-    if problems:
-        return _not_judged(v, problems)
+    if stop := _cannot_judge(v, problems, test, ("aborts", "the abort")):
+        return stop
     a, b = post_named(test, "A"), post_named(test, "B")
-    why = _test_says_nothing(test, "aborts", "the abort")
-    if why:
-        return _not_judged(v, [why], "test")
     v.refusal = refusal_of(b)
     if v.refusal is not None:
         return v
@@ -388,6 +373,18 @@ def judge_reuse(control, test, cal) -> Verdict:
             f"B (id {show(b['id'])}, reused after A's response) never got a response: {ended(b)}",
         )
     return v
+
+
+def _cannot_judge(v: Verdict, problems, test, acted=None) -> Verdict | None:
+    """The not-judged verdict of a scenario whose control run had ``problems``, or whose colliding
+    run says nothing (with ``acted``, an ``(action, what)`` on A: :func:`_test_says_nothing`;
+    without, :func:`_no_overlap`); None when the scenario can be judged."""
+    if problems:
+        return _not_judged(v, problems)
+    why = _test_says_nothing(test, *acted) if acted else _no_overlap(test)
+    if why:
+        return _not_judged(v, [why], "test")
+    return None
 
 
 def _not_judged(v: Verdict, problems, run="control") -> Verdict:
