@@ -7,17 +7,8 @@ import asyncio
 import json
 import sys
 
+from . import records
 from .recording import Target
-from .records import (
-    CLASS_HELP,
-    CLASSES,
-    DEFAULT_ARGS,
-    DEFAULT_ELICIT_ARGS,
-    DEFAULT_ELICIT_TOOL,
-    DEFAULT_TOOL,
-    SCENARIOS,
-    CannotTest,
-)
 from .report import junit_xml, render, untested
 
 
@@ -52,7 +43,8 @@ def _url(text):
 
 
 def build_parser():
-    classes = "\n".join(f"  {c:<26} {CLASS_HELP[c]}" for c in CLASSES)
+    classes = "\n".join(f"  {c:<26} {records.CLASS_HELP[c]}" for c in records.CLASSES)
+    scenarios = records.SCENARIOS
     p = _Parser(
         prog="mcp-inflight probe",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -60,7 +52,7 @@ def build_parser():
             "Probe a Streamable HTTP MCP server (2025-era protocol, stateful session) for what\n"
             "it does when a request arrives under a JSON-RPC id that is still in flight.\n\n"
             "Each scenario runs first with distinct ids (the control), then with colliding ids:\n"
-            "  " + ", ".join(SCENARIOS[:4]) + ",\n  " + ", ".join(SCENARIOS[4:]) + ".\n"
+            "  " + ", ".join(scenarios[:4]) + ",\n  " + ", ".join(scenarios[4:]) + ".\n"
             "Misrouting is judged by progress tokens, request ids and result shapes, never by\n"
             "the tool's text. Every POST gets its own progress token. Only URL is contacted;\n"
             "a whole probe takes about 10-20 s against a healthy server."
@@ -79,31 +71,31 @@ def build_parser():
     )
     p.add_argument(
         "--tool",
-        default=DEFAULT_TOOL,
+        default=records.DEFAULT_TOOL,
         metavar="NAME",
         help=f"a tool that reports progress for the client's progress token and runs "
-        f"at least a second (default: {DEFAULT_TOOL})",
+        f"at least a second (default: {records.DEFAULT_TOOL})",
     )
     p.add_argument(
         "--args",
         type=_json_object,
-        default=DEFAULT_ARGS,
+        default=records.DEFAULT_ARGS,
         metavar="JSON",
-        help=f"its arguments (default: {json.dumps(DEFAULT_ARGS)})",
+        help=f"its arguments (default: {json.dumps(records.DEFAULT_ARGS)})",
     )
     p.add_argument(
         "--elicit-tool",
-        default=DEFAULT_ELICIT_TOOL,
+        default=records.DEFAULT_ELICIT_TOOL,
         metavar="NAME",
         help=f"a tool that sends elicitation/create after a delay (default: "
-        f"{DEFAULT_ELICIT_TOOL}; '' to skip that scenario)",
+        f"{records.DEFAULT_ELICIT_TOOL}; '' to skip that scenario)",
     )
     p.add_argument(
         "--elicit-args",
         type=_json_object,
-        default=DEFAULT_ELICIT_ARGS,
+        default=records.DEFAULT_ELICIT_ARGS,
         metavar="JSON",
-        help=f"its arguments (default: {json.dumps(DEFAULT_ELICIT_ARGS)})",
+        help=f"its arguments (default: {json.dumps(records.DEFAULT_ELICIT_ARGS)})",
     )
     p.add_argument(
         "--header",
@@ -116,9 +108,9 @@ def build_parser():
     p.add_argument(
         "--only",
         action="append",
-        choices=SCENARIOS,
+        choices=records.SCENARIOS,
         metavar="SCENARIO",
-        help="run only this scenario (repeatable): " + ", ".join(SCENARIOS),
+        help="run only this scenario (repeatable): " + ", ".join(records.SCENARIOS),
     )
     p.add_argument(
         "--json",
@@ -161,14 +153,14 @@ def run(argv: list[str]) -> int:
     from .scenarios import probe
 
     try:
-        report = asyncio.run(probe(t, tuple(args.only or SCENARIOS), say))
-    except CannotTest as exc:
+        report = asyncio.run(probe(t, tuple(args.only or records.SCENARIOS), say))
+    except records.CannotTest as exc:
         report = untested(args.url, str(exc))
     else:
-        records = report.pop("records")
+        recorded = report.pop("records")
         if args.records:
             with open(args.records, "w") as fh:
-                json.dump({"calibration": report["calibration"], "records": records}, fh, indent=1)
+                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
     if args.junit_xml:
         with open(args.junit_xml, "w") as fh:
             fh.write(junit_xml(report))

@@ -30,6 +30,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Callable, Iterable
+from typing import TypedDict, Unpack
 
 from .records import (
     DEFAULT_ARGS,
@@ -92,6 +93,21 @@ class LoopWatch:
         return max((s for e, s in self.stalls if e >= start and e - s <= end), default=0.0)
 
 
+class ProbeOptions(TypedDict, total=False):
+    """The keyword options of :func:`probe_app` (the defaults are :func:`probe_app_async`'s)."""
+
+    tool: str
+    args: dict | None
+    elicit_tool: str | None
+    elicit_args: dict | None
+    path: str
+    base_url: str
+    headers: dict | None
+    scenarios: Iterable[str] | None
+    lifespan: bool
+    progress: Callable[[str], None] | None
+
+
 async def probe_app_async(
     app,
     *,
@@ -145,20 +161,7 @@ async def probe_app_async(
     return Report(doc, records)
 
 
-def probe_app(
-    app,
-    *,
-    tool: str = DEFAULT_TOOL,
-    args: dict | None = None,
-    elicit_tool: str | None = DEFAULT_ELICIT_TOOL,
-    elicit_args: dict | None = None,
-    path: str = "/mcp",
-    base_url: str = "http://127.0.0.1:8000",
-    headers: dict | None = None,
-    scenarios: Iterable[str] | None = None,
-    lifespan: bool = True,
-    progress: Callable[[str], None] | None = None,
-) -> Report:
+def probe_app(app, **options: Unpack[ProbeOptions]) -> Report:
     """Probe the ASGI ``app`` (a Streamable HTTP MCP endpoint at ``path``) in-process and return
     the :class:`.report.Report`: the same scenarios, controls and verdicts as
     ``mcp-inflight probe URL``, and in ``report.doc`` the same JSON.
@@ -174,21 +177,10 @@ def probe_app(
     and ``reason``, never a clean one.
 
     Runs its own event loop (in a worker thread when called from a running loop); from async
-    code, await :func:`probe_app_async` instead.
+    code, await :func:`probe_app_async` instead.  The options and their defaults are those of
+    :func:`probe_app_async`.
     """
-    coro = probe_app_async(
-        app,
-        tool=tool,
-        args=args,
-        elicit_tool=elicit_tool,
-        elicit_args=elicit_args,
-        path=path,
-        base_url=base_url,
-        headers=headers,
-        scenarios=scenarios,
-        lifespan=lifespan,
-        progress=progress,
-    )
+    coro = probe_app_async(app, **options)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
