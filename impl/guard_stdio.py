@@ -92,18 +92,36 @@ class _StdioState:
             self.wake.set()
 
 
-class _GuardedRead:
-    """What the server reads: the client's messages, after the model's admission."""
+class _Wrapped:
+    """A stream of the SDK's transport, wrapped: what the wrapper does not define is the inner
+    stream's (e.g. ``last_context``), and closing it closes the inner stream."""
 
-    def __init__(self, inner, state: _StdioState, write):
+    def __init__(self, inner, state: _StdioState):
         self.inner = inner
         self.state = state
         self.core = state.core
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def aclose(self):
+        await self.inner.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+        return None
+
+
+class _GuardedRead(_Wrapped):
+    """What the server reads: the client's messages, after the model's admission."""
+
+    def __init__(self, inner, state: _StdioState, write):
+        super().__init__(inner, state)
         self.write = write
         self._pending: asyncio.Future | None = None
-
-    def __getattr__(self, name):  # e.g. ``last_context``
-        return getattr(self.inner, name)
 
     async def _next(self):
         """The next item of the inner stream, or None when woken because a held request may go
@@ -205,27 +223,12 @@ class _GuardedRead:
         if self._pending is not None:
             self._pending.cancel()
             self._pending = None
-        await self.inner.aclose()
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.aclose()
-        return None
+        await super().aclose()
 
 
-class _GuardedWrite:
+class _GuardedWrite(_Wrapped):
     """What the server writes: a message of a request goes out only where the model says it is
     deliverable; the request's response releases its id."""
-
-    def __init__(self, inner, state: _StdioState):
-        self.inner = inner
-        self.state = state
-        self.core = state.core
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
     async def send(self, item):
         from mcp.shared.message import ServerMessageMetadata
@@ -247,13 +250,3 @@ class _GuardedWrite:
             if handle is not None and self.core.emit(handle) is not handle:
                 return
         await self.inner.send(item)
-
-    async def aclose(self):
-        await self.inner.aclose()
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.aclose()
-        return None
