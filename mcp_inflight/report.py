@@ -10,7 +10,8 @@ JUnit writer for any of the three.  Every report is built from the records, sect
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
 from mcp_inflight.model.trace import trace_lines
 from mcp_inflight.proofs.explore import RunResult, Verdict
@@ -26,6 +27,7 @@ _PROVED_KINDS = ("invariant", "hazard")
 _LIVENESS_OFF = (
     "  not judged on these runs (the graph is kept at --requests 2 or fewer, or with --liveness)"
 )
+_R = TypeVar("_R", RunResult, ProveResult)
 _AUX_TITLE = "auxiliary invariants (proved with the invariants; part of the model)"
 
 
@@ -72,6 +74,13 @@ def _width(runs: Sequence[RunResult] | Sequence[ProveResult]) -> int:
     return max(len(r.cfg.label) for r in runs)
 
 
+def _per_run(title: str, runs: Sequence[_R], rows: Callable[[_R, int], Iterable[str]]) -> list[str]:
+    """A titled table: ``rows(run, width)`` for each run (``width``: that of the longest run
+    label), then a blank line."""
+    width = _width(runs)
+    return [title, *(line for r in runs for line in rows(r, width)), ""]
+
+
 # --- the explorer -------------------------------------------------------------------------
 
 
@@ -91,21 +100,15 @@ def _verdict_sections(results: Sequence[RunResult]) -> list[str]:
     return lines
 
 
-def _explore_runs(results: Sequence[RunResult]) -> list[str]:
-    lines = ["Runs"]
-    width = _width(results)
-    for r in results:
-        extra = "" if r.complete else "  INCOMPLETE (--max-states reached)"
-        dead = f"  dead actions: {', '.join(r.dead_actions)}" if r.dead_actions else ""
-        dl = f"  deadlocks: {r.deadlocks}" if r.deadlocks else ""
-        lines.append(
-            f"  {r.cfg.label:<{width}}  bounds ids={r.cfg.ids} requests={r.cfg.requests}"
-            f"  symmetry={'on' if r.symmetry else 'off'}  {r.states:,} states"
-            f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s"
-            f"{extra}{dead}{dl}"
-        )
-    lines.append("")
-    return lines
+def _explore_run(r: RunResult, width: int) -> Iterator[str]:
+    extra = "" if r.complete else "  INCOMPLETE (--max-states reached)"
+    dead = f"  dead actions: {', '.join(r.dead_actions)}" if r.dead_actions else ""
+    dl = f"  deadlocks: {r.deadlocks}" if r.deadlocks else ""
+    yield (
+        f"  {r.cfg.label:<{width}}  bounds ids={r.cfg.ids} requests={r.cfg.requests}"
+        f"  symmetry={'on' if r.symmetry else 'off'}  {r.states:,} states"
+        f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s{extra}{dead}{dl}"
+    )
 
 
 def _explore_traces(results: Sequence[RunResult]) -> list[str]:
@@ -125,7 +128,11 @@ def _explore_traces(results: Sequence[RunResult]) -> list[str]:
 
 def explore_text(results: Sequence[RunResult]) -> str:
     """The explorer's report: verdicts, runs, counterexamples."""
-    return "\n".join(_verdict_sections(results) + _explore_runs(results) + _explore_traces(results))
+    return "\n".join(
+        _verdict_sections(results)
+        + _per_run("Runs", results, _explore_run)
+        + _explore_traces(results)
+    )
 
 
 # --- the prover ---------------------------------------------------------------------------
@@ -147,30 +154,20 @@ def _proof_sections(results: Sequence[ProveResult]) -> list[str]:
     return lines
 
 
-def _auxiliary(results: Sequence[ProveResult], title: str) -> list[str]:
-    lines = [title]
-    width = _width(results)
-    for r in results:
-        kept = [p.name for p in r.of("auxiliary") if p.applies and p.proved]
-        dropped = [p.name for p in r.of("auxiliary") if p.applies and not p.proved]
-        lines.append(f"  {r.cfg.label:<{width}}  proved: {', '.join(kept) or '-'}")
-        if dropped:
-            lines.append(f"  {'':<{width}}  not invariants of this design: {', '.join(dropped)}")
-    lines.append("")
-    return lines
+def _auxiliary(r: ProveResult, width: int) -> Iterator[str]:
+    kept = [p.name for p in r.of("auxiliary") if p.applies and p.proved]
+    dropped = [p.name for p in r.of("auxiliary") if p.applies and not p.proved]
+    yield f"  {r.cfg.label:<{width}}  proved: {', '.join(kept) or '-'}"
+    if dropped:
+        yield f"  {'':<{width}}  not invariants of this design: {', '.join(dropped)}"
 
 
-def _prove_runs(results: Sequence[ProveResult], title: str) -> list[str]:
-    lines = [title]
-    width = _width(results)
-    for r in results:
-        lines.append(
-            f"  {r.cfg.label:<{width}}  {r.queries} queries  {r.seconds:.2f}s  "
-            f"bounded search: depth {r.depth}, {BMC_REQUESTS} requests, {BMC_IDS} ids  "
-            f"slowest query {r.slowest[0]:.2f}s ({r.slowest[1]})"
-        )
-    lines.append("")
-    return lines
+def _prove_run(r: ProveResult, width: int) -> Iterator[str]:
+    yield (
+        f"  {r.cfg.label:<{width}}  {r.queries} queries  {r.seconds:.2f}s  bounded search: "
+        f"depth {r.depth}, {BMC_REQUESTS} requests, {BMC_IDS} ids  "
+        f"slowest query {r.slowest[0]:.2f}s ({r.slowest[1]})"
+    )
 
 
 def _proof_problems(results: Sequence[ProveResult]) -> list[str]:
@@ -197,8 +194,8 @@ def prove_text(results: Sequence[ProveResult]) -> str:
     """The prover's report: verdicts, auxiliary invariants, runs, what was not proved."""
     return "\n".join(
         _proof_sections(results)
-        + _auxiliary(results, "A" + _AUX_TITLE[1:])
-        + _prove_runs(results, "Runs")
+        + _per_run("A" + _AUX_TITLE[1:], results, _auxiliary)
+        + _per_run("Runs", results, _prove_run)
         + _proof_problems(results)
     )
 
@@ -232,10 +229,10 @@ def combined_text(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
     counterexamples, then the prover's auxiliary invariants, runs and what it did not prove."""
     return "\n".join(
         _side_by_side(results, proofs)
-        + _explore_runs(results)
+        + _per_run("Runs", results, _explore_run)
         + _explore_traces(results)
-        + _auxiliary(proofs, "z3: " + _AUX_TITLE)
-        + _prove_runs(proofs, "z3 runs")
+        + _per_run("z3: " + _AUX_TITLE, proofs, _auxiliary)
+        + _per_run("z3 runs", proofs, _prove_run)
         + _proof_problems(proofs)
     )
 
