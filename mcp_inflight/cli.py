@@ -32,11 +32,15 @@ def choice(valid, what):
     return parse
 
 
-def positive(v):
+def whole_number(v: str) -> int:
     try:
-        n = int(v)
+        return int(v)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {v!r}") from None
+
+
+def positive(v):
+    n = whole_number(v)
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {v!r}")
     return n
@@ -55,6 +59,15 @@ def writable_file(path: str) -> str | None:
     if not existed:
         os.unlink(path)
     return None
+
+
+def unwritable(prog: str, option: str, path: str | None) -> bool:
+    """Whether ``path``, given to ``option``, cannot be written (see :func:`writable_file`); if
+    so, says why on stderr as a usage error of ``prog``."""
+    why = writable_file(path) if path else None
+    if why is not None:
+        sys.stderr.write(f"{prog}: error: {option}: {why}\n")
+    return why is not None
 
 
 def add_profile_options(p: argparse.ArgumentParser, designs: list[str], design_help: str) -> None:
@@ -269,11 +282,8 @@ def cmd_check(args) -> int:
     if args.no_prove and args.no_explore:
         build_parser().error("--no-prove and --no-explore leave nothing to run")
     prover_usage_error(build_parser(), args)
-    if args.junit_xml:
-        why = writable_file(args.junit_xml)
-        if why is not None:
-            sys.stderr.write(f"mcp-inflight check: error: --junit-xml: {why}\n")
-            return 2
+    if unwritable("mcp-inflight check", "--junit-xml", args.junit_xml):
+        return 2
     if args.engine == "native" and args.liveness:
         sys.stderr.write(
             "mcp-inflight check: error: --liveness needs the compiled engine "

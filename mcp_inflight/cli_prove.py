@@ -15,7 +15,7 @@ from mcp_inflight.cli import (
     prover_usage_error,
     stop_on_signals,
     unknown_note,
-    writable_file,
+    unwritable,
 )
 from mcp_inflight.model.config import DESIGNS, Config, profiles
 from mcp_inflight.proofs.prove import (
@@ -76,11 +76,8 @@ def run(argv: list[str]) -> int:
 def _run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     prover_usage_error(build_parser(), args)
-    if args.junit_xml:
-        why = writable_file(args.junit_xml)
-        if why is not None:
-            sys.stderr.write(f"mcp-inflight prove: error: --junit-xml: {why}\n")
-            return 2
+    if unwritable("mcp-inflight prove", "--junit-xml", args.junit_xml):
+        return 2
     stop_on_signals()
     cfgs = configs(args.design, args.revision, args.transport)
     results = prove_all(

@@ -24,6 +24,7 @@ import importlib.util
 import socket
 import sys
 
+from mcp_inflight.cli import whole_number
 from mcp_inflight.impl.server import Server
 
 
@@ -211,10 +212,7 @@ def _port(text: str) -> int:
 
 
 def _count(text: str) -> int | None:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    n = whole_number(text)
     if n < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {n}")
     return n or None
