@@ -11,6 +11,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from mcp_inflight.cli import main
+from support.procs import alive, descendants
+
+#: the profile both checkers fail on, with traces (2026-07-28 Streamable HTTP, unguarded)
+UNGUARDED_HTTP = ("--design", "unguarded", "--revision", "2026-07-28", "--transport", "http")
 
 
 def cli(*args):
@@ -52,12 +56,7 @@ def test_check_fails_on_unguarded_with_traces_and_junit(tmp_path):
     junit = tmp_path / "r.xml"
     p = cli(
         "check",
-        "--design",
-        "unguarded",
-        "--revision",
-        "2026-07-28",
-        "--transport",
-        "http",
+        *UNGUARDED_HTTP,
         "--junit-xml",
         str(junit),
         "--no-prove",
@@ -150,12 +149,7 @@ def test_prove_fails_on_unguarded_with_cti_and_trace(tmp_path):
     junit = tmp_path / "p.xml"
     p = cli(
         "prove",
-        "--design",
-        "unguarded",
-        "--revision",
-        "2026-07-28",
-        "--transport",
-        "http",
+        *UNGUARDED_HTTP,
         "--json",
         "--junit-xml",
         str(junit),
@@ -195,29 +189,6 @@ def test_prove_usage():
     assert cli("prove", "--design", "nope").returncode == 2
 
 
-def _descendants(pid: int) -> set[int]:
-    out: set[int] = set()
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                kids = [int(x) for x in f.read().split()]
-        except OSError:
-            continue
-        out.update(kids)
-        todo.extend(kids)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
 @pytest.mark.parametrize(
     "sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"]
@@ -234,21 +205,21 @@ def test_check_stopped_by_a_signal_takes_its_workers_with_it(sig, code):
         deadline = time.monotonic() + 60
         workers: set[int] = set()
         while time.monotonic() < deadline and len(workers) < 2:
-            workers = _descendants(proc.pid)
+            workers = descendants(proc.pid)
             time.sleep(0.05)
         assert proc.poll() is None and len(workers) >= 2, "the runs are spread over workers"
         time.sleep(0.5)
         proc.send_signal(sig)
         assert proc.wait(timeout=30) == code
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        while time.monotonic() < deadline and any(alive(p) for p in workers):
             time.sleep(0.05)
-        assert [p for p in workers if _alive(p)] == [], "no worker outlives check"
+        assert [p for p in workers if alive(p)] == [], "no worker outlives check"
         assert b"Traceback" not in proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
-        for p in _descendants(proc.pid):
+        for p in descendants(proc.pid):
             os.kill(p, signal.SIGKILL)
 
 

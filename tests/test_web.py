@@ -9,7 +9,6 @@ and a path in a URL gives the same view from a fresh server.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import signal
@@ -24,6 +23,7 @@ import pytest
 
 from mcp_inflight.model import DESIGNS, FIELDS, Config
 from mcp_inflight.proofs.explore import changes, explore, id_name, inst_name, render_value
+from support import procs
 
 DEFAULTS = [
     "--design",
@@ -357,36 +357,15 @@ def test_the_server_ends_its_exploration_on_sigterm():
         while get(url, "/api/traces")[1]["status"] != "exploring":
             assert time.monotonic() < deadline
             time.sleep(0.1)
-        children = _children(proc.pid)
+        children = procs.children(proc.pid)
         assert children
     finally:
         stop_server(proc)
     assert proc.returncode == 0
     deadline = time.monotonic() + 10
-    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+    while any(procs.alive(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(c) for c in children)
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(d))
-            except (OSError, IndexError, ValueError):
-                pass
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert not any(procs.alive(c) for c in children)
 
 
 # --- recorded runtime traces --------------------------------------------------------------
