@@ -7,6 +7,7 @@ same outputs, the same verdicts of every step and state property, the same ``set
 """
 
 import pytest
+from test_explore import reachable  # every reachable concrete state, no symmetry, BFS order
 
 from mcp_inflight.model import (
     DESIGNS,
@@ -24,18 +25,6 @@ from mcp_inflight.proofs.explore import explore
 from mcp_inflight.proofs.flat import Layout
 
 ALL_DESIGNS = {**DESIGNS, **mutants()}
-
-
-def reachable(cfg):
-    """Every reachable concrete state (no symmetry), in BFS order."""
-    seen = {}
-
-    def on_edge(pre, action, args, post, out):
-        seen.setdefault(pre, None)
-        seen.setdefault(post, None)
-
-    explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
-    return list(seen)
 
 
 def disagreements(cfg, comp, states, limit=5):
