@@ -40,7 +40,7 @@ from mcp_inflight.model import (
     step,
 )
 from mcp_inflight.model import properties as P
-from mcp_inflight.model.session import FIELDS, domains, on_cancel, quiescent
+from mcp_inflight.model.session import FIELDS, SERVER_ACTIONS, domains, on_cancel, quiescent
 from mcp_inflight.proofs.explore import explore
 
 N = 6  # request instances in the bounded model
@@ -321,17 +321,6 @@ def test_generated_actions_agree_with_the_model(revision, transport, ids):
     b = Concrete(domains(cfg))
     states = set()
     explore(cfg, progress=False, on_edge=lambda pre, a, args, post, out: states.add(pre))
-    names = (
-        "arrive",
-        "admit",
-        "refuse",
-        "emit",
-        "server_request",
-        "answer",
-        "respond",
-        "unwind",
-        "break_stream",
-    )
     compared = 0
     ordered = sorted(states)
     if ids == 1 and len(ordered) > 1500:
@@ -345,7 +334,7 @@ def test_generated_actions_agree_with_the_model(revision, transport, ids):
                 getattr(rt, name).update(items)
             return rt
 
-        for name in names:
+        for name in SERVER_ACTIONS:
             a = ACTION[name]
             for r in range(cfg.requests):
                 rt = fresh()
