@@ -47,7 +47,7 @@ import secrets
 from urllib.parse import urlsplit
 
 from . import sse
-from .server import (
+from .messages import (
     HANDSHAKE_VERSIONS,
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -59,14 +59,13 @@ from .server import (
     PARSE_ERROR,
     PROTOCOL_VERSION_META_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
-    Server,
-    Session,
     dumps,
     encode_message,
     error,
     error_reply,
     parse,
 )
+from .server import Server, Session
 
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]

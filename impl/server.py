@@ -1,7 +1,9 @@
 """A small MCP server API over the sans-IO core, shared by the stdio and HTTP adapters.
 
-One module on purpose: the server API (tools, methods, the handler's context) and the session
-that runs it share the message checks and the core's answers, and neither is used alone.
+One cohesive thing, kept in one module on purpose: the server API (tools, methods, the handler's
+context) and the session that runs it share the core's answers and the handler's errors, and
+neither is used alone.  The messages they speak (revisions, error codes, decoding one message)
+are :mod:`.messages`, whose names stay importable from here.
 
 Writing a server::
 
@@ -54,131 +56,71 @@ from itertools import count
 from typing import Any
 
 import pydantic
-from mcp_types import jsonrpc as J
 from mcp_types import methods as M
 
-from . import jsonio as _jsonio
 from .core import Admitted, InvalidId, SessionCore, typed_id
+from .messages import (
+    CLIENT_CAPABILITIES_META_KEY,
+    HANDSHAKE_VERSIONS,
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LEGACY,
+    LOG_LEVEL_META_KEY,
+    LOG_LEVELS,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN,
+    PARSE_ERROR,
+    PROTOCOL_VERSION_META_KEY,
+    REVISIONS,
+    SERVER_INFO_META_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Incoming,
+    classify,
+    dumps,
+    encode_message,
+    error,
+    error_reply,
+    loads,
+    parse,
+)
 
-LEGACY = "2025-11-25"
-MODERN = "2026-07-28"
-REVISIONS = (LEGACY, MODERN)
-HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
-LOG_LEVEL_META_KEY = "io.modelcontextprotocol/logLevel"
-CLIENT_CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-PARSE_ERROR = J.PARSE_ERROR
-INVALID_REQUEST = J.INVALID_REQUEST
-METHOD_NOT_FOUND = J.METHOD_NOT_FOUND
-INVALID_PARAMS = J.INVALID_PARAMS
-INTERNAL_ERROR = J.INTERNAL_ERROR
-UNSUPPORTED_PROTOCOL_VERSION = J.UNSUPPORTED_PROTOCOL_VERSION
-HEADER_MISMATCH = J.HEADER_MISMATCH
-MISSING_REQUIRED_CLIENT_CAPABILITY = J.MISSING_REQUIRED_CLIENT_CAPABILITY
-PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
-
-
-def error(code: int, message: str, data=None) -> dict:
-    e = {"code": code, "message": message}
-    if data is not None:
-        e["data"] = data
-    return e
-
-
-def error_reply(rid, err: dict) -> dict:
-    return {"jsonrpc": "2.0", "id": rid, "error": err}
-
-
-#: Outgoing messages: bytes, or None when the message cannot be written (see ``impl.jsonio``).
-encode_message = _jsonio.encode_message
-#: JSON text of a message the adapter builds itself (errors, refusals): always writable.
-dumps = _jsonio.dumps
-#: Bounded-depth, strict UTF-8 JSON reading; raises only ``ValueError``.
-loads = _jsonio.loads
-
-
-# --- parsing -----------------------------------------------------------------------------------
-
-
-class Incoming:
-    """One decoded message: ``kind`` is request, notification, response or invalid."""
-
-    __slots__ = ("kind", "msg", "id", "error")
-
-    def __init__(self, kind, msg=None, rid=None, err=None):
-        self.kind = kind
-        self.msg = msg
-        self.id = rid
-        self.error = err
-
-
-_ENVELOPE = {
-    kind: model.__pydantic_validator__.validate_python
-    for kind, model in (
-        ("request", J.JSONRPCRequest),
-        ("notification", J.JSONRPCNotification),
-        ("response", J.JSONRPCResponse),
-        ("error", J.JSONRPCError),
-    )
-}
-
-
-def parse(raw) -> Incoming:
-    """Decode one JSON-RPC message (bytes or str) and check its envelope with ``mcp_types``."""
-    try:
-        msg = loads(raw)
-    except ValueError:
-        return Incoming("invalid", err=error(PARSE_ERROR, "Parse error: the body is not JSON"))
-    return classify(msg)
-
-
-def classify(msg) -> Incoming:
-    if isinstance(msg, list):
-        return Incoming(
-            "invalid",
-            err=error(
-                INVALID_REQUEST,
-                "Invalid Request: JSON-RPC batches are not supported (one message per body)",
-            ),
-        )
-    if not isinstance(msg, dict):
-        return Incoming(
-            "invalid",
-            err=error(INVALID_REQUEST, "Invalid Request: a message must be a JSON object"),
-        )
-    if "method" in msg:
-        kind = "request" if "id" in msg else "notification"
-    elif "id" in msg and ("result" in msg or "error" in msg):
-        kind = "response"
-    else:
-        return Incoming(
-            "invalid",
-            err=error(
-                INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response"
-            ),
-        )
-    rid = msg.get("id")
-    if kind == "request":
-        try:
-            typed_id(rid)
-        except InvalidId as e:
-            return Incoming("invalid", err=e.error)
-    validate = _ENVELOPE["error" if kind == "response" and "error" in msg else kind]
-    try:
-        validate(msg)
-    except pydantic.ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "message"
-        good_id = rid if kind == "request" else None
-        return Incoming(
-            "invalid",
-            rid=good_id,
-            err=error(INVALID_REQUEST, f"Invalid Request: {where}: {first['msg']}"),
-        )
-    return Incoming(kind, msg, rid)
-
+#: the server API, and the messages' names (:mod:`.messages`), importable from here
+__all__ = [
+    "Tool",
+    "Server",
+    "JsonRpcError",
+    "RequestFailed",
+    "Context",
+    "Session",
+    "LEGACY",
+    "MODERN",
+    "REVISIONS",
+    "HANDSHAKE_VERSIONS",
+    "SERVER_INFO_META_KEY",
+    "LOG_LEVEL_META_KEY",
+    "CLIENT_CAPABILITIES_META_KEY",
+    "LOG_LEVELS",
+    "PARSE_ERROR",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "INVALID_PARAMS",
+    "INTERNAL_ERROR",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "HEADER_MISMATCH",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "PROTOCOL_VERSION_META_KEY",
+    "error",
+    "error_reply",
+    "encode_message",
+    "dumps",
+    "loads",
+    "Incoming",
+    "parse",
+    "classify",
+]
 
 # --- tools -------------------------------------------------------------------------------------
 

@@ -15,7 +15,8 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator
 
-from .server import INVALID_REQUEST, Server, Session, encode_message, error_reply, parse
+from .messages import INVALID_REQUEST, encode_message, error_reply, parse
+from .server import Server, Session
 
 LINE_LIMIT = 16 * 1024 * 1024
 _CHUNK = 64 * 1024
