@@ -1,7 +1,9 @@
 """Streamable HTTP as a plain ASGI callable over the session core (run it with uvicorn).
 
-One cohesive thing, kept in one module: the transport's every check, bound and status code sit
-beside the request path they guard, so a reader follows one POST from headers to response here.
+A reader follows one POST from headers to response here: the routing, the sessions, the
+streams and every status code.  What a request must pass before a session sees it (headers
+given once, content negotiation, Host and Origin, the body's size and time bounds) is
+:mod:`.http_checks`, verdicts on the request's bytes and the app's options alone.
 
 ``create_app(server, path="/mcp")`` returns the app.  No web framework: an ASGI callable is the
 thinnest layer uvicorn can run (no routing tables, middleware stacks or request objects built
@@ -44,9 +46,18 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from urllib.parse import urlsplit
 
 from . import sse
+from .http_checks import (
+    LOOPBACK,
+    SINGLE,
+    BodyReader,
+    Headers,
+    HostCheck,
+    accepts,
+    accepts_post,
+    is_json,
+)
 from .messages import (
     HANDSHAKE_VERSIONS,
     HEADER_MISMATCH,
@@ -67,9 +78,10 @@ from .messages import (
 )
 from .server import Server, Session
 
+__all__ = ["LOOPBACK", "MODERN_ERROR_STATUS", "SERVER_BUSY", "App", "create_app"]
+
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
-LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 #: JSON-RPC code of a request refused for a resource bound (too many sessions or requests); the
 #: implementation-defined server-error range of JSON-RPC 2.0.
 SERVER_BUSY = -32000
@@ -105,102 +117,6 @@ def _error_status(msg) -> int | None:
 def _json_body(msg) -> bytes:
     data = encode_message(msg)
     return b"" if data is None else data
-
-
-class _Headers(dict):
-    """A request's headers (names lower-cased by the server, as ASGI says; values as bytes);
-    ``twice`` holds the names given more than once, so that a header that must be single can
-    be refused."""
-
-    __slots__ = ("twice",)
-
-    def __init__(self, raw) -> None:
-        super().__init__(raw)
-        twice: set[bytes] = set()
-        if len(self) != len(raw):
-            seen: set[bytes] = set()
-            for k, _ in raw:
-                if k in seen:
-                    twice.add(k)
-                seen.add(k)
-        self.twice = twice
-
-
-#: headers a request may carry once only (a second copy could be read differently by a proxy)
-_SINGLE = (
-    b"host",
-    b"origin",
-    b"content-length",
-    b"content-type",
-    b"mcp-session-id",
-    b"mcp-protocol-version",
-)
-
-
-def _media_types(value: bytes | None) -> set[str]:
-    if value is None:
-        return set()
-    return {part.split(";", 1)[0].strip().lower() for part in value.decode("latin-1").split(",")}
-
-
-def _accepts(value: bytes | None, *wanted: str) -> bool:
-    """Whether an ``Accept`` header admits every media type in ``wanted`` (wildcards count)."""
-    types = _media_types(value)
-    if "*/*" in types:
-        return True
-    return all(w in types or (w.split("/", 1)[0] + "/*") in types for w in wanted)
-
-
-_POST_ACCEPT: dict[bytes | None, bool] = {}
-_JSON_CTYPE: dict[bytes | None, bool] = {}
-
-
-def _accepts_post(value: bytes | None) -> bool:
-    """A POST's ``Accept`` admits both JSON and SSE (verdicts remembered per value, bounded)."""
-    v = _POST_ACCEPT.get(value)
-    if v is None:
-        v = _accepts(value, "application/json", "text/event-stream")
-        if len(_POST_ACCEPT) >= 256:
-            _POST_ACCEPT.clear()
-        _POST_ACCEPT[value] = v
-    return v
-
-
-def _is_json(value: bytes | None) -> bool:
-    """A ``Content-Type`` of ``application/json`` (parameters allowed; remembered, bounded)."""
-    v = _JSON_CTYPE.get(value)
-    if v is None:
-        v = "application/json" in _media_types(value)
-        if len(_JSON_CTYPE) >= 256:
-            _JSON_CTYPE.clear()
-        _JSON_CTYPE[value] = v
-    return v
-
-
-def _split_host(value: str) -> tuple[str, int | None] | None:
-    """``host[:port]`` (an IPv6 literal in brackets) as (lower-case name, port or None); None
-    when it is not a well-formed Host value."""
-    if not value or any(c.isspace() or c in "/?#@\\" for c in value):
-        return None
-    if value.startswith("["):
-        close = value.find("]")
-        if close < 0:
-            return None
-        name, rest = value[: close + 1], value[close + 1 :]
-        if rest and not rest.startswith(":"):
-            return None
-        port_text = rest[1:] if rest else None
-    else:
-        name, colon, port_text = value.partition(":")
-        if not colon:
-            port_text = None
-        if ":" in (port_text or ""):
-            return None
-    if port_text is None:
-        return name.lower(), None
-    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
-        return None
-    return name.lower(), int(port_text)
 
 
 class _Outlet:
@@ -270,13 +186,11 @@ class App:
     ):
         self.server = server
         self.path = path
-        self.allowed_hosts = {h.lower() for h in (allowed_hosts or LOOPBACK)}
-        self.allowed_origins = {o.lower().rstrip("/") for o in (allowed_origins or ())}
-        self.max_body = max_body
+        self.hosts = HostCheck(allowed_hosts, allowed_origins)
+        self.bodies = BodyReader(max_body, body_timeout)
         self.max_sessions = max_sessions
         self.session_idle_timeout = session_idle_timeout
         self.max_in_flight = max_in_flight
-        self.body_timeout = body_timeout
         self.sessions: dict[str, _HttpSession] = {}
         self._spare: list[Session] = []  # idle 2026-07-28 scopes, ready for the next POST
         self._active: set[Session] = set()  # 2026-07-28 scopes whose POST is being answered
@@ -285,10 +199,6 @@ class App:
         # handlers still unwind; each leaves this set
         # when its last handler finishes (``on_idle``)
         self._next_sweep = 0.0
-        self._verdicts: dict[tuple, bool] = {}
-        self._reading: dict[asyncio.Task, float] = {}  # body reads under way -> deadline
-        self._overdue: set[asyncio.Task] = set()
-        self._body_timer: asyncio.TimerHandle | None = None
 
     def live_requests(self) -> int:
         """Requests admitted and not finished, over every session and every 2026-07-28 POST,
@@ -329,124 +239,6 @@ class App:
             data={"supported": [LEGACY, MODERN], "requested": version},
         )
 
-    def _name_ok(self, name: str, port: int | None, own_port: int | None) -> bool:
-        if port is not None and f"{name}:{port}" in self.allowed_hosts:
-            return True
-        if name not in self.allowed_hosts:
-            return False
-        return port is None or own_port is None or port == own_port
-
-    def _checked(self, kind: str, value: bytes | None, own_port: int | None) -> bool:
-        """The verdict of a header check, remembered per value (clients send the same few values
-        on every request; the table is bounded)."""
-        key = (kind, value, own_port)
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            verdict = (self._host_ok if kind == "host" else self._origin_ok)(value, own_port)
-            if len(self._verdicts) >= 256:
-                self._verdicts.clear()
-            self._verdicts[key] = verdict
-        return verdict
-
-    def _host_ok(self, host: bytes | None, own_port: int | None) -> bool:
-        """DNS rebinding: the Host names this server (case-insensitive), with this server's port
-        when it names one (or a ``name:port`` that is allowed as such)."""
-        if host is None:
-            return False
-        parts = _split_host(host.decode("latin-1"))
-        return parts is not None and self._name_ok(*parts, own_port)
-
-    def _origin_ok(self, origin: bytes | None, own_port: int | None) -> bool:
-        """An Origin, if sent, is an allowed origin, or an http(s) origin naming an allowed host
-        and this server's port (a page served from another local port is another origin)."""
-        if origin is None:
-            return True
-        o = origin.decode("latin-1").lower()
-        if o in self.allowed_origins:
-            return True
-        try:
-            u = urlsplit(o)
-            port = u.port
-        except ValueError:
-            return False
-        if (
-            u.scheme not in ("http", "https")
-            or not u.hostname
-            or u.path
-            or u.query
-            or u.fragment
-            or u.username is not None
-        ):
-            return False
-        name = f"[{u.hostname}]" if ":" in u.hostname else u.hostname
-        if port is None:
-            port = 80 if u.scheme == "http" else 443
-        return self._name_ok(name, port, own_port) or (
-            name.strip("[]") in self.allowed_hosts
-            and self._name_ok(name.strip("[]"), port, own_port)
-        )
-
-    async def _body(self, receive, headers) -> bytes | int:
-        """The whole body, or the HTTP status refusing it: 413 too large, 408 not all there
-        within ``body_timeout``, 400 a body that never fully arrived (the client left mid-body:
-        nothing of it is served)."""
-        limit = self.max_body
-        clen = headers.get(b"content-length")
-        if clen is not None:
-            if not (clen.isdigit() and len(clen) < 20):
-                return 400
-            if limit is not None and int(clen) > limit:
-                return 413
-        if self.body_timeout is None:
-            return await self._read_body(receive, limit)
-        # No timer per request (arming and cancelling one costs more than the rest of a small
-        # request's reading): the task is noted with its deadline, and one timer for the whole
-        # app, armed only while bodies are being read, cancels the reads past theirs.
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        self._reading[task] = loop.time() + self.body_timeout
-        if self._body_timer is None:
-            self._body_timer = loop.call_later(min(1.0, self.body_timeout / 4), self._sweep_bodies)
-        try:
-            return await self._read_body(receive, limit)
-        except asyncio.CancelledError:
-            if task in self._overdue:
-                self._overdue.discard(task)
-                task.uncancel()
-                return 408
-            raise
-        finally:
-            self._reading.pop(task, None)
-
-    def _sweep_bodies(self) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        for task, deadline in list(self._reading.items()):
-            if deadline <= now:
-                del self._reading[task]
-                self._overdue.add(task)
-                task.cancel()
-        self._body_timer = None
-        if self._reading:
-            self._body_timer = loop.call_later(min(1.0, self.body_timeout / 4), self._sweep_bodies)
-
-    @staticmethod
-    async def _read_body(receive, limit: int | None) -> bytes | int:
-        chunks = []
-        size = 0
-        while True:
-            m = await receive()
-            if m["type"] == "http.disconnect":
-                return 400
-            chunk = m.get("body", b"")
-            size += len(chunk)
-            if limit is not None and size > limit:
-                return 413
-            chunks.append(chunk)
-            if not m.get("more_body"):
-                break
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
     # --- ASGI ------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send):
         kind = scope["type"]
@@ -458,9 +250,9 @@ class App:
             return await self._reply(
                 send, 404, b"Not Found", ctype=[(b"content-type", b"text/plain")]
             )
-        headers = _Headers(scope["headers"])
+        headers = Headers(scope["headers"])
         if headers.twice:
-            twice = sorted(n.decode("latin-1") for n in headers.twice.intersection(_SINGLE))
+            twice = sorted(n.decode("latin-1") for n in headers.twice.intersection(SINGLE))
             if twice:
                 return await self._error(
                     send,
@@ -470,19 +262,19 @@ class App:
                 )
         server_addr = scope.get("server")
         own_port = server_addr[1] if server_addr and len(server_addr) > 1 else None
-        if not self._checked("host", headers.get(b"host"), own_port):
+        if not self.hosts.checked("host", headers.get(b"host"), own_port):
             return await self._error(
                 send, 421, -32600, "Misdirected Request: Host is not this server"
             )
         origin = headers.get(b"origin")
-        if origin is not None and not self._checked("origin", origin, own_port):
+        if origin is not None and not self.hosts.checked("origin", origin, own_port):
             return await self._error(send, 403, -32600, "Forbidden: Origin not allowed")
         version = headers.get(b"mcp-protocol-version")
         version = version.decode("latin-1") if version is not None else None
         supported = version is None or version == MODERN or version in HANDSHAKE_VERSIONS
         method = scope["method"]
         if method == "POST":
-            if not _accepts_post(headers.get(b"accept")):
+            if not accepts_post(headers.get(b"accept")):
                 return await self._error(
                     send,
                     406,
@@ -490,7 +282,7 @@ class App:
                     "Not Acceptable: the client must "
                     "accept both application/json and text/event-stream",
                 )
-            if not _is_json(headers.get(b"content-type")):
+            if not is_json(headers.get(b"content-type")):
                 return await self._error(
                     send,
                     415,
@@ -505,7 +297,7 @@ class App:
         if version == MODERN:
             return await self._reply(send, 405, b"", [(b"allow", b"POST")])
         if method == "GET":
-            if not _accepts(headers.get(b"accept"), "text/event-stream"):
+            if not accepts(headers.get(b"accept"), "text/event-stream"):
                 return await self._error(
                     send,
                     406,
@@ -567,7 +359,7 @@ class App:
             s.standalone.set_result(None)
 
     async def _post(self, scope, receive, send, headers, modern, unsupported=None):
-        body = await self._body(receive, headers)
+        body = await self.bodies.read(receive, headers)
         if isinstance(body, int):
             if body == 413:
                 return await self._error(send, 413, -32600, "Payload Too Large")
