@@ -1,7 +1,8 @@
 """The explorer page: ``mcp-inflight explore`` serves it (``server.py``).
 
-Layers inside the package: ``model_api`` is the only module that reads the model, the explorer,
-the drawing code and the trace package (recorded runtime traces); ``views`` builds the JSON the page shows from it; ``jobs`` runs the
+Layers inside the package: ``model_api`` (with ``explain``, which finds the part of a property
+that fails) is the only module that reads the model, the explorer, the drawing code and the
+trace package (recorded runtime traces); ``views`` builds the JSON the page shows from it; ``jobs`` runs the
 explorations behind the list of traces; ``server`` is the HTTP server and the command line;
 ``static/`` holds the page (plain HTML, CSS and JavaScript; the diagram is SVG drawn by the
 script; nothing to build).

@@ -12,10 +12,8 @@ A path is a list of *moves*, each an action name and its arguments, written as a
 ``action.A`` or ``action.A.1`` (instance name, then id name, as the explorer names them), so a
 path in a URL needs nothing from the server but the model to be replayed.
 
-"Which part fails" is found without reading the property's text: the property is evaluated
-once more with :class:`_Explaining`, a ``Concrete`` logic that records, for each quantifier
-that fails, the value it fails for, and with state proxies that record every field read; the
-reads of the innermost failing quantifier instance are the part that fails.
+"Which part fails" is found without reading the property's text, by :mod:`.explain` (the
+property evaluated once more, recording the failing quantifier instances and the field reads).
 
 A recorded runtime trace (``mcp-inflight record``) opens in the same view as a path of moves:
 it is read by the trace package's reader, mapped onto the model's moves and checked on
@@ -41,7 +39,7 @@ from mcp_inflight.model.observe import Verdict as _Replayed
 from mcp_inflight.model.observe import abstract as _abstract
 from mcp_inflight.model.observe import check as _check
 from mcp_inflight.model.observe import explains as _explains
-from mcp_inflight.model.properties import PROPERTIES, Property
+from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import FIELDS, State
 from mcp_inflight.model.trace import (
     changes,
@@ -55,6 +53,7 @@ from mcp_inflight.model.trace import (
 from mcp_inflight.proofs.explore import explore
 from mcp_inflight.trace.format import TraceError, parse
 from mcp_inflight.trace.replay import report as _replay_report
+from mcp_inflight.web.explain import explain
 
 # --- configurations -----------------------------------------------------------------------
 
@@ -313,117 +312,6 @@ def life_states() -> list[str]:
 # --- properties ---------------------------------------------------------------------------
 
 
-class _Reads:
-    """Indexing proxy of one field of a state: records every read into the current frame."""
-
-    __slots__ = ("_log", "_field", "_vals", "_which")
-
-    def __init__(self, log, fld, vals, which):
-        self._log, self._field, self._vals, self._which = log, fld, vals, which
-
-    def __getitem__(self, k):
-        v = self._vals[k]
-        self._log.read(self._which, self._field, k, v)
-        return v
-
-    def __len__(self):
-        return len(self._vals)
-
-    def __iter__(self):
-        for k in range(len(self._vals)):
-            yield self[k]
-
-
-class _StateReads:
-    """A state whose every field read is recorded (``which`` is ``""``, ``"before"`` or
-    ``"after"``)."""
-
-    def __init__(self, log, s: State, which: str):
-        self._log, self._s, self._which = log, s, which
-
-    def __getattr__(self, name):
-        vals = getattr(self._s, name)
-        f = _FIELD.get(name)
-        if f is None:
-            return vals
-        if f.key is None:
-            self._log.read(self._which, f, None, vals)
-            return vals
-        return _Reads(self._log, f, vals, self._which)
-
-
-_FIELD = {f.name: f for f in FIELDS}
-
-
-class _Explaining(Concrete):
-    """``Concrete`` that records, for each quantifier that fails (``ForAll`` false, or
-    ``Exists`` true), the value it fails for and the reads made under it."""
-
-    def __init__(self, doms):
-        super().__init__(doms)
-        self.frames: list[list] = [[]]
-        self.failing: list[tuple] = []  # (depth, binding, reads), innermost last
-
-    def read(self, which, f, k, v):
-        self.frames[-1].append((which, f, k, v))
-
-    def _quantify(self, sort, fn, forall: bool):
-        code = getattr(fn, "__code__", None)
-        name = code.co_varnames[0] if code is not None and code.co_argcount else sort
-        for v in self.domains[sort]:
-            self.frames.append([])
-            mark = len(self.failing)
-            res = bool(fn(v))
-            reads = self.frames.pop()
-            self.frames[-1].extend(reads)
-            if res != forall:
-                self.failing.append((len(self.frames), (sort, name, v), reads))
-                return not forall
-            # this instance passed: what failed inside it is not why the whole fails
-            del self.failing[mark:]
-        return forall
-
-    def ForAll(self, sort, fn):
-        return self._quantify(sort, fn, True)
-
-    def Exists(self, sort, fn):
-        return self._quantify(sort, fn, False)
-
-
-def _render_read(which, f, k, v) -> str:
-    key = "" if k is None else f"[{(inst_name if f.key == 'inst' else id_name)(k)}]"
-    when = f" ({which})" if which else ""
-    return f"{f.name}{key}{when} = {render_value(f, v)}"
-
-
-def _explain(cfg: Config, p: Property, pre: State | None, post: State, st: Step | None) -> dict:
-    b = _Explaining(_logic(cfg).domains)
-    if p.scope == "state":
-        value = p.fn(b, _StateReads(b, post, ""), cfg)
-    else:
-        m = st.move
-        value = p.fn(
-            b,
-            _StateReads(b, pre, "before"),
-            _StateReads(b, post, "after"),
-            cfg,
-            m.action,
-            m.r,
-            m.i,
-            st.out,
-        )
-    chain = []
-    reads: list = []
-    # the failing instances of nested quantifiers, outermost first
-    for _depth, (sort, name, v), rd in sorted(b.failing, key=lambda x: x[0]):
-        chain.append(f"{name} = {(inst_name if sort == 'inst' else id_name)(v)}")
-        reads = rd
-    if not chain:
-        reads = b.frames[0]
-    shown = list(dict.fromkeys(_render_read(*x) for x in reads))
-    return {"value": bool(value), "where": chain, "reads": shown}
-
-
 def judge(cfg: Config, s: State, last: Step | None) -> list[dict]:
     """Every property's status at state ``s``; step properties on ``last``, the step that led
     here (none at the initial state).  A broken one says which part fails."""
@@ -452,7 +340,15 @@ def judge(cfg: Config, s: State, last: Step | None) -> list[dict]:
             else:
                 row["status"] = "holds" if v else "fails"
             if (p.kind == "witness") == v:
-                ex = _explain(cfg, p, last.pre if last else None, s, last)
+                ex = explain(
+                    b.domains,
+                    cfg,
+                    p,
+                    last.pre if last else None,
+                    s,
+                    last.move if last else None,
+                    last.out if last else None,
+                )
                 if ex["value"] != v:
                     raise AssertionError(f"{p.name}: explaining evaluation disagrees")
                 row["where"], row["reads"] = ex["where"], ex["reads"]
