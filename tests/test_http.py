@@ -1,6 +1,7 @@
 """Streamable HTTP over real sockets: uvicorn on a loopback port, httpx as the client."""
 
 import asyncio
+import contextlib
 import json
 import time
 
@@ -56,6 +57,13 @@ async def session(c, url):
     return h
 
 
+@contextlib.asynccontextmanager
+async def opened(srv):
+    """A client with a 2025-11-25 session on ``srv``: ``(client, the session's headers)``."""
+    async with httpx.AsyncClient(timeout=10) as c:
+        yield c, await session(c, srv.url)
+
+
 class Stream:
     """A POST whose SSE response is read message by message."""
 
@@ -95,8 +103,7 @@ def wait_idle(srv, timeout=5.0):
 
 def test_duplicate_gets_409_and_original_keeps_its_stream(srv):
     async def go():
-        async with httpx.AsyncClient(timeout=10) as c:
-            h = await session(c, srv.url)
+        async with opened(srv) as (c, h):
             async with Stream(
                 c, srv.url, call(5, "slow", {"label": "A", "steps": 4, "delay": 0.05}, "tA"), h
             ) as a:
@@ -133,8 +140,7 @@ def test_duplicate_gets_409_and_original_keeps_its_stream(srv):
 
 def test_ids_keep_their_json_type_and_cancel_reaches_the_right_request(srv):
     async def go():
-        async with httpx.AsyncClient(timeout=10) as c:
-            h = await session(c, srv.url)
+        async with opened(srv) as (c, h):
             async with (
                 Stream(c, srv.url, call(7, "hold", {"label": "int7"}, 1), h) as a,
                 Stream(c, srv.url, call("7", "hold", {"label": "str7"}, 2), h) as b,
@@ -182,8 +188,7 @@ def test_ids_keep_their_json_type_and_cancel_reaches_the_right_request(srv):
 
 def test_aborting_one_post_leaves_another_alone(srv):
     async def go():
-        async with httpx.AsyncClient(timeout=10) as c:
-            h = await session(c, srv.url)
+        async with opened(srv) as (c, h):
             async with Stream(
                 c, srv.url, call(1, "slow", {"label": "keep", "steps": 5, "delay": 0.05}, "k"), h
             ) as keep:
@@ -215,8 +220,7 @@ def test_aborting_one_post_leaves_another_alone(srv):
 
 def test_delete_releases_pending_elicitation(srv):
     async def go():
-        async with httpx.AsyncClient(timeout=10) as c:
-            h = await session(c, srv.url)
+        async with opened(srv) as (c, h):
             async with Stream(c, srv.url, call(3, "ask", {"label": "Q", "delay": 0}), h) as a:
                 req = await a.next()
                 assert req["method"] == "elicitation/create" and "Q" in req["params"]["message"]
@@ -239,8 +243,7 @@ def test_delete_releases_pending_elicitation(srv):
 
 def test_elicitation_answered_on_its_own_stream(srv):
     async def go():
-        async with httpx.AsyncClient(timeout=10) as c:
-            h = await session(c, srv.url)
+        async with opened(srv) as (c, h):
             async with Stream(c, srv.url, call(3, "ask", {"label": "Z", "delay": 0}), h) as a:
                 req = await a.next()
                 r = await c.post(
@@ -314,8 +317,7 @@ def test_modern_discover_and_call(srv):
 
 def test_status_codes(srv):
     async def go():
-        async with httpx.AsyncClient(timeout=10) as c:
-            h = await session(c, srv.url)
+        async with opened(srv) as (c, h):
             ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
             r = await c.post(srv.url, json=ping, headers=ACCEPT)
             assert r.status_code == 400  # no session
