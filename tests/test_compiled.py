@@ -87,6 +87,12 @@ CASES = [pytest.param(d, rev, tr, id=f"{d}-{rev}-{tr}") for d in DESIGNS for rev
 ALL_CASES = [
     pytest.param(d, rev, tr, id=f"{d}-{rev}-{tr}") for d in ALL_DESIGNS for rev, tr in profiles()
 ]
+# At two ids the 2025-11-25 http spaces of unguarded and check_then_claim (hundreds of thousands
+# of states, minutes for the interpreted reading) are left to the one-id runs above and to the
+# native engine's comparison on every design; atomic is compared there at two ids as well.
+TWO_ID_CASES = [
+    c for c in CASES if c.values[0] == "atomic" or c.values[1:] != ("2025-11-25", "http")
+]
 
 
 @pytest.mark.parametrize("design,revision,transport", CASES)
@@ -105,7 +111,7 @@ def test_compiled_agrees_with_concrete_every_state(design, revision, transport):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design,revision,transport", CASES)
+@pytest.mark.parametrize("design,revision,transport", TWO_ID_CASES)
 def test_compiled_agrees_with_concrete_two_ids(design, revision, transport):
     cfg = Config(DESIGNS[design], revision, transport, ids=2, requests=2)
     assert disagreements(cfg, Compiled(cfg), reachable(cfg)) == []
@@ -139,7 +145,7 @@ def test_both_engines_give_the_same_run(design, symmetry):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design,revision,transport", CASES)
+@pytest.mark.parametrize("design,revision,transport", TWO_ID_CASES)
 def test_both_engines_give_the_same_run_two_ids(design, revision, transport):
     for symmetry in (True, False):
         _same_run(Config(DESIGNS[design], revision, transport, ids=2, requests=2), symmetry)

@@ -119,7 +119,7 @@ KEY_CASES = [
     ("check_then_claim", "2026-07-28", "http", 2, 2),
     pytest.param("atomic", "2025-11-25", "http", 2, 2, marks=pytest.mark.slow),
     pytest.param("unguarded", "2026-07-28", "http", 3, 2, marks=pytest.mark.slow),
-    pytest.param("check_then_claim", "2026-07-28", "http", 1, 3, marks=pytest.mark.slow),
+    pytest.param("check_then_claim", "2026-07-28", "stdio", 1, 3, marks=pytest.mark.slow),
 ]
 
 

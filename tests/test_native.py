@@ -71,12 +71,20 @@ def test_native_equals_python_engine_everywhere(design, rev, tr, symmetry):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design", list(DESIGNS))
 @pytest.mark.parametrize("rev,tr", profiles("all", "all"))
-def test_native_equals_python_engine_at_the_default_bound(design, rev, tr):
-    """``check``'s bound, 2 ids x 3 instances, with symmetry (the 2025-11-25 http runs are the
-    largest: up to 2M states, minutes for the Python engine)."""
-    _same(Config(DESIGNS[design], rev, tr, ids=2, requests=3), symmetry=True)
+def test_native_equals_python_engine_at_the_default_bound(rev, tr):
+    """``check``'s bound, 2 ids x 3 instances, with symmetry, on the design ``check`` proves (the
+    other designs and the mutants are compared at 2 x 2 above, on every profile)."""
+    _same(Config(DESIGNS["atomic"], rev, tr, ids=2, requests=3), symmetry=True)
+
+
+@pytest.mark.slow
+def test_native_equals_python_engine_on_the_largest_run_cut_short():
+    """The largest configuration at ``check``'s bound (unguarded, 2025-11-25 http: about 2M states
+    with symmetry), cut at 250,000 states: the visited set and queue grow well past their first
+    sizes, at an eighth of the Python engine's minutes for the whole run."""
+    cfg = Config(DESIGNS["unguarded"], "2025-11-25", "http", ids=2, requests=3)
+    _same(cfg, max_states=250_000, symmetry=True)
 
 
 def test_auto_falls_back_to_the_python_engine_when_the_build_fails(tmp_path, monkeypatch, capsys):
