@@ -43,7 +43,7 @@ from .config import ATOMIC, CHECK_THEN_CLAIM, UNGUARDED, Config, Design
 from .lifecycle import Life
 from .logic import Concrete
 from .properties import INVARIANTS
-from .session import ACTION, State, settled
+from .session import ACTION, State
 from .step import Move, Transition, backend, start, take
 
 REVISION = "2025-11-25"
@@ -102,8 +102,11 @@ class Abstraction:
     requests: int = 0
 
 
-def _key(v: Any) -> str:
-    return json.dumps(v, sort_keys=True)
+def _key(v: Any) -> Any:
+    """A JSON value as a dict key: a string or an integer as itself (the common ids), anything
+    else as its canonical JSON text in a tuple (so no two values share a key)."""
+    t = type(v)
+    return v if t is str or t is int else (json.dumps(v, sort_keys=True),)
 
 
 class Abstractor:
@@ -115,13 +118,13 @@ class Abstractor:
 
     def __init__(self, tool_posts: set[Any] | None = None) -> None:
         self.tool_posts = tool_posts or set()
-        self.own: dict[Any, set[str]] = {}  # ids and tokens of the non-tool requests, per POST
+        self.own: dict[Any, set[Any]] = {}  # ids and tokens of the non-tool requests, per POST
         self.forget()
 
     def forget(self) -> None:
-        self.ids: dict[str, int] = {}
+        self.ids: dict[Any, int] = {}
         self.post_inst: dict[Any, int] = {}
-        self.tokens: dict[str, list[int]] = {}
+        self.tokens: dict[Any, list[int]] = {}
         self.refused: set[int] = set()
         self.answered: set[int] = set()
         self.consumed: set[int] = set()
@@ -195,7 +198,7 @@ class Abstractor:
         return out
 
 
-def _is_call(ev: Mapping[str, Any]) -> bool:
+def is_call(ev: Mapping[str, Any]) -> bool:
     m = ev.get("message")
     return (
         ev.get("kind") == "message"
@@ -216,7 +219,7 @@ def abstract(
     events = list(events)
     at = numbers if numbers is not None else list(range(len(events)))
     if tool_posts is None:
-        tool_posts = {ev.get("exchange") for ev in events if _is_call(ev)}
+        tool_posts = {ev.get("exchange") for ev in events if is_call(ev)}
     ab = Abstractor(tool_posts)
     out = Abstraction()
     for n, ev in zip(at, events, strict=True):
@@ -452,121 +455,6 @@ def explains(ab: Abstraction) -> list[Verdict]:
     return [v for v in (check(ab, d) for d in ALTERNATIVES) if v.explained]
 
 
-# --- the online check ------------------------------------------------------------------------
-
-
-#: The online check's memory of explained steps: (config, state, step) -> the states after it.
-_MEMO: dict[tuple[Any, ...], tuple[State, ...]] = {}
-_SETTLED: dict[State, bool] = {}
-MEMO_SIZE = 50_000
-
-
-class Online:
-    """The check of one session, one event at a time, for a server that checks itself as it runs.
-
-    Where :func:`check` backtracks over a whole trace, this keeps the set of model states that
-    explain every step so far (at most ``cap``; each observed step maps it through the internal
-    moves and the observed move), so no step is ever taken back.  The model's bound is fixed
-    (``requests`` instances, ``ids`` ids): whenever the run reaches a settled state (nothing
-    unfinished, no cancel on the wire: every registry is empty by ``quiescent_clean``, so the
-    session is as at its start) and every tool call's POST is closed, the numbering of
-    instances and ids starts again.  A session with
-    more than ``requests`` tool calls between two settled points is past the bound: it is no
-    longer checked (``unchecked``).  Invariants are not evaluated: on ``atomic`` they hold in
-    every reachable state (``mcp-inflight check`` and ``prove``), so a step explained is a step
-    that keeps them.  After an unexplained step the check waits until every tool call seen has
-    been answered, refused or abandoned by its client, and starts again from there."""
-
-    def __init__(
-        self, requests: int = 3, ids: int = 3, design: Design = ATOMIC, cap: int = 64
-    ) -> None:
-        self.cfg = Config(design, REVISION, TRANSPORT, ids=ids, requests=requests)
-        self.b = backend(self.cfg)
-        self.cap = cap
-        self.depth = 3 * requests + 1
-        self.abstractor = Abstractor()
-        self.unchecked = False
-        self.steps = 0
-        self.open_posts: set[Any] = set()
-        self._reset()
-
-    def _reset(self) -> None:
-        self.abstractor.forget()
-        self.frontier: dict[State, Way] = {start(self.cfg): None}
-        self.lost = False
-        self.broken: set[int] = set()
-
-    def _all_ended(self) -> bool:
-        a = self.abstractor
-        return set(a.post_inst.values()) <= a.answered | a.refused | self.broken
-
-    def _advance(self, o: Observed) -> dict[State, Way]:
-        """:func:`advance` without the ways, remembered per (state, observed step) across the
-        sessions of a server: its traffic repeats the same few steps from the same states."""
-        key = (o.kind, o.r, o.i, o.stream, o.of)
-        nxt: dict[State, Way] = {}
-        for s in self.frontier:
-            got = _MEMO.get((self.cfg, s, key))
-            if got is None:
-                got = tuple(advance(self.cfg, {s: None}, o, self.b, self.depth, self.cap))
-                if len(_MEMO) >= MEMO_SIZE:
-                    _MEMO.clear()
-                _MEMO[(self.cfg, s, key)] = got
-            for post in got:
-                nxt[post] = None
-                if len(nxt) >= self.cap:
-                    return nxt
-        return nxt
-
-    def _settled(self, s: State) -> bool:
-        got = _SETTLED.get(s)
-        if got is None:
-            if len(_SETTLED) >= MEMO_SIZE:
-                _SETTLED.clear()
-            got = _SETTLED[s] = bool(settled(self.b, s))
-        return got
-
-    def feed(self, n: int, ev: Mapping[str, Any]) -> Observed | None:
-        """Check event ``ev`` (the ``n``-th of the session): the observed step no move explains,
-        or None."""
-        if self.unchecked:
-            return None
-        bad = None
-        for o in self.abstractor.feed(n, ev):
-            if o.kind == "break" and o.r is not None:
-                self.broken.add(o.r)
-            if self.lost:
-                continue
-            if o.kind == "send" and (
-                (o.r is not None and o.r >= self.cfg.requests)
-                or (o.i is not None and o.i >= self.cfg.ids)
-            ):
-                self.unchecked = True
-                return None
-            self.steps += 1
-            nxt = self._advance(o)
-            if not nxt:
-                self.lost = True
-                bad = o
-                break
-            self.frontier = dict.fromkeys(nxt)  # no way kept: the online check reports the step
-        # a fresh start needs the wire at rest too: every tool call's POST closed
-        if _is_call(ev):
-            self.open_posts.add(ev.get("exchange"))
-        elif ev.get("kind") == "close":
-            self.open_posts.discard(ev.get("exchange"))
-        if not self.open_posts and (
-            self._all_ended() if self.lost else any(self._settled(s) for s in self.frontier)
-        ):
-            self._reset()
-        return bad
-
-    @property
-    def idle(self) -> bool:
-        """Nothing seen since the last fresh start."""
-        return not self.open_posts and not self.abstractor.post_inst and not self.lost
-
-
 # --- long traces -----------------------------------------------------------------------------
 
 
@@ -587,7 +475,7 @@ def segments(events: list[Mapping[str, Any]]) -> list[list[int]]:
         kind, ex = ev.get("kind"), ev.get("exchange")
         m = ev.get("message")
         m = m if isinstance(m, dict) else {}
-        if _is_call(ev):
+        if is_call(ev):
             open_posts.add(ex)
             calls = True
         elif kind == "message" and m.get("method") == "notifications/cancelled":
@@ -615,7 +503,7 @@ def check_trace(
     """:func:`check` of a session's events part by part (:func:`segments`): the first part that
     is not clean, or the last, with its abstraction."""
     at = numbers if numbers is not None else list(range(len(events)))
-    tool_posts = {ev.get("exchange") for ev in events if _is_call(ev)}
+    tool_posts = {ev.get("exchange") for ev in events if is_call(ev)}
     parts = segments(events) or [[]]
     result: tuple[Abstraction, Verdict] | None = None
     for part in parts:

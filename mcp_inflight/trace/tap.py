@@ -14,13 +14,14 @@ A sink is any callable taking one event (a :class:`~mcp_inflight.trace.format.Wr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from ..impl import sse
-from .format import C2S, S2C, Writer, event
+from .format import C2S, S2C, Writer
 
 Sink = Callable[[dict[str, Any]], None]
 
@@ -52,9 +53,19 @@ class Tap:
             body = orjson.loads(raw)
         except ValueError:
             return
-        for m in body if isinstance(body, list) else [body]:
-            if isinstance(m, dict):
-                self.sink(event("message", ex, d, session, message=m))
+        now, sink = time.time(), self.sink
+        for m in body if type(body) is list else (body,):
+            if type(m) is dict:
+                sink(
+                    {
+                        "t": now,
+                        "session": session,
+                        "exchange": ex,
+                        "dir": d,
+                        "kind": "message",
+                        "message": m,
+                    }
+                )
 
     def __getattr__(self, name: str) -> Any:  # the wrapped app's own attributes
         if name == "app":
@@ -84,7 +95,16 @@ class Tap:
             if k.lower() == b"mcp-session-id":
                 session = v.decode("latin-1")
         sink = self.sink
-        sink(event("open", ex, C2S, session, method=method))
+        sink(
+            {
+                "t": time.time(),
+                "session": session,
+                "exchange": ex,
+                "dir": C2S,
+                "kind": "open",
+                "method": method,
+            }
+        )
         body: list[bytes] = []
         state = {"closed": False, "sse": False, "read": False}
         dec = sse.Decoder()
@@ -93,7 +113,17 @@ class Tap:
         def close(by: str) -> None:
             if not state["closed"]:
                 state["closed"] = True
-                sink(event("close", ex, C2S if by == "client" else S2C, session, by=by))
+                d = C2S if by == "client" else S2C
+                sink(
+                    {
+                        "t": time.time(),
+                        "session": session,
+                        "exchange": ex,
+                        "dir": d,
+                        "kind": "close",
+                        "by": by,
+                    }
+                )
 
         async def rx() -> Any:
             m = await receive()
@@ -118,7 +148,16 @@ class Tap:
                         session = v.decode("latin-1")
                     elif k == b"content-type":
                         state["sse"] = v.startswith(b"text/event-stream")
-                sink(event("status", ex, S2C, session, status=m["status"]))
+                sink(
+                    {
+                        "t": time.time(),
+                        "session": session,
+                        "exchange": ex,
+                        "dir": S2C,
+                        "kind": "status",
+                        "status": m["status"],
+                    }
+                )
             elif m["type"] == "http.response.body":
                 chunk = m.get("body", b"")
                 if state["sse"]:
