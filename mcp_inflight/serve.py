@@ -139,18 +139,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="an Origin allowed besides this host's own (repeatable)",
     )
-    check = p.add_argument_group("record and check what runs (Streamable HTTP)")
+    check = p.add_argument_group("record and check what runs")
     check.add_argument(
         "--trace",
         metavar="FILE",
-        help="write every exchange to FILE as a JSON Lines wire trace "
-        "(check it with 'mcp-inflight replay FILE')",
+        help="write every exchange (HTTP) or every message of the channel (stdio) to FILE as "
+        "a JSON Lines wire trace (check it with 'mcp-inflight replay FILE')",
     )
     check.add_argument(
         "--online-check",
         action="store_true",
         help="check each session's exchanges against the model as they happen; count and log "
-        "(logger mcp_inflight.trace) every step the atomic design does not explain",
+        "(logger mcp_inflight.trace) every step the atomic design does not explain "
+        "(Streamable HTTP only)",
     )
     bounds = p.add_argument_group("resource bounds (0 turns one off)")
     bounds.add_argument(
@@ -352,6 +353,35 @@ async def _serve_http(server: Server, args) -> None:
     await userver.serve(sockets=[sock])
 
 
+async def _serve_stdio(server: Server, trace: str | None) -> None:
+    """stdio, with the trace of ``--trace`` written by a :class:`~mcp_inflight.trace.tap.StdioTap`
+    between the channel and the server."""
+    from mcp_inflight.impl.stdio import LINE_LIMIT, serve_stdio
+
+    if trace is None:
+        return await serve_stdio(server)
+    from mcp_inflight.trace.format import Writer
+    from mcp_inflight.trace.tap import StdioTap
+
+    writer = Writer(trace)
+    tap = StdioTap(writer.write)
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    loop = asyncio.get_running_loop()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out = sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        tap.write(data)
+        out.write(data)
+        out.flush()
+
+    try:
+        await serve_stdio(server, tap.reader(reader), write)
+    finally:
+        tap.close()
+        writer.close()
+
+
 def _run_loop(coro):
     """Run on uvloop when it is installed (faster I/O), else on asyncio's own loop."""
     try:
@@ -371,16 +401,12 @@ def run(argv: list[str]) -> int:
     except FixtureError as e:
         print(f"mcp-inflight serve: {e}", file=sys.stderr)
         return 2
-    if args.transport == "stdio" and (args.trace or args.online_check):
-        print(
-            "mcp-inflight serve: --trace and --online-check need --transport http", file=sys.stderr
-        )
+    if args.transport == "stdio" and args.online_check:
+        print("mcp-inflight serve: --online-check needs --transport http", file=sys.stderr)
         return 2
     try:
         if args.transport == "stdio":
-            from mcp_inflight.impl.stdio import serve_stdio
-
-            asyncio.run(serve_stdio(server))
+            asyncio.run(_serve_stdio(server, args.trace))
         else:
             _run_loop(_serve_http(server, args))
     except ServeError as e:

@@ -22,6 +22,17 @@ Profile: 2025-11-25, Streamable HTTP.  An *event* is a plain dict of the trace f
 * a 409 or a client's close on a POST whose ``tools/call`` comes later in the trace is a step
   no move explains (the recorder never writes one; a reordered trace does).
 
+Profile: 2025-11-25, stdio (the trace's events all on exchange ``"stdio"``, the one channel).
+The same mapping, with what the one channel shows instead of POSTs: every message goes to the
+client on the one channel, labelled with the id its handler holds (the model's stdio ``route``),
+so a response under id k is ``respond`` of an instance under k and a progress message ``emit`` of
+an instance whose call carried the token, with no stream to compare; a refusal is the error with
+``id: null`` whose ``data.id`` names the refused id (``refuse`` of the latest instance under it).
+
+2026-07-28 Streamable HTTP is not mapped: its traffic carries no session, so nothing on the wire
+says which POSTs come from one client, while the model's ids (the in-flight registry and the id
+rule) are those of one client; :func:`unmapped` says so for a trace.
+
 Server-internal steps the wire does not show (``admit``, ``unwind``, ``check``,
 ``claim_stream``, ``deliver_cancel``, and a ``respond`` whose stream is gone, which writes
 nothing) are inferred: before each observed move a breadth-first search over internal moves
@@ -48,6 +59,8 @@ from .step import Move, Transition, backend, start, take
 
 REVISION = "2025-11-25"
 TRANSPORT = "http"
+#: The exchange of every event of a stdio trace: the one channel.
+STDIO = "stdio"
 #: The server steps no wire event shows; the checker infers them.
 INTERNAL = ("admit", "unwind", "check", "claim_stream", "deliver_cancel")
 #: Moves the wire shows only when they write: a handler's answer or message whose stream is
@@ -66,17 +79,19 @@ class Observed:
 
     kind: str
     at: int
-    r: int | None = None
+    r: int | None = None  # None on a stdio refusal: the latest instance under ``i``
     i: int | None = None
     stream: int | None = None
     of: tuple[int, ...] = ()
 
     def describe(self) -> str:
-        name = {None: "-", NO_STREAM: "no instance's stream"}
+        name = {None: "the channel", NO_STREAM: "no instance's stream"}
         s = name.get(self.stream, f"{_inst(self.stream)}'s stream")
         return {
             "send": f"event {self.at}: tools/call id={_id(self.i)} opens {_inst(self.r)}",
-            "refuse": f"event {self.at}: {_inst(self.r)} answered 409",
+            "refuse": f"event {self.at}: {_inst(self.r)} answered 409"
+            if self.r is not None
+            else f"event {self.at}: a refusal of id={_id(self.i)}",
             "respond": f"event {self.at}: response id={_id(self.i)} seen on {s}",
             "emit": f"event {self.at}: progress/log seen on {s}",
             "cancel": f"event {self.at}: client cancels id={_id(self.i)}",
@@ -100,6 +115,7 @@ class Abstraction:
     steps: list[Observed] = field(default_factory=list)
     ids: int = 0
     requests: int = 0
+    transport: str = TRANSPORT
 
 
 def _key(v: Any) -> Any:
@@ -116,8 +132,9 @@ class Abstractor:
     such); a stream of events (the online check) has no such foresight.  :meth:`forget` starts
     the numbering of instances and ids again (the online check, at a settled point)."""
 
-    def __init__(self, tool_posts: set[Any] | None = None) -> None:
+    def __init__(self, tool_posts: set[Any] | None = None, transport: str = TRANSPORT) -> None:
         self.tool_posts = tool_posts or set()
+        self.stdio = transport == "stdio"
         self.own: dict[Any, set[Any]] = {}  # ids and tokens of the non-tool requests, per POST
         self.forget()
 
@@ -148,7 +165,7 @@ class Abstractor:
                     own[ex].add(_key(tok))
             if m.get("method") == "tools/call" and "id" in m:
                 i = ids.setdefault(_key(m["id"]), len(ids))
-                r = post_inst[ex] = len(post_inst)
+                r = post_inst[(ex, n) if self.stdio else ex] = len(post_inst)
                 meta = (m.get("params") or {}).get("_meta") or {}
                 if "progressToken" in meta:
                     tokens.setdefault(_key(meta["progressToken"]), []).append(r)
@@ -167,6 +184,10 @@ class Abstractor:
         elif kind == "status" and ex in post_inst and ev.get("status") == 409:
             refused.add(post_inst[ex])
             out.append(Observed("refuse", n, r=post_inst[ex]))
+        elif kind == "message" and d == "server->client" and self.stdio:
+            m = ev.get("message")
+            if isinstance(m, dict):
+                out += self._stdio_out(n, m)
         elif kind == "message" and d == "server->client":
             m = ev.get("message")
             if not isinstance(m, dict):
@@ -191,11 +212,52 @@ class Abstractor:
                 if tok is not None and not of:
                     stream = NO_STREAM  # a token no tool call carried: no instance's message
                 out.append(Observed("emit", n, stream=stream, of=of))
-        elif kind == "close" and ev.get("by") == "client" and ex in post_inst:
+        elif kind == "close" and ev.get("by") == "client" and ex in post_inst and not self.stdio:
             r = post_inst[ex]
             if r not in answered and r not in refused:
                 out.append(Observed("break", n, r=r))
         return out
+
+    def _stdio_out(self, n: int, m: dict[str, Any]) -> list[Observed]:
+        """A message to the client on the one stdio channel."""
+        ids, own = self.ids, self.own.setdefault(STDIO, set())
+        if "method" not in m and ("result" in m or "error" in m):
+            k = _key(m.get("id"))
+            if m.get("id") is None:  # a refusal names the id in its data (else: not mapped)
+                data = (m.get("error") or {}).get("data")
+                rid = _key(data.get("id")) if isinstance(data, dict) else None
+                if rid in ids:
+                    return [Observed("refuse", n, i=ids[rid])]
+                return []
+            if k in own:
+                own.discard(k)
+                return []  # the answer to a request the model does not speak of
+            return [Observed("respond", n, i=ids.get(k))]
+        if m.get("method") in ("notifications/progress", "notifications/message"):
+            tok = (m.get("params") or {}).get("progressToken")
+            if tok is not None and _key(tok) in own:
+                return []
+            of = tuple(self.tokens.get(_key(tok), ())) if tok is not None else ()
+            stream = NO_STREAM if tok is not None and not of else None
+            return [Observed("emit", n, stream=stream, of=of)]
+        return []
+
+
+def transport_of(events: Iterable[Mapping[str, Any]]) -> str:
+    """``stdio`` for a trace of the one stdio channel, else ``http``."""
+    return "stdio" if any(ev.get("exchange") == STDIO for ev in events) else TRANSPORT
+
+
+def unmapped(events: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why the tool calls of ``events`` (the events of no session of an HTTP trace) cannot be
+    checked against the model, or None when there are none."""
+    if not any(is_call(ev) for ev in events):
+        return None
+    return (
+        "tool calls outside any session (2026-07-28 Streamable HTTP) are not mapped: nothing on "
+        "the wire says which POSTs come from one client, and the model's ids (the in-flight "
+        "registry, the id rule) are those of one client"
+    )
 
 
 def is_call(ev: Mapping[str, Any]) -> bool:
@@ -218,10 +280,13 @@ def abstract(
     ``tool_posts`` the exchanges that carry a tools/call anywhere in that trace."""
     events = list(events)
     at = numbers if numbers is not None else list(range(len(events)))
+    transport = transport_of(events)
     if tool_posts is None:
         tool_posts = {ev.get("exchange") for ev in events if is_call(ev)}
-    ab = Abstractor(tool_posts)
-    out = Abstraction()
+    if transport == "stdio":
+        tool_posts = set()
+    ab = Abstractor(tool_posts, transport)
+    out = Abstraction(transport=transport)
     for n, ev in zip(at, events, strict=True):
         out.steps += ab.feed(n, ev)
     out.ids, out.requests = max(1, len(ab.ids)), max(1, len(ab.post_inst))
@@ -264,18 +329,22 @@ def _candidates(cfg: Config, s: State, o: Observed) -> list[list[Expect]]:
             for a in ("client_sends", "rogue_sends")
         ]
     if o.kind == "refuse" and "refuse" in A and cfg.design.refuses:
-        assert o.r is not None
+        if o.r is None:  # stdio: the refusal names the id only
+            qs = [q for q in reversed(R) if s.life[q] != Life.UNSENT and s.rid[q] == o.i]
+            return [[(Move(A["refuse"], q), {"response": (q, True)})] for q in qs]
         return [[(Move(A["refuse"], o.r), {"response": (o.r, True)})]]
+    # on stdio (stream None) a message goes out on the channel labelled as its own instance's
     if o.kind == "respond":
-        assert o.stream is not None
         return [
-            [(Move(A["respond"], q), {"response": (o.stream, True)})]
+            [(Move(A["respond"], q), {"response": (q if o.stream is None else o.stream, True)})]
             for q in R
             if s.life[q] != Life.UNSENT and s.rid[q] == o.i
         ]
     if o.kind == "emit":
-        assert o.stream is not None
-        return [[(Move(A["emit"], q), {"progress": (o.stream, True)})] for q in (o.of or R)]
+        return [
+            [(Move(A["emit"], q), {"progress": (q if o.stream is None else o.stream, True)})]
+            for q in (o.of or R)
+        ]
     if o.kind == "cancel":
         qs = [q for q in reversed(R) if s.life[q] != Life.UNSENT and s.rid[q] == o.i]
         return [[(Move(A["send_cancel"], q), {})] for q in qs]
@@ -345,7 +414,7 @@ def _broken(cfg: Config, t: Transition, b: Concrete) -> str | None:
 
 def config_for(design: Design, ab: Abstraction) -> Config:
     """The model's bound grown to the trace: its instances and its distinct ids."""
-    return Config(design, REVISION, TRANSPORT, ids=ab.ids, requests=ab.requests)
+    return Config(design, REVISION, ab.transport, ids=ab.ids, requests=ab.requests)
 
 
 #: How many model states, each explaining every step so far, a check carries from one observed
@@ -465,6 +534,8 @@ def segments(events: list[Mapping[str, Any]]) -> list[list[int]]:
     point is a settled state (every instance responded or refused, nothing on the wire), where
     every registry is empty (``quiescent_clean``), so the model can start afresh there: each
     part is checked on a model the size of that part, not of the whole session."""
+    if transport_of(events) == "stdio":  # one channel, no POST to close: one part
+        return [list(range(len(events)))]
     out: list[list[int]] = []
     cur: list[int] = []
     open_posts: set[Any] = set()

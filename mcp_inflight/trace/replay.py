@@ -8,7 +8,10 @@ rest on the wire (``observe.segments``).  On a violation the first
 unexplained step (or the first broken invariant) is reported with the run up to it, as text,
 JSON (``--json``) and a sequence diagram (``--diagram FILE``: Mermaid for ``.mmd``, Graphviz
 DOT for ``.dot``, SVG for ``.svg``), and the designs that do explain the trace are named.
-Exit 0 clean, 1 violation, 2 unreadable trace (with its line number).
+Exit 0 clean, 1 violation, 2 unreadable trace (with its line number) or a trace whose tool calls
+are all on a profile the model's mapping does not cover (2026-07-28 Streamable HTTP: the reason
+is printed).  Traces of stdio (``serve --transport stdio --trace``) are checked on the model's
+2025-11-25 stdio profile.
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..model.observe import Abstraction, Verdict, abstract, check, check_trace, explains
+from ..model.observe import (
+    Abstraction,
+    Verdict,
+    abstract,
+    check,
+    check_trace,
+    explains,
+    unmapped,
+)
 from ..model.trace import build_trace
 from .format import TraceError, read
 
@@ -66,6 +77,7 @@ def report(
         "clean": v.clean,
         "session": session,
         "design": v.cfg.design.name,
+        "profile": f"{v.cfg.revision} {v.cfg.transport}",
         "ids": v.cfg.ids,
         "requests": v.cfg.requests,
         "observed": len(ab.steps),
@@ -86,7 +98,7 @@ def report(
 def text(rep: dict[str, Any], v: Verdict) -> str:
     where = "" if rep.get("session") is None else f" session {rep['session']}:"
     lines = [
-        f"replay on {rep['design']} (2025-11-25 http, {rep['ids']} ids, "
+        f"replay on {rep['design']} ({rep['profile']}, {rep['ids']} ids, "
         f"{rep['requests']} instances):{where} {rep['observed']} observed steps"
     ]
     if rep["clean"]:
@@ -161,6 +173,11 @@ def run(argv: list[str]) -> int:
     groups = sessions(events)
     several = len([k for k in groups if k is not None]) > 1
     reps: list[tuple[dict[str, Any], Verdict]] = []
+    why = unmapped([events[n] for n in groups.pop(None, [])])
+    if why is not None:
+        sys.stderr.write(f"mcp-inflight replay: {args.trace}: not checked: {why}\n")
+        if not groups:
+            return 2
     for sid, idx in groups.items():
         ab, v = check_trace([events[n] for n in idx], idx)
         if not ab.steps and several:

@@ -204,3 +204,66 @@ def traced(app: Any, trace: Any = None, online: Any = False) -> Any:
     tap.trace_writer = writer
     tap.monitor = monitor
     return tap
+
+
+class StdioTap:
+    """The stdio counterpart of :class:`Tap`: the events of the one channel of a server on
+    stdin/stdout, on exchange ``"stdio"`` (session ``"stdio"``).  :meth:`reader` wraps the
+    server's input stream (each line the server reads is a client's message, seen as read, so
+    before anything the server writes in answer) and :meth:`write` is put in front of its
+    output (each line written a server's message).  The end of the input is the client's
+    close (what the server writes after it is still recorded); :meth:`close` the server's,
+    when it stops first."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self._bufs = {C2S: bytearray(), S2C: bytearray()}
+        self.closed = False
+        self._event("open", C2S, method="stdio")
+
+    def _event(self, kind: str, d: str, **extra: Any) -> None:
+        ev = {"t": time.time(), "session": "stdio", "exchange": "stdio", "dir": d, "kind": kind}
+        ev.update(extra)
+        self.sink(ev)
+
+    def _feed(self, d: str, data: bytes) -> None:
+        buf = self._bufs[d]
+        buf += data
+        end = buf.rfind(b"\n")
+        if end < 0:
+            return
+        for line in bytes(buf[:end]).split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                m = orjson.loads(line)
+            except ValueError:
+                continue
+            for msg in m if type(m) is list else (m,):
+                if type(msg) is dict:
+                    self._event("message", d, message=msg)
+        del buf[: end + 1]
+
+    def reader(self, inner: Any) -> Any:
+        """``inner`` (an ``asyncio.StreamReader``) seen through the tap: ``read`` only."""
+        tap = self
+
+        class Reader:
+            async def read(self, n: int = -1) -> bytes:
+                chunk: bytes = await inner.read(n)
+                if chunk:
+                    tap._feed(C2S, chunk)
+                else:
+                    tap._feed(C2S, b"\n")  # a last line without its newline
+                    tap.close("client")
+                return chunk
+
+        return Reader()
+
+    def write(self, data: bytes) -> None:
+        self._feed(S2C, data)  # after the client's close too: answers still in flight
+
+    def close(self, by: str = "server") -> None:
+        if not self.closed:
+            self.closed = True
+            self._event("close", C2S if by == "client" else S2C, by=by)
