@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from test_trace_record import duplicate_id
+from test_trace_record import duplicate_id, post_of
 
 from mcp_inflight.model.observe import abstract, check, check_trace, explains
 from mcp_inflight.trace.format import S2C, event, read
@@ -87,13 +87,7 @@ def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, capl
     ab = abstract(events)
     v = check(ab)
     assert not v.explained and v.failed is not None and v.failed.kind in ("emit", "respond")
-    b_post = next(
-        e["exchange"]
-        for e in events
-        if e["kind"] == "message"
-        and e["message"].get("method") == "tools/call"
-        and e["message"]["params"]["_meta"]["progressToken"] == "b"
-    )
+    b_post = post_of(events, "b")
     assert events[v.failed.at]["exchange"] == b_post  # A's message on B's POST
     assert "unguarded" in [o.cfg.design.name for o in explains(ab)]
     assert _replay(path) == 1
@@ -103,14 +97,17 @@ def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, capl
     assert "no move of the atomic design explains" in caplog.text
 
 
+_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": "a"}},
+}
+
+
 def _clean_session(sid: str) -> list[dict]:
     """A tool call with progress and its response, and a duplicate refused meanwhile."""
-    call = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": "a"}},
-    }
+    call = _CALL
     dup = dict(call, params={"name": "slow", "arguments": {}, "_meta": {"progressToken": "b"}})
     prog = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "a"}}
     return [
@@ -148,12 +145,7 @@ def test_online_check_follows_many_calls_at_once_by_id():
     another id's POST is a violation."""
     sid, evs = "s", []
     for k in range(10):
-        call = {
-            "jsonrpc": "2.0",
-            "id": k,
-            "method": "tools/call",
-            "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": f"t{k}"}},
-        }
+        call = dict(_CALL, id=k, params=dict(_CALL["params"], _meta={"progressToken": f"t{k}"}))
         evs += [
             event("open", k + 1, "client->server", sid, method="POST"),
             event("message", k + 1, "client->server", sid, message=call),
