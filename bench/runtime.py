@@ -79,6 +79,18 @@ NUMBERS = (
 # --- the core, in process ------------------------------------------------------------------
 
 
+def lifecycles(core, n: int) -> float:
+    """``n`` request lifecycles (arrive, emit, finish) on ``core``, each message checked to go
+    to its own request's stream: nanoseconds per lifecycle."""
+    pc = time.perf_counter_ns
+    t0 = pc()
+    for i in range(n):
+        h = core.arrive(i).handle
+        if core.emit(h) is not h or core.finish(h) is not h:
+            raise AssertionError(f"{type(core).__module__}: a message of {h} was misrouted")
+    return (pc() - t0) / n
+
+
 def bench_core(n: int) -> dict:
     from mcp_inflight.impl.core import Admitted, Refused, SessionCore
 
@@ -90,18 +102,8 @@ def bench_core(n: int) -> dict:
     timer = (pc() - t0) / n
 
     core = SessionCore("2025-11-25", "http")
-    for i in range(min(n, 2000)):  # warm-up
-        h = core.arrive(i).handle
-        core.emit(h)
-        core.finish(h)
-
-    # the whole lifecycle, untimed inside the loop
-    t0 = pc()
-    for i in range(n):
-        h = core.arrive(i).handle
-        core.emit(h)
-        core.finish(h)
-    lifecycle = (pc() - t0) / n
+    lifecycles(core, min(n, 2000))  # warm-up
+    lifecycle = lifecycles(core, n)  # the whole lifecycle, untimed inside the loop
 
     # step by step, every verdict checked
     ta = te = tf = 0
@@ -238,20 +240,10 @@ def bench_core_against(baseline, n: int, pairs: int = 15) -> dict:
 
     from mcp_inflight.impl.core import SessionCore
 
-    pc = time.perf_counter_ns
-
     def once(cls) -> float:
         core = cls("2025-11-25", "http")
-        for i in range(1000):  # warm-up
-            h = core.arrive(i).handle
-            core.emit(h)
-            core.finish(h)
-        t0 = pc()
-        for i in range(n):
-            h = core.arrive(i).handle
-            if core.emit(h) is not h or core.finish(h) is not h:
-                raise AssertionError(f"{cls.__module__}: a message of {h} was misrouted")
-        t = (pc() - t0) / n / 1000.0
+        lifecycles(core, 1000)  # warm-up
+        t = lifecycles(core, n) / 1000.0
         if not core.empty():
             raise AssertionError(f"{cls.__module__}: registries not empty after the run")
         return t
@@ -296,6 +288,13 @@ def print_core(c: dict) -> None:
         )
 
 
+BASELINE_HELP = (
+    "also time the lifecycle of another version of the core in turns with the current one: a "
+    "directory with its core.py and generated.py (git archive REV impl | tar -x), or a lone "
+    "core.py (run on the current generated.py)"
+)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="bench/runtime.py",
@@ -317,13 +316,7 @@ def main(argv=None) -> int:
         help="event loop for the servers this script runs (sdk, bare, ours-app); auto: uvloop "
         "when installed, as uvicorn's own default and mcp-inflight serve choose (default auto)",
     )
-    p.add_argument(
-        "--core-baseline",
-        metavar="PATH",
-        help="also time the lifecycle of another version of the core in turns with the current "
-        "one: a directory with its core.py and generated.py (git archive REV impl | tar -x), or "
-        "a lone core.py (run on the current generated.py)",
-    )
+    p.add_argument("--core-baseline", metavar="PATH", help=BASELINE_HELP)
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")

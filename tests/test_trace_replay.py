@@ -422,16 +422,9 @@ def test_the_mutation_property_catches_a_checker_blind_to_the_post():
 
     run = run_of(
         SMALL,
-        [
-            ("client_sends", 0, 0),
-            ("arrive", 0, None),
-            ("admit", 0, None),
-            ("client_sends", 1, 1),
-            ("arrive", 1, None),
-            ("admit", 1, None),
-            ("emit", 0, None),
-            ("respond", 1, None),
-        ],
+        _admitted("client_sends", 0, 0)
+        + _admitted("client_sends", 1, 1)
+        + [("emit", 0, None), ("respond", 1, None)],
     )
     evs = to_wire(run)
     assert realisable(evs) and check(abstract(evs)).clean

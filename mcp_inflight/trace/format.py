@@ -62,6 +62,20 @@ def event(
     }
 
 
+class Exchanges:
+    """Names the HTTP exchanges of one server as the format does: each POST by its number, in
+    the order they were opened; any other by its method."""
+
+    def __init__(self) -> None:
+        self.posts = 0
+
+    def name(self, method: str) -> int | str:
+        if method != "POST":
+            return method
+        self.posts += 1
+        return self.posts
+
+
 def validate(ev: Any) -> str | None:
     """Why ``ev`` is not an event of the format, or None."""
     if not isinstance(ev, dict):

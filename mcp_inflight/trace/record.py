@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from ..impl import sse
-from .format import C2S, S2C, Writer, event
+from .format import C2S, S2C, Exchanges, Writer, event
 
 _HOP = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
 
@@ -29,7 +29,7 @@ class Recorder:
     def __init__(self, upstream: str, writer: Writer) -> None:
         self.upstream = upstream
         self.writer = writer
-        self.posts = 0
+        self.exchanges = Exchanges()
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10))
 
     def _messages(self, ex: int | str, d: str, session: str | None, body: Any) -> None:
@@ -47,11 +47,7 @@ class Recorder:
         if scope["type"] != "http":
             return
         method = scope["method"]
-        if method == "POST":
-            self.posts += 1
-            ex: int | str = self.posts
-        else:
-            ex = method
+        ex = self.exchanges.name(method)
         headers = [
             (k.decode("latin-1"), v.decode("latin-1"))
             for k, v in scope["headers"]
@@ -135,14 +131,16 @@ class Recorder:
             self.writer.write(event("close", ex, C2S if by == "client" else S2C, session, by=by))
 
 
+WHAT = (
+    "Run a recording reverse proxy on 127.0.0.1:PORT in front of a Streamable HTTP MCP server, "
+    "or run a stdio MCP server (--stdio -- COMMAND ...) between this process's stdin/stdout and "
+    "its own, and write every exchange's events to a JSON Lines trace (check it with "
+    "'mcp-inflight replay')."
+)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="mcp-inflight record",
-        description="Run a recording reverse proxy on 127.0.0.1:PORT in front of a Streamable "
-        "HTTP MCP server, or run a stdio MCP server (--stdio -- COMMAND ...) between this "
-        "process's stdin/stdout and its own, and write every exchange's events to a JSON "
-        "Lines trace (check it with 'mcp-inflight replay').",
-    )
+    p = argparse.ArgumentParser(prog="mcp-inflight record", description=WHAT)
     p.add_argument("--upstream", help="the server's MCP endpoint URL")
     p.add_argument("--listen", type=int, help="the port to listen on (0: any)")
     p.add_argument("--out", required=True, help="the trace file to write")

@@ -149,18 +149,19 @@ def diagram(rep: dict[str, Any], v: Verdict, fmt: str) -> str:
     return out
 
 
+DIAGRAM_HELP = (
+    "on a violation, write the run up to it as a sequence diagram (.mmd Mermaid, .dot "
+    "Graphviz, .svg)"
+)
+
+
 def run(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="mcp-inflight replay", description=__doc__.split("\n\n")[1].replace("\n", " ")
     )
     p.add_argument("trace", help="a JSON Lines trace (mcp-inflight record --out, serve --trace)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    p.add_argument(
-        "--diagram",
-        metavar="FILE",
-        help="on a violation, write the run up to it as a sequence diagram "
-        "(.mmd Mermaid, .dot Graphviz, .svg)",
-    )
+    p.add_argument("--diagram", metavar="FILE", help=DIAGRAM_HELP)
     args = p.parse_args(argv)
     try:
         events = read(args.trace)

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from ..impl import sse
-from .format import C2S, S2C, Writer
+from .format import C2S, S2C, Exchanges, Writer
 
 Sink = Callable[[dict[str, Any]], None]
 
@@ -42,7 +42,7 @@ class Tap:
     def __init__(self, app: Any, sink: Sink) -> None:
         self.app = app
         self.sink = sink
-        self.posts = 0
+        self.exchanges = Exchanges()
         self.trace_writer: Any = None
         self.monitor: Any = None
         #: called once the app's lifespan has shut down (the server is stopping)
@@ -85,11 +85,7 @@ class Tap:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         method = scope["method"]
-        if method == "POST":
-            self.posts += 1
-            ex: int | str = self.posts
-        else:
-            ex = method
+        ex = self.exchanges.name(method)
         session: str | None = None
         for k, v in scope["headers"]:
             if k.lower() == b"mcp-session-id":
