@@ -172,3 +172,53 @@ def test_online_check_follows_many_calls_at_once_by_id():
         assert m.unchecked == 0 and m.steps == 30 - misroute  # send, progress, response
         assert m.violations == int(misroute), m.summary()
         assert check_trace(got)[1].clean != misroute
+
+
+def test_tap_reads_sse_chunks_whole_or_split_as_the_decoder_does():
+    import asyncio
+
+    from mcp_inflight.impl import sse
+    from mcp_inflight.trace.tap import Tap, _one_event
+
+    msgs = [
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"k": k}} for k in range(4)
+    ]
+    one = [sse.encode(json.dumps(m, separators=(",", ":")).encode()) for m in msgs]
+    assert _one_event(one[0]) == json.dumps(msgs[0], separators=(",", ":"))
+    for other in (
+        sse.encode(b"{}", id="7"),
+        one[0][:10],
+        one[0] + one[1],
+        one[0].replace(b"\n", b"\r\n"),
+    ):
+        assert _one_event(other) is None
+    # whole, then split (the decoder takes over), then whole again (still the decoder's)
+    chunks = [one[0], one[1][:10], one[1][10:] + one[2], one[3]]
+
+    async def app(scope, receive, send):
+        await receive()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        for c in chunks:
+            await send({"type": "http.response.body", "body": c, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    seen: list[dict] = []
+
+    async def go():
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(m):
+            pass
+
+        scope = {"type": "http", "method": "POST", "headers": []}
+        await Tap(app, seen.append)(scope, receive, send)
+
+    asyncio.run(go())
+    assert [e["message"] for e in seen if e["kind"] == "message"] == msgs

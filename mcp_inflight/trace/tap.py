@@ -36,6 +36,20 @@ def fan_out(*sinks: Sink) -> Sink:
     return sink
 
 
+_EVENT = b"event: message\ndata: "
+
+
+def _one_event(chunk: bytes) -> str | None:
+    """The data of ``chunk`` when it is exactly one whole SSE event as ``impl/sse.py`` encodes
+    a message (``event: message``, one ``data`` line, the blank line), else None.  What the
+    decoder would give for it, without the decoder: only while every chunk before was such an
+    event, so the decoder would hold nothing."""
+    if chunk.startswith(_EVENT) and chunk.endswith(b"\n\n") and chunk.count(b"\n") == 3:
+        if b"\r" not in chunk:
+            return chunk[len(_EVENT) : -2].decode("utf-8", "replace")
+    return None
+
+
 class Tap:
     """The wrapper; see the module text."""
 
@@ -103,7 +117,7 @@ class Tap:
         )
         body: list[bytes] = []
         state = {"closed": False, "sse": False, "read": False}
-        dec = sse.Decoder()
+        dec: sse.Decoder | None = None  # made at the first chunk the plain shape does not fit
         whole: list[bytes] = []
 
         def close(by: str) -> None:
@@ -134,7 +148,7 @@ class Tap:
             return m
 
         async def tx(m: Any) -> None:
-            nonlocal session
+            nonlocal session, dec
             if state["closed"]:
                 return await send(m)
             if m["type"] == "http.response.start":
@@ -157,8 +171,13 @@ class Tap:
             elif m["type"] == "http.response.body":
                 chunk = m.get("body", b"")
                 if state["sse"]:
-                    for e in dec.feed(chunk):
-                        self._messages(ex, S2C, session, e.data)
+                    data = _one_event(chunk) if dec is None else None
+                    if data is not None:
+                        self._messages(ex, S2C, session, data)
+                    else:
+                        dec = dec or sse.Decoder()
+                        for e in dec.feed(chunk):
+                            self._messages(ex, S2C, session, e.data)
                 elif chunk:
                     whole.append(chunk)
             try:
