@@ -29,9 +29,14 @@ so a response under id k is ``respond`` of an instance under k and a progress me
 an instance whose call carried the token, with no stream to compare; a refusal is the error with
 ``id: null`` whose ``data.id`` names the refused id (``refuse`` of the latest instance under it).
 
-2026-07-28 Streamable HTTP is not mapped: its traffic carries no session, so nothing on the wire
-says which POSTs come from one client, while the model's ids (the in-flight registry and the id
-rule) are those of one client; :func:`unmapped` says so for a trace.
+Profile: 2026-07-28, Streamable HTTP (tool calls on POSTs of no session, no ``initialize``).
+Each POST is its own scope (the server admits its request on a core of its own, and ids of
+different POSTs never meet), so each POST is checked as a run of its own, one instance under one
+id (:func:`check_stateless`), with the mapping above, except that the client closing a POST
+before its response is ``send_cancel`` (the 2026-07-28 cancellation) rather than
+``break_stream``.  What is not mapped there: the model's relations between POSTs under one id
+(the in-flight registry, the id rule are those of one client, and nothing on a sessionless wire
+says which POSTs come from one client).
 
 Server-internal steps the wire does not show (``admit``, ``unwind``, ``check``,
 ``claim_stream``, ``deliver_cancel``, and a ``respond`` whose stream is gone, which writes
@@ -61,6 +66,8 @@ REVISION = "2025-11-25"
 TRANSPORT = "http"
 #: The exchange of every event of a stdio trace: the one channel.
 STDIO = "stdio"
+#: The sessionless revision of Streamable HTTP.
+STATELESS = "2026-07-28"
 #: The server steps no wire event shows; the checker infers them.
 INTERNAL = ("admit", "unwind", "check", "claim_stream", "deliver_cancel")
 #: Moves the wire shows only when they write: a handler's answer or message whose stream is
@@ -116,6 +123,7 @@ class Abstraction:
     ids: int = 0
     requests: int = 0
     transport: str = TRANSPORT
+    revision: str = REVISION
 
 
 def _key(v: Any) -> Any:
@@ -248,15 +256,15 @@ def transport_of(events: Iterable[Mapping[str, Any]]) -> str:
     return "stdio" if any(ev.get("exchange") == STDIO for ev in events) else TRANSPORT
 
 
-def unmapped(events: Iterable[Mapping[str, Any]]) -> str | None:
-    """Why the tool calls of ``events`` (the events of no session of an HTTP trace) cannot be
-    checked against the model, or None when there are none."""
-    if not any(is_call(ev) for ev in events):
-        return None
-    return (
-        "tool calls outside any session (2026-07-28 Streamable HTTP) are not mapped: nothing on "
-        "the wire says which POSTs come from one client, and the model's ids (the in-flight "
-        "registry, the id rule) are those of one client"
+def stateless(events: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether ``events`` (of no session) are 2026-07-28 traffic: tool calls and no
+    ``initialize`` (a 2025-11-25 server that gives no session id still has its handshake)."""
+    events = list(events)
+    return any(is_call(ev) for ev in events) and not any(
+        ev.get("dir") == "client->server"
+        and (ev.get("message") or {}).get("method") == "initialize"
+        for ev in events
+        if ev.get("kind") == "message"
     )
 
 
@@ -350,6 +358,8 @@ def _candidates(cfg: Config, s: State, o: Observed) -> list[list[Expect]]:
         return [[(Move(A["send_cancel"], q), {})] for q in qs]
     if o.kind == "break":
         assert o.r is not None
+        if cfg.close_is_cancel:  # 2026-07-28: closing a request's stream cancels it
+            return [[(Move(A["send_cancel"], o.r), {})]]
         return [[(Move(A["break_stream"], o.r), {})]]
     return []
 
@@ -414,7 +424,7 @@ def _broken(cfg: Config, t: Transition, b: Concrete) -> str | None:
 
 def config_for(design: Design, ab: Abstraction) -> Config:
     """The model's bound grown to the trace: its instances and its distinct ids."""
-    return Config(design, REVISION, ab.transport, ids=ab.ids, requests=ab.requests)
+    return Config(design, ab.revision, ab.transport, ids=ab.ids, requests=ab.requests)
 
 
 #: How many model states, each explaining every step so far, a check carries from one observed
@@ -583,4 +593,26 @@ def check_trace(
         if not result[1].clean:
             break
     assert result is not None
+    return result
+
+
+def check_stateless(
+    events: list[Mapping[str, Any]], numbers: list[int] | None = None, design: Design = ATOMIC
+) -> tuple[Abstraction, Verdict]:
+    """2026-07-28 traffic checked POST by POST, each a run of its own on the 2026-07-28 http
+    profile: the first POST that is not clean, or the last, with its abstraction."""
+    at = numbers if numbers is not None else list(range(len(events)))
+    posts: dict[Any, list[int]] = {}
+    for n, ev in enumerate(events):
+        posts.setdefault(ev.get("exchange"), []).append(n)
+    result: tuple[Abstraction, Verdict] | None = None
+    for part in posts.values():
+        ab = abstract([events[n] for n in part], [at[n] for n in part])
+        ab.revision = STATELESS
+        result = ab, check(ab, design)
+        if not result[1].clean:
+            break
+    if result is None:
+        ab = Abstraction(revision=STATELESS)
+        result = ab, check(ab, design)
     return result

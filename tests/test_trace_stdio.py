@@ -1,7 +1,7 @@
 """stdio traces (``serve --transport stdio --trace``, ``record --stdio``) replayed on the model's
 2025-11-25 stdio profile: our server and the guarded official SDK clean under a duplicate id,
-the bare SDK flagged where both requests under one id run; and a trace with no session
-(2026-07-28 Streamable HTTP) refused with its reason."""
+the bare SDK flagged where both requests under one id run; and traces of no session
+(2026-07-28 Streamable HTTP) checked POST by POST."""
 
 from __future__ import annotations
 
@@ -126,17 +126,84 @@ def test_stdio_traces_of_real_servers(tmp_path, capsys):
     assert check(abstract(read(paths["bare"]))).failed.kind in ("emit", "respond")
 
 
-def test_a_trace_of_no_session_is_not_checked_and_says_why(tmp_path, capsys):
-    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo"}}
-    evs = [
-        event("open", 1, C2S, None, method="POST"),
-        event("message", 1, C2S, None, message=call),
-        event("status", 1, S2C, None, status=200),
-        event("message", 1, S2C, None, message={"jsonrpc": "2.0", "id": 1, "result": {}}),
-        event("close", 1, S2C, None, by="server"),
+MODERN = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+MODERN["MCP-Protocol-Version"] = "2026-07-28"
+
+
+def _modern_call(label: str, steps: int, delay: float) -> dict:
+    call = _call(label, delay)
+    call["params"]["arguments"]["steps"] = steps
+    call["params"]["_meta"] |= {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return call
+
+
+def test_sessionless_trace_is_checked_post_by_post_on_2026_07_28(tmp_path, capsys):
+    """Ours on 2026-07-28 over loopback: two POSTs under one id at once and a third closed by
+    its client (a cancel) replay clean; the same trace with one POST's response moved onto
+    another POST is flagged."""
+    import threading
+
+    import httpx
+
+    from mcp_inflight.impl.http import LOOPBACK, create_app
+    from mcp_inflight.serve import demo_server
+    from mcp_inflight.trace.tap import traced
+    from support import http_server
+
+    path = tmp_path / "modern.jsonl"
+    app = traced(create_app(demo_server(), "/mcp", allowed_hosts=set(LOOPBACK)), trace=str(path))
+    srv = http_server.Running(app)
+    try:
+        codes = []
+
+        def post(label: str) -> None:
+            with httpx.Client(timeout=10) as c:
+                codes.append(c.post(srv.url, headers=MODERN, json=_modern_call(label, 2, 0.05)))
+
+        both = [threading.Thread(target=post, args=(k,)) for k in "ab"]
+        for t in both:
+            t.start()
+        with httpx.Client(timeout=10) as c:
+            with c.stream("POST", srv.url, headers=MODERN, json=_modern_call("c", 3, 0.05)) as r:
+                for line in r.iter_lines():
+                    if "progress" in line:
+                        break  # closed before its answer: the 2026-07-28 cancel
+        for t in both:
+            t.join()
+        time.sleep(0.3)
+    finally:
+        srv.stop()
+    assert [r.status_code for r in codes] == [200, 200]
+    events = read(path)
+    assert {e["session"] for e in events} == {None}
+    assert any(e["kind"] == "close" and e["by"] == "client" for e in events)
+    assert replay.run([str(path), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["clean"] and rep["design"] == "atomic" and "2026-07-28 http" == rep["profile"]
+    # a's response written on b's POST instead: b's POST then answers its id twice
+    a_post = next(
+        e["exchange"]
+        for e in events
+        if e["kind"] == "message"
+        and e["message"].get("params", {}).get("_meta", {}).get("progressToken") == "a"
+    )
+    b_post = next(
+        e["exchange"]
+        for e in events
+        if e["kind"] == "message"
+        and e["message"].get("params", {}).get("_meta", {}).get("progressToken") == "b"
+    )
+    bad = [
+        dict(e, exchange=b_post)
+        if e["exchange"] == a_post and e["kind"] == "message" and "result" in e["message"]
+        else e
+        for e in events
     ]
-    path = tmp_path / "stateless.jsonl"
-    path.write_text("".join(json.dumps(e) + "\n" for e in evs))
-    assert replay.run([str(path)]) == 2
-    err = capsys.readouterr().err
-    assert "2026-07-28" in err and "not mapped" in err and "one client" in err
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text("".join(json.dumps(e) + "\n" for e in bad))
+    assert replay.run([str(moved)]) == 1
+    assert "VIOLATION" in capsys.readouterr().out

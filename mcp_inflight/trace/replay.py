@@ -8,10 +8,9 @@ rest on the wire (``observe.segments``).  On a violation the first
 unexplained step (or the first broken invariant) is reported with the run up to it, as text,
 JSON (``--json``) and a sequence diagram (``--diagram FILE``: Mermaid for ``.mmd``, Graphviz
 DOT for ``.dot``, SVG for ``.svg``), and the designs that do explain the trace are named.
-Exit 0 clean, 1 violation, 2 unreadable trace (with its line number) or a trace whose tool calls
-are all on a profile the model's mapping does not cover (2026-07-28 Streamable HTTP: the reason
-is printed).  Traces of stdio (``serve --transport stdio --trace``) are checked on the model's
-2025-11-25 stdio profile.
+Exit 0 clean, 1 violation, 2 unreadable trace (with its line number).  Traces of stdio (``serve
+--transport stdio --trace``) are checked on the model's 2025-11-25 stdio profile, and tool calls
+of no session (2026-07-28 Streamable HTTP) POST by POST on its 2026-07-28 http profile.
 """
 
 from __future__ import annotations
@@ -27,9 +26,10 @@ from ..model.observe import (
     Verdict,
     abstract,
     check,
+    check_stateless,
     check_trace,
     explains,
-    unmapped,
+    stateless,
 )
 from ..model.trace import build_trace
 from .format import TraceError, read
@@ -174,13 +174,13 @@ def run(argv: list[str]) -> int:
     groups = sessions(events)
     several = len([k for k in groups if k is not None]) > 1
     reps: list[tuple[dict[str, Any], Verdict]] = []
-    why = unmapped([events[n] for n in groups.pop(None, [])])
-    if why is not None:
-        sys.stderr.write(f"mcp-inflight replay: {args.trace}: not checked: {why}\n")
-        if not groups:
-            return 2
     for sid, idx in groups.items():
-        ab, v = check_trace([events[n] for n in idx], idx)
+        part = [events[n] for n in idx]
+        ab, v = (
+            check_stateless(part, idx)
+            if sid is None and stateless(part)
+            else check_trace(part, idx)
+        )
         if not ab.steps and several:
             continue
         others = [] if v.clean else explains(ab)
