@@ -16,6 +16,7 @@ import pytest
 from mcp_inflight.model.observe import abstract, check, explains
 from mcp_inflight.trace import replay
 from mcp_inflight.trace.format import C2S, S2C, event, read
+from mcp_inflight.trace.online import Monitor
 
 SDK = str(Path(__file__).parent / "support" / "sdk_server.py")
 
@@ -155,7 +156,9 @@ def test_sessionless_trace_is_checked_post_by_post_on_2026_07_28(tmp_path, capsy
     from support import http_server
 
     path = tmp_path / "modern.jsonl"
-    app = traced(create_app(demo_server(), "/mcp", allowed_hosts=set(LOOPBACK)), trace=str(path))
+    app = traced(
+        create_app(demo_server(), "/mcp", allowed_hosts=set(LOOPBACK)), trace=str(path), online=True
+    )
     srv = http_server.Running(app)
     try:
         codes = []
@@ -207,3 +210,10 @@ def test_sessionless_trace_is_checked_post_by_post_on_2026_07_28(tmp_path, capsy
     moved.write_text("".join(json.dumps(e) + "\n" for e in bad))
     assert replay.run([str(moved)]) == 1
     assert "VIOLATION" in capsys.readouterr().out
+    # the online check, POST by POST as each closes: quiet on ours, the moved response counted
+    counts = app.monitor.summary()
+    assert counts["violations"] == 0 and counts["steps"] >= 7 and counts["events"] == len(events)
+    m = Monitor()
+    for e in bad:
+        m.feed(e)
+    assert m.violations == 1 and m.recent[0].event["exchange"] == b_post

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.config import ATOMIC, Config, Design
-from ..model.observe import REVISION, TRANSPORT, Abstractor, Observed, advance, is_call
+from ..model.observe import (
+    REVISION,
+    STATELESS,
+    TRANSPORT,
+    Abstractor,
+    Observed,
+    advance,
+    is_call,
+    stateless,
+)
 from ..model.session import State, settled
 from ..model.step import backend, start
 
@@ -49,8 +58,10 @@ class _Model:
 
     SIZE = 50_000
 
-    def __init__(self, design: Design, requests: int, ids: int, cap: int) -> None:
-        self.cfg = Config(design, REVISION, TRANSPORT, ids=ids, requests=requests)
+    def __init__(
+        self, design: Design, requests: int, ids: int, cap: int, revision: str = REVISION
+    ) -> None:
+        self.cfg = Config(design, revision, TRANSPORT, ids=ids, requests=requests)
         self.b = backend(self.cfg)
         self.cap = cap
         self.depth = 3 * requests + 1
@@ -86,13 +97,14 @@ class _Model:
         return got
 
 
-_MODELS: dict[tuple[Design, int, int, int], _Model] = {}
+_MODELS: dict[tuple[Design, int, int, int, str], _Model] = {}
 
 
-def _model(design: Design, requests: int, ids: int, cap: int) -> _Model:
-    got = _MODELS.get((design, requests, ids, cap))
+def _model(design: Design, requests: int, ids: int, cap: int, revision: str = REVISION) -> _Model:
+    key = (design, requests, ids, cap, revision)
+    got = _MODELS.get(key)
     if got is None:
-        got = _MODELS[(design, requests, ids, cap)] = _Model(design, requests, ids, cap)
+        got = _MODELS[key] = _Model(design, requests, ids, cap, revision)
     return got
 
 
@@ -113,9 +125,14 @@ class Online:
     answered, refused or abandoned by its client, and starts again from there."""
 
     def __init__(
-        self, requests: int = 3, ids: int = 3, design: Design = ATOMIC, cap: int = 64
+        self,
+        requests: int = 3,
+        ids: int = 3,
+        design: Design = ATOMIC,
+        cap: int = 64,
+        revision: str = REVISION,
     ) -> None:
-        self.model = _model(design, requests, ids, cap)
+        self.model = _model(design, requests, ids, cap, revision)
         self.cfg = self.model.cfg
         self.abstractor = Abstractor()
         self.unchecked = False
@@ -288,15 +305,41 @@ class Monitor:
             return
         sid = ev.get("session")
         ex = ev.get("exchange")
-        if sid is None:  # before the server named the session (initialize): held for it
-            if ev.get("kind") == "close":
+        if sid is None:  # no session named yet (initialize), or none at all (2026-07-28)
+            held = self._early.get(ex)
+            if kind == "close":
                 self._early.pop(ex, None)
-            elif len(self._early) < self.max_sessions:
-                self._early.setdefault(ex, []).append(ev)
+                if held and stateless(held):
+                    self._stateless(held + [ev])
+            elif held is not None:
+                held.append(ev)
+            elif ev.get("dir") == "client->server":  # a POST's request: held from its start
+                if len(self._early) < self.max_sessions:
+                    self._early[ex] = [ev]
+                elif is_call(ev):
+                    self.unchecked += 1
             return
         for e in self._early.pop(ex, ()):
             self._check(sid, e)
         self._check(sid, ev)
+
+    def _stateless(self, events: list[dict[str, Any]]) -> None:
+        """A 2026-07-28 POST, once it is closed: a run of its own (``check_stateless``)."""
+        online = Online(1, 1, revision=STATELESS)
+        for n, ev in enumerate(events):
+            bad = online.feed(n, ev)
+            if bad is not None:
+                self._violation("(none, 2026-07-28)", bad, ev)
+                break
+        self._steps_done += online.steps
+
+    def _violation(self, sid: str, bad: Observed, ev: dict[str, Any]) -> None:
+        self.violations += 1
+        self.recent.append(Violation(sid, bad, ev))
+        del self.recent[: -self.keep]
+        log.warning(
+            "session %s: no move of the atomic design explains %s: %s", sid, bad.describe(), ev
+        )
 
     def _check(self, sid: str, ev: dict[str, Any]) -> None:
         session = self._sessions.get(sid)
@@ -312,15 +355,7 @@ class Monitor:
             self.unchecked += 1
             log.warning("session %s: past the online check's bound, partly unchecked", sid)
         if bad is not None:
-            self.violations += 1
-            self.recent.append(Violation(sid, bad, ev))
-            del self.recent[: -self.keep]
-            log.warning(
-                "session %s: no move of the atomic design explains %s: %s",
-                sid,
-                bad.describe(),
-                ev,
-            )
+            self._violation(sid, bad, ev)
         if ev.get("exchange") == "DELETE" and ev.get("kind") == "close":
             self._steps_done += session.steps
             self._sessions.pop(sid, None)
