@@ -150,8 +150,8 @@ def _parser() -> argparse.ArgumentParser:
         "--online-check",
         action="store_true",
         help="check each session's exchanges against the model as they happen; count and log "
-        "(logger mcp_inflight.trace) every step the atomic design does not explain "
-        "(Streamable HTTP only)",
+        "(logger mcp_inflight.trace) every step the atomic design does not explain; the "
+        "counts are printed to stderr as the server stops",
     )
     bounds = p.add_argument_group("resource bounds (0 turns one off)")
     bounds.add_argument(
@@ -353,18 +353,23 @@ async def _serve_http(server: Server, args) -> None:
     await userver.serve(sockets=[sock])
 
 
-async def _serve_stdio(server: Server, trace: str | None) -> None:
-    """stdio, with the trace of ``--trace`` written by a :class:`~mcp_inflight.trace.tap.StdioTap`
-    between the channel and the server."""
+async def _serve_stdio(server: Server, trace: str | None, online: bool = False) -> None:
+    """stdio, with the trace of ``--trace`` and the check of ``--online-check`` fed by a
+    :class:`~mcp_inflight.trace.tap.StdioTap` between the channel and the server."""
     from mcp_inflight.impl.stdio import LINE_LIMIT, serve_stdio
 
-    if trace is None:
+    if trace is None and not online:
         return await serve_stdio(server)
-    from mcp_inflight.trace.format import Writer
-    from mcp_inflight.trace.tap import StdioTap
+    import json
 
-    writer = Writer(trace)
-    tap = StdioTap(writer.write)
+    from mcp_inflight.trace.format import Writer
+    from mcp_inflight.trace.online import Monitor
+    from mcp_inflight.trace.tap import StdioTap, fan_out
+
+    writer = Writer(trace) if trace is not None else None
+    monitor = Monitor() if online else None
+    sinks = [s for s in (writer and writer.write, monitor and monitor.feed) if s is not None]
+    tap = StdioTap(fan_out(*sinks))
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     loop = asyncio.get_running_loop()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -379,7 +384,11 @@ async def _serve_stdio(server: Server, trace: str | None) -> None:
         await serve_stdio(server, tap.reader(reader), write)
     finally:
         tap.close()
-        writer.close()
+        if writer is not None:
+            writer.close()
+        if monitor is not None:
+            counts = json.dumps(monitor.summary())
+            print(f"mcp-inflight serve: online check: {counts}", file=sys.stderr, flush=True)
 
 
 def _run_loop(coro):
@@ -401,12 +410,9 @@ def run(argv: list[str]) -> int:
     except FixtureError as e:
         print(f"mcp-inflight serve: {e}", file=sys.stderr)
         return 2
-    if args.transport == "stdio" and args.online_check:
-        print("mcp-inflight serve: --online-check needs --transport http", file=sys.stderr)
-        return 2
     try:
         if args.transport == "stdio":
-            asyncio.run(_serve_stdio(server, args.trace))
+            asyncio.run(_serve_stdio(server, args.trace, args.online_check))
         else:
             _run_loop(_serve_http(server, args))
     except ServeError as e:

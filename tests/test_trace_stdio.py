@@ -94,6 +94,11 @@ def test_stdio_mapping_flags_two_requests_under_one_id(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in bad))
     assert replay.run([str(path)]) == 1
+    for trace, count in ((evs, 0), (bad, 1)):  # the online check agrees, event by event
+        m = Monitor()
+        for e in trace:
+            m.feed(e)
+        assert m.violations == count and m.unchecked == 0, m.summary()
 
 
 @pytest.mark.slow  # three server processes (the official SDK takes seconds to import), side by side
@@ -187,7 +192,7 @@ def test_sessionless_trace_is_checked_post_by_post_on_2026_07_28(tmp_path, capsy
     assert replay.run([str(path), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["clean"] and rep["design"] == "atomic" and "2026-07-28 http" == rep["profile"]
-    # a's response written on b's POST instead: b's POST then answers its id twice
+    # a's response written on b's POST instead, before b's POST closes: it answers its id twice
     a_post = next(
         e["exchange"]
         for e in events
@@ -200,12 +205,14 @@ def test_sessionless_trace_is_checked_post_by_post_on_2026_07_28(tmp_path, capsy
         if e["kind"] == "message"
         and e["message"].get("params", {}).get("_meta", {}).get("progressToken") == "b"
     )
-    bad = [
-        dict(e, exchange=b_post)
-        if e["exchange"] == a_post and e["kind"] == "message" and "result" in e["message"]
-        else e
+    resp = next(
+        e
         for e in events
-    ]
+        if e["exchange"] == a_post and e["kind"] == "message" and "result" in e["message"]
+    )
+    bad = [e for e in events if e is not resp]
+    b_close = next(n for n, e in enumerate(bad) if e["exchange"] == b_post and e["kind"] == "close")
+    bad.insert(b_close, dict(resp, exchange=b_post))  # while b's POST is still open
     moved = tmp_path / "moved.jsonl"
     moved.write_text("".join(json.dumps(e) + "\n" for e in bad))
     assert replay.run([str(moved)]) == 1

@@ -59,9 +59,15 @@ class _Model:
     SIZE = 50_000
 
     def __init__(
-        self, design: Design, requests: int, ids: int, cap: int, revision: str = REVISION
+        self,
+        design: Design,
+        requests: int,
+        ids: int,
+        cap: int,
+        revision: str = REVISION,
+        transport: str = TRANSPORT,
     ) -> None:
-        self.cfg = Config(design, revision, TRANSPORT, ids=ids, requests=requests)
+        self.cfg = Config(design, revision, transport, ids=ids, requests=requests)
         self.b = backend(self.cfg)
         self.cap = cap
         self.depth = 3 * requests + 1
@@ -97,14 +103,21 @@ class _Model:
         return got
 
 
-_MODELS: dict[tuple[Design, int, int, int, str], _Model] = {}
+_MODELS: dict[tuple[Design, int, int, int, str, str], _Model] = {}
 
 
-def _model(design: Design, requests: int, ids: int, cap: int, revision: str = REVISION) -> _Model:
-    key = (design, requests, ids, cap, revision)
+def _model(
+    design: Design,
+    requests: int,
+    ids: int,
+    cap: int,
+    revision: str = REVISION,
+    transport: str = TRANSPORT,
+) -> _Model:
+    key = (design, requests, ids, cap, revision, transport)
     got = _MODELS.get(key)
     if got is None:
-        got = _MODELS[key] = _Model(design, requests, ids, cap, revision)
+        got = _MODELS[key] = _Model(design, requests, ids, cap, revision, transport)
     return got
 
 
@@ -131,10 +144,12 @@ class Online:
         design: Design = ATOMIC,
         cap: int = 64,
         revision: str = REVISION,
+        transport: str = TRANSPORT,
     ) -> None:
-        self.model = _model(design, requests, ids, cap, revision)
+        self.model = _model(design, requests, ids, cap, revision, transport)
+        self.stdio = transport == "stdio"
         self.cfg = self.model.cfg
-        self.abstractor = Abstractor()
+        self.abstractor = Abstractor(transport=transport)
         self.unchecked = False
         self.steps = 0
         self.open_posts: set[Any] = set()
@@ -182,7 +197,8 @@ class Online:
         kind = ev.get("kind")
         if kind == "message":
             if is_call(ev):
-                self.open_posts.add(ev.get("exchange"))
+                if not self.stdio:  # stdio: one channel, no POST to close
+                    self.open_posts.add(ev.get("exchange"))
             elif not self.lost and not self.abstractor.post_inst:
                 return bad  # no tool call since the last fresh start: at its start still
         elif kind == "close":
@@ -207,8 +223,8 @@ class _Session:
     ``no_misrouted_*``), so each id's part is a run of the model by itself, and a message that
     crosses ids shows up in the part it names as a message on no instance's stream."""
 
-    def __init__(self, requests: int, ids: int) -> None:
-        self.requests, self.ids = requests, ids
+    def __init__(self, requests: int, ids: int, transport: str = TRANSPORT) -> None:
+        self.requests, self.ids, self.transport = requests, ids, transport
         self.parts: dict[Any, Online] = {}
         self.post_key: dict[Any, Any] = {}
         self.token_key: dict[Any, Any] = {}
@@ -260,7 +276,7 @@ class _Session:
         k = self.route(ev)
         online = self.parts.get(k)
         if online is None:
-            online = self.parts[k] = Online(self.requests, self.ids)
+            online = self.parts[k] = Online(self.requests, self.ids, transport=self.transport)
         was = online.unchecked
         bad = online.feed(online.events, ev)
         online.events += 1
@@ -344,7 +360,8 @@ class Monitor:
     def _check(self, sid: str, ev: dict[str, Any]) -> None:
         session = self._sessions.get(sid)
         if session is None:
-            session = self._sessions[sid] = _Session(self.requests, self.ids)
+            transport = "stdio" if ev.get("exchange") == "stdio" else TRANSPORT
+            session = self._sessions[sid] = _Session(self.requests, self.ids, transport)
             if len(self._sessions) > self.max_sessions:
                 _, old = self._sessions.popitem(last=False)
                 self._steps_done += old.steps
