@@ -130,6 +130,11 @@ def test_stdio_traces_of_real_servers(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "no move of atomic explains" in text and "behaves like the unguarded design" in text
     assert check(abstract(read(paths["bare"]))).failed.kind in ("emit", "respond")
+    for k, count in (("ours", 0), ("guarded", 0), ("bare", 1)):  # the online check agrees
+        m = Monitor()
+        for e in read(paths[k]):
+            m.feed(e)
+        assert m.violations == count and m.unchecked == 0, (k, m.summary())
 
 
 MODERN = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
