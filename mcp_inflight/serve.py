@@ -140,18 +140,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="an Origin allowed besides this host's own (repeatable)",
     )
-    check = p.add_argument_group("record and check what runs (Streamable HTTP)")
+    check = p.add_argument_group("record and check what runs")
     check.add_argument(
         "--trace",
         metavar="FILE",
-        help="write every exchange to FILE as a JSON Lines wire trace "
-        "(check it with 'mcp-inflight replay FILE')",
+        help="write every exchange (HTTP) or every message of the channel (stdio) to FILE as "
+        "a JSON Lines wire trace (check it with 'mcp-inflight replay FILE')",
     )
     check.add_argument(
         "--online-check",
         action="store_true",
         help="check each session's exchanges against the model as they happen; count and log "
-        "(logger mcp_inflight.trace) every step the atomic design does not explain",
+        "(logger mcp_inflight.trace) every step the atomic design does not explain; the "
+        "counts are printed to stderr as the server stops",
     )
     bounds = p.add_argument_group("resource bounds (0 turns one off)")
     bounds.add_argument(
@@ -350,6 +351,44 @@ async def _serve_http(server: Server, args) -> None:
     await userver.serve(sockets=[sock])
 
 
+async def _serve_stdio(server: Server, trace: str | None, online: bool = False) -> None:
+    """stdio, with the trace of ``--trace`` and the check of ``--online-check`` fed by a
+    :class:`~mcp_inflight.trace.tap.StdioTap` between the channel and the server."""
+    from mcp_inflight.impl.stdio import LINE_LIMIT, serve_stdio
+
+    if trace is None and not online:
+        return await serve_stdio(server)
+    import json
+
+    from mcp_inflight.trace.format import Writer
+    from mcp_inflight.trace.online import Monitor
+    from mcp_inflight.trace.tap import StdioTap, fan_out
+
+    writer = Writer(trace) if trace is not None else None
+    monitor = Monitor() if online else None
+    sinks = [s for s in (writer and writer.write, monitor and monitor.feed) if s is not None]
+    tap = StdioTap(fan_out(*sinks))
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    loop = asyncio.get_running_loop()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out = sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        tap.write(data)
+        out.write(data)
+        out.flush()
+
+    try:
+        await serve_stdio(server, tap.reader(reader), write)
+    finally:
+        tap.close()
+        if writer is not None:
+            writer.close()
+        if monitor is not None:
+            counts = json.dumps(monitor.summary())
+            print(f"mcp-inflight serve: online check: {counts}", file=sys.stderr, flush=True)
+
+
 def _run_loop(coro):
     """Run on uvloop when it is installed (faster I/O), else on asyncio's own loop."""
     try:
@@ -369,16 +408,9 @@ def run(argv: list[str]) -> int:
     except FixtureError as e:
         print(f"mcp-inflight serve: {e}", file=sys.stderr)
         return 2
-    if args.transport == "stdio" and (args.trace or args.online_check):
-        print(
-            "mcp-inflight serve: --trace and --online-check need --transport http", file=sys.stderr
-        )
-        return 2
     try:
         if args.transport == "stdio":
-            from mcp_inflight.impl.stdio import serve_stdio
-
-            asyncio.run(serve_stdio(server))
+            asyncio.run(_serve_stdio(server, args.trace, args.online_check))
         else:
             _run_loop(_serve_http(server, args))
     except ServeError as e:

@@ -22,6 +22,22 @@ Profile: 2025-11-25, Streamable HTTP.  An *event* is a plain dict of the trace f
 * a 409 or a client's close on a POST whose ``tools/call`` comes later in the trace is a step
   no move explains (the recorder never writes one; a reordered trace does).
 
+Profile: 2025-11-25, stdio (the trace's events all on exchange ``"stdio"``, the one channel).
+The same mapping, with what the one channel shows instead of POSTs: every message goes to the
+client on the one channel, labelled with the id its handler holds (the model's stdio ``route``),
+so a response under id k is ``respond`` of an instance under k and a progress message ``emit`` of
+an instance whose call carried the token, with no stream to compare; a refusal is the error with
+``id: null`` whose ``data.id`` names the refused id (``refuse`` of the latest instance under it).
+
+Profile: 2026-07-28, Streamable HTTP (tool calls on POSTs of no session, no ``initialize``).
+Each POST is its own scope (the server admits its request on a core of its own, and ids of
+different POSTs never meet), so each POST is checked as a run of its own, one instance under one
+id (:func:`check_stateless`), with the mapping above, except that the client closing a POST
+before its response is ``send_cancel`` (the 2026-07-28 cancellation) rather than
+``break_stream``.  What is not mapped there: the model's relations between POSTs under one id
+(the in-flight registry, the id rule are those of one client, and nothing on a sessionless wire
+says which POSTs come from one client).
+
 Server-internal steps the wire does not show (``admit``, ``unwind``, ``check``,
 ``claim_stream``, ``deliver_cancel``, and a ``respond`` whose stream is gone, which writes
 nothing) are inferred: before each observed move a breadth-first search over internal moves
@@ -43,11 +59,15 @@ from .config import ATOMIC, CHECK_THEN_CLAIM, UNGUARDED, Config, Design
 from .lifecycle import Life
 from .logic import Concrete
 from .properties import INVARIANTS
-from .session import ACTION, State, settled
+from .session import ACTION, State
 from .step import Move, Transition, backend, start, take
 
 REVISION = "2025-11-25"
 TRANSPORT = "http"
+#: The exchange of every event of a stdio trace: the one channel.
+STDIO = "stdio"
+#: The sessionless revision of Streamable HTTP.
+STATELESS = "2026-07-28"
 #: The server steps no wire event shows; the checker infers them.
 INTERNAL = ("admit", "unwind", "check", "claim_stream", "deliver_cancel")
 #: Moves the wire shows only when they write: a handler's answer or message whose stream is
@@ -66,17 +86,19 @@ class Observed:
 
     kind: str
     at: int
-    r: int | None = None
+    r: int | None = None  # None on a stdio refusal: the latest instance under ``i``
     i: int | None = None
     stream: int | None = None
     of: tuple[int, ...] = ()
 
     def describe(self) -> str:
-        name = {None: "-", NO_STREAM: "no instance's stream"}
+        name = {None: "the channel", NO_STREAM: "no instance's stream"}
         s = name.get(self.stream, f"{_inst(self.stream)}'s stream")
         return {
             "send": f"event {self.at}: tools/call id={_id(self.i)} opens {_inst(self.r)}",
-            "refuse": f"event {self.at}: {_inst(self.r)} answered 409",
+            "refuse": f"event {self.at}: {_inst(self.r)} answered 409"
+            if self.r is not None
+            else f"event {self.at}: a refusal of id={_id(self.i)}",
             "respond": f"event {self.at}: response id={_id(self.i)} seen on {s}",
             "emit": f"event {self.at}: progress/log seen on {s}",
             "cancel": f"event {self.at}: client cancels id={_id(self.i)}",
@@ -100,10 +122,15 @@ class Abstraction:
     steps: list[Observed] = field(default_factory=list)
     ids: int = 0
     requests: int = 0
+    transport: str = TRANSPORT
+    revision: str = REVISION
 
 
-def _key(v: Any) -> str:
-    return json.dumps(v, sort_keys=True)
+def _key(v: Any) -> Any:
+    """A JSON value as a dict key: a string or an integer as itself (the common ids), anything
+    else as its canonical JSON text in a tuple (so no two values share a key)."""
+    t = type(v)
+    return v if t is str or t is int else (json.dumps(v, sort_keys=True),)
 
 
 class Abstractor:
@@ -113,15 +140,16 @@ class Abstractor:
     such); a stream of events (the online check) has no such foresight.  :meth:`forget` starts
     the numbering of instances and ids again (the online check, at a settled point)."""
 
-    def __init__(self, tool_posts: set[Any] | None = None) -> None:
+    def __init__(self, tool_posts: set[Any] | None = None, transport: str = TRANSPORT) -> None:
         self.tool_posts = tool_posts or set()
-        self.own: dict[Any, set[str]] = {}  # ids and tokens of the non-tool requests, per POST
+        self.stdio = transport == "stdio"
+        self.own: dict[Any, set[Any]] = {}  # ids and tokens of the non-tool requests, per POST
         self.forget()
 
     def forget(self) -> None:
-        self.ids: dict[str, int] = {}
+        self.ids: dict[Any, int] = {}
         self.post_inst: dict[Any, int] = {}
-        self.tokens: dict[str, list[int]] = {}
+        self.tokens: dict[Any, list[int]] = {}
         self.refused: set[int] = set()
         self.answered: set[int] = set()
         self.consumed: set[int] = set()
@@ -145,7 +173,7 @@ class Abstractor:
                     own[ex].add(_key(tok))
             if m.get("method") == "tools/call" and "id" in m:
                 i = ids.setdefault(_key(m["id"]), len(ids))
-                r = post_inst[ex] = len(post_inst)
+                r = post_inst[(ex, n) if self.stdio else ex] = len(post_inst)
                 meta = (m.get("params") or {}).get("_meta") or {}
                 if "progressToken" in meta:
                     tokens.setdefault(_key(meta["progressToken"]), []).append(r)
@@ -164,6 +192,10 @@ class Abstractor:
         elif kind == "status" and ex in post_inst and ev.get("status") == 409:
             refused.add(post_inst[ex])
             out.append(Observed("refuse", n, r=post_inst[ex]))
+        elif kind == "message" and d == "server->client" and self.stdio:
+            m = ev.get("message")
+            if isinstance(m, dict):
+                out += self._stdio_out(n, m)
         elif kind == "message" and d == "server->client":
             m = ev.get("message")
             if not isinstance(m, dict):
@@ -188,14 +220,55 @@ class Abstractor:
                 if tok is not None and not of:
                     stream = NO_STREAM  # a token no tool call carried: no instance's message
                 out.append(Observed("emit", n, stream=stream, of=of))
-        elif kind == "close" and ev.get("by") == "client" and ex in post_inst:
+        elif kind == "close" and ev.get("by") == "client" and ex in post_inst and not self.stdio:
             r = post_inst[ex]
             if r not in answered and r not in refused:
                 out.append(Observed("break", n, r=r))
         return out
 
+    def _stdio_out(self, n: int, m: dict[str, Any]) -> list[Observed]:
+        """A message to the client on the one stdio channel."""
+        ids, own = self.ids, self.own.setdefault(STDIO, set())
+        if "method" not in m and ("result" in m or "error" in m):
+            k = _key(m.get("id"))
+            if m.get("id") is None:  # a refusal names the id in its data (else: not mapped)
+                data = (m.get("error") or {}).get("data")
+                rid = _key(data.get("id")) if isinstance(data, dict) else None
+                if rid in ids:
+                    return [Observed("refuse", n, i=ids[rid])]
+                return []
+            if k in own:
+                own.discard(k)
+                return []  # the answer to a request the model does not speak of
+            return [Observed("respond", n, i=ids.get(k))]
+        if m.get("method") in ("notifications/progress", "notifications/message"):
+            tok = (m.get("params") or {}).get("progressToken")
+            if tok is not None and _key(tok) in own:
+                return []
+            of = tuple(self.tokens.get(_key(tok), ())) if tok is not None else ()
+            stream = NO_STREAM if tok is not None and not of else None
+            return [Observed("emit", n, stream=stream, of=of)]
+        return []
 
-def _is_call(ev: Mapping[str, Any]) -> bool:
+
+def transport_of(events: Iterable[Mapping[str, Any]]) -> str:
+    """``stdio`` for a trace of the one stdio channel, else ``http``."""
+    return "stdio" if any(ev.get("exchange") == STDIO for ev in events) else TRANSPORT
+
+
+def stateless(events: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether ``events`` (of no session) are 2026-07-28 traffic: tool calls and no
+    ``initialize`` (a 2025-11-25 server that gives no session id still has its handshake)."""
+    events = list(events)
+    return any(is_call(ev) for ev in events) and not any(
+        ev.get("dir") == "client->server"
+        and (ev.get("message") or {}).get("method") == "initialize"
+        for ev in events
+        if ev.get("kind") == "message"
+    )
+
+
+def is_call(ev: Mapping[str, Any]) -> bool:
     m = ev.get("message")
     return (
         ev.get("kind") == "message"
@@ -215,10 +288,13 @@ def abstract(
     ``tool_posts`` the exchanges that carry a tools/call anywhere in that trace."""
     events = list(events)
     at = numbers if numbers is not None else list(range(len(events)))
+    transport = transport_of(events)
     if tool_posts is None:
-        tool_posts = {ev.get("exchange") for ev in events if _is_call(ev)}
-    ab = Abstractor(tool_posts)
-    out = Abstraction()
+        tool_posts = {ev.get("exchange") for ev in events if is_call(ev)}
+    if transport == "stdio":
+        tool_posts = set()
+    ab = Abstractor(tool_posts, transport)
+    out = Abstraction(transport=transport)
     for n, ev in zip(at, events, strict=True):
         out.steps += ab.feed(n, ev)
     out.ids, out.requests = max(1, len(ab.ids)), max(1, len(ab.post_inst))
@@ -261,23 +337,29 @@ def _candidates(cfg: Config, s: State, o: Observed) -> list[list[Expect]]:
             for a in ("client_sends", "rogue_sends")
         ]
     if o.kind == "refuse" and "refuse" in A and cfg.design.refuses:
-        assert o.r is not None
+        if o.r is None:  # stdio: the refusal names the id only
+            qs = [q for q in reversed(R) if s.life[q] != Life.UNSENT and s.rid[q] == o.i]
+            return [[(Move(A["refuse"], q), {"response": (q, True)})] for q in qs]
         return [[(Move(A["refuse"], o.r), {"response": (o.r, True)})]]
+    # on stdio (stream None) a message goes out on the channel labelled as its own instance's
     if o.kind == "respond":
-        assert o.stream is not None
         return [
-            [(Move(A["respond"], q), {"response": (o.stream, True)})]
+            [(Move(A["respond"], q), {"response": (q if o.stream is None else o.stream, True)})]
             for q in R
             if s.life[q] != Life.UNSENT and s.rid[q] == o.i
         ]
     if o.kind == "emit":
-        assert o.stream is not None
-        return [[(Move(A["emit"], q), {"progress": (o.stream, True)})] for q in (o.of or R)]
+        return [
+            [(Move(A["emit"], q), {"progress": (q if o.stream is None else o.stream, True)})]
+            for q in (o.of or R)
+        ]
     if o.kind == "cancel":
         qs = [q for q in reversed(R) if s.life[q] != Life.UNSENT and s.rid[q] == o.i]
         return [[(Move(A["send_cancel"], q), {})] for q in qs]
     if o.kind == "break":
         assert o.r is not None
+        if cfg.close_is_cancel:  # 2026-07-28: closing a request's stream cancels it
+            return [[(Move(A["send_cancel"], o.r), {})]]
         return [[(Move(A["break_stream"], o.r), {})]]
     return []
 
@@ -342,7 +424,7 @@ def _broken(cfg: Config, t: Transition, b: Concrete) -> str | None:
 
 def config_for(design: Design, ab: Abstraction) -> Config:
     """The model's bound grown to the trace: its instances and its distinct ids."""
-    return Config(design, REVISION, TRANSPORT, ids=ab.ids, requests=ab.requests)
+    return Config(design, ab.revision, ab.transport, ids=ab.ids, requests=ab.requests)
 
 
 #: How many model states, each explaining every step so far, a check carries from one observed
@@ -452,121 +534,6 @@ def explains(ab: Abstraction) -> list[Verdict]:
     return [v for v in (check(ab, d) for d in ALTERNATIVES) if v.explained]
 
 
-# --- the online check ------------------------------------------------------------------------
-
-
-#: The online check's memory of explained steps: (config, state, step) -> the states after it.
-_MEMO: dict[tuple[Any, ...], tuple[State, ...]] = {}
-_SETTLED: dict[State, bool] = {}
-MEMO_SIZE = 50_000
-
-
-class Online:
-    """The check of one session, one event at a time, for a server that checks itself as it runs.
-
-    Where :func:`check` backtracks over a whole trace, this keeps the set of model states that
-    explain every step so far (at most ``cap``; each observed step maps it through the internal
-    moves and the observed move), so no step is ever taken back.  The model's bound is fixed
-    (``requests`` instances, ``ids`` ids): whenever the run reaches a settled state (nothing
-    unfinished, no cancel on the wire: every registry is empty by ``quiescent_clean``, so the
-    session is as at its start) and every tool call's POST is closed, the numbering of
-    instances and ids starts again.  A session with
-    more than ``requests`` tool calls between two settled points is past the bound: it is no
-    longer checked (``unchecked``).  Invariants are not evaluated: on ``atomic`` they hold in
-    every reachable state (``mcp-inflight check`` and ``prove``), so a step explained is a step
-    that keeps them.  After an unexplained step the check waits until every tool call seen has
-    been answered, refused or abandoned by its client, and starts again from there."""
-
-    def __init__(
-        self, requests: int = 3, ids: int = 3, design: Design = ATOMIC, cap: int = 64
-    ) -> None:
-        self.cfg = Config(design, REVISION, TRANSPORT, ids=ids, requests=requests)
-        self.b = backend(self.cfg)
-        self.cap = cap
-        self.depth = 3 * requests + 1
-        self.abstractor = Abstractor()
-        self.unchecked = False
-        self.steps = 0
-        self.open_posts: set[Any] = set()
-        self._reset()
-
-    def _reset(self) -> None:
-        self.abstractor.forget()
-        self.frontier: dict[State, Way] = {start(self.cfg): None}
-        self.lost = False
-        self.broken: set[int] = set()
-
-    def _all_ended(self) -> bool:
-        a = self.abstractor
-        return set(a.post_inst.values()) <= a.answered | a.refused | self.broken
-
-    def _advance(self, o: Observed) -> dict[State, Way]:
-        """:func:`advance` without the ways, remembered per (state, observed step) across the
-        sessions of a server: its traffic repeats the same few steps from the same states."""
-        key = (o.kind, o.r, o.i, o.stream, o.of)
-        nxt: dict[State, Way] = {}
-        for s in self.frontier:
-            got = _MEMO.get((self.cfg, s, key))
-            if got is None:
-                got = tuple(advance(self.cfg, {s: None}, o, self.b, self.depth, self.cap))
-                if len(_MEMO) >= MEMO_SIZE:
-                    _MEMO.clear()
-                _MEMO[(self.cfg, s, key)] = got
-            for post in got:
-                nxt[post] = None
-                if len(nxt) >= self.cap:
-                    return nxt
-        return nxt
-
-    def _settled(self, s: State) -> bool:
-        got = _SETTLED.get(s)
-        if got is None:
-            if len(_SETTLED) >= MEMO_SIZE:
-                _SETTLED.clear()
-            got = _SETTLED[s] = bool(settled(self.b, s))
-        return got
-
-    def feed(self, n: int, ev: Mapping[str, Any]) -> Observed | None:
-        """Check event ``ev`` (the ``n``-th of the session): the observed step no move explains,
-        or None."""
-        if self.unchecked:
-            return None
-        bad = None
-        for o in self.abstractor.feed(n, ev):
-            if o.kind == "break" and o.r is not None:
-                self.broken.add(o.r)
-            if self.lost:
-                continue
-            if o.kind == "send" and (
-                (o.r is not None and o.r >= self.cfg.requests)
-                or (o.i is not None and o.i >= self.cfg.ids)
-            ):
-                self.unchecked = True
-                return None
-            self.steps += 1
-            nxt = self._advance(o)
-            if not nxt:
-                self.lost = True
-                bad = o
-                break
-            self.frontier = dict.fromkeys(nxt)  # no way kept: the online check reports the step
-        # a fresh start needs the wire at rest too: every tool call's POST closed
-        if _is_call(ev):
-            self.open_posts.add(ev.get("exchange"))
-        elif ev.get("kind") == "close":
-            self.open_posts.discard(ev.get("exchange"))
-        if not self.open_posts and (
-            self._all_ended() if self.lost else any(self._settled(s) for s in self.frontier)
-        ):
-            self._reset()
-        return bad
-
-    @property
-    def idle(self) -> bool:
-        """Nothing seen since the last fresh start."""
-        return not self.open_posts and not self.abstractor.post_inst and not self.lost
-
-
 # --- long traces -----------------------------------------------------------------------------
 
 
@@ -577,6 +544,8 @@ def segments(events: list[Mapping[str, Any]]) -> list[list[int]]:
     point is a settled state (every instance responded or refused, nothing on the wire), where
     every registry is empty (``quiescent_clean``), so the model can start afresh there: each
     part is checked on a model the size of that part, not of the whole session."""
+    if transport_of(events) == "stdio":  # one channel, no POST to close: one part
+        return [list(range(len(events)))]
     out: list[list[int]] = []
     cur: list[int] = []
     open_posts: set[Any] = set()
@@ -587,7 +556,7 @@ def segments(events: list[Mapping[str, Any]]) -> list[list[int]]:
         kind, ex = ev.get("kind"), ev.get("exchange")
         m = ev.get("message")
         m = m if isinstance(m, dict) else {}
-        if _is_call(ev):
+        if is_call(ev):
             open_posts.add(ex)
             calls = True
         elif kind == "message" and m.get("method") == "notifications/cancelled":
@@ -615,7 +584,7 @@ def check_trace(
     """:func:`check` of a session's events part by part (:func:`segments`): the first part that
     is not clean, or the last, with its abstraction."""
     at = numbers if numbers is not None else list(range(len(events)))
-    tool_posts = {ev.get("exchange") for ev in events if _is_call(ev)}
+    tool_posts = {ev.get("exchange") for ev in events if is_call(ev)}
     parts = segments(events) or [[]]
     result: tuple[Abstraction, Verdict] | None = None
     for part in parts:
@@ -624,4 +593,26 @@ def check_trace(
         if not result[1].clean:
             break
     assert result is not None
+    return result
+
+
+def check_stateless(
+    events: list[Mapping[str, Any]], numbers: list[int] | None = None, design: Design = ATOMIC
+) -> tuple[Abstraction, Verdict]:
+    """2026-07-28 traffic checked POST by POST, each a run of its own on the 2026-07-28 http
+    profile: the first POST that is not clean, or the last, with its abstraction."""
+    at = numbers if numbers is not None else list(range(len(events)))
+    posts: dict[Any, list[int]] = {}
+    for n, ev in enumerate(events):
+        posts.setdefault(ev.get("exchange"), []).append(n)
+    result: tuple[Abstraction, Verdict] | None = None
+    for part in posts.values():
+        ab = abstract([events[n] for n in part], [at[n] for n in part])
+        ab.revision = STATELESS
+        result = ab, check(ab, design)
+        if not result[1].clean:
+            break
+    if result is None:
+        ab = Abstraction(revision=STATELESS)
+        result = ab, check(ab, design)
     return result

@@ -91,6 +91,15 @@ def duplicate_id(url: str) -> None:
     c2.close()
 
 
+def post_of(events: list, token: str):
+    """The POST of the tools/call whose progress token is ``token``."""
+    for e in events:
+        m = e.get("message") or {}
+        if m.get("method") == "tools/call" and m["params"]["_meta"]["progressToken"] == token:
+            return e["exchange"]
+    raise AssertionError(f"no tools/call with progress token {token!r}")
+
+
 def record(upstream: str, path) -> list:
     w = Writer(path)
     proxy = http_server.Running(Recorder(upstream, w))
@@ -148,13 +157,7 @@ def test_official_sdk(guarded, tmp_path):
     assert not v.explained
     assert v.failed is not None and v.failed.kind in ("emit", "respond")
     ev = events[v.failed.at]  # the misrouted message: A's, on B's POST
-    b_post = next(
-        e["exchange"]
-        for e in events
-        if e["kind"] == "message"
-        and e["message"].get("method") == "tools/call"
-        and e["message"]["params"]["_meta"]["progressToken"] == "b"
-    )
+    b_post = post_of(events, "b")
     assert ev["exchange"] == b_post
     names = [o.cfg.design.name for o in explains(ab)]
     assert "unguarded" in names

@@ -22,16 +22,17 @@ from mcp_inflight.trace.format import C2S, S2C, TraceError, event, parse
 
 CFG = Config(ATOMIC, "2025-11-25", "http", ids=2, requests=3)
 #: The bound of the fast mutation property.
+
+
+def _admitted(sender: str, r: int, i: int) -> list[tuple[str, int, int | None]]:
+    """Instance ``r`` sent under id ``i`` by ``sender``, read and admitted."""
+    return [(sender, r, i), ("arrive", r, None), ("admit", r, None)]
+
+
 #: unguarded on 2025-11-25 http: the rogue's duplicate admitted, then A's progress
-DUPLICATE_ADMITTED = [
-    ("client_sends", 0, 0),
-    ("arrive", 0, None),
-    ("admit", 0, None),
-    ("rogue_sends", 1, 0),
-    ("arrive", 1, None),
-    ("admit", 1, None),
-    ("emit", 0, None),
-]
+DUPLICATE_ADMITTED = (
+    _admitted("client_sends", 0, 0) + _admitted("rogue_sends", 1, 0) + [("emit", 0, None)]
+)
 
 SMALL = Config(ATOMIC, "2025-11-25", "http", ids=2, requests=2)
 #: Elicitation is not in the wire mapping yet, so walks leave it out.
@@ -66,6 +67,10 @@ def to_wire(run) -> list[dict]:
         posts[0] += 1
         return posts[0]
 
+    def ask(p: int, msg: dict) -> None:  # a client's POST p opened with msg
+        evs.append(event("open", p, C2S, "s", method="POST"))
+        evs.append(event("message", p, C2S, "s", message=msg))
+
     def on(p: int, msg: dict) -> None:
         if p not in status:
             status.add(p)
@@ -76,24 +81,9 @@ def to_wire(run) -> list[dict]:
         a, r, pre = t.action.name, t.move.r, t.pre
         if a in ("client_sends", "rogue_sends"):
             p = post[r] = new_post()
-            evs.append(event("open", p, C2S, "s", method="POST"))
-            evs.append(
-                event(
-                    "message",
-                    p,
-                    C2S,
-                    "s",
-                    message={
-                        "jsonrpc": "2.0",
-                        "id": 10 + t.move.i,
-                        "method": "tools/call",
-                        "params": {
-                            "name": "slow",
-                            "arguments": {},
-                            "_meta": {"progressToken": f"t{r}"},
-                        },
-                    },
-                )
+            params = {"name": "slow", "arguments": {}, "_meta": {"progressToken": f"t{r}"}}
+            ask(
+                p, {"jsonrpc": "2.0", "id": 10 + t.move.i, "method": "tools/call", "params": params}
             )
         elif a == "refuse":
             evs.append(event("status", post[r], S2C, "s", status=409))
@@ -126,20 +116,8 @@ def to_wire(run) -> list[dict]:
             evs.append(event("close", q, S2C, "s", by="server"))
         elif a == "send_cancel":
             p = new_post()
-            evs.append(event("open", p, C2S, "s", method="POST"))
-            evs.append(
-                event(
-                    "message",
-                    p,
-                    C2S,
-                    "s",
-                    message={
-                        "jsonrpc": "2.0",
-                        "method": "notifications/cancelled",
-                        "params": {"requestId": 10 + pre.rid[r]},
-                    },
-                )
-            )
+            cancel = {"method": "notifications/cancelled", "params": {"requestId": 10 + pre.rid[r]}}
+            ask(p, {"jsonrpc": "2.0", **cancel})
             evs.append(event("status", p, S2C, "s", status=202))
             evs.append(event("close", p, S2C, "s", by="server"))
         elif a == "break_stream":
@@ -444,16 +422,9 @@ def test_the_mutation_property_catches_a_checker_blind_to_the_post():
 
     run = run_of(
         SMALL,
-        [
-            ("client_sends", 0, 0),
-            ("arrive", 0, None),
-            ("admit", 0, None),
-            ("client_sends", 1, 1),
-            ("arrive", 1, None),
-            ("admit", 1, None),
-            ("emit", 0, None),
-            ("respond", 1, None),
-        ],
+        _admitted("client_sends", 0, 0)
+        + _admitted("client_sends", 1, 1)
+        + [("emit", 0, None), ("respond", 1, None)],
     )
     evs = to_wire(run)
     assert realisable(evs) and check(abstract(evs)).clean

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from test_trace_record import duplicate_id
+from test_trace_record import duplicate_id, post_of
 
 from mcp_inflight.model.observe import abstract, check, check_trace, explains
 from mcp_inflight.trace.format import S2C, event, read
@@ -87,13 +87,7 @@ def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, capl
     ab = abstract(events)
     v = check(ab)
     assert not v.explained and v.failed is not None and v.failed.kind in ("emit", "respond")
-    b_post = next(
-        e["exchange"]
-        for e in events
-        if e["kind"] == "message"
-        and e["message"].get("method") == "tools/call"
-        and e["message"]["params"]["_meta"]["progressToken"] == "b"
-    )
+    b_post = post_of(events, "b")
     assert events[v.failed.at]["exchange"] == b_post  # A's message on B's POST
     assert "unguarded" in [o.cfg.design.name for o in explains(ab)]
     assert _replay(path) == 1
@@ -103,14 +97,17 @@ def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, capl
     assert "no move of the atomic design explains" in caplog.text
 
 
+_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": "a"}},
+}
+
+
 def _clean_session(sid: str) -> list[dict]:
     """A tool call with progress and its response, and a duplicate refused meanwhile."""
-    call = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": "a"}},
-    }
+    call = _CALL
     dup = dict(call, params={"name": "slow", "arguments": {}, "_meta": {"progressToken": "b"}})
     prog = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "a"}}
     return [
@@ -148,12 +145,7 @@ def test_online_check_follows_many_calls_at_once_by_id():
     another id's POST is a violation."""
     sid, evs = "s", []
     for k in range(10):
-        call = {
-            "jsonrpc": "2.0",
-            "id": k,
-            "method": "tools/call",
-            "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": f"t{k}"}},
-        }
+        call = dict(_CALL, id=k, params=dict(_CALL["params"], _meta={"progressToken": f"t{k}"}))
         evs += [
             event("open", k + 1, "client->server", sid, method="POST"),
             event("message", k + 1, "client->server", sid, message=call),
@@ -180,3 +172,53 @@ def test_online_check_follows_many_calls_at_once_by_id():
         assert m.unchecked == 0 and m.steps == 30 - misroute  # send, progress, response
         assert m.violations == int(misroute), m.summary()
         assert check_trace(got)[1].clean != misroute
+
+
+def test_tap_reads_sse_chunks_whole_or_split_as_the_decoder_does():
+    import asyncio
+
+    from mcp_inflight.impl import sse
+    from mcp_inflight.trace.tap import Tap, _one_event
+
+    msgs = [
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"k": k}} for k in range(4)
+    ]
+    one = [sse.encode(json.dumps(m, separators=(",", ":")).encode()) for m in msgs]
+    assert _one_event(one[0]) == json.dumps(msgs[0], separators=(",", ":"))
+    for other in (
+        sse.encode(b"{}", id="7"),
+        one[0][:10],
+        one[0] + one[1],
+        one[0].replace(b"\n", b"\r\n"),
+    ):
+        assert _one_event(other) is None
+    # whole, then split (the decoder takes over), then whole again (still the decoder's)
+    chunks = [one[0], one[1][:10], one[1][10:] + one[2], one[3]]
+
+    async def app(scope, receive, send):
+        await receive()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        for c in chunks:
+            await send({"type": "http.response.body", "body": c, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    seen: list[dict] = []
+
+    async def go():
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(m):
+            pass
+
+        scope = {"type": "http", "method": "POST", "headers": []}
+        await Tap(app, seen.append)(scope, receive, send)
+
+    asyncio.run(go())
+    assert [e["message"] for e in seen if e["kind"] == "message"] == msgs

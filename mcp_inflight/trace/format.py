@@ -5,10 +5,12 @@ Every event is one JSON object with these keys:
 ``t``
     seconds since the epoch (float) when the recorder saw the event.
 ``session``
-    the ``Mcp-Session-Id`` the exchange carried or was given, or ``null`` before one exists.
+    the ``Mcp-Session-Id`` the exchange carried or was given, or ``null`` before one exists
+    (and always on 2026-07-28, which has no sessions); on stdio ``"stdio"``.
 ``exchange``
     the HTTP exchange it travelled on: the POST's number (``1``, ``2``, ... in the order the
-    POSTs were opened) or ``"GET"`` for the standalone stream (``"DELETE"`` for a session end).
+    POSTs were opened) or ``"GET"`` for the standalone stream (``"DELETE"`` for a session end);
+    on stdio ``"stdio"``, the one channel (stdin and stdout of the server's process).
 ``dir``
     ``"client->server"`` or ``"server->client"``.
 ``kind``
@@ -16,7 +18,9 @@ Every event is one JSON object with these keys:
     ``"message"`` (one JSON-RPC message, in ``message``; a batch is split into its messages),
     ``"status"`` (the server answered with HTTP status ``status``),
     ``"close"`` (the exchange ended; ``by`` is ``"client"`` when the client went away first,
-    ``"server"`` when the server finished the response).
+    ``"server"`` when the server finished the response).  On stdio the channel opens once
+    (``method`` ``"stdio"``) and closes once: by the client when it closed the server's input,
+    by the server when it stopped first; there is no status.
 
 A reader (:func:`read`) returns the events in order and raises :class:`TraceError` with the
 line number of the first line that is not such an event.
@@ -58,6 +62,20 @@ def event(
     }
 
 
+class Exchanges:
+    """Names the HTTP exchanges of one server as the format does: each POST by its number, in
+    the order they were opened; any other by its method."""
+
+    def __init__(self) -> None:
+        self.posts = 0
+
+    def name(self, method: str) -> int | str:
+        if method != "POST":
+            return method
+        self.posts += 1
+        return self.posts
+
+
 def validate(ev: Any) -> str | None:
     """Why ``ev`` is not an event of the format, or None."""
     if not isinstance(ev, dict):
@@ -69,9 +87,10 @@ def validate(ev: Any) -> str | None:
         return "'t' is not a number"
     ex = ev["exchange"]
     if not (
-        (isinstance(ex, int) and not isinstance(ex, bool) and ex >= 1) or ex in ("GET", "DELETE")
+        (isinstance(ex, int) and not isinstance(ex, bool) and ex >= 1)
+        or ex in ("GET", "DELETE", "stdio")
     ):
-        return "'exchange' is neither a POST number nor GET/DELETE"
+        return "'exchange' is neither a POST number nor GET/DELETE/stdio"
     if ev["dir"] not in (C2S, S2C):
         return f"'dir' is not {C2S!r} or {S2C!r}"
     if ev["kind"] not in KINDS:

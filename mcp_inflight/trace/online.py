@@ -17,7 +17,19 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.observe import Observed, Online
+from ..model.config import ATOMIC, Config, Design
+from ..model.observe import (
+    REVISION,
+    STATELESS,
+    TRANSPORT,
+    Abstractor,
+    Observed,
+    advance,
+    is_call,
+    stateless,
+)
+from ..model.session import State, settled
+from ..model.step import backend, start
 
 log = logging.getLogger("mcp_inflight.trace")
 
@@ -31,8 +43,176 @@ class Violation:
     event: dict[str, Any]
 
 
-def _key(v: Any) -> str:
-    return json.dumps(v, sort_keys=True)
+def _key(v: Any) -> Any:
+    """A JSON value as a dict key: a string or an integer as itself (the common ids), anything
+    else as its canonical JSON text in a tuple (so no two values share a key)."""
+    t = type(v)
+    return v if t is str or t is int else (json.dumps(v, sort_keys=True),)
+
+
+class _Model:
+    """What every part checked on one bound shares: the configuration, its backend, the start
+    state, and the memory of the check's steps: (frontier, observed step) -> the frontier after
+    it, and frontier -> whether one of its states is settled.  A server's traffic repeats the
+    same few steps from the same few frontiers, so after warm-up a step is one lookup."""
+
+    SIZE = 50_000
+
+    def __init__(
+        self,
+        design: Design,
+        requests: int,
+        ids: int,
+        cap: int,
+        revision: str = REVISION,
+        transport: str = TRANSPORT,
+    ) -> None:
+        self.cfg = Config(design, revision, transport, ids=ids, requests=requests)
+        self.b = backend(self.cfg)
+        self.cap = cap
+        self.depth = 3 * requests + 1
+        self.start: tuple[State, ...] = (start(self.cfg),)
+        self.steps: dict[tuple[Any, ...], tuple[State, ...]] = {}
+        self.settled: dict[tuple[State, ...], bool] = {}
+
+    def step(self, frontier: tuple[State, ...], o: Observed) -> tuple[State, ...]:
+        """The states reached from ``frontier`` by internal moves and then ``o``: every model
+        state that explains the steps so far (at most ``cap``; empty when none does)."""
+        key = (frontier, o.kind, o.r, o.i, o.stream, o.of)
+        got = self.steps.get(key)
+        if got is None:
+            nxt: dict[State, None] = {}
+            for s in frontier:
+                for post in advance(self.cfg, {s: None}, o, self.b, self.depth, self.cap):
+                    nxt[post] = None
+                    if len(nxt) >= self.cap:
+                        break
+                if len(nxt) >= self.cap:
+                    break
+            if len(self.steps) >= self.SIZE:
+                self.steps.clear()
+            got = self.steps[key] = tuple(nxt)
+        return got
+
+    def at_rest(self, frontier: tuple[State, ...]) -> bool:
+        got = self.settled.get(frontier)
+        if got is None:
+            if len(self.settled) >= self.SIZE:
+                self.settled.clear()
+            got = self.settled[frontier] = any(bool(settled(self.b, s)) for s in frontier)
+        return got
+
+
+_MODELS: dict[tuple[Design, int, int, int, str, str], _Model] = {}
+
+
+def _model(
+    design: Design,
+    requests: int,
+    ids: int,
+    cap: int,
+    revision: str = REVISION,
+    transport: str = TRANSPORT,
+) -> _Model:
+    key = (design, requests, ids, cap, revision, transport)
+    got = _MODELS.get(key)
+    if got is None:
+        got = _MODELS[key] = _Model(design, requests, ids, cap, revision, transport)
+    return got
+
+
+class Online:
+    """The check of one run, one event at a time, for a server that checks itself as it runs.
+
+    Where the replay (``model/observe.py``'s ``check``) backtracks over a whole trace, this
+    keeps the set of model states that explain every step so far (at most ``cap``; each
+    observed step maps it through the internal moves and the observed move), so no step is
+    ever taken back.  The model's bound is fixed (``requests`` instances, ``ids`` ids): whenever
+    the run reaches a settled state (nothing unfinished, no cancel on the wire: every registry
+    is empty by ``quiescent_clean``, so the session is as at its start) and every tool call's
+    POST is closed, the numbering of instances and ids starts again.  A run with more than
+    ``requests`` tool calls between two settled points is past the bound: it is no longer
+    checked (``unchecked``).  Invariants are not evaluated: on ``atomic`` they hold in every
+    reachable state (``mcp-inflight check`` and ``prove``), so a step explained is a step that
+    keeps them.  After an unexplained step the check waits until every tool call seen has been
+    answered, refused or abandoned by its client, and starts again from there."""
+
+    def __init__(
+        self,
+        requests: int = 3,
+        ids: int = 3,
+        design: Design = ATOMIC,
+        cap: int = 64,
+        revision: str = REVISION,
+        transport: str = TRANSPORT,
+    ) -> None:
+        self.model = _model(design, requests, ids, cap, revision, transport)
+        self.stdio = transport == "stdio"
+        self.cfg = self.model.cfg
+        self.abstractor = Abstractor(transport=transport)
+        self.unchecked = False
+        self.steps = 0
+        self.open_posts: set[Any] = set()
+        self.frontier = self.model.start
+        self.lost = False
+        self.broken: set[int] = set()
+        self.events = 0  # the events fed so far (the next one's number)
+
+    def _reset(self) -> None:
+        self.abstractor.forget()
+        self.frontier = self.model.start
+        self.lost = False
+        if self.broken:
+            self.broken = set()
+
+    def _all_ended(self) -> bool:
+        a = self.abstractor
+        return set(a.post_inst.values()) <= a.answered | a.refused | self.broken
+
+    def feed(self, n: int, ev: dict[str, Any]) -> Observed | None:
+        """Check event ``ev`` (the ``n``-th of the run): the observed step no move explains,
+        or None."""
+        if self.unchecked:
+            return None
+        bad = None
+        for o in self.abstractor.feed(n, ev):
+            if o.kind == "break" and o.r is not None:
+                self.broken.add(o.r)
+            if self.lost:
+                continue
+            if o.kind == "send" and (
+                (o.r is not None and o.r >= self.cfg.requests)
+                or (o.i is not None and o.i >= self.cfg.ids)
+            ):
+                self.unchecked = True
+                return None
+            self.steps += 1
+            nxt = self.model.step(self.frontier, o)
+            if not nxt:
+                self.lost = True
+                bad = o
+                break
+            self.frontier = nxt
+        # a fresh start needs the wire at rest too: every tool call's POST closed
+        kind = ev.get("kind")
+        if kind == "message":
+            if is_call(ev):
+                if not self.stdio:  # stdio: one channel, no POST to close
+                    self.open_posts.add(ev.get("exchange"))
+            elif not self.lost and not self.abstractor.post_inst:
+                return bad  # no tool call since the last fresh start: at its start still
+        elif kind == "close":
+            self.open_posts.discard(ev.get("exchange"))
+        if not self.open_posts and (
+            self._all_ended() if self.lost else self.model.at_rest(self.frontier)
+        ):
+            self._reset()
+        return bad
+
+    @property
+    def idle(self) -> bool:
+        """Nothing seen since the last fresh start."""
+        return not self.open_posts and not self.abstractor.post_inst and not self.lost
 
 
 class _Session:
@@ -43,31 +223,38 @@ class _Session:
     ``no_misrouted_*``), so each id's part is a run of the model by itself, and a message that
     crosses ids shows up in the part it names as a message on no instance's stream."""
 
-    def __init__(self, requests: int, ids: int) -> None:
-        self.requests, self.ids = requests, ids
-        self.parts: dict[str, tuple[Online, list[int]]] = {}
-        self.post_key: dict[Any, str] = {}
-        self.token_key: dict[str, str] = {}
+    def __init__(self, requests: int, ids: int, transport: str = TRANSPORT) -> None:
+        self.requests, self.ids, self.transport = requests, ids, transport
+        self.parts: dict[Any, Online] = {}
+        self.post_key: dict[Any, Any] = {}
+        self.token_key: dict[Any, Any] = {}
+        self.owned: dict[Any, list[tuple[dict[Any, Any], Any]]] = {}  # part -> its routes
         self.done_steps = 0
 
     @property
     def steps(self) -> int:
-        return self.done_steps + sum(o.steps for o, _ in self.parts.values())
+        return self.done_steps + sum(o.steps for o in self.parts.values())
 
-    def route(self, ev: dict[str, Any]) -> str:
+    def _own(self, table: dict[Any, Any], key: Any, part: Any) -> None:
+        table[key] = part
+        self.owned.setdefault(part, []).append((table, key))
+
+    def route(self, ev: dict[str, Any]) -> Any:
         ex, m = ev.get("exchange"), ev.get("message")
-        if not isinstance(m, dict):
+        if m is None:
             return self.post_key.get(ex, "")
-        params = m.get("params") if isinstance(m.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        params = m.get("params")
         if ev.get("dir") == "client->server":
-            if m.get("method") == "tools/call" and "id" in m:
-                k = self.post_key[ex] = _key(m["id"])
-                if "progressToken" in meta:
-                    self.token_key[_key(meta["progressToken"])] = k
+            method = m.get("method")
+            if method == "tools/call" and "id" in m:
+                k = _key(m["id"])
+                self._own(self.post_key, ex, k)
+                meta = params.get("_meta") if type(params) is dict else None
+                if type(meta) is dict and "progressToken" in meta:
+                    self._own(self.token_key, _key(meta["progressToken"]), k)
                 return k
-            if m.get("method") == "notifications/cancelled":
-                k = _key(params.get("requestId"))
+            if method == "notifications/cancelled":
+                k = _key(params.get("requestId") if type(params) is dict else None)
                 return k if k in self.parts else ""
             if "id" in m:
                 self.post_key.setdefault(ex, "")
@@ -77,9 +264,9 @@ class _Session:
             if own == "" or (own is not None and (k == own or k not in self.parts)):
                 return own
             return k if k in self.parts else ""
-        elif "progressToken" in params:
+        if type(params) is dict and "progressToken" in params:
             k = self.token_key.get(_key(params["progressToken"]), "")
-            if k:
+            if k != "":
                 return k
         return self.post_key.get(ex, "")
 
@@ -87,18 +274,18 @@ class _Session:
         """The part the event went to, the step it does not explain, and whether that part
         went past its bound with this event."""
         k = self.route(ev)
-        got = self.parts.get(k)
-        if got is None:
-            got = self.parts[k] = (Online(self.requests, self.ids), [0])
-        online, count = got
+        online = self.parts.get(k)
+        if online is None:
+            online = self.parts[k] = Online(self.requests, self.ids, transport=self.transport)
         was = online.unchecked
-        bad = online.feed(count[0], ev)
-        count[0] += 1
-        if k and online.idle and not online.unchecked:  # an id at rest: its part goes
+        bad = online.feed(online.events, ev)
+        online.events += 1
+        if k != "" and online.idle and not online.unchecked:  # an id at rest: its part goes
             self.done_steps += online.steps
             del self.parts[k]
-            self.post_key = {e: v for e, v in self.post_key.items() if v != k}
-            self.token_key = {t: v for t, v in self.token_key.items() if v != k}
+            for table, key in self.owned.pop(k, ()):
+                if table.get(key) == k:
+                    del table[key]
         return online, bad, online.unchecked and not was
 
 
@@ -127,22 +314,54 @@ class Monitor:
 
     def feed(self, ev: dict[str, Any]) -> None:
         self.events += 1
+        kind = ev.get("kind")
+        if kind == "open" or (kind == "status" and ev.get("status") != 409):
+            # no observed step, no tool call's POST opened or closed: the check's state after
+            # the event is its state before (model/observe.py maps neither), so it is skipped
+            return
         sid = ev.get("session")
         ex = ev.get("exchange")
-        if sid is None:  # before the server named the session (initialize): held for it
-            if ev.get("kind") == "close":
+        if sid is None:  # no session named yet (initialize), or none at all (2026-07-28)
+            held = self._early.get(ex)
+            if kind == "close":
                 self._early.pop(ex, None)
-            elif len(self._early) < self.max_sessions:
-                self._early.setdefault(ex, []).append(ev)
+                if held and stateless(held):
+                    self._stateless(held + [ev])
+            elif held is not None:
+                held.append(ev)
+            elif ev.get("dir") == "client->server":  # a POST's request: held from its start
+                if len(self._early) < self.max_sessions:
+                    self._early[ex] = [ev]
+                elif is_call(ev):
+                    self.unchecked += 1
             return
         for e in self._early.pop(ex, ()):
             self._check(sid, e)
         self._check(sid, ev)
 
+    def _stateless(self, events: list[dict[str, Any]]) -> None:
+        """A 2026-07-28 POST, once it is closed: a run of its own (``check_stateless``)."""
+        online = Online(1, 1, revision=STATELESS)
+        for n, ev in enumerate(events):
+            bad = online.feed(n, ev)
+            if bad is not None:
+                self._violation("(none, 2026-07-28)", bad, ev)
+                break
+        self._steps_done += online.steps
+
+    def _violation(self, sid: str, bad: Observed, ev: dict[str, Any]) -> None:
+        self.violations += 1
+        self.recent.append(Violation(sid, bad, ev))
+        del self.recent[: -self.keep]
+        log.warning(
+            "session %s: no move of the atomic design explains %s: %s", sid, bad.describe(), ev
+        )
+
     def _check(self, sid: str, ev: dict[str, Any]) -> None:
         session = self._sessions.get(sid)
         if session is None:
-            session = self._sessions[sid] = _Session(self.requests, self.ids)
+            transport = "stdio" if ev.get("exchange") == "stdio" else TRANSPORT
+            session = self._sessions[sid] = _Session(self.requests, self.ids, transport)
             if len(self._sessions) > self.max_sessions:
                 _, old = self._sessions.popitem(last=False)
                 self._steps_done += old.steps
@@ -153,15 +372,7 @@ class Monitor:
             self.unchecked += 1
             log.warning("session %s: past the online check's bound, partly unchecked", sid)
         if bad is not None:
-            self.violations += 1
-            self.recent.append(Violation(sid, bad, ev))
-            del self.recent[: -self.keep]
-            log.warning(
-                "session %s: no move of the atomic design explains %s: %s",
-                sid,
-                bad.describe(),
-                ev,
-            )
+            self._violation(sid, bad, ev)
         if ev.get("exchange") == "DELETE" and ev.get("kind") == "close":
             self._steps_done += session.steps
             self._sessions.pop(sid, None)

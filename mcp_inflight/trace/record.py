@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from ..impl import sse
-from .format import C2S, S2C, Writer, event
+from .format import C2S, S2C, Exchanges, Writer, event
 
 _HOP = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
 
@@ -29,7 +29,7 @@ class Recorder:
     def __init__(self, upstream: str, writer: Writer) -> None:
         self.upstream = upstream
         self.writer = writer
-        self.posts = 0
+        self.exchanges = Exchanges()
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10))
 
     def _messages(self, ex: int | str, d: str, session: str | None, body: Any) -> None:
@@ -47,11 +47,7 @@ class Recorder:
         if scope["type"] != "http":
             return
         method = scope["method"]
-        if method == "POST":
-            self.posts += 1
-            ex: int | str = self.posts
-        else:
-            ex = method
+        ex = self.exchanges.name(method)
         headers = [
             (k.decode("latin-1"), v.decode("latin-1"))
             for k, v in scope["headers"]
@@ -135,23 +131,88 @@ class Recorder:
             self.writer.write(event("close", ex, C2S if by == "client" else S2C, session, by=by))
 
 
+WHAT = (
+    "Run a recording reverse proxy on 127.0.0.1:PORT in front of a Streamable HTTP MCP server, "
+    "or run a stdio MCP server (--stdio -- COMMAND ...) between this process's stdin/stdout and "
+    "its own, and write every exchange's events to a JSON Lines trace (check it with "
+    "'mcp-inflight replay')."
+)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="mcp-inflight record",
-        description="Run a recording reverse proxy on 127.0.0.1:PORT in front of a Streamable "
-        "HTTP MCP server and write every exchange's events to a JSON Lines trace "
-        "(check it with 'mcp-inflight replay').",
-    )
-    p.add_argument("--upstream", required=True, help="the server's MCP endpoint URL")
-    p.add_argument("--listen", type=int, required=True, help="the port to listen on (0: any)")
+    p = argparse.ArgumentParser(prog="mcp-inflight record", description=WHAT)
+    p.add_argument("--upstream", help="the server's MCP endpoint URL")
+    p.add_argument("--listen", type=int, help="the port to listen on (0: any)")
     p.add_argument("--out", required=True, help="the trace file to write")
+    p.add_argument(
+        "--stdio",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND",
+        help="run COMMAND (after --stdio, with its arguments) as a stdio server and record "
+        "its channel",
+    )
     return p
+
+
+async def record_stdio(cmd: list[str], writer: Writer) -> int:
+    """Run ``cmd`` with its stdin and stdout piped through a
+    :class:`~mcp_inflight.trace.tap.StdioTap`: this process's input goes to it, its output
+    comes out here; the end of this input closes its input.  Its exit status."""
+    import sys
+
+    from .tap import StdioTap
+
+    tap = StdioTap(writer.write)
+    proc = await asyncio.create_subprocess_exec(
+        *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    loop = asyncio.get_running_loop()
+    inp = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(inp), sys.stdin)
+    reader = tap.reader(inp)
+    out = sys.stdout.buffer
+
+    async def pump_in() -> None:
+        stdin = proc.stdin
+        assert stdin is not None
+        while chunk := await reader.read(65536):
+            stdin.write(chunk)
+            await stdin.drain()
+        stdin.close()
+
+    async def pump_out() -> None:
+        stdout = proc.stdout
+        assert stdout is not None
+        while chunk := await stdout.read(65536):
+            tap.write(chunk)
+            out.write(chunk)
+            out.flush()
+        tap.close("server")
+
+    feeding = asyncio.create_task(pump_in())
+    await pump_out()
+    code = await proc.wait()
+    feeding.cancel()
+    return code
 
 
 def run(argv: list[str]) -> int:
     import uvicorn
 
-    args = _parser().parse_args(argv)
+    p = _parser()
+    args = p.parse_args(argv)
+    if args.stdio is not None:
+        cmd = args.stdio[1:] if args.stdio[:1] == ["--"] else args.stdio
+        if not cmd:
+            p.error("--stdio needs the server's command")
+        writer = Writer(args.out)
+        try:
+            return asyncio.run(record_stdio(cmd, writer))
+        finally:
+            writer.close()
+    if args.upstream is None or args.listen is None:
+        p.error("--upstream and --listen are required (or --stdio COMMAND)")
     writer = Writer(args.out)
     app = Recorder(args.upstream, writer)
     config = uvicorn.Config(

@@ -8,7 +8,9 @@ rest on the wire (``observe.segments``).  On a violation the first
 unexplained step (or the first broken invariant) is reported with the run up to it, as text,
 JSON (``--json``) and a sequence diagram (``--diagram FILE``: Mermaid for ``.mmd``, Graphviz
 DOT for ``.dot``, SVG for ``.svg``), and the designs that do explain the trace are named.
-Exit 0 clean, 1 violation, 2 unreadable trace (with its line number).
+Exit 0 clean, 1 violation, 2 unreadable trace (with its line number).  Traces of stdio (``serve
+--transport stdio --trace``) are checked on the model's 2025-11-25 stdio profile, and tool calls
+of no session (2026-07-28 Streamable HTTP) POST by POST on its 2026-07-28 http profile.
 """
 
 from __future__ import annotations
@@ -19,7 +21,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..model.observe import Abstraction, Verdict, abstract, check, check_trace, explains
+from ..model.observe import (
+    Abstraction,
+    Verdict,
+    abstract,
+    check,
+    check_stateless,
+    check_trace,
+    explains,
+    stateless,
+)
 from ..model.trace import build_trace
 from .format import TraceError, read
 
@@ -66,6 +77,7 @@ def report(
         "clean": v.clean,
         "session": session,
         "design": v.cfg.design.name,
+        "profile": f"{v.cfg.revision} {v.cfg.transport}",
         "ids": v.cfg.ids,
         "requests": v.cfg.requests,
         "observed": len(ab.steps),
@@ -86,7 +98,7 @@ def report(
 def text(rep: dict[str, Any], v: Verdict) -> str:
     where = "" if rep.get("session") is None else f" session {rep['session']}:"
     lines = [
-        f"replay on {rep['design']} (2025-11-25 http, {rep['ids']} ids, "
+        f"replay on {rep['design']} ({rep['profile']}, {rep['ids']} ids, "
         f"{rep['requests']} instances):{where} {rep['observed']} observed steps"
     ]
     if rep["clean"]:
@@ -137,18 +149,19 @@ def diagram(rep: dict[str, Any], v: Verdict, fmt: str) -> str:
     return out
 
 
+DIAGRAM_HELP = (
+    "on a violation, write the run up to it as a sequence diagram (.mmd Mermaid, .dot "
+    "Graphviz, .svg)"
+)
+
+
 def run(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="mcp-inflight replay", description=__doc__.split("\n\n")[1].replace("\n", " ")
     )
     p.add_argument("trace", help="a JSON Lines trace (mcp-inflight record --out, serve --trace)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    p.add_argument(
-        "--diagram",
-        metavar="FILE",
-        help="on a violation, write the run up to it as a sequence diagram "
-        "(.mmd Mermaid, .dot Graphviz, .svg)",
-    )
+    p.add_argument("--diagram", metavar="FILE", help=DIAGRAM_HELP)
     args = p.parse_args(argv)
     try:
         events = read(args.trace)
@@ -162,7 +175,12 @@ def run(argv: list[str]) -> int:
     several = len([k for k in groups if k is not None]) > 1
     reps: list[tuple[dict[str, Any], Verdict]] = []
     for sid, idx in groups.items():
-        ab, v = check_trace([events[n] for n in idx], idx)
+        part = [events[n] for n in idx]
+        ab, v = (
+            check_stateless(part, idx)
+            if sid is None and stateless(part)
+            else check_trace(part, idx)
+        )
         if not ab.steps and several:
             continue
         others = [] if v.clean else explains(ab)

@@ -14,13 +14,14 @@ A sink is any callable taking one event (a :class:`~mcp_inflight.trace.format.Wr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from ..impl import sse
-from .format import C2S, S2C, Writer, event
+from .format import C2S, S2C, Exchanges, Writer
 
 Sink = Callable[[dict[str, Any]], None]
 
@@ -35,13 +36,27 @@ def fan_out(*sinks: Sink) -> Sink:
     return sink
 
 
+_EVENT = b"event: message\ndata: "
+
+
+def _one_event(chunk: bytes) -> str | None:
+    """The data of ``chunk`` when it is exactly one whole SSE event as ``impl/sse.py`` encodes
+    a message (``event: message``, one ``data`` line, the blank line), else None.  What the
+    decoder would give for it, without the decoder: only while every chunk before was such an
+    event, so the decoder would hold nothing."""
+    if chunk.startswith(_EVENT) and chunk.endswith(b"\n\n") and chunk.count(b"\n") == 3:
+        if b"\r" not in chunk:
+            return chunk[len(_EVENT) : -2].decode("utf-8", "replace")
+    return None
+
+
 class Tap:
     """The wrapper; see the module text."""
 
     def __init__(self, app: Any, sink: Sink) -> None:
         self.app = app
         self.sink = sink
-        self.posts = 0
+        self.exchanges = Exchanges()
         self.trace_writer: Any = None
         self.monitor: Any = None
         #: called once the app's lifespan has shut down (the server is stopping)
@@ -52,9 +67,19 @@ class Tap:
             body = orjson.loads(raw)
         except ValueError:
             return
-        for m in body if isinstance(body, list) else [body]:
-            if isinstance(m, dict):
-                self.sink(event("message", ex, d, session, message=m))
+        now, sink = time.time(), self.sink
+        for m in body if type(body) is list else (body,):
+            if type(m) is dict:
+                sink(
+                    {
+                        "t": now,
+                        "session": session,
+                        "exchange": ex,
+                        "dir": d,
+                        "kind": "message",
+                        "message": m,
+                    }
+                )
 
     def __getattr__(self, name: str) -> Any:  # the wrapped app's own attributes
         if name == "app":
@@ -74,26 +99,41 @@ class Tap:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         method = scope["method"]
-        if method == "POST":
-            self.posts += 1
-            ex: int | str = self.posts
-        else:
-            ex = method
+        ex = self.exchanges.name(method)
         session: str | None = None
         for k, v in scope["headers"]:
             if k.lower() == b"mcp-session-id":
                 session = v.decode("latin-1")
         sink = self.sink
-        sink(event("open", ex, C2S, session, method=method))
+        sink(
+            {
+                "t": time.time(),
+                "session": session,
+                "exchange": ex,
+                "dir": C2S,
+                "kind": "open",
+                "method": method,
+            }
+        )
         body: list[bytes] = []
         state = {"closed": False, "sse": False, "read": False}
-        dec = sse.Decoder()
+        dec: sse.Decoder | None = None  # made at the first chunk the plain shape does not fit
         whole: list[bytes] = []
 
         def close(by: str) -> None:
             if not state["closed"]:
                 state["closed"] = True
-                sink(event("close", ex, C2S if by == "client" else S2C, session, by=by))
+                d = C2S if by == "client" else S2C
+                sink(
+                    {
+                        "t": time.time(),
+                        "session": session,
+                        "exchange": ex,
+                        "dir": d,
+                        "kind": "close",
+                        "by": by,
+                    }
+                )
 
         async def rx() -> Any:
             m = await receive()
@@ -108,7 +148,7 @@ class Tap:
             return m
 
         async def tx(m: Any) -> None:
-            nonlocal session
+            nonlocal session, dec
             if state["closed"]:
                 return await send(m)
             if m["type"] == "http.response.start":
@@ -118,12 +158,26 @@ class Tap:
                         session = v.decode("latin-1")
                     elif k == b"content-type":
                         state["sse"] = v.startswith(b"text/event-stream")
-                sink(event("status", ex, S2C, session, status=m["status"]))
+                sink(
+                    {
+                        "t": time.time(),
+                        "session": session,
+                        "exchange": ex,
+                        "dir": S2C,
+                        "kind": "status",
+                        "status": m["status"],
+                    }
+                )
             elif m["type"] == "http.response.body":
                 chunk = m.get("body", b"")
                 if state["sse"]:
-                    for e in dec.feed(chunk):
-                        self._messages(ex, S2C, session, e.data)
+                    data = _one_event(chunk) if dec is None else None
+                    if data is not None:
+                        self._messages(ex, S2C, session, data)
+                    else:
+                        dec = dec or sse.Decoder()
+                        for e in dec.feed(chunk):
+                            self._messages(ex, S2C, session, e.data)
                 elif chunk:
                     whole.append(chunk)
             try:
@@ -165,3 +219,66 @@ def traced(app: Any, trace: Any = None, online: Any = False) -> Any:
     tap.trace_writer = writer
     tap.monitor = monitor
     return tap
+
+
+class StdioTap:
+    """The stdio counterpart of :class:`Tap`: the events of the one channel of a server on
+    stdin/stdout, on exchange ``"stdio"`` (session ``"stdio"``).  :meth:`reader` wraps the
+    server's input stream (each line the server reads is a client's message, seen as read, so
+    before anything the server writes in answer) and :meth:`write` is put in front of its
+    output (each line written a server's message).  The end of the input is the client's
+    close (what the server writes after it is still recorded); :meth:`close` the server's,
+    when it stops first."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self._bufs = {C2S: bytearray(), S2C: bytearray()}
+        self.closed = False
+        self._event("open", C2S, method="stdio")
+
+    def _event(self, kind: str, d: str, **extra: Any) -> None:
+        ev = {"t": time.time(), "session": "stdio", "exchange": "stdio", "dir": d, "kind": kind}
+        ev.update(extra)
+        self.sink(ev)
+
+    def _feed(self, d: str, data: bytes) -> None:
+        buf = self._bufs[d]
+        buf += data
+        end = buf.rfind(b"\n")
+        if end < 0:
+            return
+        for line in bytes(buf[:end]).split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                m = orjson.loads(line)
+            except ValueError:
+                continue
+            for msg in m if type(m) is list else (m,):
+                if type(msg) is dict:
+                    self._event("message", d, message=msg)
+        del buf[: end + 1]
+
+    def reader(self, inner: Any) -> Any:
+        """``inner`` (an ``asyncio.StreamReader``) seen through the tap: ``read`` only."""
+        tap = self
+
+        class Reader:
+            async def read(self, n: int = -1) -> bytes:
+                chunk: bytes = await inner.read(n)
+                if chunk:
+                    tap._feed(C2S, chunk)
+                else:
+                    tap._feed(C2S, b"\n")  # a last line without its newline
+                    tap.close("client")
+                return chunk
+
+        return Reader()
+
+    def write(self, data: bytes) -> None:
+        self._feed(S2C, data)  # after the client's close too: answers still in flight
+
+    def close(self, by: str = "server") -> None:
+        if not self.closed:
+            self.closed = True
+            self._event("close", C2S if by == "client" else S2C, by=by)
