@@ -55,6 +55,10 @@ def _rev2025(c: Config) -> bool:
     return c.rev2025
 
 
+def _stdio(c: Config) -> bool:
+    return c.stdio
+
+
 def _property(
     kind: str,
     fn: Callable[..., Any],
@@ -188,6 +192,36 @@ def no_misrouted_response(
         return True
     t, d = out["response"]
     return b.Implies(d, b.And(t == r, b.Not(pre.got_resp[t])))
+
+
+def no_crossed_reply_on_stdio(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """stdio, the client's view: a message the server writes for r (progress, a server-to-client
+    request, the response) carries r's id on the one channel, and the client matches it to its
+    pending request under that id; so no other admitted request of the client may be pending
+    under r's id when it is written (the python-sdk symptom of a client reusing id 1: its
+    responses cross-wired). The server-side routing invariants cannot see this on stdio, where
+    every message carries its handler's id. A refusal is not matched (its id is null); a
+    request the server has cancelled is the cancel hazards' business."""
+    sent = [out[k][1] for k in ("progress", "server_request", "response") if k in out]
+    if not sent or action.name == "refuse":
+        return True
+    return b.Implies(
+        b.Or(*sent),
+        b.ForAll(
+            "inst",
+            lambda q: b.Not(
+                b.And(
+                    q != r,
+                    b.Not(pre.rogue[q]),
+                    pre.rid[q] == pre.rid[r],
+                    b.In(pre.life[q], LIVE),
+                    b.Not(pre.got_resp[q]),
+                )
+            ),
+        ),
+    )
 
 
 def owned_removal(
@@ -396,6 +430,7 @@ PROPERTIES: tuple[Property, ...] = (
     invariant(no_misrouted_notification, "step"),
     invariant(no_misrouted_server_request, "step", _rev2025),
     invariant(no_misrouted_response, "step"),
+    invariant(no_crossed_reply_on_stdio, "step", _stdio, CLIENT),
     invariant(owned_removal, "step"),
     invariant(cancel_hits_target, "step", protects=CLIENT),
     invariant(no_orphan, protects=CLIENT),

@@ -66,6 +66,21 @@ def test_misrouting_fails_on_unguarded_http(name, last):
     )
 
 
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_the_clients_view_on_stdio_sees_a_crossed_reply_on_unguarded(revision):
+    """On stdio every message carries its handler's id, so the server-side routing invariants
+    hold on unguarded; the client's matching by id does not: the rogue's duplicate, admitted
+    over the client's request, writes under the id the client is waiting on."""
+    v = run("unguarded", revision, "stdio").verdict("no_crossed_reply_on_stdio")
+    assert v.applies and not v.ok
+    assert run("unguarded", revision, "stdio").verdict("no_misrouted_notification").ok
+    acts = _actions(v.trace)
+    assert acts.count("admit") == 2 and acts[-1] in ("emit", "server_request", "respond")
+    assert "rogue_sends" in acts and "client_sends" in acts
+    assert run("atomic", revision, "stdio").verdict("no_crossed_reply_on_stdio").ok
+    assert not run("atomic", revision, "http").verdict("no_crossed_reply_on_stdio").applies
+
+
 def test_owned_removal_fails_on_unguarded():
     t = _fails("unguarded", "2025-11-25", "http", "owned_removal")
     assert _actions(t)[-1] in ("admit", "respond", "break_stream", "unwind", "deliver_cancel")
@@ -281,7 +296,7 @@ def test_witness_names_are_the_documented_ones():
         "stream_broken",
         "server_request_answered",
     ]
-    assert len({p.name for p in INVARIANTS}) == 11  # with cancel_stays_with_sender
+    assert len({p.name for p in INVARIANTS}) == 12  # with no_crossed_reply_on_stdio
 
 
 def test_every_backend_implements_the_logic_interface():
