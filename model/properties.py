@@ -26,7 +26,7 @@ from typing import Any
 from .config import Config
 from .lifecycle import LIVE, Life
 from .logic import NONE, Logic, Outputs
-from .session import REGISTRIES, Action, Sreq, answered, quiescent
+from .session import REGISTRIES, Action, Cmsg, Sreq, answered, quiescent
 
 #: Whose requests a property protects.
 EVERY_SENDER = "every sender's requests"  # the client's and the rogue's alike
@@ -194,16 +194,12 @@ def no_misrouted_response(
     return b.Implies(d, b.And(t == r, b.Not(pre.got_resp[t])))
 
 
-def no_crossed_reply_on_stdio(
-    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+def _no_crossed_reply(
+    b: Logic, pre: Any, action: Action, r: Any, out: Outputs, waiting: Callable[[Any], Any]
 ) -> Any:
-    """stdio, the client's view: a message the server writes for r (progress, a server-to-client
-    request, the response) carries r's id on the one channel, and the client matches it to its
-    pending request under that id; so no other admitted request of the client may be pending
-    under r's id when it is written (the python-sdk symptom of a client reusing id 1: its
-    responses cross-wired). The server-side routing invariants cannot see this on stdio, where
-    every message carries its handler's id. A refusal is not matched (its id is null); a
-    request the server has cancelled is the cancel hazards' business."""
+    """stdio: when a message for r goes out (carrying r's id; a refusal's id is null), no other
+    request q of the client with ``waiting(q)`` is pending under r's id: the client, which
+    matches by id, would take it for q's."""
     sent = [out[k][1] for k in ("progress", "server_request", "response") if k in out]
     if not sent or action.name == "refuse":
         return True
@@ -216,11 +212,44 @@ def no_crossed_reply_on_stdio(
                     q != r,
                     b.Not(pre.rogue[q]),
                     pre.rid[q] == pre.rid[r],
-                    b.In(pre.life[q], LIVE),
                     b.Not(pre.got_resp[q]),
+                    waiting(q),
                 )
             ),
         ),
+    )
+
+
+def no_crossed_reply_on_stdio(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """stdio, the client's view: a message the server writes for r (progress, a server-to-client
+    request, the response) carries r's id on the one channel, and the client matches it to its
+    pending request under that id; so no other admitted request of the client may be pending
+    under r's id when it is written (the python-sdk symptom of a client reusing id 1: its
+    responses cross-wired). The server-side routing invariants cannot see this on stdio, where
+    every message carries its handler's id. A refusal is not matched (its id is null); a
+    request the server has cancelled is the cancel hazards' business, one not yet admitted
+    ``crossed_reply_is_impossible``'s."""
+    return _no_crossed_reply(b, pre, action, r, out, lambda q: b.In(pre.life[q], LIVE))
+
+
+def crossed_reply_is_impossible(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """stdio, the client's view: no message written for r reaches another request of the
+    client that it still waits on (sent, not answered, not cancelled by it). Not keepable: a
+    second sender's request admitted under an id that the client then sends writes under that
+    id while the client's request is still on the wire or waiting to be refused, and the
+    client, matching by id, takes it for its own; the server has not read the client's request
+    yet."""
+    return _no_crossed_reply(
+        b,
+        pre,
+        action,
+        r,
+        out,
+        lambda q: b.And(pre.life[q] != Life.UNSENT, pre.cmsg[q] == Cmsg.NONE),
     )
 
 
@@ -445,6 +474,7 @@ PROPERTIES: tuple[Property, ...] = (
     witness(server_request_answered, _rev2025),
     hazard(stale_cancel_is_inert, REUSING_CLIENT),
     hazard(foreign_cancel_is_inert, SECOND_SENDER, "step", _cancel_by_id, EVERY_SENDER),
+    hazard(crossed_reply_is_impossible, SECOND_SENDER, "step", _stdio),
 )
 PROPERTY = {p.name: p for p in PROPERTIES}
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")

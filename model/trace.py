@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Config
-from .lifecycle import LIVE, Life
+from .lifecycle import Life
 from .logic import NONE, Concrete, Outputs
-from .session import FIELDS, Action, Field, State, domains
+from .session import FIELDS, Action, Cmsg, Field, State, domains
 
 
 def inst_name(r: int) -> str:
@@ -62,15 +62,17 @@ _WHAT = {"progress": "progress/log", "server_request": "elicitation", "response"
 
 
 def _crossed(pre: State, r: int) -> list[int]:
-    """stdio: the client's other admitted, unanswered requests under r's id, to which it would
-    match a message written for r (``no_crossed_reply_on_stdio``)."""
+    """stdio: the client's other requests under r's id that it still waits on (sent, not
+    answered, not cancelled by it), to which it would match a message written for r
+    (``no_crossed_reply_on_stdio``, ``crossed_reply_is_impossible``)."""
     return [
         q
         for q in range(len(pre.life))
         if q != r
         and not pre.rogue[q]
         and pre.rid[q] == pre.rid[r]
-        and pre.life[q] in LIVE
+        and pre.life[q] != Life.UNSENT
+        and pre.cmsg[q] == Cmsg.NONE
         and not pre.got_resp[q]
     ]
 

@@ -81,6 +81,20 @@ def test_the_clients_view_on_stdio_sees_a_crossed_reply_on_unguarded(revision):
     assert not run("atomic", revision, "http").verdict("no_crossed_reply_on_stdio").applies
 
 
+@pytest.mark.parametrize("design", ["atomic", "unguarded", "check_then_claim"])
+def test_a_second_senders_reply_reaches_the_clients_waiting_request_on_stdio(design):
+    """The hazard behind the invariant: the rogue's request is admitted first, the client then
+    sends the same id, and the rogue's progress, written under that id before the server has
+    read the client's request, is matched to it. No design avoids it; it needs the rogue."""
+    v = run(design, "2026-07-28", "stdio").verdict("crossed_reply_is_impossible")
+    assert v.applies and not v.ok
+    t = v.trace
+    first = next(s for s in t if "sends" in s["story"])
+    assert first["action"] == "rogue_sends"
+    assert t[-1]["story"].endswith("to B's request  <-- crossed")
+    assert t[-1]["changes"].get("life[B]") is None  # the client's request, not yet admitted
+
+
 def test_owned_removal_fails_on_unguarded():
     t = _fails("unguarded", "2025-11-25", "http", "owned_removal")
     assert _actions(t)[-1] in ("admit", "respond", "break_stream", "unwind", "deliver_cancel")
