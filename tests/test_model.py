@@ -201,6 +201,8 @@ def test_compliant_client_per_revision_and_every_property_says_whom_it_protects(
 
     assert client_for("compliant", "2025-11-25") == "fresh"
     assert client_for("compliant", "2026-07-28") == "reusing"
+    assert not Config(ATOMIC, "2025-11-25", "http").client_compliant  # reuse is not allowed
+    assert Config(ATOMIC, "2026-07-28", "http").client_compliant
     assert Config(ATOMIC, "2025-11-25", "http", client="fresh").label.endswith("fresh-client")
     with pytest.raises(ValueError):
         Config(ATOMIC, "2025-11-25", "http", client="polite")
