@@ -10,7 +10,15 @@ import signal
 import sys
 import threading
 
-from mcp_inflight.model.config import DESIGNS, REVISIONS, TRANSPORTS, Config, profiles
+from mcp_inflight.model.config import (
+    CLIENTS,
+    DESIGNS,
+    REVISIONS,
+    TRANSPORTS,
+    Config,
+    client_for,
+    profiles,
+)
 
 DEFAULT_IDS = 2
 DEFAULT_REQUESTS = 3
@@ -89,6 +97,14 @@ def add_profile_options(p: argparse.ArgumentParser, designs: list[str], design_h
         default="all",
         type=choice(list(TRANSPORTS) + ["all"], "transport"),
         help="stdio | http | all (default: all)",
+    )
+    p.add_argument(
+        "--client",
+        default="reusing",
+        type=choice(list(CLIENTS) + ["compliant"], "client"),
+        help="the client's id rule: reusing (reuses an id once answered: 2026-07-28's rule, "
+        "common practice on 2025-11-25), fresh (never reuses an id in the session: "
+        "2025-11-25's rule) or compliant (the rule of each run's revision) (default: reusing)",
     )
 
 
@@ -264,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _runs(args):
     designs = list(DESIGNS.values()) if args.design == "all" else [DESIGNS[args.design]]
     return [
-        Config(d, rev, tr, ids=args.ids, requests=args.requests)
+        Config(d, rev, tr, args.ids, args.requests, client_for(args.client, rev))
         for d in designs
         for rev, tr in profiles(args.revision, args.transport)
     ]

@@ -17,7 +17,7 @@ from mcp_inflight.cli import (
     unknown_note,
     unwritable,
 )
-from mcp_inflight.model.config import DESIGNS, Config, profiles
+from mcp_inflight.model.config import DESIGNS, Config, client_for, profiles
 from mcp_inflight.proofs.prove import (
     BMC_IDS,
     BMC_REQUESTS,
@@ -59,10 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def configs(design: str, revision: str, transport: str) -> list[Config]:
+def configs(design: str, revision: str, transport: str, client: str = "reusing") -> list[Config]:
     names = all_designs()
     designs = list(DESIGNS.values()) if design == "all" else [names[design]]
-    return [Config(d, rev, tr) for d in designs for rev, tr in profiles(revision, transport)]
+    return [
+        Config(d, rev, tr, client=client_for(client, rev))
+        for d in designs
+        for rev, tr in profiles(revision, transport)
+    ]
 
 
 def run(argv: list[str]) -> int:
@@ -79,7 +83,7 @@ def _run(argv: list[str]) -> int:
     if unwritable("mcp-inflight prove", "--junit-xml", args.junit_xml):
         return 2
     stop_on_signals()
-    cfgs = configs(args.design, args.revision, args.transport)
+    cfgs = configs(args.design, args.revision, args.transport, args.client)
     results = prove_all(
         cfgs,
         depth=args.depth,

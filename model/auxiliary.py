@@ -169,25 +169,41 @@ def no_broken_stream(b: Logic, s: Any, c: Config) -> Any:
     return b.ForAll("inst", lambda r: s.life[r] != Life.STREAM_BROKEN)
 
 
-def client_reuse_answered(b: Logic, s: Any, c: Config) -> Any:
-    """Of two client instances under one id, at least one was answered: the client reuses an id
-    only after a response (the id rule, as a fact about states)."""
+def _client_pairs(b: Logic, s: Any, given: Any, then: Any) -> Any:
+    """For every two distinct instances p, q both sent by the client with ``given(p, q)``:
+    ``then(p, q)``."""
     return b.ForAll(
         "inst",
         lambda p: b.ForAll(
             "inst",
             lambda q: b.Implies(
-                b.And(
-                    p != q,
-                    b.Not(s.rogue[p]),
-                    b.Not(s.rogue[q]),
-                    s.rid[p] == s.rid[q],
-                    s.life[p] != Life.UNSENT,
-                    s.life[q] != Life.UNSENT,
-                ),
-                b.Or(s.got_resp[p], s.got_resp[q]),
+                b.And(p != q, b.Not(s.rogue[p]), b.Not(s.rogue[q]), given(p, q)), then(p, q)
             ),
         ),
+    )
+
+
+def _both_sent(b: Logic, s: Any, p: Any, q: Any) -> Any:
+    return b.And(s.life[p] != Life.UNSENT, s.life[q] != Life.UNSENT)
+
+
+def client_reuse_answered(b: Logic, s: Any, c: Config) -> Any:
+    """Of two client instances under one id, at least one was answered: the client reuses an id
+    only after a response (the id rule, as a fact about states)."""
+    return _client_pairs(
+        b,
+        s,
+        lambda p, q: b.And(s.rid[p] == s.rid[q], _both_sent(b, s, p, q)),
+        lambda p, q: b.Or(s.got_resp[p], s.got_resp[q]),
+    )
+
+
+def client_ids_fresh(b: Logic, s: Any, c: Config) -> Any:
+    """The fresh client (2025-11-25's id rule): two client instances sent carry different ids.
+    Needed for ``stale_cancel_is_inert`` with that client: the id of a finished request names
+    no other request of the client, so its late cancel finds none."""
+    return _client_pairs(
+        b, s, lambda p, q: _both_sent(b, s, p, q), lambda p, q: s.rid[p] != s.rid[q]
     )
 
 
@@ -206,23 +222,16 @@ def stale_cancel_ahead(b: Logic, s: Any, c: Config) -> Any:
     """stdio: while a client's cancel for r is on the wire, a later unanswered client request
     under r's id is still on the wire behind it (one ordered channel).  This is why a stale
     cancel cannot reach the request that reused the id on stdio."""
-    return b.ForAll(
-        "inst",
-        lambda r: b.ForAll(
-            "inst",
-            lambda q: b.Implies(
-                b.And(
-                    r != q,
-                    b.Not(s.rogue[r]),
-                    b.Not(s.rogue[q]),
-                    s.rid[r] == s.rid[q],
-                    s.cmsg[r] == Cmsg.WIRE,
-                    s.life[q] != Life.UNSENT,
-                    b.Not(s.got_resp[q]),
-                ),
-                b.And(s.life[q] == Life.SENT, s.ts[q] > s.cts[r]),
-            ),
+    return _client_pairs(
+        b,
+        s,
+        lambda r, q: b.And(
+            s.rid[r] == s.rid[q],
+            s.cmsg[r] == Cmsg.WIRE,
+            s.life[q] != Life.UNSENT,
+            b.Not(s.got_resp[q]),
         ),
+        lambda r, q: b.And(s.life[q] == Life.SENT, s.ts[q] > s.cts[r]),
     )
 
 
@@ -247,6 +256,7 @@ AUXILIARY: tuple[Property, ...] = (
     auxiliary(pending_request_running),
     auxiliary(no_broken_stream, lambda c: not (c.rev2025 and c.http)),
     auxiliary(client_reuse_answered),
+    auxiliary(client_ids_fresh, lambda c: not c.client_reuses),
     auxiliary(clock_ahead, _stdio),
     auxiliary(stale_cancel_ahead, _stdio),
 )

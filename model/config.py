@@ -132,16 +132,34 @@ def liveness_mutants() -> dict[str, Design]:
 REVISIONS = ("2025-11-25", "2026-07-28")
 TRANSPORTS = ("stdio", "http")
 
+#: The client's id discipline (basic/index), the first of a session's two senders (the second,
+#: the rogue, may send any id):
+#:
+#: ``reusing``
+#:     reuses an id once every earlier request of its own under it has been answered: the rule
+#:     of 2026-07-28 (an id MUST NOT match a request the sender has not yet had answered), and
+#:     what clients do in practice on 2025-11-25 too, where it is not compliant (one production
+#:     client sends every request with id 1, python-sdk issue #3060).
+#: ``fresh``
+#:     never reuses an id within the session: the rule of 2025-11-25 (an id MUST NOT have been
+#:     previously used by the requestor within the same session).
+CLIENTS = ("reusing", "fresh")
+#: The client each revision's id rule asks for.
+COMPLIANT_CLIENT = {"2025-11-25": "fresh", "2026-07-28": "reusing"}
+
 
 @dataclass(frozen=True)
 class Config:
-    """One run: a design on a profile at a bound (``ids`` distinct ids, ``requests`` instances)."""
+    """One run: a design on a profile at a bound (``ids`` distinct ids, ``requests`` instances),
+    with a client of id discipline ``client`` (``CLIENTS``; the reusing one by default: every
+    invariant that holds with it holds with the fresh one, whose runs are a subset)."""
 
     design: Design
     revision: str
     transport: str
     ids: int = 2
     requests: int = 2
+    client: str = "reusing"
 
     def __post_init__(self) -> None:
         if self.revision not in REVISIONS:
@@ -152,6 +170,8 @@ class Config:
             )
         if self.ids < 1 or self.requests < 1:
             raise ValueError("bounds must be at least 1")
+        if self.client not in CLIENTS:
+            raise ValueError(f"unknown client {self.client!r}; valid: {', '.join(CLIENTS)}")
 
     @property
     def http(self) -> bool:
@@ -171,8 +191,29 @@ class Config:
         return self.revision == "2026-07-28" and self.transport == "http"
 
     @property
+    def client_reuses(self) -> bool:
+        """The client reuses an id once answered (else it never reuses one in the session)."""
+        return self.client == "reusing"
+
+    @property
+    def client_compliant(self) -> bool:
+        """The client follows the id rule of this run's revision."""
+        return self.client == COMPLIANT_CLIENT[self.revision]
+
+    @property
     def label(self) -> str:
-        return f"{self.design.name} {self.revision} {self.transport}"
+        base = f"{self.design.name} {self.revision} {self.transport}"
+        return base if self.client == "reusing" else f"{base} {self.client}-client"
+
+
+def client_for(choice: str, revision: str) -> str:
+    """The client a user's choice names on ``revision``: one of ``CLIENTS``, or ``compliant``
+    (the client that revision's id rule asks for)."""
+    if choice == "compliant":
+        return COMPLIANT_CLIENT[revision]
+    if choice not in CLIENTS:
+        raise ValueError(f"unknown client {choice!r}; valid: {', '.join(CLIENTS)}, compliant")
+    return choice
 
 
 def profiles(revision: str = "all", transport: str = "all") -> list[tuple[str, str]]:

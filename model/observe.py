@@ -45,6 +45,12 @@ finds the sequences after which the observed move is enabled with the observed o
 shortest first; :func:`check` backtracks over these choices (within a budget), the online
 check keeps every state they lead to (up to a cap).  Messages on the GET stream, on non-tool POSTs other than cancels, and
 server-to-client requests (elicitation) and their answers are not mapped.
+
+Why one module: the mapping (``Abstractor``), the inference of internal steps (``_explain``,
+``advance``) and its three users (the whole-trace :func:`check`, the :class:`Online` check and
+:func:`segments` with :func:`check_trace`) are one abstraction, read in that order: each user is
+a different way of walking the same ``advance``, and the wire's notion of "at rest" that
+``segments`` and ``Online`` cut at is the model's ``settled``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ Each property is a predicate written against the state interface (``model/logic.
 
 ``applies(c)`` says whether the property means anything on a profile; one that does not apply
 is reported as such and counts neither way.
+
+Each invariant and hazard says whose requests it protects (``protects``: every sender's, the
+client's alone, or no request's but the server's own registries), and each hazard which sender
+it needs to be reached (``needs``): the invariants hold with either client (``Config.client``);
+a hazard is the protocol's only given the sender it names.
 """
 
 from __future__ import annotations
@@ -21,7 +26,13 @@ from typing import Any
 from .config import Config
 from .lifecycle import LIVE, Life
 from .logic import NONE, Logic, Outputs
-from .session import REGISTRIES, Action, Sreq, answered, quiescent
+from .session import REGISTRIES, Action, Cmsg, Sreq, answered, quiescent
+
+#: Whose requests a property protects.
+EVERY_SENDER = "every sender's requests"  # the client's and the rogue's alike
+CLIENT = "the client's requests"  # the rogue's may be refused, cancelled or lost
+SERVER = "the server's registries"  # no request's: no leak, whoever sent the requests
+PROTECTS = (EVERY_SENDER, CLIENT, SERVER)
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,8 @@ class Property:
     fn: Callable[..., Any]
     applies: Callable[[Config], bool]
     doc: str
+    protects: str = ""  # one of PROTECTS (invariants and hazards)
+    needs: str = ""  # hazards: the sender without which the protocol cannot produce the trace
 
 
 def _always(c: Config) -> bool:
@@ -42,20 +55,37 @@ def _rev2025(c: Config) -> bool:
     return c.rev2025
 
 
+def _stdio(c: Config) -> bool:
+    return c.stdio
+
+
 def _property(
-    kind: str, fn: Callable[..., Any], scope: str, applies: Callable[[Config], bool]
+    kind: str,
+    fn: Callable[..., Any],
+    scope: str,
+    applies: Callable[[Config], bool],
+    protects: str = "",
+    needs: str = "",
 ) -> Property:
     """A property named after ``fn``, documented by its docstring (whitespace folded)."""
     if not fn.__doc__:
         raise ValueError(f"property {fn.__name__} has no docstring")
-    return Property(fn.__name__, kind, scope, fn, applies, " ".join(fn.__doc__.split()))
+    if kind in ("invariant", "hazard") and protects not in PROTECTS:
+        raise ValueError(f"{kind} {fn.__name__}: protects must be one of {PROTECTS}")
+    if kind == "hazard" and not needs:
+        raise ValueError(f"hazard {fn.__name__} must name the sender it needs")
+    doc = " ".join(fn.__doc__.split())
+    return Property(fn.__name__, kind, scope, fn, applies, doc, protects, needs)
 
 
 def invariant(
-    fn: Callable[..., Any], scope: str = "state", applies: Callable[[Config], bool] = _always
+    fn: Callable[..., Any],
+    scope: str = "state",
+    applies: Callable[[Config], bool] = _always,
+    protects: str = EVERY_SENDER,
 ) -> Property:
     """Must hold in every reachable state (``scope="state"``) or on every transition (``"step"``)."""
-    return _property("invariant", fn, scope, applies)
+    return _property("invariant", fn, scope, applies, protects)
 
 
 def witness(fn: Callable[..., Any], applies: Callable[[Config], bool] = _always) -> Property:
@@ -64,10 +94,15 @@ def witness(fn: Callable[..., Any], applies: Callable[[Config], bool] = _always)
 
 
 def hazard(
-    fn: Callable[..., Any], scope: str = "step", applies: Callable[[Config], bool] = _always
+    fn: Callable[..., Any],
+    needs: str,
+    scope: str = "step",
+    applies: Callable[[Config], bool] = _always,
+    protects: str = CLIENT,
 ) -> Property:
-    """Checked and reported with its trace; a failure is the protocol's, and fails no check."""
-    return _property("hazard", fn, scope, applies)
+    """Checked and reported with its trace; a failure is the protocol's given the sender it
+    ``needs``, and fails no check."""
+    return _property("hazard", fn, scope, applies, protects, needs)
 
 
 def auxiliary(fn: Callable[..., Any], applies: Callable[[Config], bool] = _always) -> Property:
@@ -157,6 +192,65 @@ def no_misrouted_response(
         return True
     t, d = out["response"]
     return b.Implies(d, b.And(t == r, b.Not(pre.got_resp[t])))
+
+
+def _no_crossed_reply(
+    b: Logic, pre: Any, action: Action, r: Any, out: Outputs, waiting: Callable[[Any], Any]
+) -> Any:
+    """stdio: when a message for r goes out (carrying r's id; a refusal's id is null), no other
+    request q of the client with ``waiting(q)`` is pending under r's id: the client, which
+    matches by id, would take it for q's."""
+    sent = [out[k][1] for k in ("progress", "server_request", "response") if k in out]
+    if not sent or action.name == "refuse":
+        return True
+    return b.Implies(
+        b.Or(*sent),
+        b.ForAll(
+            "inst",
+            lambda q: b.Not(
+                b.And(
+                    q != r,
+                    b.Not(pre.rogue[q]),
+                    pre.rid[q] == pre.rid[r],
+                    b.Not(pre.got_resp[q]),
+                    waiting(q),
+                )
+            ),
+        ),
+    )
+
+
+def no_crossed_reply_on_stdio(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """stdio, the client's view: a message the server writes for r (progress, a server-to-client
+    request, the response) carries r's id on the one channel, and the client matches it to its
+    pending request under that id; so no other admitted request of the client may be pending
+    under r's id when it is written (the python-sdk symptom of a client reusing id 1: its
+    responses cross-wired). The server-side routing invariants cannot see this on stdio, where
+    every message carries its handler's id. A refusal is not matched (its id is null); a
+    request the server has cancelled is the cancel hazards' business, one not yet admitted
+    ``crossed_reply_is_impossible``'s."""
+    return _no_crossed_reply(b, pre, action, r, out, lambda q: b.In(pre.life[q], LIVE))
+
+
+def crossed_reply_is_impossible(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """stdio, the client's view: no message written for r reaches another request of the
+    client that it still waits on (sent, not answered, not cancelled by it). Not keepable: a
+    second sender's request admitted under an id that the client then sends writes under that
+    id while the client's request is still on the wire or waiting to be refused, and the
+    client, matching by id, takes it for its own; the server has not read the client's request
+    yet."""
+    return _no_crossed_reply(
+        b,
+        pre,
+        action,
+        r,
+        out,
+        lambda q: b.And(pre.life[q] != Life.UNSENT, pre.cmsg[q] == Cmsg.NONE),
+    )
 
 
 def owned_removal(
@@ -249,8 +343,9 @@ def no_hung_request(b: Logic, s: Any, c: Config) -> Any:
 
 
 def sequential_reuse(b: Logic, s: Any, c: Config) -> Any:
-    """An id is admitted again after its response (the id rule permits it; a design that forbids
-    it is wrong)."""
+    """The client's id is admitted again after its response (the reusing client's id rule
+    permits it, 2026-07-28's and common practice; a design that forbids it is wrong). Not
+    applicable to the fresh client, which never reuses an id."""
     return b.Exists(
         "inst",
         lambda p: b.Exists(
@@ -299,7 +394,9 @@ def stale_cancel_is_inert(
 ) -> Any:
     """A client's cancel that arrives after the instance it means has finished cancels no other
     request of the client (cancellation: both sides MUST handle the race where the cancel
-    arrives after the response)."""
+    arrives after the response). Only a client that reuses an answered id can meet it: the
+    fresh client (2025-11-25's id rule) never sends the id again, so its stale cancel names no
+    request of its own."""
     if action.name != "deliver_cancel":
         return True
     return b.Implies(
@@ -349,25 +446,35 @@ def _rev2025_http(c: Config) -> bool:
     return c.rev2025 and c.http
 
 
+def _client_reuses(c: Config) -> bool:
+    return c.client_reuses
+
+
+#: What each hazard needs.
+REUSING_CLIENT = "a client that reuses an answered id (the reusing client; not the fresh one)"
+SECOND_SENDER = "two senders in one session sending one id (the client and the rogue)"
+
 PROPERTIES: tuple[Property, ...] = (
     invariant(unique_in_flight),
     invariant(no_misrouted_notification, "step"),
     invariant(no_misrouted_server_request, "step", _rev2025),
     invariant(no_misrouted_response, "step"),
+    invariant(no_crossed_reply_on_stdio, "step", _stdio, CLIENT),
     invariant(owned_removal, "step"),
-    invariant(cancel_hits_target, "step"),
-    invariant(no_orphan),
+    invariant(cancel_hits_target, "step", protects=CLIENT),
+    invariant(no_orphan, protects=CLIENT),
     invariant(refusal_is_inert, "step"),
-    invariant(quiescent_clean),
-    invariant(no_hung_request),
+    invariant(quiescent_clean, protects=SERVER),
+    invariant(no_hung_request, protects=CLIENT),
     invariant(cancel_stays_with_sender, "step", _close_is_cancel),
-    witness(sequential_reuse),
+    witness(sequential_reuse, _client_reuses),
     witness(duplicate_refused),
     witness(cancelled),
     witness(stream_broken, _rev2025_http),
     witness(server_request_answered, _rev2025),
-    hazard(stale_cancel_is_inert),
-    hazard(foreign_cancel_is_inert, "step", _cancel_by_id),
+    hazard(stale_cancel_is_inert, REUSING_CLIENT),
+    hazard(foreign_cancel_is_inert, SECOND_SENDER, "step", _cancel_by_id, EVERY_SENDER),
+    hazard(crossed_reply_is_impossible, SECOND_SENDER, "step", _stdio),
 )
 PROPERTY = {p.name: p for p in PROPERTIES}
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")

@@ -16,10 +16,21 @@ State (``FIELDS``) -- keyed by request instance (``inst``), by id (``id``), or s
 * the wire: ``ts``/``cts`` (send times of a request and of its cancel; stdio delivers in send
   order, http in any order), ``cmsg`` (the cancel message: none, on the wire, delivered),
   ``clock``;
-* ghosts, never read by a server rule: ``rogue`` (who sent it: the client, which obeys the id
-  rule, or a rogue in the same session) and ``got_resp`` (the client's view: this instance's
-  channel has received a response or a refusal).  A cancel message *means* the instance it is
-  indexed by.
+* ghosts, never read by a server rule: ``rogue`` (who sent it: the client, which obeys its id
+  rule, or a rogue in the same session, which may send any id) and ``got_resp`` (the client's
+  view: this instance's channel has received a response or a refusal).  A cancel message
+  *means* the instance it is indexed by.
+
+The client's id rule is that of its discipline (``Config.client``, ``model/config.py``): the
+*reusing* client reuses an id once answered (the rule of 2026-07-28, and common practice on
+2025-11-25, where it is not compliant), the *fresh* client never reuses an id in the session
+(the rule of 2025-11-25).  Each property says whose requests it protects
+(``Property.protects``), each hazard which sender it needs (``Property.needs``).
+
+Why one file of this length: the state, the named conditions, the server's rules and the
+action table refer to one another at every line (a condition reads fields, an action names
+conditions and effects, an effect calls the server rules), and the one-place rule above is the
+point; split, a reader would need every part to read any.  The sections run in that order.
 
 Where a message goes is not state but the *output* of an action (``Action.output``): the stream
 the server's transport writes it on and whether it goes out at all.  The runtime adapters act on
@@ -258,13 +269,17 @@ def _next_free_slot(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
 
 
 def _client_id_rule(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
-    """Client: an id is reused only once every earlier request under it was answered (basic/index)."""
-    return b.ForAll(
-        "inst",
-        lambda q: b.Implies(
-            b.And(b.Not(s.rogue[q]), s.life[q] != Life.UNSENT, s.rid[q] == i), answered(b, s, q)
-        ),
-    )
+    """The client's id rule (basic/index), by its discipline (``Config.client``): the reusing
+    client sends id i only once every earlier request of its own under i was answered (the rule
+    of 2026-07-28); the fresh client never sends an id it has used in the session (the rule of
+    2025-11-25)."""
+
+    def earlier(q: Any) -> Any:
+        return b.And(b.Not(s.rogue[q]), s.life[q] != Life.UNSENT, s.rid[q] == i)
+
+    if c.client_reuses:
+        return b.ForAll("inst", lambda q: b.Implies(earlier(q), answered(b, s, q)))
+    return b.ForAll("inst", lambda q: b.Not(earlier(q)))
 
 
 #: A named condition: ``fn(b, s, c, r, i)``.

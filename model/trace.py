@@ -16,7 +16,7 @@ from typing import Any
 from .config import Config
 from .lifecycle import Life
 from .logic import NONE, Concrete, Outputs
-from .session import FIELDS, Action, Field, State, domains
+from .session import FIELDS, Action, Cmsg, Field, State, domains
 
 
 def inst_name(r: int) -> str:
@@ -61,7 +61,30 @@ def changes(pre: State, post: State) -> dict[str, list[str]]:
 _WHAT = {"progress": "progress/log", "server_request": "elicitation", "response": "response"}
 
 
-def story(action: Action, args: dict[str, int], pre: State, post: State, out: Outputs) -> str:
+def _crossed(pre: State, r: int) -> list[int]:
+    """stdio: the client's other requests under r's id that it still waits on (sent, not
+    answered, not cancelled by it), to which it would match a message written for r
+    (``no_crossed_reply_on_stdio``, ``crossed_reply_is_impossible``)."""
+    return [
+        q
+        for q in range(len(pre.life))
+        if q != r
+        and not pre.rogue[q]
+        and pre.rid[q] == pre.rid[r]
+        and pre.life[q] != Life.UNSENT
+        and pre.cmsg[q] == Cmsg.NONE
+        and not pre.got_resp[q]
+    ]
+
+
+def story(
+    action: Action,
+    args: dict[str, int],
+    pre: State,
+    post: State,
+    out: Outputs,
+    stdio: bool = False,
+) -> str:
     r = args["r"]
     i = args.get("i")
     text = action.story.format(
@@ -77,6 +100,12 @@ def story(action: Action, args: dict[str, int], pre: State, post: State, out: Ou
             notes.append(f"{what} dropped (no live stream)")
         elif t == r:
             notes.append(f"{what} written on its own stream")
+            if stdio and action.name != "refuse":
+                notes += [
+                    f"the client matches id={id_name(pre.rid[r])} to {inst_name(q)}'s request"
+                    "  <-- crossed"
+                    for q in _crossed(pre, r)
+                ]
         else:
             notes.append(f"{what} written on {inst_name(t)}'s stream  <-- misrouted")
     for k, (x, y) in enumerate(zip(pre.life, post.life, strict=False)):
@@ -151,7 +180,10 @@ def build_trace(cfg: Config, steps: Iterable[tuple[Action, dict[str, int], State
         rendered = {k: (inst_name(v) if k == "r" else id_name(v)) for k, v in args.items()}
         res.append(
             TraceStep(
-                action.name, rendered, story(action, args, pre, post, out), changes(pre, post)
+                action.name,
+                rendered,
+                story(action, args, pre, post, out, cfg.stdio),
+                changes(pre, post),
             )
         )
     return tuple(res)

@@ -139,6 +139,7 @@ class RunResult:
             "design": c.design.name,
             "revision": c.revision,
             "transport": c.transport,
+            "client": c.client,
             "bounds": {"ids": c.ids, "requests": c.requests},
             "symmetry": self.symmetry,
             "states": self.states,

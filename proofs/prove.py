@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import z3
 
@@ -577,13 +577,7 @@ class Prover:
             if i is not None and i not in id_map:
                 id_map[i] = len(id_map)
         sends = sum(1 for a, _, _ in raw if "i" in a.params)
-        cfg = Config(
-            self.cfg.design,
-            self.cfg.revision,
-            self.cfg.transport,
-            ids=max(1, len(id_map)),
-            requests=max(1, sends),
-        )
+        cfg = replace(self.cfg, ids=max(1, len(id_map)), requests=max(1, sends))
         b = step.backend(cfg)
         s = step.start(cfg)
         steps = []

@@ -66,6 +66,35 @@ def test_misrouting_fails_on_unguarded_http(name, last):
     )
 
 
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_the_clients_view_on_stdio_sees_a_crossed_reply_on_unguarded(revision):
+    """On stdio every message carries its handler's id, so the server-side routing invariants
+    hold on unguarded; the client's matching by id does not: the rogue's duplicate, admitted
+    over the client's request, writes under the id the client is waiting on."""
+    v = run("unguarded", revision, "stdio").verdict("no_crossed_reply_on_stdio")
+    assert v.applies and not v.ok
+    assert run("unguarded", revision, "stdio").verdict("no_misrouted_notification").ok
+    acts = _actions(v.trace)
+    assert acts.count("admit") == 2 and acts[-1] in ("emit", "server_request", "respond")
+    assert "rogue_sends" in acts and "client_sends" in acts
+    assert run("atomic", revision, "stdio").verdict("no_crossed_reply_on_stdio").ok
+    assert not run("atomic", revision, "http").verdict("no_crossed_reply_on_stdio").applies
+
+
+@pytest.mark.parametrize("design", ["atomic", "unguarded", "check_then_claim"])
+def test_a_second_senders_reply_reaches_the_clients_waiting_request_on_stdio(design):
+    """The hazard behind the invariant: the rogue's request is admitted first, the client then
+    sends the same id, and the rogue's progress, written under that id before the server has
+    read the client's request, is matched to it. No design avoids it; it needs the rogue."""
+    v = run(design, "2026-07-28", "stdio").verdict("crossed_reply_is_impossible")
+    assert v.applies and not v.ok
+    t = v.trace
+    first = next(s for s in t if "sends" in s["story"])
+    assert first["action"] == "rogue_sends"
+    assert t[-1]["story"].endswith("to B's request  <-- crossed")
+    assert t[-1]["changes"].get("life[B]") is None  # the client's request, not yet admitted
+
+
 def test_owned_removal_fails_on_unguarded():
     t = _fails("unguarded", "2025-11-25", "http", "owned_removal")
     assert _actions(t)[-1] in ("admit", "respond", "break_stream", "unwind", "deliver_cancel")
@@ -122,6 +151,73 @@ def test_quiescent_clean_fails_when_a_response_releases_nothing(monkeypatch):
     v = r.verdict("quiescent_clean")
     assert not v.ok
     assert _actions(v.trace)[-1] == "respond"
+
+
+@pytest.mark.parametrize("design", ["atomic", "unguarded", "check_then_claim"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_stale_cancel_needs_the_reusing_client(design, transport):
+    """The hazard is the reusing client's (2026-07-28's id rule, practice on 2025-11-25): on
+    2025-11-25 http it is reached with it under every design, and with the fresh client that
+    2025-11-25 asks for (never an id twice in a session) it holds on every design and transport,
+    at the same bound (1 id: the reuse is all the trace needs)."""
+    reusing = run(design, "2025-11-25", transport, ids=1, client="reusing")
+    fresh = run(design, "2025-11-25", transport, ids=1, client="fresh")
+    assert reusing.verdict("stale_cancel_is_inert").ok == (transport == "stdio")
+    assert fresh.verdict("stale_cancel_is_inert").ok
+    if transport == "http":
+        sends = [s for s in reusing.verdict("stale_cancel_is_inert").trace if "sends" in s["story"]]
+        assert [s["action"] for s in sends] == ["client_sends", "client_sends"]
+    assert fresh.states < reusing.states  # the fresh client's runs are a subset
+
+
+def test_the_id_rule_of_each_client():
+    """``client_ids_fresh`` (the fresh client never sends an id twice) holds with the fresh
+    client and fails with the reusing one, whose reuse waits for the answer; the witness
+    ``sequential_reuse`` is the reusing client's and does not apply to the fresh one."""
+    from dataclasses import replace
+
+    from mcp_inflight.model.auxiliary import AUX
+    from mcp_inflight.proofs.explore import explore
+
+    prop = (replace(AUX["client_ids_fresh"], applies=lambda c: True),)
+    for client, holds in (("fresh", True), ("reusing", False)):
+        cfg = Config(ATOMIC, "2025-11-25", "stdio", ids=1, client=client)
+        v = explore(cfg, properties=prop, progress=False).verdict("client_ids_fresh")
+        assert v.ok == holds, client
+    acts = _actions(v.trace)
+    assert acts.count("client_sends") == 2 and acts.index("respond") < len(acts) - 1
+    assert "rogue_sends" not in acts
+    assert run("atomic", "2025-11-25", "stdio", client="reusing").verdict("sequential_reuse").ok
+    assert (
+        not run("atomic", "2025-11-25", "stdio", ids=1, client="fresh")
+        .verdict("sequential_reuse")
+        .applies
+    )
+
+
+def test_compliant_client_per_revision_and_every_property_says_whom_it_protects():
+    from mcp_inflight.model.config import client_for
+    from mcp_inflight.model.properties import HAZARDS, PROTECTS, hazard, invariant
+
+    assert client_for("compliant", "2025-11-25") == "fresh"
+    assert client_for("compliant", "2026-07-28") == "reusing"
+    assert not Config(ATOMIC, "2025-11-25", "http").client_compliant  # reuse is not allowed
+    assert Config(ATOMIC, "2026-07-28", "http").client_compliant
+    assert Config(ATOMIC, "2025-11-25", "http", client="fresh").label.endswith("fresh-client")
+    with pytest.raises(ValueError):
+        Config(ATOMIC, "2025-11-25", "http", client="polite")
+    for p in INVARIANTS + HAZARDS:
+        assert p.protects in PROTECTS, p.name
+    assert all(h.needs for h in HAZARDS)
+
+    def unsaid(b, s, c):
+        """A property that does not say whom it protects."""
+        return True
+
+    with pytest.raises(ValueError):
+        invariant(unsaid, protects="")
+    with pytest.raises(ValueError):
+        hazard(unsaid, needs="")
 
 
 def test_stale_cancel_hazard_fails_on_2025_http_under_every_design():
@@ -216,7 +312,7 @@ def test_witness_names_are_the_documented_ones():
         "stream_broken",
         "server_request_answered",
     ]
-    assert len({p.name for p in INVARIANTS}) == 11  # with cancel_stays_with_sender
+    assert len({p.name for p in INVARIANTS}) == 12  # with no_crossed_reply_on_stdio
 
 
 def test_every_backend_implements_the_logic_interface():

@@ -309,6 +309,7 @@ CAUGHT_BY = {
         "no_orphan",
         "no_hung_request",
         "owned_removal",
+        "no_crossed_reply_on_stdio",
     },
     "atomic-free-on-cancel": {"owned_removal", "unique_in_flight"},
     "atomic-cancel-by-id": {"cancel_stays_with_sender"},

@@ -473,7 +473,9 @@ def index(seqs: list[Sequence]) -> str:
         "(`.mmd`) and a Graphviz (`.dot`, `.svg`) version. Invariants first, then the "
         "protocol hazards, which no server design avoids on the profile named, then the "
         "liveness properties that the injected liveness bugs of `model/config.py` fail, each "
-        "a lasso: a prefix, then steps that repeat forever.",
+        "a lasso: a prefix, then steps that repeat forever. The client is the reusing one "
+        "(it reuses an id once answered, `model/config.py:CLIENTS`); each property names whose "
+        "requests it protects, and each hazard the sender it needs.",
         "",
     ]
     order = {"invariant": 0, "hazard": 1, "liveness": 2}
@@ -482,6 +484,11 @@ def index(seqs: list[Sequence]) -> str:
         lines.append("")
         lines.append(f"[SVG]({seq.name}.svg) | [Mermaid]({seq.name}.mmd) | [DOT]({seq.name}.dot)")
         lines.append("")
+        prop = PROPERTY.get(seq.invariant)
+        if prop is not None and prop.protects:
+            needs = f"; needs {prop.needs}" if prop.needs else ""
+            lines.append(f"Protects {prop.protects}{needs}.")
+            lines.append("")
         for n, st in enumerate(seq.trace, 1):
             lines.append(f"{n}. {st['story'].replace('<--', '&larr;')}")
         lines.append("")

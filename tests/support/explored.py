@@ -11,13 +11,14 @@ def run(
     ids: int = 2,
     requests: int = 2,
     symmetry: bool = True,
+    client: str = "reusing",
 ):
     """One explorer run, shared by every test that asks for it."""
     from mcp_inflight.model import DESIGNS, Config
     from mcp_inflight.proofs.explore import explore
 
     return explore(
-        Config(DESIGNS[design], revision, transport, ids=ids, requests=requests),
+        Config(DESIGNS[design], revision, transport, ids, requests, client),
         symmetry=symmetry,
         progress=False,
     )
