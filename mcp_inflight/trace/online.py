@@ -11,6 +11,7 @@ event that no move of the ``atomic`` design explains.  Off by default (``serve
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections import OrderedDict
@@ -103,22 +104,8 @@ class _Model:
         return got
 
 
-_MODELS: dict[tuple[Design, int, int, int, str, str], _Model] = {}
-
-
-def _model(
-    design: Design,
-    requests: int,
-    ids: int,
-    cap: int,
-    revision: str = REVISION,
-    transport: str = TRANSPORT,
-) -> _Model:
-    key = (design, requests, ids, cap, revision, transport)
-    got = _MODELS.get(key)
-    if got is None:
-        got = _MODELS[key] = _Model(design, requests, ids, cap, revision, transport)
-    return got
+# one shared model per bound (design, requests, ids, cap, revision, transport)
+_model = functools.cache(_Model)
 
 
 class Online:
