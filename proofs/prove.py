@@ -62,8 +62,10 @@ DEFAULT_DEPTH = 12
 DEFAULT_BUDGET = 600
 #: Wall-clock backstop per query, in seconds (the budget above normally ends a query first).
 DEFAULT_TIMEOUT = 600.0
-#: Time for a first attempt at an obligation before looking for a small counterexample.
-QUICK_MS = 1000
+#: Resource units for a first attempt at an obligation before looking for a small
+#: counterexample (the quick attempts that come back unsat on the default runs need at most about
+#: 70 thousand; one that fails spends these in about half a second).
+QUICK_UNITS = 300_000
 #: The universe of the bounded search (request instances, ids): the explorer's default bound.
 BMC_REQUESTS = 2
 BMC_IDS = 2
@@ -238,6 +240,7 @@ class Prover:
         ids: int = BMC_IDS,
         batch: bool = True,
         auxiliary=None,
+        guide: bool = True,
     ):
         self.cfg = cfg
         self.depth = depth
@@ -247,6 +250,7 @@ class Prover:
         self.requests = requests
         self.ids = ids
         self.batch = batch
+        self.guide = guide
         self._universes = {}
         self.auxiliary = AUXILIARY if auxiliary is None else tuple(auxiliary)
         self.queries = 0
@@ -271,12 +275,13 @@ class Prover:
         return res
 
     def _solver(self, quick=False) -> z3.Solver:
-        """A solver on the budget; a quick attempt also stops after a second (a heuristic: its
-        running out only leads to the search for a small counterexample, then to the full
-        query, so no verdict depends on the clock)."""
+        """A solver on the budget; a quick attempt has a small budget of its own (a heuristic:
+        its running out only leads to the search for a small counterexample, then to the full
+        query, so no verdict depends on it).  Budgets count the solver's work, not seconds, so
+        the same queries give the same answers on a loaded machine."""
         s = z3.Solver()
-        s.set("rlimit", self.rlimit)
-        s.set("timeout", min(self.timeout_ms, QUICK_MS) if quick else self.timeout_ms)
+        s.set("rlimit", min(self.rlimit, QUICK_UNITS) if quick else self.rlimit)
+        s.set("timeout", self.timeout_ms)
         return s
 
     def _why(self, s: z3.Solver) -> str:
@@ -492,8 +497,13 @@ class Prover:
         found: dict[str, Trace] = {}
         unknown: dict[str, str] = {}
         todo = list(props)
+        at = self._shortest(todo, n, m, depth) if self.guide else None
+        if at is not None:
+            todo = [p for p in todo if p.name in at]
         for d in range(depth + 1):
             for p in list(todo):
+                if at is not None and at[p.name] != d:
+                    continue
                 if p.scope == "state":
                     bad = z3.Not(sym.to_bool(p.fn(b, cur, cfg)))
                 else:
@@ -525,6 +535,11 @@ class Prover:
                 elif res == z3.unknown:
                     unknown[p.name] = f"depth {d}: {self._why(s2)}"
                     todo.remove(p)
+                elif at is not None:
+                    raise RuntimeError(
+                        f"bounded search for {p.name}: the explorer's shortest violation has "
+                        f"{d} steps, z3 finds none of that length (the readings disagree)"
+                    )
             if not todo or d == depth:
                 break
             self.progress(f"bounded search depth {d + 1} ({len(todo)} properties left)")
@@ -562,6 +577,35 @@ class Prover:
             cur = nxt
             last_steps = steps
         return found, unknown
+
+    def _shortest(self, props, n, m, depth) -> dict[str, int] | None:
+        """The length of the shortest violation of each of ``props`` within ``depth`` steps, on
+        the universe of the bounded search (``n`` instances, ``m`` ids), found by the explorer's
+        exhaustive breadth-first search (``None``: the explorer could not run).  The bounded
+        search then asks z3 only at that length: every shallower query would come back unsat
+        and the deeper ones are not needed; a property absent here has no violation within
+        ``depth`` steps.  z3 finds the trace itself and its replay is checked as before."""
+        from mcp_inflight.proofs.explore import explore
+
+        c = self.cfg
+        cfg = Config(c.design, c.revision, c.transport, ids=m, requests=n)
+        t0 = time.monotonic()
+        try:
+            ex = explore(cfg, engine="auto", progress=False)
+        except Exception as e:  # pragma: no cover - then z3 searches every depth
+            self.progress(f"bounded search without the explorer ({e})")
+            return None
+        dt = time.monotonic() - t0
+        for p in props:
+            self.spent[p.name] = self.spent.get(p.name, 0.0) + dt / len(props)
+        if not ex.complete:  # pragma: no cover - no state limit is given
+            return None
+        names = {p.name for p in props}
+        return {
+            v.name: len(v.trace)
+            for v in ex.verdicts
+            if v.name in names and not v.ok and v.trace is not None and len(v.trace) <= depth
+        }
 
     def _replay(self, model, choices, acts, prop):
         """The trace in ``model``, replayed on the concrete backend and rendered as the explorer
@@ -731,7 +775,8 @@ def prove_all(
     progress=False,
     budget=DEFAULT_BUDGET,
 ):
-    """Prove every configuration, in ``jobs`` processes; results in the order given."""
+    """Prove every configuration, in ``jobs`` processes (one fresh process per configuration
+    when there are several); results in the order given."""
     work = [(c, depth, timeout, budget) for c in cfgs]
     t0 = time.monotonic()
 
@@ -743,15 +788,16 @@ def prove_all(
             )
             sys.stderr.flush()
 
-    if jobs <= 1 or len(work) <= 1:
-        out = []
-        for n, w in enumerate(work, 1):
-            out.append(_prove_one(w))
-            note(n, out[-1])
+    if len(work) <= 1:
+        out = [_prove_one(w) for w in work]
+        for n, r in enumerate(out, 1):
+            note(n, r)
         return out
     from mcp_inflight.proofs.pool import worker_pool
 
-    with worker_pool(min(jobs, len(work))) as ex:
+    # each configuration in a fresh process, so its results do not depend on --jobs or on
+    # which configurations a worker proved before
+    with worker_pool(min(max(1, jobs), len(work)), fresh=(__name__,)) as ex:
         futs = [ex.submit(_prove_one, w) for w in work]
         out = []
         for n, f in enumerate(futs, 1):

@@ -374,34 +374,18 @@ def test_mutants_on_both_engines(mutant):
         assert broken == CAUGHT_BY[mutant]
 
 
+def _slow(design, revision, transport, needs):
+    return pytest.param(design, (revision, transport), needs, marks=pytest.mark.slow)
+
+
 @pytest.mark.parametrize(
     "design,profile,needs",
     [
         ("atomic-free-on-cancel", ("2026-07-28", "stdio"), "inflight_names_live"),
-        pytest.param(
-            "check_then_claim",
-            ("2026-07-28", "http"),
-            "stream_names_holder",
-            marks=pytest.mark.slow,
-        ),
-        pytest.param(
-            "atomic-free-on-cancel",
-            ("2026-07-28", "http"),
-            "stream_names_holder",
-            marks=pytest.mark.slow,
-        ),
-        pytest.param(
-            "atomic-split-claim",
-            ("2025-11-25", "http"),
-            "stream_names_holder",
-            marks=pytest.mark.slow,
-        ),
-        pytest.param(
-            "atomic-free-on-cancel",
-            ("2025-11-25", "http"),
-            "inflight_names_live",
-            marks=pytest.mark.slow,
-        ),
+        _slow("check_then_claim", "2026-07-28", "http", "stream_names_holder"),
+        _slow("atomic-free-on-cancel", "2026-07-28", "http", "stream_names_holder"),
+        _slow("atomic-split-claim", "2025-11-25", "http", "stream_names_holder"),
+        _slow("atomic-free-on-cancel", "2025-11-25", "http", "inflight_names_live"),
     ],
 )
 def test_quiescent_clean_is_decided_by_induction(design, profile, needs):
