@@ -592,11 +592,9 @@ def available() -> bool:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("MCP_INFLIGHT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "mcp-inflight",
-    )
-    return Path(base) / "native"
+    from mcp_inflight.proofs.cache import root
+
+    return root() / "native"
 
 
 def build(source: str) -> Path:

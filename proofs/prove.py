@@ -32,6 +32,7 @@ bounded model checking share the prover's universes, solver bookkeeping and resu
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass, field
@@ -136,6 +137,8 @@ class ProveResult:
     seconds: float = 0.0
     queries: int = 0
     slowest: tuple = (0.0, "")
+    #: read from the cache (``seconds`` and ``queries`` are those of the run that stored it)
+    cached: bool = False
 
     def of(self, kind) -> list:
         return [p for p in self.proofs if p.kind == kind]
@@ -168,6 +171,7 @@ class ProveResult:
             "seconds": round(self.seconds, 3),
             "queries": self.queries,
             "slowest_query": {"seconds": round(self.slowest[0], 3), "query": self.slowest[1]},
+            **({"cached": True} if self.cached else {}),
             "ok": self.ok,
             "invariants": [entry(p) for p in self.of("invariant")],
             "hazards": [entry(p) for p in self.of("hazard")],
@@ -774,33 +778,56 @@ def prove_all(
     jobs=1,
     progress=False,
     budget=DEFAULT_BUDGET,
+    cache=False,
 ):
     """Prove every configuration, in ``jobs`` processes (one fresh process per configuration
-    when there are several); results in the order given."""
+    when there are several); results in the order given.
+
+    ``cache``: read a configuration's finished result from the cache of ``proofs/cache.py``
+    (keyed by the model's and the checkers' source, the z3 version, the design, profile, depth
+    and budget) instead of proving it again, and store new ones there; a result with an
+    unknown in it is never stored."""
+    from mcp_inflight.proofs import cache as store
+
     work = [(c, depth, timeout, budget) for c in cfgs]
+    keys = [
+        store.source_key("prove", c.design.name, c.revision, c.transport, depth, budget)
+        for c in cfgs
+    ]
+    out: list = [store.load("proofs", k) if cache else None for k in keys]
+    todo = [n for n, r in enumerate(out) if r is None]
     t0 = time.monotonic()
+    done = 0
 
     def note(n, r):
+        nonlocal done
+        done += 1
+        if cache and all(p.status != "unknown" for p in r.proofs):
+            store.store("proofs", keys[n], dataclasses.replace(r, cached=True))
         if progress:
             sys.stderr.write(
-                f"  proved {n}/{len(work)}: {r.cfg.label} in {r.seconds:.1f}s "
+                f"  proved {done}/{len(todo)}: {r.cfg.label} in {r.seconds:.1f}s "
                 f"({time.monotonic() - t0:.1f}s elapsed)\n"
             )
             sys.stderr.flush()
 
-    if len(work) <= 1:
-        out = [_prove_one(w) for w in work]
-        for n, r in enumerate(out, 1):
-            note(n, r)
+    if progress and len(todo) < len(work):
+        sys.stderr.write(
+            f"  {len(work) - len(todo)} of {len(work)} proofs read from the cache "
+            "(--no-cache to prove them again)\n"
+        )
+    if len(todo) <= 1:
+        for n in todo:
+            out[n] = _prove_one(work[n])
+            note(n, out[n])
         return out
     from mcp_inflight.proofs.pool import worker_pool
 
     # each configuration in a fresh process, so its results do not depend on --jobs or on
     # which configurations a worker proved before
-    with worker_pool(min(max(1, jobs), len(work)), fresh=(__name__,)) as ex:
-        futs = [ex.submit(_prove_one, w) for w in work]
-        out = []
-        for n, f in enumerate(futs, 1):
-            out.append(f.result())
-            note(n, out[-1])
-        return out
+    with worker_pool(min(max(1, jobs), len(todo)), fresh=(__name__,)) as ex:
+        futs = {n: ex.submit(_prove_one, work[n]) for n in todo}
+        for n, f in futs.items():
+            out[n] = f.result()
+            note(n, out[n])
+    return out

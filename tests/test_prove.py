@@ -401,3 +401,45 @@ def test_quiescent_clean_is_decided_by_induction(design, profile, needs):
         [PROPERTY["quiescent_clean"]], []
     )
     assert "quiescent_clean" in ctis and not unknown
+
+
+# --- the cache of finished proofs ---------------------------------------------------------------
+
+
+def test_finished_proofs_are_cached_by_source_and_options(tmp_path, monkeypatch):
+    from mcp_inflight.proofs import prove as P
+
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    runs = []
+
+    def fake(work):  # stands for a proof: one result per call, "unknown" when asked
+        cfg, depth, _timeout, _budget = work
+        runs.append(depth)
+        status = "unknown" if depth == 3 else "proved"
+        return P.ProveResult(cfg, depth, [P.Proof("x", "invariant", True, status)])
+
+    monkeypatch.setattr(P, "_prove_one", fake)
+    cfg = Config(ATOMIC, "2026-07-28", "http")
+    first = P.prove_all([cfg], depth=5, cache=True)
+    again = P.prove_all([cfg], depth=5, cache=True)
+    assert runs == [5] and not first[0].cached and again[0].cached
+    assert again[0].to_json()["cached"] and again[0].proof("x").status == "proved"
+    P.prove_all([cfg], depth=5, cache=False)  # --no-cache proves again
+    P.prove_all([cfg], depth=6, cache=True)  # another depth is another key
+    assert runs == [5, 5, 6]
+    P.prove_all([cfg], depth=3, cache=True)
+    P.prove_all([cfg], depth=3, cache=True)  # an unknown is never stored
+    assert runs == [5, 5, 6, 3, 3]
+
+
+@pytest.mark.slow
+def test_bounded_search_guided_by_the_explorer_finds_what_z3_alone_finds():
+    # the explorer gives the shortest length; z3 alone, asked at every depth, agrees on which
+    # properties break within the depth and on the length of their shortest traces
+    cfg = Config(DESIGNS["unguarded"], "2026-07-28", "stdio")
+    props = [PROPERTY[n] for n in ("unique_in_flight", "no_orphan", "cancel_hits_target")]
+    guided, unknown = Prover(cfg, depth=7).bmc(props)
+    alone, unknown_alone = Prover(cfg, depth=7, guide=False).bmc(props)
+    assert not unknown and not unknown_alone
+    assert {n: len(t) for n, t in guided.items()} == {n: len(t) for n, t in alone.items()}
+    assert set(guided) == {"unique_in_flight", "no_orphan"}  # cancel_hits_target needs 8
