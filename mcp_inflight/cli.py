@@ -109,8 +109,8 @@ def add_prover_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument(
         "--no-cache",
         action="store_true",
-        help=f"{prefix}prove every configuration again instead of reading its finished result "
-        "from the cache (~/.cache/mcp-inflight/proofs, keyed by a hash of the model's and the "
+        help=f"{prefix}prove every configuration again (and store the results) instead of "
+        "reading its finished result from the cache (~/.cache/mcp-inflight/proofs, keyed by a hash of the model's and the "
         "checkers' source, the z3 version, the design, profile, --depth and --budget)",
     )
 
@@ -321,7 +321,7 @@ def cmd_check(args) -> int:
             budget=args.budget,
             jobs=min(2, os.cpu_count() or 1),
             progress=not args.json and sys.stderr.isatty(),
-            cache=not args.no_cache,
+            cache="refresh" if args.no_cache else "use",
         )
     ok = (results is None or all(r.ok for r in results)) and (
         proofs is None or all(p.ok for p in proofs)

@@ -778,15 +778,16 @@ def prove_all(
     jobs=1,
     progress=False,
     budget=DEFAULT_BUDGET,
-    cache=False,
+    cache: str | None = None,
 ):
     """Prove every configuration, in ``jobs`` processes (one fresh process per configuration
     when there are several); results in the order given.
 
-    ``cache``: read a configuration's finished result from the cache of ``proofs/cache.py``
-    (keyed by the model's and the checkers' source, the z3 version, the design, profile, depth
-    and budget) instead of proving it again, and store new ones there; a result with an
-    unknown in it is never stored."""
+    ``cache``: ``"use"``: read a configuration's finished result from the cache of
+    ``proofs/cache.py`` (keyed by the model's and the checkers' source, the z3 version, the
+    design, profile, depth and budget) instead of proving it again, and store new ones there;
+    ``"refresh"``: prove everything and store it; ``None``: no cache.  A result with an unknown
+    in it is never stored."""
     from mcp_inflight.proofs import cache as store
 
     work = [(c, depth, timeout, budget) for c in cfgs]
@@ -794,7 +795,7 @@ def prove_all(
         store.source_key("prove", c.design.name, c.revision, c.transport, depth, budget)
         for c in cfgs
     ]
-    out: list = [store.load("proofs", k) if cache else None for k in keys]
+    out: list = [store.load("proofs", k) if cache == "use" else None for k in keys]
     todo = [n for n, r in enumerate(out) if r is None]
     t0 = time.monotonic()
     done = 0
@@ -802,7 +803,7 @@ def prove_all(
     def note(n, r):
         nonlocal done
         done += 1
-        if cache and all(p.status != "unknown" for p in r.proofs):
+        if cache is not None and all(p.status != "unknown" for p in r.proofs):
             store.store("proofs", keys[n], dataclasses.replace(r, cached=True))
         if progress:
             sys.stderr.write(

@@ -420,16 +420,17 @@ def test_finished_proofs_are_cached_by_source_and_options(tmp_path, monkeypatch)
 
     monkeypatch.setattr(P, "_prove_one", fake)
     cfg = Config(ATOMIC, "2026-07-28", "http")
-    first = P.prove_all([cfg], depth=5, cache=True)
-    again = P.prove_all([cfg], depth=5, cache=True)
+    first = P.prove_all([cfg], depth=5, cache="use")
+    again = P.prove_all([cfg], depth=5, cache="use")
     assert runs == [5] and not first[0].cached and again[0].cached
     assert again[0].to_json()["cached"] and again[0].proof("x").status == "proved"
-    P.prove_all([cfg], depth=5, cache=False)  # --no-cache proves again
-    P.prove_all([cfg], depth=6, cache=True)  # another depth is another key
-    assert runs == [5, 5, 6]
-    P.prove_all([cfg], depth=3, cache=True)
-    P.prove_all([cfg], depth=3, cache=True)  # an unknown is never stored
-    assert runs == [5, 5, 6, 3, 3]
+    P.prove_all([cfg], depth=5, cache="refresh")  # --no-cache proves again
+    P.prove_all([cfg], depth=5)  # and so does a run without the cache
+    P.prove_all([cfg], depth=6, cache="use")  # another depth is another key
+    assert runs == [5, 5, 5, 6]
+    P.prove_all([cfg], depth=3, cache="use")
+    P.prove_all([cfg], depth=3, cache="use")  # an unknown is never stored
+    assert runs == [5, 5, 5, 6, 3, 3]
 
 
 @pytest.mark.slow
