@@ -50,7 +50,7 @@ from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, settled
-from mcp_inflight.proofs.flat import Layout, canonical_source
+from mcp_inflight.proofs.flat import FieldCode, Layout, canonical_source
 
 C_SYNTAX = codegen.Syntax("1", "0", " && ", " || ", "(!{x})", "({c} ? {a} : {b})", False)
 CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-w"]
@@ -82,11 +82,8 @@ def lit(x: object) -> str:
 # --- reading the packed state ---------------------------------------------------------------
 
 
-class _Field:
-    __slots__ = ("var", "base", "n", "sort", "stride")
-
-    def __init__(self, var, base, n, sort, stride):
-        self.var, self.base, self.n, self.sort, self.stride = var, base, n, sort, stride
+class _Field(FieldCode):
+    __slots__ = ()
 
     def __getitem__(self, k):
         neg = self.sort == "inst?"
@@ -101,16 +98,7 @@ class _Field:
                 else f"{self.base} + {idx}"
             )
             return CExpr(f"{self.var}[{pos}]", neg)
-        k = int(k)
-        if not -self.n <= k < self.n:
-            raise IndexError(f"key {k} out of range")
-        return CExpr(f"{self.var}[{self.base + (k % self.n) * self.stride}]", neg)
-
-    def __len__(self):
-        return self.n
-
-    def __iter__(self):
-        return (self[k] for k in range(self.n))
+        return CExpr(f"{self.var}[{self.position(k)}]", neg)
 
 
 class CView:
