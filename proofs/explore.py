@@ -23,6 +23,12 @@ of ids and instances (``proofs/flat.py:canonical_source``, built from ``FIELDS``
 always a renaming of the state, so the reduction is sound for properties that are themselves
 symmetric (all of ours), and it is exact (one state per orbit; ``tests/test_explore.py`` checks
 it against a brute-force orbit).
+
+One module (about 630 lines): the two Python engines (compiled and interpreted) share the
+result records, the symmetry key, the path rebuilding and the judging of verdicts
+(``_judge``), and ``explore`` is the one entry that chooses between them and the native engine
+of ``proofs/native.py``; the liveness judge (``proofs/liveness.py``) and progress
+(``proofs/progress.py``) live apart.
 """
 
 from __future__ import annotations

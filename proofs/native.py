@@ -28,6 +28,12 @@ the pre-state, the writes are then applied in list order; a write whose key is `
 model bug and stops the run (``NativeError``); reading a registry slot by a key that may be
 ``NONE`` reads the last slot, as Python's tuple indexing does.  On stdio the send times are
 renumbered after every step as ``model.session.canonical_clock`` does (ranks by (time, slot)).
+
+One module (about 760 lines, most of it the C text of the search): the generation, the build
+and the run share one contract, the C functions' names and signatures, the packed layout and
+the event records, which the :mod:`ctypes` declarations of ``load`` and the reading of results
+in ``explore_native`` must match line for line; split, each half would restate it.  The cache
+directory is ``proofs/cache.py``'s.
 """
 
 from __future__ import annotations
