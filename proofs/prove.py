@@ -66,9 +66,10 @@ DEFAULT_BUDGET = 600
 #: Wall-clock backstop per query, in seconds (the budget above normally ends a query first).
 DEFAULT_TIMEOUT = 600.0
 #: Resource units for a first attempt at an obligation before looking for a small
-#: counterexample (the quick attempts that come back unsat on the default runs need at most about
-#: 70 thousand; one that fails spends these in about half a second).
-QUICK_UNITS = 300_000
+#: counterexample: the quick attempts that come back unsat on the default runs of the three
+#: designs need at most 111 thousand (``bench/prove_speed.py``); one that fails spends these in
+#: about 0.2 s.
+QUICK_UNITS = 150_000
 #: The universe of the bounded search (request instances, ids): the explorer's default bound.
 BMC_REQUESTS = 2
 BMC_IDS = 2
