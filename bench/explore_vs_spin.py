@@ -278,26 +278,11 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
             f"  {fails}"
         )
         extra = []
-        if r["hazards_ours"] or r["hazards_spin"]:
-            extra.append(
-                "hazards failing: "
-                + (", ".join(r["hazards_ours"]) or "none")
-                + (
-                    ""
-                    if r["hazards_ours"] == r["hazards_spin"]
-                    else f" (SPIN: {', '.join(r['hazards_spin']) or 'none'})"
-                )
-            )
-        if r["unreached_ours"] or r["unreached_spin"]:
-            extra.append(
-                "witnesses unreached: "
-                + (", ".join(r["unreached_ours"]) or "none")
-                + (
-                    ""
-                    if r["unreached_ours"] == r["unreached_spin"]
-                    else f" (SPIN: {', '.join(r['unreached_spin']) or 'none'})"
-                )
-            )
+        for key, what in (("hazards", "hazards failing"), ("unreached", "witnesses unreached")):
+            ours, spin = r[f"{key}_ours"], r[f"{key}_spin"]
+            if ours or spin:
+                theirs = "" if ours == spin else f" (SPIN: {', '.join(spin) or 'none'})"
+                extra.append(f"{what}: {', '.join(ours) or 'none'}{theirs}")
         if not r["verdicts_agree"]:
             extra.append("verdicts differ on: " + ", ".join(r["disagree"]))
         for e in extra:

@@ -47,15 +47,7 @@ def _wall(argv: list[str]) -> float:
     return time.monotonic() - t0
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--design", default="all", choices=["all", *all_designs()])
-    ap.add_argument("--no-check-time", action="store_true", help="skip section 2")
-    args = ap.parse_args(argv)
-    designs = list(DESIGNS.values()) if args.design == "all" else [all_designs()[args.design]]
-    cfgs = [Config(d, rev, tr) for d in designs for rev, tr in profiles()]
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-
+def _per_config(cfgs) -> bool:
     work = [(c, g) for c in cfgs for g in (False, True)]
     with worker_pool(2, fresh=("mcp_inflight.proofs.prove",)) as ex:
         out = list(ex.map(_one, work))
@@ -77,7 +69,22 @@ def main(argv=None) -> int:
         f"   {'total':<40} {tot[0]:>14.1f} {tot[1]:>14.1f} {tot[1] / max(tot[0], 1e-9):>6.2f}  "
         f"{'all the same (status and trace length)' if same_all else 'NOT all the same'}"
     )
+    return same_all
 
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--design", default="all", choices=["all", *all_designs()])
+    ap.add_argument("--no-check-time", action="store_true", help="skip section 2")
+    ap.add_argument("--no-per-config", action="store_true", help="skip section 1")
+    args = ap.parse_args(argv)
+    designs = list(DESIGNS.values()) if args.design == "all" else [all_designs()[args.design]]
+    cfgs = [Config(d, rev, tr) for d in designs for rev, tr in profiles()]
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+    same_all = True
+    if not args.no_per_config:
+        same_all = _per_config(cfgs)
     if not args.no_check_time:
         d = args.design
         print("\n2. wall clock, 2 worker processes")

@@ -67,8 +67,8 @@ DEFAULT_BUDGET = 600
 DEFAULT_TIMEOUT = 600.0
 #: Resource units for a first attempt at an obligation before looking for a small
 #: counterexample: the quick attempts that come back unsat on the default runs of the three
-#: designs need at most 111 thousand (``bench/prove_speed.py``); one that fails spends these in
-#: about 0.2 s.
+#: designs need at most 111 thousand (each query's units counted on every profile); one that
+#: fails spends these in about 0.2 s.
 QUICK_UNITS = 150_000
 #: The universe of the bounded search (request instances, ids): the explorer's default bound.
 BMC_REQUESTS = 2
