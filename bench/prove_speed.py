@@ -77,6 +77,12 @@ def main(argv=None) -> int:
     ap.add_argument("--design", default="all", choices=["all", *all_designs()])
     ap.add_argument("--no-check-time", action="store_true", help="skip section 2")
     ap.add_argument("--no-per-config", action="store_true", help="skip section 1")
+    ap.add_argument(
+        "--baseline-cli",
+        metavar="PATH",
+        help="the mcp-inflight of an older checkout: its prove --design in section 2 too, just "
+        "before ours (its own defaults; an older one has no cache)",
+    )
     args = ap.parse_args(argv)
     designs = list(DESIGNS.values()) if args.design == "all" else [all_designs()[args.design]]
     cfgs = [Config(d, rev, tr) for d in designs for rev, tr in profiles()]
@@ -88,9 +94,20 @@ def main(argv=None) -> int:
     if not args.no_check_time:
         d = args.design
         print("\n2. wall clock, 2 worker processes")
+        if args.baseline_cli:
+            t0 = time.monotonic()
+            subprocess.run(
+                [args.baseline_cli, "prove", "--design", d, "--json"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            base = time.monotonic() - t0
+            print(f"   prove --design {d} by {args.baseline_cli}: {base:.1f}s")
         cold = _wall(["prove", "--design", d, "--json", "--no-cache"])
         warm = _wall(["prove", "--design", d, "--json"])
         print(f"   prove --design {d}: {cold:.1f}s with --no-cache, {warm:.1f}s from the cache")
+        if args.baseline_cli:
+            print(f"   ratio ours (no cache) / baseline: {cold / max(base, 1e-9):.2f}")
         if d == "all":
             cold = _wall(["check", "--design", d, "--json", "--no-cache"])
             warm = _wall(["check", "--design", d, "--json"])
