@@ -110,8 +110,9 @@ def add_prover_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
         "--no-cache",
         action="store_true",
         help=f"{prefix}prove every configuration again (and store the results) instead of "
-        "reading its finished result from the cache (~/.cache/mcp-inflight/proofs, keyed by a hash of the model's and the "
-        "checkers' source, the z3 version, the design, profile, --depth and --budget)",
+        "reading its finished result from the cache (~/.cache/mcp-inflight/proofs, keyed by a "
+        "hash of the model's and the checkers' source, the z3 version, the design, profile, "
+        "--depth, --budget and --timeout)",
     )
 
 

@@ -589,14 +589,14 @@ def prove_all(
 
     ``cache``: ``"use"``: read a configuration's finished result from the cache of
     ``proofs/cache.py`` (keyed by the model's and the checkers' source, the z3 version, the
-    design, profile, depth and budget) instead of proving it again, and store new ones there;
+    design, profile, depth, budget and timeout) instead of proving it again, and store new ones there;
     ``"refresh"``: prove everything and store it; ``None``: no cache.  A result with an unknown
     in it is never stored."""
     from mcp_inflight.proofs import cache as store
 
     work = [(c, depth, timeout, budget) for c in cfgs]
     keys = [
-        store.source_key("prove", c.design.name, c.revision, c.transport, depth, budget)
+        store.source_key("prove", c.design.name, c.revision, c.transport, depth, budget, timeout)
         for c in cfgs
     ]
     out: list = [store.load("proofs", k) if cache == "use" else None for k in keys]

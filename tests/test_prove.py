@@ -427,10 +427,11 @@ def test_finished_proofs_are_cached_by_source_and_options(tmp_path, monkeypatch)
     P.prove_all([cfg], depth=5, cache="refresh")  # --no-cache proves again
     P.prove_all([cfg], depth=5)  # and so does a run without the cache
     P.prove_all([cfg], depth=6, cache="use")  # another depth is another key
-    assert runs == [5, 5, 5, 6]
+    P.prove_all([cfg], depth=6, timeout=1, cache="use")  # and so is another timeout
+    assert runs == [5, 5, 5, 6, 6]
     P.prove_all([cfg], depth=3, cache="use")
     P.prove_all([cfg], depth=3, cache="use")  # an unknown is never stored
-    assert runs == [5, 5, 5, 6, 3, 3]
+    assert runs == [5, 5, 5, 6, 6, 3, 3]
 
 
 @pytest.mark.slow
