@@ -161,14 +161,11 @@ def main(argv=None) -> int:
         default=None,
         help="cut each run at this many states (figures become lower bounds)",
     )
-    p.add_argument(
-        "--no-off", action="store_true", help="skip the runs without symmetry (no reduction factor)"
-    )
-    p.add_argument(
-        "--engines",
-        action="store_true",
-        help="compare the compiled and the interpreted engine instead",
-    )
+    for flag, helptext in (
+        ("--no-off", "skip the runs without symmetry (no reduction factor)"),
+        ("--engines", "compare the compiled and the interpreted engine instead"),
+    ):
+        p.add_argument(flag, action="store_true", help=helptext)
     a = p.parse_args(argv)
     try:
         engines(a) if a.engines else growth(a)

@@ -237,6 +237,14 @@ def machine() -> dict:
     }
 
 
+def _table(hdr: str, rows: list[dict]):
+    """Print a table's header; yield each row with its profile and bound as printed."""
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        yield r, f"{r['revision']} {r['transport']}", f"{r['ids']}x{r['requests']}"
+
+
 def _rate(states, sec):
     return states / sec if sec > 0 else float("inf")
 
@@ -259,11 +267,7 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         f"{'design':<{w}} {'profile':<17} {'bound':>5} {'ours':>9} {'SPIN':>9} {'match':>5}"
         f" {'ours sym':>9} {'verdicts':>8}  invariants failed (both)"
     )
-    print(hdr)
-    print("-" * len(hdr))
-    for r in rows:
-        prof = f"{r['revision']} {r['transport']}"
-        bound = f"{r['ids']}x{r['requests']}"
+    for r, prof, bound in _table(hdr, rows):
         fails = ", ".join(r["failed_ours"]) or "none"
         if r["failed_ours"] != r["failed_spin"]:
             fails = f"ours: {fails}; SPIN: {', '.join(r['failed_spin']) or 'none'}"
@@ -274,26 +278,11 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
             f"  {fails}"
         )
         extra = []
-        if r["hazards_ours"] or r["hazards_spin"]:
-            extra.append(
-                "hazards failing: "
-                + (", ".join(r["hazards_ours"]) or "none")
-                + (
-                    ""
-                    if r["hazards_ours"] == r["hazards_spin"]
-                    else f" (SPIN: {', '.join(r['hazards_spin']) or 'none'})"
-                )
-            )
-        if r["unreached_ours"] or r["unreached_spin"]:
-            extra.append(
-                "witnesses unreached: "
-                + (", ".join(r["unreached_ours"]) or "none")
-                + (
-                    ""
-                    if r["unreached_ours"] == r["unreached_spin"]
-                    else f" (SPIN: {', '.join(r['unreached_spin']) or 'none'})"
-                )
-            )
+        for key, what in (("hazards", "hazards failing"), ("unreached", "witnesses unreached")):
+            ours, spin = r[f"{key}_ours"], r[f"{key}_spin"]
+            if ours or spin:
+                theirs = "" if ours == spin else f" (SPIN: {', '.join(spin) or 'none'})"
+                extra.append(f"{what}: {', '.join(ours) or 'none'}{theirs}")
         if not r["verdicts_agree"]:
             extra.append("verdicts differ on: " + ", ".join(r["disagree"]))
         for e in extra:
@@ -305,11 +294,7 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         f" {'(gen+spin+gcc+pan)':>24} {'t ours/SPIN':>11} {'t sym/SPIN':>10}"
         f" {'ours st/s':>10} {'sym st/s':>9} {'SPIN st/s (e2e)':>20} {'rate ours/SPIN':>14}"
     )
-    print(hdr)
-    print("-" * len(hdr))
-    for r in rows:
-        prof = f"{r['revision']} {r['transport']}"
-        bound = f"{r['ids']}x{r['requests']}"
+    for r, prof, bound in _table(hdr, rows):
         o, y, s = r["ours"], r["ours_sym"], r["spin"]
         ss = s["seconds"]
         phases = f"{ss['generate']:.2f}+{ss['spin_a']:.2f}+{ss['gcc']:.2f}+{ss['pan']:.2f}"
@@ -333,11 +318,7 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         f" {'Python st/s':>11} {'native st/s':>11} {'Py/pan':>7} {'nat/pan':>7}"
         f" {'nat/Py':>7} {'native build s':>14}"
     )
-    print(hdr)
-    print("-" * len(hdr))
-    for r in rows:
-        prof = f"{r['revision']} {r['transport']}"
-        bound = f"{r['ids']}x{r['requests']}"
+    for r, prof, bound in _table(hdr, rows):
         o, s, n = r["ours"], r["spin"], r.get("native")
         r_s = _rate(s["states"], s["seconds"]["pan"])
         r_o = _rate(o["states"], o["seconds"])
@@ -427,25 +408,21 @@ def main(argv: list[str] | None = None) -> int:
         "--depth", type=int, default=200_000, help="pan -m search depth (default 200000)"
     )
     p.add_argument(
-        "--pure-promela",
-        action="store_true",
-        help="spell the state properties out in every d_step instead of one "
-        "embedded C function (more C for gcc)",
-    )
-    p.add_argument(
         "--keep",
         metavar="DIR",
         help="keep the generated .pml, pan.c and pan here (default: a temporary directory)",
     )
-    p.add_argument(
-        "--no-native", action="store_true", help="leave out our native engine (C, no symmetry)"
-    )
-    p.add_argument(
-        "--no-check-time",
-        action="store_true",
-        help="do not time `mcp-inflight check --design all --no-prove` at the end",
-    )
-    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    for flag, helptext in (
+        (
+            "--pure-promela",
+            "spell the state properties out in every d_step instead of one "
+            "embedded C function (more C for gcc)",
+        ),
+        ("--no-native", "leave out our native engine (C, no symmetry)"),
+        ("--no-check-time", "do not time `mcp-inflight check --design all --no-prove` at the end"),
+        ("--json", "print the results as one JSON object"),
+    ):
+        p.add_argument(flag, action="store_true", help=helptext)
     a = p.parse_args(argv)
     missing = tools_missing()
     if missing:

@@ -135,6 +135,14 @@ def add_prover_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
         help=f"{prefix}wall-clock seconds per solver query, a backstop behind --budget; "
         f"running out fails the run (default: {DEFAULT_TIMEOUT:g})",
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help=f"{prefix}prove every configuration again (and store the results) instead of "
+        "reading its finished result from the cache (~/.cache/mcp-inflight/proofs, keyed by a "
+        "hash of the model's and the checkers' source, the z3 version, the design, profile, "
+        "--depth, --budget and --timeout)",
+    )
 
 
 def prover_usage_error(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -340,6 +348,7 @@ def cmd_check(args) -> int:
             budget=args.budget,
             jobs=min(2, os.cpu_count() or 1),
             progress=not args.json and sys.stderr.isatty(),
+            cache="refresh" if args.no_cache else "use",
         )
     ok = (results is None or all(r.ok for r in results)) and (
         proofs is None or all(p.ok for p in proofs)

@@ -91,6 +91,7 @@ def _run(argv: list[str]) -> int:
         budget=args.budget,
         jobs=args.jobs,
         progress=not args.json and sys.stderr.isatty(),
+        cache="refresh" if args.no_cache else "use",
     )
     ok = all(r.ok for r in results)
     if args.json:

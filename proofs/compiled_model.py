@@ -23,7 +23,7 @@ from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, initial, settled
-from mcp_inflight.proofs.flat import Layout
+from mcp_inflight.proofs.flat import FieldCode, Layout
 
 # --- reading the flat state ------------------------------------------------------------
 
@@ -37,30 +37,21 @@ def _index_src(base: int, stride: int, n: int, k) -> str:
     return f"{base} + {k.src} * {stride}" if stride != 1 else f"{base} + {k.src}"
 
 
-class _FieldView:
-    __slots__ = ("var", "base", "n", "sort", "stride", "unpacked")
+class _FieldView(FieldCode):
+    __slots__ = ("unpacked",)
 
     def __init__(self, var, base, n, sort, stride, unpacked=None):
-        self.var, self.base, self.n, self.sort, self.stride = var, base, n, sort, stride
+        super().__init__(var, base, n, sort, stride)
         self.unpacked = unpacked
 
     def __getitem__(self, k):
         neg = self.sort == "inst?"
         if isinstance(k, Expr):
             return Expr(f"{self.var}[{_index_src(self.base, self.stride, self.n, k)}]", neg)
-        k = int(k)
-        if not -self.n <= k < self.n:
-            raise IndexError(f"key {k} out of range")
-        pos = self.base + (k % self.n) * self.stride
+        pos = self.position(k)
         if self.unpacked:
             return Expr(f"{self.unpacked}{pos}", neg)
         return Expr(f"{self.var}[{pos}]", neg)
-
-    def __len__(self):
-        return self.n
-
-    def __iter__(self):
-        return (self[k] for k in range(self.n))
 
 
 class View:

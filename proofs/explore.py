@@ -23,6 +23,12 @@ of ids and instances (``proofs/flat.py:canonical_source``, built from ``FIELDS``
 always a renaming of the state, so the reduction is sound for properties that are themselves
 symmetric (all of ours), and it is exact (one state per orbit; ``tests/test_explore.py`` checks
 it against a brute-force orbit).
+
+One module (about 630 lines): the two Python engines (compiled and interpreted) share the
+result records, the symmetry key, the path rebuilding and the judging of verdicts
+(``_judge``), and ``explore`` is the one entry that chooses between them and the native engine
+of ``proofs/native.py``; the liveness judge (``proofs/liveness.py``) and progress
+(``proofs/progress.py``) live apart.
 """
 
 from __future__ import annotations
@@ -36,17 +42,7 @@ from mcp_inflight.model import step
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import State, actions_for, settled
-from mcp_inflight.model.trace import (
-    Trace,
-    build_trace,
-    changes,
-    id_name,
-    inst_name,
-    render_value,
-    story,
-    trace_json,
-    trace_to_json,
-)
+from mcp_inflight.model.trace import Trace, build_trace, trace_to_json
 from mcp_inflight.proofs.compiled_model import Compiled
 from mcp_inflight.proofs.flat import Layout, decode_key, key_function
 from mcp_inflight.proofs.liveness import Graph, is_fair, judge_liveness
@@ -408,17 +404,7 @@ def _explore_compiled(
     res.coverage = {a.name: 0 for a in actions_for(cfg)}
     for mv, n in zip(moves, move_count, strict=False):
         res.coverage[mv.action.name] += n
-    res.deadlock_trace = build_trace(cfg, path(deadlock_key)) if deadlock_key is not None else None
-    for p, ap in props:
-        hit = first_bad.get(p.name) if ap else None
-        trace = None
-        if hit is not None:
-            if hit[0] == "state":
-                trace = build_trace(cfg, path(hit[1]))
-            else:
-                trace = build_trace(cfg, step_path(hit[1], hit[2]))
-        ok = (hit is not None) if p.kind == "witness" else (hit is None)
-        res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
+    _judge(res, cfg, props, first_bad, path, deadlock_key, lambda hit: step_path(hit[1], hit[2]))
     if graph is not None:
         keys = list(index)
         res.verdicts.extend(
@@ -538,22 +524,27 @@ def _explore_interpreted(
     res.seconds = time.monotonic() - t0
     res.complete = complete
     res.deadlocks = deadlocks
+
+    def step_steps(hit):
+        _, pk, a, args, t = hit
+        return path(pk) + [(a, args, concrete[pk], t)]
+
+    _judge(res, cfg, props, first_bad, path, deadlock_key, step_steps)
+    return res
+
+
+def _judge(res, cfg, props, first_bad, path, deadlock_key, step_steps) -> None:
+    """The verdicts of a finished search into ``res``, with the traces of the first violations
+    (``first_bad``: a state property's state key, or a step property's hit, which
+    ``step_steps`` turns into the steps of the run that ends with it), and the deadlock's."""
     res.deadlock_trace = build_trace(cfg, path(deadlock_key)) if deadlock_key is not None else None
     for p, ap in props:
         hit = first_bad.get(p.name) if ap else None
         trace = None
         if hit is not None:
-            if hit[0] == "state":
-                trace = build_trace(cfg, path(hit[1]))
-            else:
-                _, pk, a, args, t = hit
-                trace = build_trace(cfg, path(pk) + [(a, args, concrete[pk], t)])
-        if p.kind == "witness":
-            ok = hit is not None
-        else:
-            ok = hit is None
+            trace = build_trace(cfg, path(hit[1]) if hit[0] == "state" else step_steps(hit))
+        ok = (hit is not None) if p.kind == "witness" else (hit is None)
         res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
-    return res
 
 
 def _explore_job(args):
@@ -621,12 +612,6 @@ __all__ = [
     "RunResult",
     "Verdict",
     "Canonicalizer",
-    "trace_json",
-    "changes",
-    "story",
-    "inst_name",
-    "id_name",
-    "render_value",
 ]
 
 

@@ -84,6 +84,32 @@ class Layout:
 # --- symmetry on flat states ----------------------------------------------------------------
 
 
+class FieldCode:
+    """A keyed field of the flat state as generated code reads it (``var[base + k * stride]``,
+    ``n`` keys of ``sort``); the engines' subclasses spell ``field[k]`` in their language."""
+
+    __slots__ = ("var", "base", "n", "sort", "stride")
+
+    def __init__(self, var, base, n, sort, stride):
+        self.var, self.base, self.n, self.sort, self.stride = var, base, n, sort, stride
+
+    def __getitem__(self, k):  # pragma: no cover - every engine spells its own
+        raise NotImplementedError
+
+    def position(self, k) -> int:
+        """The flat position of a constant key (negative keys count from the end)."""
+        k = int(k)
+        if not -self.n <= k < self.n:
+            raise IndexError(f"key {k} out of range")
+        return self.base + (k % self.n) * self.stride
+
+    def __len__(self):
+        return self.n
+
+    def __iter__(self):
+        return (self[k] for k in range(self.n))
+
+
 def canonical_source(cfg: Config, lay: Layout) -> str:
     """Source of ``canon(s) -> bytes``: a canonical name of the orbit of flat state ``s`` under
     renaming of instances and of ids.

@@ -28,6 +28,12 @@ the pre-state, the writes are then applied in list order; a write whose key is `
 model bug and stops the run (``NativeError``); reading a registry slot by a key that may be
 ``NONE`` reads the last slot, as Python's tuple indexing does.  On stdio the send times are
 renumbered after every step as ``model.session.canonical_clock`` does (ranks by (time, slot)).
+
+One module (about 760 lines, most of it the C text of the search): the generation, the build
+and the run share one contract, the C functions' names and signatures, the packed layout and
+the event records, which the :mod:`ctypes` declarations of ``load`` and the reading of results
+in ``explore_native`` must match line for line; split, each half would restate it.  The cache
+directory is ``proofs/cache.py``'s.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, settled
-from mcp_inflight.proofs.flat import Layout, canonical_source
+from mcp_inflight.proofs.flat import FieldCode, Layout, canonical_source
 
 C_SYNTAX = codegen.Syntax("1", "0", " && ", " || ", "(!{x})", "({c} ? {a} : {b})", False)
 CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-w"]
@@ -82,11 +88,8 @@ def lit(x: object) -> str:
 # --- reading the packed state ---------------------------------------------------------------
 
 
-class _Field:
-    __slots__ = ("var", "base", "n", "sort", "stride")
-
-    def __init__(self, var, base, n, sort, stride):
-        self.var, self.base, self.n, self.sort, self.stride = var, base, n, sort, stride
+class _Field(FieldCode):
+    __slots__ = ()
 
     def __getitem__(self, k):
         neg = self.sort == "inst?"
@@ -101,16 +104,7 @@ class _Field:
                 else f"{self.base} + {idx}"
             )
             return CExpr(f"{self.var}[{pos}]", neg)
-        k = int(k)
-        if not -self.n <= k < self.n:
-            raise IndexError(f"key {k} out of range")
-        return CExpr(f"{self.var}[{self.base + (k % self.n) * self.stride}]", neg)
-
-    def __len__(self):
-        return self.n
-
-    def __iter__(self):
-        return (self[k] for k in range(self.n))
+        return CExpr(f"{self.var}[{self.position(k)}]", neg)
 
 
 class CView:
@@ -592,11 +586,9 @@ def available() -> bool:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("MCP_INFLIGHT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "mcp-inflight",
-    )
-    return Path(base) / "native"
+    from mcp_inflight.proofs.cache import root
+
+    return root() / "native"
 
 
 def build(source: str) -> Path:

@@ -11,6 +11,7 @@ outright takes its workers with it.
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -55,14 +56,28 @@ def worker_pool(
     context: BaseContext | None = None,
     init: Callable[..., object] | None = None,
     initargs: tuple = (),
+    fresh: tuple[str, ...] = (),
 ) -> Iterator[ProcessPoolExecutor]:
     """A process pool of ``jobs`` workers whose workers end with the block or with the parent;
-    each worker runs ``init(*initargs)`` first, if given (e.g. to keep a progress queue)."""
+    each worker runs ``init(*initargs)`` first, if given (e.g. to keep a progress queue).
+
+    ``fresh``: every task in a new worker, forked from a server that has imported these modules
+    (so a task starts in the same state whichever worker ran what before it: z3's answers
+    depend on the terms its process has made so far)."""
+    tasks = None
+    if fresh:
+        context = multiprocessing.get_context(
+            "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        )
+        if context.get_start_method() == "forkserver":
+            context.set_forkserver_preload(list(fresh))  # type: ignore[attr-defined]
+        tasks = 1
     pool = ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=context,
         initializer=_worker_init,
         initargs=(init, initargs),
+        max_tasks_per_child=tasks,
     )
     try:
         yield pool

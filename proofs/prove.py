@@ -15,30 +15,32 @@ It reads the model's actions and properties through the symbolic backend of
 2. **Counterexamples to induction** are shown on a small finite universe (the fewest instances
    and ids that exhibit one): the pre-state, the action with its arguments, the post-state and
    the conjunct that broke.
-3. **Bounded model checking** for what induction did not prove: from the initial state, z3
-   searches for a trace of at most ``depth`` steps (shortest first) that breaks the property.
-   A trace found is replayed on the concrete backend before it is reported (the two readings
-   must agree), and printed like the explorer's traces.
+3. **Bounded model checking** for what induction did not prove (``proofs/bmc.py``): from the
+   initial state, a trace of at most ``depth`` steps that breaks the property, shortest first;
+   the explorer gives the length, z3 the trace, replayed on the concrete backend.
 
 Each solver query runs on a budget of z3 *resource units* (its ``rlimit``), not of seconds: the
 units count the solver's own work, so a query decides the same way on an idle laptop and on a
-loaded CI machine (for one z3 version).  A wall-clock timeout stays as a backstop only.  A
-query that runs out of either (``unknown``) is never a pass: the property is reported as
-unknown and ``prove`` exits 1.
+loaded CI machine (for one z3 version); so does the quick first attempt at each obligation, on
+a small budget of its own.  A wall-clock timeout stays as a backstop only.  A query that runs
+out of either (``unknown``) is never a pass: the property is reported as unknown and ``prove``
+exits 1.  z3's answers also depend on the terms its process made before, so ``prove_all`` gives
+each configuration a fresh process: the same CTIs and traces whatever the load or ``--jobs``.
+Finished results are cached on disk (``proofs/cache.py``).
 
-One cohesive module (a little over 600 lines): induction, counterexamples to induction and
-bounded model checking share the prover's universes, solver bookkeeping and result records.
+Induction and its counterexamples stay in one module (about 630 lines): they share the
+prover's universes, solver bookkeeping and result records.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import z3
 
-from mcp_inflight.model import step
 from mcp_inflight.model.auxiliary import AUXILIARY
 from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.model.properties import PROPERTIES
@@ -46,14 +48,15 @@ from mcp_inflight.model.session import State, actions_for
 from mcp_inflight.model.trace import (
     CounterexampleToInduction,
     Trace,
-    build_trace,
     changes,
     describe_state,
     id_name,
     inst_name,
     trace_to_json,
 )
+from mcp_inflight.proofs import bmc
 from mcp_inflight.proofs import symbolic as sym
+from mcp_inflight.proofs.bmc import solve
 
 DEFAULT_DEPTH = 12
 #: z3 resource units per query, in millions.  The slowest query of the default runs (a
@@ -62,8 +65,11 @@ DEFAULT_DEPTH = 12
 DEFAULT_BUDGET = 600
 #: Wall-clock backstop per query, in seconds (the budget above normally ends a query first).
 DEFAULT_TIMEOUT = 600.0
-#: Time for a first attempt at an obligation before looking for a small counterexample.
-QUICK_MS = 1000
+#: Resource units for a first attempt at an obligation before looking for a small
+#: counterexample: the quick attempts that come back unsat on the default runs of the three
+#: designs need at most 111 thousand (each query's units counted on every profile); one that
+#: fails spends these in about 0.2 s.
+QUICK_UNITS = 150_000
 #: The universe of the bounded search (request instances, ids): the explorer's default bound.
 BMC_REQUESTS = 2
 BMC_IDS = 2
@@ -134,6 +140,8 @@ class ProveResult:
     seconds: float = 0.0
     queries: int = 0
     slowest: tuple = (0.0, "")
+    #: read from the cache (``seconds`` and ``queries`` are those of the run that stored it)
+    cached: bool = False
 
     def of(self, kind) -> list:
         return [p for p in self.proofs if p.kind == kind]
@@ -166,6 +174,7 @@ class ProveResult:
             "seconds": round(self.seconds, 3),
             "queries": self.queries,
             "slowest_query": {"seconds": round(self.slowest[0], 3), "query": self.slowest[1]},
+            **({"cached": True} if self.cached else {}),
             "ok": self.ok,
             "invariants": [entry(p) for p in self.of("invariant")],
             "hazards": [entry(p) for p in self.of("hazard")],
@@ -238,6 +247,7 @@ class Prover:
         ids: int = BMC_IDS,
         batch: bool = True,
         auxiliary=None,
+        guide: bool = True,
     ):
         self.cfg = cfg
         self.depth = depth
@@ -247,6 +257,7 @@ class Prover:
         self.requests = requests
         self.ids = ids
         self.batch = batch
+        self.guide = guide
         self._universes = {}
         self.auxiliary = AUXILIARY if auxiliary is None else tuple(auxiliary)
         self.queries = 0
@@ -258,7 +269,7 @@ class Prover:
         s = self._solver(quick)
         s.add(*formulas)
         t0 = time.monotonic()
-        res = _solve(s, self.timeout_ms)
+        res = solve(s, self.timeout_ms)
         dt = time.monotonic() - t0
         self.queries += 1
         names = name if isinstance(name, list) else [name]
@@ -271,12 +282,13 @@ class Prover:
         return res
 
     def _solver(self, quick=False) -> z3.Solver:
-        """A solver on the budget; a quick attempt also stops after a second (a heuristic: its
-        running out only leads to the search for a small counterexample, then to the full
-        query, so no verdict depends on the clock)."""
+        """A solver on the budget; a quick attempt has a small budget of its own (a heuristic:
+        its running out only leads to the search for a small counterexample, then to the full
+        query, so no verdict depends on it).  Budgets count the solver's work, not seconds, so
+        the same queries give the same answers on a loaded machine."""
         s = z3.Solver()
-        s.set("rlimit", self.rlimit)
-        s.set("timeout", min(self.timeout_ms, QUICK_MS) if quick else self.timeout_ms)
+        s.set("rlimit", min(self.rlimit, QUICK_UNITS) if quick else self.rlimit)
+        s.set("timeout", self.timeout_ms)
         return s
 
     def _why(self, s: z3.Solver) -> str:
@@ -472,136 +484,11 @@ class Prover:
             changes=changes(pre, post),
         )
 
-    # -- bounded model checking
+    # -- bounded model checking (proofs/bmc.py)
     def bmc(self, props, depth=None, requests=None, ids=None):
-        """Shortest traces (at most ``depth`` steps) breaking each of ``props``.
-
-        Returns ``{name: trace}`` for those broken, and the names the solver could not decide."""
-        depth = self.depth if depth is None else depth
-        cfg = self.cfg
-        n = requests or self.requests
-        m = ids or self.ids
-        b = sym.Symbolic({"inst": range(n), "id": range(m)})
-        acts = list(actions_for(cfg))
-        sends = [k for k, a in enumerate(acts) if "i" in a.params]
-        s = z3.Solver()  # collects the unrolling; each query is solved afresh (faster here)
-        cur = sym.initial_finite_state(n, m)
-        top_id = z3.IntVal(-1)
-        choices = []
-        last_steps = None
-        found: dict[str, Trace] = {}
-        unknown: dict[str, str] = {}
-        todo = list(props)
-        for d in range(depth + 1):
-            for p in list(todo):
-                if p.scope == "state":
-                    bad = z3.Not(sym.to_bool(p.fn(b, cur, cfg)))
-                else:
-                    if last_steps is None:
-                        continue
-                    a_t = choices[-1][0]
-                    opts = []
-                    for k, (a, st_pre, r_t, i_t, _g, out, post) in enumerate(last_steps):
-                        v = p.fn(b, st_pre, post, cfg, a, r_t, i_t, out)
-                        if v is True:
-                            continue
-                        opts.append(z3.And(a_t == k, z3.Not(sym.to_bool(v))))
-                    if not opts:
-                        continue
-                    bad = z3.Or(*opts)
-                s2 = self._solver()
-                s2.add(*s.assertions())
-                s2.add(bad)
-                t0 = time.monotonic()
-                res = _solve(s2, self.timeout_ms)
-                dt = time.monotonic() - t0
-                self.queries += 1
-                self.spent[p.name] = self.spent.get(p.name, 0.0) + dt
-                if dt > self.slowest[0]:
-                    self.slowest = (dt, f"{p.name}: bounded search at depth {d}")
-                if res == z3.sat:
-                    found[p.name] = self._replay(s2.model(), choices, acts, p)
-                    todo.remove(p)
-                elif res == z3.unknown:
-                    unknown[p.name] = f"depth {d}: {self._why(s2)}"
-                    todo.remove(p)
-            if not todo or d == depth:
-                break
-            self.progress(f"bounded search depth {d + 1} ({len(todo)} properties left)")
-            a_t, r_t, i_t = z3.Int(f"a{d}"), z3.Int(f"r{d}"), z3.Int(f"i{d}")
-            choices.append((a_t, r_t, i_t))
-            is_send = z3.Or(*[a_t == k for k in sends])
-            # ids are interchangeable: take them in order of first use (no trace is lost)
-            s.add(
-                a_t >= 0,
-                a_t < len(acts),
-                r_t >= 0,
-                r_t < n,
-                i_t >= 0,
-                i_t < m,
-                z3.Implies(is_send, i_t <= top_id + 1),
-                z3.Implies(z3.Not(is_send), i_t == 0),
-            )
-            top_id = z3.If(z3.And(is_send, i_t > top_id), i_t, top_id)
-            steps = []
-            for k, a in enumerate(acts):
-                ia = i_t if "i" in a.params else None
-                g, out, writes = a.run(b, cur, cfg, r_t, ia)
-                post = sym.apply_writes(cur, writes)
-                steps.append((a, cur, r_t, ia, g, out, post))
-                s.add(z3.Implies(a_t == k, sym.to_bool(g)))
-            nxt = sym.fresh_finite_state(f"s{d + 1}", n, m)
-            for f, now in cur.fields().items():
-                new = nxt.fields()[f]
-                posts = [st[6].fields()[f] for st in steps]
-                if isinstance(now, sym.Vec):
-                    for j in range(len(now)):
-                        s.add(new[j] == _choose(a_t, [p_[j] for p_ in posts], now[j]))
-                else:
-                    s.add(new == _choose(a_t, posts, now))
-            cur = nxt
-            last_steps = steps
-        return found, unknown
-
-    def _replay(self, model, choices, acts, prop):
-        """The trace in ``model``, replayed on the concrete backend and rendered as the explorer
-        renders its traces.  A disagreement between the two readings is an error, not a result."""
-        raw = []
-        for a_t, r_t, i_t in choices:
-            a = acts[model.eval(a_t, model_completion=True).as_long()]
-            r = model.eval(r_t, model_completion=True).as_long()
-            i = model.eval(i_t, model_completion=True).as_long() if "i" in a.params else None
-            raw.append((a, r, i))
-        id_map: dict[int, int] = {}
-        for _a, _r, i in raw:
-            if i is not None and i not in id_map:
-                id_map[i] = len(id_map)
-        sends = sum(1 for a, _, _ in raw if "i" in a.params)
-        cfg = replace(self.cfg, ids=max(1, len(id_map)), requests=max(1, sends))
-        b = step.backend(cfg)
-        s = step.start(cfg)
-        steps = []
-        for a, r, i in raw:
-            i2 = None if i is None else id_map[i]
-            tr = step.take(cfg, s, step.Move(a, r, i2), b) if r < cfg.requests else None
-            if tr is None:
-                raise RuntimeError(
-                    f"bounded trace for {prop.name}: {a.name} is not enabled when "
-                    "replayed concretely (the readings disagree)"
-                )
-            steps.append((a, tr.args, s, tr.post, tr.out))
-            s = tr.post
-        if prop.scope == "state":
-            broken = not prop.fn(b, s, cfg)
-        else:
-            a, args, pre, post, out = steps[-1]
-            broken = not prop.fn(b, pre, post, cfg, a, args["r"], args.get("i"), out)
-        if not broken:
-            raise RuntimeError(
-                f"bounded trace for {prop.name} does not break it when replayed "
-                "concretely (the readings disagree)"
-            )
-        return build_trace(cfg, [(a, args, pre, post) for a, args, pre, post, _ in steps])
+        """Shortest traces (at most ``depth`` steps) breaking each of ``props``: see
+        :func:`mcp_inflight.proofs.bmc.search`."""
+        return bmc.search(self, props, depth, requests, ids)
 
     # -- everything for one configuration
     def run(self, names=None) -> ProveResult:
@@ -664,35 +551,6 @@ class Prover:
         return res
 
 
-def _solve(solver, timeout_ms) -> z3.CheckSatResult:
-    """``solver.check()``, interrupted if it overruns its own timeout (z3 does not always notice
-    a timeout inside quantifier instantiation); an interrupted query is ``unknown``."""
-    import threading
-
-    timer = threading.Timer(timeout_ms / 1000 + 0.2, z3.main_ctx().interrupt)
-    timer.daemon = True
-    timer.start()
-    try:
-        return solver.check()
-    except z3.Z3Exception:
-        return z3.unknown
-    finally:
-        timer.cancel()
-
-
-def _choose(a_t, options, unchanged):
-    """``options[a_t]``, skipping the actions that leave the slot as it was."""
-    term = unchanged
-    for k in range(len(options) - 1, -1, -1):
-        v = options[k]
-        if isinstance(v, bool):
-            v = z3.BoolVal(v)
-        if z3.is_expr(v) and v.eq(unchanged):
-            continue
-        term = z3.If(a_t == k, v, term)
-    return term
-
-
 def prove(
     cfg: Config,
     depth: int = DEFAULT_DEPTH,
@@ -724,31 +582,57 @@ def prove_all(
     jobs=1,
     progress=False,
     budget=DEFAULT_BUDGET,
+    cache: str | None = None,
 ):
-    """Prove every configuration, in ``jobs`` processes; results in the order given."""
+    """Prove every configuration, in ``jobs`` processes (one fresh process per configuration
+    when there are several); results in the order given.
+
+    ``cache``: ``"use"``: read a configuration's finished result from the cache of
+    ``proofs/cache.py`` (keyed by the model's and the checkers' source, the z3 version, the
+    whole configuration (design, profile, client), depth, budget and timeout) instead of proving it again, and store new ones there;
+    ``"refresh"``: prove everything and store it; ``None``: no cache.  A result with an unknown
+    in it is never stored."""
+    from mcp_inflight.proofs import cache as store
+
     work = [(c, depth, timeout, budget) for c in cfgs]
+    keys = [
+        store.source_key("prove", repr(c), depth, budget, timeout)  # every field of the run
+        for c in cfgs
+    ]
+    out: list = [store.load("proofs", k) if cache == "use" else None for k in keys]
+    todo = [n for n, r in enumerate(out) if r is None]
     t0 = time.monotonic()
+    done = 0
 
     def note(n, r):
+        nonlocal done
+        done += 1
+        if cache is not None and all(p.status != "unknown" for p in r.proofs):
+            store.store("proofs", keys[n], dataclasses.replace(r, cached=True))
         if progress:
             sys.stderr.write(
-                f"  proved {n}/{len(work)}: {r.cfg.label} in {r.seconds:.1f}s "
+                f"  proved {done}/{len(todo)}: {r.cfg.label} in {r.seconds:.1f}s "
                 f"({time.monotonic() - t0:.1f}s elapsed)\n"
             )
             sys.stderr.flush()
 
-    if jobs <= 1 or len(work) <= 1:
-        out = []
-        for n, w in enumerate(work, 1):
-            out.append(_prove_one(w))
-            note(n, out[-1])
+    if progress and len(todo) < len(work):
+        sys.stderr.write(
+            f"  {len(work) - len(todo)} of {len(work)} proofs read from the cache "
+            "(--no-cache to prove them again)\n"
+        )
+    if len(todo) <= 1:
+        for n in todo:
+            out[n] = _prove_one(work[n])
+            note(n, out[n])
         return out
     from mcp_inflight.proofs.pool import worker_pool
 
-    with worker_pool(min(jobs, len(work))) as ex:
-        futs = [ex.submit(_prove_one, w) for w in work]
-        out = []
-        for n, f in enumerate(futs, 1):
-            out.append(f.result())
-            note(n, out[-1])
-        return out
+    # each configuration in a fresh process, so its results do not depend on --jobs or on
+    # which configurations a worker proved before
+    with worker_pool(min(max(1, jobs), len(todo)), fresh=(__name__,)) as ex:
+        futs = {n: ex.submit(_prove_one, work[n]) for n in todo}
+        for n, f in futs.items():
+            out[n] = f.result()
+            note(n, out[n])
+    return out

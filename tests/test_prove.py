@@ -375,34 +375,18 @@ def test_mutants_on_both_engines(mutant):
         assert broken == CAUGHT_BY[mutant]
 
 
+def _slow(design, revision, transport, needs):
+    return pytest.param(design, (revision, transport), needs, marks=pytest.mark.slow)
+
+
 @pytest.mark.parametrize(
     "design,profile,needs",
     [
         ("atomic-free-on-cancel", ("2026-07-28", "stdio"), "inflight_names_live"),
-        pytest.param(
-            "check_then_claim",
-            ("2026-07-28", "http"),
-            "stream_names_holder",
-            marks=pytest.mark.slow,
-        ),
-        pytest.param(
-            "atomic-free-on-cancel",
-            ("2026-07-28", "http"),
-            "stream_names_holder",
-            marks=pytest.mark.slow,
-        ),
-        pytest.param(
-            "atomic-split-claim",
-            ("2025-11-25", "http"),
-            "stream_names_holder",
-            marks=pytest.mark.slow,
-        ),
-        pytest.param(
-            "atomic-free-on-cancel",
-            ("2025-11-25", "http"),
-            "inflight_names_live",
-            marks=pytest.mark.slow,
-        ),
+        _slow("check_then_claim", "2026-07-28", "http", "stream_names_holder"),
+        _slow("atomic-free-on-cancel", "2026-07-28", "http", "stream_names_holder"),
+        _slow("atomic-split-claim", "2025-11-25", "http", "stream_names_holder"),
+        _slow("atomic-free-on-cancel", "2025-11-25", "http", "inflight_names_live"),
     ],
 )
 def test_quiescent_clean_is_decided_by_induction(design, profile, needs):
@@ -418,3 +402,47 @@ def test_quiescent_clean_is_decided_by_induction(design, profile, needs):
         [PROPERTY["quiescent_clean"]], []
     )
     assert "quiescent_clean" in ctis and not unknown
+
+
+# --- the cache of finished proofs ---------------------------------------------------------------
+
+
+def test_finished_proofs_are_cached_by_source_and_options(tmp_path, monkeypatch):
+    from mcp_inflight.proofs import prove as P
+
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    runs = []
+
+    def fake(work):  # stands for a proof: one result per call, "unknown" when asked
+        cfg, depth, _timeout, _budget = work
+        runs.append(depth)
+        status = "unknown" if depth == 3 else "proved"
+        return P.ProveResult(cfg, depth, [P.Proof("x", "invariant", True, status)])
+
+    monkeypatch.setattr(P, "_prove_one", fake)
+    cfg = Config(ATOMIC, "2026-07-28", "http")
+    first = P.prove_all([cfg], depth=5, cache="use")
+    again = P.prove_all([cfg], depth=5, cache="use")
+    assert runs == [5] and not first[0].cached and again[0].cached
+    assert again[0].to_json()["cached"] and again[0].proof("x").status == "proved"
+    P.prove_all([cfg], depth=5, cache="refresh")  # --no-cache proves again
+    P.prove_all([cfg], depth=5)  # and so does a run without the cache
+    P.prove_all([cfg], depth=6, cache="use")  # another depth is another key
+    P.prove_all([cfg], depth=6, timeout=1, cache="use")  # and so is another timeout
+    assert runs == [5, 5, 5, 6, 6]
+    P.prove_all([cfg], depth=3, cache="use")
+    P.prove_all([cfg], depth=3, cache="use")  # an unknown is never stored
+    assert runs == [5, 5, 5, 6, 6, 3, 3]
+
+
+@pytest.mark.slow
+def test_bounded_search_guided_by_the_explorer_finds_what_z3_alone_finds():
+    # the explorer gives the shortest length; z3 alone, asked at every depth, agrees on which
+    # properties break within the depth and on the length of their shortest traces
+    cfg = Config(DESIGNS["unguarded"], "2026-07-28", "stdio")
+    props = [PROPERTY[n] for n in ("unique_in_flight", "no_orphan", "cancel_hits_target")]
+    guided, unknown = Prover(cfg, depth=7).bmc(props)
+    alone, unknown_alone = Prover(cfg, depth=7, guide=False).bmc(props)
+    assert not unknown and not unknown_alone
+    assert {n: len(t) for n, t in guided.items()} == {n: len(t) for n, t in alone.items()}
+    assert set(guided) == {"unique_in_flight", "no_orphan"}  # cancel_hits_target needs 8

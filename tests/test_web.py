@@ -22,7 +22,8 @@ import urllib.request
 import pytest
 
 from mcp_inflight.model import DESIGNS, FIELDS, Config
-from mcp_inflight.proofs.explore import changes, explore, id_name, inst_name, render_value
+from mcp_inflight.model.trace import changes, id_name, inst_name, render_value
+from mcp_inflight.proofs.explore import explore
 from support import procs
 
 DEFAULTS = [

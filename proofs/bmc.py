@@ -1,0 +1,224 @@
+"""Bounded model checking for the prover: shortest traces from the initial state.
+
+For the properties induction did not prove, z3 searches for a trace of at most ``depth`` steps
+that breaks each one, over a finite universe (by default 2 request instances and 2 ids, the
+unrolled transition relation of ``model/session.py`` read by ``proofs/symbolic.py``).  The
+length to ask at comes from the explorer: its exhaustive breadth-first search of the same
+universe gives the length of each property's shortest violation (``shortest``), and z3 is asked
+only at that length, where it finds the trace; a property with no violation within ``depth``
+steps is not asked at all.  Without the explorer (``Prover(guide=False)``, or when it cannot
+run) z3 is asked at every depth from 0, shortest first, as the tests compare.  A trace found is
+replayed on the concrete backend before it is reported (the two readings must agree), and
+printed like the explorer's traces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import z3
+
+from mcp_inflight.model import step
+from mcp_inflight.model.session import actions_for
+from mcp_inflight.model.trace import Trace, build_trace
+from mcp_inflight.proofs import symbolic as sym
+
+
+def search(pr, props, depth=None, requests=None, ids=None):
+    """Shortest traces (at most ``depth`` steps) breaking each of ``props``.
+
+    Returns ``{name: trace}`` for those broken, and the names the solver could not decide."""
+    depth = pr.depth if depth is None else depth
+    cfg = pr.cfg
+    n = requests or pr.requests
+    m = ids or pr.ids
+    b = sym.Symbolic({"inst": range(n), "id": range(m)})
+    acts = list(actions_for(cfg))
+    sends = [k for k, a in enumerate(acts) if "i" in a.params]
+    s = z3.Solver()  # collects the unrolling; each query is solved afresh (faster here)
+    cur = sym.initial_finite_state(n, m)
+    top_id = z3.IntVal(-1)
+    choices = []
+    last_steps = None
+    found: dict[str, Trace] = {}
+    unknown: dict[str, str] = {}
+    todo = list(props)
+    at = shortest(pr, todo, n, m, depth) if pr.guide else None
+    if at is not None:
+        todo = [p for p in todo if p.name in at]
+    for d in range(depth + 1):
+        for p in list(todo):
+            if at is not None and at[p.name] != d:
+                continue
+            if p.scope == "state":
+                bad = z3.Not(sym.to_bool(p.fn(b, cur, cfg)))
+            else:
+                if last_steps is None:
+                    continue
+                a_t = choices[-1][0]
+                opts = []
+                for k, (a, st_pre, r_t, i_t, _g, out, post) in enumerate(last_steps):
+                    v = p.fn(b, st_pre, post, cfg, a, r_t, i_t, out)
+                    if v is True:
+                        continue
+                    opts.append(z3.And(a_t == k, z3.Not(sym.to_bool(v))))
+                if not opts:
+                    continue
+                bad = z3.Or(*opts)
+            s2 = pr._solver()
+            s2.add(*s.assertions())
+            s2.add(bad)
+            t0 = time.monotonic()
+            res = solve(s2, pr.timeout_ms)
+            dt = time.monotonic() - t0
+            pr.queries += 1
+            pr.spent[p.name] = pr.spent.get(p.name, 0.0) + dt
+            if dt > pr.slowest[0]:
+                pr.slowest = (dt, f"{p.name}: bounded search at depth {d}")
+            if res == z3.sat:
+                found[p.name] = replay(pr, s2.model(), choices, acts, p)
+                todo.remove(p)
+            elif res == z3.unknown:
+                unknown[p.name] = f"depth {d}: {pr._why(s2)}"
+                todo.remove(p)
+            elif at is not None:
+                raise RuntimeError(
+                    f"bounded search for {p.name}: the explorer's shortest violation has "
+                    f"{d} steps, z3 finds none of that length (the readings disagree)"
+                )
+        if not todo or d == depth:
+            break
+        pr.progress(f"bounded search depth {d + 1} ({len(todo)} properties left)")
+        a_t, r_t, i_t = z3.Int(f"a{d}"), z3.Int(f"r{d}"), z3.Int(f"i{d}")
+        choices.append((a_t, r_t, i_t))
+        is_send = z3.Or(*[a_t == k for k in sends])
+        # ids are interchangeable: take them in order of first use (no trace is lost)
+        s.add(
+            a_t >= 0,
+            a_t < len(acts),
+            r_t >= 0,
+            r_t < n,
+            i_t >= 0,
+            i_t < m,
+            z3.Implies(is_send, i_t <= top_id + 1),
+            z3.Implies(z3.Not(is_send), i_t == 0),
+        )
+        top_id = z3.If(z3.And(is_send, i_t > top_id), i_t, top_id)
+        steps = []
+        for k, a in enumerate(acts):
+            ia = i_t if "i" in a.params else None
+            g, out, writes = a.run(b, cur, cfg, r_t, ia)
+            post = sym.apply_writes(cur, writes)
+            steps.append((a, cur, r_t, ia, g, out, post))
+            s.add(z3.Implies(a_t == k, sym.to_bool(g)))
+        nxt = sym.fresh_finite_state(f"s{d + 1}", n, m)
+        for f, now in cur.fields().items():
+            new = nxt.fields()[f]
+            posts = [st[6].fields()[f] for st in steps]
+            if isinstance(now, sym.Vec):
+                for j in range(len(now)):
+                    s.add(new[j] == choose(a_t, [p_[j] for p_ in posts], now[j]))
+            else:
+                s.add(new == choose(a_t, posts, now))
+        cur = nxt
+        last_steps = steps
+    return found, unknown
+
+
+def shortest(pr, props, n, m, depth) -> dict[str, int] | None:
+    """The length of the shortest violation of each of ``props`` within ``depth`` steps, on
+    the universe of the bounded search (``n`` instances, ``m`` ids), found by the explorer's
+    exhaustive breadth-first search (``None``: the explorer could not run).  The bounded
+    search then asks z3 only at that length: every shallower query would come back unsat
+    and the deeper ones are not needed; a property absent here has no violation within
+    ``depth`` steps.  z3 finds the trace itself and its replay is checked as before."""
+    from mcp_inflight.proofs.explore import explore
+
+    cfg = dataclasses.replace(pr.cfg, ids=m, requests=n)  # the same client and options
+    t0 = time.monotonic()
+    try:
+        ex = explore(cfg, engine="auto", progress=False)
+    except Exception as e:  # pragma: no cover - then z3 searches every depth
+        pr.progress(f"bounded search without the explorer ({e})")
+        return None
+    dt = time.monotonic() - t0
+    for p in props:
+        pr.spent[p.name] = pr.spent.get(p.name, 0.0) + dt / len(props)
+    if not ex.complete:  # pragma: no cover - no state limit is given
+        return None
+    names = {p.name for p in props}
+    return {
+        v.name: len(v.trace)
+        for v in ex.verdicts
+        if v.name in names and not v.ok and v.trace is not None and len(v.trace) <= depth
+    }
+
+
+def replay(pr, model, choices, acts, prop):
+    """The trace in ``model``, replayed on the concrete backend and rendered as the explorer
+    renders its traces.  A disagreement between the two readings is an error, not a result."""
+    raw = []
+    for a_t, r_t, i_t in choices:
+        a = acts[model.eval(a_t, model_completion=True).as_long()]
+        r = model.eval(r_t, model_completion=True).as_long()
+        i = model.eval(i_t, model_completion=True).as_long() if "i" in a.params else None
+        raw.append((a, r, i))
+    id_map: dict[int, int] = {}
+    for _a, _r, i in raw:
+        if i is not None and i not in id_map:
+            id_map[i] = len(id_map)
+    sends = sum(1 for a, _, _ in raw if "i" in a.params)
+    cfg = dataclasses.replace(pr.cfg, ids=max(1, len(id_map)), requests=max(1, sends))
+    b = step.backend(cfg)
+    s = step.start(cfg)
+    steps = []
+    for a, r, i in raw:
+        i2 = None if i is None else id_map[i]
+        tr = step.take(cfg, s, step.Move(a, r, i2), b) if r < cfg.requests else None
+        if tr is None:
+            raise RuntimeError(
+                f"bounded trace for {prop.name}: {a.name} is not enabled when "
+                "replayed concretely (the readings disagree)"
+            )
+        steps.append((a, tr.args, s, tr.post, tr.out))
+        s = tr.post
+    if prop.scope == "state":
+        broken = not prop.fn(b, s, cfg)
+    else:
+        a, args, pre, post, out = steps[-1]
+        broken = not prop.fn(b, pre, post, cfg, a, args["r"], args.get("i"), out)
+    if not broken:
+        raise RuntimeError(
+            f"bounded trace for {prop.name} does not break it when replayed "
+            "concretely (the readings disagree)"
+        )
+    return build_trace(cfg, [(a, args, pre, post) for a, args, pre, post, _ in steps])
+
+
+def solve(solver, timeout_ms) -> z3.CheckSatResult:
+    """``solver.check()``, interrupted if it overruns its own timeout (z3 does not always notice
+    a timeout inside quantifier instantiation); an interrupted query is ``unknown``."""
+    timer = threading.Timer(timeout_ms / 1000 + 0.2, z3.main_ctx().interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        return solver.check()
+    except z3.Z3Exception:
+        return z3.unknown
+    finally:
+        timer.cancel()
+
+
+def choose(a_t, options, unchanged):
+    """``options[a_t]``, skipping the actions that leave the slot as it was."""
+    term = unchanged
+    for k in range(len(options) - 1, -1, -1):
+        v = options[k]
+        if isinstance(v, bool):
+            v = z3.BoolVal(v)
+        if z3.is_expr(v) and v.eq(unchanged):
+            continue
+        term = z3.If(a_t == k, v, term)
+    return term
