@@ -196,11 +196,7 @@ def compare(cfg: Config, workdir, depth=200_000, embedded_c=True, with_native=Fa
     hazards = lambda v: sorted(n for n, ok in v.items() if kinds[n] == "hazard" and not ok)  # noqa: E731
     unreached = lambda v: sorted(n for n, ok in v.items() if kinds[n] == "witness" and not ok)  # noqa: E731
     return {
-        "design": cfg.design.name,
-        "revision": cfg.revision,
-        "transport": cfg.transport,
-        "ids": cfg.ids,
-        "requests": cfg.requests,
+        **cfg.fields(),
         "ours": nosym,
         "ours_sym": sym,
         "native": nat,

@@ -205,6 +205,17 @@ class Config:
         base = f"{self.design.name} {self.revision} {self.transport}"
         return base if self.client == "reusing" else f"{base} {self.client}-client"
 
+    def fields(self) -> dict[str, str | int]:
+        """The run's settings by name, for JSON reports (the design by its name)."""
+        return {
+            "design": self.design.name,
+            "revision": self.revision,
+            "transport": self.transport,
+            "client": self.client,
+            "ids": self.ids,
+            "requests": self.requests,
+        }
+
 
 def client_for(choice: str, revision: str) -> str:
     """The client a user's choice names on ``revision``: one of ``CLIENTS``, or ``compliant``

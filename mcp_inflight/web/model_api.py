@@ -82,11 +82,7 @@ def config(design: str, revision: str, transport: str, ids: int, requests: int) 
 
 def describe_config(cfg: Config) -> dict:
     return {
-        "design": cfg.design.name,
-        "revision": cfg.revision,
-        "transport": cfg.transport,
-        "ids": cfg.ids,
-        "requests": cfg.requests,
+        **cfg.fields(),
         "label": cfg.label,
         "knobs": cfg.design.describe(),
     }
