@@ -200,6 +200,8 @@ def test_check_stopped_by_a_signal_takes_its_workers_with_it(sig, code):
         [sys.executable, "-m", "mcp_inflight", "check", "--design", "all", "--no-prove", "--json"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        # a shell's background job inherits SIGINT ignored, and Python then keeps it ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 60
@@ -210,7 +212,8 @@ def test_check_stopped_by_a_signal_takes_its_workers_with_it(sig, code):
         assert proc.poll() is None and len(workers) >= 2, "the runs are spread over workers"
         time.sleep(0.5)
         proc.send_signal(sig)
-        assert proc.wait(timeout=30) == code
+        rc = proc.wait(timeout=30)
+        assert rc == code, proc.stderr.read().decode(errors="replace")[-3000:]
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(alive(p) for p in workers):
             time.sleep(0.05)
