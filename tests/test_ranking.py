@@ -79,3 +79,10 @@ def test_rank_that_rises_fails_a():
     conds = _conds(v)
     assert ("a", "sent", "arrive(A)") in conds
     assert any(c == "c" and k == "sent" for c, k, _ in conds)
+
+
+def test_cli_ranking(capsys):
+    from mcp_inflight.cli_prove import run
+
+    assert run(["--ranking", "--revision", "2026-07-28", "--transport", "http"]) == 0
+    assert "requests_answered  atomic 2026-07-28 http: proved" in capsys.readouterr().out
