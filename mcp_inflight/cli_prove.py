@@ -120,13 +120,13 @@ def _ranking(cfgs: list[Config], as_json: bool) -> int:
     from mcp_inflight.proofs.ranking import rank_all
 
     verdicts = rank_all(cfgs)
-    ok = all(v.proved for v in verdicts)
+    ok = all(v.proved for v in verdicts if v.status != "n/a")
     if as_json:
         json.dump({"ok": ok, "runs": [v.to_json() for v in verdicts]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         for v in verdicts:
             sys.stdout.write(f"requests_answered  {v.cfg.label}: {v.status}\n")
-            for f in v.failures + v.unknown:
+            for f in v.failures + v.unknown + ([v.note] if v.note else []):
                 sys.stdout.write(f"  {f}\n")
     return 0 if ok else 1

@@ -86,3 +86,10 @@ def test_cli_ranking(capsys):
 
     assert run(["--ranking", "--revision", "2026-07-28", "--transport", "http"]) == 0
     assert "requests_answered  atomic 2026-07-28 http: proved" in capsys.readouterr().out
+
+
+def test_split_claim_not_judged():
+    from mcp_inflight.model.config import CHECK_THEN_CLAIM
+
+    v = rank(Config(CHECK_THEN_CLAIM, "2026-07-28", "http"))
+    assert v.status == "n/a" and not v.proved and v.note
