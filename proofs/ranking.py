@@ -204,6 +204,8 @@ class _Universe:
         self.e = z3.Int(f"{tag}.e")  # ... and its instance
         self.e_cancel = z3.Bool(f"{tag}.e_is_cancel")  # ... which is that instance's cancel
         self.acts = {a.name: a for a in actions_for(cfg)}
+        self._moves: dict[str, tuple] = {}
+        self._levels: dict[int, Any] = {}
 
     # -- the pieces of the argument
     def pending(self, s: Any) -> Any:
@@ -214,6 +216,11 @@ class _Universe:
         )
 
     def level(self, s: Any) -> Any:
+        if id(s) not in self._levels:
+            self._levels[id(s)] = (s, self._level(s))
+        return self._levels[id(s)][1]
+
+    def _level(self, s: Any) -> Any:
         term: Any = z3.IntVal(0)
         for life, n in sorted(self.levels.items(), key=lambda kv: -kv[1]):
             term = z3.If(s.life[self.r] == life, n, term)
@@ -297,6 +304,11 @@ class _Universe:
 
     def move(self, a: Any) -> tuple:
         """``a`` on the pre-state with symbolic arguments: (constraints, post, instance)."""
+        if a.name not in self._moves:
+            self._moves[a.name] = self._move(a)
+        return self._moves[a.name]
+
+    def _move(self, a: Any) -> tuple:
         b = self.b
         q, i = z3.Int(f"{self.tag}.{a.name}.q"), z3.Int(f"{self.tag}.{a.name}.i")
         ip = i if "i" in a.params else None
@@ -308,8 +320,13 @@ class _Universe:
         return params, post, q
 
     # -- the obligations: key -> (formulas that must be unsatisfiable, post, move's instance)
-    def obligations(self, lems: list[Lemma]) -> dict[tuple, tuple]:
+    def obligations(self, lems: list[Lemma], want: set | None = None) -> dict[tuple, tuple]:
+        """Every obligation, or those of ``want`` only."""
         b, cfg = self.b, self.cfg
+
+        def need(cond: str, case: str, act: Any) -> bool:
+            return want is None or (cond, case, act.name if act else None) in want
+
         out: dict[tuple, tuple] = {}
         init = (
             sym.initial_finite_state(*(len(b.domains[k]) for k in ("inst", "id")))
@@ -321,6 +338,8 @@ class _Universe:
         for lm in lems:
             out[("lemma", lm.name, None)] = ([z3.Not(sym.to_bool(lm.fn(b, init, cfg)))], None, None)
         for a in self.acts.values():
+            if not any(need("lemma", lm.name, a) for lm in lems):
+                continue
             params, post, q = self.move(a)
             for lm in lems:
                 bad = z3.Not(sym.to_bool(lm.fn(b, post, cfg)))
@@ -340,6 +359,8 @@ class _Universe:
                 None,
             )
             for a in self.acts.values():
+                if not any(need(k, c.name, a) for k in ("a", "c-helpful", "c")):
+                    continue
                 params, post, q = self.move(a)
                 step = here + params
                 still = self.pending(post)
@@ -414,22 +435,22 @@ def _run(cfg: Config, levels: dict[Life, int], helpful: dict[Life, tuple[str, ..
                 raise ValueError(f"helpful move {n} is not covered by fairness")
     lems = lemmas(cfg)
     top = _Universe(cfg, levels, helpful, sym.Symbolic(), "u")
-    finite: dict[tuple, dict] = {}
+    finite: dict[tuple, _Universe] = {}
 
-    def small(n: int, m: int) -> tuple[_Universe, dict]:
+    def small(n: int, m: int, key: tuple) -> tuple[_Universe, tuple]:
         if (n, m) not in finite:
-            U = _Universe(
+            finite[(n, m)] = _Universe(
                 cfg, levels, helpful, sym.Symbolic({"inst": range(n), "id": range(m)}), f"f{n}{m}"
             )
-            finite[(n, m)] = (U, U.obligations(lems))
-        return finite[(n, m)]
+        U = finite[(n, m)]
+        return U, U.obligations(lems, {key})[key]
 
     obligations = top.obligations(lems)
     groups: dict[tuple, list[tuple]] = {}
     for key in [k for k in obligations if k[0] == "sat"]:
-        U, obs = small(2, 2)  # every case meets a state (a case no state meets proves nothing)
+        _, ob = small(2, 2, key)  # every case meets a state (one that meets none proves nothing)
         s = _solver(quick=False)
-        s.add(*obs.pop(key)[0])
+        s.add(*ob[0])
         obligations.pop(key)
         v.queries += 1
         if s.check() != z3.sat:
@@ -452,8 +473,7 @@ def _run(cfg: Config, levels: dict[Life, int], helpful: dict[Life, tuple[str, ..
         if s.check() == z3.unsat:
             continue
         for n, m in UNIVERSES:  # a failing case on the smallest universe that has one
-            U, obs = small(n, m)
-            fs, post, q = obs[key]
+            U, (fs, post, q) = small(n, m, key)
             s = _solver(quick=False)
             s.add(*fs)
             v.queries += 1
