@@ -3,7 +3,7 @@
 The explorer judges ``requests_answered`` on a bounded graph (``proofs/liveness.py``).  Here it
 is proved for any number of ids and instances, in the style of Manna and Pnueli's rule for
 response properties with *helpful actions*.  Fix one arbitrary request ``r`` of the client and
-an arbitrary state of a lemma set that is itself proved inductive here (:data:`LEMMAS`: any
+an arbitrary state of a lemma set that is itself proved inductive here (:func:`lemmas`: any
 inductive invariant is a sound hypothesis; a stronger one is not needed).  While ``r`` is
 pending (``proofs/liveness.py:pending``: sent by the client, on the wire, received or in
 flight, its channel without a response), it has a *rank*, a pair of naturals compared
@@ -13,7 +13,8 @@ lexicographically:
 * on stdio while ``r`` is on the wire, ``ts[r] - mu``, where ``mu`` is the send time of the
   earliest message still on the wire (a request or a cancel; one ordered channel), else 0.
 
-Each state where ``r`` is pending falls in one *case* (:func:`cases`), and each case names its
+Each state where ``r`` is pending falls in one *case* (``_Universe.cases``, each checked to
+meet some state, so that none holds vacuously), and each case names its
 *helpful* moves, all of sides ``server`` or ``wire`` (fair under ``proofs/liveness.py:is_fair``):
 the delivery of ``r`` on http, of the earliest message on stdio (the request or the cancel sent
 at ``mu``); the server's decision on ``r`` once received (``admit`` or ``refuse``: in
@@ -27,7 +28,8 @@ elicitation is unanswered may still respond: its timeout).  Three validity queri
     enabled, lowers the rank, or ends the pendency.
 
 Then no weakly fair run leaves ``r`` pending forever: the rank never rises, so it is eventually
-constant; while constant, the case is constant and by (b) and (c) a helpful move stays enabled,
+constant; while constant, the case is constant (on stdio the earliest message too: send times
+on the wire are distinct) and by (b) and (c) a helpful move stays enabled,
 so by weak fairness one is taken, and it lowers the rank or ends the pendency; the rank is a
 well-founded pair, so the pendency ends.  The client and the rogue owe nothing (their moves are
 only checked not to hurt), nor does a POST stream breaking (it can only end the pendency).
