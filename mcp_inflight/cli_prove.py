@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=min(2, os.cpu_count() or 1),
         help="configurations proved in parallel processes (default: 2, or 1 on one core)",
     )
+    p.add_argument(
+        "--ranking",
+        action="store_true",
+        help="prove requests_answered for any number of requests instead (proofs/ranking.py)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--junit-xml", metavar="PATH", help="write one test case per run x property")
     return p
@@ -84,6 +89,8 @@ def _run(argv: list[str]) -> int:
         return 2
     stop_on_signals()
     cfgs = configs(args.design, args.revision, args.transport, args.client)
+    if args.ranking:
+        return _ranking(cfgs, args.json)
     results = prove_all(
         cfgs,
         depth=args.depth,
@@ -107,4 +114,20 @@ def _run(argv: list[str]) -> int:
         )
     if args.junit_xml:
         write_junit(args.junit_xml, None, results)
+    return 0 if ok else 1
+
+
+def _ranking(cfgs: list[Config], as_json: bool) -> int:
+    from mcp_inflight.proofs.ranking import rank_all
+
+    verdicts = rank_all(cfgs)
+    ok = all(v.proved for v in verdicts if v.status != "n/a")
+    if as_json:
+        json.dump({"ok": ok, "runs": [v.to_json() for v in verdicts]}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        for v in verdicts:
+            sys.stdout.write(f"requests_answered  {v.cfg.label}: {v.status}\n")
+            for f in v.failures + v.unknown + ([v.note] if v.note else []):
+                sys.stdout.write(f"  {f}\n")
     return 0 if ok else 1
