@@ -62,10 +62,14 @@ def test_native_build_is_cached(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("symmetry", [False, True])
-@pytest.mark.parametrize("design", list(DESIGNS) + list(mutants()))
+@pytest.mark.parametrize(
+    "design,symmetry",
+    [(d, s) for d in DESIGNS for s in (False, True)] + [(m, True) for m in mutants()],
+)
 @pytest.mark.parametrize("rev,tr", profiles("all", "all"))
 def test_native_equals_python_engine_everywhere(design, rev, tr, symmetry):
+    """Every design with symmetry and without, every mutant with it (``check``'s default), on
+    every profile at 2 x 2 (a mutant's rules differ from its design's, not its symmetry key)."""
     known = {**DESIGNS, **mutants()}
     _same(Config(known[design], rev, tr, ids=2, requests=2), symmetry=symmetry)
 

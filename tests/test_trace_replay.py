@@ -407,7 +407,7 @@ def test_one_event_moved_dropped_or_readdressed_is_flagged_unless_still_a_run(da
 
 
 @pytest.mark.slow
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.data())
 def test_mutations_of_longer_runs(data):
     _mutation_property(data, CFG, 24)
