@@ -24,12 +24,13 @@ The admission API (stable; other adapters build on it)
     else:
         h = v.handle                # opaque, compared by identity
     core.emit(h)      -> Handle | None   # progress/log: the stream to write it on, None = drop
-    core.server_request(h) -> Handle | None   # elicitation/sampling: its stream, None = fail it
-    core.answer(h)                   # the client answered that server-to-client request
+    core.server_request(h) -> (sid, Handle) | None  # elicitation/sampling: a fresh id, its stream
+    core.answer(sid)  -> Handle | None   # the client's answer to sid: the waiter to resolve
+    core.withdraw(h, sid)            # h stops waiting on sid (timeout, failure, cancellation)
     core.finish(h)    -> Handle | None   # the handler ended: stream for its response, or None
     core.close(h)     -> bool        # h's stream closed; True if that cancels h's handler
     core.cancel(rid)  -> Handle | None   # notifications/cancelled: the handle to cancel, if any
-    core.end()        -> list[Handle]    # the session ends (DELETE): handles to cancel
+    core.end()        -> list[Handle]    # the session ends: handles to cancel
 
 ``arrive`` raises :class:`InvalidId` (JSON-RPC -32600) for an id that is not a string or an
 integer (``null``, booleans, floats, objects, arrays).  Ids keep their JSON type: ``7`` and
@@ -62,13 +63,19 @@ rule), which a server cannot check, so it is not evaluated.  An instance that ha
 registry points at it, its stream is done); its entries are forgotten and its final lifecycle
 state is kept on its handle.
 
-A limit of the model, kept here: one server-to-client request per request instance (the
-model's ``no_server_request_yet``); a second one from the same handler is not sent.
+Server-to-client requests: the core mints each id (a per-session counter, so it is fresh, which
+the model's ``fresh_server_id`` asks for, with a random part, so no one who did not see the
+request can guess it, which ``unguessable_server_ids`` assumes) and keeps the model's ``waiter``
+table: which handler waits on which id.  An answer is handed to the handler the model's
+``answer`` names (none: ignored).  A handler may make any number of them, in sequence or at
+once.  The sender's obligation on an answer (it answers only what it saw) is not the server's to
+check (``Action.obligations``).
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -76,7 +83,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from mcp_inflight.model import ACTION, ATOMIC, Concrete, Config, Design, Life
-from mcp_inflight.model.lifecycle import FINAL, LIVE
+from mcp_inflight.model.lifecycle import FINAL
 from mcp_inflight.model.logic import NONE, Logic, Write
 from mcp_inflight.model.session import (
     CONDITIONS,
@@ -261,7 +268,7 @@ class _Live(Concrete):
     def _domain(self, sort: str) -> tuple[Any, ...]:
         if sort == "inst":
             return tuple(self.state.life)
-        return tuple(set(self.state.inflight) | set(self.state.stream))
+        return tuple(set(self.state.inflight) | set(self.state.stream) | set(self.state.waiter))
 
     def ForAll(self, sort: str, fn: Callable[[Any], Any]) -> bool:
         return all(fn(v) for v in self._domain(sort))
@@ -281,7 +288,7 @@ def compiled_guard(
     """``action``'s guard on ``cfg`` as (source states or None, condition functions): the parts
     ``model.session.Action.guard`` combines with ``And``, read from the model's tables once.
     ``tests/test_core.py`` checks it against ``Action.guard`` on explored state spaces."""
-    return action.sources(cfg), tuple(CONDITIONS[n] for n in action.conditions(cfg))
+    return action.sources(cfg), tuple(CONDITIONS[n] for n in action.server_conditions(cfg))
 
 
 def guard_holds(action: Action, b: Logic, s: Any, cfg: Config, r: Any, i: Any = None) -> bool:
@@ -363,6 +370,7 @@ class SessionCore:
         self.b = _Live(self.s)
         self._handles: dict[int, Handle] = {}
         self._next = count()
+        self._sids = count(1)
         self.dropped = 0  # messages not written because their stream was gone
         if engine == "generated":
             from .generated import bind
@@ -447,17 +455,14 @@ class SessionCore:
         if ok:
             return Admitted(h)
         ok, _ = self._run("refuse", r)
+        message = f"Invalid Request: id {_show(rid)} is already in flight"
+        if not ok:
+            ok, _ = self._run("reject", r)
+            message = "Invalid Request: the session has ended"
         if not ok:  # pragma: no cover - atomic: every received request is admitted or refused
             raise RuntimeError("the model neither admitted nor refused the request")
         self._forget_if_done(h)
-        return Refused(
-            rid,
-            {
-                "code": INVALID_REQUEST,
-                "message": f"Invalid Request: id {_show(rid)} is already in flight",
-                "data": {"id": rid},
-            },
-        )
+        return Refused(rid, {"code": INVALID_REQUEST, "message": message, "data": {"id": rid}})
 
     # --- a running handler ---------------------------------------------------------------
     def emit(self, h: Handle) -> Handle | None:
@@ -472,21 +477,41 @@ class SessionCore:
             return None
         return self._target(out)
 
-    def server_request(self, h: Handle) -> Handle | None:
-        """``h``'s handler sends a server-to-client request (2025-11-25): the handle whose stream
-        carries it, or None (not sent: stream gone, handler stopped, or one already made)."""
+    def server_request(self, h: Handle) -> tuple[str, Handle] | None:
+        """``h``'s handler sends a server-to-client request (2025-11-25) under a fresh id that the
+        core mints: ``(id, handle whose stream carries it)``, with ``h`` now waiting on that id;
+        or None (not sent, nothing to wait on: the stream is gone or the handler stopped)."""
         if not self._mine(h) or not ACTION["server_request"].applies(self.cfg):
             return None
-        ok, out = self._run("server_request", h.inst)
+        sid = f"s{next(self._sids)}-{secrets.token_hex(8)}"
+        ok, out = self._run("server_request", h.inst, sid)
         if not ok:
             return None
-        return self._target(out)
+        target = self._target(out)
+        return None if target is None else (sid, target)
 
-    def answer(self, h: Handle) -> bool:
-        """The client answered ``h``'s pending server-to-client request."""
-        if not self._mine(h) or not ACTION["answer"].applies(self.cfg):
-            return False
-        return self._run("answer", h.inst)[0]
+    def answer(self, sid: object) -> Handle | None:
+        """The client's answer to server request ``sid``: the handle of the handler it resolves
+        (it stops waiting), or None (an id no handler waits on: unknown, answered, or given up;
+        ignored)."""
+        if not ACTION["answer"].applies(self.cfg) or not isinstance(sid, str):
+            return None
+        ok, out = self._run("answer", NONE, sid)
+        if not ok or not out[1]:
+            return None
+        return self._handles.get(out[0])
+
+    def withdraw(self, h: Handle, sid: str) -> None:
+        """``h``'s handler stops waiting on ``sid`` unanswered (a timeout, a failure, its
+        cancellation); nothing if it does not wait on it."""
+        if self._mine(h) and ACTION["withdraw"].applies(self.cfg):
+            self._run("withdraw", h.inst, sid)
+
+    def _withdraw_all(self, h: Handle) -> None:
+        """A handler that has ended waits on nothing: each of its waiters is withdrawn."""
+        waiting = [k for k, v in self.s.waiter.items() if v == h.inst]
+        for k in waiting:
+            self._run("withdraw", h.inst, k)
 
     def finish(self, h: Handle) -> Handle | None:
         """``h``'s handler has ended.  Live: its response (the model's ``respond``) goes on the
@@ -494,6 +519,8 @@ class SessionCore:
         unwinds and nothing is written.  Entries are released by identity either way."""
         if not self._mine(h):
             return None
+        if self.s.waiter:
+            self._withdraw_all(h)
         ok, out = self._acts["respond"](h.inst, None)
         if ok:
             target = self._target(out)
@@ -540,18 +567,20 @@ class SessionCore:
         return self._handles.get(tgt)
 
     def end(self) -> list[Handle]:
-        """The session ends (HTTP DELETE): every live request is cancelled through the model's
-        cancel; returns the handles whose handlers must be cancelled (each then ``finish``es)."""
+        """The session ends (DELETE, idle expiry, shutdown): the model's ``end_session``, then
+        ``end_request`` for every live request; returns the handles whose handlers must be
+        cancelled (each then ``finish``es, which withdraws its waiters and unwinds).  Nothing is
+        written for them afterwards, and a request that arrives later is turned away."""
+        self._run("end_session", NONE)
         out = []
         for h in list(self._handles.values()):
-            if self.s.life[h.inst] in LIVE:
-                if self.cfg.close_is_cancel:
-                    hit = self.close(h)
-                else:
-                    hit = self._cancel_with(h.key, NONE) is h
-                if hit:
-                    out.append(h)
+            if self._run("end_request", h.inst)[0]:
+                out.append(h)
         return out
+
+    @property
+    def ended(self) -> bool:
+        return bool(self.s.ended)
 
     # --- reading ---------------------------------------------------------------------------
     def life(self, h: Handle) -> Life:
@@ -579,5 +608,5 @@ class SessionCore:
         """The id-keyed registries (typed id -> handle), for tests and diagnostics."""
         return {
             name: {k: self._handles.get(v, v) for k, v in getattr(self.s, name).items()}
-            for name in ("inflight", "stream")
+            for name in ("inflight", "stream", "waiter")
         }

@@ -29,6 +29,8 @@ from mcp_inflight.model.session import ACTION, FIELDS, SERVER_ACTIONS, SERVER_EF
 
 #: The keyed fields the core stores (the rest are ghost or wire fields, read as their default).
 STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
+#: The scalar fields the core stores (attributes of the runtime state, ``S.<name>``).
+SCALARS = tuple(f.name for f in FIELDS if f.key is None and not (f.ghost or f.wire))
 _DEFAULT = {f.name: f.default for f in FIELDS}
 _SORT = {f.name: f.sort for f in FIELDS}
 
@@ -65,6 +67,8 @@ class RuntimeView:
         for f in FIELDS:
             if f.name in STORED:
                 setattr(self, f.name, _Field(f.name))
+            elif f.name in SCALARS:
+                setattr(self, f.name, Expr(f"S.{f.name}", False))
             elif f.key is None:
                 setattr(self, f.name, f.default)
             else:
@@ -79,7 +83,11 @@ class RuntimeGen(Gen):
         self._names = count()
 
     def _domain(self, sort):
-        return "T_life" if sort == "inst" else "(T_inflight.keys() | T_stream.keys())"
+        return (
+            "T_life"
+            if sort == "inst"
+            else "(T_inflight.keys() | T_stream.keys() | T_waiter.keys())"
+        )
 
     def ForAll(self, sort, fn):
         v = f"q{next(self._names)}"
@@ -100,10 +108,8 @@ def _writes(lines, writes, ind):
     """Source applying ``writes``: all keys, values and conditions first, then the assignments."""
     plan = []
     for n, w in enumerate(writes):
-        if w.field not in STORED or is_false(w.when):
+        if (w.field not in STORED and w.field not in SCALARS) or is_false(w.when):
             continue
-        if w.key is None:
-            raise ValueError(f"scalar server field {w.field!r}: the runtime keeps none")
         k, v = f"k{n}", f"v{n}"
         lines.append(f"{ind}{k} = {lift(w.key)}")
         lines.append(f"{ind}{v} = {lift(w.value)}")
@@ -117,6 +123,9 @@ def _writes(lines, writes, ind):
         if cond is not None:
             lines.append(f"{ind}if {cond}:")
             inner = ind + "    "
+        if w.key is None:
+            lines.append(f"{inner}S.{w.field} = {v}")
+            continue
         if isinstance(w.key, Expr) and w.key.maybe_neg:
             lines.append(f"{inner}if {k} == {NONE}:")
             lines.append(
@@ -168,7 +177,7 @@ def source(cfg: Config) -> str:
     """The generated module for ``cfg``: ``bind(tables) -> {name: function}``."""
     s = RuntimeView()
     r, i = Expr("r", False), Expr("i", False)
-    args = ", ".join(f"T_{n}" for n in STORED)
+    args = ", ".join(["S"] + [f"T_{n}" for n in STORED])
     lines = [f"def bind({args}):", "    out = {}"]
     for name in SERVER_ACTIONS:
         a = ACTION[name]
@@ -180,7 +189,7 @@ def source(cfg: Config) -> str:
             ]
             continue
         b = RuntimeGen()
-        guard = a.guard(b, s, cfg, r, i)
+        guard = a.guard(b, s, cfg, r, i, server=True)
         outputs = a.output(b, s, cfg, r, i)
         lines.append(f"    def act_{name}(r, i=None):")
         if is_false(guard):
@@ -229,4 +238,4 @@ def binder(cfg: Config):
 
 def bind(cfg: Config, state) -> dict:
     """The generated actions of ``cfg`` bound to a runtime state's tables."""
-    return binder(cfg)(*(getattr(state, n) for n in STORED))
+    return binder(cfg)(state, *(getattr(state, n) for n in STORED))

@@ -52,13 +52,12 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable
-from itertools import count
 from typing import Any
 
 import pydantic
 from mcp_types import methods as M
 
-from .core import Admitted, InvalidId, SessionCore, typed_id
+from .core import Admitted, SessionCore
 from .messages import (
     CLIENT_CAPABILITIES_META_KEY,
     HANDSHAKE_VERSIONS,
@@ -390,8 +389,7 @@ class Session:
         self.log_level = "debug"
         self.client_capabilities = None  # from initialize (2025-11-25)
         self.tasks: dict = {}  # handle -> (task, context)
-        self.pending: dict = {}  # typed server-request id -> (future, handle)
-        self._sids = count(1)
+        self.pending: dict = {}  # server-request id (minted by the core) -> future
         self.ended = False
         #: called with the session when its last handler has finished (adapters prune with it)
         self.on_idle: Callable[[Session], None] | None = None
@@ -411,23 +409,23 @@ class Session:
         return True
 
     async def server_request(self, handle, method, params) -> dict:
-        target = self.core.server_request(handle)
-        if target is None:
+        sent = self.core.server_request(handle)
+        if sent is None:
             raise RequestFailed(
                 error(
                     INTERNAL_ERROR,
-                    f"{method} not sent: the request's stream is gone "
-                    f"or it already has a server-to-client request",
+                    f"{method} not sent: the request's stream is gone or its handler has stopped",
                 )
             )
-        sid = next(self._sids)
+        sid, target = sent
         fut = asyncio.get_running_loop().create_future()
-        self.pending[typed_id(sid)] = (fut, handle)
+        self.pending[sid] = fut
         target.data.send({"jsonrpc": "2.0", "id": sid, "method": method, "params": params})
         try:
             return await fut
         finally:
-            self.pending.pop(typed_id(sid), None)
+            self.pending.pop(sid, None)
+            self.core.withdraw(handle, sid)  # unanswered (cancelled, failed): stop waiting
 
     # --- reading ------------------------------------------------------------------------
     def request(self, msg: dict, outlet):
@@ -640,17 +638,14 @@ class Session:
 
     def response(self, msg: dict) -> bool:
         """A response from the client to a server-to-client request; False if it answers nothing."""
-        try:
-            key = typed_id(msg.get("id"))
-        except InvalidId:
+        sid = msg.get("id")
+        if self.core.answer(sid) is None:
+            return False  # no handler waits on that id (unknown, answered, or given up)
+        fut = self.pending.get(sid)
+        if (
+            fut is None or fut.done()
+        ):  # pragma: no cover - the core's waiter and the future go together
             return False
-        entry = self.pending.get(key)
-        if entry is None:
-            return False
-        fut, handle = entry
-        if fut.done():
-            return False
-        self.core.answer(handle)
         if "error" in msg:
             fut.set_exception(RequestFailed(msg["error"]))
         else:
@@ -662,7 +657,7 @@ class Session:
         self.ended = True
         for h in self.core.end():
             self._cancel_handler(h)
-        for fut, _ in list(self.pending.values()):
+        for fut in list(self.pending.values()):
             if not fut.done():
                 fut.set_exception(RequestFailed(error(INTERNAL_ERROR, "the session ended")))
 

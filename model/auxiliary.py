@@ -23,7 +23,7 @@ from typing import Any
 from .config import Config
 from .lifecycle import LIVE, Life
 from .logic import NONE, Logic
-from .properties import Property, auxiliary
+from .properties import Property, auxiliary, no_waiter_outlives_request
 from .session import Cmsg, Sreq, Step
 
 _always = lambda c: True  # noqa: E731
@@ -31,7 +31,7 @@ _always = lambda c: True  # noqa: E731
 
 def unsent_is_blank(b: Logic, s: Any, c: Config) -> Any:
     """A slot no request has used holds nothing: no handler, no open channel, no response, no
-    cancel, no server-to-client request, no claim progress.  Needed so that a registry entry or a
+    cancel, no claim progress.  Needed so that a registry entry or a
     cancel can never be attributed to an instance that was never sent."""
     return b.ForAll(
         "inst",
@@ -43,7 +43,6 @@ def unsent_is_blank(b: Logic, s: Any, c: Config) -> Any:
                 b.Not(s.got_resp[r]),
                 b.Not(s.rogue[r]),
                 s.cmsg[r] == Cmsg.NONE,
-                s.sreq[r] == Sreq.NONE,
                 s.step[r] == Step.UNCHECKED,
             ),
         ),
@@ -142,10 +141,14 @@ def answered_is_final(b: Logic, s: Any, c: Config) -> Any:
 
 
 def responded_open_answered(b: Logic, s: Any, c: Config) -> Any:
-    """A responded instance whose channel is still open has received its response (needed for
-    ``no_hung_request``: the response went out on the instance's own open stream)."""
+    """Before the session ends, a responded instance whose channel is still open has received
+    its response (needed for ``no_hung_request``: the response went out on the instance's own
+    open stream; after the end nothing goes out, and the session's streams end with it)."""
     return b.ForAll(
-        "inst", lambda r: b.Implies(b.And(s.life[r] == Life.RESPONDED, s.open[r]), s.got_resp[r])
+        "inst",
+        lambda r: b.Implies(
+            b.And(s.life[r] == Life.RESPONDED, s.open[r], b.Not(s.ended)), s.got_resp[r]
+        ),
     )
 
 
@@ -155,11 +158,30 @@ def broken_is_closed(b: Logic, s: Any, c: Config) -> Any:
     return b.ForAll("inst", lambda r: b.Implies(s.life[r] == Life.STREAM_BROKEN, b.Not(s.open[r])))
 
 
-def pending_request_running(b: Logic, s: Any, c: Config) -> Any:
-    """A pending (or dropped) server-to-client request belongs to a running handler, so it is
-    cleared when the handler ends (``quiescent_clean``)."""
+def waiter_is_pending(b: Logic, s: Any, c: Config) -> Any:
+    """A waiter's server-to-client request went out and has not been answered: an answer, a
+    dropped request and giving up each leave no waiter behind (so an answer that finds a waiter
+    is the first)."""
+    return b.ForAll("id", lambda k: b.Implies(s.waiter[k] != NONE, s.sq[k] == Sreq.PENDING))
+
+
+def waiter_shown_to_asker(b: Logic, s: Any, c: Config) -> Any:
+    """A server-to-client request that a handler waits on went out on that handler's own
+    stream, so only its own sender saw it."""
+    return b.ForAll("id", lambda k: b.Implies(s.waiter[k] != NONE, s.shown[k] == s.waiter[k]))
+
+
+def waiter_runs(b: Logic, s: Any, c: Config) -> Any:
+    """The invariant ``no_waiter_outlives_request`` among the auxiliary invariants, so that
+    ``quiescent_clean`` follows from them in every state (nothing runs, so nothing waits)."""
+    return no_waiter_outlives_request(b, s, c)
+
+
+def unminted_is_blank(b: Logic, s: Any, c: Config) -> Any:
+    """A server id not minted yet has no waiter and was shown to no one."""
     return b.ForAll(
-        "inst", lambda r: b.Implies(b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST)), s.running[r])
+        "id",
+        lambda k: b.Implies(s.sq[k] == Sreq.NONE, b.And(s.waiter[k] == NONE, s.shown[k] == NONE)),
     )
 
 
@@ -236,6 +258,7 @@ def stale_cancel_ahead(b: Logic, s: Any, c: Config) -> Any:
 
 
 _http = lambda c: c.http  # noqa: E731
+_rev2025 = lambda c: c.rev2025  # noqa: E731
 _stdio = lambda c: c.stdio  # noqa: E731
 
 
@@ -253,7 +276,10 @@ AUXILIARY: tuple[Property, ...] = (
     auxiliary(answered_is_final),
     auxiliary(responded_open_answered),
     auxiliary(broken_is_closed, lambda c: c.rev2025 and c.http),
-    auxiliary(pending_request_running),
+    auxiliary(waiter_is_pending, _rev2025),
+    auxiliary(waiter_shown_to_asker, _rev2025),
+    auxiliary(unminted_is_blank, _rev2025),
+    auxiliary(waiter_runs, _rev2025),
     auxiliary(no_broken_stream, lambda c: not (c.rev2025 and c.http)),
     auxiliary(client_reuse_answered),
     auxiliary(client_ids_fresh, lambda c: not c.client_reuses),

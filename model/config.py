@@ -37,6 +37,20 @@ class Design:
     free_on
         When a cancelled request's id is free again: ``handler_end`` (the in-flight entry is held
         until the cooperative handler stops) or ``cancel`` (released on the cancel itself).
+    fresh_server_ids
+        The server mints each of its own request ids fresh in the session (a counter); otherwise
+        it may take an id still in use (per-request counters, or no check).
+    unguessable_server_ids
+        The server's ids cannot be guessed (random), so only the sender that saw a
+        server-to-client request can answer it; otherwise (a counter, as the official SDKs
+        mint them) the rogue can answer any minted id.
+    answer_clears_waiter
+        An answer removes its waiter, so a second answer to the same id reaches no handler.
+    releases_waiters
+        A handler stops waiting on every server-to-client request of its own before it responds
+        or unwinds, so no waiter outlives its request.
+    end_stops_writes
+        Once the session has ended, nothing more is written for the requests it had.
     waits_on_lost
         An injected bug for the liveness checks: a handler whose server-to-client request was
         dropped waits for its answer forever (it can neither respond nor stop on a cancel).
@@ -55,6 +69,11 @@ class Design:
     guard_write: bool = False
     cancel_by_connection: bool = False
     free_on: str = "handler_end"
+    fresh_server_ids: bool = True
+    unguessable_server_ids: bool = True
+    answer_clears_waiter: bool = True
+    releases_waiters: bool = True
+    end_stops_writes: bool = True
     waits_on_lost: bool = False
     waits_on_answer: bool = False
     stops_on_respond: bool = True
@@ -83,6 +102,11 @@ class Design:
             "guard_write": self.guard_write,
             "cancel_by_connection": self.cancel_by_connection,
             "free_on": self.free_on,
+            "fresh_server_ids": self.fresh_server_ids,
+            "unguessable_server_ids": self.unguessable_server_ids,
+            "answer_clears_waiter": self.answer_clears_waiter,
+            "releases_waiters": self.releases_waiters,
+            "end_stops_writes": self.end_stops_writes,
         }
 
 
@@ -109,6 +133,21 @@ def mutants() -> dict[str, Design]:
             ATOMIC, name="atomic-cancel-by-id", cancel_by_connection=False
         ),
         "atomic-free-on-cancel": replace(ATOMIC, name="atomic-free-on-cancel", free_on="cancel"),
+        "atomic-reused-server-ids": replace(
+            ATOMIC, name="atomic-reused-server-ids", fresh_server_ids=False
+        ),
+        "atomic-guessable-server-ids": replace(
+            ATOMIC, name="atomic-guessable-server-ids", unguessable_server_ids=False
+        ),
+        "atomic-keeps-answered-waiter": replace(
+            ATOMIC, name="atomic-keeps-answered-waiter", answer_clears_waiter=False
+        ),
+        "atomic-leaks-waiters": replace(
+            ATOMIC, name="atomic-leaks-waiters", releases_waiters=False
+        ),
+        "atomic-writes-after-end": replace(
+            ATOMIC, name="atomic-writes-after-end", end_stops_writes=False
+        ),
     }
     for site in REMOVAL_SITES:
         name = f"atomic-unguarded-{site}"

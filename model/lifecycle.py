@@ -116,7 +116,7 @@ def _table(revision: str) -> tuple[Row, ...]:
             "admit",
             "received",
             "in_flight",
-            ["claim_complete", "claim_ok"],
+            ["claim_complete", "claim_ok", "session_live"],
             "the in-flight entry (handler, cancel handle) is claimed; atomic: with the stream slot",
         ),
         _t(
@@ -146,6 +146,20 @@ def _table(revision: str) -> tuple[Row, ...]:
             "cancelled",
             ["handler_running"],
             "a cancelled handler stops (cancellation is cooperative); entries released",
+        ),
+        _t(
+            "end",
+            list(s.label for s in LIVE),
+            "cancelled",
+            ["session_ended"],
+            "the session ends (DELETE, idle expiry, shutdown): its live requests are cancelled",
+        ),
+        _t(
+            "reject",
+            "received",
+            "refused",
+            ["session_ended", "at_decision_point"],
+            "a request read after the session ended is turned away (http: 404)",
         ),
     ]
     if revision == "2025-11-25":

@@ -26,7 +26,7 @@ from typing import Any
 from .config import Config
 from .lifecycle import LIVE, Life
 from .logic import NONE, Logic, Outputs
-from .session import REGISTRIES, Action, Cmsg, Sreq, answered, quiescent
+from .session import REGISTRIES, WAITERS, Action, Cmsg, Sreq, answered, quiescent
 
 #: Whose requests a property protects.
 EVERY_SENDER = "every sender's requests"  # the client's and the rogue's alike
@@ -201,7 +201,7 @@ def _no_crossed_reply(
     request q of the client with ``waiting(q)`` is pending under r's id: the client, which
     matches by id, would take it for q's."""
     sent = [out[k][1] for k in ("progress", "server_request", "response") if k in out]
-    if not sent or action.name == "refuse":
+    if not sent or action.name in ("refuse", "reject"):
         return True
     return b.Implies(
         b.Or(*sent),
@@ -230,7 +230,8 @@ def no_crossed_reply_on_stdio(
     responses cross-wired). The server-side routing invariants cannot see this on stdio, where
     every message carries its handler's id. A refusal is not matched (its id is null); a
     request the server has cancelled is the cancel hazards' business, one not yet admitted
-    ``crossed_reply_is_impossible``'s."""
+    ``crossed_reply_is_impossible``'s. A request turned away after the session ended is
+    answered as a refusal is (id null)."""
     return _no_crossed_reply(b, pre, action, r, out, lambda q: b.In(pre.life[q], LIVE))
 
 
@@ -313,22 +314,73 @@ def refusal_is_inert(
 
 def quiescent_clean(b: Logic, s: Any, c: Config) -> Any:
     """When nothing is unfinished, every registry is empty: no leaked in-flight entry, stream
-    slot or pending server-to-client request."""
-    return b.Implies(
-        quiescent(b, s),
-        b.And(
-            *[_empty(b, s, f) for f in _registries(c)],
-            b.ForAll("inst", lambda r: s.sreq[r] != Sreq.PENDING),
-        ),
-    )
+    slot or server-to-client request waiter."""
+    waiters = [_empty(b, s, WAITERS)] if c.rev2025 else []
+    return b.Implies(quiescent(b, s), b.And(*[_empty(b, s, f) for f in _registries(c)], *waiters))
+
+
+def server_ids_unique(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """The server's own request ids never collide: it never mints an id that has a waiter, or
+    under which a request went out that the client may still answer (the server owns the
+    uniqueness of the ids it mints, as the client owns its own)."""
+    if action.name != "server_request":
+        return True
+    answerable = b.And(b.In(pre.sq[i], (Sreq.PENDING, Sreq.FAILED)), pre.shown[i] != NONE)
+    return b.And(pre.waiter[i] == NONE, b.Not(answerable))
+
+
+def answer_reaches_asker(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """An answer to a server-to-client request reaches a handler only if it comes from the
+    sender of that handler's request: the rogue (anyone holding the session id) cannot answer
+    the client's elicitation, whether the request was misrouted to its stream or its id was
+    guessed."""
+    if action.name != "answer":
+        return True
+    w, d = out["answer"]
+    return b.Implies(b.And(d, b.Not(pre.rogue[w])), b.Not(pre.rogue[r]))
+
+
+def answer_resolves_once(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """An answer resolves only the waiter of its id, and only once: a second answer to the same
+    server-to-client request (a retransmission, the rogue's) reaches no handler."""
+    if action.name != "answer":
+        return True
+    w, d = out["answer"]
+    return b.Implies(d, b.And(w == pre.waiter[i], pre.sq[i] == Sreq.PENDING))
+
+
+def no_waiter_outlives_request(b: Logic, s: Any, c: Config) -> Any:
+    """Every waiter for a server-to-client request belongs to a handler that still runs: none is
+    left behind when its request responds, is cancelled, or the session ends."""
+    return b.ForAll("id", lambda k: b.Implies(s.waiter[k] != NONE, s.running[s.waiter[k]]))
+
+
+def nothing_after_end(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """Once the session has ended (DELETE, idle expiry, shutdown) nothing is written for its
+    requests: no progress, server-to-client request or response; a request read afterwards gets
+    only its own error (http: 404)."""
+    if action.name in ("refuse", "reject"):
+        return True
+    sent = [out[k][1] for k in ("progress", "server_request", "response") if k in out]
+    return b.Implies(pre.ended, b.Not(b.Or(*sent)))
 
 
 def no_hung_request(b: Logic, s: Any, c: Config) -> Any:
     """When nothing is unfinished, every client request whose stream is still open has received
     its response, its refusal or its cancellation: no POST waits forever (measured on the
-    Python SDK)."""
+    Python SDK). Once the session has ended its streams end with it (http: every stream of the
+    session is closed and later requests get 404; stdio: the server stops), so no request
+    waits on them."""
     return b.Implies(
-        quiescent(b, s),
+        b.And(quiescent(b, s), b.Not(s.ended)),
         b.ForAll(
             "inst",
             lambda r: b.Implies(
@@ -383,7 +435,24 @@ def stream_broken(b: Logic, s: Any, c: Config) -> Any:
 
 def server_request_answered(b: Logic, s: Any, c: Config) -> Any:
     """Some server-to-client request is answered (2025-11-25 only)."""
-    return b.Exists("inst", lambda r: s.sreq[r] == Sreq.ANSWERED)
+    return b.Exists("id", lambda k: s.sq[k] == Sreq.ANSWERED)
+
+
+def two_server_requests_pending(b: Logic, s: Any, c: Config) -> Any:
+    """One handler waits on two server-to-client requests at once (say an elicitation and a
+    sampling, each under its own server id; 2025-11-25 only)."""
+    return b.Exists(
+        "id",
+        lambda p: b.Exists(
+            "id",
+            lambda q: b.And(p != q, s.waiter[p] != NONE, s.waiter[p] == s.waiter[q]),
+        ),
+    )
+
+
+def session_ended(b: Logic, s: Any, c: Config) -> Any:
+    """The session ends while one of its requests is cancelled by it."""
+    return b.And(s.ended, b.Exists("inst", lambda r: s.life[r] == Life.CANCELLED))
 
 
 # --- hazards ------------------------------------------------------------------------------
@@ -465,6 +534,11 @@ PROPERTIES: tuple[Property, ...] = (
     invariant(no_orphan, protects=CLIENT),
     invariant(refusal_is_inert, "step"),
     invariant(quiescent_clean, protects=SERVER),
+    invariant(server_ids_unique, "step", _rev2025, SERVER),
+    invariant(answer_reaches_asker, "step", _rev2025, CLIENT),
+    invariant(answer_resolves_once, "step", _rev2025),
+    invariant(no_waiter_outlives_request, "state", _rev2025, SERVER),
+    invariant(nothing_after_end, "step"),
     invariant(no_hung_request, protects=CLIENT),
     invariant(cancel_stays_with_sender, "step", _close_is_cancel),
     witness(sequential_reuse, _client_reuses),
@@ -472,6 +546,8 @@ PROPERTIES: tuple[Property, ...] = (
     witness(cancelled),
     witness(stream_broken, _rev2025_http),
     witness(server_request_answered, _rev2025),
+    witness(two_server_requests_pending, _rev2025),
+    witness(session_ended),
     hazard(stale_cancel_is_inert, REUSING_CLIENT),
     hazard(foreign_cancel_is_inert, SECOND_SENDER, "step", _cancel_by_id, EVERY_SENDER),
     hazard(crossed_reply_is_impossible, SECOND_SENDER, "step", _stdio),

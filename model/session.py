@@ -9,16 +9,20 @@ State (``FIELDS``) -- keyed by request instance (``inst``), by id (``id``), or s
 
 * real server state: ``life`` (lifecycle, ``model/lifecycle.py``), ``rid`` (the request's
   id), ``running`` (its handler runs), ``open`` (its response channel is open), ``step``
-  (check_then_claim's progress through check and claims), ``sreq`` (its pending server-to-client
-  request: the waiter registry, keyed by server-minted ids, which the server owns),
-  ``inflight`` and ``stream`` (the id-keyed registries: in-flight entry with the cancel handle,
-  and the POST stream slot on http);
+  (check_then_claim's progress through check and claims), ``inflight`` and ``stream`` (the
+  id-keyed registries: in-flight entry with the cancel handle, and the POST stream slot on http),
+  ``waiter`` (the server's registry of its own requests to the client, keyed by the ids it
+  mints: which handler waits for each answer), ``ended`` (the session has ended: DELETE, idle
+  expiry or shutdown);
 * the wire: ``ts``/``cts`` (send times of a request and of its cancel; stdio delivers in send
   order, http in any order), ``cmsg`` (the cancel message: none, on the wire, delivered),
-  ``clock``;
+  ``clock``, ``sq`` (what became of the server-to-client request under each server-minted id:
+  the server mints ids from a counter of its own, so an id it takes is one never minted before in
+  the session, and the runtime keeps no table of them);
 * ghosts, never read by a server rule: ``rogue`` (who sent it: the client, which obeys its id
-  rule, or a rogue in the same session, which may send any id) and ``got_resp`` (the client's
-  view: this instance's channel has received a response or a refusal).  A cancel message
+  rule, or a rogue in the same session, which may send any id), ``got_resp`` (the client's
+  view: this instance's channel has received a response or a refusal) and ``shown`` (the request
+  on whose stream a server-to-client request went out: its sender is the one who saw it).  A cancel message
   *means* the instance it is indexed by.
 
 The client's id rule is that of its discipline (``Config.client``, ``model/config.py``): the
@@ -35,6 +39,13 @@ point; split, a reader would need every part to read any.  The sections run in t
 Where a message goes is not state but the *output* of an action (``Action.output``): the stream
 the server's transport writes it on and whether it goes out at all.  The runtime adapters act on
 these outputs; the routing invariants (``model/properties.py``) judge them on every transition.
+
+Server-minted ids share the abstract id sort with the clients' ids (``--ids`` bounds both):
+the two are separate namespaces (``inflight``/``stream`` are keyed by the clients' ids,
+``waiter``/``sq``/``shown`` by the server's), and no rule compares a value of one with a value
+of the other, so renaming ids stays a symmetry of the model.  A handler may make any number of
+server-to-client requests, one after another or several at once, each under a fresh id; it
+stops waiting on each (answered, timed out, or unwound by a cancel) before it ends.
 
 The standalone GET stream of 2025-11-25 is not keyed by any request id in any design here, so
 no request action touches it; it is left out of the explored state (the runtime keeps it in a
@@ -72,12 +83,12 @@ class Step(Domain):
 
 
 class Sreq(Domain):
-    """An instance's server-to-client request (the waiter registry, keyed by server ids)."""
+    """The fate of the server-to-client request under one server-minted id."""
 
-    NONE = 0
-    PENDING = 1  # written on a stream, waiting for the answer
-    LOST = 2  # pending, but dropped (no live stream)
-    ANSWERED = 3
+    NONE = 0  # not minted in this session
+    PENDING = 1  # written on a stream; no answer has reached the server yet
+    ANSWERED = 2  # an answer reached the server while a handler waited on it
+    FAILED = 3  # dropped (no live stream), or its handler stopped waiting unanswered
 
 
 class Cmsg(Domain):
@@ -124,16 +135,6 @@ FIELDS: tuple[Field, ...] = (
         Step,
     ),
     Field(
-        "sreq",
-        "inst",
-        "sreq",
-        False,
-        False,
-        Sreq.NONE,
-        "its server-to-client request: none, pending (written), lost (pending, dropped), answered",
-        Sreq,
-    ),
-    Field(
         "got_resp",
         "inst",
         "bool",
@@ -164,10 +165,41 @@ FIELDS: tuple[Field, ...] = (
         "in-flight entry (handler, cancel handle) per id",
     ),
     Field("stream", "id", "inst?", False, False, NONE, "POST stream slot per id (http)"),
+    Field(
+        "waiter",
+        "id",
+        "inst?",
+        False,
+        False,
+        NONE,
+        "per server-minted id: the handler waiting for the answer to that server-to-client request",
+    ),
+    Field(
+        "sq",
+        "id",
+        "sreq",
+        False,
+        True,
+        Sreq.NONE,
+        "per server-minted id: none (not minted), pending, answered, failed",
+        Sreq,
+    ),
+    Field(
+        "shown",
+        "id",
+        "inst?",
+        True,
+        False,
+        NONE,
+        "per server-minted id: the request whose stream carried it (whose sender saw it), or none",
+    ),
     Field("clock", None, "time", False, True, 0, "next send time (stdio)"),
+    Field("ended", None, "bool", False, False, False, "the session has ended"),
 )
 FIELD = {f.name: f for f in FIELDS}
 REGISTRIES = ("inflight", "stream")
+#: The server's registry of its own requests to the client (keyed by the ids it mints).
+WAITERS = "waiter"
 
 if TYPE_CHECKING:
     #: A state: a namedtuple with one attribute per field of ``FIELDS`` (built at run time, so
@@ -225,9 +257,10 @@ def route(b: Logic, s: Any, c: Config, r: Any) -> Any:
 
 def deliverable(b: Logic, s: Any, c: Config, r: Any, t: Any) -> Any:
     """A message of r routed to t goes out (rather than being dropped)."""
+    live = b.Not(s.ended) if c.design.end_stops_writes else True
     if c.design.guard_write:
-        return b.And(t == r, s.open[r], b.In(s.life[r], LIVE))
-    return b.And(t != NONE, s.open[t])
+        return b.And(t == r, s.open[r], b.In(s.life[r], LIVE), live)
+    return b.And(t != NONE, s.open[t], live)
 
 
 def release(
@@ -282,6 +315,27 @@ def _client_id_rule(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
     return b.ForAll("inst", lambda q: b.Not(earlier(q)))
 
 
+def _server_request_seen(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
+    """The sender of r can answer server request i: it went out on r's stream, or (ids the
+    rogue can guess, such as a counter's) r is the rogue's and i was minted at all."""
+    seen = b.And(s.sq[i] != Sreq.NONE, s.shown[i] == r)  # (forgotten once nothing waits)
+    if c.design.unguessable_server_ids:
+        return seen
+    return b.Or(seen, b.And(s.rogue[r], s.sq[i] != Sreq.NONE))
+
+
+def _may_stop_waiting(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Any:
+    """A handler may stop waiting on its server request i at any time (a timeout, as MCP asks of
+    every sender; a cancel unwinding the await) -- unless a liveness bug of the design keeps it
+    waiting: on an answer that has not come, or on a request that was never sent."""
+    parts = []
+    if c.design.waits_on_answer:
+        parts.append(s.sq[i] != Sreq.PENDING)
+    if c.design.waits_on_lost:
+        parts.append(s.sq[i] != Sreq.FAILED)
+    return b.And(*parts)
+
+
 #: A named condition: ``fn(b, s, c, r, i)``.
 Condition = Callable[[Logic, Any, Config, Any, Any], Any]
 #: An action's writes: ``fn(b, s, c, r, i, out)``.
@@ -315,8 +369,17 @@ CONDITIONS: dict[str, Condition] = {
     ),
     "handler_running": lambda b, s, c, r, i: s.running[r],
     "stream_open": lambda b, s, c, r, i: s.open[r],
-    "no_server_request_yet": lambda b, s, c, r, i: s.sreq[r] == Sreq.NONE,
-    "server_request_pending": lambda b, s, c, r, i: s.sreq[r] == Sreq.PENDING,
+    "fresh_server_id": lambda b, s, c, r, i: (
+        (s.sq[i] == Sreq.NONE) if c.design.fresh_server_ids else True
+    ),
+    "server_request_seen": _server_request_seen,
+    "waits_on_it": lambda b, s, c, r, i: s.waiter[i] == r,
+    "may_stop_waiting": _may_stop_waiting,
+    "no_waiter": lambda b, s, c, r, i: (
+        b.ForAll("id", lambda k: s.waiter[k] != r) if c.design.releases_waiters else True
+    ),
+    "session_live": lambda b, s, c, r, i: b.Not(s.ended),
+    "session_ended": lambda b, s, c, r, i: s.ended,
     "cancel_not_sent": lambda b, s, c, r, i: s.cmsg[r] == Cmsg.NONE,
     "believed_in_progress": lambda b, s, c, r, i: b.And(
         s.life[r] != Life.UNSENT, b.Not(answered(b, s, r))
@@ -324,12 +387,6 @@ CONDITIONS: dict[str, Condition] = {
     "close_needs_open_stream": lambda b, s, c, r, i: s.open[r] if c.close_is_cancel else True,
     "cancel_on_wire": lambda b, s, c, r, i: s.cmsg[r] == Cmsg.WIRE,
     "cancel_in_channel_order": lambda b, s, c, r, i: in_order(b, s, c, s.cts[r]),
-    "not_waiting_on_lost": lambda b, s, c, r, i: (
-        (s.sreq[r] != Sreq.LOST) if c.design.waits_on_lost else True
-    ),
-    "not_waiting_on_answer": lambda b, s, c, r, i: (
-        (s.sreq[r] != Sreq.PENDING) if c.design.waits_on_answer else True
-    ),
     "close_after_request": lambda b, s, c, r, i: (
         (s.life[r] != Life.SENT) if c.close_is_cancel else True
     ),
@@ -362,7 +419,6 @@ def _release_all(b: Logic, s: Any, c: Config, site: str, r: Any) -> list[Write]:
     out = [release(b, s, c, site, "inflight", s.rid[r], r)]
     if c.http:
         out.append(release(b, s, c, site, "stream", s.rid[r], r))
-    out.append(Write("sreq", r, Sreq.NONE, b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST))))
     return out
 
 
@@ -375,6 +431,8 @@ class Action:
     condition (the trigger's, from the lifecycle table, then ``extra``); ``effect`` returns the
     writes.  ``side`` says who takes it: ``client`` (either sender), ``wire``, ``server``.
     ``removal`` marks the sites that ``owned_removal`` watches; the owner is ``r``.
+    ``obligations`` names the conditions that are the sender's to keep, not the server's to
+    check (the server cannot see them: who saw a message); a server runs the action without them.
     """
 
     name: str
@@ -387,6 +445,7 @@ class Action:
     story: str
     removal: bool = False
     output: Output = _no_output
+    obligations: tuple[str, ...] = ()
 
     def run(
         self, b: Logic, s: Any, c: Config, r: Any, i: Any = None
@@ -404,12 +463,20 @@ class Action:
     def sources(self, c: Config) -> tuple[Life, ...] | None:
         return None if self.trigger is None else lc.sources(c.revision, self.trigger)
 
-    def guard(self, b: Logic, s: Any, c: Config, r: Any, i: Any = None) -> Any:
+    def server_conditions(self, c: Config) -> tuple[str, ...]:
+        """The conditions a server evaluates (all but the sender's obligations)."""
+        return tuple(n for n in self.conditions(c) if n not in self.obligations)
+
+    def guard(
+        self, b: Logic, s: Any, c: Config, r: Any, i: Any = None, server: bool = False
+    ) -> Any:
+        """The guard; ``server=True``: as a server evaluates it, without the obligations."""
         parts = []
         src = self.sources(c)
         if src is not None:
             parts.append(b.In(s.life[r], src))
-        parts.extend(CONDITIONS[n](b, s, c, r, i) for n in self.conditions(c))
+        names = self.server_conditions(c) if server else self.conditions(c)
+        parts.extend(CONDITIONS[n](b, s, c, r, i) for n in names)
         return b.And(*parts)
 
 
@@ -476,12 +543,51 @@ def _emit(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Wri
 
 
 def _server_request(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
-    _, d = out["server_request"]
-    return [Write("sreq", r, b.Ite(d, Sreq.PENDING, Sreq.LOST))]
+    """r's handler mints id i and writes its request where the transport routes it; it waits on
+    i only if the request went out (a dropped one fails at once), unless the design waits on
+    lost requests."""
+    t, d = out["server_request"]
+    return [
+        Write("sq", i, b.Ite(d, Sreq.PENDING, Sreq.FAILED)),
+        Write("waiter", i, r, True if c.design.waits_on_lost else d),
+        Write("shown", i, t, d),
+    ]
+
+
+def _out_answer(b: Logic, s: Any, c: Config, r: Any, i: Any) -> Outputs:
+    """An answer to server id i goes to the handler waiting on i, if any (else it is ignored)."""
+    w = s.waiter[i]
+    return {"answer": (w, w != NONE)}
 
 
 def _answer(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
-    return [Write("sreq", r, Sreq.ANSWERED)]
+    _, d = out["answer"]
+    ws = [Write("sq", i, Sreq.ANSWERED, d)]
+    if c.design.answer_clears_waiter:
+        # with no waiter left a later answer is ignored whoever sends it: who saw the request
+        # no longer matters (and is forgotten, which keeps the explored state small)
+        ws += [Write("waiter", i, NONE, d), Write("shown", i, NONE, d)]
+    return ws
+
+
+def _withdraw(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
+    return [
+        Write("waiter", i, NONE),
+        Write("shown", i, NONE),
+        Write("sq", i, Sreq.FAILED, s.sq[i] == Sreq.PENDING),
+    ]
+
+
+def _end_session(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
+    return [Write("ended", None, True)]
+
+
+def _end_request(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
+    return [_fire(c, "end", r)]
+
+
+def _reject(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
+    return [_fire(c, "reject", r)] + _refuse(b, s, c, r, i, out)[1:]
 
 
 def _respond(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
@@ -511,7 +617,6 @@ def _unwind(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[W
         ws.append(release(b, s, c, "unwind", "inflight", s.rid[r], r))
     if c.http:
         ws.append(release(b, s, c, "unwind", "stream", s.rid[r], r))
-    ws.append(Write("sreq", r, Sreq.NONE, b.In(s.sreq[r], (Sreq.PENDING, Sreq.LOST))))
     return ws
 
 
@@ -605,30 +710,42 @@ ACTIONS: tuple[Action, ...] = (
     Action(
         "server_request",
         "server",
-        ("r",),
+        ("r", "i"),
         None,
-        ("handler_running", "no_server_request_yet"),
+        ("handler_running", "fresh_server_id"),
         _server_request,
         lambda c: c.rev2025,
-        "{r} sends elicitation/create to the client",
+        "{r} sends elicitation/create to the client under server id {i}",
         output=_out_routed("server_request"),
     ),
     Action(
         "answer",
         "client",
-        ("r",),
+        ("r", "i"),
         None,
-        ("server_request_pending",),
+        ("server_request_seen",),
         _answer,
         lambda c: c.rev2025,
-        "client answers {r}'s elicitation",
+        "{sender} of {r} answers server request {i}",
+        output=_out_answer,
+        obligations=("server_request_seen",),
+    ),
+    Action(
+        "withdraw",
+        "server",
+        ("r", "i"),
+        None,
+        ("waits_on_it", "may_stop_waiting"),
+        _withdraw,
+        lambda c: c.rev2025,
+        "{r} stops waiting on server request {i}",
     ),
     Action(
         "respond",
         "server",
         ("r",),
         "respond",
-        ("not_waiting_on_lost", "not_waiting_on_answer"),
+        ("no_waiter",),
         _respond,
         _always,
         "{r} responds",
@@ -661,7 +778,7 @@ ACTIONS: tuple[Action, ...] = (
         "server",
         ("r",),
         "unwind",
-        ("not_waiting_on_lost",),
+        ("no_waiter",),
         _unwind,
         _always,
         "cancelled handler {r} stops",
@@ -678,6 +795,37 @@ ACTIONS: tuple[Action, ...] = (
         "{r}'s POST stream breaks",
         removal=True,
     ),
+    Action(
+        "end_session",
+        "server",
+        ("r",),
+        None,
+        ("session_live",),
+        _end_session,
+        _always,
+        "the session ends (DELETE, idle expiry or shutdown)",
+    ),
+    Action(
+        "end_request",
+        "server",
+        ("r",),
+        "end",
+        (),
+        _end_request,
+        _always,
+        "the session's end cancels {r}",
+    ),
+    Action(
+        "reject",
+        "server",
+        ("r",),
+        "reject",
+        (),
+        _reject,
+        _always,
+        "server turns {r} away: the session has ended",
+        output=_out_own,
+    ),
 )
 ACTION = {a.name: a for a in ACTIONS}
 
@@ -691,9 +839,13 @@ SERVER_ACTIONS: tuple[str, ...] = (
     "emit",
     "server_request",
     "answer",
+    "withdraw",
     "respond",
     "unwind",
     "break_stream",
+    "end_session",
+    "end_request",
+    "reject",
 )
 #: The client steps whose *effects* a server applies when a message comes in (``send``: the
 #: request is on the wire, the id and an open channel recorded) or a stream closes (``close``);

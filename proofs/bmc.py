@@ -36,6 +36,7 @@ def search(pr, props, depth=None, requests=None, ids=None):
     m = ids or pr.ids
     b = sym.Symbolic({"inst": range(n), "id": range(m)})
     acts = list(actions_for(cfg))
+    # the actions that take an id (requests sent, and server-minted ids on 2025-11-25)
     sends = [k for k, a in enumerate(acts) if "i" in a.params]
     s = z3.Solver()  # collects the unrolling; each query is solved afresh (faster here)
     cur = sym.initial_finite_state(n, m)
@@ -94,7 +95,8 @@ def search(pr, props, depth=None, requests=None, ids=None):
         a_t, r_t, i_t = z3.Int(f"a{d}"), z3.Int(f"r{d}"), z3.Int(f"i{d}")
         choices.append((a_t, r_t, i_t))
         is_send = z3.Or(*[a_t == k for k in sends])
-        # ids are interchangeable: take them in order of first use (no trace is lost)
+        # ids are interchangeable (the clients' and the server's alike): take them in order of
+        # first use (no trace is lost)
         s.add(
             a_t >= 0,
             a_t < len(acts),
@@ -169,8 +171,10 @@ def replay(pr, model, choices, acts, prop):
     for _a, _r, i in raw:
         if i is not None and i not in id_map:
             id_map[i] = len(id_map)
-    sends = sum(1 for a, _, _ in raw if "i" in a.params)
-    cfg = dataclasses.replace(pr.cfg, ids=max(1, len(id_map)), requests=max(1, sends))
+    sends = sum(1 for a, _, _ in raw if a.trigger == "send")
+    # an action such as end_session names a slot no request used: keep it in the universe
+    slots = max([sends] + [r + 1 for _, r, _ in raw])
+    cfg = dataclasses.replace(pr.cfg, ids=max(1, len(id_map)), requests=max(1, slots))
     b = step.backend(cfg)
     s = step.start(cfg)
     steps = []

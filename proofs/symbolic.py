@@ -308,15 +308,24 @@ def well_typed(b: Symbolic, s: SymState):
     def id_slot(k):
         parts = []
         for f in FIELDS:
-            if f.key == "id" and f.sort == "inst?":
-                v = getattr(s, f.name)[k]
+            if f.key != "id":
+                continue
+            v = getattr(s, f.name)[k]
+            if f.sort == "inst?":
                 if b.domains is not None:
                     parts.append(b.In(v, (NONE,) + b.domains["inst"]))
                 else:
                     parts.append(v >= NONE)
+            elif f.domain is not None:
+                parts += [v >= min(f.domain), v <= max(f.domain)]
         return b.And(*parts)
 
-    return b.And(b.ForAll("inst", inst_slot), b.ForAll("id", id_slot))
+    scalars = [
+        b.And(getattr(s, f.name) >= min(f.domain), getattr(s, f.name) <= max(f.domain))
+        for f in FIELDS
+        if f.key is None and f.domain is not None
+    ]
+    return b.And(b.ForAll("inst", inst_slot), b.ForAll("id", id_slot), *scalars)
 
 
 def param_ok(b: Symbolic, sort: str, x):
