@@ -89,7 +89,7 @@ def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def call_binding(method: str, params: dict | None) -> str:
+def call_binding(method: str, params: dict[str, Any] | None) -> str:
     """The digest that binds a state to one call: the method and the params a retry repeats."""
     kept = {k: v for k, v in (params or {}).items() if k not in _UNBOUND}
     return hashlib.sha256(_canonical({"method": method, "params": kept})).hexdigest()
@@ -116,11 +116,11 @@ class Sealer:
         """Whether ``token`` claims to be of this sealer's kind (nothing is verified)."""
         return isinstance(token, str) and token.startswith(self.kind + ".")
 
-    def seal(self, payload: dict) -> str:
+    def seal(self, payload: dict[str, Any]) -> str:
         signed = f"{self.kind}.{_b64(_canonical(payload))}"
         return f"{signed}.{_b64(self._tag(signed))}"
 
-    def open(self, token: object) -> dict:
+    def open(self, token: object) -> dict[str, Any]:
         """The payload of a token this sealer sealed; :class:`StateRefused` (``signature`` or
         ``malformed``) for anything else."""
         if not self.owns(token):
@@ -147,7 +147,7 @@ class Resumed:
     """What a verified state hands to the retry: the answers so far (the retry's own merged in
     for the keys asked last round) and the round the state was issued in."""
 
-    answers: dict
+    answers: dict[str, Any]
     round: int
 
 
@@ -183,7 +183,7 @@ class RequestStates:
     def owns(self, token: object) -> bool:
         return self._sealer.owns(token)
 
-    def issue(self, binding: str, answers: dict, asked: list[str], round: int) -> str:
+    def issue(self, binding: str, answers: dict[str, Any], asked: list[str], round: int) -> str:
         """Seal the state of round ``round`` (1 for the first input-required result)."""
         if round > self.max_rounds:
             raise StateLimit(
@@ -208,7 +208,7 @@ class RequestStates:
             )
         return token
 
-    def resume(self, token: object, binding: str, responses: dict | None) -> Resumed:
+    def resume(self, token: object, binding: str, responses: dict[str, Any] | None) -> Resumed:
         """Verify ``token`` for the call ``binding``, use it up, and merge ``responses`` (the
         retry's ``inputResponses``) for the keys asked in its last round."""
         if isinstance(token, str) and len(token) > self.max_bytes:
