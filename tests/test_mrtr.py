@@ -142,8 +142,8 @@ _META = {
 }
 
 
-async def _call(server, rid, name, args, state=None, responses=None):
-    """One 2026-07-28 tools/call on its own session (as one POST): the reply message."""
+async def _call(server, rid, name, args, state=None, responses=None, method="tools/call"):
+    """One 2026-07-28 call on its own session (as one POST): the reply message."""
     params: dict = {"name": name, "arguments": args, "_meta": _META}
     if state is not None:
         params["requestState"] = state
@@ -152,7 +152,7 @@ async def _call(server, rid, name, args, state=None, responses=None):
     session = Session(server, "http", MODERN)
     out = _Outlet()
     status, value = session.request(
-        {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}, out
+        {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}, out
     )
     if status == "reply":
         return value
@@ -202,6 +202,45 @@ def test_answers_without_a_state_or_for_unasked_keys_are_not_taken():
         assert list(r1["inputRequests"]) == ["elicitation/create#1"]
         r2 = (await _call(server, 2, "two", {"x": 1}, r1["requestState"], pre))["result"]
         assert list(r2["inputRequests"]) == ["elicitation/create#2"]
+
+    asyncio.run(go())
+
+
+def test_a_method_handler_gets_rounds_too_and_keeps_a_state_of_its_own():
+    """A registered method handler (here ``prompts/get``) asks twice over two rounds like a
+    tool; a ``requestState`` that is not the runtime's reaches it untouched (the handler owns
+    it, as the conformance fixture's does), while a forged runtime state is refused before it
+    runs."""
+
+    async def go():
+        server = Server("t", capabilities={"prompts": {}})
+        seen = []
+
+        @server.method("prompts/get")
+        async def get(ctx, params):
+            seen.append(params.get("requestState"))
+            if params.get("requestState") == "own-state":
+                return {"messages": []}
+            a = await ctx.elicit("first?")
+            b = await ctx.elicit("second?")
+            text = f"{a['content']['v']}{b['content']['v']}"
+            return {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
+
+        get_ = {"method": "prompts/get"}
+        r1 = (await _call(server, 1, "p", {}, **get_))["result"]
+        (k1,) = r1["inputRequests"]
+        r2 = (await _call(server, 2, "p", {}, r1["requestState"], {k1: _answer("x")}, **get_))[
+            "result"
+        ]
+        (k2,) = r2["inputRequests"]
+        r3 = await _call(server, 3, "p", {}, r2["requestState"], {k2: _answer("y")}, **get_)
+        assert r3["result"]["messages"][0]["content"]["text"] == "xy"
+        own = await _call(server, 4, "p", {}, "own-state", **get_)
+        assert own["result"]["messages"] == [] and seen[-1] == "own-state"
+        runs = len(seen)
+        kind, body, tag = r2["requestState"].split(".")
+        forged = await _call(server, 5, "p", {}, f"{kind}.{body}.{tag[::-1]}", **get_)
+        assert forged["error"]["data"] == {"reason": "signature"} and len(seen) == runs
 
     asyncio.run(go())
 
