@@ -42,8 +42,10 @@ Every lifecycle decision (admit or refuse, where a message goes, what a cancel h
 id is free) is the core's, that is the model's.  This module routes what the core returns.
 
 Revisions: 2025-11-25 (``initialize``, sessions, server-to-client requests on the originating
-request's stream) and 2026-07-28 (``server/discover``, per-request ``_meta``; elicitation and
-sampling come back as an ``InputRequiredResult`` and the client retries with the answers).
+request's stream) and 2026-07-28 (``server/discover``, per-request ``_meta``; elicitation,
+sampling and roots come back as an ``InputRequiredResult`` and the client retries with the
+answers; the handler re-runs, and the answers of earlier rounds come back in a sealed
+``requestState``, see :mod:`.request_state`).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ from .messages import (
     loads,
     parse,
 )
+from .request_state import RequestStates, StateLimit, StateRefused, call_binding
 
 #: the server API, and the messages' names (:mod:`.messages`), importable from here
 __all__ = [
@@ -173,13 +176,16 @@ class Server:
         instructions: str | None = None,
         capabilities: dict | None = None,
         revision_capabilities: dict | None = None,
+        request_states: RequestStates | None = None,
     ):
         """``capabilities``: capabilities advertised on every revision, besides ``tools`` and
         ``logging``.  ``revision_capabilities``: per revision (``"2025-11-25"``,
         ``"2026-07-28"``), capabilities that replace those of the same name on that revision
         only, e.g. ``{"2025-11-25": {"resources": {"subscribe": True}}}`` for a server that
         serves ``resources/subscribe`` (2025-11-25) but not ``subscriptions/listen``
-        (2026-07-28)."""
+        (2026-07-28).  ``request_states``: what seals and checks the ``requestState`` of
+        2026-07-28 input-required rounds (default: a random key of this process; give
+        ``RequestStates(secret=...)`` to processes that must accept each other's states)."""
         self.name = name
         self.version = version
         self.instructions = instructions
@@ -194,6 +200,7 @@ class Server:
                 f"known: {', '.join(REVISIONS)}"
             )
         self.revision_capabilities = {rev: dict(per.get(rev) or {}) for rev in REVISIONS}
+        self.request_states = request_states or RequestStates()
 
     def method(self, name: str):
         """Register ``async def handler(ctx, params) -> dict`` (the JSON-RPC result) for a request
@@ -262,7 +269,8 @@ class RequestFailed(Exception):
 
 
 class _InputRequired(Exception):
-    """2026-07-28: the handler needs the client's input; the call returns InputRequiredResult."""
+    """2026-07-28: the handler needs the client's input; the call returns InputRequiredResult
+    (raised by the first question of this run that the answers so far do not cover)."""
 
     def __init__(self, key: str, request: dict):
         self.key = key
@@ -290,6 +298,12 @@ class Context:
         self.input_responses = responses if isinstance(responses, dict) else {}
         self.log_level = meta.get(LOG_LEVEL_META_KEY)
         self._asked = 0
+        # 2026-07-28 rounds: the answers this run may use (from a verified requestState and the
+        # retry's inputResponses for the keys it asked), the round they come from, and the call
+        # the next requestState is bound to; set by the session before the handler runs
+        self._answers: dict = {}
+        self._round = 0
+        self._binding = ""
         self.started = False  # the handler's task has taken its first step
 
     async def progress(
@@ -335,6 +349,10 @@ class Context:
         params = {"messages": messages, "maxTokens": max_tokens, **extra}
         return await self._ask("sampling/createMessage", params)
 
+    async def list_roots(self) -> dict:
+        """Ask for the client's roots (``roots/list``); returns the ListRootsResult."""
+        return await self._ask("roots/list", {})
+
     async def request(self, method: str, params: dict) -> dict:
         """A server-to-client request tied to this request (2025-11-25: sent on its stream and
         awaited; 2026-07-28: returned to the client in an InputRequiredResult, answered by its
@@ -348,9 +366,11 @@ class Context:
     async def _ask(self, method, params) -> dict:
         self._asked += 1
         if self.session.revision == MODERN:
+            # The handler re-runs from its start on each retry: its n-th question has the same
+            # key on every run, so an answer given in an earlier round answers it again.
             key = f"{method}#{self._asked}"
-            if key in self.input_responses:
-                return self.input_responses[key]
+            if key in self._answers:
+                return self._answers[key]
             raise _InputRequired(key, {"method": method, "params": params})
         return await self.session.server_request(self.handle, method, params)
 
@@ -444,10 +464,14 @@ class Session:
         method = msg["method"]
         params = msg.get("params")
         try:
+            custom = None
             reply = self._immediate(h, rid, method, params)
             if reply is None:
                 ctx = Context(self, h, params if isinstance(params, dict) else {})
                 custom = self.server.methods.get(method)
+                if self.revision == MODERN:
+                    reply = self._resume(ctx, rid, method, params, custom is not None)
+            if reply is None:
                 if custom is not None:
                     job = self._run_method(h, rid, custom, params or {}, ctx)
                 else:
@@ -460,6 +484,51 @@ class Session:
         task = asyncio.get_running_loop().create_task(job)
         self.tasks[h] = (task, ctx)
         return "running", h
+
+    def _resume(self, ctx, rid, method, params, custom: bool):
+        """2026-07-28: bind the call and, on a retry, verify its ``requestState`` and give the
+        context the answers so far; the error reply when the state is refused (the handler
+        never runs), else None.  A registered method handler owns any ``requestState`` that is
+        not the runtime's (such a state gives no answers to the context)."""
+        params = params if isinstance(params, dict) else {}
+        states = self.server.request_states
+        ctx._binding = call_binding(method, params)
+        token = params.get("requestState")
+        if token is None or (custom and not states.owns(token)):
+            return None
+        responses = params.get("inputResponses")
+        try:
+            resumed = states.resume(
+                token, ctx._binding, responses if isinstance(responses, dict) else None
+            )
+        except StateRefused as e:
+            return error_reply(
+                rid,
+                error(
+                    INVALID_PARAMS,
+                    f"Invalid params: requestState refused ({e.reason}): {e}",
+                    {"reason": e.reason},
+                ),
+            )
+        ctx._answers = resumed.answers
+        ctx._round = resumed.round
+        return None
+
+    def _input_required(self, rid, ctx, need: _InputRequired) -> dict:
+        """The reply to a run that stopped at an unanswered question: InputRequiredResult with
+        the next round's sealed state, or an error when the call is over a limit."""
+        try:
+            token = self.server.request_states.issue(
+                ctx._binding, ctx._answers, [need.key], ctx._round + 1
+            )
+        except StateLimit as e:
+            return error_reply(rid, error(INTERNAL_ERROR, f"input required: {e}"))
+        result = {
+            "resultType": "input_required",
+            "inputRequests": {need.key: need.request},
+            "requestState": token,
+        }
+        return {"jsonrpc": "2.0", "id": rid, "result": result}
 
     def _immediate(self, h, rid, method, params):
         """The reply to a request answered at once, or None for a tool call that runs."""
@@ -544,14 +613,7 @@ class Session:
             except RequestFailed as e:
                 reply = error_reply(rid, e.error)
             except _InputRequired as need:
-                reply = {
-                    "jsonrpc": "2.0",
-                    "id": rid,
-                    "result": {
-                        "resultType": "input_required",
-                        "inputRequests": {need.key: need.request},
-                    },
-                }
+                reply = self._input_required(rid, ctx, need)
         except asyncio.CancelledError:
             reply = None
         except Exception as e:
@@ -585,15 +647,14 @@ class Session:
                 try:
                     res = _content(await tool.fn(ctx, **args))
                 except _InputRequired as need:
-                    res = {
-                        "resultType": "input_required",
-                        "inputRequests": {need.key: need.request},
-                    }
+                    res = None
+                    reply = self._input_required(rid, ctx, need)
                 except RequestFailed as e:
                     res = {"content": [{"type": "text", "text": str(e)}], "isError": True}
-            if self.revision == MODERN:
-                res.setdefault("resultType", "complete")
-            reply = {"jsonrpc": "2.0", "id": rid, "result": res}
+            if res is not None:
+                if self.revision == MODERN:
+                    res.setdefault("resultType", "complete")
+                reply = {"jsonrpc": "2.0", "id": rid, "result": res}
         except asyncio.CancelledError:
             reply = None
         except Exception as e:  # the tool failed: a tool error the model can see

@@ -150,6 +150,7 @@ def test_modern_stdio_discover_then_call():
         body = call(3, "ask", {"label": "M", "delay": 0})
         body["params"]["_meta"] = meta
         body["params"]["inputResponses"] = {key: {"action": "accept", "content": {"ok": True}}}
+        body["params"]["requestState"] = m["result"]["requestState"]
         await p.send(body)
         m = await p.recv()
         assert m["id"] == 3 and m["result"]["content"][0]["text"] == "ask:M:accept"
