@@ -209,7 +209,7 @@ def test_aborting_one_post_leaves_another_alone(srv):
             ] == [1, 2, 3, 4, 5]
             assert all("keep" in json.dumps(m) for m in msgs)
             assert msgs[-1]["id"] == 1 and msgs[-1]["result"]["content"][0]["text"] == "done:keep"
-            await asyncio.sleep(0.3)  # gone's handler ends (its messages kept for a resume), id 2 free
+            await asyncio.sleep(0.3)  # gone's handler ends (its messages kept), id 2 free
             r = await c.post(srv.url, json=call(2, "echo", {"text": "y"}), headers=h)
             assert r.status_code == 200
 
