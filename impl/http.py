@@ -24,8 +24,21 @@ Both revisions on one endpoint, told apart by the ``MCP-Protocol-Version`` heade
   id in flight gets 409 with a JSON-RPC -32600 body (``id: null``, ``data.id`` naming the id)
   before anything is registered.  One standalone GET stream per session (a second gets 409);
   it is kept in a slot of its own, never under a request id.  DELETE ends the session: its
-  handlers are cancelled and pending server-to-client requests released.  A broken POST
-  stream drops that stream only; its handler goes on and its later messages are dropped.
+  handlers are cancelled and pending server-to-client requests released.
+
+Resumable streams (2025-11-25, with an event store: the default).  Every event on a POST
+stream and on the standalone stream has an id from the store (:mod:`.events`: unique within the
+session, naming its stream, never a request id); a POST stream starts with a priming event (an
+id, empty data and ``retry``).  A dropped connection is neither a cancel nor a broken stream:
+the stream is detached, its handler goes on, and what it sends (progress, logs, server-to-client
+requests, the response) is kept.  ``GET`` with ``Last-Event-ID`` replays that id's stream only,
+from after that id, and then, while the stream has not ended, this connection writes its later
+events (a newer resume takes the stream over from an older one).  An id the store cannot resume
+from (malformed, of another session, of no stream of this session, or with events after it
+dropped by the store's bounds) is 400 with -32600: not 404, which on a request with a session id
+tells the client its session is gone (and makes it initialize again), while the session is
+fine.  With ``event_store=None`` no event has an id, ``Last-Event-ID`` is ignored and a broken
+POST stream drops that stream only: its handler goes on and its later messages are dropped.
 
 Checks on every request: ``Host`` must name this server (DNS rebinding: 421 otherwise),
 ``Origin`` if present must be an allowed origin (403), the body is limited (413), a JSON
@@ -218,6 +231,13 @@ class App:
     * ``body_timeout`` (30 s): a body not all there that long after its request began is 408
       (checked about once a second).  Slow headers are the HTTP server's (``serve`` gives
       uvicorn a deadline on them).
+
+    Resumption: ``event_store`` (default ``"memory"``: a :class:`.events.MemoryEventStore` of
+    its own, bounded per session and in total; an :class:`.events.EventStore`; or ``None``, no
+    resumption) and ``retry_ms`` (1000: the ``retry`` the priming events give clients).  On by
+    default because the official client resumes by itself when a stream drops after an event
+    with an id, and a request whose connection dropped otherwise loses its response; the store's
+    bounds cap what that costs in memory.
     """
 
     def __init__(
