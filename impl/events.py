@@ -19,9 +19,9 @@ The interface (:class:`EventStore`) is three calls, all synchronous and cheap:
   as bytes; ``b""`` for a priming event);
 * ``replay(session, last_event_id) -> (stream, [(event id, data), ...])``: the events of
   ``last_event_id``'s stream that came after it, oldest first; raises :class:`ReplayRefused`
-  when the id is malformed, of another session, names no stream of the session, was never
-  issued, or when events after it were dropped (a replay with a hole would lose messages
-  silently);
+  when the id is malformed, of another session, names no event of the session, or when an
+  event of the session newer than it was dropped (once dropped, the store cannot tell whether
+  it was of that stream, and a replay with a hole would lose messages silently);
 * ``forget(session)``: the session ended; drop all it kept.
 
 :class:`MemoryEventStore` is the default: in the process's memory, bounded.  What it drops:
@@ -53,7 +53,34 @@ class ReplayRefused(Exception):
 
 
 class EventStore(Protocol):
-    def append(self, session: str, stream: str, data: bytes) -> str: ...
+    def append(self, session: str, stream: str, data: bytes) -> str:
+        k = self._sessions.get(session)
+        if k is None:
+            k = self._sessions[session] = _Kept()
+        n = k.seq = k.seq + 1
+        kept = k.streams.get(stream)
+        if kept is None:
+            kept = k.streams[stream] = {}
+        kept[n] = data
+        k.order.append((stream, n))
+        self._order.append((k, stream, n))
+        self.events += 1
+        self.bytes += len(data)
+        if len(k.order) > self.max_per_session:
+            s, m = k.order.popleft()
+            self._drop(k, s, m)
+        if self.events > self.max_events or self.bytes > self.max_bytes:
+            self._trim()
+        if len(self._order) > 2 * self.events + 1024:  # entries of dropped events: compact
+            self._order = deque(e for e in self._order if e[2] in e[0].streams.get(e[1], ()))
+        return f"{k.tag}.{stream}.{n}"
+
+    def _trim(self) -> None:
+        """Drop the oldest events of all sessions until the total bounds hold."""
+        while self.events > self.max_events or self.bytes > self.max_bytes:
+            owner, s, m = self._order.popleft()
+            if self._drop(owner, s, m):
+                owner.order.popleft()  # the oldest of all is its session's oldest
 
     def replay(self, session: str, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]]: ...
 
@@ -61,16 +88,17 @@ class EventStore(Protocol):
 
 
 class _Kept:
-    """One session's events."""
+    """One session's events.  Events are dropped oldest first (by either bound), so what is
+    kept is always every event numbered above ``floor``: one number says what is gone."""
 
-    __slots__ = ("tag", "seq", "streams", "order", "dropped")
+    __slots__ = ("tag", "seq", "streams", "order", "floor")
 
     def __init__(self) -> None:
         self.tag = secrets.token_hex(4)
         self.seq = 0  # the last event number given out
-        self.streams: dict[str, dict[int, bytes]] = {}  # stream -> n -> data, in order of n
-        self.order: deque[tuple[str, int]] = deque()  # (stream, n) oldest first
-        self.dropped: dict[str, int] = {}  # stream -> the highest n dropped from it
+        self.streams: dict[str, dict[int, bytes]] = {}  # stream -> n -> data (none empty)
+        self.order: deque[tuple[str, int]] = deque()  # (stream, n) kept, oldest first
+        self.floor = 0  # every event numbered up to this one has been dropped
 
 
 class MemoryEventStore:
@@ -95,10 +123,11 @@ class MemoryEventStore:
     def _drop(self, k: _Kept, stream: str, n: int) -> bool:
         events = k.streams.get(stream)
         if events is None or n not in events:
-            return False  # already dropped (an entry of an order deque outlives its event)
+            return False  # already dropped (an entry of the global deque outlives its event)
         data = events.pop(n)
-        if k.dropped.get(stream, 0) < n:
-            k.dropped[stream] = n
+        if not events:
+            del k.streams[stream]
+        k.floor = n
         self.events -= 1
         self.bytes -= len(data)
         return True
@@ -119,8 +148,8 @@ class MemoryEventStore:
             self._drop(k, s, m)
         while self.events > self.max_events or self.bytes > self.max_bytes:
             owner, s, m = self._order.popleft()
-            if self._drop(owner, s, m) and owner.order and owner.order[0] == (s, m):
-                owner.order.popleft()
+            if self._drop(owner, s, m):
+                owner.order.popleft()  # the oldest of all is its session's oldest
         if len(self._order) > 2 * self.events + 1024:  # entries of dropped events: compact
             self._order = deque(e for e in self._order if e[2] in e[0].streams.get(e[1], ()))
         return f"{k.tag}.{stream}.{n}"
@@ -136,14 +165,18 @@ class MemoryEventStore:
         if k is None or tag != k.tag:
             raise ReplayRefused(f"Last-Event-ID {last_event_id!r} is not an event of this session")
         n = int(num)
-        events = k.streams.get(stream)
-        if events is None or n > k.seq:
+        if n > k.seq:
             raise ReplayRefused(f"Last-Event-ID {last_event_id!r} names no event of this session")
-        if k.dropped.get(stream, 0) > n:
+        if n < k.floor:
+            # events after it may have been dropped (whether any was of its stream is not
+            # known once dropped): a replay could have a hole
             raise ReplayRefused(
                 f"the events after {last_event_id!r} are no longer kept (the event store's "
-                f"bounds dropped them)"
+                f"bounds dropped older events)"
             )
+        events = k.streams.get(stream, {})
+        if n > k.floor and n not in events:
+            raise ReplayRefused(f"Last-Event-ID {last_event_id!r} names no event of this session")
         prefix = f"{k.tag}.{stream}."
         return stream, [(prefix + str(m), d) for m, d in events.items() if m > n]
 
@@ -151,7 +184,7 @@ class MemoryEventStore:
         k = self._sessions.pop(session, None)
         if k is None:
             return
-        for stream, events in k.streams.items():
+        for stream, events in list(k.streams.items()):
             for n in list(events):
                 self._drop(k, stream, n)
         k.order.clear()

@@ -377,6 +377,16 @@ def test_memory_store_bounds_drop_the_oldest_and_refuse_a_resume_with_a_hole():
     for k in range(5000):  # stale entries of dropped events do not pile up
         st.append("D", f"p{k % 7}", b"d")
     assert len(st._order) <= 2 * st.events + 1025
+    for k in range(3000):  # nor the streams whose events are all dropped (one per POST)
+        st.append("E", f"p{k}", b"e")
+    assert len(st._sessions["E"].streams) == st.kept("E") == 3
+    # once an event newer than an id is dropped, that id is refused, whatever its stream: the
+    # store keeps one number for what is gone, not a history per stream
+    d = st.append("F", "p1", b"f")
+    for _ in range(4):  # d and the first of these are dropped: no event of p1 after d was
+        st.append("F", "p2", b"g")
+    with pytest.raises(ReplayRefused, match="no longer kept"):
+        st.replay("F", d)
 
 
 class ByStreamName:
