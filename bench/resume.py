@@ -3,9 +3,12 @@ store and with ``event_store=None``, side by side in one run (``wrk`` with ``ben
 one session, SSE answers; each call then keeps two events: the priming event and the response).
 
     .venv/bin/python bench/resume.py [--seconds 5] [--rounds 3]
+    .venv/bin/python bench/resume.py --in-process [--calls 5000] [--rounds 5]
 
 Each round measures both servers (each its own process), alternating which goes first; the table
-gives the median calls/s, p50 and p99, and the ratio.
+gives the median calls/s, p50 and p99, and the ratio.  ``--in-process`` drives the ASGI app
+directly (no socket, no uvicorn), alternating the two apps, and gives the CPU time per call
+(the fastest round of each: the least disturbed by other work on the machine).
 """
 
 from __future__ import annotations
@@ -59,15 +62,96 @@ def start(variant: str):
     return p, m.group(1)
 
 
+def in_process(calls: int, rounds: int) -> None:
+    import asyncio
+    import json
+    import time
+
+    from mcp_inflight.impl.http import create_app
+    from mcp_inflight.serve import demo_server
+
+    async def post(app, body: bytes, sid: str | None = None) -> list:
+        hdrs = [
+            (b"host", b"127.0.0.1"),
+            (b"accept", b"application/json, text/event-stream"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        if sid:
+            hdrs += [(b"mcp-session-id", sid.encode()), (b"mcp-protocol-version", b"2025-11-25")]
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": hdrs}
+        scope["server"] = ("127.0.0.1", 80)
+        given = False
+
+        async def receive():
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.sleep(3600)
+
+        out: list = []
+
+        async def send(m):
+            out.append(m)
+
+        await app(scope, receive, send)
+        return out
+
+    async def run() -> dict:
+        per: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": R.INIT["clientInfo"],
+        }
+        for _ in range(rounds):
+            for v in VARIANTS:
+                opts = {} if v == "store" else {"event_store": None}
+                app = create_app(demo_server(), "/mcp", **opts)
+                msg = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}
+                out = await post(app, json.dumps(msg).encode())
+                sid = dict(out[0]["headers"])[b"mcp-session-id"].decode()
+                bodies = [
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": k + 1,
+                            "method": "tools/call",
+                            "params": {"name": "echo", "arguments": {"text": R.ECHO_TEXT}},
+                        }
+                    ).encode()
+                    for k in range(calls)
+                ]
+                t = time.process_time()
+                for b in bodies:
+                    await post(app, b, sid)
+                per[v].append((time.process_time() - t) / calls * 1e6)
+        return per
+
+    per = asyncio.run(run())
+    print(f"tools/call echo driven in-process, {calls} calls x {rounds} rounds per app")
+    print(f"{'event store':<14}{'us CPU/call (best)':>20}  rounds")
+    for v in VARIANTS:
+        rounds_us = " ".join(f"{x:.0f}" for x in sorted(per[v]))
+        print(f"{'default' if v == 'store' else 'None':<14}{min(per[v]):>20.1f}  {rounds_us}")
+    print(f"extra CPU per call with the store: {min(per['store']) - min(per['none']):.1f} us")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--serve", choices=VARIANTS)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--connections", type=int, default=10)
+    ap.add_argument("--in-process", action="store_true", help="drive the ASGI app directly")
+    ap.add_argument("--calls", type=int, default=5000)
     args = ap.parse_args(argv)
     if args.serve:
         serve(args.serve)
+        return 0
+    if args.in_process:
+        in_process(args.calls, args.rounds)
         return 0
     import httpx
 
