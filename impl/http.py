@@ -34,8 +34,8 @@ the stream is detached, its handler goes on, and what it sends (progress, logs, 
 requests, the response) is kept.  ``GET`` with ``Last-Event-ID`` replays that id's stream only,
 from after that id, and then, while the stream has not ended, this connection writes its later
 events (a newer resume takes the stream over from an older one).  An id the store cannot resume
-from (malformed, of another session, of no stream of this session, or with events after it
-dropped by the store's bounds) is 400 with -32600: not 404, which on a request with a session id
+from (malformed, of another session, of no event of this session, or older than an event the
+store's bounds dropped) is 400 with -32600: not 404, which on a request with a session id
 tells the client its session is gone (and makes it initialize again), while the session is
 fine.  With ``event_store=None`` no event has an id, ``Last-Event-ID`` is ignored and a broken
 POST stream drops that stream only: its handler goes on and its later messages are dropped.
