@@ -24,8 +24,21 @@ Both revisions on one endpoint, told apart by the ``MCP-Protocol-Version`` heade
   id in flight gets 409 with a JSON-RPC -32600 body (``id: null``, ``data.id`` naming the id)
   before anything is registered.  One standalone GET stream per session (a second gets 409);
   it is kept in a slot of its own, never under a request id.  DELETE ends the session: its
-  handlers are cancelled and pending server-to-client requests released.  A broken POST
-  stream drops that stream only; its handler goes on and its later messages are dropped.
+  handlers are cancelled and pending server-to-client requests released.
+
+Resumable streams (2025-11-25, with an event store: the default).  Every event on a POST
+stream and on the standalone stream has an id from the store (:mod:`.events`: unique within the
+session, naming its stream, never a request id); a POST stream starts with a priming event (an
+id, empty data and ``retry``).  A dropped connection is neither a cancel nor a broken stream:
+the stream is detached, its handler goes on, and what it sends (progress, logs, server-to-client
+requests, the response) is kept.  ``GET`` with ``Last-Event-ID`` replays that id's stream only,
+from after that id, and then, while the stream has not ended, this connection writes its later
+events (a newer resume takes the stream over from an older one).  An id the store cannot resume
+from (malformed, of another session, of no event of this session, or older than an event the
+store's bounds dropped) is 400 with -32600: not 404, which on a request with a session id
+tells the client its session is gone (and makes it initialize again), while the session is
+fine.  With ``event_store=None`` no event has an id, ``Last-Event-ID`` is ignored and a broken
+POST stream drops that stream only: its handler goes on and its later messages are dropped.
 
 Checks on every request: ``Host`` must name this server (DNS rebinding: 421 otherwise),
 ``Origin`` if present must be an allowed origin (403), the body is limited (413), a JSON
@@ -48,6 +61,7 @@ import asyncio
 import secrets
 
 from . import sse
+from .events import EventStore, MemoryEventStore, ReplayRefused
 from .http_checks import (
     LOOPBACK,
     SINGLE,
@@ -102,6 +116,8 @@ MODERN_ERROR_STATUS = {
 
 
 def _sse(msg) -> bytes:
+    if type(msg) is bytes:  # already an event (a kept stream's)
+        return msg
     data = encode_message(msg)
     return b"" if data is None else sse.encode(data)
 
@@ -120,37 +136,82 @@ def _json_body(msg) -> bytes:
 
 
 class _Outlet:
-    """One POST's response stream: messages queue here and the POST writes them as SSE."""
+    """One POST's response stream: messages queue here and the connection that owns the stream
+    writes them as SSE.
 
-    __slots__ = ("items", "wake", "done", "broken")
+    Without an event store, ``items`` holds messages and a dropped connection breaks the stream.
+    With one (``keep``: the session's :meth:`_HttpSession.keep`), each message is kept first and
+    ``items`` holds it encoded with its event id; a dropped connection only detaches the stream
+    (``owner`` None): what comes meanwhile is kept, not queued, and a resume attaches a new
+    connection as ``owner``."""
 
-    def __init__(self):
+    __slots__ = ("items", "wake", "done", "broken", "keep", "stream", "owner", "live")
+
+    def __init__(self, keep=None, stream=None, live=None):
         self.items = []
         self.wake = None
         self.done = False
         self.broken = False
+        self.keep = keep
+        self.stream = stream
+        self.owner = None  # the writing connection's token (with a store)
+        self.live = live  # the session's kept streams not yet ended (this one leaves on close)
 
     def send(self, msg):
         if self.broken or self.done:
             return
+        keep = self.keep
+        if keep is not None:
+            data = encode_message(msg)
+            if data is None:
+                return
+            eid = keep(self.stream, data)
+            if self.owner is None:  # detached: kept for a resume, written by nobody now
+                return
+            msg = sse.encode(data, id=eid)
         self.items.append(msg)
+        self._wake()
+
+    def prime(self, retry_ms):
+        """The priming event (an id and empty data, with ``retry``) that starts a kept stream."""
+        eid = self.keep(self.stream, b"")
+        self.items.insert(0, sse.encode(b"", id=eid, retry=retry_ms))
+
+    def _wake(self):
         w = self.wake
         if w is not None and not w.done():
             w.set_result(None)
 
     def close(self):
         self.done = True
-        w = self.wake
-        if w is not None and not w.done():
-            w.set_result(None)
+        if self.live is not None:
+            self.live.pop(self.stream, None)
+        self._wake()
 
 
 class _HttpSession(Session):
-    def __init__(self, server, sid):
+    def __init__(self, server, sid, store=None):
         super().__init__(server, "http", LEGACY)
         self.sid = sid
         self.standalone = None  # the GET stream's closer (a future), in a slot of its own
         self.seen = 0.0  # the loop's clock when a request of the session last came
+        self.store = store  # the app's event store, or None (streams not resumable)
+        self.live: dict[str, _Outlet] = {}  # kept POST streams not yet ended, by stream name
+        self._streams = 0
+
+    def keep(self, stream: str, data: bytes) -> str:
+        return self.store.append(self.sid, stream, data)
+
+    def outlet(self) -> _Outlet:
+        """A new POST stream: kept (with an event id per event) when there is a store."""
+        if self.store is None:
+            return _Outlet()
+        self._streams += 1
+        return _Outlet(self.keep, f"p{self._streams}", self.live)
+
+    def standalone_name(self) -> str:
+        self._streams += 1
+        return f"g{self._streams}"
 
 
 class App:
@@ -170,6 +231,13 @@ class App:
     * ``body_timeout`` (30 s): a body not all there that long after its request began is 408
       (checked about once a second).  Slow headers are the HTTP server's (``serve`` gives
       uvicorn a deadline on them).
+
+    Resumption: ``event_store`` (default ``"memory"``: a :class:`.events.MemoryEventStore` of
+    its own, bounded per session and in total; an :class:`.events.EventStore`; or ``None``, no
+    resumption) and ``retry_ms`` (1000: the ``retry`` the priming events give clients).  On by
+    default because the official client resumes by itself when a stream drops after an event
+    with an id, and a request whose connection dropped otherwise loses its response; the store's
+    bounds cap what that costs in memory.
     """
 
     def __init__(
@@ -183,6 +251,8 @@ class App:
         session_idle_timeout: float | None = 3600.0,
         max_in_flight: int | None = 256,
         body_timeout: float | None = 30.0,
+        event_store: EventStore | None | str = "memory",
+        retry_ms: int = 1000,
     ):
         self.server = server
         self.path = path
@@ -192,6 +262,12 @@ class App:
         self.session_idle_timeout = session_idle_timeout
         self.max_in_flight = max_in_flight
         self.sessions: dict[str, _HttpSession] = {}
+        if event_store == "memory":
+            event_store = MemoryEventStore()
+        elif isinstance(event_store, str):
+            raise ValueError(f"event_store: {event_store!r} (an EventStore, 'memory' or None)")
+        self.event_store = event_store
+        self.retry_ms = retry_ms
         self._spare: list[Session] = []  # idle 2026-07-28 scopes, ready for the next POST
         self._active: set[Session] = set()  # 2026-07-28 scopes whose POST is being answered
         self._left: set[Session] = set()  # scopes no longer reachable by a request (their
@@ -357,6 +433,8 @@ class App:
         self._leave(s)
         if s.standalone is not None and not s.standalone.done():
             s.standalone.set_result(None)
+        if s.store is not None:
+            s.store.forget(s.sid)
 
     async def _post(self, scope, receive, send, headers, modern, unsupported=None):
         body = await self.bodies.read(receive, headers)
@@ -431,7 +509,7 @@ class App:
                         headers=[(b"retry-after", b"1")],
                     )
             sid = secrets.token_urlsafe(24)
-            session = _HttpSession(self.server, sid)
+            session = _HttpSession(self.server, sid, self.event_store)
             session.seen = now
             status, value = session.request(msg, _Outlet())
             if status == "reply" and value is not None and "result" in value:
@@ -465,7 +543,8 @@ class App:
                 msg["id"],
                 headers=extra,
             )
-        outlet = _Outlet()
+        kept = isinstance(session, _HttpSession) and session.store is not None
+        outlet = session.outlet() if kept else _Outlet()
         status, value = session.request(msg, outlet)
         if status == "refused":
             return await self._reply(send, 409, dumps(error_reply(None, value)), extra)
@@ -477,30 +556,49 @@ class App:
                 send, (modern and _error_status(value)) or 200, _json_body(value), extra
             )
         handle = value
-        watcher = None
+        token = outlet.owner = object()  # this connection, as the stream's owner
+        if kept:
+            outlet.prime(self.retry_ms)
+            session.live[outlet.stream] = outlet
         try:
             await asyncio.sleep(0)  # let the handler take its first step
             if outlet.done:  # it has already answered: one body, no stream to watch
                 items = outlet.items
                 if modern and len(items) == 1 and _error_status(items[0]):
-                    return await self._reply(
-                        send, _error_status(items[0]), _json_body(items[0]), extra
-                    )
+                    status = _error_status(items[0])
+                    return await self._reply(send, status, _json_body(items[0]), extra)
                 body = b"".join(_sse(m) for m in items)
                 return await self._reply(send, 200, body, extra, ctype=_SSE)
-            loop = asyncio.get_running_loop()
-            watcher = loop.create_task(self._watch(session, handle, outlet, receive))
-            # the headers go now: a client waits for them with a read timeout, and a handler may
-            # be silent for long before its first message
-            await send(
-                {"type": "http.response.start", "status": 200, "headers": _SSE + list(extra)}
-            )
+        except (OSError, asyncio.CancelledError):  # the client went away, or the server stops
+            self._dropped(session, handle, outlet, token)
+            raise
+        # the headers go now: a client waits for them with a read timeout, and a handler may
+        # be silent for long before its first message
+        await self._pump(session, handle, outlet, token, receive, send, _SSE + list(extra))
+
+    async def _pump(self, session, handle, outlet, token, receive, send, headers, first=b""):
+        """Own ``outlet`` on this connection: send the headers (and ``first``, a replay), then
+        each message as it comes, until the stream ends, the connection drops, or (a kept
+        stream) another connection resumes the stream."""
+        loop = asyncio.get_running_loop()
+        watcher = loop.create_task(self._watch(session, handle, outlet, token, receive))
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            if first:
+                await send({"type": "http.response.body", "body": first, "more_body": True})
             while True:
-                if not outlet.items and not outlet.done:
-                    outlet.wake = loop.create_future()
-                    await outlet.wake
-                    outlet.wake = None
+                if not outlet.items and not outlet.done and outlet.owner is token:
+                    wake = outlet.wake = loop.create_future()
+                    await wake
+                    if outlet.wake is wake:
+                        outlet.wake = None
                 if outlet.broken:
+                    return
+                if outlet.owner is not token:  # detached, or resumed on another connection
+                    try:
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    except OSError:
+                        pass
                     return
                 items, outlet.items = outlet.items, []
                 last = outlet.done and not outlet.items
@@ -509,30 +607,70 @@ class App:
                 if last:
                     return
         except (OSError, asyncio.CancelledError):  # the client went away, or the server stops
-            outlet.broken = True
-            outlet.wake = None
-            session.closed(handle)
+            self._dropped(session, handle, outlet, token)
             raise
         finally:
-            if watcher is not None:
-                watcher.cancel()
+            watcher.cancel()
 
-    async def _watch(self, session, handle, outlet, receive):
+    @staticmethod
+    def _dropped(session, handle, outlet, token):
+        """The connection ``token`` that wrote ``outlet`` went away before the stream's end.
+        Without a store the stream is broken (the core's ``close``: its later messages are
+        dropped).  With one, and on 2025-11-25, a disconnect is not a cancel and the stream is
+        not lost: it is detached, its handler goes on, and what it sends is kept for a resume."""
+        if outlet.done:
+            return
+        if outlet.keep is not None:
+            if outlet.owner is token:
+                outlet.owner = None
+                outlet.items = []  # all of it is kept: a resume replays it from the store
+                outlet._wake()
+            return
+        if not outlet.broken:
+            outlet.broken = True
+            outlet._wake()
+            session.closed(handle)
+
+    async def _watch(self, session, handle, outlet, token, receive):
         while True:
             m = await receive()
             if m["type"] == "http.disconnect":
-                if not outlet.done:
-                    outlet.broken = True
-                    session.closed(handle)
-                    w = outlet.wake
-                    if w is not None and not w.done():
-                        w.set_result(None)
+                self._dropped(session, handle, outlet, token)
                 return
+
+    async def _resume(self, session, last_event_id, receive, send):
+        """GET with ``Last-Event-ID``: that id's stream only.  The events after the id are
+        written first, then (while the stream has not ended) its later events as they come, on
+        this connection, which becomes the stream's owner.  The replay is read and the stream
+        attached in one step of the event loop, so no event is both replayed and queued."""
+        try:
+            stream, events = session.store.replay(session.sid, last_event_id)
+        except ReplayRefused as e:
+            return await self._error(send, 400, INVALID_REQUEST, f"Bad Request: {e}")
+        first = b"".join(sse.encode(d, id=eid) for eid, d in events)
+        outlet = session.live.get(stream)
+        if stream.startswith("g"):  # the standalone stream: nothing was ever written on it
+            return await self._standalone(session, receive, send, first, stream)
+        if outlet is None or outlet.done:  # the stream has ended: what was kept, then the end
+            return await self._reply(send, 200, first, ctype=_SSE)
+        token = object()
+        previous, outlet.owner = outlet.owner, token
+        outlet.items = []  # queued for the previous owner, and so in the replay
+        if previous is not None:
+            outlet._wake()  # the previous connection ends its response
+            outlet.wake = None
+        await self._pump(session, None, outlet, token, receive, send, _SSE, first)
 
     async def _get(self, receive, send, headers):
         session, err = self._session(headers)
         if err is not None:
             return await self._error(send, err[0], -32600, err[1])
+        last = headers.get(b"last-event-id")
+        if last is not None and session.store is not None:
+            return await self._resume(session, last.decode("latin-1"), receive, send)
+        return await self._standalone(session, receive, send)
+
+    async def _standalone(self, session, receive, send, first=b"", name=None):
         if session.standalone is not None:
             return await self._error(
                 send, 409, -32600, "Conflict: this session already has a standalone stream"
@@ -549,8 +687,15 @@ class App:
         watcher = loop.create_task(watch())
         try:
             await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+            if session.store is not None and name is None:  # a new stream: its priming event
+                eid = session.keep(session.standalone_name(), b"")
+                first = sse.encode(b"", id=eid, retry=self.retry_ms)
             await send(
-                {"type": "http.response.body", "body": b": stream open\n\n", "more_body": True}
+                {
+                    "type": "http.response.body",
+                    "body": first or b": stream open\n\n",
+                    "more_body": True,
+                }
             )
             await closer
             try:

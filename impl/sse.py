@@ -146,11 +146,17 @@ def encode(
     indentation never does)."""
     if b"\n" in data or b"\r" in data:
         raise ValueError("SSE data must be one line")
+    if event == "message" and retry is None:  # every message event: one concatenation
+        if id is None:
+            return b"event: message\ndata: " + data + b"\n\n"
+        if "\n" in id or "\r" in id or "\0" in id:
+            raise ValueError("an SSE id may not hold CR, LF or NUL")
+        return b"event: message\nid: " + id.encode() + b"\ndata: " + data + b"\n\n"
     parts = []
     if event is not None:
         parts.append(b"event: " + event.encode() + b"\n")
     if id is not None:
-        if any(c in id for c in "\r\n\0"):
+        if "\n" in id or "\r" in id or "\0" in id:
             raise ValueError("an SSE id may not hold CR, LF or NUL")
         parts.append(b"id: " + id.encode() + b"\n")
     if retry is not None:

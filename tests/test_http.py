@@ -209,13 +209,15 @@ def test_aborting_one_post_leaves_another_alone(srv):
             ] == [1, 2, 3, 4, 5]
             assert all("keep" in json.dumps(m) for m in msgs)
             assert msgs[-1]["id"] == 1 and msgs[-1]["result"]["content"][0]["text"] == "done:keep"
-            await asyncio.sleep(0.3)  # gone's handler ends: its messages were dropped, id 2 free
+            await asyncio.sleep(0.3)  # gone's handler ends (its messages kept), id 2 free
             r = await c.post(srv.url, json=call(2, "echo", {"text": "y"}), headers=h)
             assert r.status_code == 200
 
     run(go())
     assert wait_idle(srv)
-    assert sum(s.core.dropped for s in srv.app.sessions.values()) >= 1
+    # the default event store: a dropped connection detaches its stream, nothing is dropped
+    # (without a store the core drops gone's later messages: tests/test_resume.py)
+    assert sum(s.core.dropped for s in srv.app.sessions.values()) == 0
 
 
 def test_delete_releases_pending_elicitation(srv):

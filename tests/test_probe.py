@@ -506,7 +506,10 @@ def test_probe_is_clean_on_the_guarded_sdk_server(probe_runs):
     assert doc["ok"] is True and found(doc) == set()
     assert doc["refusal"]["status"] == 409 and doc["refusal"]["code"] == -32600
     judged = {s["scenario"]: s for s in doc["scenarios"]}
-    assert set(judged) == set(P.SCENARIOS)
+    # no event store on this server: its streams are not resumable, replay_routing does not apply
+    assert set(doc["not_applicable"]) == {"replay_routing"}
+    assert "no SSE event ids" in doc["not_applicable"]["replay_routing"]
+    assert set(judged) == set(P.SCENARIOS) - {"replay_routing"}
     assert all(s["status"] == "judged" for s in judged.values())
     assert judged["reuse"]["findings"] == [] and judged["reuse"]["refusal"] is None
 
@@ -560,6 +563,7 @@ def test_junit_xml_has_one_case_per_scenario_and_class(probe_runs):
     } == bad
     assert cases["scenario.reuse"] == (None, None)
     guarded = _junit_cases(probe_runs["junit"]["guarded"])
+    assert guarded.pop("scenario.replay_routing")[0] == "skipped"  # not resumable: no ids
     assert all(kind is None for kind, _ in guarded.values())
 
 

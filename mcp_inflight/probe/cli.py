@@ -52,7 +52,8 @@ def build_parser():
             "Probe a Streamable HTTP MCP server (2025-era protocol, stateful session) for what\n"
             "it does when a request arrives under a JSON-RPC id that is still in flight.\n\n"
             "Each scenario runs first with distinct ids (the control), then with colliding ids:\n"
-            "  " + ", ".join(scenarios[:4]) + ",\n  " + ", ".join(scenarios[4:]) + ".\n"
+            "  " + ", ".join(scenarios[:4]) + ",\n  " + ", ".join(scenarios[4:7]) + ".\n"
+            "Two more look at one call's stream: " + ", ".join(scenarios[7:]) + ".\n"
             "Misrouting is judged by progress tokens, request ids and result shapes, never by\n"
             "the tool's text. Every POST gets its own progress token. Only URL is contacted;\n"
             "a whole probe takes about 10-20 s against a healthy server."
@@ -96,6 +97,20 @@ def build_parser():
         default=records.DEFAULT_ELICIT_ARGS,
         metavar="JSON",
         help=f"its arguments (default: {json.dumps(records.DEFAULT_ELICIT_ARGS)})",
+    )
+    p.add_argument(
+        "--twice-tool",
+        default=records.DEFAULT_TWICE_TOOL,
+        metavar="NAME",
+        help=f"a tool that elicits twice in one call (default: {records.DEFAULT_TWICE_TOOL}; "
+        f"'' to skip that scenario)",
+    )
+    p.add_argument(
+        "--twice-args",
+        type=_json_object,
+        default=records.DEFAULT_TWICE_ARGS,
+        metavar="JSON",
+        help=f"its arguments (default: {json.dumps(records.DEFAULT_TWICE_ARGS)})",
     )
     p.add_argument(
         "--header",
@@ -143,6 +158,8 @@ def run(argv: list[str]) -> int:
         elicit_tool=args.elicit_tool or None,
         elicit_args=args.elicit_args,
         headers=dict(args.header),
+        twice_tool=args.twice_tool or None,
+        twice_args=args.twice_args,
     )
 
     def say(text):

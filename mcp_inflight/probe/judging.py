@@ -28,6 +28,7 @@ from .records import (
     is_success,
     post_named,
     progress_of,
+    progress_token,
     refusal_of,
     same_id,
     show,
@@ -375,6 +376,120 @@ def judge_reuse(control, test, cal) -> Verdict:
     return v
 
 
+def judge_two_elicitations(control, test, cal) -> Verdict:
+    """Q calls the tool that elicits twice (the probe declines each elicitation as it comes).
+    Its stream must carry two server-to-client requests under distinct ids, then a successful
+    result.  No ids collide, so there is no control (``control`` is unused)."""
+    v = Verdict("two_elicitations")
+    q = post_named(test, "Q")
+    ref = refusal_of(q)
+    if ref is not None or q.get("status") != 200:
+        return _not_judged(
+            v,
+            [f"the call was not served (HTTP {q.get('status')}): {describe_refusal(ref)}"],
+            "test",
+        )
+    reqs = [e["msg"] for e in events(q, is_server_request)]
+    ids = [m.get("id") for m in reqs]
+    r = first_response(q)
+    result = show(r["msg"])[:300] if r is not None else "none"
+    if len(reqs) < 2:
+        v.add(
+            "second_request_failed",
+            f"Q (id {show(q['id'])}) received {len(reqs)} server-to-client request(s) on its "
+            f"stream; the tool asks twice; its answer: {result}",
+        )
+    elif len(set(map(show, ids))) < len(ids):
+        v.add(
+            "second_request_failed",
+            f"Q's server-to-client requests reused an id within one call: {show(ids)}",
+        )
+    elif r is not None and not is_success(r["msg"]):
+        v.add(
+            "second_request_failed",
+            f"Q (id {show(q['id'])}) received both requests {show(ids)} but failed: {result}",
+        )
+    if r is None:
+        v.add("lost_response", f"Q (id {show(q['id'])}) never got a response: {ended(q)}")
+    return v
+
+
+def _replay_problems(run, a, r):
+    """What R, the resumption of A's stream, carried that it must not: another token's
+    progress, an event A's stream had already delivered, an event twice, a second response."""
+    out = []
+    if r is None:
+        return out
+    foreign: dict = {}
+    for e in events(r, lambda m: progress_token(m) is not None):
+        tok = progress_token(e["msg"])
+        if tok != a["token"]:
+            foreign.setdefault(tok, []).append(e["t"])
+    for tok, ts in foreign.items():
+        owner = next((p["name"] for p in run["posts"] if p.get("token") == tok), "another")
+        out.append(
+            f"R (A's stream resumed after event {show(r['resumed_from'])}) carried {len(ts)} "
+            f"progress notification(s) for {owner}'s token {show(tok)}, from {ts[0]:.2f}s"
+        )
+    had = {e["id"] for e in a["events"] if "id" in e}
+    if a.get("last_event_id"):
+        had.add(a["last_event_id"])
+    again = [e["id"] for e in r["events"] if e.get("id") in had]
+    if again:
+        out.append(f"R delivered again {len(again)} event(s) A's stream had carried: {again[:3]}")
+    ids = [e["id"] for e in r["events"] if "id" in e]
+    if len(set(ids)) < len(ids):
+        out.append(f"R carried an event id twice: {sorted({i for i in ids if ids.count(i) > 1})}")
+    if len(events(r, is_response)) > 1:
+        out.append(f"R carried {len(events(r, is_response))} responses (one request's stream)")
+    return out
+
+
+def judge_replay_routing(control, test, cal) -> Verdict:
+    """A calls the slow tool; B (the rogue) calls it under A's id; A's connection is dropped; R
+    resumes A's stream with ``Last-Event-ID``.  R must carry only A's events (its progress
+    token, no event twice) and A's response; B's stream only B's."""
+    v = Verdict("replay_routing")
+
+    def resumed(run):
+        return next((p for p in run["posts"] if p["name"] == "R"), None)
+
+    problems = []
+    ca, cr = post_named(control, "A"), resumed(control)
+    if cr is None:
+        problems.append("A's stream carried no event id to resume from")
+    elif cr["status"] != 200:
+        problems.append(
+            f"resuming A's stream (Last-Event-ID {show(cr['resumed_from'])}) got HTTP "
+            f"{cr['status']}: {show(cr.get('body'))[:200]}"
+        )
+    else:
+        problems += _replay_problems(control, ca, cr)
+        if not events(cr, is_response) and not events(ca, is_response):
+            problems.append(f"A's resumed stream never got A's response: {ended(cr)}")
+    problems += _control_problems(control, cal, completes=("B",))
+    if problems:
+        return _not_judged(v, problems)
+    a, b, r = post_named(test, "A"), post_named(test, "B"), resumed(test)
+    v.refusal = refusal_of(b)
+    for text in crossed_tokens({"posts": [a, b]}):
+        v.add("misrouted_notification", text)
+    if r is None:
+        return _not_judged(v, ["A's stream carried no event id to resume from"], "test")
+    if r["status"] != 200:
+        v.add(
+            "replay_misrouted",
+            f"resuming A's stream (Last-Event-ID {show(r['resumed_from'])}) after B reused "
+            f"its id got HTTP {r['status']} (with distinct ids: 200)",
+        )
+        return v
+    for text in _replay_problems(test, a, r):
+        v.add("replay_misrouted", text)
+    if not events(r, is_response) and not events(a, is_response):
+        v.add("lost_response", f"A's resumed stream never got a response: {ended(r)}")
+    return v
+
+
 def _cannot_judge(v: Verdict, problems, test, acted=None) -> Verdict | None:
     """The not-judged verdict of a scenario whose control run had ``problems``, or whose colliding
     run says nothing (with ``acted``, an ``(action, what)`` on A: :func:`_test_says_nothing`;
@@ -449,6 +564,8 @@ JUDGES = {
     "collateral_close": judge_collateral_close,
     "id_types": judge_id_types,
     "reuse": judge_reuse,
+    "two_elicitations": judge_two_elicitations,
+    "replay_routing": judge_replay_routing,
 }
 
 

@@ -36,6 +36,8 @@ class Target:
     headers: dict
     transport: Callable[[], Any] | None = None
     label: str | None = None
+    twice_tool: str | None = "ask_twice"
+    twice_args: dict | None = None
 
     @property
     def name(self) -> str:
@@ -58,16 +60,23 @@ class Target:
     def ask(self, rid, token):
         return self.call(rid, token, self.elicit_tool, self.elicit_args)
 
+    def ask_twice(self, rid, token):
+        return self.call(rid, token, self.twice_tool, self.twice_args or {"label": "probe"})
+
 
 class Post:
-    """One POST and what its response stream delivered, with arrival times."""
+    """One POST and what its response stream delivered, with arrival times (and each event's
+    SSE id when it has one).  With ``resume`` (an event id) it is instead a GET with
+    ``Last-Event-ID``: the resumption of the stream that id belongs to."""
 
-    def __init__(self, session, name, msg, sender, token):
+    def __init__(self, session, name, msg, sender, token, resume=None):
         self.session = session
         self.name = name
         self.msg = msg
         self.sender = sender
         self.token = token
+        self.resume = resume
+        self.last_event_id = None  # the last SSE event id this stream carried (a priming one too)
         self.sent = session.now()
         self.status = None
         self.head = None
@@ -84,8 +93,14 @@ class Post:
 
         s = self.session
         self.client = s.target.client(httpx.Timeout(None, connect=10.0))
+        if self.resume is None:
+            request = self.client.stream("POST", s.url, json=self.msg, headers=s.headers())
+        else:
+            h = {**s.headers(), "Last-Event-ID": self.resume, "Accept": "text/event-stream"}
+            h.pop("Content-Type", None)
+            request = self.client.stream("GET", s.url, headers=h)
         try:
-            async with self.client.stream("POST", s.url, json=self.msg, headers=s.headers()) as r:
+            async with request as r:
                 self.status = r.status_code
                 self.head = round(self.session.now(), 4)
                 self.content_type = r.headers.get("content-type", "")
@@ -99,7 +114,7 @@ class Post:
                             self._got(m)
                     self._finish("closed")
                     return
-                await read_sse(r, self._got)
+                await read_sse(r, self._got, self._saw_id)
                 self._finish("closed")
         except asyncio.CancelledError:
             self._finish(self.how or "aborted")
@@ -110,10 +125,16 @@ class Post:
         finally:
             await self.client.aclose()
 
-    def _got(self, m):
-        self.events.append({"t": round(self.session.now(), 4), "msg": m})
+    def _got(self, m, eid=None):
+        e = {"t": round(self.session.now(), 4), "msg": m}
+        if eid is not None:
+            e["id"] = eid
+        self.events.append(e)
         if is_server_request(m):
             self.session.answer(m)
+
+    def _saw_id(self, eid):
+        self.last_event_id = eid
 
     def _finish(self, how):
         if self.end is None:
@@ -146,7 +167,7 @@ class Post:
         return {
             "name": self.name,
             "sender": self.sender,
-            "method": self.msg.get("method"),
+            "method": self.msg.get("method") if self.resume is None else "GET",
             "id": self.msg.get("id"),
             "token": self.token,
             "sent": round(self.sent, 4),
@@ -157,6 +178,8 @@ class Post:
             "events": self.events,
             "end": self.end,
             "how": self.how,
+            "last_event_id": self.last_event_id,
+            "resumed_from": self.resume,
         }
 
 
@@ -180,19 +203,34 @@ def _parse_json(raw: bytes):
         return {"text": raw.decode("utf-8", "replace")[:200]}
 
 
-async def read_sse(response, on_message) -> None:
+async def read_sse(response, on_message, on_id=None) -> None:
     """Read an SSE body as it arrives with the project's decoder (:class:`mcp_inflight.impl.sse.
     Decoder`); each event's data is one JSON-RPC message, passed to ``on_message`` (data that is
     not JSON as ``{"unparsable": text}``).  An event the server left without its closing blank
-    line when the stream ended is read too: the probe records what the server sent."""
+    line when the stream ended is read too: the probe records what the server sent.
+
+    With ``on_id``: ``on_message(msg, event id)`` for an event that set an id, and ``on_id(id)``
+    for every event that set one, a priming event (an id and empty data, no message) too."""
     decoder = Decoder()
+    last = None
 
     def deliver(evs) -> None:
+        nonlocal last
         for e in evs:
+            eid = e.id if on_id is not None and e.id != last else None
+            last = e.id
+            if eid is not None:
+                on_id(eid)
+            if not e.data and on_id is not None:
+                continue  # a priming event
             try:
-                on_message(json.loads(e.data))
+                m = json.loads(e.data)
             except ValueError:
-                on_message({"unparsable": e.data[:200]})
+                m = {"unparsable": e.data[:200]}
+            if eid is None:
+                on_message(m)
+            else:
+                on_message(m, eid)
 
     async for chunk in response.aiter_bytes():
         deliver(decoder.feed(chunk))
@@ -301,6 +339,12 @@ class Session:
 
     def post(self, name, msg, sender, token) -> Post:
         p = Post(self, name, msg, sender, token)
+        self.posts.append(p)
+        return p
+
+    def resume(self, name, of: Post) -> Post:
+        """GET with ``Last-Event-ID``: the last event id ``of``'s stream carried."""
+        p = Post(self, name, of.msg, "client", of.token, resume=of.last_event_id)
         self.posts.append(p)
         return p
 

@@ -20,6 +20,8 @@ CLASSES = (
     "collateral_close",
     "id_type_confusion",
     "reuse_refused",
+    "second_request_failed",
+    "replay_misrouted",
 )
 
 CLASS_HELP = {
@@ -31,9 +33,13 @@ CLASS_HELP = {
     "collateral_close": "aborting one POST ended another request's stream",
     "id_type_confusion": 'ids 7 and "7" (distinct in JSON-RPC) were treated as one',
     "reuse_refused": "an id was refused again after its response had arrived",
+    "second_request_failed": "a second server-to-client request in one call failed or never came",
+    "replay_misrouted": "a stream resumed with Last-Event-ID carried another stream's events, "
+    "or an event again",
 }
 
-SCENARIOS = (
+#: the scenarios of two requests under one id (a control with distinct ids, then the test)
+COLLISIONS = (
     "duplicate_progress",
     "response_routing",
     "cancel_routing",
@@ -42,6 +48,11 @@ SCENARIOS = (
     "id_types",
     "reuse",
 )
+#: what one call can do on its stream: two elicitations in one call (no ids collide: no
+#: control), and the replay of a stream resumed with Last-Event-ID after a duplicate id
+#: (a control with distinct ids, then the test)
+STREAMS = ("two_elicitations", "replay_routing")
+SCENARIOS = COLLISIONS + STREAMS
 
 PROTOCOL_VERSION = "2025-11-25"
 INVALID_REQUEST = -32600
@@ -49,6 +60,8 @@ DEFAULT_TOOL = "slow"
 DEFAULT_ARGS = {"label": "probe", "steps": 6, "delay": 0.25}
 DEFAULT_ELICIT_TOOL = "ask"
 DEFAULT_ELICIT_ARGS = {"label": "probe", "delay": 1.0}
+DEFAULT_TWICE_TOOL = "ask_twice"  # a tool that elicits twice in one call
+DEFAULT_TWICE_ARGS = {"label": "probe"}
 MIN_DURATION = 1.0  # the slow tool must run at least this long (seconds)
 MIN_ELICIT_AFTER = 0.6  # the eliciting tool must wait at least this long before it asks
 ATTRIBUTE = 0.75  # a message of r cannot arrive earlier than this share of the tool's time

@@ -19,6 +19,7 @@ from .judging import Verdict, judge
 from .recording import Post, Session, Target, until
 from .records import (
     ATTRIBUTE,
+    COLLISIONS,
     MIN_DURATION,
     MIN_ELICIT_AFTER,
     SCENARIOS,
@@ -69,7 +70,7 @@ TABLE = {
         Scenario("reuse", (71, 72), (71, 71), "call", "call", "client", "answered"),
     )
 }
-assert tuple(TABLE) == SCENARIOS
+assert tuple(TABLE) == COLLISIONS
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,52 @@ async def record_run(
     finally:
         await s.close()
     return s.record(sc.name, variant)
+
+
+async def record_twice(t: Target, cal, t0: float, pace: Pace = URL_PACE) -> dict:
+    """``two_elicitations``: one call of the tool that elicits twice (each elicitation declined
+    as it comes), until its POST ends."""
+    s = await _session(t, t0)
+    try:
+        s.post("Q", t.ask_twice(81, "two_elicitations:Q"), "client", "two_elicitations:Q")
+        await _finish(s, {"duration": max(cal["duration"], 2.0)}, pace)
+    finally:
+        await s.close()
+    return s.record("two_elicitations", "test")
+
+
+async def record_replay(t: Target, cal, variant: str, t0: float, pace: Pace = URL_PACE) -> dict:
+    """``replay_routing``: A calls the slow tool; once A has its first progress, B calls it
+    (under A's id in the test, another in the control); once B runs, A's connection is dropped;
+    a moment later R resumes A's stream with ``Last-Event-ID`` (the last event id A's stream
+    carried).  Waits until B and R end."""
+    s = await _session(t, t0)
+    try:
+        ida, idb = (41, 41) if variant == "test" else (41, 42)
+        tok_a, tok_b = f"replay_routing:{variant}:A", f"replay_routing:{variant}:B"
+        a = s.post("A", t.call(ida, tok_a), "client", tok_a)
+        await until(lambda: _own_progress(a) >= 1 or a.done, time.monotonic() + cal["duration"] + 2)
+        b = s.post("B", t.call(idb, tok_b), "rogue", tok_b)
+        half = max(1, cal["steps"] // 2)
+        await until(
+            lambda: _token_seen(s, tok_b) >= 1 or b.done or _own_progress(a) >= half,
+            time.monotonic() + cal["duration"] + 1,
+        )
+        await s.abort(a)
+        await asyncio.sleep(min(0.5, 0.2 * cal["duration"]))  # A's handler goes on meanwhile
+        if a.last_event_id is not None:
+            r = s.resume("R", a)
+            wait = pace.lost_factor * cal["duration"] + pace.lost_slack
+            await until(lambda: b.done and (r.done or _answered(r)), time.monotonic() + wait)
+            # a server may keep the resumed stream open after the response: once it has one,
+            # wait only until B's handler must have ended too (what it misroutes comes by then)
+            by = s.t0 + b.sent + (1 + ATTRIBUTE) * cal["duration"]
+            await until(lambda: b.done and (r.done or _answered(r)), max(by, time.monotonic()))
+        else:
+            await _finish(s, cal, pace, posts=[b])
+    finally:
+        await s.close()
+    return s.record("replay_routing", variant)
 
 
 async def _measure_slow(s: Session, t: Target, rid: int) -> dict:
@@ -317,6 +364,10 @@ async def calibrate(t: Target, pace: Pace = URL_PACE, watch=None) -> tuple[dict,
                     )
             return m
 
+        if t.twice_tool is None:
+            skipped["two_elicitations"] = "no tool that elicits twice given"
+        elif t.twice_tool not in tools:
+            skipped["two_elicitations"] = f"the target has no tool {t.twice_tool!r}"
         if asks and pace.calibrate_together:
             m, q = await asyncio.gather(slow(2), ask(3))
         else:
@@ -376,9 +427,21 @@ async def probe(
             say(f"  {name}: {v.status}")
             return v, {}
         t0 = time.monotonic()
-        control = await record_run(TABLE[name], t, cal, "control", t0, pace)
-        t0 = time.monotonic()
-        test = await record_run(TABLE[name], t, cal, "test", t0, pace)
+        if name == "two_elicitations":
+            control = None
+            test = await record_twice(t, cal, t0, pace)
+        elif name == "replay_routing":
+            control = await record_replay(t, cal, "control", t0, pace)
+            if not any(p["last_event_id"] for p in control["posts"] if p["name"] == "A"):
+                skipped[name] = "the target's POST streams carry no SSE event ids: not resumable"
+                say(f"  {name}: n/a")
+                return None, {}
+            t0 = time.monotonic()
+            test = await record_replay(t, cal, "test", t0, pace)
+        else:
+            control = await record_run(TABLE[name], t, cal, "control", t0, pace)
+            t0 = time.monotonic()
+            test = await record_run(TABLE[name], t, cal, "test", t0, pace)
         v = judge(name, control, test, cal)
         say(
             f"  {name}: "
@@ -386,7 +449,7 @@ async def probe(
         )
         return v, {"control": control, "test": test}
 
-    results = await asyncio.gather(*(one(n) for n in todo))
+    results = [r for r in await asyncio.gather(*(one(n) for n in todo)) if r[0] is not None]
     report = summarize(
         t.name, [v for v, _ in results], {k: v for k, v in skipped.items() if k in scenarios}, cal
     )

@@ -17,10 +17,13 @@ import argparse
 import asyncio
 import socket
 import sys
+import uuid
 import warnings
+from collections import deque
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventMessage, EventStore
 from pydantic import BaseModel
 
 
@@ -50,6 +53,13 @@ def build_server() -> MCPServer:
         return f"ask:{label}:{result.action}"
 
     @server.tool()
+    async def ask_twice(label: str, ctx: Context = None) -> str:
+        """Elicit twice in one call; answer with both actions."""
+        first = await ctx.elicit(f"{label}: first question?", Answer)
+        second = await ctx.elicit(f"{label}: second question?", Answer)
+        return f"ask_twice:{label}:{first.action}:{second.action}"
+
+    @server.tool()
     def echo(text: str) -> str:
         """Answer with the text."""
         return text
@@ -57,11 +67,53 @@ def build_server() -> MCPServer:
     return server
 
 
+class StreamIdEventStore(EventStore):
+    """An event store on the SDK's ``EventStore`` interface, written the way the SDK's example
+    store (``examples/servers/simple-streamablehttp``, ``InMemoryEventStore``) works; the
+    installed ``mcp`` package ships no store.  Each event gets a fresh uuid4 as its id; events
+    are kept per ``stream_id`` as the transport names it (a POST's request id as a string; the
+    standalone stream's ``"_GET_stream"``), the last 100 per stream; a replay finds the event
+    by id, then sends the events after it on that stream_id.  One store serves every session,
+    as ``streamable_http_app(event_store=...)`` makes it."""
+
+    def __init__(self, per_stream: int = 100):
+        self.per_stream = per_stream
+        self.streams: dict[str, deque] = {}
+        self.where: dict[str, tuple[str, object]] = {}
+
+    async def store_event(self, stream_id, message):
+        eid = str(uuid.uuid4())
+        kept = self.streams.setdefault(stream_id, deque(maxlen=self.per_stream))
+        if len(kept) == kept.maxlen:
+            self.where.pop(kept[0][0], None)
+        kept.append((eid, message))
+        self.where[eid] = (stream_id, message)
+        return eid
+
+    async def replay_events_after(self, last_event_id, send_callback):
+        found = self.where.get(last_event_id)
+        if found is None:
+            return None
+        stream_id = found[0]
+        after = False
+        for eid, message in list(self.streams.get(stream_id, ())):
+            if after and message is not None:
+                await send_callback(EventMessage(message, eid))
+            after = after or eid == last_event_id
+        return stream_id
+
+
 def build_app(
-    guarded: bool = False, json_response: bool = False, idle_timeout: float | None = None
+    guarded: bool = False,
+    json_response: bool = False,
+    idle_timeout: float | None = None,
+    event_store: bool = False,
 ):
-    """The SDK's Streamable HTTP ASGI app, wrapped by the guard if ``guarded``."""
-    extra = {} if idle_timeout is None else {"session_idle_timeout": idle_timeout}
+    """The SDK's Streamable HTTP ASGI app, wrapped by the guard if ``guarded``; with
+    ``event_store``, resumable (:class:`StreamIdEventStore`, ``retry_interval`` 100 ms)."""
+    extra: dict = {} if idle_timeout is None else {"session_idle_timeout": idle_timeout}
+    if event_store:
+        extra.update(event_store=StreamIdEventStore(), retry_interval=100)
     app = build_server().streamable_http_app(json_response=json_response, **extra)
     if guarded:
         from mcp_inflight.guard import guard
@@ -90,6 +142,9 @@ def main(argv=None) -> int:
     p.add_argument(
         "--idle-timeout", type=float, default=None, help="the SDK's session_idle_timeout"
     )
+    p.add_argument(
+        "--event-store", action="store_true", help="resumable streams (an in-memory event store)"
+    )
     args = p.parse_args(argv)
     if args.stdio:
         anyio.run(serve_stdio, args.guard)
@@ -106,7 +161,7 @@ def main(argv=None) -> int:
     sock.bind((args.host, args.port))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        build_app(args.guard, args.json_response, args.idle_timeout),
+        build_app(args.guard, args.json_response, args.idle_timeout, args.event_store),
         log_level="warning",
         lifespan="on",
     )
