@@ -223,7 +223,7 @@ def test_sessionless_trace_is_checked_post_by_post_on_2026_07_28(tmp_path, capsy
     assert replay.run([str(moved)]) == 1
     assert "VIOLATION" in capsys.readouterr().out
     # the online check, POST by POST as each closes: quiet on ours, the moved response counted
-    counts = app.monitor.summary()
+    counts = app.monitor.close()
     assert counts["violations"] == 0 and counts["steps"] >= 7 and counts["events"] == len(events)
     m = Monitor()
     for e in bad:

@@ -74,8 +74,9 @@ def test_guard_writes_a_clean_trace_and_its_online_check_counts_none(tmp_path):
     v = check(abstract(events))
     assert v.clean, (v.failed, v.broken)
     assert _replay(path) == 0
-    m = app.monitor.summary()
+    m = app.monitor.close()  # the check runs beside the server: wait for it to catch up
     assert m["violations"] == 0 and m["steps"] >= 5 and m["events"] == len(events), m
+    assert m["dropped_events"] == 0 and m["unchecked_parts"] == 0, m
 
 
 def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, caplog):
@@ -91,6 +92,8 @@ def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, capl
     assert events[v.failed.at]["exchange"] == b_post  # A's message on B's POST
     assert "unguarded" in [o.cfg.design.name for o in explains(ab)]
     assert _replay(path) == 1
+    with caplog.at_level(logging.WARNING, logger="mcp_inflight.trace"):
+        app.monitor.close()  # the check runs beside the server (a process): wait for it
     assert app.monitor.violations >= 1
     first = app.monitor.recent[0]
     assert first.event["exchange"] == b_post and first.step.kind in ("emit", "respond")

@@ -144,15 +144,29 @@ class Online:
         self.lost = False
         self.broken: set[int] = set()
         self.events = 0  # the events fed so far (the next one's number)
+        self.restarts = 0  # fresh starts after a violation
+        # stdio, after a violation: tool calls sent and ended (answered or refused) per id
+        self.sent: dict[int | None, int] = {}
+        self.ended: dict[int | None, int] = {}
 
     def _reset(self) -> None:
+        if self.lost:
+            self.restarts += 1
         self.abstractor.forget()
         self.frontier = self.model.start
         self.lost = False
         if self.broken:
             self.broken = set()
+        if self.sent:
+            self.sent, self.ended = {}, {}
 
     def _all_ended(self) -> bool:
+        """Every tool call seen since the last fresh start has ended on the wire.  Over HTTP
+        each call is its POST (answered, refused or closed by its client); on stdio, with no
+        POST to tell the calls under one id apart, each id has had as many responses and
+        refusals as calls (a call cancelled and never answered keeps its id unfinished)."""
+        if self.stdio:
+            return all(self.ended.get(i, 0) >= k for i, k in self.sent.items())
         a = self.abstractor
         return set(a.post_inst.values()) <= a.answered | a.refused | self.broken
 
@@ -165,6 +179,11 @@ class Online:
         for o in self.abstractor.feed(n, ev):
             if o.kind == "break" and o.r is not None:
                 self.broken.add(o.r)
+            if self.stdio:
+                if o.kind == "send":
+                    self.sent[o.i] = self.sent.get(o.i, 0) + 1
+                elif o.kind in ("respond", "refuse") and o.i is not None:
+                    self.ended[o.i] = self.ended.get(o.i, 0) + 1
             if self.lost:
                 continue
             if o.kind == "send" and (
@@ -217,6 +236,7 @@ class _Session:
         self.token_key: dict[Any, Any] = {}
         self.owned: dict[Any, list[tuple[dict[Any, Any], Any]]] = {}  # part -> its routes
         self.done_steps = 0
+        self.restarts = 0
 
     @property
     def steps(self) -> int:
@@ -264,9 +284,11 @@ class _Session:
         online = self.parts.get(k)
         if online is None:
             online = self.parts[k] = Online(self.requests, self.ids, transport=self.transport)
-        was = online.unchecked
+        was, restarts = online.unchecked, online.restarts
         bad = online.feed(online.events, ev)
         online.events += 1
+        if online.restarts != restarts:
+            self.restarts += 1
         if k != "" and online.idle and not online.unchecked:  # an id at rest: its part goes
             self.done_steps += online.steps
             del self.parts[k]
@@ -280,8 +302,11 @@ class _Session:
 class Monitor:
     """Counts: ``events`` seen, ``steps`` checked, ``violations`` (the last ``keep`` of them in
     ``recent``), ``unchecked`` parts (one id of one session past the model's bound between two
-    settled points: more than ``requests`` calls under one id); ``max_sessions`` sessions are
-    followed at once (the least recently active is dropped)."""
+    settled points: more than ``requests`` calls under one id; or a session, or an exchange of
+    no session yet, some of whose events never reached the check: see :meth:`gap`),
+    ``dropped`` events (those never seen, as told by :meth:`gap`), ``restarts`` (parts started
+    afresh after a violation, at the next point where every call they saw had ended);
+    ``max_sessions`` sessions are followed at once (the least recently active is dropped)."""
 
     requests: int = 3
     ids: int = 1
@@ -290,7 +315,10 @@ class Monitor:
     events: int = 0
     violations: int = 0
     unchecked: int = 0
+    dropped: int = 0
+    restarts: int = 0
     recent: list[Violation] = field(default_factory=list)
+    _cut: OrderedDict[Any, None] = field(default_factory=OrderedDict)
     _sessions: OrderedDict[str, _Session] = field(default_factory=OrderedDict)
     _steps_done: int = 0
     _early: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
@@ -308,6 +336,13 @@ class Monitor:
             return
         sid = ev.get("session")
         ex = ev.get("exchange")
+        if self._cut:
+            if sid in self._cut:
+                return
+            if ("exchange", ex) in self._cut:
+                if sid is not None:  # the exchange's earlier events were lost: its session too
+                    self._cut_off(sid)
+                return
         if sid is None:  # no session named yet (initialize), or none at all (2026-07-28)
             held = self._early.get(ex)
             if kind == "close":
@@ -325,6 +360,35 @@ class Monitor:
         for e in self._early.pop(ex, ()):
             self._check(sid, e)
         self._check(sid, ev)
+
+    def gap(self, sessions: Any = (), exchanges: Any = (), events: int = 0) -> None:
+        """``events`` events were never fed (the queue in front of the check was full): those
+        of ``sessions`` and of ``exchanges`` of no session yet.  Each of them is not checked
+        from here on (counted in ``unchecked``, never reported clean): its state is dropped
+        and its later events are skipped, since a step of it may be missing."""
+        self.dropped += events
+        for sid in sessions:
+            self._cut_off(sid)
+        for ex in exchanges:
+            key = ("exchange", ex)
+            if key not in self._cut:
+                self._early.pop(ex, None)
+                self._cut_mark(key)
+
+    def _cut_mark(self, key: Any) -> None:
+        self.unchecked += 1
+        self._cut[key] = None
+        if len(self._cut) > 4 * self.max_sessions:
+            self._cut.popitem(last=False)
+
+    def _cut_off(self, sid: Any) -> None:
+        if sid in self._cut:
+            return
+        session = self._sessions.pop(sid, None)
+        if session is not None:
+            self._steps_done += session.steps
+        self._cut_mark(sid)
+        log.warning("session %s: events lost before the online check, not checked further", sid)
 
     def _stateless(self, events: list[dict[str, Any]]) -> None:
         """A 2026-07-28 POST, once it is closed: a run of its own (``check_stateless``)."""
@@ -354,7 +418,10 @@ class Monitor:
                 self._steps_done += old.steps
         else:
             self._sessions.move_to_end(sid)
+        restarts = session.restarts
         _, bad, past = session.feed(ev)
+        if session.restarts != restarts:
+            self.restarts += 1
         if past:
             self.unchecked += 1
             log.warning("session %s: past the online check's bound, partly unchecked", sid)
@@ -370,4 +437,6 @@ class Monitor:
             "steps": self.steps,
             "violations": self.violations,
             "unchecked_parts": self.unchecked,
+            "dropped_events": self.dropped,
+            "restarts": self.restarts,
         }

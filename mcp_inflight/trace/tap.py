@@ -196,12 +196,30 @@ class Tap:
             close("server")  # the app ended without finishing its response
 
 
+def online_check(online: Any) -> Any:
+    """The sink of the online check that ``online`` asks for (None for False): True is a
+    checker process beside this one, a mode name (``"process"``, ``"thread"``, ``"inline"``)
+    that mode, a :class:`~mcp_inflight.trace.online.Monitor` that one, run by a thread beside
+    the server (see :mod:`mcp_inflight.trace.checker`)."""
+    if not online:
+        return None
+    from .checker import Beside
+    from .online import Monitor
+
+    if isinstance(online, Beside):
+        return online
+    if isinstance(online, Monitor):
+        return Beside("thread", monitor=online)
+    return Beside("process" if online is True else online)
+
+
 def traced(app: Any, trace: Any = None, online: Any = False) -> Any:
     """``app`` wrapped in a :class:`Tap` that writes the trace to ``trace`` (a path, or an object
     with a ``write(event)`` method such as a :class:`~mcp_inflight.trace.format.Writer`) and,
-    with ``online`` (True, or a :class:`~mcp_inflight.trace.online.Monitor`), checks it as it
-    goes; ``app`` itself when neither is asked for.  The tap is at ``.trace_writer`` and
-    ``.monitor`` of the result."""
+    with ``online`` (see :func:`online_check`), checks it beside the server as it goes;
+    ``app`` itself when neither is asked for.  The tap is at ``.trace_writer`` and ``.monitor``
+    of the result (the :class:`~mcp_inflight.trace.checker.Beside`: ``drain()`` waits for the
+    check to catch up and gives its counts)."""
     if trace is None and not online:
         return app
     sinks: list[Sink] = []
@@ -209,11 +227,8 @@ def traced(app: Any, trace: Any = None, online: Any = False) -> Any:
     if trace is not None:
         writer = trace if hasattr(trace, "write") else Writer(trace)
         sinks.append(writer.write)
-    monitor = None
-    if online:
-        from .online import Monitor
-
-        monitor = online if isinstance(online, Monitor) else Monitor()
+    monitor = online_check(online)
+    if monitor is not None:
         sinks.append(monitor.feed)
     tap = Tap(app, sinks[0] if len(sinks) == 1 else fan_out(*sinks))
     tap.trace_writer = writer

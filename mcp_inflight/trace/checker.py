@@ -1,0 +1,333 @@
+"""The online check beside the server: the serving path only queues its events.
+
+:class:`Beside` is the sink that ``serve --online-check`` and ``guard(app, online=True)`` put
+behind their tap.  Its :meth:`~Beside.feed`, on the request's path, appends the event (already
+decoded by the tap) to a bounded queue and returns: no model work there.  A checker beside it
+takes the events off the queue and runs the :class:`~mcp_inflight.trace.online.Monitor` on
+them:
+
+* ``"process"`` (the default): a thread of the server's process writes the events, in batches,
+  as JSON Lines to a child process (``python -m mcp_inflight.trace.checker``) that runs the
+  Monitor and writes back each violation and, when asked, its counts; so the check's model work
+  does not hold the server's GIL and can run on another core;
+* ``"thread"``: a thread of the server's process runs the Monitor itself (no second process;
+  the model work shares the GIL with the server);
+* ``"inline"``: the Monitor runs in :meth:`~Beside.feed` itself, on the request's path (what
+  the check did before it had a queue; kept to measure against, and for a synchronous check).
+
+When the queue is full an event is dropped and counted (``dropped_events``), and the checker is
+told which sessions (and exchanges of no session yet) lost events: each of them is counted as
+not checked (``unchecked_parts``) and skipped from there on, never reported clean.  Violations
+are reported as the checker finds them: logged on the logger ``mcp_inflight.trace`` (in the
+server's process) and kept in ``recent``; :meth:`~Beside.drain` waits until every event queued
+so far is checked and returns the counts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections import deque
+from typing import Any
+
+import orjson
+
+from ..model.observe import Observed
+from .online import Monitor, Violation, log
+
+MODES = ("process", "thread", "inline")
+
+
+class Beside:
+    """See the module text.  ``capacity``: events the queue holds at most."""
+
+    def __init__(
+        self,
+        mode: str = "process",
+        monitor: Monitor | None = None,
+        capacity: int = 20_000,
+        requests: int = 3,
+        ids: int = 1,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown online check mode {mode!r} (one of {', '.join(MODES)})")
+        if mode == "process" and monitor is not None:
+            raise ValueError("a Monitor of this process cannot run in a checker process")
+        self.mode = mode
+        self.capacity = capacity
+        self.monitor = monitor or Monitor(requests=requests, ids=ids)
+        self.dropped = 0
+        self.closed = False
+        self._q: deque[dict[str, Any]] = deque()
+        self._gap_sessions: set[Any] = set()
+        self._gap_exchanges: set[Any] = set()
+        self._gap_events = 0
+        self._wake = threading.Event()
+        self._idle = False
+        self._lock = threading.Condition()
+        self._asked = 0  # drain requests made
+        self._acked = 0  # drain requests answered
+        self._counts: dict[str, int] = {}
+        # the counts of a checker process, kept up to date here as its reports arrive
+        self._violations = 0
+        self._recent: list[Violation] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._thread: threading.Thread | None = None
+        self._reader: threading.Thread | None = None
+        if mode == "inline":
+            self.feed = self.monitor.feed  # type: ignore[method-assign]
+            return
+        if mode == "process":
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "mcp_inflight.trace.checker"]
+                + ["--requests", str(requests), "--ids", str(ids)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+            self._reader = threading.Thread(
+                target=self._read_reports, name="online-check-reports", daemon=True
+            )
+            self._reader.start()
+        self._thread = threading.Thread(target=self._run, name=f"online-check-{mode}", daemon=True)
+        self._thread.start()
+
+    # --- the serving path ------------------------------------------------------------------
+
+    def feed(self, ev: dict[str, Any]) -> None:
+        """Queue ``ev`` for the check, or drop it (and count it) when the queue is full."""
+        q = self._q
+        if len(q) < self.capacity:
+            if self._gap_events:
+                self._put_gap()
+            q.append(ev)
+            if self._idle:
+                self._wake.set()
+        else:
+            self.dropped += 1
+            self._gap_events += 1
+            sid = ev.get("session")
+            if sid is None:
+                self._gap_exchanges.add(ev.get("exchange"))
+            else:
+                self._gap_sessions.add(sid)
+
+    def _put_gap(self) -> None:
+        """Tell the checker, in the queue's order, which events it will never see."""
+        self._q.append(
+            {
+                "ctl": "gap",
+                "sessions": sorted(self._gap_sessions, key=str),
+                "exchanges": sorted(self._gap_exchanges, key=str),
+                "events": self._gap_events,
+            }
+        )
+        self._gap_sessions, self._gap_exchanges, self._gap_events = set(), set(), 0
+
+    # --- beside it -------------------------------------------------------------------------
+
+    def _take(self) -> list[dict[str, Any]]:
+        """Everything queued, waiting for at least one item."""
+        q = self._q
+        while not q:
+            self._wake.clear()
+            self._idle = True
+            if not q:
+                self._wake.wait(1.0)
+            self._idle = False
+        out = []
+        pop = q.popleft
+        while q:
+            out.append(pop())
+        return out
+
+    def _run(self) -> None:
+        if self.mode == "thread":
+            self._run_thread()
+        else:
+            self._run_pipe()
+
+    def _run_thread(self) -> None:
+        m = self.monitor
+        while True:
+            for item in self._take():
+                ctl = item.get("ctl")
+                if ctl is None:
+                    m.feed(item)
+                elif ctl == "gap":
+                    m.gap(item["sessions"], item["exchanges"], item["events"])
+                elif ctl == "drain":
+                    self._answer(item["n"], m.summary())
+                elif ctl == "stop":
+                    self._answer(item["n"], m.summary())
+                    return
+
+    def _run_pipe(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None
+        fd = proc.stdin.fileno()
+        dumps = orjson.dumps
+        while True:
+            items = self._take()
+            data = b"".join(dumps(x) + b"\n" for x in items)
+            try:
+                while data:
+                    data = data[os.write(fd, data) :]
+            except OSError:  # the checker process is gone
+                self._answer(self._asked, self._counts)
+                return
+            if items[-1].get("ctl") == "stop":
+                proc.stdin.close()
+                return
+
+    def _read_reports(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        for line in proc.stdout:
+            r = orjson.loads(line)
+            if "violation" in r:
+                v = r["violation"]
+                step = Observed(**{**v["step"], "of": tuple(v["step"]["of"])})
+                self._violations += 1
+                self._recent.append(Violation(v["session"], step, v["event"]))
+                del self._recent[: -self.monitor.keep]
+            elif "log" in r:  # the checker's own log records, logged here
+                log.log(r["log"], "%s", r["msg"])
+            elif "ack" in r:
+                self._answer(r["ack"], r["counts"])
+        self._answer(self._asked, self._counts)  # the process ended: nobody waits for it
+
+    def _answer(self, n: int, counts: dict[str, int]) -> None:
+        with self._lock:
+            self._counts = dict(counts)
+            self._acked = max(self._acked, n)
+            self._lock.notify_all()
+
+    # --- the counts ------------------------------------------------------------------------
+
+    def drain(self, timeout: float = 30.0) -> dict[str, int]:
+        """Wait until every event queued so far has been checked (at most ``timeout``
+        seconds); the counts then."""
+        return self._ask("drain", timeout)
+
+    def close(self, timeout: float = 30.0) -> dict[str, int]:
+        """Check what is queued, stop the checker, and return the final counts."""
+        if self.closed:
+            return self.summary()
+        self.closed = True
+        counts = self._ask("stop", timeout)
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        return counts
+
+    def _ask(self, what: str, timeout: float) -> dict[str, int]:
+        if self.mode == "inline" or (self.closed and what == "drain"):
+            return self.summary()
+        with self._lock:
+            self._asked += 1
+            n = self._asked
+        if self._gap_events:
+            self._put_gap()
+        self._q.append({"ctl": what, "n": n})  # never dropped
+        self._wake.set()
+        with self._lock:
+            if not self._lock.wait_for(lambda: self._acked >= n, timeout):
+                log.warning("the online check did not catch up within %.0f s", timeout)
+        return self.summary()
+
+    def summary(self) -> dict[str, int]:
+        """The counts as of the last :meth:`drain` (``violations`` as reported so far), with
+        the events dropped here, counted now (the checker counts them once told)."""
+        if self.mode == "process":
+            counts = dict(self._counts) or {
+                k: 0 for k in ("events", "steps", "unchecked_parts", "dropped_events", "restarts")
+            }
+            counts["violations"] = self._violations
+        else:
+            counts = self.monitor.summary()
+        counts["dropped_events"] = self.dropped
+        return counts
+
+    @property
+    def violations(self) -> int:
+        return self._violations if self.mode == "process" else self.monitor.violations
+
+    @property
+    def recent(self) -> list[Violation]:
+        return self._recent if self.mode == "process" else self.monitor.recent
+
+    @property
+    def events(self) -> int:
+        return self.summary()["events"]
+
+    @property
+    def unchecked(self) -> int:
+        return self.summary()["unchecked_parts"]
+
+
+def _violation_report(v: Violation) -> bytes:
+    s = v.step
+    step = {"kind": s.kind, "at": s.at, "r": s.r, "i": s.i, "stream": s.stream, "of": s.of}
+    return orjson.dumps({"violation": {"session": v.session, "step": step, "event": v.event}})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The checker process: events and controls as JSON Lines on stdin, violations and counts
+    as JSON Lines on stdout; it ends at the end of its input."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m mcp_inflight.trace.checker")
+    p.add_argument("--requests", type=int, default=3)
+    p.add_argument("--ids", type=int, default=1)
+    args = p.parse_args(argv)
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server's ^C: it ends at its input's end
+    out = sys.stdout.buffer
+
+    class Forward(logging.Handler):
+        """The check's log records go to the server's process, which logs them."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            out.write(orjson.dumps({"log": record.levelno, "msg": record.getMessage()}) + b"\n")
+            out.flush()
+
+    log.addHandler(Forward())
+    log.propagate = False
+    m = Monitor(requests=args.requests, ids=args.ids)
+    reported = 0
+
+    def report() -> None:
+        nonlocal reported
+        if m.violations != reported:
+            for v in m.recent[-min(m.violations - reported, len(m.recent)) :]:
+                out.write(_violation_report(v) + b"\n")
+            reported = m.violations
+            out.flush()
+
+    for line in sys.stdin.buffer:
+        item = orjson.loads(line)
+        ctl = item.get("ctl")
+        if ctl is None:
+            m.feed(item)
+            if m.violations != reported:
+                report()
+        elif ctl == "gap":
+            m.gap(item["sessions"], item["exchanges"], item["events"])
+        else:  # drain, stop
+            report()
+            out.write(orjson.dumps({"ack": item["n"], "counts": m.summary()}) + b"\n")
+            out.flush()
+            if ctl == "stop":
+                break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
