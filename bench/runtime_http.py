@@ -24,10 +24,18 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 LUA = HERE / "wrk_call.lua"
 ECHO_TEXT = "hello"
-SERVERS = ("ours", "sdk", "bare", "ours-app", "ours-online")
+#: the online check's placements (``serve --online-checker``), as bench servers
+ONLINE = {
+    "ours-online": "process",
+    "ours-online-thread": "thread",
+    "ours-online-inline": "inline",
+}
+SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE)
 TITLES = {
     "ours": "mcp-inflight serve",
-    "ours-online": "mcp-inflight serve --online-check",
+    "ours-online": "serve --online-check (process)",
+    "ours-online-thread": "serve --online-check (thread)",
+    "ours-online-inline": "serve --online-check (inline)",
     "ours-app": "mcp-inflight app (bench runner)",
     "sdk": "official mcp 2.3.0 SDK",
     "bare": "bare ASGI (ceiling)",
@@ -102,11 +110,11 @@ class Running:
 
     def __init__(self, name: str, loop: str):
         self.name = name
-        if name in ("ours", "ours-online"):
+        if name == "ours" or name in ONLINE:
             exe = ROOT / ".venv" / "bin" / "mcp-inflight"
             cmd = [str(exe) if exe.exists() else "mcp-inflight", "serve", "--port", "0"]
-            if name == "ours-online":
-                cmd.append("--online-check")
+            if name in ONLINE:
+                cmd += ["--online-check", "--online-checker", ONLINE[name]]
         else:
             cmd = [
                 sys.executable,
@@ -418,8 +426,9 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
     if ours is None:
         return
     print()
-    if "ours" in by and "ours-online" in by:
-        print_online(by, runs)
+    for name in ONLINE:
+        if "ours" in by and name in by:
+            print_online(by, runs, name)
     for other, aim in (("sdk", 3.0), ("bare", 0.7)):
         if other in by:
             o = by[other]
@@ -448,13 +457,13 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
             }
 
 
-def print_online(by: dict, runs: dict) -> None:
-    """The online check's cost, ``ours`` and ``ours-online`` side by side: throughput without
-    and with it, their ratio and the server time it adds per call, round by round (the two ran
-    in turns) and as medians."""
+def print_online(by: dict, runs: dict, name: str = "ours-online") -> None:
+    """The online check's cost, ``ours`` and ``name`` (one placement of the check) side by
+    side: throughput without and with it, their ratio and the server time it adds per call,
+    round by round (the two ran in turns) and as medians."""
     pairs = [
         (a["calls_per_s"], b["calls_per_s"])
-        for a, b in zip(runs["ours"], runs["ours-online"], strict=False)
+        for a, b in zip(runs["ours"], runs[name], strict=False)
         if a["calls_per_s"] and b["calls_per_s"]
     ]
     if not pairs:
@@ -463,16 +472,17 @@ def print_online(by: dict, runs: dict) -> None:
     cost = median(1e6 / on - 1e6 / off for off, on in pairs)
     off, on = median(x for x, _ in pairs), median(y for _, y in pairs)
     print(
-        f"  online check: {off:.0f} calls/s off, {on:.0f} on: {ratio:.2f}x the throughput, "
+        f"  online check ({ONLINE[name]}): {off:.0f} calls/s off, {on:.0f} on: "
+        f"{ratio:.2f}x the throughput, "
         f"{cost:+.0f} us of server time per call (median of rounds, 1/rate on minus off)"
     )
-    for k, ((a, b), x) in enumerate(zip(pairs, runs["ours-online"], strict=False), 1):
+    for k, ((a, b), x) in enumerate(zip(pairs, runs[name], strict=False), 1):
         print(
             f"    round {k}: {a:.0f} off, {b:.0f} on, {b / a:.2f}x, {1e6 / b - 1e6 / a:+.0f} us; "
             f"the check's counts {x['online']}"
         )
-    by["ours-online"]["online_cost_us_per_call"] = cost
-    by["ours-online"]["online_ratio"] = ratio
+    by[name]["online_cost_us_per_call"] = cost
+    by[name]["online_ratio"] = ratio
 
 
 def main(argv=None) -> int:

@@ -240,3 +240,55 @@ def test_tap_reads_sse_chunks_whole_or_split_as_the_decoder_does():
 
     asyncio.run(go())
     assert [e["message"] for e in seen if e["kind"] == "message"] == msgs
+
+
+class _Stalled(Monitor):
+    """A checker that stops at its first event until let go: the queue in front of it fills."""
+
+    def __init__(self) -> None:
+        import threading
+
+        super().__init__()
+        self.holding, self.go = threading.Event(), threading.Event()
+
+    def feed(self, ev: dict) -> None:
+        if not self.holding.is_set():
+            self.holding.set()
+            self.go.wait(10)
+        super().feed(ev)
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_the_check_beside_the_server_drops_when_full_and_never_calls_that_clean(mode):
+    """The serving path only queues events; when the queue is full they are dropped and
+    counted, and the sessions that lost events are counted as not checked (here s1's lost
+    ``tools/call`` would make its answer look unexplained, a false violation, were the gap
+    ignored; and a gap ignored on a clean run would call it clean) while the other sessions
+    are still checked: a misrouted message after the gap is counted."""
+    from mcp_inflight.trace.checker import Beside
+
+    first, lost = _clean_session("s0"), _clean_session("s1")
+    bad = _clean_session("s2")
+    bad[8] = dict(bad[8], exchange=2)  # A's second progress on the refused duplicate's POST
+    if mode == "thread":
+        stalled = _Stalled()
+        beside = Beside("thread", monitor=stalled, capacity=2)
+        beside.feed(first[0])
+        assert stalled.holding.wait(10)  # the checker holds s0's first event
+        for e in first[1:3] + lost[:2]:  # two of s0's queued, s1's open and call dropped
+            beside.feed(e)
+        stalled.go.set()
+        rest, dropped, cut = first[3:] + lost[2:], 2, 1
+    else:  # a checker process behind a queue that takes nothing: every event dropped
+        beside = Beside("process", capacity=0)
+        for e in first + lost[:2]:
+            beside.feed(e)
+        rest, dropped, cut = lost[2:], len(first) + 2, 2
+    counts = beside.drain()
+    assert counts["dropped_events"] == dropped and counts["unchecked_parts"] == cut, counts
+    beside.capacity = 1000
+    for e in rest + bad:
+        beside.feed(e)
+    counts = beside.close()
+    assert counts["dropped_events"] == dropped and counts["unchecked_parts"] == cut, counts
+    assert counts["violations"] == 1 and beside.recent[0].session == "s2", counts

@@ -256,6 +256,11 @@ class StdioTap:
         ev.update(extra)
         self.sink(ev)
 
+    def message(self, d: str, message: dict[str, Any]) -> None:
+        """One JSON-RPC message on the channel, already decoded (for a server whose transport
+        decodes its lines itself, such as the official SDK's)."""
+        self._event("message", d, message=message)
+
     def _feed(self, d: str, data: bytes) -> None:
         buf = self._bufs[d]
         buf += data
