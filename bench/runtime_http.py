@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -298,7 +299,9 @@ def bench_server(name, args) -> dict:
                 warm, _ = run_wrk(srv.url, sid, args.warmup, args.threads, args.connections)
             else:
                 warm = None
+            cpu0 = _cpu_s(srv.proc.pid)
             res, raw = run_wrk(srv.url, sid, args.duration, args.threads, args.connections)
+            cpu1 = _cpu_s(srv.proc.pid)
             post_good, post_problems = sample_calls(client, srv.url, headers, args.sample, "post")
         rss_kb = _rss_kb(srv.proc.pid)
         loop, parser = srv.runtime()  # after the load: every module it uses is loaded
@@ -347,7 +350,32 @@ def bench_server(name, args) -> dict:
         "rss_mb": rss_kb / 1024 if rss_kb else None,
         "valid": valid,
         "online": online,
+        # CPU seconds per call during the measured load: the server's process, and its child
+        # processes (the online check's checker process)
+        "cpu_us_per_call": 1e6 * (cpu1[0] - cpu0[0]) / max(1, res["requests"]),
+        "child_cpu_us_per_call": 1e6 * (cpu1[1] - cpu0[1]) / max(1, res["requests"]),
     }
+
+
+def _cpu_s(pid):
+    """CPU seconds (user and system) used so far by process ``pid`` and by its live children."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def stat(p):
+        try:
+            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return int(f[1]), (int(f[11]) + int(f[12])) / tick  # ppid, utime + stime
+
+    own = stat(pid)
+    kids = 0.0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and d.name != str(pid):
+            st = stat(d.name)
+            if st is not None and st[0] == pid:
+                kids += st[1]
+    return (own[1] if own else 0.0), kids
 
 
 def _rss_kb(pid):
@@ -471,17 +499,27 @@ def print_online(by: dict, runs: dict, name: str = "ours-online") -> None:
     ratio = median(on / off for off, on in pairs)
     cost = median(1e6 / on - 1e6 / off for off, on in pairs)
     off, on = median(x for x, _ in pairs), median(y for _, y in pairs)
+    cpu = median(
+        b["cpu_us_per_call"] - a["cpu_us_per_call"]
+        for a, b in zip(runs["ours"], runs[name], strict=False)
+    )
+    kid = median(x["child_cpu_us_per_call"] for x in runs[name])
     print(
         f"  online check ({ONLINE[name]}): {off:.0f} calls/s off, {on:.0f} on: "
         f"{ratio:.2f}x the throughput, "
-        f"{cost:+.0f} us of server time per call (median of rounds, 1/rate on minus off)"
+        f"{cost:+.0f} us of server time per call (median of rounds, 1/rate on minus off); "
+        f"the server process's CPU {cpu:+.0f} us per call, its checker process's "
+        f"{kid:.0f} us (medians, CPU time read from /proc)"
     )
-    for k, ((a, b), x) in enumerate(zip(pairs, runs[name], strict=False), 1):
+    for k, ((a, b), x, y) in enumerate(zip(pairs, runs[name], runs["ours"], strict=False), 1):
         print(
             f"    round {k}: {a:.0f} off, {b:.0f} on, {b / a:.2f}x, {1e6 / b - 1e6 / a:+.0f} us; "
-            f"the check's counts {x['online']}"
+            f"CPU per call {y['cpu_us_per_call']:.0f} us off, {x['cpu_us_per_call']:.0f} on "
+            f"(+{x['child_cpu_us_per_call']:.0f} in the checker); the check's counts {x['online']}"
         )
     by[name]["online_cost_us_per_call"] = cost
+    by[name]["online_cpu_us_per_call"] = cpu
+    by[name]["online_checker_cpu_us_per_call"] = kid
     by[name]["online_ratio"] = ratio
 
 

@@ -61,6 +61,7 @@ class Beside:
         self.capacity = capacity
         self.monitor = monitor or Monitor(requests=requests, ids=ids)
         self.dropped = 0
+        self.skipped = 0  # events counted and skipped here, as the check would skip them
         self.closed = False
         self._q: deque[dict[str, Any]] = deque()
         self._gap_sessions: set[Any] = set()
@@ -98,7 +99,13 @@ class Beside:
     # --- the serving path ------------------------------------------------------------------
 
     def feed(self, ev: dict[str, Any]) -> None:
-        """Queue ``ev`` for the check, or drop it (and count it) when the queue is full."""
+        """Queue ``ev`` for the check, or drop it (and count it) when the queue is full.  An
+        event the check counts and skips (an ``open``, a status other than 409: see
+        :meth:`~mcp_inflight.trace.online.Monitor.feed`) is counted here and not queued."""
+        kind = ev["kind"]
+        if kind == "open" or (kind == "status" and ev["status"] != 409):
+            self.skipped += 1
+            return
         q = self._q
         if len(q) < self.capacity:
             if self._gap_events:
@@ -239,6 +246,8 @@ class Beside:
     def _ask(self, what: str, timeout: float) -> dict[str, int]:
         if self.mode == "inline" or (self.closed and what == "drain"):
             return self.summary()
+        if self._thread is not None and not self._thread.is_alive():  # the checker is gone
+            return self.summary()
         with self._lock:
             self._asked += 1
             n = self._asked
@@ -262,6 +271,7 @@ class Beside:
         else:
             counts = self.monitor.summary()
         counts["dropped_events"] = self.dropped
+        counts["events"] += self.skipped
         return counts
 
     @property
