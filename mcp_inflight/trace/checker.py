@@ -6,8 +6,8 @@ decoded by the tap) to a bounded queue and returns: no model work there.  A chec
 takes the events off the queue and runs the :class:`~mcp_inflight.trace.online.Monitor` on
 them:
 
-* ``"process"`` (the default): a thread of the server's process writes the events, in batches,
-  as JSON Lines to a child process (``python -m mcp_inflight.trace.checker``) that runs the
+* ``"process"`` (the default): a thread of the server's process writes the events, a batch a
+  line (a JSON array), to a child process (``python -m mcp_inflight.trace.checker``) that runs the
   Monitor and writes back each violation and, when asked, its counts; so the check's model work
   does not hold the server's GIL and can run on another core;
 * ``"thread"``: a thread of the server's process runs the Monitor itself (no second process;
@@ -25,6 +25,7 @@ so far is checked and returns the counts.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import subprocess
@@ -79,6 +80,7 @@ class Beside:
         self._proc: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
         self._reader: threading.Thread | None = None
+        self._buf = []
         if mode == "inline":
             self.feed = self.monitor.feed  # type: ignore[method-assign]
             return
@@ -89,10 +91,21 @@ class Beside:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
             )
+            assert self._proc.stdin is not None
+            self._fd = self._proc.stdin.fileno()
+            os.set_blocking(self._fd, False)
+            try:  # room for a burst in the pipe itself (Linux; else its default)
+                import fcntl
+
+                fcntl.fcntl(self._fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+            except (ImportError, OSError):
+                pass
             self._reader = threading.Thread(
                 target=self._read_reports, name="online-check-reports", daemon=True
             )
             self._reader.start()
+            self.feed = self._feed_pipe  # type: ignore[method-assign]
+            return
         self._thread = threading.Thread(target=self._run, name=f"online-check-{mode}", daemon=True)
         self._thread.start()
 
@@ -114,17 +127,11 @@ class Beside:
             if self._idle:
                 self._wake.set()
         else:
-            self.dropped += 1
-            self._gap_events += 1
-            sid = ev.get("session")
-            if sid is None:
-                self._gap_exchanges.add(ev.get("exchange"))
-            else:
-                self._gap_sessions.add(sid)
+            self._lost(ev)
 
-    def _put_gap(self) -> None:
+    def _put_gap(self, into: Any = None) -> None:
         """Tell the checker, in the queue's order, which events it will never see."""
-        self._q.append(
+        (self._q if into is None else into).append(
             {
                 "ctl": "gap",
                 "sessions": sorted(self._gap_sessions, key=str),
@@ -133,6 +140,95 @@ class Beside:
             }
         )
         self._gap_sessions, self._gap_exchanges, self._gap_events = set(), set(), 0
+
+    def _lost(self, ev: dict[str, Any]) -> None:
+        self.dropped += 1
+        self._gap_events += 1
+        sid = ev.get("session")
+        if sid is None:
+            self._gap_exchanges.add(ev.get("exchange"))
+        else:
+            self._gap_sessions.add(sid)
+
+    # --- to a checker process, from the serving thread itself --------------------------------
+    #
+    # No thread of this process ships the events (a second thread would take the GIL from
+    # the server, and the handing over of the GIL costs more than the shipping): the events
+    # are kept in a list and written, a batch a line, to the checker's pipe (non-blocking)
+    # by the thread that feeds them: when ``BATCH`` are kept, else ``PAUSE`` seconds after the
+    # first of them (a timer of the event loop the tap runs in).  What the pipe does not take
+    # at once waits (``_pending``), counted against ``capacity``.
+
+    _buf: list[dict[str, Any]]
+    _pending = b""
+    _held = 0  # events written to _pending and not yet all into the pipe
+    _timer: Any = None
+    _loop: Any = None
+    _dead = False
+
+    def _feed_pipe(self, ev: dict[str, Any]) -> None:
+        kind = ev["kind"]
+        if kind == "open" or (kind == "status" and ev["status"] != 409):
+            self.skipped += 1
+            return
+        buf = self._buf
+        if len(buf) + self._held >= self.capacity:
+            self._lost(ev)
+            return
+        if self._gap_events:
+            self._put_gap(buf)
+        buf.append(ev)
+        if len(buf) >= self.BATCH:
+            self._flush()
+        elif self._timer is None:
+            self._later()
+
+    def _later(self) -> None:
+        try:
+            loop = self._loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.PAUSE, self._flush)
+        except RuntimeError:  # not on an event loop: written now
+            self._flush()
+
+    def _flush(self, block: bool = False) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._buf:
+            self._pending += orjson.dumps(self._buf) + b"\n"
+            self._held += len(self._buf)
+            self._buf = []
+        if not self._pending or self._dead:
+            return
+        fd = self._fd
+        try:
+            if block:
+                os.set_blocking(fd, True)
+            while self._pending:
+                try:
+                    k = os.write(fd, self._pending)
+                except BlockingIOError:
+                    break
+                self._pending = self._pending[k:]
+        except OSError:  # the checker process is gone: nothing more is checked
+            self._dead = True
+            self._answer(self._asked, self._counts)
+        finally:
+            if block:
+                os.set_blocking(fd, False)
+        if not self._pending:
+            self._held = 0
+        elif self._timer is None and not block:
+            self._later()
+
+    def _control(self, item: dict[str, Any]) -> None:
+        """A control to the checker process, after everything fed before it, written whole."""
+        if self._gap_events:
+            self._put_gap(self._buf)
+        self._buf.append(item)
+        self._flush(block=True)
+        if item["ctl"] == "stop" and self._proc is not None and self._proc.stdin is not None:
+            self._proc.stdin.close()
 
     # --- beside it -------------------------------------------------------------------------
 
@@ -161,10 +257,7 @@ class Beside:
         return out
 
     def _run(self) -> None:
-        if self.mode == "thread":
-            self._run_thread()
-        else:
-            self._run_pipe()
+        self._run_thread()
 
     def _run_thread(self) -> None:
         m = self.monitor
@@ -180,24 +273,6 @@ class Beside:
                 elif ctl == "stop":
                     self._answer(item["n"], m.summary())
                     return
-
-    def _run_pipe(self) -> None:
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None
-        fd = proc.stdin.fileno()
-        dumps = orjson.dumps
-        while True:
-            items = self._take()
-            data = dumps(items) + b"\n"  # one batch a line: one encoding call for all of it
-            try:
-                while data:
-                    data = data[os.write(fd, data) :]
-            except OSError:  # the checker process is gone
-                self._answer(self._asked, self._counts)
-                return
-            if items[-1].get("ctl") == "stop":
-                proc.stdin.close()
-                return
 
     def _read_reports(self) -> None:
         proc = self._proc
@@ -248,13 +323,28 @@ class Beside:
             return self.summary()
         if self._thread is not None and not self._thread.is_alive():  # the checker is gone
             return self.summary()
+        if self.mode == "process" and self._dead:
+            return self.summary()
         with self._lock:
             self._asked += 1
             n = self._asked
-        if self._gap_events:
-            self._put_gap()
-        self._q.append({"ctl": what, "n": n})  # never dropped
-        self._wake.set()
+        item = {"ctl": what, "n": n}  # never dropped
+        if self.mode == "process":
+            loop = self._loop
+            here = None
+            try:
+                here = asyncio.get_running_loop()
+            except RuntimeError:
+                pass
+            if loop is not None and loop is not here and loop.is_running():
+                loop.call_soon_threadsafe(self._control, item)  # in the feeding thread
+            else:
+                self._control(item)
+        else:
+            if self._gap_events:
+                self._put_gap()
+            self._q.append(item)
+            self._wake.set()
         with self._lock:
             if not self._lock.wait_for(lambda: self._acked >= n, timeout):
                 log.warning("the online check did not catch up within %.0f s", timeout)
