@@ -204,7 +204,7 @@ def bench_online(n: int) -> dict:
         beside.feed(ev)
     beside.drain()
     fresh = calls(2 * n, n)
-    cpu0 = time.process_time_ns()  # this process's threads: the feeding one and the shipping one
+    cpu0 = time.process_time_ns()  # this process's threads: the feeding one and the reports' one
     t0 = time.perf_counter_ns()
     for ev in fresh:
         beside.feed(ev)
@@ -319,7 +319,7 @@ def print_core(c: dict) -> None:
             f"  the same beside the server (Beside.feed, queued for a checker process) "
             f"{o['beside_per_call_us']:6.2f} us on the serving path, "
             f"{o['beside_cpu_per_call_us']:.2f} us of this process's CPU in all (the queue and "
-            f"the thread that ships it); the checker process then took "
+            f"the writes to the checker's pipe); the checker process then took "
             f"{o['beside_drain_s']:.2f} s more to catch up; counts {o['beside_counts']}"
         )
 

@@ -43,6 +43,16 @@ from .online import Monitor, Violation, log
 MODES = ("process", "thread", "inline")
 
 
+class _NoTimer:
+    """No timer (a feeder on no event loop), until the next write."""
+
+    def cancel(self) -> None:
+        pass
+
+
+_NO_TIMER = _NoTimer()
+
+
 class Beside:
     """See the module text.  ``capacity``: events the queue holds at most."""
 
@@ -81,6 +91,7 @@ class Beside:
         self._thread: threading.Thread | None = None
         self._reader: threading.Thread | None = None
         self._buf = []
+        self._pending = deque()
         if mode == "inline":
             self.feed = self.monitor.feed  # type: ignore[method-assign]
             return
@@ -156,11 +167,13 @@ class Beside:
     # the server, and the handing over of the GIL costs more than the shipping): the events
     # are kept in a list and written, a batch a line, to the checker's pipe (non-blocking)
     # by the thread that feeds them: when ``BATCH`` are kept, else ``PAUSE`` seconds after the
-    # first of them (a timer of the event loop the tap runs in).  What the pipe does not take
+    # first of them (a timer of the event loop the tap runs in; a feeder on no asyncio event
+    # loop has them written ``BATCH`` at a time and by :meth:`drain`).  What the pipe does not take
     # at once waits (``_pending``), counted against ``capacity``.
 
     _buf: list[dict[str, Any]]
-    _pending = b""
+    _pending: deque[bytes]  # encoded batches the pipe has not taken yet (the first from _off)
+    _off = 0
     _held = 0  # events written to _pending and not yet all into the pipe
     _timer: Any = None
     _loop: Any = None
@@ -186,37 +199,43 @@ class Beside:
     def _later(self) -> None:
         try:
             loop = self._loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self.PAUSE, self._flush)
-        except RuntimeError:  # not on an event loop: written now
-            self._flush()
+        except RuntimeError:  # not on an event loop: written ``BATCH`` at a time, and by drain()
+            self._timer = _NO_TIMER
+            return
+        self._timer = loop.call_later(self.PAUSE, self._flush)
 
     def _flush(self, block: bool = False) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        pending = self._pending
         if self._buf:
-            self._pending += orjson.dumps(self._buf) + b"\n"
+            pending.append(orjson.dumps(self._buf) + b"\n")
             self._held += len(self._buf)
             self._buf = []
-        if not self._pending or self._dead:
+        if not pending or self._dead:
             return
         fd = self._fd
         try:
             if block:
                 os.set_blocking(fd, True)
-            while self._pending:
+            while pending:
+                first = pending[0]
                 try:
-                    k = os.write(fd, self._pending)
+                    k = os.write(fd, memoryview(first)[self._off :])
                 except BlockingIOError:
                     break
-                self._pending = self._pending[k:]
+                self._off += k
+                if self._off == len(first):
+                    pending.popleft()
+                    self._off = 0
         except OSError:  # the checker process is gone: nothing more is checked
             self._dead = True
             self._answer(self._asked, self._counts)
         finally:
             if block:
                 os.set_blocking(fd, False)
-        if not self._pending:
+        if not pending:
             self._held = 0
         elif self._timer is None and not block:
             self._later()
