@@ -77,6 +77,15 @@ def test_guard_writes_a_clean_trace_and_its_online_check_counts_none(tmp_path):
     m = app.monitor.close()  # the check runs beside the server: wait for it to catch up
     assert m["violations"] == 0 and m["steps"] >= 5 and m["events"] == len(events), m
     assert m["dropped_events"] == 0 and m["unchecked_parts"] == 0, m
+    # the check alone (no trace: the tap makes only the events the check looks at, and counts
+    # the others): the same counts on the same scenario
+    lean = guard(build_server().streamable_http_app(), online=True)
+    _run(lean)
+    got = lean.monitor.close()
+    assert lean.lean is lean.monitor and lean.monitor.skipped > 0
+    assert {k: got[k] for k in ("violations", "steps", "unchecked_parts", "dropped_events")} == {
+        k: m[k] for k in ("violations", "steps", "unchecked_parts", "dropped_events")
+    }, (got, m)
 
 
 def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, caplog):

@@ -254,7 +254,7 @@ class Beside:
     #: a batch smaller than this is followed by a pause of ``PAUSE`` seconds, so that the
     #: events of a busy server are taken (and shipped) many at a time, not one wake-up each
     BATCH = 256
-    PAUSE = 0.002
+    PAUSE = 0.01
 
     def _take(self) -> list[dict[str, Any]]:
         """Everything queued, waiting for at least one item."""

@@ -53,9 +53,13 @@ def _one_event(chunk: bytes) -> str | None:
 class Tap:
     """The wrapper; see the module text."""
 
-    def __init__(self, app: Any, sink: Sink) -> None:
+    def __init__(self, app: Any, sink: Sink, lean: Any = None) -> None:
         self.app = app
         self.sink = sink
+        #: with no trace to write, only the online check's sink: the events it counts and
+        #: skips (``open``, a status other than 409) are not made, only counted in
+        #: ``lean.skipped``
+        self.lean = lean
         self.exchanges = Exchanges()
         self.trace_writer: Any = None
         self.monitor: Any = None
@@ -104,17 +108,20 @@ class Tap:
         for k, v in scope["headers"]:
             if k.lower() == b"mcp-session-id":
                 session = v.decode("latin-1")
-        sink = self.sink
-        sink(
-            {
-                "t": time.time(),
-                "session": session,
-                "exchange": ex,
-                "dir": C2S,
-                "kind": "open",
-                "method": method,
-            }
-        )
+        sink, lean = self.sink, self.lean
+        if lean is None:
+            sink(
+                {
+                    "t": time.time(),
+                    "session": session,
+                    "exchange": ex,
+                    "dir": C2S,
+                    "kind": "open",
+                    "method": method,
+                }
+            )
+        else:
+            lean.skipped += 1
         body: list[bytes] = []
         state = {"closed": False, "sse": False, "read": False}
         dec: sse.Decoder | None = None  # made at the first chunk the plain shape does not fit
@@ -158,16 +165,19 @@ class Tap:
                         session = v.decode("latin-1")
                     elif k == b"content-type":
                         state["sse"] = v.startswith(b"text/event-stream")
-                sink(
-                    {
-                        "t": time.time(),
-                        "session": session,
-                        "exchange": ex,
-                        "dir": S2C,
-                        "kind": "status",
-                        "status": m["status"],
-                    }
-                )
+                if lean is None or m["status"] == 409:
+                    sink(
+                        {
+                            "t": time.time(),
+                            "session": session,
+                            "exchange": ex,
+                            "dir": S2C,
+                            "kind": "status",
+                            "status": m["status"],
+                        }
+                    )
+                else:
+                    lean.skipped += 1
             elif m["type"] == "http.response.body":
                 chunk = m.get("body", b"")
                 if state["sse"]:
@@ -230,7 +240,8 @@ def traced(app: Any, trace: Any = None, online: Any = False) -> Any:
     monitor = online_check(online)
     if monitor is not None:
         sinks.append(monitor.feed)
-    tap = Tap(app, sinks[0] if len(sinks) == 1 else fan_out(*sinks))
+    lean = monitor if writer is None and hasattr(monitor, "skipped") else None
+    tap = Tap(app, sinks[0] if len(sinks) == 1 else fan_out(*sinks), lean=lean)
     tap.trace_writer = writer
     tap.monitor = monitor
     return tap
