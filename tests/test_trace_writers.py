@@ -306,3 +306,31 @@ def test_the_check_beside_the_server_drops_when_full_and_never_calls_that_clean(
     counts = beside.close()
     assert counts["dropped_events"] == dropped and counts["unchecked_parts"] == cut, counts
     assert counts["violations"] == 1 and beside.recent[0].session == "s2", counts
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_online_check_of_plain_calls_agrees_with_the_model(swap):
+    """Calls with no progress, each answered on its own POST and closed: the check remembers
+    the model's verdict on such a part (checked by the model the first time); a response
+    written on another call's POST is still counted, as the offline replay finds it."""
+    sid, evs = "s", []
+    for k in range(3):
+        call = {"jsonrpc": "2.0", "id": k, "method": "tools/call", "params": {"name": "echo"}}
+        evs += [
+            event("open", k + 1, "client->server", sid, method="POST"),
+            event("message", k + 1, "client->server", sid, message=call),
+            event("status", k + 1, S2C, sid, status=200),
+        ]
+    for k in range(3):
+        done = {"jsonrpc": "2.0", "id": k, "result": {}}
+        evs.append(event("message", (2 - k if swap and k != 1 else k) + 1, S2C, sid, message=done))
+    evs += [event("close", k + 1, S2C, sid, by="server") for k in range(3)]
+    for rounds in (1, 2):  # the first round the model decides; the second uses what it said
+        m = Monitor()
+        for _ in range(rounds):
+            for e in evs:
+                m.feed(e)
+        assert m.violations == (2 * rounds if swap else 0), m.summary()
+        if not swap:
+            assert m.steps == 6 * rounds and m.unchecked == 0, m.summary()
+    assert check_trace(evs)[1].clean != swap

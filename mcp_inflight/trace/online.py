@@ -31,6 +31,7 @@ from ..model.observe import (
 )
 from ..model.session import State, settled
 from ..model.step import backend, start
+from .format import S2C
 
 log = logging.getLogger("mcp_inflight.trace")
 
@@ -107,6 +108,10 @@ class _Model:
 # one shared model per bound (design, requests, ids, cap, revision, transport)
 _model = functools.cache(_Model)
 
+#: the model's verdict on a simple part (see ``_Session._simple``) per bound (requests, ids,
+#: transport): the steps it checks when clean, -1 when not
+_SIMPLE: dict[tuple[Any, ...], int] = {}
+
 
 class Online:
     """The check of one run, one event at a time, for a server that checks itself as it runs.
@@ -142,7 +147,6 @@ class Online:
         self.open_posts: set[Any] = set()
         self.frontier = self.model.start
         self.lost = False
-        self.broken: set[int] = set()
         self.events = 0  # the events fed so far (the next one's number)
         self.restarts = 0  # fresh starts after a violation
         # stdio, after a violation: tool calls sent and ended (answered or refused) per id
@@ -155,20 +159,19 @@ class Online:
         self.abstractor.forget()
         self.frontier = self.model.start
         self.lost = False
-        if self.broken:
-            self.broken = set()
         if self.sent:
             self.sent, self.ended = {}, {}
 
     def _all_ended(self) -> bool:
-        """Every tool call seen since the last fresh start has ended on the wire.  Over HTTP
-        each call is its POST (answered, refused or closed by its client); on stdio, with no
-        POST to tell the calls under one id apart, each id has had as many responses and
-        refusals as calls (a call cancelled and never answered keeps its id unfinished)."""
+        """Every tool call seen since the last fresh start has ended on the wire (asked once
+        every tool call's POST is closed).  Over HTTP each call is its POST, so a closed POST
+        is an ended call (answered, refused, closed by its client, or closed by the server
+        with its answer gone elsewhere: nothing more of it can come on its stream); on stdio,
+        with no POST to tell the calls under one id apart, each id has had as many responses
+        and refusals as calls (a call cancelled and never answered keeps its id unfinished)."""
         if self.stdio:
             return all(self.ended.get(i, 0) >= k for i, k in self.sent.items())
-        a = self.abstractor
-        return set(a.post_inst.values()) <= a.answered | a.refused | self.broken
+        return True
 
     def feed(self, n: int, ev: dict[str, Any]) -> Observed | None:
         """Check event ``ev`` (the ``n``-th of the run): the observed step no move explains,
@@ -177,8 +180,6 @@ class Online:
             return None
         bad = None
         for o in self.abstractor.feed(n, ev):
-            if o.kind == "break" and o.r is not None:
-                self.broken.add(o.r)
             if self.stdio:
                 if o.kind == "send":
                     self.sent[o.i] = self.sent.get(o.i, 0) + 1
@@ -237,6 +238,7 @@ class _Session:
         self.owned: dict[Any, list[tuple[dict[Any, Any], Any]]] = {}  # part -> its routes
         self.done_steps = 0
         self.restarts = 0
+        self.held: dict[Any, list[dict[str, Any]]] = {}  # simple parts so far, by id
 
     @property
     def steps(self) -> int:
@@ -262,28 +264,74 @@ class _Session:
                 return k
             if method == "notifications/cancelled":
                 k = _key(params.get("requestId") if type(params) is dict else None)
-                return k if k in self.parts else ""
+                return k if k in self.parts or k in self.held else ""
             if "id" in m:
                 self.post_key.setdefault(ex, "")
             return self.post_key.get(ex, "")
         if "method" not in m and "id" in m:  # a response: its POST's part, or its id's
             k, own = _key(m["id"]), self.post_key.get(ex)
-            if own == "" or (own is not None and (k == own or k not in self.parts)):
+            live = k in self.parts or k in self.held
+            if own == "" or (own is not None and (k == own or not live)):
                 return own
-            return k if k in self.parts else ""
+            return k if live else ""
         if type(params) is dict and "progressToken" in params:
             k = self.token_key.get(_key(params["progressToken"]), "")
             if k != "":
                 return k
         return self.post_key.get(ex, "")
 
-    def feed(self, ev: dict[str, Any]) -> tuple[Online, Observed | None, bool]:
+    def _simple(self, k: Any, ev: dict[str, Any]) -> bool:
+        """Whether ``ev`` goes on (or starts) id ``k``'s simple part: a ``tools/call`` on a POST,
+        then a response under its id on that POST, then the POST closed by the server, and
+        nothing else.  Such a part is the same run of the model every time; its verdict is
+        the model's, taken the first time (:data:`_SIMPLE`) and then remembered."""
+        held = self.held.get(k)
+        if held is None:
+            if k == "" or k in self.parts or self.transport == "stdio" or not is_call(ev):
+                return False
+            self.held[k] = [ev]
+            return True
+        first = held[0]
+        ex = first["exchange"]
+        if ev.get("exchange") == ex:
+            if len(held) == 1 and ev.get("kind") == "message" and ev.get("dir") == S2C:
+                m = ev["message"]
+                if "method" not in m and ("result" in m or "error" in m):
+                    if m.get("id") == first["message"]["id"]:
+                        held.append(ev)
+                        return True
+            elif len(held) == 2 and ev.get("kind") == "close" and ev.get("by") == "server":
+                memo = (self.requests, self.ids, self.transport)
+                known = _SIMPLE.get(memo)
+                if known is None:  # the model's verdict on this shape, the first time
+                    online = Online(self.requests, self.ids, transport=self.transport)
+                    bad = [online.feed(n, e) for n, e in enumerate(held + [ev])]
+                    clean = not any(bad) and online.idle and not online.unchecked
+                    known = _SIMPLE[memo] = online.steps if clean else -1
+                if known >= 0:
+                    del self.held[k]
+                    self.done_steps += known
+                    for table, key in self.owned.pop(k, ()):
+                        if table.get(key) == k:
+                            del table[key]
+                    return True
+        return False
+
+    def feed(self, ev: dict[str, Any]) -> tuple[Online | None, Observed | None, bool]:
         """The part the event went to, the step it does not explain, and whether that part
         went past its bound with this event."""
         k = self.route(ev)
         online = self.parts.get(k)
         if online is None:
+            if self._simple(k, ev):
+                return None, None, False
             online = self.parts[k] = Online(self.requests, self.ids, transport=self.transport)
+            early = None
+            for e in self.held.pop(k, ()):  # not a simple part after all: checked from its start
+                early = early or online.feed(online.events, e)
+                online.events += 1
+            if early is not None:  # (never: a prefix of a simple part is a run of the model)
+                return online, early, False
         was, restarts = online.unchecked, online.restarts
         bad = online.feed(online.events, ev)
         online.events += 1
