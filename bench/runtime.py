@@ -232,6 +232,24 @@ def bench_online(n: int) -> dict:
     }
 
 
+def base_package(rev: str) -> str:
+    """The package of git revision ``rev`` laid out as installed (``mcp_inflight`` with its
+    ``model``, ``impl`` and ``proofs`` inside), in a temporary directory: its path."""
+    import tempfile
+
+    root = Path(__file__).resolve().parent.parent
+    out = Path(tempfile.mkdtemp(prefix="mcp-inflight-base-"))
+    tar = subprocess.run(
+        ["git", "-C", str(root), "archive", rev, "mcp_inflight", "model", "impl", "proofs"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=tar, check=True)
+    for sub in ("model", "impl", "proofs"):
+        (out / sub).rename(out / "mcp_inflight" / sub)
+    return str(out)
+
+
 # --- report --------------------------------------------------------------------------------
 
 
@@ -353,6 +371,12 @@ def main(argv=None) -> int:
         "when installed, as uvicorn's own default and mcp-inflight serve choose (default auto)",
     )
     p.add_argument("--core-baseline", metavar="PATH", help=BASELINE_HELP)
+    p.add_argument(
+        "--online-base",
+        metavar="REV",
+        help="the git revision whose serve --online-check the server ours-online-base runs "
+        "(its package laid out as installed, in a temporary directory)",
+    )
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
@@ -362,6 +386,9 @@ def main(argv=None) -> int:
     bad = [s for s in servers if s not in SERVERS]
     if bad:
         p.error(f"unknown server(s) {', '.join(bad)}; choose from {', '.join(SERVERS)}")
+    args.online_base_dir = None
+    if args.online_base:
+        args.online_base_dir = base_package(args.online_base)
     if not args.no_http and shutil.which("wrk") is None:
         print("bench/runtime.py: wrk is not installed (apt-get install wrk)", file=sys.stderr)
         return 2

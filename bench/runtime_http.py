@@ -31,12 +31,15 @@ ONLINE = {
     "ours-online-thread": "thread",
     "ours-online-inline": "inline",
 }
-SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE)
+#: ``serve --online-check`` of another version (``--online-base REV``), the check before
+BASE = "ours-online-base"
+SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE, BASE)
 TITLES = {
     "ours": "mcp-inflight serve",
     "ours-online": "serve --online-check (process)",
     "ours-online-thread": "serve --online-check (thread)",
     "ours-online-inline": "serve --online-check (inline)",
+    BASE: "serve --online-check (base rev)",
     "ours-app": "mcp-inflight app (bench runner)",
     "sdk": "official mcp 2.3.0 SDK",
     "bare": "bare ASGI (ceiling)",
@@ -109,9 +112,16 @@ def serve_subprocess(name: str, port: int, loop: str) -> int:
 class Running:
     """A server subprocess, started and stopped by the benchmark."""
 
-    def __init__(self, name: str, loop: str):
+    def __init__(self, name: str, loop: str, base: str | None = None):
         self.name = name
-        if name == "ours" or name in ONLINE:
+        env, cwd = None, str(ROOT)
+        if name == BASE:
+            if base is None:
+                raise RuntimeError(f"{name} needs --online-base REV")
+            cmd = [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0", "--online-check"]
+            # that version's package first on the path, and as the working directory
+            env, cwd = dict(os.environ, PYTHONPATH=base), base
+        elif name == "ours" or name in ONLINE:
             exe = ROOT / ".venv" / "bin" / "mcp-inflight"
             cmd = [str(exe) if exe.exists() else "mcp-inflight", "serve", "--port", "0"]
             if name in ONLINE:
@@ -129,7 +139,7 @@ class Running:
             ]
         self.cmd = cmd
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(ROOT)
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env
         )
         deadline = time.monotonic() + 30
         self.url = None
@@ -275,7 +285,7 @@ def run_wrk(url, sid, seconds, threads, connections, timeout=10) -> tuple[dict, 
 def bench_server(name, args) -> dict:
     import httpx
 
-    srv = Running(name, args.loop)
+    srv = Running(name, args.loop, getattr(args, "online_base_dir", None))
     try:
         with httpx.Client(timeout=10) as client:
             headers = open_session(client, srv.url)
@@ -454,7 +464,7 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
     if ours is None:
         return
     print()
-    for name in ONLINE:
+    for name in (BASE, *ONLINE):
         if "ours" in by and name in by:
             print_online(by, runs, name)
     for other, aim in (("sdk", 3.0), ("bare", 0.7)):
@@ -505,7 +515,7 @@ def print_online(by: dict, runs: dict, name: str = "ours-online") -> None:
     )
     kid = median(x["child_cpu_us_per_call"] for x in runs[name])
     print(
-        f"  online check ({ONLINE[name]}): {off:.0f} calls/s off, {on:.0f} on: "
+        f"  online check ({ONLINE.get(name, 'base rev')}): {off:.0f} calls/s off, {on:.0f} on: "
         f"{ratio:.2f}x the throughput, "
         f"{cost:+.0f} us of server time per call (median of rounds, 1/rate on minus off); "
         f"the server process's CPU {cpu:+.0f} us per call, its checker process's "
