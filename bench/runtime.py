@@ -34,10 +34,16 @@
    (``/proc/PID/maps``: uvloop's and httptools' extension modules).
 
 ``--servers`` also takes ``ours-online``: ``mcp-inflight serve --online-check``, the same server
-checking every session's exchanges against the model as they happen; beside ``ours`` in one run
-(``--servers ours,ours-online``) the script prints both throughputs, their ratio and the server
-time the check adds per call, round by round and as medians, and the check's own counts (events,
-steps checked, violations, sessions past its bound), which serve prints as it stops.  ``--servers`` also takes ``ours-app``: our ASGI app (``create_app(demo_server())``, as ``serve``
+checking every session's exchanges against the model as they happen, in a checker process beside
+it; ``ours-online-thread`` and ``ours-online-inline`` the same with ``--online-checker thread``
+and ``inline``; ``ours-online-base``, with ``--online-base REV``, the ``serve --online-check`` of
+git revision REV (its package unpacked to a temporary directory), the check before.  Beside
+``ours`` in one run (``--servers ours,ours-online,...``) the script prints both throughputs,
+their ratio and the server time the check adds per call, round by round and as medians, the CPU
+time per call of the server's process and of its checker process (from ``/proc``, steadier than
+throughput on a shared machine), and the check's own counts (events, steps checked, violations,
+parts not checked, events dropped), which serve prints as it stops.  The in-process figures
+also time ``Beside.feed`` (the queue a checker process reads) against ``Monitor.feed``.  ``--servers`` also takes ``ours-app``: our ASGI app (``create_app(demo_server())``, as ``serve``
 builds it) through this script's runner, so that ``--loop asyncio`` can be compared with the
 same app; ``--loop`` applies to the servers this script runs (``ours`` is always the CLI).
 """
