@@ -6,10 +6,12 @@ decoded by the tap) to a bounded queue and returns: no model work there.  A chec
 takes the events off the queue and runs the :class:`~mcp_inflight.trace.online.Monitor` on
 them:
 
-* ``"process"`` (the default): a thread of the server's process writes the events, a batch a
-  line (a JSON array), to a child process (``python -m mcp_inflight.trace.checker``) that runs the
-  Monitor and writes back each violation and, when asked, its counts; so the check's model work
-  does not hold the server's GIL and can run on another core;
+* ``"process"`` (the default): the serving thread itself writes the events, a batch a line (a
+  JSON array), to the non-blocking pipe of a child process (``python -m
+  mcp_inflight.trace.checker``) that runs the Monitor and writes back each violation, its log
+  records and, when asked, its counts (read by a thread of the server's process that sleeps
+  until then); so the check's model work does not hold the server's GIL and can run on another
+  core;
 * ``"thread"``: a thread of the server's process runs the Monitor itself (no second process;
   the model work shares the GIL with the server);
 * ``"inline"``: the Monitor runs in :meth:`~Beside.feed` itself, on the request's path (what
