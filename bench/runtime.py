@@ -34,10 +34,16 @@
    (``/proc/PID/maps``: uvloop's and httptools' extension modules).
 
 ``--servers`` also takes ``ours-online``: ``mcp-inflight serve --online-check``, the same server
-checking every session's exchanges against the model as they happen; beside ``ours`` in one run
-(``--servers ours,ours-online``) the script prints both throughputs, their ratio and the server
-time the check adds per call, round by round and as medians, and the check's own counts (events,
-steps checked, violations, sessions past its bound), which serve prints as it stops.  ``--servers`` also takes ``ours-app``: our ASGI app (``create_app(demo_server())``, as ``serve``
+checking every session's exchanges against the model as they happen, in a checker process beside
+it; ``ours-online-thread`` and ``ours-online-inline`` the same with ``--online-checker thread``
+and ``inline``; ``ours-online-base``, with ``--online-base REV``, the ``serve --online-check`` of
+git revision REV (its package unpacked to a temporary directory), the check before.  Beside
+``ours`` in one run (``--servers ours,ours-online,...``) the script prints both throughputs,
+their ratio and the server time the check adds per call, round by round and as medians, the CPU
+time per call of the server's process and of its checker process (from ``/proc``, steadier than
+throughput on a shared machine), and the check's own counts (events, steps checked, violations,
+parts not checked, events dropped), which serve prints as it stops.  The in-process figures
+also time ``Beside.feed`` (the queue a checker process reads) against ``Monitor.feed``.  ``--servers`` also takes ``ours-app``: our ASGI app (``create_app(demo_server())``, as ``serve``
 builds it) through this script's runner, so that ``--loop asyncio`` can be compared with the
 same app; ``--loop`` applies to the servers this script runs (``ours`` is always the CLI).
 """
@@ -195,12 +201,59 @@ def bench_online(n: int) -> dict:
     counts = m.summary()
     if counts["violations"] or counts["unchecked_parts"] or counts["steps"] != 4 * n:
         raise AssertionError(f"the online check on clean echo calls counted {counts}")
+    # beside the server (what serve --online-check runs by default): the serving path only
+    # queues the events; a checker process checks them.  The same calls under other ids.
+    from mcp_inflight.trace.checker import Beside
+
+    beside = Beside("process", capacity=10 * (len(warm) + len(timed)))
+    for ev in warm:
+        beside.feed(ev)
+    beside.drain()
+    fresh = calls(2 * n, n)
+    cpu0 = time.process_time_ns()  # this process's threads: the feeding one and the reports' one
+    t0 = time.perf_counter_ns()
+    for ev in fresh:
+        beside.feed(ev)
+    queued = (time.perf_counter_ns() - t0) / n / 1000.0
+    t1 = time.perf_counter_ns()
+    got = beside.close()
+    drained = (time.perf_counter_ns() - t1) / 1e9
+    cpu = (time.process_time_ns() - cpu0) / n / 1000.0
+    if (
+        got["violations"]
+        or got["unchecked_parts"]
+        or got["dropped_events"]
+        or got["steps"] != 4 * n
+    ):
+        raise AssertionError(f"the online check beside, on clean echo calls, counted {got}")
     return {
         "calls": n,
         "per_call_us": per_call,
         "events_per_call": len(timed) / n,
         "counts": counts,
+        "beside_per_call_us": queued,
+        "beside_cpu_per_call_us": cpu,
+        "beside_drain_s": drained,
+        "beside_counts": got,
     }
+
+
+def base_package(rev: str) -> str:
+    """The package of git revision ``rev`` laid out as installed (``mcp_inflight`` with its
+    ``model``, ``impl`` and ``proofs`` inside), in a temporary directory: its path."""
+    import tempfile
+
+    root = Path(__file__).resolve().parent.parent
+    out = Path(tempfile.mkdtemp(prefix="mcp-inflight-base-"))
+    tar = subprocess.run(
+        ["git", "-C", str(root), "archive", rev, "mcp_inflight", "model", "impl", "proofs"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=tar, check=True)
+    for sub in ("model", "impl", "proofs"):
+        (out / sub).rename(out / "mcp_inflight" / sub)
+    return str(out)
 
 
 # --- report --------------------------------------------------------------------------------
@@ -286,6 +339,13 @@ def print_core(c: dict) -> None:
             f"  {o['per_call_us']:6.2f} us  ({o['per_call_us'] / c['lifecycle_us']:.1f}x the "
             f"core's lifecycle; {o['calls']:,} calls, counts {o['counts']})"
         )
+        print(
+            f"  the same beside the server (Beside.feed, queued for a checker process) "
+            f"{o['beside_per_call_us']:6.2f} us on the serving path, "
+            f"{o['beside_cpu_per_call_us']:.2f} us of this process's CPU in all (the queue and "
+            f"the writes to the checker's pipe); the checker process then took "
+            f"{o['beside_drain_s']:.2f} s more to catch up; counts {o['beside_counts']}"
+        )
 
 
 BASELINE_HELP = (
@@ -317,6 +377,12 @@ def main(argv=None) -> int:
         "when installed, as uvicorn's own default and mcp-inflight serve choose (default auto)",
     )
     p.add_argument("--core-baseline", metavar="PATH", help=BASELINE_HELP)
+    p.add_argument(
+        "--online-base",
+        metavar="REV",
+        help="the git revision whose serve --online-check the server ours-online-base runs "
+        "(its package laid out as installed, in a temporary directory)",
+    )
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
@@ -326,6 +392,9 @@ def main(argv=None) -> int:
     bad = [s for s in servers if s not in SERVERS]
     if bad:
         p.error(f"unknown server(s) {', '.join(bad)}; choose from {', '.join(SERVERS)}")
+    args.online_base_dir = None
+    if args.online_base:
+        args.online_base_dir = base_package(args.online_base)
     if not args.no_http and shutil.which("wrk") is None:
         print("bench/runtime.py: wrk is not installed (apt-get install wrk)", file=sys.stderr)
         return 2

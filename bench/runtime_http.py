@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -24,10 +25,21 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 LUA = HERE / "wrk_call.lua"
 ECHO_TEXT = "hello"
-SERVERS = ("ours", "sdk", "bare", "ours-app", "ours-online")
+#: the online check's placements (``serve --online-checker``), as bench servers
+ONLINE = {
+    "ours-online": "process",
+    "ours-online-thread": "thread",
+    "ours-online-inline": "inline",
+}
+#: ``serve --online-check`` of another version (``--online-base REV``), the check before
+BASE = "ours-online-base"
+SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE, BASE)
 TITLES = {
     "ours": "mcp-inflight serve",
-    "ours-online": "mcp-inflight serve --online-check",
+    "ours-online": "serve --online-check (process)",
+    "ours-online-thread": "serve --online-check (thread)",
+    "ours-online-inline": "serve --online-check (inline)",
+    BASE: "serve --online-check (base rev)",
     "ours-app": "mcp-inflight app (bench runner)",
     "sdk": "official mcp 2.3.0 SDK",
     "bare": "bare ASGI (ceiling)",
@@ -100,13 +112,20 @@ def serve_subprocess(name: str, port: int, loop: str) -> int:
 class Running:
     """A server subprocess, started and stopped by the benchmark."""
 
-    def __init__(self, name: str, loop: str):
+    def __init__(self, name: str, loop: str, base: str | None = None):
         self.name = name
-        if name in ("ours", "ours-online"):
+        env, cwd = None, str(ROOT)
+        if name == BASE:
+            if base is None:
+                raise RuntimeError(f"{name} needs --online-base REV")
+            cmd = [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0", "--online-check"]
+            # that version's package first on the path, and as the working directory
+            env, cwd = dict(os.environ, PYTHONPATH=base), base
+        elif name == "ours" or name in ONLINE:
             exe = ROOT / ".venv" / "bin" / "mcp-inflight"
             cmd = [str(exe) if exe.exists() else "mcp-inflight", "serve", "--port", "0"]
-            if name == "ours-online":
-                cmd.append("--online-check")
+            if name in ONLINE:
+                cmd += ["--online-check", "--online-checker", ONLINE[name]]
         else:
             cmd = [
                 sys.executable,
@@ -120,7 +139,7 @@ class Running:
             ]
         self.cmd = cmd
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(ROOT)
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env
         )
         deadline = time.monotonic() + 30
         self.url = None
@@ -266,7 +285,7 @@ def run_wrk(url, sid, seconds, threads, connections, timeout=10) -> tuple[dict, 
 def bench_server(name, args) -> dict:
     import httpx
 
-    srv = Running(name, args.loop)
+    srv = Running(name, args.loop, getattr(args, "online_base_dir", None))
     try:
         with httpx.Client(timeout=10) as client:
             headers = open_session(client, srv.url)
@@ -290,7 +309,9 @@ def bench_server(name, args) -> dict:
                 warm, _ = run_wrk(srv.url, sid, args.warmup, args.threads, args.connections)
             else:
                 warm = None
+            cpu0 = _cpu_s(srv.proc.pid)
             res, raw = run_wrk(srv.url, sid, args.duration, args.threads, args.connections)
+            cpu1 = _cpu_s(srv.proc.pid)
             post_good, post_problems = sample_calls(client, srv.url, headers, args.sample, "post")
         rss_kb = _rss_kb(srv.proc.pid)
         loop, parser = srv.runtime()  # after the load: every module it uses is loaded
@@ -339,7 +360,32 @@ def bench_server(name, args) -> dict:
         "rss_mb": rss_kb / 1024 if rss_kb else None,
         "valid": valid,
         "online": online,
+        # CPU seconds per call during the measured load: the server's process, and its child
+        # processes (the online check's checker process)
+        "cpu_us_per_call": 1e6 * (cpu1[0] - cpu0[0]) / max(1, res["requests"]),
+        "child_cpu_us_per_call": 1e6 * (cpu1[1] - cpu0[1]) / max(1, res["requests"]),
     }
+
+
+def _cpu_s(pid):
+    """CPU seconds (user and system) used so far by process ``pid`` and by its live children."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def stat(p):
+        try:
+            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return int(f[1]), (int(f[11]) + int(f[12])) / tick  # ppid, utime + stime
+
+    own = stat(pid)
+    kids = 0.0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and d.name != str(pid):
+            st = stat(d.name)
+            if st is not None and st[0] == pid:
+                kids += st[1]
+    return (own[1] if own else 0.0), kids
 
 
 def _rss_kb(pid):
@@ -418,8 +464,9 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
     if ours is None:
         return
     print()
-    if "ours" in by and "ours-online" in by:
-        print_online(by, runs)
+    for name in (BASE, *ONLINE):
+        if "ours" in by and name in by:
+            print_online(by, runs, name)
     for other, aim in (("sdk", 3.0), ("bare", 0.7)):
         if other in by:
             o = by[other]
@@ -448,13 +495,13 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
             }
 
 
-def print_online(by: dict, runs: dict) -> None:
-    """The online check's cost, ``ours`` and ``ours-online`` side by side: throughput without
-    and with it, their ratio and the server time it adds per call, round by round (the two ran
-    in turns) and as medians."""
+def print_online(by: dict, runs: dict, name: str = "ours-online") -> None:
+    """The online check's cost, ``ours`` and ``name`` (one placement of the check) side by
+    side: throughput without and with it, their ratio and the server time it adds per call,
+    round by round (the two ran in turns) and as medians."""
     pairs = [
         (a["calls_per_s"], b["calls_per_s"])
-        for a, b in zip(runs["ours"], runs["ours-online"], strict=False)
+        for a, b in zip(runs["ours"], runs[name], strict=False)
         if a["calls_per_s"] and b["calls_per_s"]
     ]
     if not pairs:
@@ -462,17 +509,28 @@ def print_online(by: dict, runs: dict) -> None:
     ratio = median(on / off for off, on in pairs)
     cost = median(1e6 / on - 1e6 / off for off, on in pairs)
     off, on = median(x for x, _ in pairs), median(y for _, y in pairs)
-    print(
-        f"  online check: {off:.0f} calls/s off, {on:.0f} on: {ratio:.2f}x the throughput, "
-        f"{cost:+.0f} us of server time per call (median of rounds, 1/rate on minus off)"
+    cpu = median(
+        b["cpu_us_per_call"] - a["cpu_us_per_call"]
+        for a, b in zip(runs["ours"], runs[name], strict=False)
     )
-    for k, ((a, b), x) in enumerate(zip(pairs, runs["ours-online"], strict=False), 1):
+    kid = median(x["child_cpu_us_per_call"] for x in runs[name])
+    print(
+        f"  online check ({ONLINE.get(name, 'base rev')}): {off:.0f} calls/s off, {on:.0f} on: "
+        f"{ratio:.2f}x the throughput, "
+        f"{cost:+.0f} us of server time per call (median of rounds, 1/rate on minus off); "
+        f"the server process's CPU {cpu:+.0f} us per call, its checker process's "
+        f"{kid:.0f} us (medians, CPU time read from /proc)"
+    )
+    for k, ((a, b), x, y) in enumerate(zip(pairs, runs[name], runs["ours"], strict=False), 1):
         print(
             f"    round {k}: {a:.0f} off, {b:.0f} on, {b / a:.2f}x, {1e6 / b - 1e6 / a:+.0f} us; "
-            f"the check's counts {x['online']}"
+            f"CPU per call {y['cpu_us_per_call']:.0f} us off, {x['cpu_us_per_call']:.0f} on "
+            f"(+{x['child_cpu_us_per_call']:.0f} in the checker); the check's counts {x['online']}"
         )
-    by["ours-online"]["online_cost_us_per_call"] = cost
-    by["ours-online"]["online_ratio"] = ratio
+    by[name]["online_cost_us_per_call"] = cost
+    by[name]["online_cpu_us_per_call"] = cpu
+    by[name]["online_checker_cpu_us_per_call"] = kid
+    by[name]["online_ratio"] = ratio
 
 
 def main(argv=None) -> int:

@@ -154,6 +154,14 @@ def _parser() -> argparse.ArgumentParser:
         "(logger mcp_inflight.trace) every step the atomic design does not explain; the "
         "counts are printed to stderr as the server stops",
     )
+    check.add_argument(
+        "--online-checker",
+        choices=("process", "thread", "inline"),
+        default="process",
+        help="where --online-check runs: a process beside the server that the server hands "
+        "its events to (default), a thread of the server's process, or inline on the "
+        "request's path",
+    )
     bounds = p.add_argument_group("resource bounds (0 turns one off)")
     bounds.add_argument(
         "--max-body",
@@ -299,11 +307,11 @@ def _traced(app, args):
 
     from mcp_inflight.trace.tap import traced
 
-    tap = traced(app, trace=args.trace, online=args.online_check)
+    tap = traced(app, trace=args.trace, online=args.online_check and args.online_checker)
 
     def stopping() -> None:  # the online check's counts, as the server stops
         if tap.monitor is not None:
-            counts = json.dumps(tap.monitor.summary())
+            counts = json.dumps(tap.monitor.close())
             print(f"mcp-inflight serve: online check: {counts}", file=sys.stderr, flush=True)
 
     tap.on_shutdown = stopping
@@ -351,7 +359,7 @@ async def _serve_http(server: Server, args) -> None:
     await userver.serve(sockets=[sock])
 
 
-async def _serve_stdio(server: Server, trace: str | None, online: bool = False) -> None:
+async def _serve_stdio(server: Server, trace: str | None, online: str | bool = False) -> None:
     """stdio, with the trace of ``--trace`` and the check of ``--online-check`` fed by a
     :class:`~mcp_inflight.trace.tap.StdioTap` between the channel and the server."""
     from mcp_inflight.impl.stdio import LINE_LIMIT, serve_stdio
@@ -361,11 +369,10 @@ async def _serve_stdio(server: Server, trace: str | None, online: bool = False) 
     import json
 
     from mcp_inflight.trace.format import Writer
-    from mcp_inflight.trace.online import Monitor
-    from mcp_inflight.trace.tap import StdioTap, fan_out
+    from mcp_inflight.trace.tap import StdioTap, fan_out, online_check
 
     writer = Writer(trace) if trace is not None else None
-    monitor = Monitor() if online else None
+    monitor = online_check(online)
     sinks = [s for s in (writer and writer.write, monitor and monitor.feed) if s is not None]
     tap = StdioTap(fan_out(*sinks))
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
@@ -385,7 +392,7 @@ async def _serve_stdio(server: Server, trace: str | None, online: bool = False) 
         if writer is not None:
             writer.close()
         if monitor is not None:
-            counts = json.dumps(monitor.summary())
+            counts = json.dumps(monitor.close())
             print(f"mcp-inflight serve: online check: {counts}", file=sys.stderr, flush=True)
 
 
@@ -410,7 +417,7 @@ def run(argv: list[str]) -> int:
         return 2
     try:
         if args.transport == "stdio":
-            asyncio.run(_serve_stdio(server, args.trace, args.online_check))
+            asyncio.run(_serve_stdio(server, args.trace, args.online_check and args.online_checker))
         else:
             _run_loop(_serve_http(server, args))
     except ServeError as e:

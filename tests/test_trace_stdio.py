@@ -101,12 +101,40 @@ def test_stdio_mapping_flags_two_requests_under_one_id(tmp_path):
         assert m.violations == count and m.unchecked == 0, m.summary()
 
 
+def test_online_stdio_part_restarts_after_a_violation():
+    """On stdio the online check starts an id's part afresh once every call under the id has
+    ended (as many responses and refusals as calls) after a violation: the bare SDK's duplicate
+    run twice is counted twice, and a clean run after it is checked (and stays clean)."""
+    sid = "stdio"
+    a_prog = {"jsonrpc": "2.0", "method": "notifications/progress"}
+    a_prog["params"] = {"progressToken": "a", "progress": 1}
+    done = {"jsonrpc": "2.0", "id": 1, "result": {}}
+    refusal = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "in flight"}}
+    refusal["error"]["data"] = {"id": 1}
+    clean = [
+        event("message", sid, C2S, sid, message=_call("a", 0.3)),
+        event("message", sid, C2S, sid, message=_call("b", 0.1)),
+        event("message", sid, S2C, sid, message=refusal),
+        event("message", sid, S2C, sid, message=a_prog),
+        event("message", sid, S2C, sid, message=done),
+    ]
+    both = _unguarded(clean) + [event("message", sid, S2C, sid, message=done)]  # B answered too
+    opened = [event("open", sid, C2S, sid, method="stdio")]
+    for runs, violations, steps in (([both, both], 2, 0), ([both, clean], 1, 4)):
+        m = Monitor()
+        for e in opened + [e for run in runs for e in run]:
+            m.feed(e)
+        s = m.summary()
+        assert s["violations"] == violations and s["restarts"] == violations, s
+        assert s["steps"] >= steps and s["unchecked_parts"] == 0, s
+
+
 @pytest.mark.slow  # three server processes (the official SDK takes seconds to import), side by side
 def test_stdio_traces_of_real_servers(tmp_path, capsys):
     """``serve --transport stdio --trace`` and ``record --stdio`` in front of the official SDK,
     bare and guarded, each driven through a duplicate id: ours and the guarded SDK replay clean
     on the stdio profile, the bare SDK is flagged and behaves like ``unguarded``."""
-    paths = {k: tmp_path / f"{k}.jsonl" for k in ("ours", "bare", "guarded")}
+    paths = {k: tmp_path / f"{k}.jsonl" for k in ("ours", "bare", "guarded", "in-guard")}
     me = [sys.executable, "-m", "mcp_inflight"]
     sdk = [sys.executable, SDK, "--stdio"]
     procs = {
@@ -115,8 +143,34 @@ def test_stdio_traces_of_real_servers(tmp_path, capsys):
         "guarded": _run(
             me + ["record", "--out", str(paths["guarded"]), "--stdio"] + sdk + ["--guard"]
         ),
+        # the guard's own trace and online check (guard_stdio(trace=..., online=...))
+        "in-guard": subprocess.Popen(
+            sdk + ["--guard", "--trace", str(paths["in-guard"]), "--online-check"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ),
     }
     out = {k: duplicate_id(p) for k, p in procs.items()}
+    # the guard's trace is the channel's: every message the client sent and the server wrote,
+    # in order, as record --stdio sees them from outside; it replays clean; the check beside
+    # the guard counted no violation and checked every step
+    inside, outside = read(paths["in-guard"]), read(paths["guarded"])
+    assert [e["kind"] for e in inside] == [e["kind"] for e in outside]
+    assert [e["message"] for e in inside if e["kind"] == "message" and e["dir"] == C2S] == [
+        e["message"] for e in outside if e["kind"] == "message" and e["dir"] == C2S
+    ]
+    assert [e["message"] for e in inside if e["kind"] == "message" and e["dir"] == S2C] == (
+        out["in-guard"]
+    )
+    assert any(m.get("id") is None and "error" in m for m in out["in-guard"])  # B refused
+    assert replay.run([str(paths["in-guard"])]) == 0
+    capsys.readouterr()
+    err = procs["in-guard"].stderr.read()
+    counts = json.loads(err.split("online check: ", 1)[1].splitlines()[0])
+    assert counts["violations"] == 0 and counts["steps"] >= 4, counts
+    assert counts["events"] == len(inside) and counts["dropped_events"] == 0, counts
     assert any(m.get("id") is None and "error" in m for m in out["ours"])  # B refused
     events = read(paths["ours"])
     assert {e["exchange"] for e in events} == {"stdio"} and events[0]["kind"] == "open"
@@ -223,7 +277,7 @@ def test_sessionless_trace_is_checked_post_by_post_on_2026_07_28(tmp_path, capsy
     assert replay.run([str(moved)]) == 1
     assert "VIOLATION" in capsys.readouterr().out
     # the online check, POST by POST as each closes: quiet on ours, the moved response counted
-    counts = app.monitor.summary()
+    counts = app.monitor.close()
     assert counts["violations"] == 0 and counts["steps"] >= 7 and counts["events"] == len(events)
     m = Monitor()
     for e in bad:

@@ -74,8 +74,18 @@ def test_guard_writes_a_clean_trace_and_its_online_check_counts_none(tmp_path):
     v = check(abstract(events))
     assert v.clean, (v.failed, v.broken)
     assert _replay(path) == 0
-    m = app.monitor.summary()
+    m = app.monitor.close()  # the check runs beside the server: wait for it to catch up
     assert m["violations"] == 0 and m["steps"] >= 5 and m["events"] == len(events), m
+    assert m["dropped_events"] == 0 and m["unchecked_parts"] == 0, m
+    # the check alone (no trace: the tap makes only the events the check looks at, and counts
+    # the others): the same counts on the same scenario
+    lean = guard(build_server().streamable_http_app(), online=True)
+    _run(lean)
+    got = lean.monitor.close()
+    assert lean.lean is lean.monitor and lean.monitor.skipped > 0
+    assert {k: got[k] for k in ("violations", "steps", "unchecked_parts", "dropped_events")} == {
+        k: m[k] for k in ("violations", "steps", "unchecked_parts", "dropped_events")
+    }, (got, m)
 
 
 def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, caplog):
@@ -91,6 +101,8 @@ def test_bare_sdk_trace_is_flagged_and_its_online_check_counts_it(tmp_path, capl
     assert events[v.failed.at]["exchange"] == b_post  # A's message on B's POST
     assert "unguarded" in [o.cfg.design.name for o in explains(ab)]
     assert _replay(path) == 1
+    with caplog.at_level(logging.WARNING, logger="mcp_inflight.trace"):
+        app.monitor.close()  # the check runs beside the server (a process): wait for it
     assert app.monitor.violations >= 1
     first = app.monitor.recent[0]
     assert first.event["exchange"] == b_post and first.step.kind in ("emit", "respond")
@@ -237,3 +249,88 @@ def test_tap_reads_sse_chunks_whole_or_split_as_the_decoder_does():
 
     asyncio.run(go())
     assert [e["message"] for e in seen if e["kind"] == "message"] == msgs
+
+
+class _Stalled(Monitor):
+    """A checker that stops at its first event until let go: the queue in front of it fills."""
+
+    def __init__(self) -> None:
+        import threading
+
+        super().__init__()
+        self.holding, self.go = threading.Event(), threading.Event()
+
+    def feed(self, ev: dict) -> None:
+        if not self.holding.is_set():
+            self.holding.set()
+            self.go.wait(10)
+        super().feed(ev)
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_the_check_beside_the_server_drops_when_full_and_never_calls_that_clean(mode):
+    """The serving path only queues events; when the queue is full they are dropped and
+    counted, and the sessions that lost events are counted as not checked (here s1's lost
+    ``tools/call`` would make its answer look unexplained, a false violation, were the gap
+    ignored; and a gap ignored on a clean run would call it clean) while the other sessions
+    are still checked: a misrouted message after the gap is counted."""
+    from mcp_inflight.trace.checker import Beside
+
+    first, lost = _clean_session("s0"), _clean_session("s1")
+    bad = _clean_session("s2")
+    bad[8] = dict(bad[8], exchange=2)  # A's second progress on the refused duplicate's POST
+
+    def queued(evs: list[dict]) -> int:  # opens and statuses but 409 are counted, not queued
+        return sum(e["kind"] != "open" and e.get("status", 409) == 409 for e in evs)
+
+    if mode == "thread":
+        stalled = _Stalled()
+        beside = Beside("thread", monitor=stalled, capacity=2)
+        beside.feed(first[0])
+        beside.feed(first[1])
+        assert stalled.holding.wait(10)  # the checker holds s0's call
+        for e in first[2:6] + lost[:2]:  # s0's progress and duplicate queued, s1's call dropped
+            beside.feed(e)
+        stalled.go.set()
+        rest, dropped, cut = first[6:] + lost[2:], 1, 1
+    else:  # a checker process behind a queue that takes nothing: every event dropped
+        beside = Beside("process", capacity=0)
+        for e in first + lost[:2]:
+            beside.feed(e)
+        rest, dropped, cut = lost[2:], queued(first + lost[:2]), 2
+    counts = beside.drain()
+    assert counts["dropped_events"] == dropped and counts["unchecked_parts"] == cut, counts
+    beside.capacity = 1000
+    for e in rest + bad:
+        beside.feed(e)
+    counts = beside.close()
+    assert counts["dropped_events"] == dropped and counts["unchecked_parts"] == cut, counts
+    assert counts["violations"] == 1 and beside.recent[0].session == "s2", counts
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_online_check_of_plain_calls_agrees_with_the_model(swap):
+    """Calls with no progress, each answered on its own POST and closed: the check remembers
+    the model's verdict on such a part (checked by the model the first time); a response
+    written on another call's POST is still counted, as the offline replay finds it."""
+    sid, evs = "s", []
+    for k in range(3):
+        call = {"jsonrpc": "2.0", "id": k, "method": "tools/call", "params": {"name": "echo"}}
+        evs += [
+            event("open", k + 1, "client->server", sid, method="POST"),
+            event("message", k + 1, "client->server", sid, message=call),
+            event("status", k + 1, S2C, sid, status=200),
+        ]
+    for k in range(3):
+        done = {"jsonrpc": "2.0", "id": k, "result": {}}
+        evs.append(event("message", (2 - k if swap and k != 1 else k) + 1, S2C, sid, message=done))
+    evs += [event("close", k + 1, S2C, sid, by="server") for k in range(3)]
+    for rounds in (1, 2):  # the first round the model decides; the second uses what it said
+        m = Monitor()
+        for _ in range(rounds):
+            for e in evs:
+                m.feed(e)
+        assert m.violations == (2 * rounds if swap else 0), m.summary()
+        if not swap:
+            assert m.steps == 6 * rounds and m.unchecked == 0, m.summary()
+    assert check_trace(evs)[1].clean != swap

@@ -31,6 +31,7 @@ from ..model.observe import (
 )
 from ..model.session import State, settled
 from ..model.step import backend, start
+from .format import S2C
 
 log = logging.getLogger("mcp_inflight.trace")
 
@@ -107,6 +108,10 @@ class _Model:
 # one shared model per bound (design, requests, ids, cap, revision, transport)
 _model = functools.cache(_Model)
 
+#: the model's verdict on a simple part (see ``_Session._simple``) per bound (requests, ids,
+#: transport): the steps it checks when clean, -1 when not
+_SIMPLE: dict[tuple[Any, ...], int] = {}
+
 
 class Online:
     """The check of one run, one event at a time, for a server that checks itself as it runs.
@@ -142,19 +147,31 @@ class Online:
         self.open_posts: set[Any] = set()
         self.frontier = self.model.start
         self.lost = False
-        self.broken: set[int] = set()
         self.events = 0  # the events fed so far (the next one's number)
+        self.restarts = 0  # fresh starts after a violation
+        # stdio, after a violation: tool calls sent and ended (answered or refused) per id
+        self.sent: dict[int | None, int] = {}
+        self.ended: dict[int | None, int] = {}
 
     def _reset(self) -> None:
+        if self.lost:
+            self.restarts += 1
         self.abstractor.forget()
         self.frontier = self.model.start
         self.lost = False
-        if self.broken:
-            self.broken = set()
+        if self.sent:
+            self.sent, self.ended = {}, {}
 
     def _all_ended(self) -> bool:
-        a = self.abstractor
-        return set(a.post_inst.values()) <= a.answered | a.refused | self.broken
+        """Every tool call seen since the last fresh start has ended on the wire (asked once
+        every tool call's POST is closed).  Over HTTP each call is its POST, so a closed POST
+        is an ended call (answered, refused, closed by its client, or closed by the server
+        with its answer gone elsewhere: nothing more of it can come on its stream); on stdio,
+        with no POST to tell the calls under one id apart, each id has had as many responses
+        and refusals as calls (a call cancelled and never answered keeps its id unfinished)."""
+        if self.stdio:
+            return all(self.ended.get(i, 0) >= k for i, k in self.sent.items())
+        return True
 
     def feed(self, n: int, ev: dict[str, Any]) -> Observed | None:
         """Check event ``ev`` (the ``n``-th of the run): the observed step no move explains,
@@ -163,8 +180,11 @@ class Online:
             return None
         bad = None
         for o in self.abstractor.feed(n, ev):
-            if o.kind == "break" and o.r is not None:
-                self.broken.add(o.r)
+            if self.stdio:
+                if o.kind == "send":
+                    self.sent[o.i] = self.sent.get(o.i, 0) + 1
+                elif o.kind in ("respond", "refuse") and o.i is not None:
+                    self.ended[o.i] = self.ended.get(o.i, 0) + 1
             if self.lost:
                 continue
             if o.kind == "send" and (
@@ -217,6 +237,8 @@ class _Session:
         self.token_key: dict[Any, Any] = {}
         self.owned: dict[Any, list[tuple[dict[Any, Any], Any]]] = {}  # part -> its routes
         self.done_steps = 0
+        self.restarts = 0
+        self.held: dict[Any, list[dict[str, Any]]] = {}  # simple parts so far, by id
 
     @property
     def steps(self) -> int:
@@ -242,31 +264,79 @@ class _Session:
                 return k
             if method == "notifications/cancelled":
                 k = _key(params.get("requestId") if type(params) is dict else None)
-                return k if k in self.parts else ""
+                return k if k in self.parts or k in self.held else ""
             if "id" in m:
                 self.post_key.setdefault(ex, "")
             return self.post_key.get(ex, "")
         if "method" not in m and "id" in m:  # a response: its POST's part, or its id's
             k, own = _key(m["id"]), self.post_key.get(ex)
-            if own == "" or (own is not None and (k == own or k not in self.parts)):
+            live = k in self.parts or k in self.held
+            if own == "" or (own is not None and (k == own or not live)):
                 return own
-            return k if k in self.parts else ""
+            return k if live else ""
         if type(params) is dict and "progressToken" in params:
             k = self.token_key.get(_key(params["progressToken"]), "")
             if k != "":
                 return k
         return self.post_key.get(ex, "")
 
-    def feed(self, ev: dict[str, Any]) -> tuple[Online, Observed | None, bool]:
+    def _simple(self, k: Any, ev: dict[str, Any]) -> bool:
+        """Whether ``ev`` goes on (or starts) id ``k``'s simple part: a ``tools/call`` on a POST,
+        then a response under its id on that POST, then the POST closed by the server, and
+        nothing else.  Such a part is the same run of the model every time; its verdict is
+        the model's, taken the first time (:data:`_SIMPLE`) and then remembered."""
+        held = self.held.get(k)
+        if held is None:
+            if k == "" or k in self.parts or self.transport == "stdio" or not is_call(ev):
+                return False
+            self.held[k] = [ev]
+            return True
+        first = held[0]
+        ex = first["exchange"]
+        if ev.get("exchange") == ex:
+            if len(held) == 1 and ev.get("kind") == "message" and ev.get("dir") == S2C:
+                m = ev["message"]
+                if "method" not in m and ("result" in m or "error" in m):
+                    if m.get("id") == first["message"]["id"]:
+                        held.append(ev)
+                        return True
+            elif len(held) == 2 and ev.get("kind") == "close" and ev.get("by") == "server":
+                memo = (self.requests, self.ids, self.transport)
+                known = _SIMPLE.get(memo)
+                if known is None:  # the model's verdict on this shape, the first time
+                    online = Online(self.requests, self.ids, transport=self.transport)
+                    bad = [online.feed(n, e) for n, e in enumerate(held + [ev])]
+                    clean = not any(bad) and online.idle and not online.unchecked
+                    known = _SIMPLE[memo] = online.steps if clean else -1
+                if known >= 0:
+                    del self.held[k]
+                    self.done_steps += known
+                    for table, key in self.owned.pop(k, ()):
+                        if table.get(key) == k:
+                            del table[key]
+                    return True
+        return False
+
+    def feed(self, ev: dict[str, Any]) -> tuple[Online | None, Observed | None, bool]:
         """The part the event went to, the step it does not explain, and whether that part
         went past its bound with this event."""
         k = self.route(ev)
         online = self.parts.get(k)
         if online is None:
+            if self._simple(k, ev):
+                return None, None, False
             online = self.parts[k] = Online(self.requests, self.ids, transport=self.transport)
-        was = online.unchecked
+            early = None
+            for e in self.held.pop(k, ()):  # not a simple part after all: checked from its start
+                early = early or online.feed(online.events, e)
+                online.events += 1
+            if early is not None:  # (never: a prefix of a simple part is a run of the model)
+                return online, early, False
+        was, restarts = online.unchecked, online.restarts
         bad = online.feed(online.events, ev)
         online.events += 1
+        if online.restarts != restarts:
+            self.restarts += 1
         if k != "" and online.idle and not online.unchecked:  # an id at rest: its part goes
             self.done_steps += online.steps
             del self.parts[k]
@@ -280,8 +350,11 @@ class _Session:
 class Monitor:
     """Counts: ``events`` seen, ``steps`` checked, ``violations`` (the last ``keep`` of them in
     ``recent``), ``unchecked`` parts (one id of one session past the model's bound between two
-    settled points: more than ``requests`` calls under one id); ``max_sessions`` sessions are
-    followed at once (the least recently active is dropped)."""
+    settled points: more than ``requests`` calls under one id; or a session, or an exchange of
+    no session yet, some of whose events never reached the check: see :meth:`gap`),
+    ``dropped`` events (those never seen, as told by :meth:`gap`), ``restarts`` (parts started
+    afresh after a violation, at the next point where every call they saw had ended);
+    ``max_sessions`` sessions are followed at once (the least recently active is dropped)."""
 
     requests: int = 3
     ids: int = 1
@@ -290,7 +363,10 @@ class Monitor:
     events: int = 0
     violations: int = 0
     unchecked: int = 0
+    dropped: int = 0
+    restarts: int = 0
     recent: list[Violation] = field(default_factory=list)
+    _cut: OrderedDict[Any, None] = field(default_factory=OrderedDict)
     _sessions: OrderedDict[str, _Session] = field(default_factory=OrderedDict)
     _steps_done: int = 0
     _early: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
@@ -308,6 +384,13 @@ class Monitor:
             return
         sid = ev.get("session")
         ex = ev.get("exchange")
+        if self._cut:
+            if sid in self._cut:
+                return
+            if ("exchange", ex) in self._cut:
+                if sid is not None:  # the exchange's earlier events were lost: its session too
+                    self._cut_off(sid)
+                return
         if sid is None:  # no session named yet (initialize), or none at all (2026-07-28)
             held = self._early.get(ex)
             if kind == "close":
@@ -325,6 +408,35 @@ class Monitor:
         for e in self._early.pop(ex, ()):
             self._check(sid, e)
         self._check(sid, ev)
+
+    def gap(self, sessions: Any = (), exchanges: Any = (), events: int = 0) -> None:
+        """``events`` events were never fed (the queue in front of the check was full): those
+        of ``sessions`` and of ``exchanges`` of no session yet.  Each of them is not checked
+        from here on (counted in ``unchecked``, never reported clean): its state is dropped
+        and its later events are skipped, since a step of it may be missing."""
+        self.dropped += events
+        for sid in sessions:
+            self._cut_off(sid)
+        for ex in exchanges:
+            key = ("exchange", ex)
+            if key not in self._cut:
+                self._early.pop(ex, None)
+                self._cut_mark(key)
+
+    def _cut_mark(self, key: Any) -> None:
+        self.unchecked += 1
+        self._cut[key] = None
+        if len(self._cut) > 4 * self.max_sessions:
+            self._cut.popitem(last=False)
+
+    def _cut_off(self, sid: Any) -> None:
+        if sid in self._cut:
+            return
+        session = self._sessions.pop(sid, None)
+        if session is not None:
+            self._steps_done += session.steps
+        self._cut_mark(sid)
+        log.warning("session %s: events lost before the online check, not checked further", sid)
 
     def _stateless(self, events: list[dict[str, Any]]) -> None:
         """A 2026-07-28 POST, once it is closed: a run of its own (``check_stateless``)."""
@@ -354,7 +466,10 @@ class Monitor:
                 self._steps_done += old.steps
         else:
             self._sessions.move_to_end(sid)
+        restarts = session.restarts
         _, bad, past = session.feed(ev)
+        if session.restarts != restarts:
+            self.restarts += 1
         if past:
             self.unchecked += 1
             log.warning("session %s: past the online check's bound, partly unchecked", sid)
@@ -370,4 +485,6 @@ class Monitor:
             "steps": self.steps,
             "violations": self.violations,
             "unchecked_parts": self.unchecked,
+            "dropped_events": self.dropped,
+            "restarts": self.restarts,
         }

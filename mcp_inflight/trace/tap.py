@@ -53,9 +53,13 @@ def _one_event(chunk: bytes) -> str | None:
 class Tap:
     """The wrapper; see the module text."""
 
-    def __init__(self, app: Any, sink: Sink) -> None:
+    def __init__(self, app: Any, sink: Sink, lean: Any = None) -> None:
         self.app = app
         self.sink = sink
+        #: with no trace to write, only the online check's sink: the events it counts and
+        #: skips (``open``, a status other than 409) are not made, only counted in
+        #: ``lean.skipped``
+        self.lean = lean
         self.exchanges = Exchanges()
         self.trace_writer: Any = None
         self.monitor: Any = None
@@ -104,17 +108,20 @@ class Tap:
         for k, v in scope["headers"]:
             if k.lower() == b"mcp-session-id":
                 session = v.decode("latin-1")
-        sink = self.sink
-        sink(
-            {
-                "t": time.time(),
-                "session": session,
-                "exchange": ex,
-                "dir": C2S,
-                "kind": "open",
-                "method": method,
-            }
-        )
+        sink, lean = self.sink, self.lean
+        if lean is None:
+            sink(
+                {
+                    "t": time.time(),
+                    "session": session,
+                    "exchange": ex,
+                    "dir": C2S,
+                    "kind": "open",
+                    "method": method,
+                }
+            )
+        else:
+            lean.skipped += 1
         body: list[bytes] = []
         state = {"closed": False, "sse": False, "read": False}
         dec: sse.Decoder | None = None  # made at the first chunk the plain shape does not fit
@@ -158,16 +165,19 @@ class Tap:
                         session = v.decode("latin-1")
                     elif k == b"content-type":
                         state["sse"] = v.startswith(b"text/event-stream")
-                sink(
-                    {
-                        "t": time.time(),
-                        "session": session,
-                        "exchange": ex,
-                        "dir": S2C,
-                        "kind": "status",
-                        "status": m["status"],
-                    }
-                )
+                if lean is None or m["status"] == 409:
+                    sink(
+                        {
+                            "t": time.time(),
+                            "session": session,
+                            "exchange": ex,
+                            "dir": S2C,
+                            "kind": "status",
+                            "status": m["status"],
+                        }
+                    )
+                else:
+                    lean.skipped += 1
             elif m["type"] == "http.response.body":
                 chunk = m.get("body", b"")
                 if state["sse"]:
@@ -196,12 +206,30 @@ class Tap:
             close("server")  # the app ended without finishing its response
 
 
+def online_check(online: Any) -> Any:
+    """The sink of the online check that ``online`` asks for (None for False): True is a
+    checker process beside this one, a mode name (``"process"``, ``"thread"``, ``"inline"``)
+    that mode, a :class:`~mcp_inflight.trace.online.Monitor` that one, run by a thread beside
+    the server (see :mod:`mcp_inflight.trace.checker`)."""
+    if not online:
+        return None
+    from .checker import Beside
+    from .online import Monitor
+
+    if isinstance(online, Beside):
+        return online
+    if isinstance(online, Monitor):
+        return Beside("thread", monitor=online)
+    return Beside("process" if online is True else online)
+
+
 def traced(app: Any, trace: Any = None, online: Any = False) -> Any:
     """``app`` wrapped in a :class:`Tap` that writes the trace to ``trace`` (a path, or an object
     with a ``write(event)`` method such as a :class:`~mcp_inflight.trace.format.Writer`) and,
-    with ``online`` (True, or a :class:`~mcp_inflight.trace.online.Monitor`), checks it as it
-    goes; ``app`` itself when neither is asked for.  The tap is at ``.trace_writer`` and
-    ``.monitor`` of the result."""
+    with ``online`` (see :func:`online_check`), checks it beside the server as it goes;
+    ``app`` itself when neither is asked for.  The tap is at ``.trace_writer`` and ``.monitor``
+    of the result (the :class:`~mcp_inflight.trace.checker.Beside`: ``drain()`` waits for the
+    check to catch up and gives its counts)."""
     if trace is None and not online:
         return app
     sinks: list[Sink] = []
@@ -209,13 +237,11 @@ def traced(app: Any, trace: Any = None, online: Any = False) -> Any:
     if trace is not None:
         writer = trace if hasattr(trace, "write") else Writer(trace)
         sinks.append(writer.write)
-    monitor = None
-    if online:
-        from .online import Monitor
-
-        monitor = online if isinstance(online, Monitor) else Monitor()
+    monitor = online_check(online)
+    if monitor is not None:
         sinks.append(monitor.feed)
-    tap = Tap(app, sinks[0] if len(sinks) == 1 else fan_out(*sinks))
+    lean = monitor if writer is None and hasattr(monitor, "skipped") else None
+    tap = Tap(app, sinks[0] if len(sinks) == 1 else fan_out(*sinks), lean=lean)
     tap.trace_writer = writer
     tap.monitor = monitor
     return tap
@@ -240,6 +266,11 @@ class StdioTap:
         ev = {"t": time.time(), "session": "stdio", "exchange": "stdio", "dir": d, "kind": kind}
         ev.update(extra)
         self.sink(ev)
+
+    def message(self, d: str, message: dict[str, Any]) -> None:
+        """One JSON-RPC message on the channel, already decoded (for a server whose transport
+        decodes its lines itself, such as the official SDK's)."""
+        self._event("message", d, message=message)
 
     def _feed(self, d: str, data: bytes) -> None:
         buf = self._bufs[d]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import sys
 import uuid
@@ -122,12 +123,14 @@ def build_app(
     return app
 
 
-async def serve_stdio(guarded: bool) -> None:
+async def serve_stdio(guarded: bool, trace: str | None = None, online: bool = False) -> None:
     server = build_server()
     if guarded:  # the public way: the guarded equivalent of run("stdio")
         from mcp_inflight.guard import serve_stdio as guarded_stdio
 
-        await guarded_stdio(server)
+        counts = await guarded_stdio(server, trace=trace, online=online)
+        if counts is not None:
+            print(f"online check: {json.dumps(counts)}", file=sys.stderr, flush=True)
     else:
         await server.run_stdio_async()
 
@@ -138,6 +141,10 @@ def main(argv=None) -> int:
     p.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     p.add_argument("--guard", action="store_true", help="wrap the SDK's app in mcp_inflight.guard")
     p.add_argument("--stdio", action="store_true", help="serve stdin/stdout instead of HTTP")
+    p.add_argument("--trace", help="with --stdio --guard: the guard's wire trace, to this file")
+    p.add_argument(
+        "--online-check", action="store_true", help="with --stdio --guard: the online check"
+    )
     p.add_argument("--json-response", action="store_true", help="answer POSTs with JSON, not SSE")
     p.add_argument(
         "--idle-timeout", type=float, default=None, help="the SDK's session_idle_timeout"
@@ -147,7 +154,7 @@ def main(argv=None) -> int:
     )
     args = p.parse_args(argv)
     if args.stdio:
-        anyio.run(serve_stdio, args.guard)
+        anyio.run(serve_stdio, args.guard, args.trace, args.online_check)
         return 0
 
     import logging
