@@ -111,7 +111,8 @@ def _writes(lines, writes, ind):
         if (w.field not in STORED and w.field not in SCALARS) or is_false(w.when):
             continue
         k, v = f"k{n}", f"v{n}"
-        lines.append(f"{ind}{k} = {lift(w.key)}")
+        if w.key is not None:
+            lines.append(f"{ind}{k} = {lift(w.key)}")
         lines.append(f"{ind}{v} = {lift(w.value)}")
         cond = None
         if isinstance(w.when, Expr):

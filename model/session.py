@@ -431,8 +431,10 @@ class Action:
     condition (the trigger's, from the lifecycle table, then ``extra``); ``effect`` returns the
     writes.  ``side`` says who takes it: ``client`` (either sender), ``wire``, ``server``.
     ``removal`` marks the sites that ``owned_removal`` watches; the owner is ``r``.
-    ``obligations`` names the conditions that are the sender's to keep, not the server's to
-    check (the server cannot see them: who saw a message); a server runs the action without them.
+    ``obligations`` names the conditions a server does not evaluate: the sender's to keep, which
+    the server cannot see (an answer comes from whoever saw the request), or the server's own,
+    kept by construction (a server id is fresh because the server mints it from a counter); the
+    runtime runs the action without them.
     """
 
     name: str
@@ -717,6 +719,7 @@ ACTIONS: tuple[Action, ...] = (
         lambda c: c.rev2025,
         "{r} sends elicitation/create to the client under server id {i}",
         output=_out_routed("server_request"),
+        obligations=("fresh_server_id",),
     ),
     Action(
         "answer",

@@ -2,10 +2,11 @@
 
 A hypothesis state machine drives ``impl.core.SessionCore`` and the model (``model/session.py``
 on a bounded concrete ``State``, the ``atomic`` design) through the same arrivals, duplicates,
-progress, server-to-client requests, answers, responses, cancels and broken streams.  After every
-step the core's observable state (lifecycle, handler, stream, pending server request of every
-request; both id-keyed registries; the dropped-message count) equals the model's, and every
-invariant holds on the model's state, on the core's runtime state and on every transition.
+progress, server-to-client requests (several per request, each under a server-minted id),
+answers, withdrawals, responses, cancels, broken streams and the session's end.  After every step
+the core's observable state (lifecycle, handler, stream of every request; the id-keyed registries
+and the waiters; the dropped-message count) equals the model's, and every invariant holds on the
+model's state, on the core's runtime state and on every transition.
 """
 
 import pytest
@@ -44,7 +45,8 @@ from mcp_inflight.model.session import FIELDS, SERVER_ACTIONS, domains, on_cance
 from mcp_inflight.proofs.explore import explore
 
 N = 6  # request instances in the bounded model
-IDS = {0: 7, 1: "7"}  # the model's two ids, as JSON ids of different types
+IDS = {0: 7, 1: "7"}  # the model's two client ids, as JSON ids of different types
+SIDS = 3  # the model's ids the server may mint (the id sort is shared; the core mints its own)
 STORED = [f.name for f in FIELDS if f.key == "inst" and not (f.ghost or f.wire)]
 RUNTIME_INVARIANTS = ("unique_in_flight", "no_orphan", "quiescent_clean")
 
@@ -56,11 +58,12 @@ class CoreVsModel(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.cfg = Config(ATOMIC, self.revision, self.transport, ids=2, requests=N)
+        self.cfg = Config(ATOMIC, self.revision, self.transport, ids=SIDS, requests=N)
         self.b = Concrete(domains(self.cfg))
         self.s = initial(self.cfg)
         self.core = SessionCore(self.revision, self.transport, engine=self.engine)
         self.h = {}  # model instance -> core handle
+        self.sid = {}  # model server id -> the id the core minted
         self.dropped = 0
 
     # --- the model side ----------------------------------------------------------------
@@ -105,9 +108,12 @@ class CoreVsModel(RuleBasedStateMachine):
             assert isinstance(verdict, Admitted)
             self.h[r] = verdict.handle
         else:
-            assert self.step("refuse", r) is not None, "atomic admits or refuses every arrival"
+            duplicate = self.step("refuse", r) is not None
+            rejected = not duplicate and self.step("reject", r) is not None
+            assert duplicate or rejected, "atomic admits, refuses or (after the end) rejects"
             assert isinstance(verdict, Refused)
             assert verdict.error["code"] == -32600 and verdict.error["data"] == {"id": rid}
+            assert ("ended" in verdict.error["message"]) == rejected
 
     @rule(r=st.integers(0, N - 1))
     def emit(self, r):
@@ -123,23 +129,55 @@ class CoreVsModel(RuleBasedStateMachine):
 
     @rule(r=st.integers(0, N - 1))
     def server_request(self, r):
-        if r not in self.h:
+        fresh = [k for k in range(SIDS) if self.s.sq[k] == 0]
+        if r not in self.h or not fresh:
             return
-        out = self.step("server_request", r)
+        k = fresh[0]
+        out = self.step("server_request", r, k)
         got = self.core.server_request(self.h[r])
-        assert got is (None if out is None else self.expect_target(out, "server_request"))
-
-    @rule(r=st.integers(0, N - 1))
-    def answer(self, r):
-        if r not in self.h:
+        if out is None:
+            assert got is None
             return
-        out = self.step("answer", r)
-        assert self.core.answer(self.h[r]) == (out is not None)
+        target = self.expect_target(out, "server_request")
+        if target is None:
+            assert got is None
+        else:
+            self.sid[k] = got[0]
+            assert got[1] is target
+
+    @rule(k=st.integers(0, SIDS - 1))
+    def answer(self, k):
+        """The sender that saw server request k answers it (the model's obligation)."""
+        r = self.s.shown[k]
+        if r == NONE or k not in self.sid:
+            return
+        out = self.step("answer", r, k)
+        w, resolves = out["answer"]
+        assert self.core.answer(self.sid[k]) is (self.h[w] if resolves else None)
+
+    @rule(k=st.integers(0, SIDS - 1))
+    def withdraw(self, k):
+        r = self.s.waiter[k]
+        if r == NONE:
+            return
+        assert self.step("withdraw", r, k) is not None
+        self.core.withdraw(self.h[r], self.sid[k])
+
+    @rule()
+    def session_ends(self):
+        if self.step("end_session", 0) is None:
+            return
+        ended = {r for r in self.h if self.step("end_request", r) is not None}
+        assert set(self.core.end()) == {self.h[r] for r in ended}
 
     @rule(r=st.integers(0, N - 1))
     def handler_ends(self, r):
         if r not in self.h:
             return
+        if self.s.running[r]:  # the handler has ended, so it waits on nothing (as the core does)
+            for k in range(SIDS):
+                if self.s.waiter[k] == r:
+                    assert self.step("withdraw", r, k) is not None
         out = self.step("respond", r)
         expected = None
         if out is not None:
@@ -206,6 +244,9 @@ class CoreVsModel(RuleBasedStateMachine):
                 typed_id(IDS[i]): self.h[t] for i, t in enumerate(getattr(s, name)) if t != NONE
             }
             assert regs[name] == want, name
+        waiters = {self.sid[k]: self.h[t] for k, t in enumerate(s.waiter) if t != NONE}
+        assert regs["waiter"] == waiters
+        assert core.ended == s.ended
         if not self.cfg.http:
             assert regs["stream"] == {}
         assert core.dropped == self.dropped
@@ -253,18 +294,30 @@ del _t
 def _to_runtime(s):
     rt = RuntimeState()
     for name, items in _stored(s).items():
-        getattr(rt, name).update(items)
+        if name == "ended":
+            rt.ended = items
+        else:
+            getattr(rt, name).update(items)
     return rt
 
 
 def _stored(s) -> dict:
     if isinstance(s, RuntimeState):
-        return s.snapshot()
-    return {
-        f.name: {k: v for k, v in enumerate(getattr(s, f.name)) if v != f.default}
-        for f in FIELDS
-        if f.key is not None and not (f.ghost or f.wire)
-    }
+        out = s.snapshot()
+    else:
+        out = {
+            f.name: {k: v for k, v in enumerate(getattr(s, f.name)) if v != f.default}
+            for f in FIELDS
+            if f.key is not None and not (f.ghost or f.wire)
+        }
+    out["ended"] = bool(s.ended)  # the one scalar the server keeps
+    return out
+
+
+def _args(cfg, a):
+    """Every argument tuple of action ``a`` on ``cfg``'s bounds."""
+    ids = range(cfg.ids) if "i" in a.params else (None,)
+    return [(r, i) for r in range(cfg.requests) for i in ids]
 
 
 @pytest.mark.parametrize("ids", [1, pytest.param(2, marks=pytest.mark.slow)])
@@ -292,12 +345,12 @@ def test_runtime_applier_agrees_with_apply_writes(revision, transport, ids):
         rt_pre = _to_runtime(pre)
         live = _Live(rt_pre)
         for a in server:
-            for q in range(cfg.requests):
+            for q, i in _args(cfg, a):
                 if pre.life[q] == Life.UNSENT:
                     continue
-                want = bool(a.guard(b, pre, cfg, q))
-                assert bool(a.guard(live, rt_pre, cfg, q)) == want, a.name
-                assert guard_holds(a, live, rt_pre, cfg, q) == want, a.name
+                want = bool(a.guard(b, pre, cfg, q, i, server=True))
+                assert bool(a.guard(live, rt_pre, cfg, q, i, server=True)) == want, a.name
+                assert guard_holds(a, live, rt_pre, cfg, q, i) == want, a.name
                 seen["guards"] += 1
 
     res = explore(cfg, progress=False, on_edge=on_edge)
@@ -331,18 +384,23 @@ def test_generated_actions_agree_with_the_model(revision, transport, ids):
         def fresh():
             rt = RuntimeState()
             for name, items in stored.items():  # noqa: B023 (called in this iteration)
-                getattr(rt, name).update(items)
+                if name == "ended":
+                    rt.ended = items
+                else:
+                    getattr(rt, name).update(items)
             return rt
 
         for name in SERVER_ACTIONS:
             a = ACTION[name]
-            for r in range(cfg.requests):
+            for r, i in _args(cfg, a):
                 rt = fresh()
-                got = bind(cfg, rt)[name](r)
+                got = bind(cfg, rt)[name](r, i)
                 if not a.applies(cfg):
                     assert got == (False, None)
                     continue
-                ok, out, writes = a.run(b, pre, cfg, r)
+                ok = a.guard(b, pre, cfg, r, i, server=True)
+                out = a.output(b, pre, cfg, r, i)
+                writes = a.effect(b, pre, cfg, r, i, out)
                 if name == "arrive":
                     # stdio's channel order is a wire condition: the adapter keeps it by handing
                     # messages to the core in the order it reads them, so the runtime reads no
@@ -465,8 +523,35 @@ def test_cancel_unknown_or_finished_is_ignored():
 def test_end_cancels_everything_live():
     core = SessionCore("2025-11-25", "http")
     hs = [core.arrive(i).handle for i in range(3)]
-    assert core.server_request(hs[0]) is hs[0]
-    assert set(core.end()) == set(hs)
+    sid, target = core.server_request(hs[0])
+    assert target is hs[0]
+    assert set(core.end()) == set(hs) and core.ended
+    assert core.emit(hs[1]) is None  # nothing is written after the end
+    assert core.server_request(hs[1]) is None
+    late = core.arrive(9)
+    assert isinstance(late, Refused) and "ended" in late.error["message"]
     for h in hs:
         assert core.finish(h) is None
+    assert core.answer(sid) is None  # its handler has gone: the answer reaches no one
     assert core.empty()
+
+
+def test_many_server_requests_per_request_each_under_its_own_id():
+    core = SessionCore("2025-11-25", "http")
+    a = core.arrive(1).handle
+    b = core.arrive(2).handle
+    ids = []
+    for h in (a, a, b, a):
+        sid, target = core.server_request(h)
+        assert target is h
+        ids.append(sid)
+    assert len(set(ids)) == 4 and all(isinstance(s, str) and len(s) > 16 for s in ids)
+    assert core.answer(ids[1]) is a  # answered out of order
+    assert core.answer(ids[1]) is None  # a second answer reaches no one
+    assert core.answer("s1") is None and core.answer(7) is None  # guessed or foreign ids
+    assert core.answer(ids[2]) is b
+    core.withdraw(a, ids[0])  # a gives up on its first (a timeout)
+    assert core.answer(ids[0]) is None
+    assert core.finish(a) is a  # its last waiter is withdrawn as it ends
+    assert core.answer(ids[3]) is None
+    assert core.finish(b) is b and core.empty()

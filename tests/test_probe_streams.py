@@ -16,10 +16,8 @@ CAL = {"tool": "slow", "steps": 4, "duration": 2.0}
 #: What the probe finds on our server, scenario by scenario (the classes found), with the
 #: reason where that is a defect we know of.  Flip an entry when the runtime changes.
 OURS_EXPECTED = {
-    # The core allows one server-to-client request per request (the model's rule today): the
-    # second elicitation of one call fails with "elicitation/create not sent".  Expected to
-    # become set() once server-to-client requests are counted per request in the model.
-    "two_elicitations": {"second_request_failed"},
+    # each server-to-client request under its own server-minted id: both elicitations go out
+    "two_elicitations": set(),
     "replay_routing": set(),  # the duplicate is refused (409); the replay carries A's only
 }
 
