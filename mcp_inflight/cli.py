@@ -21,7 +21,7 @@ from mcp_inflight.model.config import (
 )
 
 DEFAULT_IDS = 2
-DEFAULT_REQUESTS = 3
+DEFAULT_REQUESTS = 2
 
 
 class Parser(argparse.ArgumentParser):

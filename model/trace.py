@@ -96,11 +96,20 @@ def story(
     notes = []
     for kind, (t, d) in out.items():
         what = _WHAT.get(kind, kind)
+        if kind == "answer":  # the waiter it resolves, not a stream it is written on
+            if not d:
+                notes.append("it reaches no handler (ignored)")
+            else:
+                wrong = pre.rogue[t] != pre.rogue[r]
+                notes.append(
+                    f"resolves {inst_name(t)}'s wait" + ("  <-- another sender's" if wrong else "")
+                )
+            continue
         if not d:
             notes.append(f"{what} dropped (no live stream)")
         elif t == r:
             notes.append(f"{what} written on its own stream")
-            if stdio and action.name != "refuse":
+            if stdio and action.name not in ("refuse", "reject"):
                 notes += [
                     f"the client matches id={id_name(pre.rid[r])} to {inst_name(q)}'s request"
                     "  <-- crossed"

@@ -55,7 +55,8 @@ import z3
 from mcp_inflight.model.auxiliary import AUX
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.model.session import Cmsg, Sreq, State, actions_for
+from mcp_inflight.model.logic import NONE
+from mcp_inflight.model.session import Cmsg, State, actions_for
 from mcp_inflight.model.trace import changes, describe_state, inst_name
 from mcp_inflight.proofs import symbolic as sym
 from mcp_inflight.proofs.liveness import PENDING, is_fair
@@ -65,7 +66,7 @@ LEVELS: dict[Life, int] = {Life.SENT: 2, Life.RECEIVED: 1, Life.IN_FLIGHT: 0}
 #: Helpful moves by lifecycle state; ``"first"`` is the earliest message on stdio's channel.
 HELPFUL: dict[Life, tuple[str, ...]] = {
     Life.SENT: ("arrive",),
-    Life.RECEIVED: ("admit", "refuse"),
+    Life.RECEIVED: ("admit", "refuse", "reject"),
     Life.IN_FLIGHT: ("respond",),
 }
 #: Query budget (z3 resource units, in millions) and a wall-clock backstop (seconds).
@@ -102,8 +103,8 @@ class Lemma:
 
 
 def no_server_request(b: Any, s: Any, c: Config) -> Any:
-    """Where the server sends no request to the client (2026-07-28), none is ever pending."""
-    return b.ForAll("inst", lambda q: s.sreq[q] == Sreq.NONE)
+    """Where the server sends no request to the client (2026-07-28), no handler waits on one."""
+    return b.ForAll("id", lambda k: s.waiter[k] == NONE)
 
 
 def lemmas(cfg: Config) -> list[Lemma]:
@@ -428,6 +429,13 @@ def _run(cfg: Config, levels: dict[Life, int], helpful: dict[Life, tuple[str, ..
     if cfg.design.claim == "split":
         v.note = (
             "the case table is for a claim in one step; a split claim has steps it does not name"
+        )
+        return v
+    if cfg.rev2025:
+        v.note = (
+            "a handler withdraws each of its waiters before it responds, and the rank has no "
+            "component for how many it has (any number, over unboundedly many server ids); the "
+            "explorer's requests_answered covers 2025-11-25 at its bounds"
         )
         return v
     acts = {a.name: a for a in actions_for(cfg)}

@@ -77,8 +77,9 @@ def test_native_equals_python_engine_everywhere(design, rev, tr, symmetry):
 @pytest.mark.slow
 @pytest.mark.parametrize("rev,tr", profiles("all", "all"))
 def test_native_equals_python_engine_at_the_default_bound(rev, tr):
-    """``check``'s bound, 2 ids x 3 instances, with symmetry, on the design ``check`` proves (the
-    other designs and the mutants are compared at 2 x 2 above, on every profile)."""
+    """One instance past ``check``'s bound, 2 ids x 3 instances, with symmetry, on the design
+    ``check`` proves (the other designs and the mutants are compared at 2 x 2 above, on every
+    profile)."""
     _same(Config(DESIGNS["atomic"], rev, tr, ids=2, requests=3), symmetry=True)
 
 

@@ -18,37 +18,21 @@ def _conds(v):
     return {(f.condition, f.case, f.action) for f in v.failures}
 
 
-@pytest.mark.parametrize("rev,tr", HTTP + [pytest.param(*p, marks=pytest.mark.slow) for p in STDIO])
+MODERN = [p for p in profiles() if p[0] == "2026-07-28"]
+
+
+@pytest.mark.parametrize("rev,tr", MODERN)
 def test_atomic_proved(rev, tr):
     v = rank(Config(ATOMIC, rev, tr))
     assert v.status == "proved", [str(f) for f in v.failures] + v.unknown
     assert v.to_json()["status"] == "proved"
 
 
-def test_runs_after_respond_still_answers():
-    # Its bug is a handler that never stops (settles, no_deadlock), not an unanswered request.
-    assert rank(Config(MUT["atomic-runs-after-respond"], "2025-11-25", "http")).proved
-
-
-@pytest.mark.parametrize(
-    "name,tr,sreq",
-    [
-        ("atomic-waits-on-answer", "http", "pending"),
-        pytest.param("atomic-waits-on-lost", "http", "lost", marks=pytest.mark.slow),
-        pytest.param("atomic-waits-on-lost", "stdio", "lost", marks=pytest.mark.slow),
-    ],
-)
-def test_waiting_handler_fails_b_and_c(name, tr, sreq):
-    v = rank(Config(MUT[name], "2025-11-25", tr))
-    assert v.status == "fails"
-    b = [f for f in v.failures if f.condition == "b"]
-    assert [f.case for f in b] == ["in_flight"]
-    r = next(x for x in b[0].pre["instances"].values() if x["life"] == "in_flight")
-    assert r["sreq"] == sreq and r["rogue"] == "false"
-    c = [f for f in v.failures if f.condition == "c"]
-    assert c and all(f.action.startswith("server_request(") for f in c)
-    assert any(ch.get(k) for f in c for ch in [f.changes] for k in ch if k.startswith("sreq["))
-    assert not [f for f in v.failures if f.condition == "a"]
+@pytest.mark.parametrize("tr", ["stdio", "http"])
+def test_2025_is_not_applicable_and_says_why(tr):
+    # A handler withdraws each of its (any number of) waiters before it responds: no rank here.
+    v = rank(Config(ATOMIC, "2025-11-25", tr))
+    assert v.status == "n/a" and "waiters" in v.note and not v.proved
 
 
 @pytest.mark.slow
@@ -60,12 +44,13 @@ def test_waiting_mutants_answer_on_2026(name):
 
 def test_admit_alone_is_not_helpful():
     # Admit and refuse apart: a duplicate admitted under r's id disables r's admit, rank equal.
-    v = rank(Config(ATOMIC, "2025-11-25", "http"), helpful={**HELPFUL, Life.RECEIVED: ("admit",)})
+    v = rank(Config(ATOMIC, "2026-07-28", "http"), helpful={**HELPFUL, Life.RECEIVED: ("admit",)})
     conds = _conds(v)
     assert ("b", "received", None) in conds
     c = [f for f in v.failures if f.condition == "c" and f.case == "received"]
-    assert c and all(f.action.startswith("admit(") for f in c)
-    f = c[0]
+    # a duplicate's admit (or the session's end, which turns r away instead) disables it
+    assert c and all(f.action.startswith(("admit(", "end_session(")) for f in c)
+    f = next(f for f in c if f.action.startswith("admit("))
     moved = [k for k in f.changes if k.startswith("inflight[")]
     assert moved and f.post["instances"]
 
@@ -73,7 +58,7 @@ def test_admit_alone_is_not_helpful():
 @pytest.mark.slow
 def test_rank_that_rises_fails_a():
     v = rank(
-        Config(ATOMIC, "2025-11-25", "http"),
+        Config(ATOMIC, "2026-07-28", "http"),
         levels={Life.SENT: 0, Life.RECEIVED: 1, Life.IN_FLIGHT: 2},
     )
     conds = _conds(v)

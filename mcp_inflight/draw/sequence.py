@@ -169,8 +169,15 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
                 "unwind": f"cancelled handler {R} stops",
             }[name]
         elif name == "answer":
-            src, dst = "C", "S"
-            text = f"client answers {R}'s elicitation"
+            src, dst = sender, "S"
+            w, resolves = out["answer"]
+            text = f"answer to server request {id_name(i)}"
+            if not resolves:
+                text += ": reaches no handler (ignored)"
+            else:
+                text += f": resolves {inst_name(w)}'s wait"
+                if senders.get(w, "C") != sender:
+                    marked = "WRONG HANDLER"
         elif name == "send_cancel":
             if cfg.close_is_cancel:
                 src, dst, kind = sender, lane_of(r), "lost"
@@ -198,7 +205,10 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
             text = f"{R}'s POST stream breaks"
         elif out:
             ((what, (t, d)),) = out.items()
-            label = "error -32600 (refused)" if name == "refuse" else f"{_WHAT[what]} of {R}"
+            label = {
+                "refuse": "error -32600 (refused)",
+                "reject": "error (the session has ended)",
+            }.get(name, f"{_WHAT[what]} of {R}")
             if t == NONE:
                 src, dst, kind = "S", "S", "lost"
                 text = f"{label}: dropped, no stream under id={idt}"
