@@ -585,7 +585,12 @@ def _end_session(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> l
 
 
 def _end_request(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
-    return [_fire(c, "end", r)]
+    """A cancel by the session's end: as a delivered cancel, it frees the id where the design
+    frees it on the cancel."""
+    ws = [_fire(c, "end", r)]
+    if c.design.free_on == "cancel":
+        ws.append(release(b, s, c, "cancel", "inflight", s.rid[r], r))
+    return ws
 
 
 def _reject(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
@@ -817,6 +822,7 @@ ACTIONS: tuple[Action, ...] = (
         _end_request,
         _always,
         "the session's end cancels {r}",
+        removal=True,
     ),
     Action(
         "reject",

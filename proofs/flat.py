@@ -121,7 +121,11 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
     signature and renamed id; every field is renamed accordingly and the result encoded as
     bytes.  The key is always a renaming of ``s`` (so distinct orbits never share a key: sound);
     ids or instances tied on their signatures are interchangeable, so every member of an orbit
-    gets the same key (exact: one state per orbit).
+    gets the same key (exact: one state per orbit) -- where only the clients' ids use the id
+    sort.  The server-minted ids of 2025-11-25 share it, and the ordering of ids reads the
+    clients' instances alone: two ids that differ only in their server-side fields are ordered
+    by index, so an orbit may get two keys there (the key is still a renaming: sound, with less
+    reduction; ``tests/test_explore.py`` measures both).
     """
     n, ids, W = cfg.requests, cfg.ids, lay.W
     for f in FIELDS:

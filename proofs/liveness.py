@@ -40,8 +40,10 @@ from mcp_inflight.model.lifecycle import Life
 FAIR_SIDES = ("server", "wire")
 #: Moves of those sides that fairness does not force: a POST stream breaking is the network's
 #: doing, not a step the server owes (were it fair, every waiting POST would end up broken, and a
-#: broken stream counts as an end of the request).
-UNFORCED = ("break_stream",)
+#: broken stream counts as an end of the request); the session's end is the client's DELETE, an
+#: idle timer or a shutdown, which may never come (were it fair, every request would end up
+#: cancelled by it).  What the server owes after the end (``end_request``, ``reject``) is fair.
+UNFORCED = ("break_stream", "end_session")
 
 
 def is_fair(action: Any) -> bool:

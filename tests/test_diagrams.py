@@ -292,7 +292,10 @@ def _expected(cfg, trace):
         elif a in ("check", "claim_stream", "admit", "unwind"):
             src = dst = "S"
         elif a == "answer":
-            src, dst = "C", "S"
+            src, dst = senders.get(r, "C"), "S"
+            mark = "WRONG HANDLER" if "another sender's" in story else None
+        elif a in ("withdraw", "end_session", "end_request"):
+            src = dst = "S"
         elif a == "send_cancel":
             who = "C" if story.startswith("client") else "R"
             src, dst, kind = (who, lane, "-x") if cfg.close_is_cancel else (who, "S", "-)")
@@ -301,7 +304,7 @@ def _expected(cfg, trace):
             mark = "WRONG TARGET" if "not the one meant" in story else None
         elif a == "break_stream":
             src, dst, kind = lane, "S", "-x"
-        else:  # emit, server_request, respond, refuse: where the story says it was written
+        else:  # emit, server_request, respond, refuse, reject: where the story says it went
             src = "S"
             m = re.search(r"written on (\w)'s stream", story)
             if "written on its own stream" in story:

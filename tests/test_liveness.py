@@ -42,14 +42,15 @@ def test_atomic_holds_and_symmetry_preserves_verdicts(rev, tr):
 
 
 def test_waits_on_lost_is_caught_and_no_safety_property_sees_it():
-    cfg = Config(MUT["atomic-waits-on-lost"], "2025-11-25", "stdio", ids=2, requests=2)
+    # one id (so one server id): the graph without symmetry stays small
+    cfg = Config(MUT["atomic-waits-on-lost"], "2025-11-25", "stdio", ids=1, requests=2)
     r = explore(cfg, symmetry=False, liveness=True)
-    assert r.states == 10_379
     v = r.verdict("settles")
-    assert not v.ok and "680 of 10,379 states" in v.doc
+    assert not v.ok and f"of {r.states:,} states" in v.doc
     assert not r.verdict("no_deadlock").ok
     assert r.deadlocks == 0  # the old count (states with no move) misses it
-    assert all(x.ok for x in r.verdicts if x.kind in ("invariant", "witness"))
+    # two server ids at once need two ids: that witness is out of reach here
+    assert all(x.ok for x in r.verdicts if x.kind == "invariant")
     # the lasso ends in the stuttering emit of the handler that waits
     assert v.trace is not None and v.loop_start is not None
     assert [s.action for s in v.trace[v.loop_start :]] == ["emit"]

@@ -311,8 +311,11 @@ def test_witness_names_are_the_documented_ones():
         "cancelled",
         "stream_broken",
         "server_request_answered",
+        "two_server_requests_pending",
+        "session_ended",
     ]
-    assert len({p.name for p in INVARIANTS}) == 12  # with no_crossed_reply_on_stdio
+    # with no_crossed_reply_on_stdio, and the five of server requests and the session's end
+    assert len({p.name for p in INVARIANTS}) == 17
 
 
 def test_every_backend_implements_the_logic_interface():

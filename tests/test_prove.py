@@ -313,6 +313,11 @@ CAUGHT_BY = {
     },
     "atomic-free-on-cancel": {"owned_removal", "unique_in_flight"},
     "atomic-cancel-by-id": {"cancel_stays_with_sender"},
+    "atomic-reused-server-ids": {"server_ids_unique", "answer_resolves_once"},
+    "atomic-guessable-server-ids": {"answer_reaches_asker"},
+    "atomic-keeps-answered-waiter": {"answer_resolves_once"},
+    "atomic-leaks-waiters": {"quiescent_clean", "no_waiter_outlives_request"},
+    "atomic-writes-after-end": {"nothing_after_end"},
 }
 #: Mutants no invariant catches (atomic-unguarded-write's graph still differs from atomic's on
 #: three profiles: tests/test_explore.py says where the graphs are the same).
@@ -342,6 +347,10 @@ def test_mutant_table_covers_every_mutant():
         ("atomic-no-refusal", ("2025-11-25", "stdio"), "owned_removal"),
         # a closed stream cancels only its own sender's request (2026-07-28 http)
         ("atomic-cancel-by-id", ("2026-07-28", "http"), "cancel_stays_with_sender"),
+        # server-to-client requests and the session's end
+        ("atomic-guessable-server-ids", ("2025-11-25", "stdio"), "answer_reaches_asker"),
+        ("atomic-leaks-waiters", ("2025-11-25", "stdio"), "no_waiter_outlives_request"),
+        ("atomic-writes-after-end", ("2026-07-28", "stdio"), "nothing_after_end"),
     ],
 )
 def test_mutant_caught_with_a_trace(mutant, profile, name):

@@ -168,6 +168,8 @@ def state_text(cfg: Config, s) -> str:
             regs.append(f"{f.name}[{id_name(k)}]={render_value(f, getattr(s, f.name)[k])}")
     if cfg.stdio:
         regs.append(f"clock={s.clock}")
+    if s.ended:
+        regs.append("ended")
     parts.append(" ".join(regs))
     return " | ".join(parts)
 
