@@ -23,17 +23,18 @@ def _live(r):
 
 
 @pytest.mark.parametrize(
-    "rev,tr",
+    "rev,tr,ids",
     [
-        ("2025-11-25", "stdio"),
-        ("2026-07-28", "http"),
-        ("2026-07-28", "stdio"),
-        pytest.param("2025-11-25", "http", marks=pytest.mark.slow),
+        ("2025-11-25", "stdio", 1),
+        ("2026-07-28", "http", 2),
+        ("2026-07-28", "stdio", 2),
+        pytest.param("2025-11-25", "stdio", 2, marks=pytest.mark.slow),
+        pytest.param("2025-11-25", "http", 2, marks=pytest.mark.slow),
     ],
 )
-def test_atomic_holds_and_symmetry_preserves_verdicts(rev, tr):
+def test_atomic_holds_and_symmetry_preserves_verdicts(rev, tr, ids):
     for d in (ATOMIC, *MUT.values()):
-        cfg = Config(d, rev, tr, ids=2, requests=2)
+        cfg = Config(d, rev, tr, ids=ids, requests=2)
         on, off = explore(cfg, liveness=True), explore(cfg, symmetry=False, liveness=True)
         assert set(_live(on)) == set(NAMES)
         assert _live(on) == _live(off), d.name

@@ -32,7 +32,7 @@ SUPPORT = pathlib.Path(__file__).parent / "support"
 # --- the official client, end to end ----------------------------------------------------------
 
 
-async def _interview(target):
+async def _interview(target, mode="auto"):
     asked: list[tuple[str, str]] = []
 
     async def on_elicit(context, params):
@@ -56,7 +56,7 @@ async def _interview(target):
 
     client = Client(
         target,
-        mode="auto",
+        mode=mode,
         elicitation_callback=on_elicit,
         sampling_callback=on_sample,
         list_roots_callback=on_roots,
@@ -98,6 +98,30 @@ def test_official_client_auto_over_stdio_completes_two_elicitations_a_sampling_a
     )
     version, text, asked = asyncio.run(_interview(params))
     assert version == MODERN
+    assert text == "Ada|teal|teal as the sea|2"
+    assert asked == _ASKED
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_official_client_legacy_completes_two_elicitations_a_sampling_and_roots(transport):
+    """2025-11-25 (the client's ``legacy`` mode): the four questions go out as server-to-client
+    requests on the call's own stream, each under its own id minted by the core, and come back
+    answered in order."""
+    from support.http_server import start
+    from support.mrtr_server import build
+
+    if transport == "http":
+        srv = start(build())
+        try:
+            version, text, asked = asyncio.run(_interview(srv.url, mode="legacy"))
+        finally:
+            srv.stop()
+    else:
+        params = StdioServerParameters(
+            command=sys.executable, args=[str(SUPPORT / "mrtr_server.py")], env=None
+        )
+        version, text, asked = asyncio.run(_interview(params, mode="legacy"))
+    assert version == "2025-11-25"
     assert text == "Ada|teal|teal as the sea|2"
     assert asked == _ASKED
 

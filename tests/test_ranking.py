@@ -28,6 +28,11 @@ def test_atomic_proved(rev, tr):
     assert v.to_json()["status"] == "proved"
 
 
+def test_runs_after_respond_still_answers():
+    # Its bug is a handler that never stops (settles, no_deadlock), not an unanswered request.
+    assert rank(Config(MUT["atomic-runs-after-respond"], "2026-07-28", "http")).proved
+
+
 @pytest.mark.parametrize("tr", ["stdio", "http"])
 def test_2025_is_not_applicable_and_says_why(tr):
     # A handler withdraws each of its (any number of) waiters before it responds: no rank here.
