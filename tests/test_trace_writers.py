@@ -205,22 +205,29 @@ def test_tap_reads_sse_chunks_whole_or_split_as_the_decoder_does():
     import asyncio
 
     from mcp_inflight.impl import sse
-    from mcp_inflight.trace.tap import Tap, _one_event
+    from mcp_inflight.trace.tap import Tap, _whole_events
 
     msgs = [
         {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"k": k}} for k in range(4)
     ]
     one = [sse.encode(json.dumps(m, separators=(",", ":")).encode()) for m in msgs]
-    assert _one_event(one[0]) == json.dumps(msgs[0], separators=(",", ":"))
+    primed = sse.encode(b"", id="s.p1.1", retry=1000) + sse.encode(b'{"a":1}', id="s.p1.2")
+    for whole in (one[0], one[0] + one[1], primed, b": note\nevent: x\ndata:{}\n\n"):
+        decoded = [e.data for e in sse.Decoder().feed(whole) if e.data]
+        assert _whole_events(whole) == decoded != []
     for other in (
-        sse.encode(b"{}", id="7"),
         one[0][:10],
-        one[0] + one[1],
+        one[0][:-1],
         one[0].replace(b"\n", b"\r\n"),
+        b"data: [1,\ndata: 2]\n\n",  # one event of two data lines
+        b"data\n\n",
+        b"data: {}\n\n\ndata: {}\n\n",
     ):
-        assert _one_event(other) is None
-    # whole, then split (the decoder takes over), then whole again (still the decoder's)
-    chunks = [one[0], one[1][:10], one[1][10:] + one[2], one[3]]
+        assert _whole_events(other) is None
+    # whole (a priming event and a message), then split (the decoder takes over), then whole
+    # again (still the decoder's)
+    chunks = [primed[: primed.index(b"\n\n") + 2] + one[0], one[1][:10]]
+    chunks += [one[1][10:] + one[2], one[3]]
 
     async def app(scope, receive, send):
         await receive()

@@ -36,18 +36,27 @@ def fan_out(*sinks: Sink) -> Sink:
     return sink
 
 
-_EVENT = b"event: message\ndata: "
-
-
-def _one_event(chunk: bytes) -> str | None:
-    """The data of ``chunk`` when it is exactly one whole SSE event as ``impl/sse.py`` encodes
-    a message (``event: message``, one ``data`` line, the blank line), else None.  What the
-    decoder would give for it, without the decoder: only while every chunk before was such an
-    event, so the decoder would hold nothing."""
-    if chunk.startswith(_EVENT) and chunk.endswith(b"\n\n") and chunk.count(b"\n") == 3:
-        if b"\r" not in chunk:
-            return chunk[len(_EVENT) : -2].decode("utf-8", "replace")
-    return None
+def _whole_events(chunk: bytes) -> list[str] | None:
+    """The data of each event of ``chunk`` when it is whole events only, each with at most one
+    ``data`` line (what ``impl/sse.py`` encodes: a priming event and the messages, with their
+    ``id`` and ``retry`` lines), else None.  What the decoder would give for them (the events
+    without data left out), without the decoder: only while every chunk before was such, so
+    the decoder would hold nothing."""
+    if not chunk.endswith(b"\n\n") or b"\r" in chunk:
+        return None
+    out = []
+    for block in chunk[:-2].split(b"\n\n"):
+        data = None
+        for line in block.split(b"\n"):
+            if line.startswith(b"data:"):
+                if data is not None:
+                    return None  # several data lines: the decoder joins them
+                data = line[6:] if line[5:6] == b" " else line[5:]
+            elif not line or line == b"data":
+                return None
+        if data:  # no data, or empty data (a priming event): no message
+            out.append(data.decode("utf-8", "replace"))
+    return out
 
 
 class Tap:
@@ -181,9 +190,10 @@ class Tap:
             elif m["type"] == "http.response.body":
                 chunk = m.get("body", b"")
                 if state["sse"]:
-                    data = _one_event(chunk) if dec is None else None
-                    if data is not None:
-                        self._messages(ex, S2C, session, data)
+                    datas = _whole_events(chunk) if dec is None else None
+                    if datas is not None:
+                        for data in datas:
+                            self._messages(ex, S2C, session, data)
                     else:
                         dec = dec or sse.Decoder()
                         for e in dec.feed(chunk):
