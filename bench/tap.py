@@ -1,19 +1,25 @@
 """The tap alone: CPU per echo call of the in-process HTTP app (``impl.http.create_app``)
 driven in process (no socket, no HTTP server), bare, behind the tap with the online check
 beside it (``traced(app, online=True)``, a checker process), and behind the tap writing a
-trace file; measured side by side, in rounds, in one run.  The CPU is this process's (the
+trace file; measured side by side, in rounds, in one run.  With ``--base REV`` also
+``online-base``: the online check behind the tap of git revision ``REV``
+(``mcp_inflight/trace/tap.py`` of it, with the current checker).  The CPU is this process's (the
 serving thread and the reports' reader); the checker process's is not counted.
 
-    python bench/tap.py [--calls N] [--rounds R]
+    python bench/tap.py [--calls N] [--rounds R] [--base REV]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import orjson
 
@@ -107,13 +113,37 @@ async def calls(app, h, first: int, n: int) -> None:
             raise AssertionError(f"echo call {k}: {status} {body[:200]!r}")
 
 
+def base_tap(rev: str):
+    """The tap module of git revision ``rev``, imported beside the current one."""
+    root = Path(__file__).resolve().parent.parent
+    src = subprocess.run(
+        ["git", "-C", str(root), "show", f"{rev}:mcp_inflight/trace/tap.py"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    file = Path(tempfile.mkdtemp(prefix="tap-base-")) / "tap.py"
+    file.write_bytes(src)
+    name = "mcp_inflight.trace._tap_base"
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--calls", type=int, default=3000)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--base", metavar="REV", help="also the online check behind REV's tap")
     args = p.parse_args(argv)
     tmp = tempfile.mkdtemp()
-    kinds = ("bare", "online", "trace")
+    kinds: tuple[str, ...] = ("bare", "online", "trace")
+    base = None
+    if args.base:
+        base = base_tap(args.base)
+        kinds = ("bare", "online-base", "online", "trace")
 
     async def run() -> dict[str, list[float]]:
         apps, heads = {}, {}
@@ -121,6 +151,8 @@ def main(argv=None) -> int:
             app = create_app(build())
             if kind == "online":
                 app = traced(app, online=True)
+            elif kind == "online-base":
+                app = base.traced(app, online=True)
             elif kind == "trace":
                 app = traced(app, trace=os.path.join(tmp, "t.jsonl"))
             apps[kind] = app
@@ -134,10 +166,12 @@ def main(argv=None) -> int:
                 await calls(apps[kind], heads[kind], nxt, args.calls)
                 per[kind].append((time.process_time_ns() - c0) / args.calls / 1000.0)
                 nxt += args.calls
-        got = apps["online"].monitor.close()
-        if got["violations"] or got["unchecked_parts"] or got["dropped_events"]:
-            raise AssertionError(f"the online check on clean echo calls counted {got}")
-        print(f"online check counts: {got}")
+        for kind in kinds:
+            if kind.startswith("online"):
+                got = apps[kind].monitor.close()
+                if got["violations"] or got["unchecked_parts"] or got["dropped_events"]:
+                    raise AssertionError(f"{kind}: the check on clean echo calls counted {got}")
+                print(f"{kind} check counts: {got}")
         return per
 
     per = asyncio.run(run())
@@ -146,7 +180,7 @@ def main(argv=None) -> int:
     for kind in kinds:
         extra = best[kind] - best["bare"]
         print(
-            f"  {kind:7} CPU per echo call: best {best[kind]:6.1f} us, median "
+            f"  {kind:11} CPU per echo call: best {best[kind]:6.1f} us, median "
             f"{sorted(per[kind])[len(per[kind]) // 2]:6.1f} us  (tap: +{extra:5.1f} us, "
             f"{best[kind] / best['bare']:.2f}x bare)"
         )

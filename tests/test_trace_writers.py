@@ -213,7 +213,7 @@ def test_tap_reads_sse_chunks_whole_or_split_as_the_decoder_does():
     one = [sse.encode(json.dumps(m, separators=(",", ":")).encode()) for m in msgs]
     primed = sse.encode(b"", id="s.p1.1", retry=1000) + sse.encode(b'{"a":1}', id="s.p1.2")
     for whole in (one[0], one[0] + one[1], primed, b": note\nevent: x\ndata:{}\n\n"):
-        decoded = [e.data for e in sse.Decoder().feed(whole) if e.data]
+        decoded = [e.data.encode() for e in sse.Decoder().feed(whole) if e.data]
         assert _whole_events(whole) == decoded != []
     for other in (
         one[0][:10],
@@ -226,7 +226,8 @@ def test_tap_reads_sse_chunks_whole_or_split_as_the_decoder_does():
         assert _whole_events(other) is None
     # whole (a priming event and a message), then split (the decoder takes over), then whole
     # again (still the decoder's)
-    chunks = [primed[: primed.index(b"\n\n") + 2] + one[0], one[1][:10]]
+    bad = b'data: {"a":"\xff"}\n\n'  # not UTF-8: the decoder's replacement character
+    chunks = [bad + primed[: primed.index(b"\n\n") + 2] + one[0], one[1][:10]]
     chunks += [one[1][10:] + one[2], one[3]]
 
     async def app(scope, receive, send):
@@ -255,7 +256,7 @@ def test_tap_reads_sse_chunks_whole_or_split_as_the_decoder_does():
         await Tap(app, seen.append)(scope, receive, send)
 
     asyncio.run(go())
-    assert [e["message"] for e in seen if e["kind"] == "message"] == msgs
+    assert [e["message"] for e in seen if e["kind"] == "message"] == [{"a": "\ufffd"}, *msgs]
 
 
 class _Stalled(Monitor):

@@ -36,12 +36,12 @@ def fan_out(*sinks: Sink) -> Sink:
     return sink
 
 
-def _whole_events(chunk: bytes) -> list[str] | None:
+def _whole_events(chunk: bytes) -> list[bytes] | None:
     """The data of each event of ``chunk`` when it is whole events only, each with at most one
     ``data`` line (what ``impl/sse.py`` encodes: a priming event and the messages, with their
     ``id`` and ``retry`` lines), else None.  What the decoder would give for them (the events
-    without data left out), without the decoder: only while every chunk before was such, so
-    the decoder would hold nothing."""
+    without data left out, each as bytes: see :meth:`Tap._messages`), without the decoder:
+    only while every chunk before was such, so the decoder would hold nothing."""
     if not chunk.endswith(b"\n\n") or b"\r" in chunk:
         return None
     out = []
@@ -55,7 +55,7 @@ def _whole_events(chunk: bytes) -> list[str] | None:
             elif not line or line == b"data":
                 return None
         if data:  # no data, or empty data (a priming event): no message
-            out.append(data.decode("utf-8", "replace"))
+            out.append(data)
     return out
 
 
@@ -75,11 +75,20 @@ class Tap:
         #: called once the app's lifespan has shut down (the server is stopping)
         self.on_shutdown: Callable[[], None] | None = None
 
-    def _messages(self, ex: int | str, d: str, session: str | None, raw: bytes | str) -> None:
+    def _messages(
+        self, ex: int | str, d: str, session: str | None, raw: bytes | str, sse: bool = False
+    ) -> None:
+        """The events of the JSON-RPC messages of ``raw``; ``sse``: ``raw`` is an SSE event's
+        data as bytes, read as the decoder reads it (UTF-8, an undecodable byte replaced)."""
         try:
             body = orjson.loads(raw)
         except ValueError:
-            return
+            if not sse or type(raw) is not bytes:
+                return
+            try:  # orjson refused bytes that are not UTF-8: as the decoder would give them
+                body = orjson.loads(raw.decode("utf-8", "replace"))
+            except ValueError:
+                return
         now, sink = time.time(), self.sink
         for m in body if type(body) is list else (body,):
             if type(m) is dict:
@@ -193,7 +202,7 @@ class Tap:
                     datas = _whole_events(chunk) if dec is None else None
                     if datas is not None:
                         for data in datas:
-                            self._messages(ex, S2C, session, data)
+                            self._messages(ex, S2C, session, data, sse=True)
                     else:
                         dec = dec or sse.Decoder()
                         for e in dec.feed(chunk):
