@@ -271,8 +271,8 @@ def test_traces_replay_on_the_model():
 
 
 #: Where each mutant of atomic has exactly atomic's reachable graph (every state, move and
-#: output; 2 ids x 2 instances, no symmetry reduction): the README calls a mutant equivalent
-#: on a profile only where this holds.
+#: output; 2 ids x 2 instances on 2026-07-28, 1 id x 2 on 2025-11-25, no symmetry reduction):
+#: the README calls a mutant equivalent on a profile only where this holds.
 SAME_GRAPH = {
     "atomic-split-claim": set(),
     "atomic-no-refusal": set(),
@@ -307,9 +307,12 @@ def test_equivalent_mutants_have_atomic_reachable_graph(rev, tr):
     from mcp_inflight.proofs.explore import reachable_graph
 
     assert set(SAME_GRAPH) == set(mutants())
-    base = reachable_graph(Config(ATOMIC, rev, tr))
+    # 2025-11-25 at one id: its graphs without symmetry are an order of magnitude larger since
+    # server-to-client requests and the session's end are modelled
+    ids = 1 if rev == "2025-11-25" else 2
+    base = reachable_graph(Config(ATOMIC, rev, tr, ids=ids))
     for name, d in mutants().items():
-        same = reachable_graph(Config(d, rev, tr)) == base
+        same = reachable_graph(Config(d, rev, tr, ids=ids)) == base
         assert same == ((rev, tr) in SAME_GRAPH[name]), (name, rev, tr)
 
 

@@ -75,11 +75,14 @@ def test_native_equals_python_engine_everywhere(design, rev, tr, symmetry):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rev,tr", profiles("all", "all"))
+@pytest.mark.parametrize(
+    "rev,tr", [p for p in profiles("all", "all") if p != ("2025-11-25", "http")]
+)
 def test_native_equals_python_engine_at_the_default_bound(rev, tr):
     """One instance past ``check``'s bound, 2 ids x 3 instances, with symmetry, on the design
     ``check`` proves (the other designs and the mutants are compared at 2 x 2 above, on every
-    profile)."""
+    profile).  Not 2025-11-25 http: 2.9M states there, minutes for the Python engine; the cut
+    run below covers a large 2025-11-25 http space."""
     _same(Config(DESIGNS["atomic"], rev, tr, ids=2, requests=3), symmetry=True)
 
 
