@@ -28,7 +28,6 @@ def _live(r):
         ("2025-11-25", "stdio", 1),
         ("2026-07-28", "http", 2),
         ("2026-07-28", "stdio", 2),
-        pytest.param("2025-11-25", "stdio", 2, marks=pytest.mark.slow),
         pytest.param("2025-11-25", "http", 1, marks=pytest.mark.slow),
     ],
 )
