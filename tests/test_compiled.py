@@ -134,7 +134,7 @@ def _same_run(cfg, symmetry):
 
 
 @pytest.mark.parametrize("design", list(DESIGNS))
-@pytest.mark.parametrize("symmetry", [True, False])
+@pytest.mark.parametrize("symmetry", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_both_engines_give_the_same_run(design, symmetry):
     """Same states, transitions, coverage, verdicts and traces from either engine."""
     for rev, tr in [("2026-07-28", "stdio"), ("2026-07-28", "http")]:

@@ -33,7 +33,7 @@ def own_cache(tmp_path_factory, monkeypatch):
 @pytest.mark.parametrize(
     "design,rev,tr,symmetry",
     [
-        ("unguarded", "2025-11-25", "http", False),
+        ("atomic", "2025-11-25", "stdio", False),  # (2025 http without symmetry: slow, below)
         ("check_then_claim", "2026-07-28", "stdio", False),
         ("unguarded", "2025-11-25", "stdio", True),
         ("check_then_claim", "2026-07-28", "http", True),
