@@ -320,8 +320,16 @@ def _args(cfg, a):
     return [(r, i) for r in range(cfg.requests) for i in ids]
 
 
-@pytest.mark.parametrize("ids", [1, pytest.param(2, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("revision,transport", profiles())
+#: One id on every profile; two ids (slow) where the server mints none: on 2025-11-25 the two-id
+#: spaces without symmetry run to hundreds of thousands of states, read action by action here.
+CORE_CASES = [(rev, tr, 1) for rev, tr in profiles()] + [
+    pytest.param(rev, tr, 2, marks=pytest.mark.slow)
+    for rev, tr in profiles()
+    if rev == "2026-07-28"
+]
+
+
+@pytest.mark.parametrize("revision,transport,ids", CORE_CASES)
 def test_runtime_applier_agrees_with_apply_writes(revision, transport, ids):
     """On every transition of the explored state space, applying the model's writes to the
     runtime state gives the model's post-state (server fields), and every server-side guard
@@ -360,8 +368,7 @@ def test_runtime_applier_agrees_with_apply_writes(revision, transport, ids):
 # --- the generated actions and the model's own, on explored transitions ----------------------
 
 
-@pytest.mark.parametrize("ids", [1, pytest.param(2, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("revision,transport", profiles())
+@pytest.mark.parametrize("revision,transport,ids", CORE_CASES)
 def test_generated_actions_agree_with_the_model(revision, transport, ids):
     """For every explored state, every action the core takes on every instance (and every cancel
     by id or by connection) gives the same guard, output and post-state through the code
