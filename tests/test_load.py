@@ -364,7 +364,7 @@ def test_load_and_faults(srv):
     assert wait_until(lambda: app.live_requests() == 0, 5), app.live_requests()
     for s in live:
         assert s.core.empty() and s.core.live() == []
-        assert s.core.registries() == {"inflight": {}, "stream": {}}
+        assert s.core.registries() == {"inflight": {}, "stream": {}, "waiter": {}}
         assert s.pending == {} and s.tasks == {}
     # the server saw every abort: each aborted call's later messages (its response at least)
     # were dropped by the core, not written
