@@ -9,19 +9,16 @@ import httpx
 import pytest
 
 from support.http_server import sse_messages, sse_stream, start
+from support.sessions import ACCEPT, init_params, initialize
+from support.sessions import http_session as session
+from support.sessions import tool_call as call
 
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {"elicitation": {}},
-    "clientInfo": {"name": "test", "version": "1"},
-}
 MODERN = "2026-07-28"
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -33,28 +30,6 @@ def srv():
 
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 30))
-
-
-def call(rid, name, args, token=None):
-    params = {"name": name, "arguments": args}
-    if token is not None:
-        params["_meta"] = {"progressToken": token}
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
-
-
-async def session(c, url):
-    r = await c.post(
-        url,
-        json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
-        headers=ACCEPT,
-    )
-    assert r.status_code == 200
-    sid = r.headers["mcp-session-id"]
-    assert sid.isascii() and len(sid) >= 16 and all(33 <= ord(ch) <= 126 for ch in sid)
-    h = {**ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
-    r = await c.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h)
-    assert r.status_code == 202
-    return h
 
 
 @contextlib.asynccontextmanager
@@ -523,7 +498,10 @@ def test_modern_error_statuses_and_ids():
             # 2025-11-25: JSON-RPC errors are answered with 200; subscribe is served and advertised
             r = await c.post(
                 s.url,
-                json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+                json={
+                    **initialize(0),
+                    "params": init_params("test", capabilities={"elicitation": {}}),
+                },
                 headers=ACCEPT,
             )
             assert r.json()["result"]["capabilities"]["resources"] == {"subscribe": True}

@@ -13,13 +13,8 @@ import pytest
 from mcp_inflight.impl import sse
 from mcp_inflight.impl.events import MemoryEventStore, ReplayRefused
 from support.http_server import build_server, start
-
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {"elicitation": {}},
-    "clientInfo": {"name": "test", "version": "1"},
-}
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+from support.sessions import http_session as session
+from support.sessions import tool_call as call
 
 
 def server_with_steps():
@@ -52,25 +47,6 @@ def srv():
 
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 20))
-
-
-def call(rid, name, args, token=None):
-    params = {"name": name, "arguments": args}
-    if token is not None:
-        params["_meta"] = {"progressToken": token}
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
-
-
-async def session(c, url):
-    r = await c.post(
-        url,
-        json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
-        headers=ACCEPT,
-    )
-    h = {**ACCEPT, "mcp-session-id": r.headers["mcp-session-id"]}
-    h["mcp-protocol-version"] = "2025-11-25"
-    await c.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h)
-    return h
 
 
 class Events:

@@ -4,6 +4,7 @@ import asyncio
 import json
 
 from support.sessions import INITIALIZED, init_params, spawn_stdio_server
+from support.sessions import tool_call as call
 
 INIT = init_params()
 
@@ -40,13 +41,6 @@ class Proc:
     async def close(self):
         self.p.stdin.close()
         return await asyncio.wait_for(self.p.wait(), 10)
-
-
-def call(rid, name, args, token=None):
-    params = {"name": name, "arguments": args}
-    if token is not None:
-        params["_meta"] = {"progressToken": token}
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
 def is_response(rid):

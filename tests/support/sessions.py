@@ -47,3 +47,30 @@ async def spawn_stdio_server(**kwargs: Any) -> asyncio.subprocess.Process:
         stdout=asyncio.subprocess.PIPE,
         **kwargs,
     )
+
+
+def tool_call(rid: Any, name: str, args: dict[str, Any], token: Any = None) -> dict[str, Any]:
+    """A ``tools/call`` request; ``token`` (when given) is its ``_meta.progressToken``."""
+    params: dict[str, Any] = {"name": name, "arguments": args}
+    if token is not None:
+        params["_meta"] = {"progressToken": token}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+#: The headers of a POST that accepts either a JSON body or an SSE stream.
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+async def http_session(client: Any, url: str) -> dict[str, str]:
+    """Open a 2025-11-25 session over Streamable HTTP with ``client`` (an ``httpx.AsyncClient``):
+    initialize (with the elicitation capability), check the session id's form, send
+    ``notifications/initialized``; return the headers of the session's later POSTs."""
+    body = {**initialize(0), "params": init_params("test", capabilities={"elicitation": {}})}
+    r = await client.post(url, json=body, headers=ACCEPT)
+    assert r.status_code == 200
+    sid = r.headers["mcp-session-id"]
+    assert sid.isascii() and len(sid) >= 16 and all(33 <= ord(ch) <= 126 for ch in sid)
+    h = {**ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": PROTOCOL}
+    r = await client.post(url, json=INITIALIZED, headers=h)
+    assert r.status_code == 202
+    return h
