@@ -359,59 +359,46 @@ def prove(spec: Spec, timeout_ms: int = 60_000) -> Proved:
     t0 = time.perf_counter()
     res = Proved(spec)
     b = Symbolic(spec.domains)
-    moves = list(spec.moves())
     invs = [p for p in spec.props if p.kind == "always"]
     steps = [p for p in spec.props if p.kind == "step"]
     pre = _fresh(spec, "pre")
     init = _literal(spec, spec.initial())
     posts = []
-    for m in moves:
-        kw = m.act.guard(b, pre, **m.kw)
+    for m in spec.moves():
+        g = m.act.guard(b, pre, **m.kw)
         post = _sym_apply(spec, pre, m.act.effect(b, pre, **m.kw))
-        posts.append((m, _b(kw), post))
+        posts.append((m, _b(g), post))
 
     def holds_initially(p: Prop) -> bool:
         return _valid(_b(p.fn(b, init)), timeout_ms) is None
 
     # Houdini over the auxiliary invariants: keep those that hold initially and are inductive
-    # relative to the kept ones and the properties (assumed; checked after)
+    # relative to the kept ones and the properties (assumed here, proved below)
     cands = [p for p in spec.aux if holds_initially(p)]
     res.dropped += [p.name for p in spec.aux if p not in cands]
     while True:
-        assume = _conj(b, pre, spec, invs + cands)
-        bad = None
-        for p in cands:
-            if _inductive_cti(spec, b, assume, posts, p, timeout_ms) is not None:
-                bad = p
-                break
+        step = _Step(spec, b, pre, posts, invs + cands, timeout_ms)
+        bad = next((p for p in cands if step.cti(p) is not None), None)
         if bad is None:
             break
         cands.remove(bad)
         res.dropped.append(bad.name)
     res.kept = [p.name for p in cands]
-    assume = _conj(b, pre, spec, invs + cands)
     for p in invs:
         if not holds_initially(p):
             res.verdicts[p.name] = "not proved"
             res.ctis[p.name] = {"initial": True, "text": f"{p.name} fails in the initial state"}
             continue
-        cti = _inductive_cti(spec, b, assume, posts, p, timeout_ms)
+        cti = step.cti(p)
         res.verdicts[p.name] = "proved" if cti is None else "not proved"
         if cti is not None:
             res.ctis[p.name] = _render_cti(spec, p, pre, *cti)
-    # each slot stays in its range
-    wt = _inductive_cti(spec, b, assume, posts, None, timeout_ms)
+    wt = step.cti(None)  # each slot stays in its range
     res.verdicts["in_range"] = "proved" if wt is None else "not proved"
     if wt is not None:
         res.ctis["in_range"] = _render_cti(spec, None, pre, *wt)
     for p in steps:
-        cti = None
-        for m, g, post in posts:
-            goal = _b(p.fn(b, pre, post, m))
-            found = _valid(z3.Implies(z3.And(assume, g), goal), timeout_ms)
-            if found is not None:
-                cti = (m, found, post)
-                break
+        cti = step.cti(p, on_step=True)
         res.verdicts[p.name] = "proved" if cti is None else "not proved"
         if cti is not None:
             res.ctis[p.name] = _render_cti(spec, p, pre, *cti)
@@ -419,26 +406,47 @@ def prove(spec: Spec, timeout_ms: int = 60_000) -> Proved:
     return res
 
 
-def _conj(b: Symbolic, s: _SymState, spec: Spec, props: list[Prop]) -> Any:
-    return z3.And(*_well_typed(spec, s), *[_b(p.fn(b, s)) for p in props])
+class _Step:
+    """One solver holding a state where ``assumed`` hold (and every slot is in range); asks,
+    move by move, whether a property can fail after (or, ``on_step``, on) the move."""
 
+    def __init__(
+        self,
+        spec: Spec,
+        b: Symbolic,
+        pre: _SymState,
+        posts: list[tuple[Move, Any, _SymState]],
+        assumed: list[Prop],
+        timeout_ms: int,
+    ):
+        self.spec, self.b, self.pre, self.posts = spec, b, pre, posts
+        self.solver = z3.Solver()
+        self.solver.set("timeout", timeout_ms)
+        self.solver.add(*_well_typed(spec, pre), *[_b(p.fn(b, pre)) for p in assumed])
 
-def _inductive_cti(
-    spec: Spec,
-    b: Symbolic,
-    assume: Any,
-    posts: list[tuple[Move, Any, _SymState]],
-    p: Prop | None,
-    timeout_ms: int,
-) -> tuple[Move, z3.ModelRef, _SymState] | None:
-    """A move and a model where ``assume`` holds, the move is enabled and ``p`` (None: every
-    slot in range) fails after it; None when there is none."""
-    for m, g, post in posts:
-        goal = z3.And(*_well_typed(spec, post)) if p is None else _b(p.fn(b, post))
-        found = _valid(z3.Implies(z3.And(assume, g), goal), timeout_ms)
-        if found is not None:
-            return m, found, post
-    return None
+    def cti(
+        self, p: Prop | None, on_step: bool = False
+    ) -> tuple[Move, z3.ModelRef, _SymState] | None:
+        """A move and a model where the move is enabled and ``p`` (None: every slot in range)
+        fails; None when there is none."""
+        for m, g, post in self.posts:
+            if p is None:
+                goal = z3.And(*_well_typed(self.spec, post))
+            elif on_step:
+                goal = _b(p.fn(self.b, self.pre, post, m))
+            else:
+                goal = _b(p.fn(self.b, post))
+            s = self.solver
+            s.push()
+            s.add(g, z3.Not(goal))
+            r = s.check()
+            model = s.model() if r == z3.sat else None
+            s.pop()
+            if r == z3.unknown:
+                raise RuntimeError(f"z3 gave up: {s.reason_unknown()}")
+            if model is not None:
+                return m, model, post
+        return None
 
 
 def _valid(f: Any, timeout_ms: int) -> z3.ModelRef | None:
