@@ -80,16 +80,16 @@ class Act:
 
 @dataclass(frozen=True)
 class Move:
+    """An action with its arguments fixed (``kw``: the arguments by name)."""
+
     act: Act
     args: tuple[tuple[str, int], ...]
+    name: str = field(init=False, compare=False)
+    kw: dict[str, int] = field(init=False, compare=False, hash=False)
 
-    @property
-    def kw(self) -> dict[str, int]:
-        return dict(self.args)
-
-    @property
-    def name(self) -> str:
-        return self.act.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.act.name)
+        object.__setattr__(self, "kw", dict(self.args))
 
     def __str__(self) -> str:
         return f"{self.act.name}({', '.join(f'{k}={v}' for k, v in self.args)})"

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import z3
 
@@ -49,6 +49,8 @@ from mcp_inflight.model.small import (
 )
 
 from .symbolic import Symbolic, Vec
+
+W = TypeVar("W")
 
 # --- the explorer --------------------------------------------------------------------------
 
@@ -244,6 +246,54 @@ def transitions(spec: Spec) -> Iterable[tuple[Any, Move, Any]]:
                 queue.append(post)
 
 
+def drive(
+    spec: Spec,
+    fresh: Callable[[], W],
+    step: Callable[[W, Any, Move, Any], list[str]],
+    copy: Callable[[W], W],
+    stop_at: int = 1,
+) -> list[str]:
+    """Drive another implementation (the runtime) along every transition of ``spec``'s
+    reachable space, breadth first: ``fresh()`` is its world in the initial state, ``step(world,
+    pre, move, post)`` takes the move's counterpart in ``world`` (a copy of the world of the
+    first run that reached ``pre``; the call may change it) and returns the disagreements
+    it saw.  Stops after ``stop_at`` transitions with disagreements; returns them, each
+    prefixed with the run that led to it."""
+    b = spec.logic()
+    moves = list(spec.moves())
+    init = spec.initial()
+    worlds: dict[Any, W] = {init: fresh()}
+    parent: dict[Any, Any] = {init: None}
+    queue = deque([init])
+    problems: list[str] = []
+    while queue:
+        s = queue.popleft()
+        for m in moves:
+            post = _take(spec, b, s, m)
+            if post is None:
+                continue
+            world = copy(worlds[s])
+            seen = step(world, s, m, post)
+            if seen:
+                run = [str(mv) for mv in _moves_to(parent, s)] + [str(m)]
+                problems.append(f"after {' '.join(run)}: " + "; ".join(seen))
+                if len(problems) >= stop_at:
+                    return problems
+            if post not in worlds:
+                worlds[post] = world
+                parent[post] = (s, m)
+                queue.append(post)
+    return problems
+
+
+def _moves_to(parent: dict[Any, Any], s: Any) -> list[Move]:
+    out = []
+    while parent[s] is not None:
+        s, m = parent[s]
+        out.append(m)
+    return out[::-1]
+
+
 def trace_text(steps: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     for n, st in enumerate(steps, 1):
@@ -375,33 +425,30 @@ def prove(spec: Spec, timeout_ms: int = 60_000) -> Proved:
     # Houdini over the auxiliary invariants: keep those that hold initially and are inductive
     # relative to the kept ones and the properties (assumed here, proved below)
     cands = [p for p in spec.aux if holds_initially(p)]
+    goals: dict[tuple[str, int], Any] = {}  # the terms of each property after each move
     res.dropped += [p.name for p in spec.aux if p not in cands]
     while True:
-        step = _Step(spec, b, pre, posts, invs + cands, timeout_ms)
-        bad = next((p for p in cands if step.cti(p) is not None), None)
-        if bad is None:
+        step = _Step(spec, b, pre, posts, invs + cands, timeout_ms, goals)
+        bad = step.failing(cands)
+        if not bad:
             break
-        cands.remove(bad)
-        res.dropped.append(bad.name)
+        cands = [p for p in cands if p.name not in bad]
+        res.dropped += [p.name for p in spec.aux if p.name in bad]
     res.kept = [p.name for p in cands]
+    initially = {p.name for p in invs if holds_initially(p)}
+    ctis = step.failing([p for p in invs if p.name in initially])
+    ctis.update(step.failing([None]))  # each slot stays in its range
+    ctis.update(step.failing(steps, on_step=True))
     for p in invs:
-        if not holds_initially(p):
+        if p.name not in initially:
             res.verdicts[p.name] = "not proved"
             res.ctis[p.name] = {"initial": True, "text": f"{p.name} fails in the initial state"}
-            continue
-        cti = step.cti(p)
-        res.verdicts[p.name] = "proved" if cti is None else "not proved"
-        if cti is not None:
-            res.ctis[p.name] = _render_cti(spec, p, pre, *cti)
-    wt = step.cti(None)  # each slot stays in its range
-    res.verdicts["in_range"] = "proved" if wt is None else "not proved"
-    if wt is not None:
-        res.ctis["in_range"] = _render_cti(spec, None, pre, *wt)
-    for p in steps:
-        cti = step.cti(p, on_step=True)
-        res.verdicts[p.name] = "proved" if cti is None else "not proved"
-        if cti is not None:
-            res.ctis[p.name] = _render_cti(spec, p, pre, *cti)
+    for name in (
+        [p.name for p in invs if p.name in initially] + ["in_range"] + [p.name for p in steps]
+    ):
+        res.verdicts[name] = "not proved" if name in ctis else "proved"
+        if name in ctis:
+            res.ctis[name] = _render_cti(spec, name, pre, *ctis[name])
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -418,35 +465,57 @@ class _Step:
         posts: list[tuple[Move, Any, _SymState]],
         assumed: list[Prop],
         timeout_ms: int,
+        goals: dict[tuple[str, int], Any],
     ):
-        self.spec, self.b, self.pre, self.posts = spec, b, pre, posts
+        self.spec, self.b, self.pre, self.posts, self.goals = spec, b, pre, posts, goals
         self.solver = z3.Solver()
         self.solver.set("timeout", timeout_ms)
-        self.solver.add(*_well_typed(spec, pre), *[_b(p.fn(b, pre)) for p in assumed])
+        self.solver.add(*_well_typed(spec, pre), *[_pre_term(b, pre, p, goals) for p in assumed])
 
-    def cti(
-        self, p: Prop | None, on_step: bool = False
-    ) -> tuple[Move, z3.ModelRef, _SymState] | None:
-        """A move and a model where the move is enabled and ``p`` (None: every slot in range)
-        fails; None when there is none."""
-        for m, g, post in self.posts:
+    def failing(
+        self, props: list[Prop] | list[Prop | None], on_step: bool = False
+    ) -> dict[str, tuple[Move, z3.ModelRef, _SymState]]:
+        """The properties of ``props`` (None: every slot in range, named ``in_range``) that
+        can fail after (``on_step``: on) an enabled move, each with the first such move and
+        the model found (one query per property and move)."""
+        out: dict[str, tuple[Move, z3.ModelRef, _SymState]] = {}
+        s = self.solver
+        for p in props:
+            for n, (m, g, post) in enumerate(self.posts):
+                s.push()
+                s.add(g, z3.Not(self._goal(p, n, m, post, on_step)))
+                r = s.check()
+                model = s.model() if r == z3.sat else None
+                s.pop()
+                if r == z3.unknown:
+                    raise RuntimeError(f"z3 gave up: {s.reason_unknown()}")
+                if model is not None:
+                    out[_name(p)] = (m, model, post)
+                    break
+        return out
+
+    def _goal(self, p: Prop | None, n: int, m: Move, post: _SymState, on_step: bool) -> Any:
+        key = (_name(p), n)
+        if key not in self.goals:
             if p is None:
                 goal = z3.And(*_well_typed(self.spec, post))
             elif on_step:
                 goal = _b(p.fn(self.b, self.pre, post, m))
             else:
                 goal = _b(p.fn(self.b, post))
-            s = self.solver
-            s.push()
-            s.add(g, z3.Not(goal))
-            r = s.check()
-            model = s.model() if r == z3.sat else None
-            s.pop()
-            if r == z3.unknown:
-                raise RuntimeError(f"z3 gave up: {s.reason_unknown()}")
-            if model is not None:
-                return m, model, post
-        return None
+            self.goals[key] = goal
+        return self.goals[key]
+
+
+def _pre_term(b: Symbolic, pre: _SymState, p: Prop, cache: dict[tuple[str, int], Any]) -> Any:
+    key = (p.name, -1)
+    if key not in cache:
+        cache[key] = _b(p.fn(b, pre))
+    return cache[key]
+
+
+def _name(p: Prop | None) -> str:
+    return "in_range" if p is None else p.name
 
 
 def _valid(f: Any, timeout_ms: int) -> z3.ModelRef | None:
@@ -463,11 +532,10 @@ def _valid(f: Any, timeout_ms: int) -> z3.ModelRef | None:
 
 
 def _render_cti(
-    spec: Spec, p: Prop | None, pre: _SymState, m: Move, model: z3.ModelRef, post: _SymState
+    spec: Spec, name: str, pre: _SymState, m: Move, model: z3.ModelRef, post: _SymState
 ) -> dict[str, Any]:
     a = _concrete(spec, model, pre)
     z = _concrete(spec, model, post)
-    name = "in_range" if p is None else p.name
     return {
         "broken": name,
         "action": m.name,

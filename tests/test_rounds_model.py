@@ -1,0 +1,226 @@
+"""model/rounds.py: input-required rounds with a client-held requestState.
+
+The ``sealed`` design holds every property and reaches every witness (explored, and proved by
+induction); each mutant breaks the properties it removes a safeguard for, with a shortest
+trace; and ``impl/request_state.py`` accepts and refuses exactly what ``sealed`` does along
+every transition of the explored space (and disagrees with each mutant somewhere).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp_inflight.impl.request_state import RequestStates, StateLimit, StateRefused, call_binding
+from mcp_inflight.model import rounds
+from mcp_inflight.proofs.small import check, cti_lines, drive, explore, prove, trace_text
+
+STEP_PROPS = (
+    "answers_reach_asker",
+    "forged_refused",
+    "replay_refused",
+    "cross_call_refused",
+    "expired_refused",
+)
+
+#: the properties each mutant breaks (the explorer's verdict "fails")
+BROKEN = {
+    "unsigned": {"answers_reach_asker", "forged_refused"},
+    "no-expiry": {"replay_refused", "expired_refused"},
+    "no-call-digest": {"answers_reach_asker", "cross_call_refused"},
+    "no-nonce": {"replay_refused"},
+    "unbounded-rounds": {"rounds_end"},
+    "stateless": {*STEP_PROPS, "rounds_end"},
+}
+
+
+#: the default tests' bounds: two rounds for the client's call (tokens=3 is enough to reach every
+#: witness), and the smallest space where each mutant shows (one question, one round)
+SMALL = {"tokens": 3}
+TINY = {"questions": 1, "max_rounds": 1, "tokens": 3}
+
+
+def _failing(res):
+    return {p.name for p in res.spec.props if res.verdicts[p.name] == "fails"}
+
+
+def test_sealed_holds_everything_and_reaches_every_witness():
+    res = explore(rounds.spec("sealed", **SMALL))
+    assert res.ok, res.verdicts
+    assert not res.errors
+    assert all(res.coverage.values()), res.coverage  # every action is taken somewhere
+    tr = res.traces["completes_after_rounds"]
+    assert [s["action"] for s in tr].count("retry") == 2  # a call completes after two rounds
+    assert tr[-1]["action"] == "complete"
+    assert res.traces["replayed_state_refused"][-1]["action"] == "present"
+
+
+@pytest.mark.parametrize("design", sorted(BROKEN))
+def test_each_mutant_breaks_what_it_removes(design):
+    res = explore(rounds.spec(design, **TINY))
+    assert _failing(res) == BROKEN[design]
+    for name in BROKEN[design]:
+        trace = res.traces[name]
+        assert trace and trace[0]["action"] == "start"
+        assert trace_text(trace)[0].startswith("  1. ")
+
+
+def test_forged_state_trace_is_shortest_and_readable():
+    res = explore(rounds.spec("unsigned", **TINY))
+    trace = res.traces["forged_refused"]
+    assert [s["action"] for s in trace] == ["start", "forge"]
+    assert trace[0]["changes"] == {"phase[c0]": ["idle", "running"]}
+    assert trace[1]["changes"] == {}  # a presentation changes no variable
+    json.dumps(res.to_json())
+
+
+def test_sealed_is_proved_by_induction():
+    ok = prove(rounds.spec("sealed", **TINY))
+    assert ok.ok, (ok.verdicts, ok.dropped)
+    assert not ok.dropped
+    assert set(ok.verdicts) == {p.name for p in ok.spec.props if p.kind in ("always", "step")} | {
+        "in_range"
+    }
+
+
+@pytest.mark.slow
+def test_a_mutant_comes_back_as_a_counterexample_to_induction():
+    bad = prove(rounds.spec("no-nonce", **TINY))
+    assert bad.verdicts["replay_refused"] == "not proved"
+    assert "spent_recorded" in bad.dropped  # the auxiliary invariant that needs the record
+    cti = bad.ctis["replay_refused"]
+    assert cti["action"] in ("retry", "present") and cti["pre"] and cti["post"]
+    assert any("counterexample to induction" in line for line in cti_lines(cti))
+
+
+# --- the runtime against the model ----------------------------------------------------------
+
+SECRET = b"k" * 32
+TTL = 1000.0
+
+
+class World:
+    """impl/request_state.py in one state of the model: its record of used states, its clock,
+    and the tokens minted so far (by model slot)."""
+
+    def __init__(self, max_rounds: int):
+        self.now = 0.0
+        self.max_rounds = max_rounds
+        self.rs = RequestStates(SECRET, ttl=TTL, max_rounds=max_rounds, clock=lambda: self.now)
+        self.tokens: dict[int, str] = {}
+        self.minted: dict[int, float] = {}
+
+    def copy(self) -> World:
+        w = World(self.max_rounds)
+        w.now = self.now
+        w.tokens = dict(self.tokens)
+        w.minted = dict(self.minted)
+        w.rs._used = set(self.rs._used)  # the record of used nonces, as the runtime keeps it
+        w.rs._expiries = list(self.rs._expiries)
+        return w
+
+
+def binding(c: int) -> str:
+    return call_binding("tools/call", {"name": "asks", "arguments": {"call": c}})
+
+
+def answers(n: int) -> dict:
+    return {f"elicitation/create#{k + 1}": {"n": k} for k in range(n)}
+
+
+def runtime_step(d: rounds.Design):
+    """The runtime counterpart of each move; the model read at design ``d``."""
+    b = None
+
+    def step(w: World, pre, m, post) -> list[str]:
+        nonlocal b
+        from mcp_inflight.model.logic import Concrete
+
+        b = b or Concrete({})
+        k = m.kw
+        if m.name == "ask":
+            c = k["c"]
+            w.now += 1
+            try:
+                token = w.rs.issue(
+                    binding(c),
+                    answers(pre.run_ans[c]),
+                    [f"elicitation/create#{pre.run_ans[c] + 1}"],
+                    pre.run_round[c] + 1,
+                )
+            except StateLimit as e:
+                if post.phase[c] != rounds.FAILED:
+                    return [f"runtime: over the bound ({e.limit}); model: {post.phase[c]}"]
+                return []
+            if post.phase[c] == rounds.FAILED:
+                return ["runtime issued a state the model says is over the bound"]
+            w.tokens[pre.nt] = token
+            w.minted[pre.nt] = w.now
+            return []
+        if m.name == "expire":
+            w.now = max(w.now, w.minted[k["t"]] + TTL)
+            return []
+        v, t = rounds.presented(d, b, pre, m)
+        if v is None:
+            return []
+        c = k["c"]
+        if t is None:  # forged: sealed under another key
+            token = RequestStates(b"f" * 32).issue(binding(c), answers(2), ["x"], 1)
+        else:
+            token = w.tokens[t]
+        response = {f"elicitation/create#{pre.t_ans[t] + 1 if t is not None else 1}": "yes"}
+        try:
+            got = w.rs.resume(token, binding(c), response)
+        except StateRefused as e:
+            if rounds.VERDICTS[v] != e.reason:
+                return [f"runtime refused ({e.reason}); model: {rounds.VERDICTS[v]}"]
+            return []
+        if v != rounds.ACCEPT:
+            return [f"runtime accepted; model refuses ({rounds.VERDICTS[v]})"]
+        if m.name == "retry" and (got.round, len(got.answers)) != (
+            post.run_round[c],
+            post.run_ans[c],
+        ):
+            return [
+                f"runtime resumes round {got.round} with {len(got.answers)} answers; model: "
+                f"round {post.run_round[c]} with {post.run_ans[c]}"
+            ]
+        return []
+
+    return step
+
+
+def _drive(design: str, **bounds):
+    sp = rounds.spec(design, **bounds)
+    return drive(
+        sp,
+        lambda: World(sp.bounds["max_rounds"]),
+        runtime_step(rounds.DESIGNS[design]),
+        World.copy,
+    )
+
+
+def test_runtime_accepts_exactly_what_sealed_accepts():
+    assert _drive("sealed", **SMALL) == []
+
+
+@pytest.mark.parametrize("design", ["unsigned", "no-expiry", "no-call-digest", "no-nonce"])
+def test_runtime_disagrees_with_each_mutant(design):
+    problems = _drive(design, **TINY)
+    assert problems and "runtime refused" in problems[0]
+
+
+def test_runtime_disagrees_with_unbounded_rounds():
+    problems = _drive("unbounded-rounds", **TINY)
+    assert problems and "over the bound" in problems[0]
+
+
+@pytest.mark.slow
+def test_sealed_at_larger_bounds():
+    """Three questions, a bound of three rounds: explored, proved, and the runtime driven along
+    every transition."""
+    bounds = {"questions": 3, "max_rounds": 3, "tokens": 4}
+    res = check(rounds.spec("sealed", **bounds))
+    assert res.ok, res.to_json()
+    assert _drive("sealed", **bounds) == []
