@@ -224,3 +224,37 @@ def test_sealed_at_larger_bounds():
     res = check(rounds.spec("sealed", **bounds))
     assert res.ok, res.to_json()
     assert _drive("sealed", **bounds) == []
+
+
+# --- the command line -------------------------------------------------------------------------
+
+TINY_ARGS = ["--questions", "1", "--max-rounds", "1", "--tokens", "3"]
+
+
+def test_cli_passes_on_sealed_and_catches_a_mutant(capsys):
+    from mcp_inflight.cli import main
+
+    assert main(["paths", "--model", "rounds", "--no-prove", *TINY_ARGS]) == 0
+    out = capsys.readouterr().out
+    assert "rounds sealed" in out and "PASS" in out
+    assert main(["paths", "--model", "rounds", "--design", "no-nonce", "--json", *TINY_ARGS]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (run,) = doc["runs"]
+    assert run["role"] == "mutant" and run["pass"]
+    assert run["explored"]["properties"]["replay_refused"]["verdict"] == "fails"
+    assert run["proved"]["properties"]["replay_refused"]["verdict"] == "not proved"
+    # one state slot: the client's call cannot complete after two rounds (a witness missed)
+    assert main(["paths", "--model", "rounds", "--no-prove", "--tokens", "1"]) == 1
+    assert "completes_after_rounds: witness not reached" in capsys.readouterr().out
+
+
+def test_cli_usage_errors(capsys):
+    from mcp_inflight.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["paths", "--model", "rounds", "--events", "3"])
+    assert e.value.code == 2
+    assert "rounds has no bound events" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["paths", "--model", "rounds", "--design", "nope"])
+    assert e.value.code == 2
