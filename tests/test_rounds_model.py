@@ -129,9 +129,11 @@ def answers(n: int) -> dict:
     return {f"elicitation/create#{k + 1}": {"n": k} for k in range(n)}
 
 
-def runtime_step(d: rounds.Design):
-    """The runtime counterpart of each move; the model read at design ``d``."""
+def runtime_step(d: rounds.Design, seen: set[str] | None = None):
+    """The runtime counterpart of each move; the model read at design ``d``.  ``seen``
+    collects the runtime's outcomes (``accepted``, a refusal's reason, ``rounds``)."""
     b = None
+    seen = set() if seen is None else seen
 
     def step(w: World, pre, m, post) -> list[str]:
         nonlocal b
@@ -150,6 +152,7 @@ def runtime_step(d: rounds.Design):
                     pre.run_round[c] + 1,
                 )
             except StateLimit as e:
+                seen.add(e.limit)
                 if post.phase[c] != rounds.FAILED:
                     return [f"runtime: over the bound ({e.limit}); model: {post.phase[c]}"]
                 return []
@@ -173,9 +176,11 @@ def runtime_step(d: rounds.Design):
         try:
             got = w.rs.resume(token, binding(c), response)
         except StateRefused as e:
+            seen.add(e.reason)
             if rounds.VERDICTS[v] != e.reason:
                 return [f"runtime refused ({e.reason}); model: {rounds.VERDICTS[v]}"]
             return []
+        seen.add("accepted")
         if v != rounds.ACCEPT:
             return [f"runtime accepted; model refuses ({rounds.VERDICTS[v]})"]
         if m.name == "retry" and (got.round, len(got.answers)) != (
@@ -191,18 +196,21 @@ def runtime_step(d: rounds.Design):
     return step
 
 
-def _drive(design: str, **bounds):
+def _drive(design: str, seen: set[str] | None = None, **bounds):
     sp = rounds.spec(design, **bounds)
     return drive(
         sp,
         lambda: World(sp.bounds["max_rounds"]),
-        runtime_step(rounds.DESIGNS[design]),
+        runtime_step(rounds.DESIGNS[design], seen),
         World.copy,
     )
 
 
 def test_runtime_accepts_exactly_what_sealed_accepts():
-    assert _drive("sealed", **SMALL) == []
+    seen: set[str] = set()
+    assert _drive("sealed", seen, **SMALL) == []
+    # every outcome was met on the way: the agreement is not vacuous
+    assert seen == {"accepted", "signature", "expired", "call", "replayed", "rounds"}
 
 
 @pytest.mark.parametrize("design", ["unsigned", "no-expiry", "no-call-digest", "no-nonce"])
@@ -223,7 +231,7 @@ def test_sealed_at_larger_bounds():
     bounds = {"questions": 3, "max_rounds": 3, "tokens": 4}
     res = check(rounds.spec("sealed", **bounds))
     assert res.ok, res.to_json()
-    assert _drive("sealed", **bounds) == []
+    assert _drive("sealed", None, **bounds) == []
 
 
 # --- the command line -------------------------------------------------------------------------
@@ -237,12 +245,13 @@ def test_cli_passes_on_sealed_and_catches_a_mutant(capsys):
     assert main(["paths", "--model", "rounds", "--no-prove", *TINY_ARGS]) == 0
     out = capsys.readouterr().out
     assert "rounds sealed" in out and "PASS" in out
-    assert main(["paths", "--model", "rounds", "--design", "no-nonce", "--json", *TINY_ARGS]) == 0
+    argv = ["paths", "--model", "rounds", "--design", "no-nonce", "--json", "--no-prove"]
+    assert main([*argv, *TINY_ARGS]) == 0
     doc = json.loads(capsys.readouterr().out)
     (run,) = doc["runs"]
-    assert run["role"] == "mutant" and run["pass"]
+    assert run["role"] == "mutant" and run["pass"] and run["proved"] is None
     assert run["explored"]["properties"]["replay_refused"]["verdict"] == "fails"
-    assert run["proved"]["properties"]["replay_refused"]["verdict"] == "not proved"
+    assert run["explored"]["properties"]["replay_refused"]["trace"][-1]["action"] == "present"
     # one state slot: the client's call cannot complete after two rounds (a witness missed)
     assert main(["paths", "--model", "rounds", "--no-prove", "--tokens", "1"]) == 1
     assert "completes_after_rounds: witness not reached" in capsys.readouterr().out
