@@ -267,3 +267,54 @@ def test_cli_usage_errors(capsys):
     with pytest.raises(SystemExit) as e:
         main(["paths", "--model", "rounds", "--design", "nope"])
     assert e.value.code == 2
+
+
+# --- the small checker on another model -------------------------------------------------------
+
+
+def test_small_checker_reads_another_model():
+    """The lock of proofs/small.py's docstring: explored and proved with its auxiliary
+    invariant; without it, a counterexample to induction (two states and the move)."""
+    from mcp_inflight.model.logic import NONE, Write
+    from mcp_inflight.model.small import Act, Spec, Var, always
+
+    def take_g(b, s, c):
+        return s.owner == NONE
+
+    def take_e(b, s, c):
+        return [Write("owner", None, c), Write("held", c, 1)]
+
+    def give_g(b, s, c):
+        return s.owner == c
+
+    def give_e(b, s, c):
+        return [Write("owner", None, NONE), Write("held", c, 0)]
+
+    def one_holder(b, s):
+        """At most one client holds the lock."""
+        return b.Not(b.And(s.held[0] == 1, s.held[1] == 1))
+
+    def held_by_owner(b, s):
+        """A client holds the lock exactly when it is the owner."""
+        return b.ForAll("client", lambda c: (s.held[c] == 1) == (s.owner == c))
+
+    def lock(aux):
+        return Spec(
+            "lock",
+            "safe",
+            {"clients": 2},
+            (Var("owner", NONE, 1, NONE), Var("held", 0, 1, 0, keys=2)),
+            (
+                Act("take", (("c", 2),), take_g, take_e, lambda a: f"c{a['c']} takes"),
+                Act("give", (("c", 2),), give_g, give_e, lambda a: f"c{a['c']} gives"),
+            ),
+            (always(one_holder),),
+            {"client": range(2)},
+            aux,
+        )
+
+    res = check(lock((always(held_by_owner),)))
+    assert res.ok and res.explored.states == 3
+    bare = prove(lock(()))
+    cti = bare.ctis["one_holder"]
+    assert cti["action"] == "take" and cti["post"]["held[0]"] == cti["post"]["held[1]"] == "1"
