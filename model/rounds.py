@@ -116,7 +116,8 @@ def spec(design: str = "sealed", **bounds: int) -> Spec:
         return True if greedy(c) else s.run_ans[c] < q
 
     def use(b: Logic, s: Any, t: Any, ok: Any) -> list[Write]:
-        """What an accepted presentation of ``t`` writes: its nonce recorded, the ghost."""
+        """What an accepted presentation of ``t`` writes: that it was accepted once (``t_spent``:
+        the rogue may replay it from then on) and, with the nonce, the record of used states."""
         out = [Write("t_spent", t, 1, ok)]
         if d.nonce:
             out.append(Write("t_used", t, 1, ok))
@@ -461,7 +462,7 @@ def spec(design: str = "sealed", **bounds: int) -> Spec:
         Var("t_ans", 0, cap, 0, n_tok, key=tname),
         Var("t_used", 0, 1, 0, n_tok, show_flag, tname),
         Var("t_exp", 0, 1, 0, n_tok, show_flag, tname),
-        Var("t_spent", 0, 1, 0, n_tok, show_flag, tname, ghost=True),
+        Var("t_spent", 0, 1, 0, n_tok, show_flag, tname),  # accepted once: the rogue has seen it
     )
     return Spec(
         "rounds",
