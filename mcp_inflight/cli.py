@@ -190,6 +190,10 @@ DELEGATED = {
         "mcp_inflight.trace.replay",
         "check a recorded wire trace against the model's atomic design",
     ),
+    "paths": (
+        "mcp_inflight.cli_small",
+        "check the small models: input-required rounds, resumption",
+    ),
 }
 
 
