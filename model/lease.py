@@ -214,7 +214,7 @@ class Config:
 
     design: Design = FENCED
     workers: int = 2
-    requests: int = 3
+    requests: int = 2
     ids: int = 1
     failover: bool = False
 
@@ -322,17 +322,31 @@ class Action:
     """One kind of step. ``params``: which of ``r`` (instance), ``w`` (worker), ``i`` (id) it
     takes. ``side``: ``worker`` (a worker's store operation: one script call, one round
     trip), ``client`` (a request arrives), ``store`` (the store on its own), ``fault``.
-    ``output``: named values the step properties and the stories read (``held``,
-    ``accepted``, ``deleted``, ``granted``)."""
+    The guard is ``phases`` (the phases ``r`` must be in), ``procs`` (the states worker ``w``
+    must be in) and ``condition``. ``output``: named values the step properties and the stories
+    read (``held``, ``accepted``, ``deleted``, ``granted``)."""
 
     name: str
     side: str
     params: tuple[str, ...]
-    guard: Fn
+    condition: Fn
     effect: Callable[[Logic, Any, Config, Any, Any, Any], list[Write]]
     story: str
+    phases: tuple[Phase, ...] = ()
+    procs: tuple[Proc, ...] = ()
     applies: Callable[[Config], bool] = _always
     output: Callable[[Logic, Any, Config, Any, Any, Any], dict[str, Any]] = _no_out
+
+    def guard(
+        self, b: Logic, s: Any, c: Config, r: Any = None, w: Any = None, i: Any = None
+    ) -> Any:
+        parts = []
+        if self.phases:
+            parts.append(b.In(s.life[r], self.phases))
+        if self.procs:
+            parts.append(b.In(s.wstate[w], self.procs))
+        parts.append(self.condition(b, s, c, r, w, i))
+        return b.And(*parts)
 
     def run(
         self, b: Logic, s: Any, c: Config, r: Any = None, w: Any = None, i: Any = None
@@ -346,11 +360,8 @@ class Action:
 
 
 def _arrive_guard(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> Any:
-    return b.And(
-        s.life[r] == Phase.UNSENT,
-        b.ForAll("inst", lambda q: b.Implies(q < r, s.life[q] != Phase.UNSENT)),
-        s.wstate[w] == Proc.ALIVE,
-    )
+    """Arrivals fill instance slots in order (a slot is an arrival number)."""
+    return b.ForAll("inst", lambda q: b.Implies(q < r, s.life[q] != Phase.UNSENT))
 
 
 def _arrive(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> list[Write]:
@@ -359,7 +370,7 @@ def _arrive(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> list[Write]:
 
 def _claim_guard(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> Any:
     ready = True if c.design.atomic_claim else b.Not(s.checked[r])
-    return b.And(s.life[r] == Phase.RECEIVED, runs(b, s, r), ready)
+    return b.And(runs(b, s, r), ready)
 
 
 def _free(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> dict[str, Any]:
@@ -375,7 +386,7 @@ def _claim(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> list[Write]:
 
 
 def _claim_set_guard(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> Any:
-    return b.And(s.life[r] == Phase.RECEIVED, s.checked[r], runs(b, s, r))
+    return b.And(s.checked[r], runs(b, s, r))
 
 
 def _claim_set(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> list[Write]:
@@ -383,7 +394,7 @@ def _claim_set(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> list[Writ
 
 
 def _working(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> Any:
-    return b.And(s.life[r] == Phase.IN_FLIGHT, runs(b, s, r))
+    return runs(b, s, r)
 
 
 def _held_out(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> dict[str, Any]:
@@ -425,11 +436,8 @@ def _expire(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> list[Write]:
     return [Write("expired", h, how, h != NONE)] + _remove(b, s, c, i, True)
 
 
-def _proc_is(*states: Proc) -> Fn:
-    def guard(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> Any:
-        return b.In(s.wstate[w], states)
-
-    return guard
+def _true(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> Any:
+    return True
 
 
 def _set_proc(to: Proc) -> Callable[[Logic, Any, Config, Any, Any, Any], list[Write]]:
@@ -456,6 +464,8 @@ ACTIONS: tuple[Action, ...] = (
         _arrive_guard,
         _arrive,
         "request {r} (id={i}) arrives at worker {w}",
+        phases=(Phase.UNSENT,),
+        procs=(Proc.ALIVE,),
     ),
     Action(
         "claim",
@@ -464,6 +474,7 @@ ACTIONS: tuple[Action, ...] = (
         _claim_guard,
         _claim,
         "{w} claims id={id} for {r}",
+        phases=(Phase.RECEIVED,),
         output=_free,
     ),
     Action(
@@ -473,6 +484,7 @@ ACTIONS: tuple[Action, ...] = (
         _claim_set_guard,
         _claim_set,
         "{w} sets the claim on id={id} for {r} (INCR, SET)",
+        phases=(Phase.RECEIVED,),
         applies=lambda c: not c.design.atomic_claim,
     ),
     Action(
@@ -482,6 +494,7 @@ ACTIONS: tuple[Action, ...] = (
         _working,
         _renew,
         "{w} renews {r}'s lease on id={id}",
+        phases=(Phase.IN_FLIGHT,),
         output=_held_out,
     ),
     Action(
@@ -491,6 +504,7 @@ ACTIONS: tuple[Action, ...] = (
         _working,
         _write,
         "{r} makes a shared write for id={id} (event, waiter, publish)",
+        phases=(Phase.IN_FLIGHT,),
         output=_write_out,
     ),
     Action(
@@ -500,6 +514,7 @@ ACTIONS: tuple[Action, ...] = (
         _working,
         _release,
         "{r} responds on its own POST and releases id={id}",
+        phases=(Phase.IN_FLIGHT,),
         output=_release_out,
     ),
     Action(
@@ -515,25 +530,28 @@ ACTIONS: tuple[Action, ...] = (
         "crash",
         "fault",
         ("w",),
-        _proc_is(Proc.ALIVE, Proc.PAUSED),
+        _true,
         _set_proc(Proc.DEAD),
         "worker {w} crashes (kill -9)",
+        procs=(Proc.ALIVE, Proc.PAUSED),
     ),
     Action(
         "pause",
         "fault",
         ("w",),
-        _proc_is(Proc.ALIVE),
+        _true,
         _set_proc(Proc.PAUSED),
         "worker {w} pauses (GC, SIGSTOP, partition)",
+        procs=(Proc.ALIVE,),
     ),
     Action(
         "resume",
         "fault",
         ("w",),
-        _proc_is(Proc.PAUSED),
+        _true,
         _set_proc(Proc.ALIVE),
         "worker {w} resumes",
+        procs=(Proc.PAUSED,),
     ),
     Action(
         "failover",
@@ -846,6 +864,10 @@ def backend(cfg: Config) -> Concrete:
 def take(cfg: Config, s: State, m: Move, b: Concrete) -> tuple[State, dict[str, Any]] | None:
     """``(post, outputs)`` of ``m`` from ``s`` if its guard holds, else None."""
     a = m.action
+    if a.phases and s.life[m.r] not in a.phases:  # the cheap part of the guard first
+        return None
+    if a.procs and s.wstate[m.w] not in a.procs:
+        return None
     if not a.guard(b, s, cfg, m.r, m.w, m.i):
         return None
     out = a.output(b, s, cfg, m.r, m.w, m.i)
