@@ -292,6 +292,17 @@ def fresh_state(prefix: str, finite: tuple[int, int, int] | None = None) -> SymS
     return SymState(**vals)
 
 
+def from_concrete(state: Any) -> SymState:
+    """A concrete state as a finite symbolic state (every slot a literal)."""
+    vals = {}
+    for f in L.FIELDS:
+        v = getattr(state, f.name)
+        vals[f.name] = (
+            _lit(f, v) if f.key is None else Vec([_lit(f, x) for x in v], _lit(f, f.default))
+        )
+    return SymState(**vals)
+
+
 def initial_state() -> SymState:
     vals = {}
     for f in L.FIELDS:
