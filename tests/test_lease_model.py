@@ -25,6 +25,16 @@ def fenced() -> P.ExploreResult:
     return P.explore(L.Config())
 
 
+@pytest.fixture(scope="module")
+def fenced_proof() -> P.ProveResult:
+    return P.prove(L.Config())
+
+
+@pytest.fixture(scope="module")
+def failover() -> P.HazardResult:
+    return P.hazard(L.Config())
+
+
 def actions(v: P.Verdict) -> list[str]:
     assert v.trace is not None
     return [s.action for s in v.trace]
@@ -44,8 +54,8 @@ def test_fenced_holds_every_property_and_reaches_every_witness(fenced):
     assert actions(fenced.verdict("lease_expired_and_reclaimed"))[-2:] == ["expire", "claim"]
 
 
-def test_fenced_invariants_are_proved_by_induction_with_inductive_auxiliaries():
-    res = P.prove(L.Config())
+def test_fenced_invariants_are_proved_by_induction_with_inductive_auxiliaries(fenced_proof):
+    res = fenced_proof
     assert res.ok and res.to_json()["ok"] is True
     assert {p.name for p in res.proofs if p.kind == "invariant"} == INVARIANTS
     assert all(p.status == "proved" for p in res.proofs), [
@@ -103,8 +113,8 @@ def test_no_ttl_never_frees_a_crashed_workers_id(fenced):
     assert fenced.verdict("ids_free_after_lease").holds
 
 
-def test_failover_hazard_breaks_single_writer_even_on_fenced():
-    h = P.hazard(L.Config())
+def test_failover_hazard_breaks_single_writer_even_on_fenced(failover):
+    h = failover
     broken = {v.name: v for v in h.broken}
     assert "single_writer" in broken
     tr = broken["single_writer"].trace
@@ -176,6 +186,24 @@ def test_lease_cli_json_and_usage(capsys):
     with pytest.raises(SystemExit) as e:
         cli_lease.run(["--design", "nope"])
     assert e.value.code == 2
+
+
+def test_the_check_section_reports_fenced_and_the_hazard_and_is_cached(
+    fenced, fenced_proof, failover, monkeypatch, tmp_path
+):
+    from mcp_inflight.proofs import cache
+
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    res = cli_lease.LeaseRun(L.Config(), ["fenced"], {"fenced": fenced}, {"fenced": fenced_proof})
+    res.hazard = failover
+    assert res.ok
+    text = cli_lease.check_text(res)
+    assert "single_writer                  holds proved" in text
+    assert "ids_free_after_lease           holds" in text
+    assert "hazard failover: breaks single_writer" in text
+    key = cache.source_key("lease-check", repr(L.Config()))
+    cache.store("lease", key, res)
+    assert cli_lease.check_section("use").to_json() == res.to_json()
 
 
 # --- the prover's counterexamples on the mutants (slow: a few seconds each) --------------------
