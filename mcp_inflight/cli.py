@@ -194,6 +194,10 @@ DELEGATED = {
         "mcp_inflight.cli_small",
         "check the small models: input-required rounds, resumption",
     ),
+    "lease": (
+        "mcp_inflight.cli_lease",
+        "check the lease protocol of many workers sharing a store (explorer and prover)",
+    ),
 }
 
 
@@ -220,7 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
         "prove' does) and print both verdicts side by side. Exit 0 when every "
         "invariant holds and is proved and every witness is reached; 1 otherwise "
         "(a solver timeout included); 2 on a usage error. Hazards are reported in "
-        "their own section and never change the exit code.",
+        "their own section and never change the exit code. A short section on the lease "
+        "protocol of many workers (fenced, at its default bounds; 'mcp-inflight lease' for "
+        "more) follows, and counts towards the exit code.",
     )
     add_profile_options(
         c,
@@ -282,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--no-explore", action="store_true", help="run only the z3 prover (skip the explorer)"
     )
+    c.add_argument("--no-lease", action="store_true", help="skip the lease protocol's section")
     add_prover_options(c, "prover: ")
     for name, (_, helptext) in _available().items():
         d = sub.add_parser(name, help=helptext, add_help=False)
@@ -357,6 +364,12 @@ def cmd_check(args) -> int:
     ok = (results is None or all(r.ok for r in results)) and (
         proofs is None or all(p.ok for p in proofs)
     )
+    lease = None
+    if not args.no_lease:
+        from mcp_inflight.cli_lease import check_section, check_text
+
+        lease = check_section("refresh" if args.no_cache else "use")
+        ok = ok and lease.ok
     if args.json:
         if results is not None:
             runs = [r.to_json() for r in results]
@@ -373,7 +386,10 @@ def cmd_check(args) -> int:
                     }
         else:
             runs = [p.to_json() for p in proofs]
-        json.dump({"ok": ok, "runs": runs}, sys.stdout, indent=1)
+        doc = {"ok": ok, "runs": runs}
+        if lease is not None:
+            doc["lease"] = lease.to_json()
+        json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         if results is not None and proofs is not None:
@@ -383,6 +399,8 @@ def cmd_check(args) -> int:
         else:
             text = report.prove_text(proofs)
         sys.stdout.write(text + "\n")
+        if lease is not None:
+            sys.stdout.write("\n" + check_text(lease) + "\n\n")
         what = {
             (False, False): "every invariant holds and is proved, and every witness is reached",
             (False, True): "every invariant holds and every witness is reached",

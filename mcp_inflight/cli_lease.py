@@ -1,0 +1,267 @@
+"""Command line: ``mcp-inflight lease`` (the lease protocol of many workers sharing a store),
+and the short section ``mcp-inflight check`` prints about it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_inflight.cli import Parser, choice, positive, stop_on_signals
+from mcp_inflight.model import lease as L
+from mcp_inflight.model.trace import trace_lines
+
+DEFAULT = L.Config()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="mcp-inflight lease",
+        description="Check the lease protocol of several workers sharing one store (Redis): "
+        "the in-flight claim as one atomic store operation handing out a fencing token, leases "
+        "with a TTL and renewal, every shared write and release checked against the token, and "
+        "workers that crash, pause past their lease and resume. For each design the explorer "
+        "visits every reachable state within the bounds (breadth-first, so every "
+        "counterexample is a shortest one) and judges the invariants, the liveness property "
+        "ids_free_after_lease (on the explored graph) and the witnesses; the z3 prover proves "
+        "the invariants by induction for any number of workers, requests and ids, or gives a "
+        "counterexample to induction. The hazard 'failover' (an asynchronously replicated "
+        "store promoting a replica that missed the last claim) is explored on its own, with "
+        "its traces, and never changes the exit code. Exit 0 when the selected design (with "
+        "'all': fenced) holds every invariant, explored and proved, meets the liveness "
+        "property and reaches every witness; the mutants are reported with their traces. "
+        "1 otherwise; 2 on a usage error.",
+    )
+    p.add_argument(
+        "--design",
+        default="all",
+        type=choice(list(L.DESIGNS) + ["all"], "design"),
+        help="fenced (the design built), a mutant ("
+        + ", ".join(f"{k}: {d.doc}" for k, d in L.MUTANTS.items())
+        + "), or all (default: all; the exit code is then fenced's)",
+    )
+    p.add_argument(
+        "--workers",
+        type=positive,
+        default=DEFAULT.workers,
+        help=f"worker processes (default: {DEFAULT.workers})",
+    )
+    p.add_argument(
+        "--requests",
+        type=positive,
+        default=DEFAULT.requests,
+        help=f"request instances a run may receive (default: {DEFAULT.requests}; every "
+        "counterexample needs at most two)",
+    )
+    p.add_argument(
+        "--ids", type=positive, default=DEFAULT.ids, help=f"request ids (default: {DEFAULT.ids})"
+    )
+    p.add_argument("--no-prove", action="store_true", help="run only the explorer")
+    p.add_argument("--no-hazard", action="store_true", help="skip the failover hazard run")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    return p
+
+
+@dataclass
+class LeaseRun:
+    """The explorer's and the prover's results for each design, and the hazard run."""
+
+    cfg: L.Config
+    designs: list[str]
+    explored: dict[str, Any] = field(default_factory=dict)
+    proved: dict[str, Any] = field(default_factory=dict)
+    hazard: Any = None
+
+    @property
+    def judged(self) -> str:
+        """The design whose verdict is the exit code."""
+        return "fenced" if len(self.designs) > 1 else self.designs[0]
+
+    @property
+    def ok(self) -> bool:
+        d = self.judged
+        proved = self.proved.get(d)
+        return self.explored[d].ok and (proved is None or proved.ok)
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.cfg
+        return {
+            "ok": self.ok,
+            "judged": self.judged,
+            "bounds": {"workers": c.workers, "requests": c.requests, "ids": c.ids},
+            "designs": [
+                {
+                    "design": d,
+                    "doc": L.DESIGNS[d].doc,
+                    "explore": self.explored[d].to_json(),
+                    "prove": None if d not in self.proved else self.proved[d].to_json(),
+                }
+                for d in self.designs
+            ],
+            "hazards": [] if self.hazard is None else [self.hazard.to_json()],
+        }
+
+
+def run_lease(
+    cfg: L.Config, designs: list[str], prove: bool = True, hazard: bool = True
+) -> LeaseRun:
+    from mcp_inflight.proofs import lease as P
+
+    out = LeaseRun(cfg, designs)
+    for d in designs:
+        c = L.Config(L.DESIGNS[d], cfg.workers, cfg.requests, cfg.ids)
+        out.explored[d] = P.explore(c)
+        if prove:
+            out.proved[d] = P.prove(c)
+    if hazard:
+        out.hazard = P.hazard(L.Config(L.FENCED, cfg.workers, cfg.requests, cfg.ids))
+    return out
+
+
+def _cell(run: LeaseRun, d: str, v: Any) -> str:
+    if v.kind == "witness":
+        return f"reached ({len(v.trace)})" if v.holds else "NOT REACHED"
+    text = "holds" if v.holds else f"FAILS ({len(v.trace)})"
+    pr = run.proved.get(d)
+    if pr is not None and v.kind == "invariant":
+        p = pr.proof(v.name)
+        text += {"proved": " proved", "cti": " cti", "unknown": " UNKNOWN"}[p.status]
+    return text
+
+
+def text(run: LeaseRun) -> str:
+    c = run.cfg
+    lines = [
+        f"The lease protocol: {c.workers} workers, {c.requests} request instances, {c.ids} "
+        f"id{'s' if c.ids != 1 else ''} explored"
+        + ("; invariants proved for any number" if run.proved else ""),
+        "",
+    ]
+    for d in run.designs:
+        r = run.explored[d]
+        pr = run.proved.get(d)
+        lines.append(
+            f"{d}: {L.DESIGNS[d].doc}\n  {r.states:,} states, {r.transitions:,} transitions, "
+            f"depth {r.depth}, {r.seconds:.2f} s"
+            + ("" if pr is None else f"; prover {pr.seconds:.2f} s, {pr.queries} queries")
+        )
+    names = [v.name for v in run.explored[run.designs[0]].verdicts]
+    width = max(len(n) for n in names) + 2
+    cols = [max(len(d), 18) + 2 for d in run.designs]
+    lines.append("")
+    lines.append(
+        "property".ljust(width)
+        + "".join(d.ljust(w) for d, w in zip(run.designs, cols, strict=True))
+    )
+    for n in names:
+        row = n.ljust(width)
+        for d, w in zip(run.designs, cols, strict=True):
+            row += _cell(run, d, run.explored[d].verdict(n)).ljust(w)
+        lines.append(row.rstrip())
+    lines.append("  (n): the length of the shortest trace; proved: by induction, for any number")
+    for d in run.designs:
+        r = run.explored[d]
+        pr = run.proved.get(d)
+        for v in r.verdicts:
+            if v.kind == "witness" or v.holds:
+                continue
+            lines += ["", f"{d}: counterexample: {v.name} ({v.kind}) -- {v.doc}"]
+            lines += trace_lines(v.trace)
+            if v.kind == "liveness":
+                lines.append(f"  from here no state where {v.name}'s goal holds is reachable")
+            if pr is not None and v.kind == "invariant" and pr.proof(v.name).cti is not None:
+                lines += pr.proof(v.name).cti.lines()
+        if pr is not None:
+            for p in pr.proofs:
+                if p.kind == "invariant" and p.status == "unknown":
+                    lines.append(f"{d}: UNKNOWN: {p.name}: {p.note}")
+        for v in r.verdicts:
+            if v.kind == "witness" and not v.holds:
+                lines.append(f"{d}: witness {v.name} not reached")
+    if run.hazard is not None:
+        lines += ["", *hazard_lines(run.hazard)]
+    return "\n".join(lines)
+
+
+def hazard_lines(h: Any) -> list[str]:
+    lines = [
+        f"Hazard {h.hazard.name} ({h.run.cfg.design.name}, the failover action enabled; "
+        f"{h.run.states:,} states): {h.hazard.doc}."
+    ]
+    if not h.broken:
+        lines.append("  no invariant breaks within the bounds")
+    for v in h.broken:
+        lines.append(f"  breaks {v.name}:")
+        lines += trace_lines(v.trace)
+    lines.append(f"  What a deployment must do: {h.hazard.remedy}.")
+    return lines
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    stop_on_signals()
+    designs = list(L.DESIGNS) if args.design == "all" else [args.design]
+    cfg = L.Config(L.FENCED, args.workers, args.requests, args.ids)
+    try:
+        res = run_lease(cfg, designs, prove=not args.no_prove, hazard=not args.no_hazard)
+    except KeyboardInterrupt:
+        sys.stderr.write("mcp-inflight lease: interrupted\n")
+        return 130
+    if args.json:
+        json.dump(res.to_json(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(text(res) + "\n")
+        what = "every invariant holds" + (" and is proved" if res.proved else "")
+        sys.stdout.write(
+            f"OK: {res.judged}: {what}, ids_free_after_lease holds, every witness is reached\n"
+            if res.ok
+            else f"FAILED: {res.judged}: see the table and counterexamples above\n"
+        )
+    return 0 if res.ok else 1
+
+
+# --- the section of ``mcp-inflight check`` --------------------------------------------------
+
+
+def check_section(cache: str | None = "use") -> LeaseRun:
+    """fenced at the default bounds, explored and proved, and the failover hazard; read from
+    the checkers' cache when the model and checkers are unchanged (``cache="use"``)."""
+    from mcp_inflight.proofs import cache as store
+
+    key = store.source_key("lease-check", repr(DEFAULT))
+    if cache == "use":
+        found = store.load("lease", key)
+        if isinstance(found, LeaseRun):
+            return found
+    res = run_lease(DEFAULT, ["fenced"])
+    if cache is not None and all(p.status != "unknown" for p in res.proved["fenced"].proofs):
+        store.store("lease", key, res)
+    return res
+
+
+def check_text(res: LeaseRun) -> str:
+    r = res.explored["fenced"]
+    pr = res.proved["fenced"]
+    c = res.cfg
+    lines = [
+        f"Many workers, the lease protocol (fenced; {c.workers} workers, {c.requests} "
+        f"instances, {c.ids} id explored: {r.states:,} states; invariants proved for any "
+        "number; 'mcp-inflight lease' for the mutants):"
+    ]
+    for v in r.verdicts:
+        lines.append(f"  {v.name.ljust(30)} {_cell(res, 'fenced', v)}")
+        if v.kind != "witness" and not v.holds:
+            lines += trace_lines(v.trace)
+    for p in pr.proofs:
+        if p.kind == "invariant" and p.cti is not None:
+            lines += p.cti.lines()
+    h = res.hazard
+    lines.append(
+        f"  hazard {h.hazard.name}: breaks "
+        + (", ".join(v.name for v in h.broken) or "nothing")
+        + " even on fenced ('mcp-inflight lease' shows the traces and what to do)"
+    )
+    return "\n".join(lines)
