@@ -226,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(a solver timeout included); 2 on a usage error. Hazards are reported in "
         "their own section and never change the exit code. A short section on the lease "
         "protocol of many workers (fenced, at its default bounds; 'mcp-inflight lease' for "
-        "more) follows, and counts towards the exit code.",
+        "more) follows, then one on the small models of input-required rounds and resumable "
+        "streams (their safe designs; 'mcp-inflight paths' for the mutants); both count "
+        "towards the exit code.",
     )
     add_profile_options(
         c,
@@ -289,6 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-explore", action="store_true", help="run only the z3 prover (skip the explorer)"
     )
     c.add_argument("--no-lease", action="store_true", help="skip the lease protocol's section")
+    c.add_argument(
+        "--no-paths",
+        action="store_true",
+        help="skip the section on the small models (input-required rounds, resumption)",
+    )
     add_prover_options(c, "prover: ")
     for name, (_, helptext) in _available().items():
         d = sub.add_parser(name, help=helptext, add_help=False)
@@ -370,6 +377,12 @@ def cmd_check(args) -> int:
 
         lease = check_section("refresh" if args.no_cache else "use")
         ok = ok and lease.ok
+    paths = None
+    if not args.no_paths:
+        from mcp_inflight import cli_small
+
+        paths = cli_small.check_section()
+        ok = ok and all(c.ok for _, c in paths)
     if args.json:
         if results is not None:
             runs = [r.to_json() for r in results]
@@ -389,6 +402,8 @@ def cmd_check(args) -> int:
         doc = {"ok": ok, "runs": runs}
         if lease is not None:
             doc["lease"] = lease.to_json()
+        if paths is not None:
+            doc["paths"] = {name: c.to_json() for name, c in paths}
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
@@ -401,6 +416,8 @@ def cmd_check(args) -> int:
         sys.stdout.write(text + "\n")
         if lease is not None:
             sys.stdout.write("\n" + check_text(lease) + "\n\n")
+        if paths is not None:
+            sys.stdout.write(cli_small.check_text(paths) + "\n\n")
         what = {
             (False, False): "every invariant holds and is proved, and every witness is reached",
             (False, True): "every invariant holds and every witness is reached",

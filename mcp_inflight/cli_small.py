@@ -180,3 +180,33 @@ def run(argv: list[str]) -> int:
         )
         sys.stdout.write("\n")
     return 0 if ok else 1
+
+
+def check_section() -> list[tuple[str, Checked]]:
+    """``mcp-inflight check``'s section: each small model's safe design at its default bounds,
+    explored and proved."""
+    out = []
+    for name in MODELS:
+        m = _module(name)
+        out.append((name, check(m.spec(next(iter(m.DESIGNS))))))
+    return out
+
+
+def check_text(section: list[tuple[str, Checked]]) -> str:
+    lines = [
+        "Input-required rounds and resumption, the small models (safe designs at their default "
+        "bounds; 'mcp-inflight paths' for the mutants):"
+    ]
+    for _name, checked in section:
+        ex, pr = checked.explored, checked.proved
+        bad = [p for p in ex.spec.props if ex.verdicts[p.name] in ("fails", "not reached")]
+        unproved = [] if pr is None else [k for k, v in pr.verdicts.items() if v != "proved"]
+        lines.append(
+            f"  {ex.spec.label()}: {ex.states:,} states, "
+            + ("every property holds and is proved, every witness reached" if checked.ok else "")
+            + (f"failing or unreached: {', '.join(p.name for p in bad)}" if bad else "")
+            + (f" not proved: {', '.join(unproved)}" if unproved else "")
+        )
+        if not checked.ok:
+            lines += ["    " + x for x in _text(checked, True, False)[1:]]
+    return "\n".join(lines)
