@@ -1,0 +1,345 @@
+"""The lease protocol's store in Redis: sessions, in-flight claims, waiters, routing.
+
+Several worker processes serve one 2025-11-25 session.  What they must share lives here, under
+keys that all carry the session's hash tag ``{S}`` (one script touches one slot, so every
+operation runs unchanged on Redis Cluster):
+
+* ``mcpi:{S}:session``: the session record (a hash: revision, client capabilities, log level),
+  created by ``initialize``, deleted when the session ends; its TTL is the idle timeout,
+  refreshed by every claim;
+* ``mcpi:{S}:fence``: the fencing counter, INCR only; tokens are its values;
+* ``mcpi:{S}:inflight:<I>``: the claim of request id ``I`` (typed: ``i7`` and ``s7`` are the
+  ids ``7`` and ``"7"``), value ``<token>:<worker>``, with the lease as its TTL;
+* ``mcpi:{S}:waiter:<sid>``: a server-to-client request ``sid`` waiting for its answer
+  (value: the worker; TTL: the lease, refreshed with the claim);
+* ``mcpi:{S}:refused``: how many renewals, writes and releases of the session the store refused
+  (a stale owner's late steps; for monitoring and the tests).
+
+The operations are the lease protocol's, each one Lua script (atomic, one round trip), named
+as the model names them: ``claim``, ``renew``, ``write``, ``release``.  Two more are not lease
+operations and change no claim: ``end`` (DELETE: the session record and its fence go, so every
+later claim is refused) and ``route`` (read the claim of an id and publish a message to the
+worker holding it, in one step, so the message goes to the holder at that moment).
+
+Routing between workers: Redis pub/sub, one channel per worker (``mcpi:w:<worker>``) and one
+for all (``mcpi:all``).  A message that concerns a request running on another worker (a
+``notifications/cancelled``, the answer to a server-to-client request, a DELETE) is only useful
+to that worker while it runs that request: if the worker is dead, the request is dead with it.
+Pub/sub delivers at most once, to whoever listens now, and keeps nothing: no consumer groups to
+create per worker, trim or clean up after a worker dies, and one round trip (``PUBLISH``
+returns how many received it; 0 says the worker is gone).  Streams would keep messages for a
+worker that never comes back.  The cost: a message published while the worker's subscription
+is reconnecting is lost; the sender cannot tell (a cancel is advisory, an unanswered
+server-to-client request is withdrawn by its handler's timeout, and a session's end is also
+enforced by ``claim``, which refuses requests of a session whose record is gone).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core import IdKey
+
+__all__ = ["RedisStore", "Claimed", "StoreCounters", "id_field", "CLAIM", "RENEW", "WRITE"]
+
+#: claim(w, I): KEYS session, fence, claim[I]; ARGV value-prefix-less worker, ttl ms, hold
+#: (1: keep the claim; 0: an answer given at once, admitted and finished in one step, so only
+#: the check), session idle ms.  Returns the token, 0 for a duplicate, -1 for an ended session.
+CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+if ARGV[3] == '0' then return 1 end
+local tok = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[3], tok .. ':' .. ARGV[1], 'PX', ARGV[2])
+return tok
+"""
+
+#: renew(w, I, tok): KEYS claim[I], refused; ARGV tok:w, ttl ms.  1 ok, 0 lost.
+RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+redis.call('INCR', KEYS[2])
+return 0
+"""
+
+#: write(w, I, tok, ...): KEYS claim[I], refused, target; ARGV tok:w, kind, then the kind's
+#: arguments: 'set' value ttl-ms (register a waiter), 'del' (withdraw it), 'publish' channel
+#: message (the target key is unused then).  1 written, 0 refused (stale owner).
+WRITE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  redis.call('INCR', KEYS[2])
+  return 0
+end
+if ARGV[2] == 'set' then
+  redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[4])
+elseif ARGV[2] == 'del' then
+  redis.call('DEL', KEYS[3])
+elseif ARGV[2] == 'publish' then
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
+end
+return 1
+"""
+
+#: release(w, I, tok): KEYS claim[I], refused; ARGV tok:w.  Compare-and-delete: 1 released,
+#: 0 refused (the claim is another's, or gone).
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+redis.call('INCR', KEYS[2])
+return 0
+"""
+
+#: end(S): KEYS session, fence, refused.  1 if the session existed.
+END = """
+local existed = redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[2], KEYS[3])
+return existed
+"""
+
+#: route(I, message): KEYS claim[I]; ARGV channel prefix, message.  Publishes to the worker that
+#: holds the claim; returns the holder's value ('' when nobody holds it).
+ROUTE = """
+local v = redis.call('GET', KEYS[1])
+if not v then return '' end
+local w = string.match(v, '^%d+:(.*)$')
+redis.call('PUBLISH', ARGV[1] .. w, ARGV[2])
+return v
+"""
+
+SCRIPTS = {
+    "claim": CLAIM,
+    "renew": RENEW,
+    "write": WRITE,
+    "release": RELEASE,
+    "end": END,
+    "route": ROUTE,
+}
+BROADCAST = "mcpi:all"
+WORKER_CHANNEL = "mcpi:w:"
+
+
+def id_field(key: IdKey) -> str:
+    """A typed id as a key suffix: ``i7`` for ``7``, ``s7`` for ``"7"``."""
+    kind, value = key
+    return f"{kind[0]}{value}"
+
+
+def _k(session: str, part: str) -> str:
+    return f"mcpi:{{{session}}}:{part}"
+
+
+@dataclass
+class StoreCounters:
+    """Round trips and refusals seen by this worker (the store's own per-session count of
+    refusals is ``mcpi:{S}:refused``)."""
+
+    round_trips: int = 0
+    by_op: dict[str, int] = field(default_factory=dict)
+    refused: int = 0  # renewals, writes and releases the store refused to this worker
+    errors: int = 0  # calls that failed (the store unreachable)
+
+    def count(self, op: str, n: int = 1) -> None:
+        self.round_trips += 1
+        self.by_op[op] = self.by_op.get(op, 0) + n
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A held claim: the token and the value stored under the claim's key."""
+
+    session: str
+    key: IdKey
+    token: int
+    value: str  # "<token>:<worker>"
+
+
+class RedisStore:
+    """The operations of the lease protocol on one Redis (``redis.asyncio``), for one worker."""
+
+    def __init__(
+        self,
+        url: str,
+        worker: str,
+        lease_ms: int = 10_000,
+        session_ttl_ms: int | None = 3_600_000,
+    ):
+        import redis.asyncio as aioredis
+
+        self.url = url
+        self.worker = worker
+        self.lease_ms = lease_ms
+        self.session_ttl_ms = session_ttl_ms or 0
+        self.redis: Any = aioredis.Redis.from_url(url, decode_responses=False)
+        self._sha = {
+            name: hashlib.sha1(text.encode()).hexdigest() for name, text in SCRIPTS.items()
+        }
+        self.counters = StoreCounters()
+        self.channel = WORKER_CHANNEL + worker
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+
+    async def load(self) -> None:
+        """Load the scripts (at start, and again after the store lost them: a restart)."""
+        for name, text in SCRIPTS.items():
+            self._sha[name] = await self.redis.script_load(text)
+
+    async def _eval(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """One script call: EVALSHA (one round trip), loading the scripts when the store has
+        lost them."""
+        from redis.exceptions import NoScriptError
+
+        try:
+            return await self.redis.evalsha(self._sha[name], len(keys), *keys, *args)
+        except NoScriptError:
+            await self.load()
+            return await self.redis.evalsha(self._sha[name], len(keys), *keys, *args)
+
+    async def _pipelined(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+        """Several script calls in one round trip (a pipeline, not a transaction: each script
+        is atomic on its own)."""
+        from redis.exceptions import NoScriptError, ResponseError
+
+        for attempt in (0, 1):
+            async with self.redis.pipeline(transaction=False) as p:
+                for name, keys, args in calls:
+                    p.evalsha(self._sha[name], len(keys), *keys, *args)
+                try:
+                    out = await p.execute(raise_on_error=False)
+                except NoScriptError:
+                    out = [NoScriptError()]
+            if attempt == 0 and any(
+                isinstance(x, ResponseError)
+                and "NOSCRIPT" in str(x)
+                or isinstance(x, NoScriptError)
+                for x in out
+            ):
+                await self.load()
+                continue
+            for x in out:
+                if isinstance(x, Exception):
+                    raise x
+            return list(out)
+        raise AssertionError("unreachable")
+
+    # --- sessions ------------------------------------------------------------------------
+    async def create_session(self, session: str, record: dict[str, Any]) -> None:
+        key = _k(session, "session")
+        fields = {k: json.dumps(v) for k, v in record.items()}
+        self.counters.count("create")
+        async with self.redis.pipeline(transaction=True) as p:
+            p.hset(key, mapping=fields)
+            if self.session_ttl_ms:
+                p.pexpire(key, self.session_ttl_ms)
+            await p.execute()
+
+    async def get_session(self, session: str) -> dict[str, Any] | None:
+        self.counters.count("lookup")
+        raw = await self.redis.hgetall(_k(session, "session"))
+        if not raw:
+            return None
+        return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+    async def set_session_field(self, session: str, name: str, value: Any) -> None:
+        self.counters.count("update")
+        await self.redis.hset(_k(session, "session"), name, json.dumps(value))
+
+    async def end(self, session: str) -> bool:
+        """The session ends (DELETE): its record, fence and counter go; then every worker is
+        told (``mcpi:all``), so each cancels its handlers of the session."""
+        self.counters.count("end")
+        keys = [_k(session, "session"), _k(session, "fence"), _k(session, "refused")]
+        existed = await self._eval("end", keys, [])
+        self.counters.count("publish")
+        await self.redis.publish(BROADCAST, json.dumps({"k": "end", "s": session}))
+        return bool(existed)
+
+    # --- the lease protocol --------------------------------------------------------------
+    def claim_key(self, session: str, key: IdKey) -> str:
+        return _k(session, "inflight:" + id_field(key))
+
+    async def claim(self, session: str, key: IdKey, hold: bool = True) -> int:
+        """``claim(w, I)``: the token (> 0), 0 for a duplicate, -1 when the session has ended.
+        With ``hold`` false only the check runs (an answer given at once: admitted and finished
+        in one step); the result is then 1 when admitted."""
+        self.counters.count("claim")
+        keys = [_k(session, "session"), _k(session, "fence"), self.claim_key(session, key)]
+        args = [self.worker, self.lease_ms, 1 if hold else 0, self.session_ttl_ms]
+        return int(await self._eval("claim", keys, args))
+
+    def held(self, session: str, key: IdKey, token: int) -> Claimed:
+        return Claimed(session, key, token, f"{token}:{self.worker}")
+
+    def _refused(self, c: Claimed) -> str:
+        return _k(c.session, "refused")
+
+    async def renew_all(self, claims: list[Claimed]) -> list[bool]:
+        """``renew`` for each claim, pipelined: one round trip for all of them."""
+        if not claims:
+            return []
+        self.counters.count("renew", len(claims))
+        calls = [
+            (
+                "renew",
+                [self.claim_key(c.session, c.key), self._refused(c)],
+                [c.value, self.lease_ms],
+            )
+            for c in claims
+        ]
+        out = [bool(int(x)) for x in await self._pipelined(calls)]
+        self.counters.refused += out.count(False)
+        return out
+
+    async def write(self, c: Claimed, kind: str, target: str, *args: Any) -> bool:
+        """``write(w, I, tok, ...)``: checked against the token; False when refused."""
+        self.counters.count("write")
+        keys = [self.claim_key(c.session, c.key), self._refused(c), target]
+        ok = bool(int(await self._eval("write", keys, [c.value, kind, *args])))
+        if not ok:
+            self.counters.refused += 1
+        return ok
+
+    def waiter_key(self, session: str, sid: str) -> str:
+        return _k(session, "waiter:" + sid)
+
+    async def release(self, c: Claimed) -> bool:
+        """``release(w, I, tok)``: compare-and-delete; False when the claim is not ours."""
+        self.counters.count("release")
+        keys = [self.claim_key(c.session, c.key), self._refused(c)]
+        ok = bool(int(await self._eval("release", keys, [c.value])))
+        if not ok:
+            self.counters.refused += 1
+        return ok
+
+    # --- routing -------------------------------------------------------------------------
+    async def route(self, session: str, key: IdKey, message: dict[str, Any]) -> str | None:
+        """Send ``message`` to the worker holding the claim of ``key``; returns that worker,
+        or None when no worker holds it."""
+        self.counters.count("route")
+        keys = [self.claim_key(session, key)]
+        v = await self._eval("route", keys, [WORKER_CHANNEL, json.dumps(message)])
+        v = v.decode() if isinstance(v, bytes) else str(v)
+        return v.split(":", 1)[1] if v else None
+
+    async def publish(self, worker: str, message: dict[str, Any]) -> int:
+        """Send ``message`` to ``worker``; returns how many received it (0: it is gone)."""
+        self.counters.count("publish")
+        return int(await self.redis.publish(WORKER_CHANNEL + worker, json.dumps(message)))
+
+    # --- reading (tests, monitoring) -----------------------------------------------------
+    async def refused_count(self, session: str) -> int:
+        v = await self.redis.get(_k(session, "refused"))
+        return int(v or 0)
+
+
+def now() -> float:
+    return time.monotonic()
