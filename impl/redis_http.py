@@ -71,6 +71,14 @@ LEASE_LOST = "lease lost"
 _WORKER_HEADER = b"mcp-inflight-worker"
 
 
+def _say(text: str) -> None:
+    """One line on stderr in one write (several workers share it: lines never interleave)."""
+    try:
+        os.write(sys.stderr.fileno(), f"mcp-inflight serve: {text}\n".encode())
+    except (OSError, ValueError):
+        pass
+
+
 def _store_errors() -> tuple[type[BaseException], ...]:
     from redis.exceptions import RedisError
 
@@ -220,9 +228,7 @@ class RedisApp(App):
                     msg = f"cannot reach the session store at {self.redis_url}: {e}"
                     await send({"type": "lifespan.startup.failed", "message": msg})
                     return
-                print(
-                    f"mcp-inflight serve: worker {self.worker} ready", file=sys.stderr, flush=True
-                )
+                _say(f"worker {self.worker} ready")
                 await send({"type": "lifespan.startup.complete"})
             elif m["type"] == "lifespan.shutdown":
                 await self.stop()
@@ -255,11 +261,9 @@ class RedisApp(App):
             return
         self.lost_leases += 1
         session.lost.add(h)
-        print(
-            f"mcp-inflight serve: worker {self.worker}: {LEASE_LOST} for id "
-            f"{json.dumps(h.id)} of session {session.sid[:8]}... ({why})",
-            file=sys.stderr,
-            flush=True,
+        _say(
+            f"worker {self.worker}: {LEASE_LOST} for id {json.dumps(h.id)} of session "
+            f"{session.sid[:8]}... ({why})"
         )
         session._cancel_handler(h)
 
@@ -311,7 +315,7 @@ class RedisApp(App):
             try:
                 self._deliver(m["data"])
             except Exception as e:  # noqa: BLE001 - one bad message must not stop the rest
-                print(f"mcp-inflight serve: bad routed message: {e!r}", file=sys.stderr)
+                _say(f"worker {self.worker}: bad routed message: {e!r}")
 
     def _deliver(self, data: bytes) -> None:
         claim = None

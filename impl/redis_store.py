@@ -105,13 +105,13 @@ redis.call('DEL', KEYS[2], KEYS[3])
 return existed
 """
 
-#: route(I, message): KEYS claim[I]; ARGV channel prefix, message.  Publishes to the worker that
+#: route(I, message): KEYS claim[I]; ARGV channel prefix, message.  Publishes "<claim>|<message>" to the worker that
 #: holds the claim; returns the holder's value ('' when nobody holds it).
 ROUTE = """
 local v = redis.call('GET', KEYS[1])
 if not v then return '' end
 local w = string.match(v, '^%d+:(.*)$')
-redis.call('PUBLISH', ARGV[1] .. w, ARGV[2])
+redis.call('PUBLISH', ARGV[1] .. w, v .. '|' .. ARGV[2])
 return v
 """
 

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 
-import httpx
+import httpx2
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 LISTEN = re.compile(r"listening on (http://\S+)")
@@ -88,7 +88,7 @@ class Serve:
     """``mcp-inflight serve`` in its own process; ``workers`` maps each worker's pid to its
     name once it said it is ready.  stderr is kept (``log``) for the tests to read."""
 
-    def __init__(self, *args: str, workers: int = 1, env: dict | None = None):
+    def __init__(self, *args: str, workers: int = 1, env: dict | None = None, wait: bool = True):
         argv = [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0", *args]
         self.proc = subprocess.Popen(
             argv,
@@ -102,6 +102,13 @@ class Serve:
         self.workers: dict[int, str] = {}
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        self.expected = workers
+        if wait:
+            self.ready()
+
+    def ready(self) -> Serve:
+        """Wait until the port is announced and every worker said it is ready."""
+        workers = self.expected
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (not self.url or len(self.workers) < workers):
             if self.proc.poll() is not None:
@@ -110,6 +117,15 @@ class Serve:
         if not self.url or len(self.workers) < workers:
             self.stop()
             raise RuntimeError("serve did not start:\n" + "".join(self.log))
+        return self
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1].split("/")[0])
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -145,23 +161,89 @@ class Serve:
                 self.proc.wait(5)
 
 
-class RoundRobin(httpx.AsyncBaseTransport):
-    """A load balancer in the client: request k goes to ``ports[k % len(ports)]``, over a
-    new connection (so no keep-alive pins a session to one worker)."""
+class Worker:
+    """One worker of a :class:`Pool`: its process, port, URL and name."""
+
+    def __init__(self, pid: int, url: str, name: str):
+        self.pid = pid
+        self.url = url
+        self.name = name
+        self.port = int(url.rsplit(":", 1)[1].split("/")[0])
+
+
+class Pool(Serve):
+    """``n`` workers, each on its own port, forked from one process (``redis_pool.py``)."""
+
+    POOL = re.compile(r"pool worker (\d+) listening on (http://\S+)")
+
+    def __init__(self, n: int, *args: str):
+        self.n = n
+        here = os.path.dirname(os.path.abspath(__file__))
+        argv = [sys.executable, os.path.join(here, "redis_pool.py"), str(n), *args]
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        self.log = []
+        self.url = ""
+        self.workers = {}
+        self.urls: dict[int, str] = {}
+        self.expected = n
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (len(self.urls) == n == len(self.workers)):
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        if not len(self.urls) == n == len(self.workers):
+            self.stop()
+            raise RuntimeError("the pool did not start:\n" + self.text())
+        self.list = [Worker(pid, self.urls[pid], self.workers[pid]) for pid in sorted(self.urls)]
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line)
+            m = self.POOL.search(line)
+            if m:
+                self.urls[int(m.group(1))] = m.group(2)
+                continue
+            m = READY.search(line)
+            if m:
+                self.workers[int(m.group(1))] = line.split("worker ", 1)[1].split()[0]
+
+    def __getitem__(self, k: int) -> Worker:
+        return self.list[k]
+
+    def __iter__(self):
+        return iter(self.list)
+
+
+class RoundRobin(httpx2.AsyncBaseTransport):
+    """A load balancer in the client (``httpx2``, the official client's HTTP library): request
+    k goes to ``ports[k % len(ports)]`` over a new connection, so no keep-alive pins a session
+    to one worker.  ``served`` records, per request, what it carried (the method, ``answer``
+    for a response) and the worker that answered it."""
 
     def __init__(self, ports: list[int]):
         self.ports = ports
         self.k = 0
-        self.inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
-        self.served: list[str] = []  # the worker that answered each request, in order
+        self.inner = httpx2.AsyncHTTPTransport(limits=httpx2.Limits(max_keepalive_connections=0))
+        self.served: list[tuple[str, str]] = []
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         port = self.ports[self.k % len(self.ports)]
         self.k += 1
         request.url = request.url.copy_with(port=port)
         request.headers["host"] = f"127.0.0.1:{port}"
+        what = request.method
+        if request.method == "POST":
+            import json
+
+            body = json.loads(request.content or b"{}")
+            what = body.get("method") or "answer"
         resp = await self.inner.handle_async_request(request)
-        self.served.append(resp.headers.get("mcp-inflight-worker", "?"))
+        self.served.append((what, resp.headers.get("mcp-inflight-worker", "?")))
         return resp
 
     async def aclose(self) -> None:
