@@ -477,8 +477,13 @@ class RedisApp(App):
         local = {**msg, "id": sid}
         if worker == self.worker:
             session.response(local)
-        else:
-            await self.store.publish(worker, {"k": "answer", "s": session.sid, "msg": local})
+            return
+        message = {"k": "answer", "s": session.sid, "msg": local}
+        for delay in (0.05, 0.1, 0.2, 0.4, 0.8):  # nobody listening: maybe resubscribing
+            if await self.store.publish(worker, message):
+                return
+            await asyncio.sleep(delay)
+        _say(f"worker {self.worker}: an answer for worker {worker} found nobody listening")
 
     async def _get(self, receive, send, headers):
         session, err = await self._find(headers)

@@ -59,44 +59,57 @@ redis.call('SET', KEYS[3], tok .. ':' .. ARGV[1], 'PX', ARGV[2])
 return tok
 """
 
-#: renew(w, I, tok): KEYS claim[I], refused; ARGV tok:w, ttl ms.  1 ok, 0 lost.
-RENEW = """
+#: a refusal is counted in ``refused`` while the session exists (KEYS[2] refused, KEYS[3]
+#: session), so an ended session leaves no counter behind
+_REFUSE = """
+local function refuse()
+  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('INCR', KEYS[2]) end
+  return 0
+end
+"""
+
+#: renew(w, I, tok): KEYS claim[I], refused, session; ARGV tok:w, ttl ms.  1 ok, 0 lost.
+RENEW = (
+    _REFUSE
+    + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
-redis.call('INCR', KEYS[2])
-return 0
+return refuse()
 """
+)
 
-#: write(w, I, tok, ...): KEYS claim[I], refused, target; ARGV tok:w, kind, then the kind's
-#: arguments: 'set' value ttl-ms (register a waiter), 'del' (withdraw it), 'publish' channel
-#: message (the target key is unused then).  1 written, 0 refused (stale owner).
-WRITE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  redis.call('INCR', KEYS[2])
-  return 0
-end
+#: write(w, I, tok, ...): KEYS claim[I], refused, session, target; ARGV tok:w, kind, then the
+#: kind's arguments: 'set' value ttl-ms (register a waiter), 'del' (withdraw it), 'publish'
+#: channel message (the target key is unused then).  1 written, 0 refused (stale owner).
+WRITE = (
+    _REFUSE
+    + """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return refuse() end
 if ARGV[2] == 'set' then
-  redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[4])
+  redis.call('SET', KEYS[4], ARGV[3], 'PX', ARGV[4])
 elseif ARGV[2] == 'del' then
-  redis.call('DEL', KEYS[3])
+  redis.call('DEL', KEYS[4])
 elseif ARGV[2] == 'publish' then
   redis.call('PUBLISH', ARGV[3], ARGV[4])
 end
 return 1
 """
+)
 
-#: release(w, I, tok): KEYS claim[I], refused; ARGV tok:w.  Compare-and-delete: 1 released,
-#: 0 refused (the claim is another's, or gone).
-RELEASE = """
+#: release(w, I, tok): KEYS claim[I], refused, session; ARGV tok:w.  Compare-and-delete:
+#: 1 released, 0 refused (the claim is another's, or gone).
+RELEASE = (
+    _REFUSE
+    + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return 1
 end
-redis.call('INCR', KEYS[2])
-return 0
+return refuse()
 """
+)
 
 #: end(S): KEYS session, fence, refused.  1 if the session existed.
 END = """
@@ -279,8 +292,13 @@ class RedisStore:
     def held(self, session: str, key: IdKey, token: int) -> Claimed:
         return Claimed(session, key, token, f"{token}:{self.worker}")
 
-    def _refused(self, c: Claimed) -> str:
-        return _k(c.session, "refused")
+    def _checked(self, c: Claimed) -> list[str]:
+        """The keys every checked operation on ``c`` touches: claim, refused, session."""
+        return [
+            self.claim_key(c.session, c.key),
+            _k(c.session, "refused"),
+            _k(c.session, "session"),
+        ]
 
     async def renew_all(self, claims: list[Claimed]) -> list[bool]:
         """``renew`` for each claim, pipelined: one round trip for all of them."""
@@ -290,7 +308,7 @@ class RedisStore:
         calls = [
             (
                 "renew",
-                [self.claim_key(c.session, c.key), self._refused(c)],
+                self._checked(c),
                 [c.value, self.lease_ms],
             )
             for c in claims
@@ -302,7 +320,7 @@ class RedisStore:
     async def write(self, c: Claimed, kind: str, target: str, *args: Any) -> bool:
         """``write(w, I, tok, ...)``: checked against the token; False when refused."""
         self.counters.count("write")
-        keys = [self.claim_key(c.session, c.key), self._refused(c), target]
+        keys = [*self._checked(c), target]
         ok = bool(int(await self._eval("write", keys, [c.value, kind, *args])))
         if not ok:
             self.counters.refused += 1
@@ -314,7 +332,7 @@ class RedisStore:
     async def release(self, c: Claimed) -> bool:
         """``release(w, I, tok)``: compare-and-delete; False when the claim is not ours."""
         self.counters.count("release")
-        keys = [self.claim_key(c.session, c.key), self._refused(c)]
+        keys = self._checked(c)
         ok = bool(int(await self._eval("release", keys, [c.value])))
         if not ok:
             self.counters.refused += 1
