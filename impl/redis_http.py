@@ -37,10 +37,19 @@ cancels only if its request under that id holds that token); an answer goes to t
 in its id; DELETE runs ``end`` and tells every worker, each cancelling its handlers of the
 session.  Routing is Redis pub/sub (why: :mod:`.redis_store`).
 
-Not shared: resumable streams (this app has no event store: ``Last-Event-ID`` is ignored, a
-dropped POST connection breaks that stream only), the standalone GET stream (one per worker
-and session), and ``logging/setLevel`` reaches other workers' views by a published message
-(a view made later reads it from the record).
+Resumable streams (``resumable=True``, the default).  A running request's POST stream is kept
+in Redis: a Redis stream per POST stream (``mcpi:{S}:events:<worker>~p<n>``, entries ``0-<n>``),
+each event appended with a checked ``write`` (pending ones pipelined together) and written on
+the connection only once Redis has it; the response is appended with the stream's end mark and
+the claim released in one round trip.  Event ids are ``<worker>~p<n>.<k>``: they name the stream
+and its worker, never a request id.  A dropped connection detaches the stream (the handler goes
+on); ``GET`` with ``Last-Event-ID`` on the worker that runs it replays from memory and takes the
+stream over, on any other worker replays from Redis and then follows the stream (``XREAD``)
+until its end mark, or until its worker has been silent for a lease and no longer listens.
+The session's end deletes its streams; each also expires with the session's idle timeout.
+
+Not shared: the standalone GET stream (one per worker and session); ``logging/setLevel``
+reaches the other workers' views by a published message (a view made later reads the record).
 
 A rule the core lacks.  The core is one process's view; across workers the admission rule is
 the store's ``claim`` and the end of a request its ``release``, exactly the lease protocol's
@@ -57,11 +66,21 @@ import sys
 import time
 from typing import Any
 
+from . import sse
 from .core import Handle, InvalidId, typed_id
 from .http import _SSE as _SSE_HEADERS
 from .http import SERVER_BUSY, App, _HttpSession, _Outlet, _sse
 from .http_checks import Headers
-from .messages import INTERNAL_ERROR, INVALID_REQUEST, LEGACY, dumps, error, error_reply, parse
+from .messages import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    LEGACY,
+    dumps,
+    encode_message,
+    error,
+    error_reply,
+    parse,
+)
 from .redis_store import BROADCAST, Claimed, RedisStore
 from .server import RequestFailed, Server, Session
 
@@ -85,6 +104,111 @@ def _store_errors() -> tuple[type[BaseException], ...]:
     return (RedisError, OSError)
 
 
+def _unused(stream: str, data: bytes) -> str:  # pragma: no cover - _KeptOutlet keeps itself
+    raise AssertionError("a kept outlet stores its events itself")
+
+
+class _KeptOutlet(_Outlet):
+    """A resumable POST stream whose events are kept in Redis: each event is appended with a
+    checked ``write`` (pipelined with the others pending) and written on the connection only
+    once the store has it, so any worker can replay it from its id.  A write refused is a lost
+    lease.  The events confirmed are also kept here, for a resume on this worker."""
+
+    __slots__ = ("session", "n", "queue", "flushing", "confirmed", "claim", "drained", "retry")
+
+    def __init__(self, session: _RedisSession, stream: str):
+        super().__init__(_unused, stream, session.live)
+        self.session = session
+        self.n = 0
+        self.queue: list[tuple[int, bytes]] = []
+        self.flushing = False
+        self.confirmed: list[tuple[int, bytes]] = []  # (n, the encoded event)
+        self.claim: Claimed | None = None
+        self.drained = asyncio.Event()
+        self.drained.set()
+        self.retry: int | None = None
+
+    def _event(self, n: int, data: bytes) -> bytes:
+        retry = self.retry if n == 1 else None
+        return sse.encode(data, id=f"{self.stream}.{n}", retry=retry)
+
+    def prime(self, retry_ms: int) -> None:
+        self.retry = retry_ms
+        self._queue(b"")
+
+    def send(self, msg: Any) -> None:
+        if self.broken or self.done:
+            return
+        data = encode_message(msg)
+        if data is not None:
+            self._queue(data)
+
+    def local(self, msg: Any) -> None:
+        """A message written on this connection only, not kept (an error of this worker's)."""
+        data = encode_message(msg)
+        if data is not None and self.owner is not None:
+            self.items.append(sse.encode(data))
+            self._wake()
+
+    def _queue(self, data: bytes) -> None:
+        self.n += 1
+        self.queue.append((self.n, data))
+        if not self.flushing and self.claim is not None:
+            self.flushing = True
+            self.drained.clear()
+            self.session.app.spawn(self._flush())
+
+    def _deliver(self, n: int, data: bytes) -> None:
+        ev = self._event(n, data)
+        self.confirmed.append((n, ev))
+        if self.owner is not None:
+            self.items.append(ev)
+            self._wake()
+
+    async def _flush(self) -> None:
+        app = self.session.app
+        try:
+            while self.queue and self.claim is not None:
+                batch, self.queue = self.queue, []
+                try:
+                    ok = await app.store.append(self.claim, self.stream, batch)
+                except _store_errors() as e:
+                    app.store.counters.errors += 1
+                    self.queue = []
+                    app.lease_lost_by(self, f"the store failed: {e}")
+                    return
+                if not ok:
+                    self.queue = []
+                    app.lease_lost_by(self, "write refused")
+                    return
+                for n, data in batch:
+                    self._deliver(n, data)
+        finally:
+            self.flushing = False
+            self.drained.set()
+
+    async def final(self, reply: Any, c: Claimed) -> str | None:
+        """The response: kept as the stream's last event and the claim released, in one round
+        trip, then written; None, or why not (the POST then gets that error)."""
+        await self.drained.wait()
+        data = encode_message(reply)
+        if data is None:
+            return await self.session.app.release(c)
+        self.n += 1
+        store = self.session.app.store
+        try:
+            wrote, released = await store.final(c, self.stream, self.n, data)
+        except _store_errors() as e:
+            store.counters.errors += 1
+            return f"the session store is unreachable: {e}"
+        if not wrote:
+            return f"{LEASE_LOST} (the response was refused by the store)"
+        self._deliver(self.n, data)
+        if not released:  # pragma: no cover - a lease lost between the two steps of one script
+            return None
+        return None
+
+
 class _RedisSession(_HttpSession):
     """This worker's view of a session shared through Redis."""
 
@@ -95,12 +219,21 @@ class _RedisSession(_HttpSession):
         self.lost: set[Handle] = set()
         self.pending_claim: Claimed | None = None
 
+    def outlet(self) -> _Outlet:
+        """A new POST stream: kept in Redis when the app keeps streams."""
+        if not self.app.resumable:
+            return _Outlet()
+        self._streams += 1
+        return _KeptOutlet(self, f"{self.app.worker}~p{self._streams}")
+
     def request(self, msg: dict, outlet: Any) -> tuple[str, Any]:
         status, value = super().request(msg, outlet)
         c, self.pending_claim = self.pending_claim, None
         if status == "running" and c is not None:
             self.claims[value] = c
             self.app.hold(self, value, c)
+            if isinstance(outlet, _KeptOutlet):
+                outlet.claim = c
         return status, value
 
     async def server_request(self, handle: Any, method: str, params: dict) -> dict:
@@ -149,13 +282,20 @@ class _RedisSession(_HttpSession):
 
     async def _finish(self, h: Any, target: Any, reply: Any, c: Claimed) -> None:
         """Release the claim, then write the response (or, the lease lost, an error)."""
+        out = h.data
+        kept = isinstance(out, _KeptOutlet)
         try:
-            why = LEASE_LOST if h in self.lost else await self.app.release(c)
-            if why is None:
-                if target is not None and reply is not None:
-                    target.data.send(reply)
+            if h in self.lost:
+                why: str | None = LEASE_LOST
+            elif kept and target is not None and reply is not None:
+                why = await out.final(reply, c)
             else:
-                h.data.send(error_reply(h.id, error(INTERNAL_ERROR, why)))
+                why = await self.app.release(c)
+                if why is None and target is not None and reply is not None:
+                    target.data.send(reply)
+            if why is not None:
+                message = error_reply(h.id, error(INTERNAL_ERROR, why))
+                out.local(message) if kept else out.send(message)
         finally:
             self.lost.discard(h)
             h.data.close()
@@ -177,12 +317,14 @@ class RedisApp(App):
         *,
         redis: str,
         lease_ms: int = 10_000,
+        resumable: bool = True,
         **options: Any,
     ):
         options["event_store"] = None
         super().__init__(server, path, **options)
         self.redis_url = redis
         self.lease_ms = lease_ms
+        self.resumable = resumable
         self.worker = ""
         self.store: RedisStore = None  # type: ignore[assignment]  # made at startup
         self.held: dict[tuple[str, Any], tuple[_RedisSession, Handle, Claimed]] = {}
@@ -266,6 +408,12 @@ class RedisApp(App):
             f"{session.sid[:8]}... ({why})"
         )
         session._cancel_handler(h)
+
+    def lease_lost_by(self, outlet: _KeptOutlet, why: str) -> None:
+        s = outlet.session
+        for h, c in list(s.claims.items()):
+            if c is outlet.claim:
+                self.lease_lost(s, h, why)
 
     async def _renew_loop(self) -> None:
         period = self.lease_ms / 3000
@@ -489,7 +637,69 @@ class RedisApp(App):
         session, err = await self._find(headers)
         if err is not None:
             return await self._error(send, err[0], -32600, err[1])
+        last = headers.get(b"last-event-id")
+        if last is not None and self.resumable:
+            return await self._resume_kept(session, last.decode("latin-1"), receive, send)
         return await self._standalone(session, receive, send)
+
+    async def _resume_kept(self, session: _RedisSession, last: str, receive, send):
+        """GET with ``Last-Event-ID`` on any worker: the events after it, from this worker's
+        memory when the stream runs here (this connection takes it over), else from Redis,
+        then its later events as the owner appends them, until its last one."""
+        stream, _, num = last.rpartition(".")
+        if "~p" not in stream or not (num.isascii() and num.isdigit()):
+            return await self._error(
+                send, 400, INVALID_REQUEST, f"Bad Request: {last!r} is not an event id here"
+            )
+        n = int(num)
+        local = session.live.get(stream)
+        if isinstance(local, _KeptOutlet) and not local.done:
+            first = b"".join(ev for m, ev in local.confirmed if m > n)
+            token = object()
+            previous, local.owner = local.owner, token
+            local.items = []
+            if previous is not None:
+                local._wake()
+                local.wake = None
+            return await self._pump(session, None, local, token, receive, send, _SSE_HEADERS, first)
+        entries = await self.store.replay(session.sid, stream, n)
+        if entries is None or (entries and entries[0][0] != n + 1):
+            return await self._error(
+                send,
+                400,
+                INVALID_REQUEST,
+                f"Bad Request: the events after {last!r} are not kept (not an event of this "
+                "session, or its stream is gone)",
+            )
+        gone = asyncio.Event()
+
+        async def watch():
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        worker = stream.rsplit("~p", 1)[0]
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            quiet = 0.0
+            while True:
+                if entries:
+                    quiet = 0.0
+                    body = b"".join(sse.encode(d, id=f"{stream}.{m}") for m, d, _ in entries)
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                    n = entries[-1][0]
+                    if entries[-1][2]:
+                        break
+                if gone.is_set():
+                    return
+                if quiet > self.lease_ms / 1000 and not await self.store.listening(worker):
+                    break  # its worker is gone: no more events will come
+                entries = await self.store.tail(session.sid, stream, n, 500)
+                quiet += 0.5 if not entries else 0.0
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            watcher.cancel()
 
     async def _delete(self, send, headers):
         session, err = await self._find(headers)
@@ -528,7 +738,7 @@ class RedisApp(App):
             return await self._reply(send, 409, dumps(error_reply(None, err)))
         c = self.store.held(session.sid, key, tok) if hold else None
         session.pending_claim = c
-        outlet = _Outlet()
+        outlet = session.outlet() if hold else _Outlet()
         status, value = session.request(msg, outlet)
         if status == "refused":  # pragma: no cover - the claim makes the local id free
             if c is not None:
@@ -546,6 +756,9 @@ class RedisApp(App):
             return await self._reply(send, 200, dumps(value))
         handle = value
         token = outlet.owner = object()
+        if isinstance(outlet, _KeptOutlet):
+            outlet.prime(self.retry_ms)
+            session.live[outlet.stream] = outlet
         try:
             await asyncio.sleep(0)  # let the handler take its first step
             if outlet.done:

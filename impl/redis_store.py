@@ -82,7 +82,9 @@ return refuse()
 
 #: write(w, I, tok, ...): KEYS claim[I], refused, session, target; ARGV tok:w, kind, then the
 #: kind's arguments: 'set' value ttl-ms (register a waiter), 'del' (withdraw it), 'publish'
-#: channel message (the target key is unused then).  1 written, 0 refused (stale owner).
+#: channel message (the target key is unused then), 'xadd' entry-id data end ttl-ms (append an
+#: event to a POST stream's Redis stream, KEYS[4], the first one also naming it in the
+#: session's set of streams, KEYS[5]).  1 written, 0 refused (stale owner).
 WRITE = (
     _REFUSE
     + """
@@ -93,6 +95,13 @@ elseif ARGV[2] == 'del' then
   redis.call('DEL', KEYS[4])
 elseif ARGV[2] == 'publish' then
   redis.call('PUBLISH', ARGV[3], ARGV[4])
+elseif ARGV[2] == 'xadd' then
+  redis.call('XADD', KEYS[4], ARGV[3], 'd', ARGV[4], 'e', ARGV[5])
+  redis.call('PEXPIRE', KEYS[4], ARGV[6])
+  if ARGV[3] == '0-1' then
+    redis.call('SADD', KEYS[5], KEYS[4])
+    redis.call('PEXPIRE', KEYS[5], ARGV[6])
+  end
 end
 return 1
 """
@@ -111,10 +120,14 @@ return refuse()
 """
 )
 
-#: end(S): KEYS session, fence, refused.  1 if the session existed.
+#: end(S): KEYS session, fence, refused, streams.  1 if the session existed.  The session's
+#: event streams are named in its set of streams, under the same hash tag (so in the same slot;
+#: they are not declared in KEYS, being known only from the set).
 END = """
 local existed = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[2], KEYS[3])
+for _, k in ipairs(redis.call('SMEMBERS', KEYS[4])) do redis.call('DEL', k) end
+redis.call('DEL', KEYS[4])
 return existed
 """
 
@@ -270,7 +283,12 @@ class RedisStore:
         """The session ends (DELETE): its record, fence and counter go; then every worker is
         told (``mcpi:all``), so each cancels its handlers of the session."""
         self.counters.count("end")
-        keys = [_k(session, "session"), _k(session, "fence"), _k(session, "refused")]
+        keys = [
+            _k(session, "session"),
+            _k(session, "fence"),
+            _k(session, "refused"),
+            _k(session, "streams"),
+        ]
         existed = await self._eval("end", keys, [])
         self.counters.count("publish")
         await self.redis.publish(BROADCAST, json.dumps({"k": "end", "s": session}))
@@ -338,6 +356,69 @@ class RedisStore:
             self.counters.refused += 1
         return ok
 
+    # --- event streams (resumable POST streams) -----------------------------------------
+    def events_key(self, session: str, stream: str) -> str:
+        return _k(session, "events:" + stream)
+
+    def _xadd(self, c: Claimed, stream: str, n: int, data: bytes, end: bool) -> tuple:
+        keys = [*self._checked(c), self.events_key(c.session, stream), _k(c.session, "streams")]
+        ttl = self.session_ttl_ms or 3_600_000
+        return ("write", keys, [c.value, "xadd", f"0-{n}", data, 1 if end else 0, ttl])
+
+    async def append(self, c: Claimed, stream: str, batch: list[tuple[int, bytes]]) -> bool:
+        """Append events ``(n, data)`` to ``stream``, each a checked ``write``, all in one
+        round trip; False when one was refused (the lease is lost)."""
+        self.counters.count("write", len(batch))
+        out = await self._pipelined([self._xadd(c, stream, n, d, False) for n, d in batch])
+        ok = all(int(x) for x in out)
+        if not ok:
+            self.counters.refused += 1
+        return ok
+
+    async def final(self, c: Claimed, stream: str, n: int, data: bytes) -> tuple[bool, bool]:
+        """The response as the stream's last event (checked), then ``release``: one round
+        trip.  Returns (written, released)."""
+        self.counters.count("write")
+        self.counters.count("release")
+        release = ("release", self._checked(c), [c.value])
+        wrote, released = await self._pipelined([self._xadd(c, stream, n, data, True), release])
+        if not (int(wrote) and int(released)):
+            self.counters.refused += 1
+        return bool(int(wrote)), bool(int(released))
+
+    async def replay(
+        self, session: str, stream: str, after: int
+    ) -> list[tuple[int, bytes, bool]] | None:
+        """The events of ``stream`` numbered above ``after``; None when the stream is not kept
+        (never was, ended with its session, or expired)."""
+        self.counters.count("replay")
+        key = self.events_key(session, stream)
+        async with self.redis.pipeline(transaction=False) as p:
+            p.exists(key)
+            p.xrange(key, f"(0-{after}", "+")
+            exists, entries = await p.execute()
+        if not exists:
+            return None
+        return [_entry(i, f) for i, f in entries]
+
+    async def tail(
+        self, session: str, stream: str, after: int, block_ms: int
+    ) -> list[tuple[int, bytes, bool]]:
+        """The events of ``stream`` after ``after``, waiting up to ``block_ms`` for one."""
+        key = self.events_key(session, stream)
+        got = await self.redis.xread({key: f"0-{after}"}, block=block_ms, count=256)
+        if not got:
+            return []
+        entries = got[key.encode()] if isinstance(got, dict) else got[0][1]
+        if isinstance(entries, list) and entries and isinstance(entries[0], list):
+            entries = entries[0]
+        return [_entry(i, f) for i, f in entries]
+
+    async def listening(self, worker: str) -> bool:
+        """Whether ``worker`` is subscribed to its channel (alive and connected)."""
+        got = await self.redis.pubsub_numsub(WORKER_CHANNEL + worker)
+        return bool(got and int(got[0][1]))
+
     # --- routing -------------------------------------------------------------------------
     async def route(self, session: str, key: IdKey, message: dict[str, Any]) -> str | None:
         """Send ``message`` to the worker holding the claim of ``key``; returns that worker,
@@ -357,6 +438,13 @@ class RedisStore:
     async def refused_count(self, session: str) -> int:
         v = await self.redis.get(_k(session, "refused"))
         return int(v or 0)
+
+
+def _entry(entry_id: Any, fields: Any) -> tuple[int, bytes, bool]:
+    """A stream entry ``0-n`` with fields d (data) and e (1: the stream's last event)."""
+    eid = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+    f = {(k.decode() if isinstance(k, bytes) else k): v for k, v in fields.items()}
+    return int(eid.split("-", 1)[1]), f.get("d", b""), f.get("e") in (b"1", "1", 1)
 
 
 def now() -> float:

@@ -300,11 +300,20 @@ async def _load(workers, sessions=50, calls=20, dup_every=5):
 
             async def original(rid, dup):
                 label = f"s{s}-r{rid}"
-                args = {"label": label, "steps": 1, "delay": 0.5 if dup else 0.01}
-                body = call(rid, "slow", args, label)
+                if dup:  # held in flight by its elicitation until the duplicate is answered
+                    body = call(rid, "ask", {"label": label})
+                else:
+                    body = call(rid, "slow", {"label": label, "steps": 1, "delay": 0.01}, label)
                 async with client.stream("POST", url(), headers=h, json=body) as resp:
                     seen.add(resp.headers.get("mcp-inflight-worker"))
-                    if dup:  # the original is admitted (its headers came): now the duplicate
+                    lines = resp.aiter_lines()
+                    text = ""
+                    if dup:
+                        async for line in lines:
+                            text += line + "\n"
+                            if line.startswith("data:") and "elicitation/create" in line:
+                                asked = json.loads(line[5:])
+                                break
                         d = await client.post(
                             url(), headers=h, json=call(rid, "echo", {"text": "dup"})
                         )
@@ -313,7 +322,17 @@ async def _load(workers, sessions=50, calls=20, dup_every=5):
                             tally["refused"] += 1
                         else:
                             tally["misrouted"] += 1
-                    text = (await resp.aread()).decode()
+                        if label not in asked["params"]["message"]:
+                            tally["misrouted"] += 1
+                        answer = {
+                            "jsonrpc": "2.0",
+                            "id": asked["id"],
+                            "result": {"action": "accept", "content": {"ok": True}},
+                        }
+                        a = await client.post(url(), headers=h, json=answer)
+                        seen.add(a.headers.get("mcp-inflight-worker"))
+                    async for line in lines:
+                        text += line + "\n"
                 msgs = events(text)
                 final = [m for m in msgs if m.get("id") == rid]
                 tokens = {
@@ -321,11 +340,12 @@ async def _load(workers, sessions=50, calls=20, dup_every=5):
                     for m in msgs
                     if m.get("method") == "notifications/progress"
                 }
+                want = f"ask:{label}:accept" if dup else f"done:{label}"
                 if not final:
                     tally["lost"] += 1
                 elif final[-1].get("result", {}).get("content", [{}])[0].get(
                     "text"
-                ) != f"done:{label}" or tokens != {label}:
+                ) != want or tokens - {label}:
                     tally["misrouted"] += 1
                 else:
                     tally["served"] += 1

@@ -166,6 +166,7 @@ def test_official_client_spread_over_workers(redis, workers):
     assert registry_keys(redis) == []
 
 
+@pytest.mark.slow
 def test_duplicate_refused_across_workers_and_sequential_reuse(redis, workers):
     a, b, c = (w.url for w in workers)
     with httpx.Client(timeout=30) as client:
@@ -223,3 +224,52 @@ def test_probe_against_serve_workers_is_clean(redis):
     finally:
         server.stop()
     assert [k for k in registry_keys(redis) if ":inflight:" in k or ":waiter:" in k] == []
+
+
+def sse_events(lines):
+    """(id, message) of each SSE event with data, as the lines come."""
+    eid = None
+    for line in lines:
+        if line.startswith("id:"):
+            eid = line[3:].strip()
+        elif line.startswith("data:"):
+            data = line[5:].strip()
+            yield eid, (json.loads(data) if data else None)
+
+
+@pytest.mark.slow
+def test_stream_resumed_on_another_worker(redis, workers):
+    """A POST stream's connection drops; the client resumes it with ``Last-Event-ID`` on
+    another worker (replayed from Redis, then its later events as they are kept) and on the
+    worker that runs it (from memory): every event once, in order, the response at the end."""
+    a, b, _ = (w.url for w in workers)
+    with httpx.Client(timeout=30) as client:
+        sid, h = session(client, a)
+        for resume_on in (b, a):
+            body = call(11, "slow", {"label": "R", "steps": 8, "delay": 0.1}, "tr")
+            seen = []
+            with client.stream("POST", a, headers=h, json=body) as r:
+                events_in = sse_events(r.iter_lines())
+                for eid, msg in events_in:
+                    seen.append((eid, msg))
+                    if msg and msg.get("method") == "notifications/progress":
+                        if msg["params"]["progress"] == 2:
+                            break
+            # the connection is gone; the handler goes on and its events are kept
+            last = seen[-1][0]
+            get_h = {**h, "last-event-id": last, "accept": "text/event-stream"}
+            with client.stream("GET", resume_on, headers=get_h) as r:
+                assert r.status_code == 200
+                rest = list(sse_events(r.iter_lines()))
+            ids = [e for e, _ in seen + rest]
+            assert len(ids) == len(set(ids)), ids
+            msgs = [m for _, m in seen + rest if m]
+            progress = [
+                m["params"]["progress"] for m in msgs if m.get("method") == "notifications/progress"
+            ]
+            assert progress == list(range(1, 9)), progress
+            assert msgs[-1]["id"] == 11 and msgs[-1]["result"]["content"][0]["text"] == "done:R"
+        bad = {**h, "last-event-id": "nosuch~p1.3", "accept": "text/event-stream"}
+        assert client.get(b, headers=bad).status_code == 400
+        assert client.delete(a, headers=h).status_code == 200
+    assert registry_keys(redis, sid) == []
