@@ -133,8 +133,16 @@ class _KeptOutlet(_Outlet):
         return sse.encode(data, id=f"{self.stream}.{n}", retry=retry)
 
     def prime(self, retry_ms: int) -> None:
+        """The priming event goes out at once; it is kept with the stream's next event (so a
+        request answered without events costs no round trip more), and a resume from it waits
+        for the stream's events."""
         self.retry = retry_ms
-        self._queue(b"")
+        self.n += 1
+        self.queue.append((self.n, b""))
+        ev = self._event(self.n, b"")
+        self.confirmed.append((self.n, ev))
+        self.items.insert(0, ev)
+        self._wake()
 
     def send(self, msg: Any) -> None:
         if self.broken or self.done:
@@ -159,6 +167,8 @@ class _KeptOutlet(_Outlet):
             self.session.app.spawn(self._flush())
 
     def _deliver(self, n: int, data: bytes) -> None:
+        if n == 1:  # the priming event: already out
+            return
         ev = self._event(n, data)
         self.confirmed.append((n, ev))
         if self.owner is not None:
@@ -196,8 +206,9 @@ class _KeptOutlet(_Outlet):
             return await self.session.app.release(c)
         self.n += 1
         store = self.session.app.store
+        pending, self.queue = self.queue, []  # the priming event, when nothing came before
         try:
-            wrote, released = await store.final(c, self.stream, self.n, data)
+            wrote, released = await store.final(c, self.stream, self.n, data, pending)
         except _store_errors() as e:
             store.counters.errors += 1
             return f"the session store is unreachable: {e}"
@@ -662,7 +673,10 @@ class RedisApp(App):
                 local._wake()
                 local.wake = None
             return await self._pump(session, None, local, token, receive, send, _SSE_HEADERS, first)
+        worker = stream.rsplit("~p", 1)[0]
         entries = await self.store.replay(session.sid, stream, n)
+        if entries is None and n == 1 and await self.store.listening(worker):
+            entries = []  # nothing kept yet after its priming event: follow it
         if entries is None or (entries and entries[0][0] != n + 1):
             return await self._error(
                 send,
@@ -679,14 +693,15 @@ class RedisApp(App):
             gone.set()
 
         watcher = asyncio.get_running_loop().create_task(watch())
-        worker = stream.rsplit("~p", 1)[0]
         try:
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
             quiet = 0.0
             while True:
                 if entries:
                     quiet = 0.0
-                    body = b"".join(sse.encode(d, id=f"{stream}.{m}") for m, d, _ in entries)
+                    body = b"".join(
+                        sse.encode(d, id=f"{stream}.{m}") for m, d, _ in entries if m > 1
+                    )
                     await send({"type": "http.response.body", "body": body, "more_body": True})
                     n = entries[-1][0]
                     if entries[-1][2]:

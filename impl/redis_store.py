@@ -375,16 +375,27 @@ class RedisStore:
             self.counters.refused += 1
         return ok
 
-    async def final(self, c: Claimed, stream: str, n: int, data: bytes) -> tuple[bool, bool]:
-        """The response as the stream's last event (checked), then ``release``: one round
-        trip.  Returns (written, released)."""
+    async def final(
+        self,
+        c: Claimed,
+        stream: str,
+        n: int,
+        data: bytes,
+        pending: list[tuple[int, bytes]] = (),  # type: ignore[assignment]
+    ) -> tuple[bool, bool]:
+        """The events still pending and the response as the stream's last event (each a
+        checked ``write``), then ``release``: one round trip.  Returns (written, released)."""
         self.counters.count("write")
         self.counters.count("release")
-        release = ("release", self._checked(c), [c.value])
-        wrote, released = await self._pipelined([self._xadd(c, stream, n, data, True), release])
-        if not (int(wrote) and int(released)):
+        calls = [self._xadd(c, stream, m, d, False) for m, d in pending]
+        calls.append(self._xadd(c, stream, n, data, True))
+        calls.append(("release", self._checked(c), [c.value]))
+        out = await self._pipelined(calls)
+        wrote = all(int(x) for x in out[:-1])
+        released = bool(int(out[-1]))
+        if not (wrote and released):
             self.counters.refused += 1
-        return bool(int(wrote)), bool(int(released))
+        return wrote, released
 
     async def replay(
         self, session: str, stream: str, after: int

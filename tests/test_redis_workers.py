@@ -242,18 +242,22 @@ def test_stream_resumed_on_another_worker(redis, workers):
     """A POST stream's connection drops; the client resumes it with ``Last-Event-ID`` on
     another worker (replayed from Redis, then its later events as they are kept) and on the
     worker that runs it (from memory): every event once, in order, the response at the end."""
-    a, b, _ = (w.url for w in workers)
+    a, b, c = (w.url for w in workers)
     with httpx.Client(timeout=30) as client:
         sid, h = session(client, a)
-        for resume_on in (b, a):
+        # after two progress events on another worker and on its own; after the priming
+        # event alone (nothing kept yet) on a third
+        for resume_on, after in ((b, 2), (a, 2), (c, 0)):
             body = call(11, "slow", {"label": "R", "steps": 8, "delay": 0.1}, "tr")
             seen = []
             with client.stream("POST", a, headers=h, json=body) as r:
                 events_in = sse_events(r.iter_lines())
                 for eid, msg in events_in:
                     seen.append((eid, msg))
+                    if after == 0:
+                        break
                     if msg and msg.get("method") == "notifications/progress":
-                        if msg["params"]["progress"] == 2:
+                        if msg["params"]["progress"] == after:
                             break
             # the connection is gone; the handler goes on and its events are kept
             last = seen[-1][0]
@@ -269,7 +273,7 @@ def test_stream_resumed_on_another_worker(redis, workers):
             ]
             assert progress == list(range(1, 9)), progress
             assert msgs[-1]["id"] == 11 and msgs[-1]["result"]["content"][0]["text"] == "done:R"
-        bad = {**h, "last-event-id": "nosuch~p1.3", "accept": "text/event-stream"}
+        bad = {**h, "last-event-id": "nosuch~p1.1", "accept": "text/event-stream"}
         assert client.get(b, headers=bad).status_code == 400
         assert client.delete(a, headers=h).status_code == 200
     assert registry_keys(redis, sid) == []
