@@ -101,8 +101,15 @@ class Serve:
                 self.url = m.group(1)
             if READY.search(line):
                 ready += 1
-        # keep reading stderr so the pipe never fills
-        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
+        # keep reading stderr so the pipe never fills (and for the workers' last words)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -111,6 +118,15 @@ class Serve:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.reader.join(5)
+
+    def store_stats(self) -> list[dict]:
+        """Each worker's store counters, printed as it stops."""
+        out = []
+        for line in self.lines:
+            if " stopping: store " in line:
+                out.append(json.loads(line.split(" stopping: store ", 1)[1]))
+        return out
 
 
 def open_session(client, url) -> dict:
@@ -151,35 +167,48 @@ def latency(client, url, h, n: int) -> tuple[float, float]:
     return pct(times, 50) * 1e3, pct(times, 99) * 1e3
 
 
-def round_trips(client, url, h, redis: RedisServer, n: int = 200) -> dict[str, float]:
-    """Redis commands per request, by kind of request: sequential requests, commandstats
-    before and after (minus the INFO calls themselves)."""
+def round_trips(redis: RedisServer, n: int = 200) -> dict[str, dict]:
+    """Per kind of request, on a fresh one-worker server: the worker's round trips to Redis
+    per request (its own count, printed as it stops, less the session's creation) and the
+    Redis commands per request (commandstats before and after)."""
+    import httpx
+
     out = {}
-    kinds = {
-        "tools/call echo": lambda k: echo(200_000 + k),
-        "ping": lambda k: {"jsonrpc": "2.0", "id": 300_000 + k, "method": "ping"},
-        "tools/call slow (3 progress)": lambda k: {
-            "jsonrpc": "2.0",
-            "id": 400_000 + k,
-            "method": "tools/call",
-            "params": {
-                "name": "slow",
-                "arguments": {"label": "b", "steps": 3, "delay": 0},
-                "_meta": {"progressToken": k},
-            },
-        },
-    }
-    for name, make in kinds.items():
-        before = redis.commandstats()
-        for k in range(n):
-            r = client.post(url, headers=h, json=make(k))
-            assert r.status_code == 200, r.text
-        after = redis.commandstats()
+    for name, make in KINDS.items():
+        srv = Serve(["--redis", redis.url], 1)
+        try:
+            with httpx.Client(timeout=30) as client:
+                h = open_session(client, srv.url)
+                before = redis.commandstats()
+                for k in range(n):
+                    r = client.post(srv.url, headers=h, json=make(k))
+                    assert r.status_code == 200, r.text
+                after = redis.commandstats()
+        finally:
+            srv.stop()
+        stats = srv.store_stats()[0]
+        trips = (stats["round_trips"] - 1) / n  # less the session's creation
         delta = {c: after.get(c, 0) - before.get(c, 0) for c in after}
         delta["info"] = delta.get("info", 0) - 1
-        client_cmds = {c: v for c, v in delta.items() if v and c in CLIENT_COMMANDS}
-        out[name] = {c: v / n for c, v in sorted(client_cmds.items())}
+        cmds = {c: v / n for c, v in sorted(delta.items()) if v and c in CLIENT_COMMANDS}
+        out[name] = {"round_trips": trips, "commands": cmds, "ops": stats["ops"]}
     return out
+
+
+KINDS = {
+    "tools/call echo": lambda k: echo(200_000 + k),
+    "ping": lambda k: {"jsonrpc": "2.0", "id": 300_000 + k, "method": "ping"},
+    "tools/call slow (3 progress, 3 logs)": lambda k: {
+        "jsonrpc": "2.0",
+        "id": 400_000 + k,
+        "method": "tools/call",
+        "params": {
+            "name": "slow",
+            "arguments": {"label": "b", "steps": 3, "delay": 0},
+            "_meta": {"progressToken": k},
+        },
+    },
+}
 
 
 #: the commands a worker sends itself (DEL, PEXPIRE, GET, SET, INCR, EXISTS in commandstats run
@@ -188,6 +217,7 @@ CLIENT_COMMANDS = {"evalsha", "eval", "publish", "hgetall", "hset", "script|load
 
 
 def run_config(name, args, workers, redis, opts) -> dict:
+    """Throughput (wrk) and sequential latency of one server."""
     import httpx
 
     srv = Serve(args, workers)
@@ -198,7 +228,6 @@ def run_config(name, args, workers, redis, opts) -> dict:
             run_wrk(srv.url, sid, 1, opts.threads, opts.connections)  # warm-up
             res, _ = run_wrk(srv.url, sid, opts.duration, opts.threads, opts.connections)
             p50, p99 = latency(client, srv.url, h, opts.calls)
-            trips = round_trips(client, srv.url, h, redis) if workers else None
             left = [k for k in redis.client.keys("mcpi:*") if b":inflight:" in k]
     finally:
         srv.stop()
@@ -214,7 +243,6 @@ def run_config(name, args, workers, redis, opts) -> dict:
         "errors": errors,
         "seq_p50_ms": p50,
         "seq_p99_ms": p99,
-        "trips": trips,
         "claims_left": len(left),
     }
 
@@ -239,6 +267,8 @@ def main(argv=None) -> int:
         for name, args, workers in configs:
             print(f"running {name} ...", file=sys.stderr, flush=True)
             rows.append(run_config(name, args, workers, redis, opts))
+        print("counting round trips ...", file=sys.stderr, flush=True)
+        trips = round_trips(redis)
     finally:
         redis.close()
     base = rows[0]
@@ -257,19 +287,21 @@ def main(argv=None) -> int:
             f"{r['seq_p50_ms']:>6.2f}ms {r['seq_p99_ms']:>6.2f}ms "
             f"{r['seq_p99_ms'] - base['seq_p99_ms']:>+5.2f}ms"
         )
-    print("\nRedis commands per request (INFO commandstats deltas; EVALSHA = one script):")
-    for r in rows[1:]:
-        for kind, cmds in (r["trips"] or {}).items():
-            total = sum(cmds.values())
-            shown = ", ".join(f"{c} {v:.2f}" for c, v in cmds.items())
-            print(f"  {r['name']:<10} {kind:<30} {total:.2f}  ({shown})")
+    print(
+        "\nRedis per request, one worker, 200 sequential requests of each kind: round trips "
+        "(the worker's count; a pipeline is one) and commands (INFO commandstats; EVALSHA = "
+        "one script):"
+    )
+    for kind, t in trips.items():
+        shown = ", ".join(f"{c} {v:.2f}" for c, v in t["commands"].items())
+        print(f"  {kind:<30} {t['round_trips']:.2f} round trips  ({shown})  ops {t['ops']}")
     print(
         "  (a request of a session that a worker has not served before also reads the session's"
         " record once: HGETALL)"
     )
     print(f"\nclaims left in Redis after each run: {[r['claims_left'] for r in rows]}")
     if opts.json:
-        Path(opts.json).write_text(json.dumps(rows, indent=2))
+        Path(opts.json).write_text(json.dumps({"rows": rows, "trips": trips}, indent=2))
     return 0
 
 

@@ -360,6 +360,10 @@ class RedisApp(App):
     async def stop(self) -> None:
         for s in list(self.sessions.values()):
             self._end(s)
+        c = self.store.counters
+        stats = {"round_trips": c.round_trips, "ops": c.by_op, "refused": c.refused}
+        stats.update(errors=c.errors, lost_leases=self.lost_leases)
+        _say(f"worker {self.worker} stopping: store {json.dumps(stats, sort_keys=True)}")
         for t in (self._renewer, self._listener):
             if t is not None:
                 t.cancel()

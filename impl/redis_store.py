@@ -173,8 +173,9 @@ class StoreCounters:
     refused: int = 0  # renewals, writes and releases the store refused to this worker
     errors: int = 0  # calls that failed (the store unreachable)
 
-    def count(self, op: str, n: int = 1) -> None:
-        self.round_trips += 1
+    def count(self, op: str, n: int = 1, trips: int = 1) -> None:
+        """``n`` operations ``op`` in ``trips`` round trips (0: part of another's pipeline)."""
+        self.round_trips += trips
         self.by_op[op] = self.by_op.get(op, 0) + n
 
 
@@ -385,8 +386,8 @@ class RedisStore:
     ) -> tuple[bool, bool]:
         """The events still pending and the response as the stream's last event (each a
         checked ``write``), then ``release``: one round trip.  Returns (written, released)."""
-        self.counters.count("write")
-        self.counters.count("release")
+        self.counters.count("write", 1 + len(pending))
+        self.counters.count("release", trips=0)
         calls = [self._xadd(c, stream, m, d, False) for m, d in pending]
         calls.append(self._xadd(c, stream, n, data, True))
         calls.append(("release", self._checked(c), [c.value]))

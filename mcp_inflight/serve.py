@@ -13,6 +13,11 @@ The demo tools (other checks depend on their names and arguments):
 
 On HTTP the server prints ``mcp-inflight serve: listening on http://HOST:PORT/PATH`` to stderr
 once the socket is bound (``--port 0`` picks a free port), so scripts can read the port.
+
+``--redis URL`` keeps 2025-11-25 sessions, in-flight claims, routing and resumable streams in
+Redis (:mod:`mcp_inflight.impl.redis_http`), so that ``--workers N`` worker processes, forked
+after the socket is bound and all accepting on it, serve any request of any session; each prints
+``mcp-inflight serve: worker NAME ready`` once connected to Redis.
 """
 
 from __future__ import annotations
