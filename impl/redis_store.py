@@ -36,9 +36,12 @@ enforced by ``claim``, which refuses requests of a session whose record is gone)
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import socket
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,6 +166,119 @@ def _k(session: str, part: str) -> str:
     return f"mcpi:{{{session}}}:{part}"
 
 
+class _Lean(asyncio.Protocol):
+    """One plain connection for the scripts on the request path (claim, release, the checked
+    writes): commands written as RESP2, replies read in order into the futures that wait for
+    them, so coroutines sharing it pipeline by themselves.  redis-py's asyncio client spends
+    about three times as long per command on this path; everything else (pub/sub, reads,
+    loading the scripts) goes through it."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.waiting: deque[asyncio.Future] = deque()
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        pos = 0
+        while self.waiting:
+            got = _parse(self.buf, pos)
+            if got is None:
+                break
+            value, pos = got
+            fut = self.waiting.popleft()
+            if not fut.done():
+                fut.set_result(value)
+        del self.buf[:pos]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        from redis.exceptions import ConnectionError as Lost
+
+        while self.waiting:
+            fut = self.waiting.popleft()
+            if not fut.done():
+                fut.set_exception(Lost(f"the connection to Redis was lost: {exc or 'closed'}"))
+
+    def send(self, commands: list[list[Any]]) -> list[asyncio.Future]:
+        """Write ``commands`` at once; one future per reply."""
+        from redis.exceptions import ConnectionError as Lost
+
+        if self.closed or self.transport is None:
+            raise Lost("the connection to Redis is closed")
+        loop = asyncio.get_running_loop()
+        futs = [loop.create_future() for _ in commands]
+        self.waiting.extend(futs)
+        self.transport.write(b"".join(_command(c) for c in commands))
+        return futs
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _command(args: list[Any]) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+class _Error(str):
+    """A RESP error reply."""
+
+
+def _parse(buf: bytearray, i: int) -> tuple[Any, int] | None:
+    """One RESP2 reply at ``buf[i:]``: (value, end), or None while incomplete."""
+    end = buf.find(b"\r\n", i)
+    if end < 0:
+        return None
+    kind, line = buf[i : i + 1], bytes(buf[i + 1 : end])
+    nxt = end + 2
+    if kind == b"+":
+        return line, nxt
+    if kind == b"-":
+        return _Error(line.decode(errors="replace")), nxt
+    if kind == b":":
+        return int(line), nxt
+    if kind == b"$":
+        n = int(line)
+        if n < 0:
+            return None, nxt
+        if len(buf) < nxt + n + 2:
+            return None
+        return bytes(buf[nxt : nxt + n]), nxt + n + 2
+    if kind == b"*":
+        n = int(line)
+        if n < 0:
+            return None, nxt
+        items = []
+        for _ in range(n):
+            got = _parse(buf, nxt)
+            if got is None:
+                return None
+            value, nxt = got
+            items.append(value)
+        return items, nxt
+    raise ValueError(f"not a RESP2 reply: {bytes(buf[i : i + 16])!r}")
+
+
+def _checked_reply(value: Any) -> Any:
+    if isinstance(value, _Error):
+        from redis.exceptions import NoScriptError, ResponseError
+
+        raise (NoScriptError if value.startswith("NOSCRIPT") else ResponseError)(str(value))
+    return value
+
+
 @dataclass
 class StoreCounters:
     """Round trips and refusals seen by this worker (the store's own per-session count of
@@ -211,8 +327,13 @@ class RedisStore:
         }
         self.counters = StoreCounters()
         self.channel = WORKER_CHANNEL + worker
+        self._lean: _Lean | None = None
+        self._lean_off = False  # True: every call through redis-py (for comparison)
+        self._lean_lock = asyncio.Lock()
 
     async def close(self) -> None:
+        if self._lean is not None:
+            self._lean.close()
         await self.redis.aclose()
 
     async def load(self) -> None:
@@ -220,21 +341,71 @@ class RedisStore:
         for name, text in SCRIPTS.items():
             self._sha[name] = await self.redis.script_load(text)
 
+    async def _connection(self) -> _Lean | None:
+        """The plain connection (opened on first use, again after it was lost), or None when
+        this store's URL is not a plain TCP one (then redis-py carries everything)."""
+        lean = self._lean
+        if lean is not None and not lean.closed:
+            return lean
+        kw = self.redis.connection_pool.connection_kwargs
+        if "host" not in kw or kw.get("password") or kw.get("username") or self._lean_off:
+            return None
+        async with self._lean_lock:
+            if self._lean is not None and not self._lean.closed:
+                return self._lean
+            loop = asyncio.get_running_loop()
+            try:
+                _, proto = await loop.create_connection(_Lean, kw["host"], kw.get("port", 6379))
+            except OSError as e:
+                from redis.exceptions import ConnectionError as Lost
+
+                raise Lost(f"cannot connect to Redis: {e}") from None
+            if kw.get("db"):
+                (fut,) = proto.send([["SELECT", kw["db"]]])
+                _checked_reply(await fut)
+            self._lean = proto
+            return proto
+
+    async def _lean_calls(self, commands: list[list[Any]]) -> list[Any] | None:
+        """``commands`` on the plain connection, in one write; None when there is none."""
+        lean = await self._connection()
+        if lean is None:
+            return None
+        futs = lean.send(commands)
+        return [await f for f in futs]
+
     async def _eval(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """One script call: EVALSHA (one round trip), loading the scripts when the store has
         lost them."""
         from redis.exceptions import NoScriptError
 
-        try:
-            return await self.redis.evalsha(self._sha[name], len(keys), *keys, *args)
-        except NoScriptError:
-            await self.load()
-            return await self.redis.evalsha(self._sha[name], len(keys), *keys, *args)
+        for attempt in (0, 1):
+            command = ["EVALSHA", self._sha[name], len(keys), *keys, *args]
+            out = await self._lean_calls([command])
+            try:
+                if out is None:
+                    return await self.redis.evalsha(self._sha[name], len(keys), *keys, *args)
+                return _checked_reply(out[0])
+            except NoScriptError:
+                if attempt:
+                    raise
+                await self.load()
+        raise AssertionError("unreachable")
 
     async def _pipelined(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
         """Several script calls in one round trip (a pipeline, not a transaction: each script
         is atomic on its own)."""
         from redis.exceptions import NoScriptError, ResponseError
+
+        commands = [["EVALSHA", self._sha[n], len(k), *k, *a] for n, k, a in calls]
+        out = await self._lean_calls(commands)
+        if out is not None:
+            if any(isinstance(x, _Error) and x.startswith("NOSCRIPT") for x in out):
+                await self.load()
+                commands = [["EVALSHA", self._sha[n], len(k), *k, *a] for n, k, a in calls]
+                out = await self._lean_calls(commands)
+                assert out is not None
+            return [_checked_reply(x) for x in out]
 
         for attempt in (0, 1):
             async with self.redis.pipeline(transaction=False) as p:
