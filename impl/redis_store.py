@@ -344,11 +344,13 @@ class RedisStore:
     async def _connection(self) -> _Lean | None:
         """The plain connection (opened on first use, again after it was lost), or None when
         this store's URL is not a plain TCP one (then redis-py carries everything)."""
+        if self._lean_off:
+            return None
         lean = self._lean
         if lean is not None and not lean.closed:
             return lean
         kw = self.redis.connection_pool.connection_kwargs
-        if "host" not in kw or kw.get("password") or kw.get("username") or self._lean_off:
+        if "host" not in kw or kw.get("password") or kw.get("username"):
             return None
         async with self._lean_lock:
             if self._lean is not None and not self._lean.closed:
