@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import httpx
 import httpx2
@@ -221,8 +224,20 @@ def test_probe_against_serve_workers_is_clean(redis):
         )
         assert out.returncode == 0, out.stdout + out.stderr
         assert "CLEAN: no defect class found" in out.stdout, out.stdout
+        # a worker killed is started again; the port is served all along
+        first = next(iter(server.workers))
+        os.kill(first, signal.SIGKILL)
+        server.wait_for(rf"worker {first} ended")
+        deadline = time.monotonic() + 10
+        while len(server.workers) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(server.workers) == 4, server.text()
+        with httpx.Client(timeout=10) as client:
+            sid, h = session(client, server.url)
+            assert client.delete(server.url, headers=h).status_code == 200
     finally:
         server.stop()
+    assert server.proc.returncode == 0, server.text()
     assert [k for k in registry_keys(redis) if ":inflight:" in k or ":waiter:" in k] == []
 
 
