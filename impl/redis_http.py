@@ -530,9 +530,12 @@ class RedisApp(App):
         if scope["type"] != "http" or not self.worker:
             return await super().__call__(scope, receive, send)
         tag = (_WORKER_HEADER, self.worker.encode())
+        started = False
 
         async def tagged(m):
+            nonlocal started
             if m["type"] == "http.response.start":
+                started = True
                 m = {**m, "headers": [*m.get("headers", ()), tag]}
             await send(m)
 
@@ -540,6 +543,8 @@ class RedisApp(App):
             return await super().__call__(scope, receive, tagged)
         except _store_errors() as e:
             self.store.counters.errors += 1
+            if started:  # too late for a status: the response ends here
+                raise
             return await self._error(
                 tagged, 503, SERVER_BUSY, f"Service Unavailable: the session store failed: {e}"
             )
@@ -588,6 +593,11 @@ class RedisApp(App):
     async def _initialize(self, send, msg):
         now = asyncio.get_running_loop().time()
         self._sweep(now)
+        if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
+            # this worker's views are a cache of the records: an idle one goes, and is made
+            # again from its record when a request of its session comes
+            for s in [s for s in self.sessions.values() if s.idle() and s.standalone is None]:
+                self.sessions.pop(s.sid, None)
         if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
             return await self._error(
                 send,
