@@ -179,9 +179,10 @@ def test_sigstop_past_the_lease_then_sigcont(redis):
 
 
 def test_redis_restart(redis):
-    """Redis restarted (no persistence): the call in flight ends with an error (its claim is
-    gone: a lost lease), the session is gone (404, the client initialises again), and a new
-    session works on every worker, answers routed between workers included."""
+    """Redis stopped, then started again empty (no persistence): meanwhile a request gets 503
+    with a clear error; the call in flight ends with an error (its claim is gone: a lost
+    lease), the session is gone (404, the client initialises again), and a new session works
+    on every worker, answers routed between workers included."""
     pool = Pool(2, "--redis", redis.url, "--lease-ms", LEASE)
     try:
         w0, w1 = pool
@@ -195,7 +196,12 @@ def test_redis_restart(redis):
             ) as a:
                 lines = a.iter_lines()
                 first_progress(lines)
-                redis.restart()
+                redis.kill()
+                # while Redis is down: a clear error, nothing admitted
+                down = client.post(w1.url, headers=h, json=call(2, "echo", {"text": "x"}))
+                assert down.status_code == 503, down.text
+                assert "session store" in down.json()["error"]["message"]
+                redis.start()
                 msgs = [json.loads(x[5:]) for x in lines if x.startswith("data:") and x[5:].strip()]
             assert msgs[-1]["id"] == 1 and "lease lost" in msgs[-1]["error"]["message"], msgs[-1]
             assert (
