@@ -716,7 +716,12 @@ class App:
         return await self._reply(send, 200)
 
 
-def create_app(server: Server, path: str = "/mcp", **options) -> App:
+def create_app(server: Server, path: str = "/mcp", redis: str | None = None, **options) -> App:
     """The Streamable HTTP ASGI app for ``server`` at ``path`` (options: ``allowed_hosts``,
-    ``allowed_origins``, and the resource bounds of :class:`App`)."""
+    ``allowed_origins``, and the resource bounds of :class:`App`).  ``redis``: a Redis URL, for
+    one of several workers sharing 2025-11-25 sessions (:mod:`.redis_http`; ``lease_ms``)."""
+    if redis is not None:
+        from .redis_http import RedisApp
+
+        return RedisApp(server, path, redis=redis, **options)
     return App(server, path, **options)

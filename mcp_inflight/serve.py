@@ -13,6 +13,11 @@ The demo tools (other checks depend on their names and arguments):
 
 On HTTP the server prints ``mcp-inflight serve: listening on http://HOST:PORT/PATH`` to stderr
 once the socket is bound (``--port 0`` picks a free port), so scripts can read the port.
+
+``--redis URL`` keeps 2025-11-25 sessions, in-flight claims, routing and resumable streams in
+Redis (:mod:`mcp_inflight.impl.redis_http`), so that ``--workers N`` worker processes, forked
+after the socket is bound and all accepting on it, serve any request of any session; each prints
+``mcp-inflight serve: worker NAME ready`` once connected to Redis.
 """
 
 from __future__ import annotations
@@ -140,6 +145,29 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="an Origin allowed besides this host's own (repeatable)",
     )
+    many = p.add_argument_group("many workers (2025-11-25 sessions shared through Redis)")
+    many.add_argument(
+        "--redis",
+        metavar="URL",
+        help="keep sessions, in-flight claims and routing in this Redis (redis://HOST:PORT/DB); "
+        "any worker then serves any request of a session",
+    )
+    many.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="worker processes accepting on one listening socket (default 1; more than 1 "
+        "needs --redis)",
+    )
+    many.add_argument(
+        "--lease-ms",
+        type=_lease,
+        default=10_000,
+        metavar="MS",
+        help="the lease of an in-flight claim in Redis, renewed every third of it (default "
+        "10000); a worker paused or cut off longer loses its requests",
+    )
     check = p.add_argument_group("record and check what runs")
     check.add_argument(
         "--trace",
@@ -218,6 +246,20 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port {port} is out of range (0 to 65535)")
     return port
+
+
+def _workers(text: str) -> int:
+    n = whole_number(text)
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"workers must be 1 to 256, not {n}")
+    return n
+
+
+def _lease(text: str) -> int:
+    n = whole_number(text)
+    if n < 100:
+        raise argparse.ArgumentTypeError(f"a lease shorter than 100 ms cannot be renewed: {n}")
+    return n
 
 
 def _count(text: str) -> int | None:
@@ -318,24 +360,7 @@ def _traced(app, args):
     return tap
 
 
-async def _serve_http(server: Server, args) -> None:
-    import uvicorn
-
-    from mcp_inflight.impl.http import LOOPBACK, create_app
-
-    hosts = set(LOOPBACK) | {args.host} | set(args.allow_host)
-    app = create_app(
-        server,
-        args.path,
-        allowed_hosts=hosts,
-        allowed_origins=args.allow_origin,
-        max_body=args.max_body,
-        max_sessions=args.max_sessions,
-        session_idle_timeout=args.session_idle_timeout,
-        max_in_flight=args.max_in_flight,
-        body_timeout=args.body_timeout,
-    )
-    app = _traced(app, args)
+def _listen(args) -> socket.socket:
     try:
         infos = socket.getaddrinfo(
             args.host, args.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -347,8 +372,10 @@ async def _serve_http(server: Server, args) -> None:
         sock.listen(2048)  # bound and listening before the port is announced
     except OSError as e:
         raise ServeError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
-    config = uvicorn.Config(app, **uvicorn_settings(), http=http_protocol(args.header_timeout))
-    userver = uvicorn.Server(config)
+    return sock
+
+
+def _announce(sock: socket.socket, args) -> None:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(
@@ -356,7 +383,118 @@ async def _serve_http(server: Server, args) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+async def _serve_http(server: Server, args, sock: socket.socket | None = None) -> None:
+    import uvicorn
+
+    from mcp_inflight.impl.http import LOOPBACK, create_app
+
+    hosts = set(LOOPBACK) | {args.host} | set(args.allow_host)
+    many = {"redis": args.redis, "lease_ms": args.lease_ms} if args.redis else {}
+    app = create_app(
+        server,
+        args.path,
+        allowed_hosts=hosts,
+        allowed_origins=args.allow_origin,
+        max_body=args.max_body,
+        max_sessions=args.max_sessions,
+        session_idle_timeout=args.session_idle_timeout,
+        max_in_flight=args.max_in_flight,
+        body_timeout=args.body_timeout,
+        **many,
+    )
+    app = _traced(app, args)
+    config = uvicorn.Config(app, **uvicorn_settings(), http=http_protocol(args.header_timeout))
+    userver = uvicorn.Server(config)
+    if sock is None:
+        sock = _listen(args)
+        _announce(sock, args)
     await userver.serve(sockets=[sock])
+    if not userver.started:
+        raise ServeError("the server did not start (see the error above)")
+
+
+def _check_redis(url: str) -> None:
+    """Fail early and plainly when the store is unreachable."""
+    try:
+        import redis
+    except ImportError:
+        raise ServeError(
+            "--redis needs the redis package: pip install 'mcp-inflight[redis]'"
+        ) from None
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
+        client.ping()
+        client.close()
+    except (redis.RedisError, OSError, ValueError) as e:
+        raise ServeError(f"cannot reach Redis at {url}: {e}") from None
+
+
+def _serve_workers(server: Server, args) -> int:
+    """``--workers N``: the parent binds and listens, then forks N workers that all accept on
+    that one socket (one accept queue: a worker killed loses only the connections it had
+    accepted, and the others go on serving the port), and starts a worker again when one dies
+    (unless it died within two seconds of its start, which would only repeat)."""
+    import os
+    import signal
+    import time
+
+    sock = _listen(args)
+    _announce(sock, args)
+    children: dict[int, float] = {}
+    stopping = False
+
+    def start_one() -> None:
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 1
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                _run_loop(_serve_http(server, args, sock))
+                code = 0
+            except KeyboardInterrupt:
+                code = 0
+            except ServeError as e:
+                print(f"mcp-inflight serve: {e}", file=sys.stderr, flush=True)
+            finally:
+                os._exit(code)
+        children[pid] = time.monotonic()
+
+    def stop(signum, frame) -> None:  # type: ignore[no-untyped-def]
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for _ in range(args.workers):
+        start_one()
+    failed = False
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        started = children.pop(pid, None)
+        if started is None or stopping:
+            continue
+        lived = time.monotonic() - started
+        print(
+            f"mcp-inflight serve: worker {pid} ended (status {status}) after {lived:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        if lived < 2.0:
+            failed = True
+            continue
+        start_one()
+    return 1 if failed else 0
 
 
 async def _serve_stdio(server: Server, trace: str | None, online: str | bool = False) -> None:
@@ -415,7 +553,26 @@ def run(argv: list[str]) -> int:
     except FixtureError as e:
         print(f"mcp-inflight serve: {e}", file=sys.stderr)
         return 2
+    if args.workers > 1 and not args.redis:
+        print(
+            "mcp-inflight serve: --workers needs --redis (the workers share sessions there)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.redis and args.transport != "http":
+        print("mcp-inflight serve: --redis is for --transport http", file=sys.stderr)
+        return 2
+    if args.workers > 1 and (args.trace or args.online_check):
+        print(
+            "mcp-inflight serve: --trace and --online-check run in one process (not --workers)",
+            file=sys.stderr,
+        )
+        return 2
     try:
+        if args.redis:
+            _check_redis(args.redis)
+        if args.workers > 1:
+            return _serve_workers(server, args)
         if args.transport == "stdio":
             asyncio.run(_serve_stdio(server, args.trace, args.online_check and args.online_checker))
         else:

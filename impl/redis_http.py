@@ -1,0 +1,805 @@
+"""Streamable HTTP on several worker processes that share one Redis (the lease protocol).
+
+``create_app(server, redis="redis://host:port/0")`` (or :class:`RedisApp`) is the app of one
+worker; run as many as you like behind one port (``mcp-inflight serve --workers N --redis URL``,
+or ``uvicorn --workers N``).  A 2025-11-25 session is usable from any worker; 2026-07-28 stays
+stateless (each POST its own scope, nothing in Redis).
+
+Where things live.  The session record, the in-flight claims, the waiters and the fencing
+counter are in Redis (:mod:`.redis_store`, every key under the session's hash tag).  Each
+worker keeps a local view of the sessions it has served: a :class:`~.server.Session` whose core
+(:class:`~.core.SessionCore`, the model's ``atomic`` actions) holds the requests that run *on
+this worker*, and the POST streams of those requests, which stay on the worker that runs them.
+
+One request (2025-11-25) on a worker ``w``:
+
+1. ``claim(w, I)`` in Redis (one script, one round trip): refused if the session has ended
+   (404) or ``I`` is claimed anywhere (409, JSON-RPC -32600, before any stream is registered);
+   else a fencing token.  A request answered at once (``ping``, ``tools/list``...) is admitted
+   and finished in one step: the script only checks, and holds nothing.
+2. The local core admits it (its registries are this worker's part of the session's).
+3. While the handler runs, a background task renews every claim the worker holds, every third
+   of the lease, all in one pipelined round trip.  A renewal refused (the claim expired and
+   another request took the id) or impossible for a whole lease (the store unreachable) is a
+   lost lease: the handler is cancelled and its POST ends with a JSON-RPC error.
+4. A server-to-client request registers its waiter with ``write`` (checked against the token:
+   a stale owner never asks the client anything); its id names the worker (``<worker>/<id>``),
+   so an answer that arrives at another worker is published to this one.
+5. The handler ends: the local core's ``finish`` (the model's ``respond``), then
+   ``release(w, I, tok)`` (compare-and-delete), then the response is written on the POST.  The
+   release comes before the client can read the response, so a client that reuses the id at
+   once is never refused by a claim not yet released; a release refused means the lease was
+   lost, and the POST gets an error instead of the response.
+
+Messages for a request that runs elsewhere: ``notifications/cancelled`` goes through the
+``route`` script (it publishes to the claim's holder, with the claim's value, and the holder
+cancels only if its request under that id holds that token); an answer goes to the worker named
+in its id; DELETE runs ``end`` and tells every worker, each cancelling its handlers of the
+session.  Routing is Redis pub/sub (why: :mod:`.redis_store`).
+
+Resumable streams (``resumable=True``, the default).  A running request's POST stream is kept
+in Redis: a Redis stream per POST stream (``mcpi:{S}:events:<worker>~p<n>``, entries ``0-<n>``),
+each event appended with a checked ``write`` (pending ones pipelined together) and written on
+the connection only once Redis has it; the response is appended with the stream's end mark and
+the claim released in one round trip.  Event ids are ``<worker>~p<n>.<k>``: they name the stream
+and its worker, never a request id.  A dropped connection detaches the stream (the handler goes
+on); ``GET`` with ``Last-Event-ID`` on the worker that runs it replays from memory and takes the
+stream over, on any other worker replays from Redis and then follows the stream (``XREAD``)
+until its end mark, or until its worker has been silent for a lease and no longer listens.
+The session's end deletes its streams; each also expires with the session's idle timeout.
+
+Not shared: the standalone GET stream (one per worker and session); ``logging/setLevel``
+reaches the other workers' views by a published message (a view made later reads the record).
+
+A rule the core lacks.  The core is one process's view; across workers the admission rule is
+the store's ``claim`` and the end of a request its ``release``, exactly the lease protocol's
+operations: this module adds no lifecycle rule of its own beyond them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import sys
+import time
+from typing import Any
+
+from . import sse
+from .core import Handle, InvalidId, typed_id
+from .http import _SSE as _SSE_HEADERS
+from .http import SERVER_BUSY, App, _HttpSession, _Outlet, _sse
+from .http_checks import Headers
+from .messages import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    LEGACY,
+    dumps,
+    encode_message,
+    error,
+    error_reply,
+    parse,
+)
+from .redis_store import BROADCAST, Claimed, RedisStore
+from .server import RequestFailed, Server, Session
+
+__all__ = ["RedisApp", "LEASE_LOST"]
+
+LEASE_LOST = "lease lost"
+_WORKER_HEADER = b"mcp-inflight-worker"
+
+
+def _say(text: str) -> None:
+    """One line on stderr in one write (several workers share it: lines never interleave)."""
+    try:
+        os.write(sys.stderr.fileno(), f"mcp-inflight serve: {text}\n".encode())
+    except (OSError, ValueError):
+        pass
+
+
+def _store_errors() -> tuple[type[BaseException], ...]:
+    from redis.exceptions import RedisError
+
+    return (RedisError, OSError)
+
+
+def _unused(stream: str, data: bytes) -> str:  # pragma: no cover - _KeptOutlet keeps itself
+    raise AssertionError("a kept outlet stores its events itself")
+
+
+class _KeptOutlet(_Outlet):
+    """A resumable POST stream whose events are kept in Redis: each event is appended with a
+    checked ``write`` (pipelined with the others pending) and written on the connection only
+    once the store has it, so any worker can replay it from its id.  A write refused is a lost
+    lease.  The events confirmed are also kept here, for a resume on this worker."""
+
+    __slots__ = ("session", "n", "queue", "flushing", "confirmed", "claim", "drained", "retry")
+
+    def __init__(self, session: _RedisSession, stream: str):
+        super().__init__(_unused, stream, session.live)
+        self.session = session
+        self.n = 0
+        self.queue: list[tuple[int, bytes]] = []
+        self.flushing = False
+        self.confirmed: list[tuple[int, bytes]] = []  # (n, the encoded event)
+        self.claim: Claimed | None = None
+        self.drained = asyncio.Event()
+        self.drained.set()
+        self.retry: int | None = None
+
+    def _event(self, n: int, data: bytes) -> bytes:
+        retry = self.retry if n == 1 else None
+        return sse.encode(data, id=f"{self.stream}.{n}", retry=retry)
+
+    def prime(self, retry_ms: int) -> None:
+        """The priming event goes out at once; it is kept with the stream's next event (so a
+        request answered without events costs no round trip more), and a resume from it waits
+        for the stream's events."""
+        self.retry = retry_ms
+        self.n += 1
+        self.queue.append((self.n, b""))
+        ev = self._event(self.n, b"")
+        self.confirmed.append((self.n, ev))
+        self.items.insert(0, ev)
+        self._wake()
+
+    def send(self, msg: Any) -> None:
+        if self.broken or self.done:
+            return
+        data = encode_message(msg)
+        if data is not None:
+            self._queue(data)
+
+    def local(self, msg: Any) -> None:
+        """A message written on this connection only, not kept (an error of this worker's)."""
+        data = encode_message(msg)
+        if data is not None and self.owner is not None:
+            self.items.append(sse.encode(data))
+            self._wake()
+
+    def _queue(self, data: bytes) -> None:
+        self.n += 1
+        self.queue.append((self.n, data))
+        if not self.flushing and self.claim is not None:
+            self.flushing = True
+            self.drained.clear()
+            self.session.app.spawn(self._flush())
+
+    def _deliver(self, n: int, data: bytes) -> None:
+        if n == 1:  # the priming event: already out
+            return
+        ev = self._event(n, data)
+        self.confirmed.append((n, ev))
+        if self.owner is not None:
+            self.items.append(ev)
+            self._wake()
+
+    async def _flush(self) -> None:
+        app = self.session.app
+        try:
+            while self.queue and self.claim is not None:
+                batch, self.queue = self.queue, []
+                try:
+                    ok = await app.store.append(self.claim, self.stream, batch)
+                except _store_errors() as e:
+                    app.store.counters.errors += 1
+                    self.queue = []
+                    app.lease_lost_by(self, f"the store failed: {e}")
+                    return
+                if not ok:
+                    self.queue = []
+                    app.lease_lost_by(self, "write refused")
+                    return
+                for n, data in batch:
+                    self._deliver(n, data)
+        finally:
+            self.flushing = False
+            self.drained.set()
+
+    async def final(self, reply: Any, c: Claimed) -> str | None:
+        """The response: kept as the stream's last event and the claim released, in one round
+        trip, then written; None, or why not (the POST then gets that error)."""
+        await self.drained.wait()
+        data = encode_message(reply)
+        if data is None:
+            return await self.session.app.release(c)
+        self.n += 1
+        store = self.session.app.store
+        pending, self.queue = self.queue, []  # the priming event, when nothing came before
+        try:
+            wrote, released = await store.final(c, self.stream, self.n, data, pending)
+        except _store_errors() as e:
+            store.counters.errors += 1
+            return f"the session store is unreachable: {e}"
+        if not wrote:
+            return f"{LEASE_LOST} (the response was refused by the store)"
+        self._deliver(self.n, data)
+        if not released:  # pragma: no cover - a lease lost between the two steps of one script
+            return None
+        return None
+
+
+class _RedisSession(_HttpSession):
+    """This worker's view of a session shared through Redis."""
+
+    def __init__(self, server: Server, sid: str, app: RedisApp):
+        super().__init__(server, sid, None)
+        self.app = app
+        self.claims: dict[Handle, Claimed] = {}
+        self.lost: set[Handle] = set()
+        self.pending_claim: Claimed | None = None
+
+    def outlet(self) -> _Outlet:
+        """A new POST stream: kept in Redis when the app keeps streams."""
+        if not self.app.resumable:
+            return _Outlet()
+        self._streams += 1
+        return _KeptOutlet(self, f"{self.app.worker}~p{self._streams}")
+
+    def request(self, msg: dict, outlet: Any) -> tuple[str, Any]:
+        status, value = super().request(msg, outlet)
+        c, self.pending_claim = self.pending_claim, None
+        if status == "running" and c is not None:
+            self.claims[value] = c
+            self.app.hold(self, value, c)
+            if isinstance(outlet, _KeptOutlet):
+                outlet.claim = c
+        return status, value
+
+    async def server_request(self, handle: Any, method: str, params: dict) -> dict:
+        sent = self.core.server_request(handle)
+        if sent is None:
+            raise RequestFailed(
+                error(
+                    INTERNAL_ERROR,
+                    f"{method} not sent: the request's stream is gone or its handler has stopped",
+                )
+            )
+        sid, target = sent
+        store = self.app.store
+        c = self.claims.get(handle)
+        waiter = store.waiter_key(self.sid, sid)
+        if c is not None:
+            try:
+                ok = await store.write(c, "set", waiter, self.app.worker, store.lease_ms)
+            except _store_errors() as e:
+                self.core.withdraw(handle, sid)
+                raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: {e}")) from None
+            if not ok:
+                self.core.withdraw(handle, sid)
+                self.app.lease_lost(self, handle, "write refused")
+                raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: {LEASE_LOST}"))
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[sid] = fut
+        wire = f"{self.app.worker}/{sid}"
+        target.data.send({"jsonrpc": "2.0", "id": wire, "method": method, "params": params})
+        try:
+            return await fut  # type: ignore[no-any-return]
+        finally:
+            self.pending.pop(sid, None)
+            self.core.withdraw(handle, sid)
+            if c is not None:
+                self.app.spawn(self.app.forget_key(waiter))
+
+    def _done(self, h: Any, reply: Any) -> None:
+        c = self.claims.pop(h, None)
+        if c is None:  # pragma: no cover - every running request here holds a claim
+            return super()._done(h, reply)
+        self.tasks.pop(h, None)
+        self.app.unhold(c)
+        target = self.core.finish(h)
+        self.app.spawn(self._finish(h, target, reply, c))
+
+    async def _finish(self, h: Any, target: Any, reply: Any, c: Claimed) -> None:
+        """Release the claim, then write the response (or, the lease lost, an error)."""
+        out = h.data
+        kept = isinstance(out, _KeptOutlet)
+        try:
+            if h in self.lost:
+                why: str | None = LEASE_LOST
+            elif kept and target is not None and reply is not None:
+                why = await out.final(reply, c)
+            else:
+                why = await self.app.release(c)
+                if why is None and target is not None and reply is not None:
+                    target.data.send(reply)
+            if why is not None:
+                message = error_reply(h.id, error(INTERNAL_ERROR, why))
+                out.local(message) if kept else out.send(message)
+        finally:
+            self.lost.discard(h)
+            h.data.close()
+            if self.on_idle is not None and self.idle():
+                self.on_idle(self)
+
+
+class RedisApp(App):
+    """One worker's Streamable HTTP app over a shared Redis (see the module text).
+
+    ``redis``: the store's URL; ``lease_ms``: the claims' lease (renewed every third of it);
+    the other options are :class:`~.http.App`'s (``event_store`` is not: streams are not
+    resumable across workers yet, so there is none)."""
+
+    def __init__(
+        self,
+        server: Server,
+        path: str = "/mcp",
+        *,
+        redis: str,
+        lease_ms: int = 10_000,
+        resumable: bool = True,
+        **options: Any,
+    ):
+        options["event_store"] = None
+        super().__init__(server, path, **options)
+        self.redis_url = redis
+        self.lease_ms = lease_ms
+        self.resumable = resumable
+        self.worker = ""
+        self.store: RedisStore = None  # type: ignore[assignment]  # made at startup
+        self.held: dict[tuple[str, Any], tuple[_RedisSession, Handle, Claimed]] = {}
+        self.lost_leases = 0
+        self._last_ok: dict[tuple[str, Any], float] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._renewer: asyncio.Task | None = None
+        self._listener: asyncio.Task | None = None
+
+    # --- start and stop -------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect to the store (at the ASGI lifespan's startup, in the worker's process)."""
+        self.worker = f"{os.getpid()}-{secrets.token_hex(3)}"
+        ttl = int(self.session_idle_timeout * 1000) if self.session_idle_timeout else None
+        self.store = RedisStore(self.redis_url, self.worker, self.lease_ms, ttl)
+        await self.store.load()
+        self._pubsub = self.store.redis.pubsub(ignore_subscribe_messages=True)
+        await self._pubsub.subscribe(self.store.channel, BROADCAST)
+        self._listener = asyncio.get_running_loop().create_task(self._listen())
+        self._renewer = asyncio.get_running_loop().create_task(self._renew_loop())
+
+    async def stop(self) -> None:
+        for s in list(self.sessions.values()):
+            self._end(s)
+        c = self.store.counters
+        stats = {"round_trips": c.round_trips, "ops": c.by_op, "refused": c.refused}
+        stats.update(errors=c.errors, lost_leases=self.lost_leases)
+        _say(f"worker {self.worker} stopping: store {json.dumps(stats, sort_keys=True)}")
+        for t in (self._renewer, self._listener):
+            if t is not None:
+                t.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=2)
+        try:
+            await self._pubsub.aclose()
+            await self.store.close()
+        except Exception:  # noqa: BLE001 - stopping: the store may be gone already
+            pass
+
+    async def _lifespan(self, receive, send):
+        while True:
+            m = await receive()
+            if m["type"] == "lifespan.startup":
+                try:
+                    await self.start()
+                except Exception as e:  # noqa: BLE001 - reported to the server, which stops
+                    msg = f"cannot reach the session store at {self.redis_url}: {e}"
+                    await send({"type": "lifespan.startup.failed", "message": msg})
+                    return
+                _say(f"worker {self.worker} ready")
+                await send({"type": "lifespan.startup.complete"})
+            elif m["type"] == "lifespan.shutdown":
+                await self.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def spawn(self, coro: Any) -> None:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    async def forget_key(self, key: str) -> None:
+        try:
+            await self.store.redis.delete(key)
+        except _store_errors():
+            pass  # it expires with the lease
+
+    # --- leases ----------------------------------------------------------------------------
+    def hold(self, session: _RedisSession, h: Handle, c: Claimed) -> None:
+        self.held[(c.session, c.key)] = (session, h, c)
+        self._last_ok[(c.session, c.key)] = time.monotonic()
+
+    def unhold(self, c: Claimed) -> None:
+        self.held.pop((c.session, c.key), None)
+        self._last_ok.pop((c.session, c.key), None)
+
+    def lease_lost(self, session: _RedisSession, h: Handle, why: str) -> None:
+        """The worker no longer owns ``h``'s claim: stop its handler; its POST gets an error."""
+        if h in session.lost or h not in session.claims:
+            return
+        self.lost_leases += 1
+        session.lost.add(h)
+        _say(
+            f"worker {self.worker}: {LEASE_LOST} for id {json.dumps(h.id)} of session "
+            f"{session.sid[:8]}... ({why})"
+        )
+        session._cancel_handler(h)
+
+    def lease_lost_by(self, outlet: _KeptOutlet, why: str) -> None:
+        s = outlet.session
+        for h, c in list(s.claims.items()):
+            if c is outlet.claim:
+                self.lease_lost(s, h, why)
+
+    async def _renew_loop(self) -> None:
+        period = self.lease_ms / 3000
+        while True:
+            await asyncio.sleep(period)
+            entries = list(self.held.items())
+            if not entries:
+                continue
+            now = time.monotonic()
+            try:
+                oks = await self.store.renew_all([c for _, (_, _, c) in entries])
+            except _store_errors():
+                self.store.counters.errors += 1
+                for k, (s, h, _) in entries:
+                    if now - self._last_ok.get(k, now) > self.lease_ms / 1000:
+                        self.lease_lost(s, h, "the store was unreachable for a whole lease")
+                continue
+            for (k, (s, h, _)), ok in zip(entries, oks, strict=True):
+                if ok:
+                    if k in self._last_ok:
+                        self._last_ok[k] = now
+                elif self.held.get(k, (None, h))[1] is h:
+                    self.lease_lost(s, h, "renewal refused")
+
+    async def release(self, c: Claimed) -> str | None:
+        """``release``; None when released, else why not (the POST then gets that error)."""
+        try:
+            if await self.store.release(c):
+                return None
+            return f"{LEASE_LOST} (the claim is no longer this request's)"
+        except _store_errors() as e:
+            self.store.counters.errors += 1
+            return f"the session store is unreachable: {e}"
+
+    # --- messages from other workers ---------------------------------------------------------
+    async def _listen(self) -> None:
+        while True:
+            try:
+                m = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the store went away: try again
+                await asyncio.sleep(0.2)
+                continue
+            if m is None or m.get("type") != "message":
+                continue
+            try:
+                self._deliver(m["data"])
+            except Exception as e:  # noqa: BLE001 - one bad message must not stop the rest
+                _say(f"worker {self.worker}: bad routed message: {e!r}")
+
+    def _deliver(self, data: bytes) -> None:
+        claim = None
+        if not data.startswith(b"{"):  # "<claim value>|<message>" from the route script
+            head, _, data = data.partition(b"|")
+            claim = head.decode()
+        m = json.loads(data)
+        s = self.sessions.get(m.get("s"))
+        if s is None or not isinstance(s, _RedisSession):
+            return
+        kind = m.get("k")
+        if kind == "end":
+            self._end(s)
+        elif kind == "level":
+            s.log_level = m.get("level", s.log_level)
+        elif kind == "answer":
+            s.response(m["msg"])
+        elif kind == "cancel":
+            h = s.core.in_flight(m["id"])
+            c = s.claims.get(h) if h is not None else None
+            if c is not None and c.value == claim:  # the instance the claim named, no other
+                s.notification(m["msg"])
+
+    # --- sessions ----------------------------------------------------------------------------
+    async def _find(self, headers: Headers) -> tuple[Any, Any]:
+        """The local view of the request's session, made from the record when this worker has
+        none: (session, None) or (None, (status, message))."""
+        sid = headers.get(b"mcp-session-id")
+        if sid is None:
+            return None, (400, "Bad Request: Mcp-Session-Id header is required")
+        name = sid.decode("latin-1")
+        s = self.sessions.get(name)
+        if s is not None:
+            s.seen = asyncio.get_running_loop().time()
+            return s, None
+        record = await self.store.get_session(name)
+        if record is None:
+            return None, (404, "Session not found")
+        s = self.sessions.get(name)  # made meanwhile by another request
+        if s is None:
+            s = _RedisSession(self.server, name, self)
+            s.client_capabilities = record.get("capabilities")
+            s.log_level = record.get("log_level", s.log_level)
+            self.sessions[name] = s
+        s.seen = asyncio.get_running_loop().time()
+        return s, None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not self.worker:
+            return await super().__call__(scope, receive, send)
+        tag = (_WORKER_HEADER, self.worker.encode())
+        started = False
+
+        async def tagged(m):
+            nonlocal started
+            if m["type"] == "http.response.start":
+                started = True
+                m = {**m, "headers": [*m.get("headers", ()), tag]}
+            await send(m)
+
+        try:
+            return await super().__call__(scope, receive, tagged)
+        except _store_errors() as e:
+            self.store.counters.errors += 1
+            if started:  # too late for a status: the response ends here
+                raise
+            return await self._error(
+                tagged, 503, SERVER_BUSY, f"Service Unavailable: the session store failed: {e}"
+            )
+
+    async def _post(self, scope, receive, send, headers, modern, unsupported=None):
+        if modern or unsupported is not None:
+            return await super()._post(scope, receive, send, headers, modern, unsupported)
+        body = await self.bodies.read(receive, headers)
+        if isinstance(body, int):  # too large, too slow, or cut short
+            return await self._body_error(send, body)
+        inc = parse(body)
+        if inc.kind == "invalid":
+            return await self._error(
+                send, 400, inc.error["code"], inc.error["message"], inc.id, inc.error.get("data")
+            )
+        msg = inc.msg
+        if (
+            inc.kind == "request"
+            and msg["method"] == "initialize"
+            and b"mcp-session-id" not in headers
+        ):
+            return await self._initialize(send, msg)
+        session, err = await self._find(headers)
+        if err is not None:
+            return await self._error(send, err[0], -32600, err[1])
+        if inc.kind == "request":
+            return await self._request(session, msg, receive, send, ())
+        if inc.kind == "notification":
+            await self._notification(session, msg)
+        else:
+            await self._answer(session, msg)
+        return await self._reply(send, 202)
+
+    async def _body_error(self, send, body: int):
+        if body == 413:
+            return await self._error(send, 413, -32600, "Payload Too Large")
+        if body == 408:
+            return await self._error(send, 408, -32600, "Request Timeout: the body came too slowly")
+        return await self._error(
+            send,
+            400,
+            -32600,
+            "Bad Request: the body is incomplete or its Content-Length is not a number",
+        )
+
+    async def _initialize(self, send, msg):
+        now = asyncio.get_running_loop().time()
+        self._sweep(now)
+        if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
+            # this worker's views are a cache of the records: an idle one goes, and is made
+            # again from its record when a request of its session comes
+            for s in [s for s in self.sessions.values() if s.idle() and s.standalone is None]:
+                self.sessions.pop(s.sid, None)
+        if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
+            return await self._error(
+                send,
+                503,
+                SERVER_BUSY,
+                "Service Unavailable: too many sessions; try again later",
+                msg["id"],
+                headers=[(b"retry-after", b"1")],
+            )
+        sid = secrets.token_urlsafe(24)
+        session = _RedisSession(self.server, sid, self)
+        session.seen = now
+        status, value = session.request(msg, _Outlet())
+        if status == "reply" and value is not None and "result" in value:
+            record = {
+                "revision": LEGACY,
+                "capabilities": session.client_capabilities,
+                "log_level": session.log_level,
+                "worker": self.worker,
+            }
+            await self.store.create_session(sid, record)
+            self.sessions[sid] = session
+            return await self._reply(send, 200, dumps(value), [(b"mcp-session-id", sid.encode())])
+        return await self._reply(
+            send,
+            200 if status == "reply" else 409,
+            dumps(value if status == "reply" else error_reply(None, value)),
+        )
+
+    async def _notification(self, session: _RedisSession, msg: dict) -> None:
+        params = msg.get("params")
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        if msg["method"] != "notifications/cancelled" or session.core.in_flight(rid) is not None:
+            session.notification(msg)
+            return
+        try:
+            key = typed_id(rid)
+        except InvalidId:
+            return
+        # not running here: to the worker that holds the id's claim, if any
+        await self.store.route(
+            session.sid, key, {"k": "cancel", "s": session.sid, "id": rid, "msg": msg}
+        )
+
+    async def _answer(self, session: _RedisSession, msg: dict) -> None:
+        wire = msg.get("id")
+        if not isinstance(wire, str) or "/" not in wire:
+            return  # not an id this server minted: it answers nothing
+        worker, _, sid = wire.partition("/")
+        local = {**msg, "id": sid}
+        if worker == self.worker:
+            session.response(local)
+            return
+        message = {"k": "answer", "s": session.sid, "msg": local}
+        for delay in (0.05, 0.1, 0.2, 0.4, 0.8):  # nobody listening: maybe resubscribing
+            if await self.store.publish(worker, message):
+                return
+            await asyncio.sleep(delay)
+        _say(f"worker {self.worker}: an answer for worker {worker} found nobody listening")
+
+    async def _get(self, receive, send, headers):
+        session, err = await self._find(headers)
+        if err is not None:
+            return await self._error(send, err[0], -32600, err[1])
+        last = headers.get(b"last-event-id")
+        if last is not None and self.resumable:
+            return await self._resume_kept(session, last.decode("latin-1"), receive, send)
+        return await self._standalone(session, receive, send)
+
+    async def _resume_kept(self, session: _RedisSession, last: str, receive, send):
+        """GET with ``Last-Event-ID`` on any worker: the events after it, from this worker's
+        memory when the stream runs here (this connection takes it over), else from Redis,
+        then its later events as the owner appends them, until its last one."""
+        stream, _, num = last.rpartition(".")
+        if "~p" not in stream or not (num.isascii() and num.isdigit()):
+            return await self._error(
+                send, 400, INVALID_REQUEST, f"Bad Request: {last!r} is not an event id here"
+            )
+        n = int(num)
+        local = session.live.get(stream)
+        if isinstance(local, _KeptOutlet) and not local.done:
+            first = b"".join(ev for m, ev in local.confirmed if m > n)
+            token = object()
+            previous, local.owner = local.owner, token
+            local.items = []
+            if previous is not None:
+                local._wake()
+                local.wake = None
+            return await self._pump(session, None, local, token, receive, send, _SSE_HEADERS, first)
+        worker = stream.rsplit("~p", 1)[0]
+        entries = await self.store.replay(session.sid, stream, n)
+        if entries is None and n == 1 and await self.store.listening(worker):
+            entries = []  # nothing kept yet after its priming event: follow it
+        if entries is None or (entries and entries[0][0] != n + 1):
+            return await self._error(
+                send,
+                400,
+                INVALID_REQUEST,
+                f"Bad Request: the events after {last!r} are not kept (not an event of this "
+                "session, or its stream is gone)",
+            )
+        gone = asyncio.Event()
+
+        async def watch():
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            quiet = 0.0
+            while True:
+                if entries:
+                    quiet = 0.0
+                    body = b"".join(
+                        sse.encode(d, id=f"{stream}.{m}") for m, d, _ in entries if m > 1
+                    )
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                    n = entries[-1][0]
+                    if entries[-1][2]:
+                        break
+                if gone.is_set():
+                    return
+                if quiet > self.lease_ms / 1000 and not await self.store.listening(worker):
+                    break  # its worker is gone: no more events will come
+                entries = await self.store.tail(session.sid, stream, n, 500)
+                quiet += 0.5 if not entries else 0.0
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            watcher.cancel()
+
+    async def _delete(self, send, headers):
+        session, err = await self._find(headers)
+        if err is not None:
+            return await self._error(send, err[0], -32600, err[1])
+        await self.store.end(session.sid)  # every worker is told, this one included
+        self._end(session)
+        return await self._reply(send, 200)
+
+    # --- one request ---------------------------------------------------------------------
+    async def _request(self, session: Session, msg, receive, send, extra):
+        if not isinstance(session, _RedisSession):
+            return await super()._request(session, msg, receive, send, extra)
+        if self.max_in_flight is not None and len(session.tasks) >= self.max_in_flight:
+            return await self._error(
+                send,
+                429,
+                SERVER_BUSY,
+                "Too Many Requests: too many requests in flight in this session",
+                msg["id"],
+            )
+        rid = msg["id"]
+        key = typed_id(rid)
+        method = msg["method"]
+        hold = method == "tools/call" or method in self.server.methods
+        tok = await self.store.claim(session.sid, key, hold)
+        if tok < 0:
+            self._end(session)
+            return await self._error(send, 404, -32600, "Session not found")
+        if tok == 0:
+            err = {
+                "code": INVALID_REQUEST,
+                "message": f"Invalid Request: id {json.dumps(rid)} is already in flight",
+                "data": {"id": rid},
+            }
+            return await self._reply(send, 409, dumps(error_reply(None, err)))
+        c = self.store.held(session.sid, key, tok) if hold else None
+        session.pending_claim = c
+        outlet = session.outlet() if hold else _Outlet()
+        status, value = session.request(msg, outlet)
+        if status == "refused":  # pragma: no cover - the claim makes the local id free
+            if c is not None:
+                await self.release(c)
+            return await self._reply(send, 409, dumps(error_reply(None, value)))
+        if status == "reply":
+            if c is not None:
+                why = await self.release(c)
+                if why is not None:
+                    value = error_reply(rid, error(INTERNAL_ERROR, why))
+            if value is None:
+                return await self._reply(send, 202)
+            if method == "logging/setLevel" and "result" in value:
+                await self._set_level(session)
+            return await self._reply(send, 200, dumps(value))
+        handle = value
+        token = outlet.owner = object()
+        if isinstance(outlet, _KeptOutlet):
+            outlet.prime(self.retry_ms)
+            session.live[outlet.stream] = outlet
+        try:
+            await asyncio.sleep(0)  # let the handler take its first step
+            if outlet.done:
+                body = b"".join(_sse(m) for m in outlet.items)
+                return await self._reply(send, 200, body, ctype=_SSE_HEADERS)
+        except (OSError, asyncio.CancelledError):
+            self._dropped(session, handle, outlet, token)
+            raise
+        await self._pump(session, handle, outlet, token, receive, send, list(_SSE_HEADERS))
+
+    async def _set_level(self, session: _RedisSession) -> None:
+        await self.store.set_session_field(session.sid, "log_level", session.log_level)
+        message = {"k": "level", "s": session.sid, "level": session.log_level}
+        self.store.counters.count("publish")
+        await self.store.redis.publish(BROADCAST, json.dumps(message))

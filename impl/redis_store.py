@@ -1,0 +1,636 @@
+"""The lease protocol's store in Redis: sessions, in-flight claims, waiters, routing.
+
+Several worker processes serve one 2025-11-25 session.  What they must share lives here, under
+keys that all carry the session's hash tag ``{S}`` (one script touches one slot, so every
+operation runs unchanged on Redis Cluster):
+
+* ``mcpi:{S}:session``: the session record (a hash: revision, client capabilities, log level),
+  created by ``initialize``, deleted when the session ends; its TTL is the idle timeout,
+  refreshed by every claim;
+* ``mcpi:{S}:fence``: the fencing counter, INCR only; tokens are its values;
+* ``mcpi:{S}:inflight:<I>``: the claim of request id ``I`` (typed: ``i7`` and ``s7`` are the
+  ids ``7`` and ``"7"``), value ``<token>:<worker>``, with the lease as its TTL;
+* ``mcpi:{S}:waiter:<sid>``: a server-to-client request ``sid`` waiting for its answer
+  (value: the worker; TTL: the lease, refreshed with the claim);
+* ``mcpi:{S}:refused``: how many renewals, writes and releases of the session the store refused
+  (a stale owner's late steps; for monitoring and the tests).
+
+The operations are the lease protocol's, each one Lua script (atomic, one round trip), named
+as the model names them: ``claim``, ``renew``, ``write``, ``release``.  Two more are not lease
+operations and change no claim: ``end`` (DELETE: the session record and its fence go, so every
+later claim is refused) and ``route`` (read the claim of an id and publish a message to the
+worker holding it, in one step, so the message goes to the holder at that moment).
+
+Routing between workers: Redis pub/sub, one channel per worker (``mcpi:w:<worker>``) and one
+for all (``mcpi:all``).  A message that concerns a request running on another worker (a
+``notifications/cancelled``, the answer to a server-to-client request, a DELETE) is only useful
+to that worker while it runs that request: if the worker is dead, the request is dead with it.
+Pub/sub delivers at most once, to whoever listens now, and keeps nothing: no consumer groups to
+create per worker, trim or clean up after a worker dies, and one round trip (``PUBLISH``
+returns how many received it; 0 says the worker is gone).  Streams would keep messages for a
+worker that never comes back.  The cost: a message published while the worker's subscription
+is reconnecting is lost; the sender cannot tell (a cancel is advisory, an unanswered
+server-to-client request is withdrawn by its handler's timeout, and a session's end is also
+enforced by ``claim``, which refuses requests of a session whose record is gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import socket
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core import IdKey
+
+__all__ = ["RedisStore", "Claimed", "StoreCounters", "id_field", "CLAIM", "RENEW", "WRITE"]
+
+#: claim(w, I): KEYS session, fence, claim[I]; ARGV value-prefix-less worker, ttl ms, hold
+#: (1: keep the claim; 0: an answer given at once, admitted and finished in one step, so only
+#: the check), session idle ms.  Returns the token, 0 for a duplicate, -1 for an ended session.
+CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+if ARGV[3] == '0' then return 1 end
+local tok = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[3], tok .. ':' .. ARGV[1], 'PX', ARGV[2])
+return tok
+"""
+
+#: a refusal is counted in ``refused`` while the session exists (KEYS[2] refused, KEYS[3]
+#: session), so an ended session leaves no counter behind
+_REFUSE = """
+local function refuse()
+  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('INCR', KEYS[2]) end
+  return 0
+end
+"""
+
+#: renew(w, I, tok): KEYS claim[I], refused, session; ARGV tok:w, ttl ms.  1 ok, 0 lost.
+RENEW = (
+    _REFUSE
+    + """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return refuse()
+"""
+)
+
+#: write(w, I, tok, ...): KEYS claim[I], refused, session, target; ARGV tok:w, kind, then the
+#: kind's arguments: 'set' value ttl-ms (register a waiter), 'del' (withdraw it), 'publish'
+#: channel message (the target key is unused then), 'xadd' entry-id data end ttl-ms (append an
+#: event to a POST stream's Redis stream, KEYS[4], the first one also naming it in the
+#: session's set of streams, KEYS[5]).  1 written, 0 refused (stale owner).
+WRITE = (
+    _REFUSE
+    + """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return refuse() end
+if ARGV[2] == 'set' then
+  redis.call('SET', KEYS[4], ARGV[3], 'PX', ARGV[4])
+elseif ARGV[2] == 'del' then
+  redis.call('DEL', KEYS[4])
+elseif ARGV[2] == 'publish' then
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
+elseif ARGV[2] == 'xadd' then
+  redis.call('XADD', KEYS[4], ARGV[3], 'd', ARGV[4], 'e', ARGV[5])
+  redis.call('PEXPIRE', KEYS[4], ARGV[6])
+  if ARGV[3] == '0-1' then
+    redis.call('SADD', KEYS[5], KEYS[4])
+    redis.call('PEXPIRE', KEYS[5], ARGV[6])
+  end
+end
+return 1
+"""
+)
+
+#: release(w, I, tok): KEYS claim[I], refused, session; ARGV tok:w.  Compare-and-delete:
+#: 1 released, 0 refused (the claim is another's, or gone).
+RELEASE = (
+    _REFUSE
+    + """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return refuse()
+"""
+)
+
+#: end(S): KEYS session, fence, refused, streams.  1 if the session existed.  The session's
+#: event streams are named in its set of streams, under the same hash tag (so in the same slot;
+#: they are not declared in KEYS, being known only from the set).
+END = """
+local existed = redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[2], KEYS[3])
+for _, k in ipairs(redis.call('SMEMBERS', KEYS[4])) do redis.call('DEL', k) end
+redis.call('DEL', KEYS[4])
+return existed
+"""
+
+#: route(I, message): KEYS claim[I]; ARGV channel prefix, message.  Publishes "<claim>|<message>" to the worker that
+#: holds the claim; returns the holder's value ('' when nobody holds it).
+ROUTE = """
+local v = redis.call('GET', KEYS[1])
+if not v then return '' end
+local w = string.match(v, '^%d+:(.*)$')
+redis.call('PUBLISH', ARGV[1] .. w, v .. '|' .. ARGV[2])
+return v
+"""
+
+SCRIPTS = {
+    "claim": CLAIM,
+    "renew": RENEW,
+    "write": WRITE,
+    "release": RELEASE,
+    "end": END,
+    "route": ROUTE,
+}
+BROADCAST = "mcpi:all"
+WORKER_CHANNEL = "mcpi:w:"
+
+
+def id_field(key: IdKey) -> str:
+    """A typed id as a key suffix: ``i7`` for ``7``, ``s7`` for ``"7"``."""
+    kind, value = key
+    return f"{kind[0]}{value}"
+
+
+def _k(session: str, part: str) -> str:
+    return f"mcpi:{{{session}}}:{part}"
+
+
+class _Lean(asyncio.Protocol):
+    """One plain connection for the scripts on the request path (claim, release, the checked
+    writes): commands written as RESP2, replies read in order into the futures that wait for
+    them, so coroutines sharing it pipeline by themselves.  redis-py's asyncio client spends
+    about three times as long per command on this path; everything else (pub/sub, reads,
+    loading the scripts) goes through it."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.waiting: deque[asyncio.Future] = deque()
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        pos = 0
+        while self.waiting:
+            got = _parse(self.buf, pos)
+            if got is None:
+                break
+            value, pos = got
+            fut = self.waiting.popleft()
+            if not fut.done():
+                fut.set_result(value)
+        del self.buf[:pos]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        from redis.exceptions import ConnectionError as Lost
+
+        while self.waiting:
+            fut = self.waiting.popleft()
+            if not fut.done():
+                fut.set_exception(Lost(f"the connection to Redis was lost: {exc or 'closed'}"))
+
+    def send(self, commands: list[list[Any]]) -> list[asyncio.Future]:
+        """Write ``commands`` at once; one future per reply."""
+        from redis.exceptions import ConnectionError as Lost
+
+        if self.closed or self.transport is None:
+            raise Lost("the connection to Redis is closed")
+        loop = asyncio.get_running_loop()
+        futs = [loop.create_future() for _ in commands]
+        self.waiting.extend(futs)
+        self.transport.write(b"".join(_command(c) for c in commands))
+        return futs
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _command(args: list[Any]) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+class _Error(str):
+    """A RESP error reply."""
+
+
+def _parse(buf: bytearray, i: int) -> tuple[Any, int] | None:
+    """One RESP2 reply at ``buf[i:]``: (value, end), or None while incomplete."""
+    end = buf.find(b"\r\n", i)
+    if end < 0:
+        return None
+    kind, line = buf[i : i + 1], bytes(buf[i + 1 : end])
+    nxt = end + 2
+    if kind == b"+":
+        return line, nxt
+    if kind == b"-":
+        return _Error(line.decode(errors="replace")), nxt
+    if kind == b":":
+        return int(line), nxt
+    if kind == b"$":
+        n = int(line)
+        if n < 0:
+            return None, nxt
+        if len(buf) < nxt + n + 2:
+            return None
+        return bytes(buf[nxt : nxt + n]), nxt + n + 2
+    if kind == b"*":
+        n = int(line)
+        if n < 0:
+            return None, nxt
+        items = []
+        for _ in range(n):
+            got = _parse(buf, nxt)
+            if got is None:
+                return None
+            value, nxt = got
+            items.append(value)
+        return items, nxt
+    raise ValueError(f"not a RESP2 reply: {bytes(buf[i : i + 16])!r}")
+
+
+def _checked_reply(value: Any) -> Any:
+    if isinstance(value, _Error):
+        from redis.exceptions import NoScriptError, ResponseError
+
+        raise (NoScriptError if value.startswith("NOSCRIPT") else ResponseError)(str(value))
+    return value
+
+
+@dataclass
+class StoreCounters:
+    """Round trips and refusals seen by this worker (the store's own per-session count of
+    refusals is ``mcpi:{S}:refused``)."""
+
+    round_trips: int = 0
+    by_op: dict[str, int] = field(default_factory=dict)
+    refused: int = 0  # renewals, writes and releases the store refused to this worker
+    errors: int = 0  # calls that failed (the store unreachable)
+
+    def count(self, op: str, n: int = 1, trips: int = 1) -> None:
+        """``n`` operations ``op`` in ``trips`` round trips (0: part of another's pipeline)."""
+        self.round_trips += trips
+        self.by_op[op] = self.by_op.get(op, 0) + n
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A held claim: the token and the value stored under the claim's key."""
+
+    session: str
+    key: IdKey
+    token: int
+    value: str  # "<token>:<worker>"
+
+
+class RedisStore:
+    """The operations of the lease protocol on one Redis (``redis.asyncio``), for one worker."""
+
+    def __init__(
+        self,
+        url: str,
+        worker: str,
+        lease_ms: int = 10_000,
+        session_ttl_ms: int | None = 3_600_000,
+    ):
+        import redis.asyncio as aioredis
+
+        self.url = url
+        self.worker = worker
+        self.lease_ms = lease_ms
+        self.session_ttl_ms = session_ttl_ms or 0
+        self.redis: Any = aioredis.Redis.from_url(url, decode_responses=False)
+        self._sha = {
+            name: hashlib.sha1(text.encode()).hexdigest() for name, text in SCRIPTS.items()
+        }
+        self.counters = StoreCounters()
+        self.channel = WORKER_CHANNEL + worker
+        self._lean: _Lean | None = None
+        self._lean_off = False  # True: every call through redis-py (for comparison)
+        self._lean_lock = asyncio.Lock()
+
+    async def close(self) -> None:
+        if self._lean is not None:
+            self._lean.close()
+        await self.redis.aclose()
+
+    async def load(self) -> None:
+        """Load the scripts (at start, and again after the store lost them: a restart)."""
+        for name, text in SCRIPTS.items():
+            self._sha[name] = await self.redis.script_load(text)
+
+    async def _connection(self) -> _Lean | None:
+        """The plain connection (opened on first use, again after it was lost), or None when
+        this store's URL is not a plain TCP one (then redis-py carries everything)."""
+        if self._lean_off:
+            return None
+        lean = self._lean
+        if lean is not None and not lean.closed:
+            return lean
+        kw = self.redis.connection_pool.connection_kwargs
+        if "host" not in kw or kw.get("password") or kw.get("username"):
+            return None
+        async with self._lean_lock:
+            if self._lean is not None and not self._lean.closed:
+                return self._lean
+            loop = asyncio.get_running_loop()
+            try:
+                _, proto = await loop.create_connection(_Lean, kw["host"], kw.get("port", 6379))
+            except OSError as e:
+                from redis.exceptions import ConnectionError as Lost
+
+                raise Lost(f"cannot connect to Redis: {e}") from None
+            if kw.get("db"):
+                (fut,) = proto.send([["SELECT", kw["db"]]])
+                _checked_reply(await fut)
+            self._lean = proto
+            return proto
+
+    async def _lean_calls(self, commands: list[list[Any]]) -> list[Any] | None:
+        """``commands`` on the plain connection, in one write; None when there is none."""
+        lean = await self._connection()
+        if lean is None:
+            return None
+        futs = lean.send(commands)
+        return [await f for f in futs]
+
+    async def _eval(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """One script call: EVALSHA (one round trip), loading the scripts when the store has
+        lost them."""
+        from redis.exceptions import NoScriptError
+
+        for attempt in (0, 1):
+            command = ["EVALSHA", self._sha[name], len(keys), *keys, *args]
+            out = await self._lean_calls([command])
+            try:
+                if out is None:
+                    return await self.redis.evalsha(self._sha[name], len(keys), *keys, *args)
+                return _checked_reply(out[0])
+            except NoScriptError:
+                if attempt:
+                    raise
+                await self.load()
+        raise AssertionError("unreachable")
+
+    async def _pipelined(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+        """Several script calls in one round trip (a pipeline, not a transaction: each script
+        is atomic on its own)."""
+        from redis.exceptions import NoScriptError, ResponseError
+
+        commands = [["EVALSHA", self._sha[n], len(k), *k, *a] for n, k, a in calls]
+        out = await self._lean_calls(commands)
+        if out is not None:
+            if any(isinstance(x, _Error) and x.startswith("NOSCRIPT") for x in out):
+                await self.load()
+                commands = [["EVALSHA", self._sha[n], len(k), *k, *a] for n, k, a in calls]
+                out = await self._lean_calls(commands)
+                assert out is not None
+            return [_checked_reply(x) for x in out]
+
+        for attempt in (0, 1):
+            async with self.redis.pipeline(transaction=False) as p:
+                for name, keys, args in calls:
+                    p.evalsha(self._sha[name], len(keys), *keys, *args)
+                try:
+                    out = await p.execute(raise_on_error=False)
+                except NoScriptError:
+                    out = [NoScriptError()]
+            if attempt == 0 and any(
+                isinstance(x, ResponseError)
+                and "NOSCRIPT" in str(x)
+                or isinstance(x, NoScriptError)
+                for x in out
+            ):
+                await self.load()
+                continue
+            for x in out:
+                if isinstance(x, Exception):
+                    raise x
+            return list(out)
+        raise AssertionError("unreachable")
+
+    # --- sessions ------------------------------------------------------------------------
+    async def create_session(self, session: str, record: dict[str, Any]) -> None:
+        key = _k(session, "session")
+        fields = {k: json.dumps(v) for k, v in record.items()}
+        self.counters.count("create")
+        async with self.redis.pipeline(transaction=True) as p:
+            p.hset(key, mapping=fields)
+            if self.session_ttl_ms:
+                p.pexpire(key, self.session_ttl_ms)
+            await p.execute()
+
+    async def get_session(self, session: str) -> dict[str, Any] | None:
+        self.counters.count("lookup")
+        raw = await self.redis.hgetall(_k(session, "session"))
+        if not raw:
+            return None
+        return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+    async def set_session_field(self, session: str, name: str, value: Any) -> None:
+        self.counters.count("update")
+        await self.redis.hset(_k(session, "session"), name, json.dumps(value))
+
+    async def end(self, session: str) -> bool:
+        """The session ends (DELETE): its record, fence and counter go; then every worker is
+        told (``mcpi:all``), so each cancels its handlers of the session."""
+        self.counters.count("end")
+        keys = [
+            _k(session, "session"),
+            _k(session, "fence"),
+            _k(session, "refused"),
+            _k(session, "streams"),
+        ]
+        existed = await self._eval("end", keys, [])
+        self.counters.count("publish")
+        await self.redis.publish(BROADCAST, json.dumps({"k": "end", "s": session}))
+        return bool(existed)
+
+    # --- the lease protocol --------------------------------------------------------------
+    def claim_key(self, session: str, key: IdKey) -> str:
+        return _k(session, "inflight:" + id_field(key))
+
+    async def claim(self, session: str, key: IdKey, hold: bool = True) -> int:
+        """``claim(w, I)``: the token (> 0), 0 for a duplicate, -1 when the session has ended.
+        With ``hold`` false only the check runs (an answer given at once: admitted and finished
+        in one step); the result is then 1 when admitted."""
+        self.counters.count("claim")
+        keys = [_k(session, "session"), _k(session, "fence"), self.claim_key(session, key)]
+        args = [self.worker, self.lease_ms, 1 if hold else 0, self.session_ttl_ms]
+        return int(await self._eval("claim", keys, args))
+
+    def held(self, session: str, key: IdKey, token: int) -> Claimed:
+        return Claimed(session, key, token, f"{token}:{self.worker}")
+
+    def _checked(self, c: Claimed) -> list[str]:
+        """The keys every checked operation on ``c`` touches: claim, refused, session."""
+        return [
+            self.claim_key(c.session, c.key),
+            _k(c.session, "refused"),
+            _k(c.session, "session"),
+        ]
+
+    async def renew_all(self, claims: list[Claimed]) -> list[bool]:
+        """``renew`` for each claim, pipelined: one round trip for all of them."""
+        if not claims:
+            return []
+        self.counters.count("renew", len(claims))
+        calls = [
+            (
+                "renew",
+                self._checked(c),
+                [c.value, self.lease_ms],
+            )
+            for c in claims
+        ]
+        out = [bool(int(x)) for x in await self._pipelined(calls)]
+        self.counters.refused += out.count(False)
+        return out
+
+    async def write(self, c: Claimed, kind: str, target: str, *args: Any) -> bool:
+        """``write(w, I, tok, ...)``: checked against the token; False when refused."""
+        self.counters.count("write")
+        keys = [*self._checked(c), target]
+        ok = bool(int(await self._eval("write", keys, [c.value, kind, *args])))
+        if not ok:
+            self.counters.refused += 1
+        return ok
+
+    def waiter_key(self, session: str, sid: str) -> str:
+        return _k(session, "waiter:" + sid)
+
+    async def release(self, c: Claimed) -> bool:
+        """``release(w, I, tok)``: compare-and-delete; False when the claim is not ours."""
+        self.counters.count("release")
+        keys = self._checked(c)
+        ok = bool(int(await self._eval("release", keys, [c.value])))
+        if not ok:
+            self.counters.refused += 1
+        return ok
+
+    # --- event streams (resumable POST streams) -----------------------------------------
+    def events_key(self, session: str, stream: str) -> str:
+        return _k(session, "events:" + stream)
+
+    def _xadd(self, c: Claimed, stream: str, n: int, data: bytes, end: bool) -> tuple:
+        keys = [*self._checked(c), self.events_key(c.session, stream), _k(c.session, "streams")]
+        ttl = self.session_ttl_ms or 3_600_000
+        return ("write", keys, [c.value, "xadd", f"0-{n}", data, 1 if end else 0, ttl])
+
+    async def append(self, c: Claimed, stream: str, batch: list[tuple[int, bytes]]) -> bool:
+        """Append events ``(n, data)`` to ``stream``, each a checked ``write``, all in one
+        round trip; False when one was refused (the lease is lost)."""
+        self.counters.count("write", len(batch))
+        out = await self._pipelined([self._xadd(c, stream, n, d, False) for n, d in batch])
+        ok = all(int(x) for x in out)
+        if not ok:
+            self.counters.refused += 1
+        return ok
+
+    async def final(
+        self,
+        c: Claimed,
+        stream: str,
+        n: int,
+        data: bytes,
+        pending: list[tuple[int, bytes]] = (),  # type: ignore[assignment]
+    ) -> tuple[bool, bool]:
+        """The events still pending and the response as the stream's last event (each a
+        checked ``write``), then ``release``: one round trip.  Returns (written, released)."""
+        self.counters.count("write", 1 + len(pending))
+        self.counters.count("release", trips=0)
+        calls = [self._xadd(c, stream, m, d, False) for m, d in pending]
+        calls.append(self._xadd(c, stream, n, data, True))
+        calls.append(("release", self._checked(c), [c.value]))
+        out = await self._pipelined(calls)
+        wrote = all(int(x) for x in out[:-1])
+        released = bool(int(out[-1]))
+        if not (wrote and released):
+            self.counters.refused += 1
+        return wrote, released
+
+    async def replay(
+        self, session: str, stream: str, after: int
+    ) -> list[tuple[int, bytes, bool]] | None:
+        """The events of ``stream`` numbered above ``after``; None when the stream is not kept
+        (never was, ended with its session, or expired)."""
+        self.counters.count("replay")
+        key = self.events_key(session, stream)
+        async with self.redis.pipeline(transaction=False) as p:
+            p.exists(key)
+            p.xrange(key, f"(0-{after}", "+")
+            exists, entries = await p.execute()
+        if not exists:
+            return None
+        return [_entry(i, f) for i, f in entries]
+
+    async def tail(
+        self, session: str, stream: str, after: int, block_ms: int
+    ) -> list[tuple[int, bytes, bool]]:
+        """The events of ``stream`` after ``after``, waiting up to ``block_ms`` for one."""
+        key = self.events_key(session, stream)
+        got = await self.redis.xread({key: f"0-{after}"}, block=block_ms, count=256)
+        if not got:
+            return []
+        entries = got[key.encode()] if isinstance(got, dict) else got[0][1]
+        if isinstance(entries, list) and entries and isinstance(entries[0], list):
+            entries = entries[0]
+        return [_entry(i, f) for i, f in entries]
+
+    async def listening(self, worker: str) -> bool:
+        """Whether ``worker`` is subscribed to its channel (alive and connected)."""
+        got = await self.redis.pubsub_numsub(WORKER_CHANNEL + worker)
+        return bool(got and int(got[0][1]))
+
+    # --- routing -------------------------------------------------------------------------
+    async def route(self, session: str, key: IdKey, message: dict[str, Any]) -> str | None:
+        """Send ``message`` to the worker holding the claim of ``key``; returns that worker,
+        or None when no worker holds it."""
+        self.counters.count("route")
+        keys = [self.claim_key(session, key)]
+        v = await self._eval("route", keys, [WORKER_CHANNEL, json.dumps(message)])
+        v = v.decode() if isinstance(v, bytes) else str(v)
+        return v.split(":", 1)[1] if v else None
+
+    async def publish(self, worker: str, message: dict[str, Any]) -> int:
+        """Send ``message`` to ``worker``; returns how many received it (0: it is gone)."""
+        self.counters.count("publish")
+        return int(await self.redis.publish(WORKER_CHANNEL + worker, json.dumps(message)))
+
+    # --- reading (tests, monitoring) -----------------------------------------------------
+    async def refused_count(self, session: str) -> int:
+        v = await self.redis.get(_k(session, "refused"))
+        return int(v or 0)
+
+
+def _entry(entry_id: Any, fields: Any) -> tuple[int, bytes, bool]:
+    """A stream entry ``0-n`` with fields d (data) and e (1: the stream's last event)."""
+    eid = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+    f = {(k.decode() if isinstance(k, bytes) else k): v for k, v in fields.items()}
+    return int(eid.split("-", 1)[1]), f.get("d", b""), f.get("e") in (b"1", "1", 1)
+
+
+def now() -> float:
+    return time.monotonic()
