@@ -72,33 +72,35 @@ UNGUARDED_HTTP_BREAKS = {
 @pytest.mark.parametrize("rev,tr", profiles())
 @pytest.mark.parametrize("design", ["atomic", "unguarded"])
 def test_counts_and_verdicts_agree(design, rev, tr, tmp_path):
-    row = compare(Config(DESIGNS[design], rev, tr, ids=2, requests=2), tmp_path)
+    # 2025-11-25 http at one id: its two-id space takes SPIN minutes; two ids run on the others
+    ids = 1 if (rev, tr) == ("2025-11-25", "http") else 2
+    cfg = Config(DESIGNS[design], rev, tr, ids=ids, requests=2)
+    row = compare(cfg, tmp_path)
     assert row["ours"]["states"] == row["spin"]["states"], row["spin"]
     assert row["ours"]["verdicts"] == row["spin"]["verdicts"]
     assert row["ours"]["deadlock"] == row["spin"]["deadlock"]
     # symmetry is a reduction, so the comparison is not of two identical runs
     assert row["ours_sym"]["states"] < row["ours"]["states"]
-
-
-@pytest.mark.slow
-@needs_spin
-def test_spin_verdicts_on_2025_http(tmp_path):
-    cfg = Config(DESIGNS["atomic"], "2025-11-25", "http")
+    if (rev, tr) != ("2025-11-25", "http"):
+        return
+    # SPIN's own verdicts there: atomic keeps every invariant and shows the protocol hazard;
+    # unguarded breaks what the design card says it breaks
     inv = {p.name for p in INVARIANTS if p.applies(cfg)}  # some invariants judge other profiles
     assert "unique_in_flight" in inv and "cancel_stays_with_sender" not in inv
-    atomic = run_spin(cfg, tmp_path / "a")
-    assert all(atomic["verdicts"][n] for n in inv)
-    assert not atomic["verdicts"]["stale_cancel_is_inert"]  # the protocol hazard
-    ung = run_spin(Config(DESIGNS["unguarded"], "2025-11-25", "http"), tmp_path / "u")
-    failed = {n for n in inv if not ung["verdicts"][n]}
-    assert UNGUARDED_HTTP_BREAKS <= failed
+    verdicts = row["spin"]["verdicts"]
+    if design == "atomic":
+        assert all(verdicts[n] for n in inv)
+        assert not verdicts["stale_cancel_is_inert"]
+    else:
+        assert UNGUARDED_HTTP_BREAKS <= {n for n in inv if not verdicts[n]}
 
 
 @pytest.mark.slow
 @needs_spin
 @pytest.mark.parametrize("name", ["atomic-split-claim", "atomic-free-on-cancel"])
 def test_mutants_agree_too(name, tmp_path):
-    cfg = Config(mutants()[name], "2025-11-25", "http")
+    # one id: both mutants break at one id (two POSTs racing; a cancel, then the id reused)
+    cfg = Config(mutants()[name], "2025-11-25", "http", ids=1, requests=2)
     row = compare(cfg, tmp_path)
     assert row["states_match"], (row["ours"]["states"], row["spin"]["states"])
     assert row["verdicts_agree"], row["disagree"]
