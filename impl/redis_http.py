@@ -54,6 +54,11 @@ reaches the other workers' views by a published message (a view made later reads
 A rule the core lacks.  The core is one process's view; across workers the admission rule is
 the store's ``claim`` and the end of a request its ``release``, exactly the lease protocol's
 operations: this module adds no lifecycle rule of its own beyond them.
+
+Why one module of this length: the steps above share one worker's state (its sessions' views,
+its held claims, its detached streams) and each step's failure path is another's (a lost lease
+cancels a handler whose stream may be detached and whose waiters were routed here); the store's
+side is :mod:`.redis_store`.
 """
 
 from __future__ import annotations
