@@ -104,8 +104,14 @@ def test_compiled_agrees_with_concrete(design, revision, transport):
 @pytest.mark.slow
 @pytest.mark.parametrize("design,revision,transport", ALL_CASES)
 def test_compiled_agrees_with_concrete_every_state(design, revision, transport):
+    """Every reachable state of each design; for a mutant (one knob of atomic changed) every
+    state up to 4,000 and an even sample of the rest beyond (its knob's rules are read on every
+    move of every sampled state; whole runs of every mutant took most of the slow tests' time)."""
     cfg = Config(ALL_DESIGNS[design], revision, transport, ids=1, requests=2)
-    assert disagreements(cfg, Compiled(cfg), reachable(cfg)) == []
+    states = reachable(cfg)
+    if design not in DESIGNS:
+        states = sample(states, 4000)
+    assert disagreements(cfg, Compiled(cfg), states) == []
 
 
 @pytest.mark.slow

@@ -140,9 +140,9 @@ KEY_CASES = [
     ("unguarded", "2026-07-28", "stdio", 2, 2),
     ("check_then_claim", "2026-07-28", "http", 2, 2),
     ("atomic", "2025-11-25", "stdio", 1, 2),
-    pytest.param("unguarded", "2025-11-25", "stdio", 2, 2, marks=pytest.mark.slow),
+    pytest.param("atomic", "2025-11-25", "stdio", 2, 2, marks=pytest.mark.slow),
     pytest.param("unguarded", "2026-07-28", "http", 3, 2, marks=pytest.mark.slow),
-    pytest.param("check_then_claim", "2026-07-28", "stdio", 1, 3, marks=pytest.mark.slow),
+    pytest.param("atomic", "2026-07-28", "stdio", 1, 3, marks=pytest.mark.slow),
 ]
 
 
