@@ -111,7 +111,7 @@ def test_symbolic_reading_agrees_on_explored_transitions(design, profile):
 
 #: States per configuration in the slow agreement test (spread evenly over the explored space);
 #: MCP_INFLIGHT_EVERY_STATE=1 takes every state (about 15 minutes on 2 cores: too long for CI).
-SLOW_SAMPLE = None if os.environ.get("MCP_INFLIGHT_EVERY_STATE") == "1" else 150
+SLOW_SAMPLE = None if os.environ.get("MCP_INFLIGHT_EVERY_STATE") == "1" else 60
 
 
 @pytest.mark.slow
@@ -289,11 +289,13 @@ def test_bmc_trace_for_check_then_claim_orphan():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design", list(DESIGNS))
+@pytest.mark.parametrize("design", [d for d in DESIGNS if d != "atomic"])
 @pytest.mark.parametrize("profile", PROFILES, ids="-".join)
 def test_engines_agree(design, profile):
     """For every design x profile x invariant and hazard: explorer verdict at the default bound
-    and prover verdict agree (proof or no trace vs holds; trace vs counterexample)."""
+    and prover verdict agree (proof or no trace vs holds; trace vs counterexample).  Not atomic:
+    ``mcp-inflight check`` (CI's first step) explores and proves it on every profile at this
+    bound and fails unless every invariant holds in both."""
     res = prove(Config(DESIGNS[design], *profile))
     _agrees_with_explorer(DESIGNS[design], profile, res)
 
