@@ -381,8 +381,8 @@ def cmd_check(args) -> int:
     if not args.no_paths:
         from mcp_inflight import cli_small
 
-        paths = cli_small.check_section()
-        ok = ok and all(c.ok for _, c in paths)
+        paths = cli_small.check_section("refresh" if args.no_cache else "use")
+        ok = ok and all(r.ok for r in paths)
     if args.json:
         if results is not None:
             runs = [r.to_json() for r in results]
@@ -403,7 +403,7 @@ def cmd_check(args) -> int:
         if lease is not None:
             doc["lease"] = lease.to_json()
         if paths is not None:
-            doc["paths"] = {name: c.to_json() for name, c in paths}
+            doc["paths"] = {name: r.json for name, r in zip(cli_small.MODELS, paths, strict=True)}
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from mcp_inflight.cli import Parser, positive, stop_on_signals
@@ -182,31 +183,64 @@ def run(argv: list[str]) -> int:
     return 0 if ok else 1
 
 
-def check_section() -> list[tuple[str, Checked]]:
+@dataclass
+class Summary:
+    """One small model's safe design as ``mcp-inflight check`` reports it (plain data, so it can
+    be kept in the checkers' cache)."""
+
+    label: str
+    states: int
+    ok: bool
+    failing: list[str]  # properties that fail, witnesses not reached
+    unproved: list[str]
+    detail: list[str]  # the full report's lines when something is wrong
+    json: dict[str, Any]
+
+
+def _summary(checked: Checked) -> Summary:
+    ex, pr = checked.explored, checked.proved
+    return Summary(
+        label=ex.spec.label(),
+        states=ex.states,
+        ok=checked.ok,
+        failing=[p.name for p in ex.spec.props if ex.verdicts[p.name] in ("fails", "not reached")],
+        unproved=[] if pr is None else [k for k, v in pr.verdicts.items() if v != "proved"],
+        detail=[] if checked.ok else _text(checked, True, False)[1:],
+        json=checked.to_json(),
+    )
+
+
+def check_section(cache: str | None = "use") -> list[Summary]:
     """``mcp-inflight check``'s section: each small model's safe design at its default bounds,
-    explored and proved."""
+    explored and proved; read from the checkers' cache when the model and the checkers are
+    unchanged (``cache="use"``), computed afresh with ``"refresh"``."""
+    from mcp_inflight.proofs import cache as store
+
+    key = store.source_key("paths-check", tuple(MODELS))
+    if cache == "use":
+        found = store.load("paths", key)
+        if isinstance(found, list) and all(isinstance(x, Summary) for x in found):
+            return found
     out = []
     for name in MODELS:
         m = _module(name)
-        out.append((name, check(m.spec(next(iter(m.DESIGNS))))))
+        out.append(_summary(check(m.spec(next(iter(m.DESIGNS))))))
+    if cache is not None:
+        store.store("paths", key, out)
     return out
 
 
-def check_text(section: list[tuple[str, Checked]]) -> str:
+def check_text(section: list[Summary]) -> str:
     lines = [
         "Input-required rounds and resumption, the small models (safe designs at their default "
         "bounds; 'mcp-inflight paths' for the mutants):"
     ]
-    for _name, checked in section:
-        ex, pr = checked.explored, checked.proved
-        bad = [p for p in ex.spec.props if ex.verdicts[p.name] in ("fails", "not reached")]
-        unproved = [] if pr is None else [k for k, v in pr.verdicts.items() if v != "proved"]
+    for r in section:
         lines.append(
-            f"  {ex.spec.label()}: {ex.states:,} states, "
-            + ("every property holds and is proved, every witness reached" if checked.ok else "")
-            + (f"failing or unreached: {', '.join(p.name for p in bad)}" if bad else "")
-            + (f" not proved: {', '.join(unproved)}" if unproved else "")
+            f"  {r.label}: {r.states:,} states, "
+            + ("every property holds and is proved, every witness reached" if r.ok else "")
+            + (f"failing or unreached: {', '.join(r.failing)}" if r.failing else "")
+            + (f" not proved: {', '.join(r.unproved)}" if r.unproved else "")
         )
-        if not checked.ok:
-            lines += ["    " + x for x in _text(checked, True, False)[1:]]
+        lines += ["    " + x for x in r.detail]
     return "\n".join(lines)
