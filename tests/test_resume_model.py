@@ -153,3 +153,24 @@ def test_named_streams_at_larger_bounds():
     res = check(resume.spec("named-streams", **bounds))
     assert res.ok, res.to_json()
     assert _drive("named-streams", "named-streams", **bounds) == []
+
+
+def test_the_check_section_of_the_small_models_is_computed_then_cached(monkeypatch, tmp_path):
+    """``check``'s section: both safe designs explored and proved; a second call reads the
+    checkers' cache (an entry planted under the same key is what it returns)."""
+    from dataclasses import replace
+
+    from mcp_inflight import cli_small
+    from mcp_inflight.proofs import cache
+
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    fresh = cli_small.check_section("refresh")
+    assert [r.ok for r in fresh] == [True, True]
+    text = cli_small.check_text(fresh)
+    assert "rounds sealed" in text and "resume named-streams" in text
+    assert "every property holds and is proved" in text
+    planted = [replace(fresh[0], states=-1), fresh[1]]
+    cache.store("paths", cache.source_key("paths-check", tuple(cli_small.MODELS)), planted)
+    assert cli_small.check_section("use") == planted
+    again = cli_small.check_section(None)  # no cache: computed again (timings differ)
+    assert [(r.label, r.states, r.ok) for r in again] == [(r.label, r.states, r.ok) for r in fresh]
