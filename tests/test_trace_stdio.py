@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,26 +29,51 @@ def _call(label: str, delay: float) -> dict:
 
 
 def duplicate_id(proc: subprocess.Popen) -> list[dict]:
-    """initialize, then call A under id 1 and, while it runs, call B under id 1 too; the input
-    is closed once both could have finished.  The server's messages."""
+    """initialize, then call A under id 1 and, once A has reported its first progress (so it
+    runs, with one more step of 0.5 s to go), call B under id 1 too; the input is closed once
+    both calls have been answered or refused.  The server's messages, in order."""
 
     def send(m: dict) -> None:
         proc.stdin.write(json.dumps(m) + "\n")
         proc.stdin.flush()
 
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}}
-    init["clientInfo"] = {"name": "t", "version": "0"}
-    send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
-    first = json.loads(proc.stdout.readline())
-    assert "result" in first
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    send(_call("a", 0.2))
-    time.sleep(0.1)
-    send(_call("b", 0.05))
-    time.sleep(0.6)
-    proc.stdin.close()
-    out = [first] + [json.loads(line) for line in proc.stdout]
-    proc.wait(30)
+    def read_until(done) -> None:
+        while not done():
+            line = proc.stdout.readline()
+            assert line, f"the server closed its output early; read so far: {out}"
+            out.append(json.loads(line))
+
+    def ends() -> int:  # responses under id 1 and refusals (id null)
+        return sum(
+            1
+            for m in out
+            if ("result" in m or "error" in m) and m.get("id") in (1, None) and "method" not in m
+        )
+
+    watchdog = threading.Timer(60, proc.kill)  # a hung server fails the test, not the run
+    watchdog.start()
+    try:
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}}
+        init["clientInfo"] = {"name": "t", "version": "0"}
+        send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        out: list[dict] = [json.loads(proc.stdout.readline())]
+        assert "result" in out[0]
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(_call("a", 0.5))
+        read_until(
+            lambda: any(
+                m.get("method") == "notifications/progress"
+                and m["params"].get("progressToken") == "a"
+                for m in out
+            )
+        )
+        send(_call("b", 0.05))
+        read_until(lambda: ends() >= 2)
+        proc.stdin.close()
+        out += [json.loads(line) for line in proc.stdout]
+        proc.wait(30)
+    finally:
+        watchdog.cancel()
     return out
 
 
@@ -210,7 +236,6 @@ def test_sessionless_trace_is_checked_post_by_post_on_2026_07_28(tmp_path, capsy
     """Ours on 2026-07-28 over loopback: two POSTs under one id at once and a third closed by
     its client (a cancel) replay clean; the same trace with one POST's response moved onto
     another POST is flagged."""
-    import threading
 
     import httpx
 
