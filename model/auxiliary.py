@@ -132,6 +132,12 @@ def open_live_has_stream(b: Logic, s: Any, c: Config) -> Any:
     )
 
 
+def registries_unused(b: Logic, s: Any, c: Config) -> Any:
+    """Each POST a scope of its own (2026-07-28 http, ``post_scopes``): no id-keyed entry is
+    ever held, so nothing found there can belong to another POST's request."""
+    return b.ForAll("id", lambda k: b.And(s.inflight[k] == NONE, s.stream[k] == NONE))
+
+
 def answered_is_final(b: Logic, s: Any, c: Config) -> Any:
     """A channel that received a response or refusal belongs to a responded or refused instance:
     a live instance has never been answered (so its one response is its first)."""
@@ -258,6 +264,8 @@ def stale_cancel_ahead(b: Logic, s: Any, c: Config) -> Any:
 
 
 _http = lambda c: c.http  # noqa: E731
+_shared = lambda c: not c.per_post  # noqa: E731
+_shared_http = lambda c: c.http and not c.per_post  # noqa: E731
 _rev2025 = lambda c: c.rev2025  # noqa: E731
 _stdio = lambda c: c.stdio  # noqa: E731
 
@@ -268,11 +276,14 @@ AUXILIARY: tuple[Property, ...] = (
     auxiliary(inflight_names_live, lambda c: c.design.free_on == "cancel"),
     auxiliary(live_is_running),
     auxiliary(running_is_admitted),
-    auxiliary(live_owns_inflight),
-    auxiliary(running_owns_inflight, lambda c: c.design.free_on == "handler_end"),
+    auxiliary(live_owns_inflight, _shared),
+    auxiliary(
+        running_owns_inflight, lambda c: c.design.free_on == "handler_end" and not c.per_post
+    ),
     auxiliary(stream_follows_inflight, _http),
     auxiliary(stream_names_holder, _http),
-    auxiliary(open_live_has_stream, _http),
+    auxiliary(open_live_has_stream, _shared_http),
+    auxiliary(registries_unused, lambda c: c.per_post),
     auxiliary(answered_is_final),
     auxiliary(responded_open_answered),
     auxiliary(broken_is_closed, lambda c: c.rev2025 and c.http),

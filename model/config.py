@@ -58,6 +58,12 @@ class Design:
         An injected bug for the liveness checks: a handler that sent a server-to-client request
         waits for its answer with no timeout before it responds (MCP asks senders to set timeouts
         on the requests they send), so a client that never answers leaves its request hanging.
+    post_scopes
+        2026-07-28 http (no sessions): every POST is a scope of its own that holds only the
+        request it carries, so that request's in-flight entry and stream slot are the POST
+        itself (its handle and its response stream) and nothing keyed by id is shared between
+        POSTs; otherwise one registry keyed by id serves every POST (a server that keeps one
+        table for all of them).  No effect on the other profiles, whose scope is the session.
     stops_on_respond
         ``False`` is an injected bug for the liveness checks: a handler keeps running after it
         has written its response (its task is never reaped).
@@ -77,6 +83,7 @@ class Design:
     waits_on_lost: bool = False
     waits_on_answer: bool = False
     stops_on_respond: bool = True
+    post_scopes: bool = False
 
     def __post_init__(self) -> None:
         if self.claim not in ("overwrite", "split", "atomic"):
@@ -107,6 +114,7 @@ class Design:
             "answer_clears_waiter": self.answer_clears_waiter,
             "releases_waiters": self.releases_waiters,
             "end_stops_writes": self.end_stops_writes,
+            "post_scopes": self.post_scopes,
         }
 
 
@@ -118,6 +126,7 @@ ATOMIC = Design(
     guarded=frozenset(REMOVAL_SITES),
     guard_write=True,
     cancel_by_connection=True,
+    post_scopes=True,
 )
 
 DESIGNS: dict[str, Design] = {d.name: d for d in (ATOMIC, UNGUARDED, CHECK_THEN_CLAIM)}
@@ -148,6 +157,7 @@ def mutants() -> dict[str, Design]:
         "atomic-writes-after-end": replace(
             ATOMIC, name="atomic-writes-after-end", end_stops_writes=False
         ),
+        "atomic-shared-registry": replace(ATOMIC, name="atomic-shared-registry", post_scopes=False),
     }
     for site in REMOVAL_SITES:
         name = f"atomic-unguarded-{site}"
@@ -228,6 +238,12 @@ class Config:
     def close_is_cancel(self) -> bool:
         """2026-07-28 http: a cancel is the closing of that request's own response stream."""
         return self.revision == "2026-07-28" and self.transport == "http"
+
+    @property
+    def per_post(self) -> bool:
+        """2026-07-28 http under a design with ``post_scopes``: each POST is the scope of its one
+        request, so no registry keyed by id is read or written (``model/session.py``)."""
+        return self.close_is_cancel and self.design.post_scopes
 
     @property
     def client_reuses(self) -> bool:

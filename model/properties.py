@@ -144,7 +144,9 @@ def unique_in_flight(b: Logic, s: Any, c: Config) -> Any:
     """Never two admitted, unfinished instances under one id in a session. Encodes the id rule
     of basic/index (an id MUST NOT match another request in flight) on the receiving side:
     the defect of overwrite-on-arrival registries. A cancelled handler still running counts:
-    its id is not free until it stops."""
+    its id is not free until it stops. Not applicable where each POST is a scope of its own
+    (2026-07-28 http, ``post_scopes``): a scope holds one request, and requests of different
+    POSTs never meet."""
 
     def active(r: Any) -> Any:
         return b.Or(b.In(s.life[r], LIVE), b.And(s.life[r] == Life.CANCELLED, s.running[r]))
@@ -286,7 +288,8 @@ def cancel_hits_target(
 def no_orphan(b: Logic, s: Any, c: Config) -> Any:
     """An admitted, live client instance with an open stream can be reached by its routing
     entries (its messages and response can be delivered): the race of a check separate from
-    the claims."""
+    the claims. Not applicable where each POST is a scope of its own (2026-07-28 http,
+    ``post_scopes``): there the POST itself is its request's route, and no entry is claimed."""
 
     def reachable(r: Any) -> Any:
         k = s.rid[r]
@@ -310,6 +313,16 @@ def refusal_is_inert(
     same = [_unchanged(b, pre, post, f) for f in _registries(c)]
     t, d = out["response"]
     return b.And(t == r, d, post.got_resp[r], *same)
+
+
+def no_refusal_across_posts(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """2026-07-28 http: no request is refused because of another POST's request. With no
+    sessions nothing says that two POSTs come from one sender (the id rule binds a sender to
+    its own ids), and clients number their ids alike, so a registry shared by every POST lets
+    any client's request in flight turn away another client's request under the same id."""
+    return action.name != "refuse"
 
 
 def quiescent_clean(b: Logic, s: Any, c: Config) -> Any:
@@ -423,6 +436,23 @@ def duplicate_refused(b: Logic, s: Any, c: Config) -> Any:
     return _some_life(b, s, Life.REFUSED)
 
 
+def duplicate_served(b: Logic, s: Any, c: Config) -> Any:
+    """Two POSTs under one id are served at once, each in a scope of its own (2026-07-28 http
+    with a scope per POST: they may come from two clients)."""
+    return b.Exists(
+        "inst",
+        lambda p: b.Exists(
+            "inst",
+            lambda q: b.And(
+                p != q,
+                s.rid[p] == s.rid[q],
+                s.life[p] == Life.IN_FLIGHT,
+                s.life[q] == Life.IN_FLIGHT,
+            ),
+        ),
+    )
+
+
 def cancelled(b: Logic, s: Any, c: Config) -> Any:
     """Some request is cancelled."""
     return _some_life(b, s, Life.CANCELLED)
@@ -519,19 +549,28 @@ def _client_reuses(c: Config) -> bool:
     return c.client_reuses
 
 
+def _per_post(c: Config) -> bool:
+    return c.per_post
+
+
+def _shared_scope(c: Config) -> bool:
+    """The requests of the profile share the id-keyed registries (all but per-POST scopes)."""
+    return not c.per_post
+
+
 #: What each hazard needs.
 REUSING_CLIENT = "a client that reuses an answered id (the reusing client; not the fresh one)"
 SECOND_SENDER = "two senders in one session sending one id (the client and the rogue)"
 
 PROPERTIES: tuple[Property, ...] = (
-    invariant(unique_in_flight),
+    invariant(unique_in_flight, applies=_shared_scope),
     invariant(no_misrouted_notification, "step"),
     invariant(no_misrouted_server_request, "step", _rev2025),
     invariant(no_misrouted_response, "step"),
     invariant(no_crossed_reply_on_stdio, "step", _stdio, CLIENT),
     invariant(owned_removal, "step"),
     invariant(cancel_hits_target, "step", protects=CLIENT),
-    invariant(no_orphan, protects=CLIENT),
+    invariant(no_orphan, applies=_shared_scope, protects=CLIENT),
     invariant(refusal_is_inert, "step"),
     invariant(quiescent_clean, protects=SERVER),
     invariant(server_ids_unique, "step", _rev2025, SERVER),
@@ -541,8 +580,10 @@ PROPERTIES: tuple[Property, ...] = (
     invariant(nothing_after_end, "step"),
     invariant(no_hung_request, protects=CLIENT),
     invariant(cancel_stays_with_sender, "step", _close_is_cancel),
+    invariant(no_refusal_across_posts, "step", _close_is_cancel),
     witness(sequential_reuse, _client_reuses),
-    witness(duplicate_refused),
+    witness(duplicate_refused, _shared_scope),
+    witness(duplicate_served, _per_post),
     witness(cancelled),
     witness(stream_broken, _rev2025_http),
     witness(server_request_answered, _rev2025),

@@ -47,6 +47,15 @@ of the other, so renaming ids stays a symmetry of the model.  A handler may make
 server-to-client requests, one after another or several at once, each under a fresh id; it
 stops waiting on each (answered, timed out, or unwound by a cancel) before it ends.
 
+2026-07-28 Streamable HTTP has no sessions: a server that serves each POST as a scope of its own
+(``Design.post_scopes``, ``Config.per_post``; ``atomic`` does, as the runtime does) holds in a
+scope only the one request its POST carries, so that request's in-flight entry and stream slot
+are the POST itself: its messages go on its own response stream (``route``), the close of that
+stream cancels it (``on_cancel``), no id is ever found in flight there (nothing to refuse), and
+the id-keyed registries ``inflight`` and ``stream`` stay empty.  What the scopes share is the
+process: its end (``end_session``: shutdown ends every POST) and nothing keyed by id.  A design
+without ``post_scopes`` keeps one id-keyed registry for every POST of the profile.
+
 The standalone GET stream of 2025-11-25 is not keyed by any request id in any design here, so
 no request action touches it; it is left out of the explored state (the runtime keeps it in a
 slot of its own, and its tests send an id that names it).  ``_meta.progressToken`` is taken to
@@ -248,9 +257,10 @@ def route(b: Logic, s: Any, c: Config, r: Any) -> Any:
     """The stream the server's transport picks for a message of r (real state only).
 
     http: the POST stream slot under r's id.  stdio: the one channel, labelled with the id the
-    handler holds, so the route is r itself.
+    handler holds, so the route is r itself.  A POST of its own scope (``Config.per_post``): its
+    own response stream, r itself.
     """
-    if c.stdio:
+    if c.stdio or c.per_post:
         return r
     return s.stream[s.rid[r]]
 
@@ -355,13 +365,14 @@ CONDITIONS: dict[str, Condition] = {
     "split_claim": lambda b, s, c, r, i: c.design.claim == "split",
     "unchecked": lambda b, s, c, r, i: s.step[r] == Step.UNCHECKED,
     "checked": lambda b, s, c, r, i: s.step[r] == Step.CHECKED,
-    "id_not_in_flight": lambda b, s, c, r, i: s.inflight[s.rid[r]] == NONE,
-    "id_in_flight": lambda b, s, c, r, i: s.inflight[s.rid[r]] != NONE,
+    # a POST of its own scope holds no other request, so its id is never found in flight there
+    "id_not_in_flight": lambda b, s, c, r, i: True if c.per_post else s.inflight[s.rid[r]] == NONE,
+    "id_in_flight": lambda b, s, c, r, i: False if c.per_post else s.inflight[s.rid[r]] != NONE,
     "claim_complete": lambda b, s, c, r, i: (
         (s.step[r] == Step.CLAIMED) if c.design.claim == "split" else True
     ),
     "claim_ok": lambda b, s, c, r, i: (
-        True if c.design.claim == "overwrite" else s.inflight[s.rid[r]] == NONE
+        True if c.design.claim == "overwrite" or c.per_post else s.inflight[s.rid[r]] == NONE
     ),
     "refuses_duplicates": lambda b, s, c, r, i: c.design.refuses,
     "at_decision_point": lambda b, s, c, r, i: (
@@ -401,10 +412,11 @@ def on_cancel(b: Logic, s: Any, c: Config, i: Any, conn: Any) -> tuple[Any, Any,
     carries only the id) or the close of connection ``conn`` (2026-07-28 http).
 
     Returns ``(target, hit, writes)``: the instance the server cancels (if ``hit``).  A cancel for
-    an unknown or finished id is ignored (basic/utilities/cancellation).
+    an unknown or finished id is ignored (basic/utilities/cancellation).  A POST of its own
+    scope holds only its request, so a close there reaches that request however it is looked up.
     """
     trigger = "stream_closed" if c.close_is_cancel else "cancel"
-    if c.close_is_cancel and c.design.cancel_by_connection:
+    if c.close_is_cancel and (c.design.cancel_by_connection or c.per_post):
         tgt = conn
     else:
         tgt = s.inflight[i]
@@ -507,11 +519,16 @@ def _check(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Wr
 
 
 def _claim_stream(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
+    if c.per_post:
+        return [Write("step", r, Step.CLAIMED)]
     return [Write("step", r, Step.CLAIMED), Write("stream", s.rid[r], r)]
 
 
 def _admit(b: Logic, s: Any, c: Config, r: Any, i: Any, out: Outputs) -> list[Write]:
-    ws = [_fire(c, "admit", r), Write("running", r, True), Write("inflight", s.rid[r], r)]
+    ws = [_fire(c, "admit", r), Write("running", r, True)]
+    if c.per_post:  # the POST is its request's entry and slot: nothing keyed by id
+        return ws
+    ws.append(Write("inflight", s.rid[r], r))
     if c.http and c.design.claim != "split":
         ws.append(Write("stream", s.rid[r], r))
     return ws
@@ -698,7 +715,7 @@ ACTIONS: tuple[Action, ...] = (
         "refuse",
         (),
         _refuse,
-        lambda c: c.design.refuses,
+        lambda c: c.design.refuses and not c.per_post,  # a POST's own scope: nothing to refuse
         "server refuses {r}: id={id} is in flight",
         removal=True,
         output=_out_own,

@@ -257,7 +257,8 @@ class CoreVsModel(RuleBasedStateMachine):
             if p.scope == "state" and p.applies(self.cfg):
                 assert p.fn(self.b, self.s, self.cfg), p.name
         for name in RUNTIME_INVARIANTS:
-            assert P.PROPERTY[name].fn(self.core.b, self.core.s, self.core.cfg), name
+            if P.PROPERTY[name].applies(self.core.cfg):
+                assert P.PROPERTY[name].fn(self.core.b, self.core.s, self.core.cfg), name
         if quiescent(self.b, self.s):
             assert self.core.empty()
 

@@ -296,15 +296,12 @@ def test_traces_replay_on_the_model():
 #: output; 2 ids x 2 instances on 2026-07-28, 1 id x 2 on 2025-11-25, no symmetry reduction):
 #: the README calls a mutant equivalent on a profile only where this holds.
 SAME_GRAPH = {
+    # on 2026-07-28 http a POST is a scope of its own: nothing to claim, refuse or look up by id
     "atomic-split-claim": set(),
-    "atomic-no-refusal": set(),
-    "atomic-free-on-cancel": set(),
+    "atomic-no-refusal": {("2026-07-28", "http")},
+    "atomic-free-on-cancel": {("2026-07-28", "http")},
     "atomic-unguarded-write": {("2026-07-28", "http")},
-    "atomic-cancel-by-id": {
-        ("2025-11-25", "stdio"),
-        ("2025-11-25", "http"),
-        ("2026-07-28", "stdio"),
-    },
+    "atomic-cancel-by-id": set(profiles()),
     **{f"atomic-unguarded-{site}": set(profiles()) for site in REMOVAL_SITES},
     # server-to-client requests exist on 2025-11-25 only
     **{
@@ -317,6 +314,12 @@ SAME_GRAPH = {
         )
     },
     "atomic-writes-after-end": set(),
+    # the scope per POST is a knob of 2026-07-28 http alone
+    "atomic-shared-registry": {
+        ("2025-11-25", "stdio"),
+        ("2025-11-25", "http"),
+        ("2026-07-28", "stdio"),
+    },
 }
 
 

@@ -258,6 +258,30 @@ def test_not_applicable_counts_neither_way():
         assert not v.applies and v.trace is None
 
 
+def test_each_post_is_a_scope_of_its_own_on_2026_http():
+    """atomic on 2026-07-28 http serves two POSTs under one id at once, keys nothing by id and
+    never refuses; with one registry for every POST (the mutant) the same id is refused, which
+    ``no_refusal_across_posts`` flags, and the registry invariants apply again."""
+    from mcp_inflight.model.config import mutants
+    from mcp_inflight.proofs.explore import explore
+
+    r = run("atomic", "2026-07-28", "http")
+    assert r.ok and r.verdict("duplicate_served").ok and r.verdict("no_refusal_across_posts").ok
+    for name in ("unique_in_flight", "no_orphan", "duplicate_refused"):
+        assert not r.verdict(name).applies
+    assert r.coverage.get("refuse") is None  # not an action of that profile
+    shared = explore(
+        Config(mutants()["atomic-shared-registry"], "2026-07-28", "http"), progress=False
+    )
+    v = shared.verdict("no_refusal_across_posts")
+    assert not v.ok and _actions(v.trace)[-1] == "refuse" and len(v.trace) == 6
+    for name in ("unique_in_flight", "no_orphan", "duplicate_refused"):
+        assert shared.verdict(name).applies and shared.verdict(name).ok
+    assert not shared.verdict("duplicate_served").applies
+    stdio = run("atomic", "2026-07-28", "stdio")  # one channel: one scope, duplicates refused
+    assert stdio.verdict("duplicate_refused").ok and stdio.verdict("unique_in_flight").applies
+
+
 @pytest.mark.parametrize("design", ["atomic", "unguarded", "check_then_claim"])
 @pytest.mark.parametrize("revision,transport", [("2026-07-28", "stdio"), ("2026-07-28", "http")])
 def test_symmetry_on_and_off_agree(design, revision, transport):
@@ -308,14 +332,16 @@ def test_witness_names_are_the_documented_ones():
     assert [w.name for w in WITNESSES] == [
         "sequential_reuse",
         "duplicate_refused",
+        "duplicate_served",
         "cancelled",
         "stream_broken",
         "server_request_answered",
         "two_server_requests_pending",
         "session_ended",
     ]
-    # with no_crossed_reply_on_stdio, and the five of server requests and the session's end
-    assert len({p.name for p in INVARIANTS}) == 17
+    # with no_crossed_reply_on_stdio, the five of server requests and the session's end, and
+    # no_refusal_across_posts of 2026-07-28 http
+    assert len({p.name for p in INVARIANTS}) == 18
 
 
 def test_every_backend_implements_the_logic_interface():

@@ -48,8 +48,9 @@ def test_waiting_mutants_answer_on_2026(name):
 
 
 def test_admit_alone_is_not_helpful():
-    # Admit and refuse apart: a duplicate admitted under r's id disables r's admit, rank equal.
-    v = rank(Config(ATOMIC, "2026-07-28", "http"), helpful={**HELPFUL, Life.RECEIVED: ("admit",)})
+    # Admit and refuse apart: a duplicate admitted under r's id disables r's admit, rank equal
+    # (stdio: one scope for every request; on 2026-07-28 http each POST has its own)
+    v = rank(Config(ATOMIC, "2026-07-28", "stdio"), helpful={**HELPFUL, Life.RECEIVED: ("admit",)})
     conds = _conds(v)
     assert ("b", "received", None) in conds
     c = [f for f in v.failures if f.condition == "c" and f.case == "received"]
