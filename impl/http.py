@@ -500,14 +500,7 @@ class App:
                 for s in [s for s in self.sessions.values() if self._expired(s, now)]:
                     self._end(s)
                 if len(self.sessions) >= self.max_sessions:
-                    return await self._error(
-                        send,
-                        503,
-                        SERVER_BUSY,
-                        "Service Unavailable: too many sessions; try again later",
-                        msg["id"],
-                        headers=[(b"retry-after", b"1")],
-                    )
+                    return await self._too_many_sessions(send, msg["id"])
             sid = secrets.token_urlsafe(24)
             session = _HttpSession(self.server, sid, self.event_store)
             session.seen = now
@@ -660,6 +653,17 @@ class App:
             outlet._wake()  # the previous connection ends its response
             outlet.wake = None
         await self._pump(session, None, outlet, token, receive, send, _SSE, first)
+
+    async def _too_many_sessions(self, send, rid):
+        """``initialize`` beyond ``max_sessions``: 503 with ``Retry-After``."""
+        return await self._error(
+            send,
+            503,
+            SERVER_BUSY,
+            "Service Unavailable: too many sessions; try again later",
+            rid,
+            headers=[(b"retry-after", b"1")],
+        )
 
     async def _get(self, receive, send, headers):
         session, err = self._session(headers)

@@ -69,6 +69,7 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import sse
@@ -252,16 +253,11 @@ class _RedisSession(_HttpSession):
                 outlet.claim = c
         return status, value
 
-    async def server_request(self, handle: Any, method: str, params: dict) -> dict:
-        sent = self.core.server_request(handle)
-        if sent is None:
-            raise RequestFailed(
-                error(
-                    INTERNAL_ERROR,
-                    f"{method} not sent: the request's stream is gone or its handler has stopped",
-                )
-            )
-        sid, target = sent
+    async def _announce(
+        self, handle: Any, sid: Any, method: str
+    ) -> tuple[Any, Callable[[], None] | None]:
+        """The waiter is recorded under the lease before the request goes out (an answer may
+        come to another worker), and its wire id names this worker."""
         store = self.app.store
         c = self.claims.get(handle)
         waiter = store.waiter_key(self.sid, sid)
@@ -269,23 +265,15 @@ class _RedisSession(_HttpSession):
             try:
                 ok = await store.write(c, "set", waiter, self.app.worker, store.lease_ms)
             except _store_errors() as e:
-                self.core.withdraw(handle, sid)
                 raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: {e}")) from None
             if not ok:
                 self.core.withdraw(handle, sid)
                 self.app.lease_lost(self, handle, "write refused")
                 raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: {LEASE_LOST}"))
-        fut = asyncio.get_running_loop().create_future()
-        self.pending[sid] = fut
         wire = f"{self.app.worker}/{sid}"
-        target.data.send({"jsonrpc": "2.0", "id": wire, "method": method, "params": params})
-        try:
-            return await fut  # type: ignore[no-any-return]
-        finally:
-            self.pending.pop(sid, None)
-            self.core.withdraw(handle, sid)
-            if c is not None:
-                self.app.spawn(self.app.forget_key(waiter))
+        if c is None:
+            return wire, None
+        return wire, lambda: self.app.spawn(self.app.forget_key(waiter))
 
     def _done(self, h: Any, reply: Any) -> None:
         c = self.claims.pop(h, None)
@@ -604,14 +592,7 @@ class RedisApp(App):
             for s in [s for s in self.sessions.values() if s.idle() and s.standalone is None]:
                 self.sessions.pop(s.sid, None)
         if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
-            return await self._error(
-                send,
-                503,
-                SERVER_BUSY,
-                "Service Unavailable: too many sessions; try again later",
-                msg["id"],
-                headers=[(b"retry-after", b"1")],
-            )
+            return await self._too_many_sessions(send, msg["id"])
         sid = secrets.token_urlsafe(24)
         session = _RedisSession(self.server, sid, self)
         session.seen = now

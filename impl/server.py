@@ -438,14 +438,28 @@ class Session:
                 )
             )
         sid, target = sent
+        try:
+            wire, after = await self._announce(handle, sid, method)
+        except BaseException:
+            self.core.withdraw(handle, sid)  # not sent after all: nothing to wait on
+            raise
         fut = asyncio.get_running_loop().create_future()
         self.pending[sid] = fut
-        target.data.send({"jsonrpc": "2.0", "id": sid, "method": method, "params": params})
+        target.data.send({"jsonrpc": "2.0", "id": wire, "method": method, "params": params})
         try:
             return await fut
         finally:
             self.pending.pop(sid, None)
             self.core.withdraw(handle, sid)  # unanswered (cancelled, failed): stop waiting
+            if after is not None:
+                after()
+
+    async def _announce(self, handle, sid, method) -> tuple[Any, Callable[[], None] | None]:
+        """Before the server-to-client request ``sid`` of ``handle`` goes out: the id it carries
+        on the wire, and what to do once it is no longer awaited (None: nothing).  A session
+        whose answers may reach another process records the waiter here first (and raises
+        :class:`RequestFailed` when it cannot)."""
+        return sid, None
 
     # --- reading ------------------------------------------------------------------------
     def request(self, msg: dict, outlet):
