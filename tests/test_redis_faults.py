@@ -33,6 +33,22 @@ def redis():
     r.close()
 
 
+@pytest.fixture
+def workers(redis):
+    """``workers(n, url=..., lease=...)`` starts ``n`` worker processes on ``url`` (default: the
+    test's Redis); every pool started is stopped after the test."""
+    pools = []
+
+    def start(n: int, url: str | None = None, lease: str = LEASE) -> Pool:
+        pool = Pool(n, "--redis", url or redis.url, "--lease-ms", lease)
+        pools.append(pool)
+        return pool
+
+    yield start
+    for pool in pools:
+        pool.stop()
+
+
 def first_progress(lines):
     for line in lines:
         if line.startswith("data:") and "notifications/progress" in line:
@@ -58,190 +74,171 @@ def background(fn):
     return t, out
 
 
-def test_kill_9_mid_request(redis):
+def test_kill_9_mid_request(redis, workers):
     """The killed worker's client gets an error, the id is refused until the lease passes and
     then free on another worker; a request on another worker is untouched."""
-    pool = Pool(3, "--redis", redis.url, "--lease-ms", LEASE)
-    try:
-        w0, w1, w2 = pool
-        with httpx.Client(timeout=30) as client:
-            sid, h = session(client, w1.url)
+    pool = workers(3)
+    w0, w1, w2 = pool
+    with httpx.Client(timeout=30) as client:
+        sid, h = session(client, w1.url)
 
-            def other():
-                r = client.post(
-                    w1.url,
-                    headers=h,
-                    json=call(2, "slow", {"label": "B", "steps": 10, "delay": 0.1}, "tb"),
-                )
-                return events(r.text)
-
-            with client.stream(
-                "POST",
-                w0.url,
+        def other():
+            r = client.post(
+                w1.url,
                 headers=h,
-                json=call(1, "slow", {"label": "A", "steps": 100, "delay": 0.05}, "ta"),
-            ) as a:
-                lines = a.iter_lines()
-                first_progress(lines)
-                t, out = background(other)
-                time.sleep(0.1)
-                os.kill(w0.pid, signal.SIGKILL)
-                killed = time.monotonic()
-                with pytest.raises(httpx.HTTPError):
-                    for _ in lines:
-                        pass
-            dup = client.post(w2.url, headers=h, json=call(1, "echo", {"text": "too soon"}))
-            assert dup.status_code == 409  # the dead worker's claim holds until its lease ends
-            while True:
-                r = client.post(w2.url, headers=h, json=call(1, "echo", {"text": "free"}))
-                if r.status_code == 200:
-                    break
-                assert r.status_code == 409
-                assert time.monotonic() - killed < 2.0, "the id was not freed after the lease"
-                time.sleep(0.05)
-            assert events(r.text)[-1] == {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "result": {"content": [{"type": "text", "text": "free"}], "isError": False},
-            }
-            t.join(10)
-            msgs = out["value"]
-            assert msgs[-1]["id"] == 2 and msgs[-1]["result"]["content"][0]["text"] == "done:B"
-            tokens = {
-                m["params"]["progressToken"]
-                for m in msgs
-                if m.get("method") == "notifications/progress"
-            }
-            assert tokens == {"tb"}
-            assert claims(redis, sid) == []
-    finally:
-        pool.stop()
+                json=call(2, "slow", {"label": "B", "steps": 10, "delay": 0.1}, "tb"),
+            )
+            return events(r.text)
+
+        with client.stream(
+            "POST",
+            w0.url,
+            headers=h,
+            json=call(1, "slow", {"label": "A", "steps": 100, "delay": 0.05}, "ta"),
+        ) as a:
+            lines = a.iter_lines()
+            first_progress(lines)
+            t, out = background(other)
+            time.sleep(0.1)
+            os.kill(w0.pid, signal.SIGKILL)
+            killed = time.monotonic()
+            with pytest.raises(httpx.HTTPError):
+                for _ in lines:
+                    pass
+        dup = client.post(w2.url, headers=h, json=call(1, "echo", {"text": "too soon"}))
+        assert dup.status_code == 409  # the dead worker's claim holds until its lease ends
+        while True:
+            r = client.post(w2.url, headers=h, json=call(1, "echo", {"text": "free"}))
+            if r.status_code == 200:
+                break
+            assert r.status_code == 409
+            assert time.monotonic() - killed < 2.0, "the id was not freed after the lease"
+            time.sleep(0.05)
+        assert events(r.text)[-1] == {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"content": [{"type": "text", "text": "free"}], "isError": False},
+        }
+        t.join(10)
+        msgs = out["value"]
+        assert msgs[-1]["id"] == 2 and msgs[-1]["result"]["content"][0]["text"] == "done:B"
+        tokens = {
+            m["params"]["progressToken"]
+            for m in msgs
+            if m.get("method") == "notifications/progress"
+        }
+        assert tokens == {"tb"}
+        assert claims(redis, sid) == []
 
 
-def test_sigstop_past_the_lease_then_sigcont(redis):
+def test_sigstop_past_the_lease_then_sigcont(redis, workers):
     """A worker paused past its lease loses its request: another worker admits the id, and
     when the paused one resumes its late renewal, or its late write of a progress event,
     whichever comes first, is refused by the token (the store counts it), its handler stops
     and its POST ends with an error; the new owner's claim and answer are untouched."""
-    pool = Pool(2, "--redis", redis.url, "--lease-ms", LEASE)
-    try:
-        w0, w1 = pool
-        with httpx.Client(timeout=30) as client:
-            sid, h = session(client, w0.url)
-            with client.stream(
-                "POST",
-                w0.url,
-                headers=h,
-                json=call(9, "slow", {"label": "old", "steps": 40, "delay": 0.05}, "told"),
-            ) as a:
-                lines = a.iter_lines()
-                first_progress(lines)
-                os.kill(w0.pid, signal.SIGSTOP)
-                try:
-                    time.sleep(1.4)  # past the lease: the claim expires
-                    with client.stream(
-                        "POST",
-                        w1.url,
-                        headers=h,
-                        json=call(9, "slow", {"label": "new", "steps": 8, "delay": 0.1}, "tnew"),
-                    ) as b:
-                        assert b.status_code == 200  # admitted: the old claim expired
-                        blines = b.iter_lines()
-                        first_progress(blines)
-                        owner = redis.client().get(f"mcpi:{{{sid}}}:inflight:i9").decode()
-                        assert owner.endswith(":" + w1.name)
-                        os.kill(w0.pid, signal.SIGCONT)
-                        old = [
-                            json.loads(x[5:])
-                            for x in lines
-                            if x.startswith("data:") and x[5:].strip()
-                        ]
-                        # the new owner's claim is still its own after the stale one stopped
-                        assert redis.client().get(f"mcpi:{{{sid}}}:inflight:i9").decode() == owner
-                        new = [
-                            json.loads(x[5:])
-                            for x in blines
-                            if x.startswith("data:") and x[5:].strip()
-                        ]
-                finally:
+    pool = workers(2)
+    w0, w1 = pool
+    with httpx.Client(timeout=30) as client:
+        sid, h = session(client, w0.url)
+        with client.stream(
+            "POST",
+            w0.url,
+            headers=h,
+            json=call(9, "slow", {"label": "old", "steps": 40, "delay": 0.05}, "told"),
+        ) as a:
+            lines = a.iter_lines()
+            first_progress(lines)
+            os.kill(w0.pid, signal.SIGSTOP)
+            try:
+                time.sleep(1.4)  # past the lease: the claim expires
+                with client.stream(
+                    "POST",
+                    w1.url,
+                    headers=h,
+                    json=call(9, "slow", {"label": "new", "steps": 8, "delay": 0.1}, "tnew"),
+                ) as b:
+                    assert b.status_code == 200  # admitted: the old claim expired
+                    blines = b.iter_lines()
+                    first_progress(blines)
+                    owner = redis.client().get(f"mcpi:{{{sid}}}:inflight:i9").decode()
+                    assert owner.endswith(":" + w1.name)
                     os.kill(w0.pid, signal.SIGCONT)
-            assert old[-1]["id"] == 9 and "lease lost" in old[-1]["error"]["message"], old[-1]
-            assert not any("result" in m for m in old)
-            assert new[-1]["id"] == 9 and new[-1]["result"]["content"][0]["text"] == "done:new"
-            progress = [m for m in new if m.get("method") == "notifications/progress"]
-            assert {m["params"]["progressToken"] for m in progress} == {"tnew"}
-            refused = int(redis.client().get(f"mcpi:{{{sid}}}:refused") or 0)
-            assert refused >= 1
-            pool.wait_for(rf"worker {w0.name}: lease lost for id 9 .*(renewal|write) refused")
-            assert claims(redis, sid) == []
-    finally:
-        pool.stop()
+                    old = [
+                        json.loads(x[5:]) for x in lines if x.startswith("data:") and x[5:].strip()
+                    ]
+                    # the new owner's claim is still its own after the stale one stopped
+                    assert redis.client().get(f"mcpi:{{{sid}}}:inflight:i9").decode() == owner
+                    new = [
+                        json.loads(x[5:]) for x in blines if x.startswith("data:") and x[5:].strip()
+                    ]
+            finally:
+                os.kill(w0.pid, signal.SIGCONT)
+        assert old[-1]["id"] == 9 and "lease lost" in old[-1]["error"]["message"], old[-1]
+        assert not any("result" in m for m in old)
+        assert new[-1]["id"] == 9 and new[-1]["result"]["content"][0]["text"] == "done:new"
+        progress = [m for m in new if m.get("method") == "notifications/progress"]
+        assert {m["params"]["progressToken"] for m in progress} == {"tnew"}
+        refused = int(redis.client().get(f"mcpi:{{{sid}}}:refused") or 0)
+        assert refused >= 1
+        pool.wait_for(rf"worker {w0.name}: lease lost for id 9 .*(renewal|write) refused")
+        assert claims(redis, sid) == []
 
 
-def test_redis_restart(redis):
+def test_redis_restart(redis, workers):
     """Redis stopped, then started again empty (no persistence): meanwhile a request gets 503
     with a clear error; the call in flight ends with an error (its claim is gone: a lost
     lease), the session is gone (404, the client initialises again), and a new session works
     on every worker, answers routed between workers included."""
-    pool = Pool(2, "--redis", redis.url, "--lease-ms", LEASE)
-    try:
-        w0, w1 = pool
-        with httpx.Client(timeout=30) as client:
-            sid, h = session(client, w0.url)
-            with client.stream(
-                "POST",
-                w0.url,
-                headers=h,
-                json=call(1, "slow", {"label": "A", "steps": 60, "delay": 0.05}, "ta"),
-            ) as a:
-                lines = a.iter_lines()
-                first_progress(lines)
-                redis.kill()
-                # while Redis is down: a clear error, nothing admitted
-                down = client.post(w1.url, headers=h, json=call(2, "echo", {"text": "x"}))
-                assert down.status_code == 503, down.text
-                assert "session store" in down.json()["error"]["message"]
-                redis.start()
-                msgs = [json.loads(x[5:]) for x in lines if x.startswith("data:") and x[5:].strip()]
-            assert msgs[-1]["id"] == 1 and "lease lost" in msgs[-1]["error"]["message"], msgs[-1]
-            assert (
-                client.post(w1.url, headers=h, json=call(2, "echo", {"text": "x"})).status_code
-                == 404
-            )
-            assert (
-                client.post(w0.url, headers=h, json=call(2, "echo", {"text": "x"})).status_code
-                == 404
-            )
-            sid2, h2 = session(client, w1.url)
-            with client.stream(
-                "POST", w0.url, headers=h2, json=call(3, "ask", {"label": "Q"})
-            ) as q:
-                qlines = q.iter_lines()
-                for line in qlines:
-                    if line.startswith("data:") and "elicitation/create" in line:
-                        ask = json.loads(line[5:])
-                        break
-                answer = {
-                    "jsonrpc": "2.0",
-                    "id": ask["id"],
-                    "result": {"action": "accept", "content": {"ok": True}},
-                }
-                assert client.post(w1.url, headers=h2, json=answer).status_code == 202
-                rest = [
-                    json.loads(x[5:]) for x in qlines if x.startswith("data:") and x[5:].strip()
-                ]
-            assert rest[-1]["result"]["content"][0]["text"] == "ask:Q:accept"
-            assert client.delete(w1.url, headers=h2).status_code == 200
-            assert registry_keys(redis) == []
-    finally:
-        pool.stop()
+    pool = workers(2)
+    w0, w1 = pool
+    with httpx.Client(timeout=30) as client:
+        sid, h = session(client, w0.url)
+        with client.stream(
+            "POST",
+            w0.url,
+            headers=h,
+            json=call(1, "slow", {"label": "A", "steps": 60, "delay": 0.05}, "ta"),
+        ) as a:
+            lines = a.iter_lines()
+            first_progress(lines)
+            redis.kill()
+            # while Redis is down: a clear error, nothing admitted
+            down = client.post(w1.url, headers=h, json=call(2, "echo", {"text": "x"}))
+            assert down.status_code == 503, down.text
+            assert "session store" in down.json()["error"]["message"]
+            redis.start()
+            msgs = [json.loads(x[5:]) for x in lines if x.startswith("data:") and x[5:].strip()]
+        assert msgs[-1]["id"] == 1 and "lease lost" in msgs[-1]["error"]["message"], msgs[-1]
+        assert (
+            client.post(w1.url, headers=h, json=call(2, "echo", {"text": "x"})).status_code == 404
+        )
+        assert (
+            client.post(w0.url, headers=h, json=call(2, "echo", {"text": "x"})).status_code == 404
+        )
+        sid2, h2 = session(client, w1.url)
+        with client.stream("POST", w0.url, headers=h2, json=call(3, "ask", {"label": "Q"})) as q:
+            qlines = q.iter_lines()
+            for line in qlines:
+                if line.startswith("data:") and "elicitation/create" in line:
+                    ask = json.loads(line[5:])
+                    break
+            answer = {
+                "jsonrpc": "2.0",
+                "id": ask["id"],
+                "result": {"action": "accept", "content": {"ok": True}},
+            }
+            assert client.post(w1.url, headers=h2, json=answer).status_code == 202
+            rest = [json.loads(x[5:]) for x in qlines if x.startswith("data:") and x[5:].strip()]
+        assert rest[-1]["result"]["content"][0]["text"] == "ask:Q:accept"
+        assert client.delete(w1.url, headers=h2).status_code == 200
+        assert registry_keys(redis) == []
 
 
-def test_slow_link_to_redis(redis):
+def test_slow_link_to_redis(redis, workers):
     """30 ms each way between the workers and Redis: a call longer than the lease completes
     (its renewals get through), a duplicate is still refused, and an answer still crosses."""
     proxy = DelayProxy(redis.port, 0.03)
-    pool = Pool(2, "--redis", f"redis://127.0.0.1:{proxy.port}/0", "--lease-ms", LEASE)
+    pool = workers(2, url=f"redis://127.0.0.1:{proxy.port}/0")
     try:
         w0, w1 = pool
         with httpx.Client(timeout=30) as client:
@@ -279,7 +276,6 @@ def test_slow_link_to_redis(redis):
             assert "lease lost" not in pool.text()
             assert client.delete(w0.url, headers=h).status_code == 200
     finally:
-        pool.stop()
         proxy.close()
 
 
@@ -380,17 +376,14 @@ INIT = {
 }
 
 
-def test_load_50_sessions_x_20_calls_with_duplicates_over_4_workers(redis):
-    pool = Pool(4, "--redis", redis.url, "--lease-ms", "5000")
-    try:
-        tally = asyncio.run(_load(list(pool)))
-        assert tally["misrouted"] == 0 and tally["lost"] == 0, tally
-        assert tally["served"] == 50 * 16 and tally["refused"] == 50 * 4, tally
-        assert all(spread >= 3 for _, _, spread in tally["sessions"])
-        assert [k for k in registry_keys(redis) if ":inflight:" in k or ":waiter:" in k] == []
-        with httpx.Client(timeout=30) as client:
-            for k, (_, h, _) in enumerate(tally["sessions"]):
-                assert client.delete(pool[k % 4].url, headers=h).status_code == 200
-        assert registry_keys(redis) == []
-    finally:
-        pool.stop()
+def test_load_50_sessions_x_20_calls_with_duplicates_over_4_workers(redis, workers):
+    pool = workers(4, lease="5000")
+    tally = asyncio.run(_load(list(pool)))
+    assert tally["misrouted"] == 0 and tally["lost"] == 0, tally
+    assert tally["served"] == 50 * 16 and tally["refused"] == 50 * 4, tally
+    assert all(spread >= 3 for _, _, spread in tally["sessions"])
+    assert [k for k in registry_keys(redis) if ":inflight:" in k or ":waiter:" in k] == []
+    with httpx.Client(timeout=30) as client:
+        for k, (_, h, _) in enumerate(tally["sessions"]):
+            assert client.delete(pool[k % 4].url, headers=h).status_code == 200
+    assert registry_keys(redis) == []
