@@ -194,11 +194,18 @@ def spec(design: str = "named-streams", **bounds: int) -> Spec:
 
     q_p = (("q", n_q),)
     acts = (
-        Act("send", q_p, g_send, e_send, story("{q} is sent: its stream opens (priming event)")),
+        Act(
+            "send",
+            q_p,
+            g_send,
+            e_send,
+            story("{q} is sent: its stream opens (priming event)"),
+            "client",
+        ),
         Act("emit", q_p, g_emit, e_emit, story("{q}'s handler writes a notification")),
         Act("respond", q_p, g_emit, e_respond, story("{q}'s handler writes its response")),
-        Act("drop", q_p, g_drop, e_drop, story("{q}'s connection drops")),
-        Act("resume", q_p, g_resume, e_resume, story("GET with {q}'s Last-Event-ID")),
+        Act("drop", q_p, g_drop, e_drop, story("{q}'s connection drops"), "network"),
+        Act("resume", q_p, g_resume, e_resume, story("GET with {q}'s Last-Event-ID"), "client"),
     )
 
     # --- properties ----------------------------------------------------------------------

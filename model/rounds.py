@@ -225,7 +225,7 @@ def spec(design: str = "sealed", **bounds: int) -> Spec:
 
     c_p = (("c", C),)
     acts = (
-        Act("start", c_p, g_start, e_start, story("{c}'s caller sends the call")),
+        Act("start", c_p, g_start, e_start, story("{c}'s caller sends the call"), "caller"),
         Act(
             "ask",
             c_p,
@@ -234,14 +234,15 @@ def spec(design: str = "sealed", **bounds: int) -> Spec:
             story("{c}'s handler asks: InputRequiredResult with a new state, or over the bound"),
         ),
         Act("complete", c_p, g_complete, e_complete, story("{c}'s handler completes")),
-        Act("retry", c_p, g_retry, e_retry, story("{c}'s caller retries with its state")),
-        Act("expire", (("t", n_tok),), g_expire, e_expire, story("{t} expires")),
+        Act("retry", c_p, g_retry, e_retry, story("{c}'s caller retries with its state"), "caller"),
+        Act("expire", (("t", n_tok),), g_expire, e_expire, story("{t} expires"), "clock"),
         Act(
             "forge",
             c_p,
             g_forge,
             e_forge,
             story("the rogue presents a forged state on {c} (every question answered)"),
+            "rogue",
         ),
         Act(
             "present",
@@ -249,6 +250,7 @@ def spec(design: str = "sealed", **bounds: int) -> Spec:
             g_present,
             e_present,
             story("the rogue presents {t} on {c}"),
+            "rogue",
         ),
     )
 

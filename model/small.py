@@ -69,13 +69,15 @@ class Var:
 class Act:
     """An action: ``guard(b, s, **args)`` and ``effect(b, s, **args) -> [Write]``; ``params`` are
     ``(name, size)`` pairs (an argument ranges over ``0..size-1``); ``story(args)`` tells the
-    move in words (``args`` as given, integers)."""
+    move in words (``args`` as given, integers); ``actor`` names who takes it (a lane of the
+    drawn counterexamples)."""
 
     name: str
     params: tuple[tuple[str, int], ...]
     guard: Callable[..., Any]
     effect: Callable[..., list[Write]]
     story: Callable[[Mapping[str, int]], str]
+    actor: str = "server"
 
 
 @dataclass(frozen=True)

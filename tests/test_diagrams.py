@@ -20,6 +20,9 @@ from mcp_inflight.model.properties import INVARIANTS
 from mcp_inflight.model.session import actions_for, domains
 from mcp_inflight.proofs.explore import explore
 
+#: one worker draws everything once (the drawings are cached per process) for every test here
+pytestmark = pytest.mark.xdist_group("diagrams")
+
 HAVE_DOT = shutil.which("dot") is not None
 
 
@@ -415,3 +418,27 @@ def test_arrow_check_catches_a_diagram_that_departs_from_its_trace():
     assert _mismatches(cfg, v.trace, "\n".join(swapped))
     # a step left out
     assert _mismatches(cfg, v.trace, "\n".join(l for n, l in enumerate(lines) if n != arrows[2]))
+
+
+def test_small_models_counterexamples_are_drawn():
+    """Every property a small model's mutant fails is drawn with its shortest trace, one note
+    per step on its actor's lane and the last in the red box; the safe designs draw nothing."""
+    from mcp_inflight.draw import paths
+    from mcp_inflight.model import resume, rounds
+
+    drawn = paths.counterexamples()
+    safe = {("rounds", next(iter(rounds.DESIGNS))), ("resume", next(iter(resume.DESIGNS)))}
+    assert safe == {("rounds", "sealed"), ("resume", "named-streams")}
+    assert not [d for d in drawn if (d.model, d.design) in safe]
+    for mod, name in ((rounds, "rounds"), (resume, "resume")):
+        mutants = [d for d in mod.DESIGNS if (name, d) not in safe]
+        assert {d.design for d in drawn if d.model == name} == set(mutants)
+    d = next(x for x in drawn if x.name == "rounds-unsigned-forged_refused")
+    text = paths.mermaid(d)
+    notes = [line for line in text.splitlines() if line.startswith("    Note over ")]
+    assert len(notes) == len(d.trace) + 1  # a note per step, and the one naming the property
+    assert "forged_refused breaks on this step" in text
+    assert text.index("rect rgb(") < text.index(f"{len(d.trace)}. the rogue presents a forged")
+    assert "participant rogue" in text and "participant caller" in text
+    index = paths.index(drawn)
+    assert all(f"({x.name}.mmd)" in index for x in drawn)

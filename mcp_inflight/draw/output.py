@@ -15,7 +15,7 @@ import tempfile
 
 from mcp_inflight.model import lifecycle as lc
 
-from . import lifecycle, render, sequence, session
+from . import lifecycle, paths, render, sequence, session
 
 FORMATS = ("dot", "mmd", "svg")
 DEFAULT_OUT = "diagrams"
@@ -41,6 +41,9 @@ def _contents(have_dot: bool, progress: bool | None = None) -> dict[str, bytes]:
         if have_dot and dot_text is not None:
             prog(f"rendering {name[:-4]}.svg")
             files[name[:-4] + ".svg"] = render.render_svg(dot_text)
+    prog("drawing the small models' counterexamples")
+    for name, text in paths.files().items():
+        files[name] = text.encode("utf-8")
     prog.done()
     return files
 
@@ -51,10 +54,11 @@ def clear_caches() -> None:
     session.graph.cache_clear()
     session.bound.cache_clear()
     sequence.clear()
+    paths.counterexamples.cache_clear()
 
 
 #: Subdirectories of the output directory that hold nothing but generated files.
-SUBDIRS = ("session", "counterexamples")
+SUBDIRS = ("session", "counterexamples", "paths")
 
 
 def _generated_kind(rel: str, kinds: tuple[str, ...]) -> bool:

@@ -1,0 +1,124 @@
+"""Sequence diagrams of the small models' counterexamples (input-required rounds, resumable
+streams), as Mermaid.
+
+Each small model (``model/rounds.py``, ``model/resume.py``) is explored by ``proofs/small.py``
+at its default bounds, once per design: the safe design (every property holds, so it draws
+nothing) and each mutant.  Every property a design fails gets one diagram of its shortest trace:
+``diagrams/paths/<model>-<design>-<property>.mmd``, listed in ``diagrams/paths/index.md``.
+
+Lanes are the actors of the model's actions (``Act.actor``: the caller, the server, the rogue,
+the clock; the client, the server, the network), in the order they first act.  Every step of the
+trace is one note over its actor's lane, numbered like the trace, with the story of the move and
+the variables it changed; the step on which the property breaks (a step property) or after which
+it is broken (a state property) is in a red box that names the property.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from mcp_inflight.model import resume, rounds
+from mcp_inflight.proofs.small import explore
+
+from .sequence import _mm
+
+#: The small models drawn: name -> module (``DESIGNS``, ``BOUNDS``, ``spec``).
+MODELS = {"rounds": rounds, "resume": resume}
+RED_RGB = "255, 214, 214"
+
+
+@dataclass(frozen=True)
+class Drawn:
+    model: str
+    design: str
+    prop: str
+    kind: str  # "always" | "step"
+    doc: str
+    trace: list[dict[str, Any]]
+    actors: dict[str, str]  # action name -> actor
+
+    @property
+    def name(self) -> str:
+        return f"{self.model}-{self.design}-{self.prop}"
+
+
+@cache
+def counterexamples() -> tuple[Drawn, ...]:
+    """Every failing property of every design of every small model, with its shortest trace
+    (explored once per process)."""
+    out = []
+    for model, mod in MODELS.items():
+        for design in mod.DESIGNS:
+            spec = mod.spec(design)
+            res = explore(spec)
+            actors = {a.name: a.actor for a in spec.acts}
+            for p in spec.props:
+                if p.kind in ("always", "step") and res.verdicts.get(p.name) == "fails":
+                    trace = res.traces[p.name]
+                    out.append(Drawn(model, design, p.name, p.kind, p.doc, trace, actors))
+    return tuple(out)
+
+
+def _text(n: int, st: dict[str, Any]) -> str:
+    lines = [f"{n}. {st['story']}"]
+    lines += [f"{k}: {a} → {b}" for k, (a, b) in st["changes"].items()]
+    return "<br/>".join(_mm(x) for x in lines)
+
+
+def mermaid(d: Drawn) -> str:
+    lanes: list[str] = []
+    for st in d.trace:
+        actor = d.actors[st["action"]]
+        if actor not in lanes:
+            lanes.append(actor)
+    where = "on this step" if d.kind == "step" else "in the state after this step"
+    out = [
+        "---",
+        f"title: {d.prop} fails on {d.model} {d.design}",
+        "---",
+        "sequenceDiagram",
+    ]
+    out += [f"    participant {lane}" for lane in lanes]
+    last = len(d.trace)
+    for n, st in enumerate(d.trace, 1):
+        note = f"    Note over {d.actors[st['action']]}: {_text(n, st)}"
+        if n == last:
+            out += [f"    rect rgb({RED_RGB})", note]
+            span = lanes[0] if len(lanes) == 1 else f"{lanes[0]},{lanes[-1]}"
+            out.append(f"    Note over {span}: {_mm(d.prop)} breaks {where}")
+            out.append("    end")
+        else:
+            out.append(note)
+    return "\n".join(out) + "\n"
+
+
+def index(drawn: tuple[Drawn, ...]) -> str:
+    out = [
+        "# Counterexamples of the small models",
+        "",
+        "Generated from `model/rounds.py` and `model/resume.py` by `mcp-inflight diagrams`: the",
+        "shortest trace of every property each mutant fails, at the model's default bounds (the",
+        "safe designs, `sealed` and `named-streams`, fail none). `mcp-inflight paths` prints the",
+        "same traces as text.",
+        "",
+    ]
+    for d in drawn:
+        out += [
+            f"## {d.prop} fails on {d.model} `{d.design}`",
+            "",
+            d.doc,
+            "",
+            f"[Mermaid]({d.name}.mmd), {len(d.trace)} steps",
+            "",
+        ]
+    return "\n".join(out)
+
+
+def files() -> dict[str, str]:
+    """``paths/<name>.mmd`` for every counterexample, and ``paths/index.md``."""
+    drawn = counterexamples()
+    out = {f"paths/{d.name}.mmd": mermaid(d) for d in drawn}
+    out["paths/index.md"] = index(drawn)
+    return out
