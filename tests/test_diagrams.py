@@ -20,9 +20,6 @@ from mcp_inflight.model.properties import INVARIANTS
 from mcp_inflight.model.session import actions_for, domains
 from mcp_inflight.proofs.explore import explore
 
-#: one worker draws everything once (the drawings are cached per process) for every test here
-pytestmark = pytest.mark.xdist_group("diagrams")
-
 HAVE_DOT = shutil.which("dot") is not None
 
 
