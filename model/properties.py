@@ -407,22 +407,26 @@ def no_hung_request(b: Logic, s: Any, c: Config) -> Any:
 # --- witnesses ----------------------------------------------------------------------------
 
 
+def _same_id_pair(b: Logic, s: Any, both: Callable[[Any, Any], Any]) -> Any:
+    """Two distinct instances p, q under one id with ``both(p, q)``."""
+    return b.Exists(
+        "inst",
+        lambda p: b.Exists("inst", lambda q: b.And(p != q, s.rid[p] == s.rid[q], both(p, q))),
+    )
+
+
 def sequential_reuse(b: Logic, s: Any, c: Config) -> Any:
     """The client's id is admitted again after its response (the reusing client's id rule
     permits it, 2026-07-28's and common practice; a design that forbids it is wrong). Not
     applicable to the fresh client, which never reuses an id."""
-    return b.Exists(
-        "inst",
-        lambda p: b.Exists(
-            "inst",
-            lambda q: b.And(
-                p != q,
-                b.Not(s.rogue[p]),
-                b.Not(s.rogue[q]),
-                s.rid[p] == s.rid[q],
-                s.life[p] == Life.RESPONDED,
-                b.In(s.life[q], (Life.IN_FLIGHT, Life.RESPONDED)),
-            ),
+    return _same_id_pair(
+        b,
+        s,
+        lambda p, q: b.And(
+            b.Not(s.rogue[p]),
+            b.Not(s.rogue[q]),
+            s.life[p] == Life.RESPONDED,
+            b.In(s.life[q], (Life.IN_FLIGHT, Life.RESPONDED)),
         ),
     )
 
@@ -439,17 +443,8 @@ def duplicate_refused(b: Logic, s: Any, c: Config) -> Any:
 def duplicate_served(b: Logic, s: Any, c: Config) -> Any:
     """Two POSTs under one id are served at once, each in a scope of its own (2026-07-28 http
     with a scope per POST: they may come from two clients)."""
-    return b.Exists(
-        "inst",
-        lambda p: b.Exists(
-            "inst",
-            lambda q: b.And(
-                p != q,
-                s.rid[p] == s.rid[q],
-                s.life[p] == Life.IN_FLIGHT,
-                s.life[q] == Life.IN_FLIGHT,
-            ),
-        ),
+    return _same_id_pair(
+        b, s, lambda p, q: b.And(s.life[p] == Life.IN_FLIGHT, s.life[q] == Life.IN_FLIGHT)
     )
 
 

@@ -163,14 +163,10 @@ def test_sigstop_past_the_lease_then_sigcont(redis, workers):
                     owner = redis.client().get(f"mcpi:{{{sid}}}:inflight:i9").decode()
                     assert owner.endswith(":" + w1.name)
                     os.kill(w0.pid, signal.SIGCONT)
-                    old = [
-                        json.loads(x[5:]) for x in lines if x.startswith("data:") and x[5:].strip()
-                    ]
+                    old = events("\n".join(lines))
                     # the new owner's claim is still its own after the stale one stopped
                     assert redis.client().get(f"mcpi:{{{sid}}}:inflight:i9").decode() == owner
-                    new = [
-                        json.loads(x[5:]) for x in blines if x.startswith("data:") and x[5:].strip()
-                    ]
+                    new = events("\n".join(blines))
             finally:
                 os.kill(w0.pid, signal.SIGCONT)
         assert old[-1]["id"] == 9 and "lease lost" in old[-1]["error"]["message"], old[-1]
@@ -207,7 +203,7 @@ def test_redis_restart(redis, workers):
             assert down.status_code == 503, down.text
             assert "session store" in down.json()["error"]["message"]
             redis.start()
-            msgs = [json.loads(x[5:]) for x in lines if x.startswith("data:") and x[5:].strip()]
+            msgs = events("\n".join(lines))
         assert msgs[-1]["id"] == 1 and "lease lost" in msgs[-1]["error"]["message"], msgs[-1]
         assert (
             client.post(w1.url, headers=h, json=call(2, "echo", {"text": "x"})).status_code == 404
@@ -228,7 +224,7 @@ def test_redis_restart(redis, workers):
                 "result": {"action": "accept", "content": {"ok": True}},
             }
             assert client.post(w1.url, headers=h2, json=answer).status_code == 202
-            rest = [json.loads(x[5:]) for x in qlines if x.startswith("data:") and x[5:].strip()]
+            rest = events("\n".join(qlines))
         assert rest[-1]["result"]["content"][0]["text"] == "ask:Q:accept"
         assert client.delete(w1.url, headers=h2).status_code == 200
         assert registry_keys(redis) == []
@@ -259,7 +255,7 @@ def test_slow_link_to_redis(redis, workers):
                     client.post(w1.url, headers=h, json=call(2, "echo", {"text": "d"})).status_code
                     == 409
                 )
-                msgs = [json.loads(x[5:]) for x in lines if x.startswith("data:") and x[5:].strip()]
+                msgs = events("\n".join(lines))
             assert msgs[-1]["result"]["content"][0]["text"] == "done:L"
             with client.stream("POST", w1.url, headers=h, json=call(3, "ask", {"label": "Q"})) as q:
                 qlines = q.iter_lines()
@@ -269,9 +265,7 @@ def test_slow_link_to_redis(redis, workers):
                         break
                 answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}}
                 assert client.post(w0.url, headers=h, json=answer).status_code == 202
-                rest = [
-                    json.loads(x[5:]) for x in qlines if x.startswith("data:") and x[5:].strip()
-                ]
+                rest = events("\n".join(qlines))
             assert rest[-1]["result"]["content"][0]["text"] == "ask:Q:decline"
             assert "lease lost" not in pool.text()
             assert client.delete(w0.url, headers=h).status_code == 200
