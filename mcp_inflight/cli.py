@@ -6,173 +6,31 @@ import argparse
 import importlib
 import json
 import os
-import signal
 import sys
-import threading
 
+from mcp_inflight.cli_common import (
+    DEFAULT_IDS,
+    DEFAULT_REQUESTS,
+    Parser,
+    add_profile_options,
+    add_prover_options,
+    choice,
+    positive,
+    prover_usage_error,
+    stop_on_signals,
+    unknown_note,
+    unwritable,
+    whole_number,
+    writable_file,
+)
 from mcp_inflight.model.config import (
-    CLIENTS,
     DESIGNS,
-    REVISIONS,
-    TRANSPORTS,
     Config,
     client_for,
     profiles,
 )
 
-DEFAULT_IDS = 2
-DEFAULT_REQUESTS = 2
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        sys.exit(2)
-
-
-def choice(valid, what):
-    def parse(v):
-        if v not in valid:
-            raise argparse.ArgumentTypeError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
-        return v
-
-    return parse
-
-
-def whole_number(v: str) -> int:
-    try:
-        return int(v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {v!r}") from None
-
-
-def positive(v):
-    n = whole_number(v)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {v!r}")
-    return n
-
-
-def writable_file(path: str) -> str | None:
-    """Why ``path`` cannot be written (a message), or None.  Checked before a long run so that
-    a typo in an output path fails at once rather than after the run; a file that did not
-    exist is not left behind."""
-    existed = os.path.lexists(path)
-    try:
-        with open(path, "ab"):
-            pass
-    except OSError as e:
-        return f"cannot write {path}: {e.strerror or e}"
-    if not existed:
-        os.unlink(path)
-    return None
-
-
-def unwritable(prog: str, option: str, path: str | None) -> bool:
-    """Whether ``path``, given to ``option``, cannot be written (see :func:`writable_file`); if
-    so, says why on stderr as a usage error of ``prog``."""
-    why = writable_file(path) if path else None
-    if why is not None:
-        sys.stderr.write(f"{prog}: error: {option}: {why}\n")
-    return why is not None
-
-
-def add_profile_options(p: argparse.ArgumentParser, designs: list[str], design_help: str) -> None:
-    """``--design`` (one of ``designs`` or all), ``--revision`` and ``--transport``."""
-    p.add_argument(
-        "--design",
-        default="atomic",
-        type=choice(designs + ["all"], "design"),
-        help=design_help,
-    )
-    p.add_argument(
-        "--revision",
-        default="all",
-        type=choice(list(REVISIONS) + ["all"], "revision"),
-        help="2025-11-25 | 2026-07-28 | all (default: all)",
-    )
-    p.add_argument(
-        "--transport",
-        default="all",
-        type=choice(list(TRANSPORTS) + ["all"], "transport"),
-        help="stdio | http | all (default: all)",
-    )
-    p.add_argument(
-        "--client",
-        default="reusing",
-        type=choice(list(CLIENTS) + ["compliant"], "client"),
-        help="the client's id rule: reusing (reuses an id once answered: 2026-07-28's rule, "
-        "common practice on 2025-11-25), fresh (never reuses an id in the session: "
-        "2025-11-25's rule) or compliant (the rule of each run's revision) (default: reusing)",
-    )
-
-
-def add_prover_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
-    """The prover's ``--depth``, ``--budget`` and ``--timeout``, for ``check`` and ``prove``."""
-    from mcp_inflight.proofs.prove import DEFAULT_BUDGET, DEFAULT_DEPTH, DEFAULT_TIMEOUT
-
-    p.add_argument(
-        "--depth",
-        type=positive,
-        default=DEFAULT_DEPTH,
-        help=f"{prefix}longest trace bounded model checking looks for (default: {DEFAULT_DEPTH})",
-    )
-    p.add_argument(
-        "--budget",
-        type=float,
-        default=DEFAULT_BUDGET,
-        metavar="M",
-        help=f"{prefix}millions of z3 resource units per solver query; the units count the "
-        "solver's work, not seconds, so a loaded machine reaches the same verdicts. A query "
-        f"that runs out is 'unknown' and fails the run (default: {DEFAULT_BUDGET:g})",
-    )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        metavar="S",
-        help=f"{prefix}wall-clock seconds per solver query, a backstop behind --budget; "
-        f"running out fails the run (default: {DEFAULT_TIMEOUT:g})",
-    )
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help=f"{prefix}prove every configuration again (and store the results) instead of "
-        "reading its finished result from the cache (~/.cache/mcp-inflight/proofs, keyed by a "
-        "hash of the model's and the checkers' source, the z3 version, the design, profile, "
-        "--depth, --budget and --timeout)",
-    )
-
-
-def prover_usage_error(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    for opt in ("budget", "timeout"):
-        if getattr(args, opt) <= 0:
-            parser.error(f"--{opt} must be positive")
-
-
-def unknown_note(proofs) -> str:
-    """The line saying which invariants the solver gave up on, or ``""``."""
-    unknown = [
-        f"{p.name} on {r.cfg.label} ({p.note})"
-        for r in proofs or []
-        for p in r.proofs
-        if p.applies and p.kind == "invariant" and p.status == "unknown"
-    ]
-    if not unknown:
-        return ""
-    return "UNKNOWN: the solver gave up on " + "; ".join(unknown) + "; this is not a pass\n"
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
-def stop_on_signals() -> None:
-    """SIGTERM ends the process through ``SystemExit`` (as Ctrl-C does through
-    ``KeyboardInterrupt``), so the checkers' worker pools are terminated on the way out."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
+__all__ = ["main", "build_parser", "whole_number", "writable_file"]
 
 
 # Subcommands with their own parser, in their own module: name -> (module, help).
@@ -208,6 +66,50 @@ def _available() -> dict:
     return {k: v for k, v in DELEGATED.items() if importlib.util.find_spec(v[0]) is not None}
 
 
+#: the models ``check`` knows, in the order it reports them
+MODELS = ("session", "lease", "rounds", "resume")
+
+
+def _designs_of(model: str) -> list[str]:
+    """The designs of ``model``, its safe design first."""
+    if model == "session":
+        return list(DESIGNS)
+    if model == "lease":
+        from mcp_inflight.model.lease import DESIGNS as LEASE
+
+        return list(LEASE)
+    return list(importlib.import_module(f"mcp_inflight.model.{model}").DESIGNS)
+
+
+def _all_designs() -> list[str]:
+    return list(dict.fromkeys(d for m in MODELS for d in _designs_of(m)))
+
+
+def _plan(args: argparse.Namespace) -> dict[str, list[str]]:
+    """model -> the designs to run, from ``--model``, ``--design`` and the ``--no-*`` flags."""
+    chosen = list(MODELS) if args.model == "all" else [args.model]
+    if args.no_lease:
+        chosen = [m for m in chosen if m != "lease"]
+    if args.no_paths:
+        chosen = [m for m in chosen if m not in ("rounds", "resume")]
+    plan: dict[str, list[str]] = {}
+    for m in chosen:
+        names = _designs_of(m)
+        if args.design is None:
+            plan[m] = names[:1]
+        elif args.design == "all":
+            plan[m] = names
+        elif args.design in names:
+            plan[m] = [args.design]
+    if not plan:
+        valid = sorted({d for m in chosen for d in _designs_of(m)})
+        build_parser().error(
+            f"no model of {', '.join(chosen) or 'the selection'} has a design "
+            f"{args.design!r}; valid: {', '.join(valid)}, all"
+        )
+    return plan
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="mcp-inflight",
@@ -216,25 +118,46 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     c = sub.add_parser(
         "check",
-        help="explore every reachable state and judge the invariants",
-        description="Explore every reachable state of the model (breadth-first, so every "
-        "counterexample is a shortest one) for each selected design and profile, "
-        "and judge each invariant, witness and protocol hazard; then prove each "
-        "invariant with z3 for any number of ids and requests (as 'mcp-inflight "
-        "prove' does) and print both verdicts side by side. Exit 0 when every "
-        "invariant holds and is proved and every witness is reached; 1 otherwise "
-        "(a solver timeout included); 2 on a usage error. Hazards are reported in "
-        "their own section and never change the exit code. A short section on the lease "
-        "protocol of many workers (fenced, at its default bounds; 'mcp-inflight lease' for "
-        "more) follows, then one on the small models of input-required rounds and resumable "
-        "streams (their safe designs; 'mcp-inflight paths' for the mutants); both count "
-        "towards the exit code.",
+        help="explore every reachable state of every model and judge its properties",
+        description="Check the models: the request lifecycle of one session (session), the "
+        "lease protocol of many workers sharing a store (lease), 2026-07-28 input-required "
+        "rounds (rounds) and resumable 2025-11-25 streams (resume); by default all four, each "
+        "at its safe design and default bounds. Each is explored (every reachable state, "
+        "breadth-first, so every counterexample is a shortest one) and its invariants are "
+        "proved with z3. Every verdict is one of: 'proved' (inductive for any number of ids, "
+        "instances and workers: the session and lease models), 'proved at bounds' (the "
+        "induction ran on the finite universe of the bounds: rounds, resume), 'holds "
+        "(explored)' (only the explorer judged it: liveness, or --no-prove), 'fails', 'not "
+        "proved', 'unknown' (the solver gave up: never a pass), 'reached' / 'not reached' "
+        "(witnesses), 'not applicable'. Exit 0 when every invariant holds and is proved and "
+        "every witness is reached; 1 otherwise (a solver timeout included); 2 on a usage "
+        "error. Hazards are reported in their own rows and never change the exit code. The "
+        "JUnit file has a test case per model x design x run x property and fails exactly "
+        "where the exit code does. --revision, --transport, --client, --ids, --requests, "
+        "--engine, --liveness and --no-explore apply to the session model; the other models "
+        "run at their default bounds ('mcp-inflight lease' and 'mcp-inflight paths' take "
+        "theirs).",
+    )
+    c.add_argument(
+        "--model",
+        default="all",
+        type=choice([*MODELS, "all"], "model"),
+        help="session | lease | rounds | resume | all (default: all)",
     )
     add_profile_options(
         c,
-        list(DESIGNS),
-        "atomic | unguarded | check_then_claim | all (default: atomic); "
-        "'mcp-inflight prove --design' also takes the mutants of atomic",
+        _all_designs(),
+        "a design of the selected models, or all (every design and mutant of each; the "
+        "session model's three designs). Default: each model's safe design (session: atomic, "
+        "lease: fenced, rounds: sealed, resume: named-streams). A named design runs the "
+        "models that have it. Session: atomic | unguarded | check_then_claim ('mcp-inflight "
+        "prove --design' also takes the mutants of atomic); lease: "
+        + " | ".join(_designs_of("lease"))
+        + "; rounds: "
+        + " | ".join(_designs_of("rounds"))
+        + "; resume: "
+        + " | ".join(_designs_of("resume")),
+        default_design=None,
     )
     c.add_argument(
         "--ids",
@@ -290,11 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--no-explore", action="store_true", help="run only the z3 prover (skip the explorer)"
     )
-    c.add_argument("--no-lease", action="store_true", help="skip the lease protocol's section")
+    c.add_argument(
+        "--no-lease", action="store_true", help="leave out the lease model (as --model would)"
+    )
     c.add_argument(
         "--no-paths",
         action="store_true",
-        help="skip the section on the small models (input-required rounds, resumption)",
+        help="leave out the small models, rounds and resume (as --model would)",
     )
     add_prover_options(c, "prover: ")
     for name, (_, helptext) in _available().items():
@@ -303,8 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _runs(args):
-    designs = list(DESIGNS.values()) if args.design == "all" else [DESIGNS[args.design]]
+def _runs(args, names: list[str]):
+    designs = [DESIGNS[n] for n in names]
     return [
         Config(d, rev, tr, args.ids, args.requests, client_for(args.client, rev))
         for d in designs
@@ -342,48 +267,58 @@ def cmd_check(args) -> int:
             )
             return 2
     stop_on_signals()
-    cfgs = _runs(args)
+    plan = _plan(args)
+    cache = "refresh" if args.no_cache else "use"
+    cells = []
     results = proofs = None
-    if not args.no_explore:
-        from mcp_inflight.proofs.explore import explore_many
-        from mcp_inflight.proofs.progress import Display
+    if "session" in plan:
+        cfgs = _runs(args, plan["session"])
+        if not args.no_explore:
+            from mcp_inflight.proofs.explore import explore_many
+            from mcp_inflight.proofs.progress import Display
 
-        results = explore_many(
-            cfgs,
-            symmetry=not args.no_symmetry,
-            max_states=args.max_states,
-            progress=False if args.no_progress else Display(sys.stderr),
-            engine=args.engine,
-            liveness=_liveness(args),
-        )
-    if not args.no_prove:
-        from mcp_inflight.proofs.prove import prove_all
+            results = explore_many(
+                cfgs,
+                symmetry=not args.no_symmetry,
+                max_states=args.max_states,
+                progress=False if args.no_progress else Display(sys.stderr),
+                engine=args.engine,
+                liveness=_liveness(args),
+            )
+        if not args.no_prove:
+            from mcp_inflight.proofs.prove import prove_all
 
-        proofs = prove_all(
-            cfgs,
-            depth=args.depth,
-            timeout=args.timeout,
-            budget=args.budget,
-            jobs=min(2, os.cpu_count() or 1),
-            progress=not args.json and sys.stderr.isatty(),
-            cache="refresh" if args.no_cache else "use",
-        )
-    ok = (results is None or all(r.ok for r in results)) and (
-        proofs is None or all(p.ok for p in proofs)
-    )
+            proofs = prove_all(
+                cfgs,
+                depth=args.depth,
+                timeout=args.timeout,
+                budget=args.budget,
+                jobs=min(2, os.cpu_count() or 1),
+                progress=not args.json and sys.stderr.isatty(),
+                cache=cache,
+            )
+        from mcp_inflight.proofs.outcome import session_cells
+
+        cells += session_cells(results, proofs)
     lease = None
-    if not args.no_lease:
-        from mcp_inflight.cli_lease import check_section, check_text
+    if "lease" in plan:
+        from mcp_inflight import cli_lease
 
-        lease = check_section("refresh" if args.no_cache else "use")
-        ok = ok and lease.ok
+        lease = cli_lease.check_section(cache, plan["lease"], prove=not args.no_prove)
+        cells += cli_lease.cells(lease)
     paths = None
-    if not args.no_paths:
+    small = {m: d for m, d in plan.items() if m in ("rounds", "resume")}
+    if small:
         from mcp_inflight import cli_small
 
-        paths = cli_small.check_section("refresh" if args.no_cache else "use")
-        ok = ok and all(r.ok for r in paths)
+        default = all(d == _designs_of(m)[:1] for m, d in small.items()) and len(small) == 2
+        paths = cli_small.check_section(cache, None if default else small, not args.no_prove)
+        cells += [c for r in paths for c in r.cells]
+    from mcp_inflight.proofs.outcome import ok as all_passed
+
+    ok = all_passed(cells)
     if args.json:
+        doc = {"ok": ok, "models": list(plan), "results": [c.to_json() for c in cells]}
         if results is not None:
             runs = [r.to_json() for r in results]
             if proofs is not None:
@@ -397,39 +332,49 @@ def cmd_check(args) -> int:
                         for k, v in pr.to_json().items()
                         if k in ("seconds", "queries", "slowest_query", "ok", "depth", "auxiliary")
                     }
-        else:
-            runs = [p.to_json() for p in proofs]
-        doc = {"ok": ok, "runs": runs}
+            doc["runs"] = runs
+        elif proofs is not None:
+            doc["runs"] = [p.to_json() for p in proofs]
         if lease is not None:
             doc["lease"] = lease.to_json()
         if paths is not None:
-            doc["paths"] = {name: r.json for name, r in zip(cli_small.MODELS, paths, strict=True)}
+            doc["paths"] = {r.label: r.json for r in paths}
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         if results is not None and proofs is not None:
-            text = report.combined_text(results, proofs)
+            sys.stdout.write(report.combined_text(results, proofs) + "\n")
         elif results is not None:
-            text = report.explore_text(results)
-        else:
-            text = report.prove_text(proofs)
-        sys.stdout.write(text + "\n")
+            sys.stdout.write(report.explore_text(results) + "\n")
+        elif proofs is not None:
+            sys.stdout.write(report.prove_text(proofs) + "\n")
         if lease is not None:
-            sys.stdout.write("\n" + check_text(lease) + "\n\n")
+            sys.stdout.write("\n" + cli_lease.check_text(lease) + "\n\n")
         if paths is not None:
             sys.stdout.write(cli_small.check_text(paths) + "\n\n")
-        what = {
-            (False, False): "every invariant holds and is proved, and every witness is reached",
-            (False, True): "every invariant holds and every witness is reached",
-            (True, False): "every invariant is proved",
-        }[(args.no_explore, args.no_prove)]
         sys.stdout.write(unknown_note(proofs))
         sys.stdout.write(
-            f"OK: {what}\n" if ok else "FAILED: see the table and counterexamples above\n"
+            _summary_line(cells) if ok else "FAILED: see the table and counterexamples above\n"
         )
     if args.junit_xml:
-        report.write_junit(args.junit_xml, results, proofs)
+        report.write_junit_cells(args.junit_xml, cells)
     return 0 if ok else 1
+
+
+def _summary_line(cells) -> str:
+    """The last line of a passing check: what was shown, in the verdict words of the cells."""
+    by_word: dict[str, list[str]] = {}
+    for c in cells:
+        if c.kind is not None and c.kind.value in ("invariant", "step"):
+            by_word.setdefault(str(c.word), [])
+            if c.model not in by_word[str(c.word)]:
+                by_word[str(c.word)].append(c.model)
+    parts = [
+        f"{w}: {', '.join(models)}"
+        for w, models in by_word.items()
+        if w in ("proved", "proved at bounds", "holds (explored)")
+    ]
+    return "OK: every invariant holds and every witness is reached (" + "; ".join(parts) + ")\n"
 
 
 def main(argv=None) -> int:

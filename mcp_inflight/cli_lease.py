@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_inflight.cli import Parser, choice, positive, stop_on_signals
+from mcp_inflight.cli_common import Parser, choice, positive, stop_on_signals
 from mcp_inflight.model import lease as L
 from mcp_inflight.model.trace import trace_lines
 
@@ -226,42 +226,55 @@ def run(argv: list[str]) -> int:
 # --- the section of ``mcp-inflight check`` --------------------------------------------------
 
 
-def check_section(cache: str | None = "use") -> LeaseRun:
-    """fenced at the default bounds, explored and proved, and the failover hazard; read from
-    the checkers' cache when the model and checkers are unchanged (``cache="use"``)."""
+def check_section(
+    cache: str | None = "use", designs: list[str] | None = None, prove: bool = True
+) -> LeaseRun:
+    """``designs`` (default: fenced) at the default bounds, explored and (unless ``prove`` is
+    false) proved, and the failover hazard; fenced alone, proved, is read from the checkers'
+    cache when the model and checkers are unchanged (``cache="use"``)."""
     from mcp_inflight.proofs import cache as store
 
+    designs = designs or ["fenced"]
+    usual = designs == ["fenced"] and prove
     key = store.source_key("lease-check", repr(DEFAULT))
-    if cache == "use":
+    if cache == "use" and usual:
         found = store.load("lease", key)
         if isinstance(found, LeaseRun):
             return found
-    res = run_lease(DEFAULT, ["fenced"])
-    if cache is not None and all(p.status != "unknown" for p in res.proved["fenced"].proofs):
+    res = run_lease(DEFAULT, designs, prove=prove)
+    unknown = any(p.status == "unknown" for pr in res.proved.values() for p in pr.proofs)
+    if cache is not None and usual and not unknown:
         store.store("lease", key, res)
     return res
 
 
-def check_text(res: LeaseRun) -> str:
-    r = res.explored["fenced"]
-    pr = res.proved["fenced"]
-    c = res.cfg
-    lines = [
-        f"Many workers, the lease protocol (fenced; {c.workers} workers, {c.requests} "
-        f"instances, {c.ids} id explored: {r.states:,} states; invariants proved for any "
-        "number; 'mcp-inflight lease' for the mutants):"
+def cells(res: LeaseRun) -> list[Any]:
+    """The run's cells in the one result vocabulary (``proofs/outcome.py``); the failover
+    hazard is judged on fenced."""
+    from mcp_inflight.proofs.outcome import lease_cells
+
+    return [
+        c
+        for d in res.designs
+        for c in lease_cells(
+            res.explored[d], res.proved.get(d), res.hazard if d == "fenced" else None
+        )
     ]
-    for v in r.verdicts:
-        lines.append(f"  {v.name.ljust(30)} {_cell(res, 'fenced', v)}")
-        if v.kind != "witness" and not v.holds:
-            lines += trace_lines(v.trace)
-    for p in pr.proofs:
-        if p.kind == "invariant" and p.cti is not None:
-            lines += p.cti.lines()
-    h = res.hazard
-    lines.append(
-        f"  hazard {h.hazard.name}: breaks "
-        + (", ".join(v.name for v in h.broken) or "nothing")
-        + " even on fenced ('mcp-inflight lease' shows the traces and what to do)"
+
+
+def check_text(res: LeaseRun) -> str:
+    from mcp_inflight.report import cells_text
+
+    r = res.explored[res.designs[0]]
+    c = res.cfg
+    how = (
+        "invariants proved for any number of workers, instances and ids"
+        if res.proved
+        else ("explored only")
     )
-    return "\n".join(lines)
+    title = (
+        f"Many workers, the lease protocol ({', '.join(res.designs)}; {c.workers} workers, "
+        f"{c.requests} instances, {c.ids} id explored: {r.states:,} states; {how}; "
+        "'mcp-inflight lease' for more):"
+    )
+    return cells_text(title, cells(res))

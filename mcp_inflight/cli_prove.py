@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from mcp_inflight.cli import (
+from mcp_inflight.cli_common import (
     Parser,
     add_profile_options,
     add_prover_options,

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_inflight.cli import Parser, positive, stop_on_signals
+from mcp_inflight.cli_common import Parser, positive, stop_on_signals
 from mcp_inflight.proofs.small import Checked, check, cti_lines, trace_text
 
 #: the small models: name -> module (``DESIGNS``, ``DESIGN_DOCS``, ``BOUNDS``, ``spec``)
@@ -185,62 +185,59 @@ def run(argv: list[str]) -> int:
 
 @dataclass
 class Summary:
-    """One small model's safe design as ``mcp-inflight check`` reports it (plain data, so it can
-    be kept in the checkers' cache)."""
+    """One small model's run as ``mcp-inflight check`` reports it (plain data, so it can be kept
+    in the checkers' cache)."""
 
     label: str
     states: int
     ok: bool
-    failing: list[str]  # properties that fail, witnesses not reached
-    unproved: list[str]
-    detail: list[str]  # the full report's lines when something is wrong
+    cells: list[Any]  # proofs.outcome.Cell
     json: dict[str, Any]
 
 
 def _summary(checked: Checked) -> Summary:
-    ex, pr = checked.explored, checked.proved
+    from mcp_inflight.proofs.outcome import ok, small_cells
+
+    cs = small_cells(checked)
     return Summary(
-        label=ex.spec.label(),
-        states=ex.states,
-        ok=checked.ok,
-        failing=[p.name for p in ex.spec.props if ex.verdicts[p.name] in ("fails", "not reached")],
-        unproved=[] if pr is None else [k for k, v in pr.verdicts.items() if v != "proved"],
-        detail=[] if checked.ok else _text(checked, True, False)[1:],
+        label=checked.explored.spec.label(),
+        states=checked.explored.states,
+        ok=ok(cs),
+        cells=cs,
         json=checked.to_json(),
     )
 
 
-def check_section(cache: str | None = "use") -> list[Summary]:
-    """``mcp-inflight check``'s section: each small model's safe design at its default bounds,
-    explored and proved; read from the checkers' cache when the model and the checkers are
+def check_section(
+    cache: str | None = "use", plan: dict[str, list[str]] | None = None, prove: bool = True
+) -> list[Summary]:
+    """``mcp-inflight check``'s section: the small models and designs of ``plan`` (default:
+    each model's safe design) at their default bounds, explored and (unless ``prove`` is false)
+    proved; the default is read from the checkers' cache when the model and the checkers are
     unchanged (``cache="use"``), computed afresh with ``"refresh"``."""
     from mcp_inflight.proofs import cache as store
 
+    usual = plan is None and prove
+    plan = plan or {name: [next(iter(_module(name).DESIGNS))] for name in MODELS}
     key = store.source_key("paths-check", tuple(MODELS))
-    if cache == "use":
+    if cache == "use" and usual:
         found = store.load("paths", key)
         if isinstance(found, list) and all(isinstance(x, Summary) for x in found):
             return found
     out = []
-    for name in MODELS:
+    for name, designs in plan.items():
         m = _module(name)
-        out.append(_summary(check(m.spec(next(iter(m.DESIGNS))))))
-    if cache is not None:
+        out += [_summary(check(m.spec(d), with_proof=prove)) for d in designs]
+    if cache is not None and usual:
         store.store("paths", key, out)
     return out
 
 
 def check_text(section: list[Summary]) -> str:
-    lines = [
-        "Input-required rounds and resumption, the small models (safe designs at their default "
-        "bounds; 'mcp-inflight paths' for the mutants):"
-    ]
-    for r in section:
-        lines.append(
-            f"  {r.label}: {r.states:,} states, "
-            + ("every property holds and is proved, every witness reached" if r.ok else "")
-            + (f"failing or unreached: {', '.join(r.failing)}" if r.failing else "")
-            + (f" not proved: {', '.join(r.unproved)}" if r.unproved else "")
-        )
-        lines += ["    " + x for x in r.detail]
-    return "\n".join(lines)
+    from mcp_inflight.report import cells_text
+
+    title = (
+        "Input-required rounds and resumption, the small models (explored and proved by "
+        "induction at their bounds only: 'proved at bounds'; 'mcp-inflight paths' for more):"
+    )
+    return cells_text(title, [c for r in section for c in r.cells])

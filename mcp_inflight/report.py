@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from mcp_inflight.model.trace import trace_lines
 from mcp_inflight.proofs.explore import RunResult, Verdict
+from mcp_inflight.proofs.outcome import Cell, session_cells
 from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS, Proof, ProveResult
 
 _SECTIONS = (
@@ -206,6 +207,7 @@ def prove_text(results: Sequence[ProveResult]) -> str:
 def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -> list[str]:
     lines = []
     width = _width(results)
+    word = {(c.run, c.prop): str(c.word) for c in session_cells(results, proofs)}
     for section, kinds in _SECTIONS:
         lines.append(section)
         rows = []
@@ -215,10 +217,13 @@ def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
                     z = proof_mark(pr.proof(v.name)) if v.kind in _PROVED_KINDS else "-"
                     rows.append(
                         f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
-                        f"{verdict_mark(v):<10} {z}"
+                        f"{verdict_mark(v):<10} {z:<34} {word[r.cfg.label, v.name]}"
                     )
         if rows:
-            lines.append(f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} z3")
+            lines.append(
+                f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} "
+                f"{'z3':<34} verdict"
+            )
         lines.extend(rows or [_LIVENESS_OFF] if "liveness" in kinds else rows)
         lines.append("")
     return lines
@@ -336,3 +341,51 @@ def _write(path: str, suite_name: str, cases: list[_Case]) -> None:
     suite.set("failures", str(fails))
     suite.set("skipped", str(skipped))
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+# --- every model: the one result ------------------------------------------------------------
+
+
+def cells_text(title: str, cells: Sequence[Cell]) -> str:
+    """A model's section of ``mcp-inflight check``: per run, each property's verdict in the one
+    vocabulary (``proofs/outcome.py``), then the trace or counterexample of each failure."""
+    lines = [title]
+    groups: dict[tuple[str, str, str], list[Cell]] = {}
+    for c in cells:
+        groups.setdefault((c.model, c.design, c.run), []).append(c)
+    width = max((len(c.prop) for c in cells), default=10) + 2
+    for (model, design, run), group in groups.items():
+        lines.append(f"  {model} {design} ({run})")
+        for c in group:
+            note = ""
+            if c.kind is not None and c.kind.value == "hazard":
+                note = "  (hazard: reported, never fails the check)"
+            elif not c.passed:
+                note = "  FAILED"
+            lines.append(f"    {str(c.kind or 'run'):<10} {c.prop:<{width}} {c.word}{note}")
+    for c in cells:
+        if c.detail and (not c.passed or (c.kind is not None and c.kind.value == "hazard")):
+            head = "hazard" if c.passed else "counterexample"
+            lines.append(f"  {head}: {c.prop} on {c.model} {c.design} ({c.run})")
+            if c.message:
+                lines.append(f"    {c.message}")
+            lines.extend("  " + ln for ln in c.detail)
+    return "\n".join(lines)
+
+
+def write_junit_cells(path: str, cells: Sequence[Cell]) -> None:
+    """``mcp-inflight check``'s JUnit file: one test case per model x design x run x property,
+    a failure exactly where a cell fails the check (so the file agrees with the exit code); a
+    property that does not apply is skipped, a hazard's trace is kept as system-out."""
+    out: list[_Case] = []
+    for c in cells:
+        cls, name = c.case
+        outcome = message = text = None
+        if c.word.value == "not applicable":
+            outcome, message = "skipped", "does not apply to this profile"
+        elif not c.passed:
+            outcome, message, text = "failure", f"{c.prop} {c.word}", "\n".join(c.detail)
+        elif c.detail:
+            outcome, text = "system-out", "\n".join(c.detail)
+        out.append((cls, name, c.seconds, outcome, message, text))
+    _write(path, "mcp-inflight check", out)

@@ -456,6 +456,10 @@ class ProveResult:
     proofs: list[Proof] = field(default_factory=list)
     seconds: float = 0.0
     queries: int = 0
+    #: whether every slot provably keeps a value of its field's sort (assumed in every
+    #: pre-state, so no invariant is proved unless this is): ``proved``, ``cti`` or ``unknown``
+    typed: str = "proved"
+    typed_note: list[str] = field(default_factory=list)
 
     def proof(self, name: str) -> Proof:
         for p in self.proofs:
@@ -465,12 +469,15 @@ class ProveResult:
 
     @property
     def ok(self) -> bool:
-        return all(p.proved for p in self.proofs if p.kind == "invariant")
+        return self.typed == "proved" and all(
+            p.proved for p in self.proofs if p.kind == "invariant"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "design": self.design,
             "ok": self.ok,
+            "well_typed": self.typed,
             "seconds": round(self.seconds, 3),
             "queries": self.queries,
             "invariants": [p.to_json() for p in self.proofs if p.kind == "invariant"],
@@ -627,6 +634,34 @@ class Prover:
                         ctis[p.name] = cti
                     else:
                         unknown[p.name] = f"preserved by {name}: the solver gave up"
+        # every slot keeps a value of its sort: assumed in each pre-state above, proved here
+        # under the kept invariants; without it nothing above is proved
+        typed, typed_note = "proved", []
+        for name, st in U.steps.items():
+            query = U.hyps(st, kept) + [z3.Not(to_bool(well_typed(U.b, st.post)))]
+            if self._check(query, quick=True)[0] == z3.unsat:
+                continue
+            # a quantified query rarely comes back sat: look for the state on a finite universe,
+            # then spend the full budget
+            typed = "unknown"
+            for fin in CTI_UNIVERSES:
+                F = self._finite.setdefault(
+                    fin, _Universe(self.cfg, fin, "cti" + "".join(map(str, fin)))
+                )
+                fst = F.steps[name]
+                hyps = F.hyps(fst, kept) + [z3.Not(to_bool(well_typed(F.b, fst.post)))]
+                if self._check(hyps)[0] == z3.sat:
+                    typed = "cti"
+                    break
+            if typed == "unknown" and self._check(query)[0] == z3.unsat:
+                typed = "proved"
+                continue
+            typed_note.append(
+                f"  {name} can leave a slot outside its field's sort"
+                if typed == "cti"
+                else f"  {name}: the solver gave up on the slots' sorts"
+            )
+            break
         for p in step_inv:
             for name, st in U.steps.items():
                 v = U.step_holds(p, st)
@@ -640,9 +675,11 @@ class Prover:
                 else:
                     unknown[p.name] = f"on {name}: the solver gave up"
                 break
-        out = ProveResult(cfg.design.name)
+        out = ProveResult(cfg.design.name, typed=typed, typed_note=typed_note)
         for p in state_inv + step_inv + list(L.AUXILIARY):
-            if p.name in unknown:
+            if typed != "proved" and p.name not in ctis:
+                pr = Proof(p.name, p.kind, typed, p.doc, note="rests on well-typed states")
+            elif p.name in unknown:
                 pr = Proof(p.name, p.kind, "unknown", p.doc, note=unknown[p.name])
             elif p.name in ctis:
                 pr = Proof(p.name, p.kind, "cti", p.doc, ctis[p.name])

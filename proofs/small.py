@@ -13,12 +13,14 @@ story and only the variables it changed (:func:`trace_text`, and JSON in :class:
 
 :func:`prove` reads the same functions with the z3 backend (``proofs/symbolic.py``): every
 slot is a z3 integer, a read at a symbolic key an if-then-else chain, the writes stores under
-their ``when``.  For the bounds of the spec, it proves each ``always`` property inductive
-relative to the others and the auxiliary invariants (Houdini: a candidate that is not
-inductive is dropped and the rest tried again; a property is never dropped, only reported),
-and each ``step`` property on every transition from a state where all of them hold.  A
-property that is not proved comes back as a counterexample to induction: a state where the
-invariants hold, the move, and the successor (only the changed variables shown), as text and
+their ``when``.  For the bounds of the spec, it finds the largest set of ``always`` properties
+and auxiliary invariants that is inductive as a whole (Houdini: a candidate that can fail after
+some move from a state where every candidate holds is dropped, and the rest tried again without
+it), so a property is never proved by assuming one that fails; then it proves that every slot
+stays in its range (assumed in each pre-state, so nothing is proved unless this is) and each
+``step`` property on every transition from a state where the set holds.  A property that is
+not proved comes back as a counterexample to induction: a state where the candidates hold, the
+move, and the successor (only the changed variables shown), as text and
 JSON.  Induction at given bounds says more than the explorer's search when the bounds are larger
 than a search could cover; it says nothing for bounds beyond them.
 
@@ -452,33 +454,45 @@ def prove(spec: Spec, timeout_ms: int = 60_000) -> Proved:
     def holds_initially(p: Prop) -> bool:
         return _valid(_b(p.fn(b, init)), timeout_ms) is None
 
-    # Houdini over the auxiliary invariants: keep those that hold initially and are inductive
-    # relative to the kept ones and the properties (assumed here, proved below)
-    cands = [p for p in spec.aux if holds_initially(p)]
+    # Houdini over the invariants and the auxiliary invariants together: the candidates that
+    # hold initially, assumed in the pre-state; one that can fail after some move is dropped
+    # (with that move as its counterexample to induction) and the rest tried again without it.
+    # What is left is inductive as a whole, so no property is proved by assuming one that is
+    # not: a failing invariant cannot make another one "proved".
+    ctis: dict[str, tuple[Move, z3.ModelRef, _SymState]] = {}
+    cands = [p for p in invs + list(spec.aux) if holds_initially(p)]
+    for p in invs + list(spec.aux):
+        if p not in cands and p in invs:
+            res.verdicts[p.name] = "not proved"
+            res.ctis[p.name] = {"initial": True, "text": f"{p.name} fails in the initial state"}
     goals: dict[tuple[str, int], Any] = {}  # the terms of each property after each move
-    res.dropped += [p.name for p in spec.aux if p not in cands]
     while True:
-        step = _Step(spec, b, pre, posts, invs + cands, timeout_ms, goals)
+        step = _Step(spec, b, pre, posts, cands, timeout_ms, goals)
         bad = step.failing(cands)
         if not bad:
             break
+        ctis.update({k: v for k, v in bad.items() if k not in ctis})
         cands = [p for p in cands if p.name not in bad]
-        res.dropped += [p.name for p in spec.aux if p.name in bad]
-    res.kept = [p.name for p in cands]
-    initially = {p.name for p in invs if holds_initially(p)}
-    ctis = step.failing([p for p in invs if p.name in initially])
-    ctis.update(step.failing([None]))  # each slot stays in its range
+    res.kept = [p.name for p in cands if p in spec.aux]
+    res.dropped = [p.name for p in spec.aux if p not in cands]
+    # each slot stays in its range: assumed in every pre-state above, so proved here under the
+    # same candidates; if it is not, nothing above is proved
+    typed = step.failing([None])
+    ctis.update(typed)
     ctis.update(step.failing(steps, on_step=True))
-    for p in invs:
-        if p.name not in initially:
-            res.verdicts[p.name] = "not proved"
-            res.ctis[p.name] = {"initial": True, "text": f"{p.name} fails in the initial state"}
     for name in (
-        [p.name for p in invs if p.name in initially] + ["in_range"] + [p.name for p in steps]
+        [p.name for p in invs if p.name not in res.verdicts]
+        + ["in_range"]
+        + [p.name for p in steps]
     ):
-        res.verdicts[name] = "not proved" if name in ctis else "proved"
+        res.verdicts[name] = "not proved" if name in ctis or typed else "proved"
         if name in ctis:
             res.ctis[name] = _render_cti(spec, name, pre, *ctis[name])
+        elif typed:
+            res.ctis[name] = {
+                "initial": True,
+                "text": f"{name} rests on every slot staying in its range, which is not proved",
+            }
     res.seconds = time.perf_counter() - t0
     return res
 

@@ -72,7 +72,7 @@ def test_check_fails_on_unguarded_with_traces_and_junit(tmp_path):
 def test_bad_arguments_exit_2_with_a_clear_message():
     p = cli("check", "--design", "nope")
     assert p.returncode == 2
-    assert "valid: atomic, unguarded, check_then_claim, all" in p.stderr
+    assert "valid: atomic, unguarded, check_then_claim, fenced" in p.stderr
     assert cli("check", "--ids", "0").returncode == 2
     assert cli("frobnicate").returncode == 2
 

@@ -1,0 +1,293 @@
+"""One result for every model: a cell per model x design x run x property, in exact words.
+
+The checkers of each model return records of their own shape (the session's ``RunResult`` and
+``ProveResult``, the lease protocol's ``ExploreResult``/``ProveResult``/``HazardResult``, the
+small models' ``Checked``).  This module reads them into one list of :class:`Cell`; the text
+table, the JSON and the JUnit file of ``mcp-inflight check`` are written from that list only,
+and the exit code is ``all(cell.passed)``, so the three can never disagree.
+
+A cell's verdict is one of the :class:`Word` values, and says how far the guarantee reaches:
+
+* ``proved``: the explorer found no violation at its bounds (when it ran) and the prover showed
+  the property inductive for *any* number of ids, instances and workers;
+* ``proved at bounds``: the same induction, run on the finite universe of the given bounds only
+  (the small models' prover): it covers every state at those bounds, reachable or not, and says
+  nothing beyond them;
+* ``holds (explored)``: only the explorer judged it, on the states reachable at its bounds;
+* ``fails``, ``not proved`` (the induction found a counterexample to induction and no trace),
+  ``unknown`` (the solver gave up: never a pass), ``reached``/``not reached`` (witnesses),
+  ``not applicable`` (the property does not speak of this profile: never counted as a pass of
+  anything, and never a failure).
+
+A hazard's cell passes whatever its word (the protocol allows the bad trace; it is reported with
+its trace).  Run-level problems (an incomplete search, a value out of its range) are cells too,
+with ``kind`` ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from mcp_inflight.model.kinds import Kind, kind_of
+from mcp_inflight.model.trace import trace_lines
+
+
+class Word(StrEnum):
+    PROVED = "proved"
+    PROVED_AT_BOUNDS = "proved at bounds"
+    HOLDS = "holds (explored)"
+    FAILS = "fails"
+    NOT_PROVED = "not proved"
+    UNKNOWN = "unknown"
+    REACHED = "reached"
+    NOT_REACHED = "not reached"
+    NA = "not applicable"
+
+
+#: the words that are a pass for an invariant, step invariant or liveness property
+PASSING = (Word.PROVED, Word.PROVED_AT_BOUNDS, Word.HOLDS, Word.REACHED, Word.NA)
+
+
+@dataclass
+class Cell:
+    """One property of one run: ``model`` x ``design`` x ``run`` (the profile or bounds) x
+    ``prop``.  ``passed``: whether it lets the check pass; ``message``: a line saying why not;
+    ``detail``: the trace or counterexample to induction, as text lines."""
+
+    model: str
+    design: str
+    run: str
+    prop: str
+    kind: Kind | None
+    word: Word
+    passed: bool
+    message: str = ""
+    detail: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def case(self) -> tuple[str, str]:
+        """The JUnit class name and test name."""
+        cls = f"{self.model}.{self.design}.{self.run}".replace(" ", "_")
+        return cls, f"{self.kind or 'run'}:{self.prop}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "design": self.design,
+            "run": self.run,
+            "property": self.prop,
+            "kind": None if self.kind is None else str(self.kind),
+            "verdict": str(self.word),
+            "passed": self.passed,
+            "message": self.message,
+            "detail": self.detail,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _cell(
+    model: str,
+    design: str,
+    run: str,
+    prop: str,
+    kind: Kind | None,
+    word: Word,
+    detail: Sequence[str] = (),
+    seconds: float = 0.0,
+    message: str = "",
+) -> Cell:
+    passed = kind is Kind.HAZARD or kind is Kind.AUXILIARY or word in PASSING
+    if kind is Kind.WITNESS:
+        passed = word in (Word.REACHED, Word.NA)
+    if not passed and not message:
+        message = f"{prop} {word} on {model} {design} {run}"
+    return Cell(model, design, run, prop, kind, word, passed, message, list(detail), seconds)
+
+
+def ok(cells: Iterable[Cell]) -> bool:
+    return all(c.passed for c in cells)
+
+
+# --- the session model ------------------------------------------------------------------------
+
+
+def _proof_word(status: str, unbounded: bool) -> Word:
+    return {
+        "proved": Word.PROVED if unbounded else Word.PROVED_AT_BOUNDS,
+        "trace": Word.FAILS,
+        "cti": Word.NOT_PROVED,
+        "unknown": Word.UNKNOWN,
+        "n/a": Word.NA,
+    }[status]
+
+
+def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -> list[Cell]:
+    """Cells of the session model's runs: the explorer's ``RunResult`` list and the prover's
+    ``ProveResult`` list (either may be None; when both are given they pair up by position)."""
+    out: list[Cell] = []
+    if results is None:
+        for pr in proofs or ():
+            d, run = pr.cfg.design.name, pr.cfg.label
+            for p in pr.proofs:
+                if p.kind == "auxiliary":
+                    continue
+                word = _proof_word(p.status if p.applies else "n/a", True)
+                detail = trace_lines(p.trace) if p.trace else p.cti.lines() if p.cti else []
+                out.append(_cell("session", d, run, p.name, Kind(p.kind), word, detail, p.seconds))
+        return out
+    for k, r in enumerate(results):
+        pr = proofs[k] if proofs is not None else None
+        d, run = r.cfg.design.name, r.cfg.label
+        if not r.complete:
+            out.append(
+                _cell(
+                    "session",
+                    d,
+                    run,
+                    "complete",
+                    None,
+                    Word.UNKNOWN,
+                    message="the search "
+                    f"stopped at --max-states ({r.states:,} states): nothing is known beyond",
+                )
+            )
+        for v in r.verdicts:
+            kind = Kind(v.kind)
+            seconds = r.seconds
+            detail = trace_lines(v.trace) if v.trace else []
+            if not v.applies:
+                word = Word.NA
+            elif kind is Kind.WITNESS:
+                word = Word.REACHED if v.ok else Word.NOT_REACHED
+                detail = []
+            elif not v.ok:
+                word = Word.FAILS
+            else:
+                word = Word.HOLDS
+                if pr is not None and kind in (Kind.INVARIANT, Kind.HAZARD):
+                    p = pr.proof(v.name)
+                    word = _proof_word(p.status, True)
+                    seconds += p.seconds
+                    if p.trace:
+                        detail = trace_lines(p.trace)
+                    elif p.cti:
+                        detail = p.cti.lines()
+            out.append(_cell("session", d, run, v.name, kind, word, detail, seconds))
+    return out
+
+
+# --- the lease protocol ---------------------------------------------------------------------
+
+
+def lease_cells(explored: Any, proved: Any | None, hazard: Any | None = None) -> list[Cell]:
+    """Cells of one lease design: its ``ExploreResult``, its ``ProveResult`` (or None) and the
+    failover hazard's ``HazardResult`` (or None)."""
+    from mcp_inflight.model import lease as L
+
+    c = explored.cfg
+    d = c.design.name
+    run = f"{c.workers} workers, {c.requests} instances, {c.ids} id{'s' if c.ids != 1 else ''}"
+    out: list[Cell] = []
+    if not explored.complete:
+        out.append(
+            _cell(
+                "lease",
+                d,
+                run,
+                "complete",
+                None,
+                Word.UNKNOWN,
+                message="the search stopped before the end",
+            )
+        )
+    for v in explored.verdicts:
+        kind = kind_of(v.kind, L.PROPERTY[v.name].scope)
+        detail = trace_lines(v.trace) if v.trace else []
+        if kind is Kind.WITNESS:
+            word, detail = (Word.REACHED if v.holds else Word.NOT_REACHED), []
+        elif not v.holds:
+            word = Word.FAILS
+        else:
+            word = Word.HOLDS
+            if proved is not None and kind.safety:
+                p = proved.proof(v.name)
+                word = _proof_word(p.status, True)
+                if p.cti is not None:
+                    detail = p.cti.lines()
+                elif p.note:
+                    detail = [f"  {p.note}"]
+        out.append(_cell("lease", d, run, v.name, kind, word, detail, explored.seconds))
+    if proved is not None and getattr(proved, "typed", "proved") != "proved":
+        out.append(
+            _cell("lease", d, run, "well_typed", None, Word.NOT_PROVED, list(proved.typed_note))
+        )
+    if hazard is not None:
+        broken = [v.name for v in hazard.broken]
+        detail = [
+            ln for v in hazard.broken for ln in [f"  breaks {v.name}:", *trace_lines(v.trace)]
+        ]
+        word = Word.FAILS if broken else Word.HOLDS
+        msg = f"breaks {', '.join(broken)}; {hazard.hazard.remedy}" if broken else ""
+        out.append(
+            _cell(
+                "lease",
+                hazard.run.cfg.design.name,
+                run,
+                hazard.hazard.name,
+                Kind.HAZARD,
+                word,
+                detail,
+                hazard.run.seconds,
+                msg,
+            )
+        )
+    return out
+
+
+# --- the small models -----------------------------------------------------------------------
+
+
+def small_cells(checked: Any) -> list[Cell]:
+    """Cells of one small model's run (``proofs.small.Checked``): its prover runs at the
+    model's bounds only, so a proof is ``proved at bounds``."""
+    from .small import cti_lines, trace_text
+
+    ex, pr = checked.explored, checked.proved
+    sp = ex.spec
+    run = ", ".join(f"{k}={v}" for k, v in sp.bounds.items())
+    out: list[Cell] = []
+    for e in ex.errors:
+        detail = trace_text(ex.traces["range"]) if "range" in ex.traces else []
+        out.append(_cell(sp.model, sp.design, run, "in_range", None, Word.FAILS, detail, message=e))
+    for p in sp.props:
+        kind = kind_of(p.kind)
+        v = ex.verdicts[p.name]
+        detail = trace_text(ex.traces[p.name]) if p.name in ex.traces else []
+        if kind is Kind.WITNESS:
+            word, detail = (Word.REACHED if v == "reached" else Word.NOT_REACHED), []
+        elif v == "fails":
+            word = Word.FAILS
+        else:
+            word = Word.HOLDS
+            if pr is not None and p.name in pr.verdicts:
+                word = Word.PROVED_AT_BOUNDS if pr.verdicts[p.name] == "proved" else Word.NOT_PROVED
+                if p.name in pr.ctis:
+                    detail = cti_lines(pr.ctis[p.name])
+        out.append(_cell(sp.model, sp.design, run, p.name, kind, word, detail, ex.seconds))
+    if pr is not None and pr.verdicts.get("in_range") != "proved":
+        out.append(
+            _cell(
+                sp.model,
+                sp.design,
+                run,
+                "in_range",
+                None,
+                Word.NOT_PROVED,
+                cti_lines(pr.ctis["in_range"]) if "in_range" in pr.ctis else [],
+            )
+        )
+    return out

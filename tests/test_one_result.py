@@ -1,0 +1,172 @@
+"""``check`` over every model, read through one result: exact verdict words, a JUnit file that
+agrees with the exit code, and provers that assume nothing they have not proved."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+
+import pytest
+
+from mcp_inflight.model import lease as L
+from mcp_inflight.model.logic import Write
+from mcp_inflight.model.small import Act, Spec, Var, always
+from mcp_inflight.proofs import lease as P
+from mcp_inflight.proofs.small import prove
+
+
+def check(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "check", "--no-progress", *args],
+        capture_output=True,
+        text=True,
+    )
+
+
+def junit_failures(path) -> tuple[int, int, set[tuple[str, str]]]:
+    suite = ET.parse(path).getroot()
+    failed = {
+        (c.get("classname"), c.get("name"))
+        for c in suite.iter("testcase")
+        if c.find("failure") is not None
+    }
+    assert int(suite.get("failures")) == len(failed)
+    assert int(suite.get("tests")) == len(suite.findall("testcase"))
+    return int(suite.get("tests")), int(suite.get("failures")), failed
+
+
+# --- JUnit and the exit code ------------------------------------------------------------------
+
+
+def test_a_failing_lease_mutant_fails_the_exit_code_and_the_junit_file_alike(tmp_path):
+    junit = tmp_path / "lease.xml"
+    p = check("--model", "lease", "--design", "unfenced", "--junit-xml", str(junit), "--json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["ok"] is False and doc["models"] == ["lease"]
+    failing = {(c["design"], c["property"]) for c in doc["results"] if not c["passed"]}
+    assert ("unfenced", "single_writer") in failing and ("unfenced", "no_stale_write") in failing
+    tests, failures, cases = junit_failures(junit)
+    assert failures == len(failing) > 0
+    assert {name.split(":", 1)[1] for _, name in cases} == {p for _, p in failing}
+    # the same model at its safe design: exit 0 and a file with no failure, the hazard kept
+    ok = tmp_path / "fenced.xml"
+    q = check("--model", "lease", "--junit-xml", str(ok))
+    assert q.returncode == 0, q.stdout
+    tests, failures, _ = junit_failures(ok)
+    assert failures == 0 and tests >= 12
+    hazard = [
+        c for c in ET.parse(ok).getroot().iter("testcase") if c.get("name") == "hazard:failover"
+    ]
+    assert len(hazard) == 1 and hazard[0].find("system-out") is not None
+
+
+def test_every_mutant_of_the_small_models_is_a_failure_in_both_places(tmp_path):
+    junit = tmp_path / "rounds.xml"
+    p = check("--model", "rounds", "--design", "all", "--junit-xml", str(junit), "--json")
+    assert p.returncode == 1
+    doc = json.loads(p.stdout)
+    designs = {c["design"] for c in doc["results"]}
+    assert len(designs) == 7
+    failed_designs = {c["design"] for c in doc["results"] if not c["passed"]}
+    assert failed_designs == designs - {"sealed"}
+    _, failures, _ = junit_failures(junit)
+    assert failures == sum(not c["passed"] for c in doc["results"])
+
+
+def test_a_design_no_selected_model_has_is_a_usage_error():
+    p = check("--model", "lease", "--design", "atomic")
+    assert p.returncode == 2
+    assert "no model of lease has a design 'atomic'" in p.stderr
+
+
+# --- the verdict words --------------------------------------------------------------------------
+
+
+def test_the_verdict_words_say_how_far_each_guarantee_reaches():
+    p = check("--model", "all", "--revision", "2026-07-28", "--transport", "stdio", "--json")
+    assert p.returncode == 0, p.stdout[-2000:]
+    words = {}
+    for c in json.loads(p.stdout)["results"]:
+        if c["kind"] in ("invariant", "step"):
+            words.setdefault(c["model"], set()).add(c["verdict"])
+    # unbounded induction: session and lease; induction on the bounds' universe: the small ones
+    assert words["session"] <= {"proved", "not applicable"} and "proved" in words["session"]
+    assert words["lease"] == {"proved"}
+    assert words["rounds"] == words["resume"] == {"proved at bounds"}
+    assert (
+        "(proved: session, lease; proved at bounds: rounds, resume)"
+        in check("--revision", "2026-07-28", "--transport", "stdio").stdout
+    )
+    q = check("--model", "resume", "--no-prove", "--json")
+    assert q.returncode == 0
+    assert {c["verdict"] for c in json.loads(q.stdout)["results"] if c["kind"] == "invariant"} == {
+        "holds (explored)"
+    }
+
+
+# --- the provers assume nothing they have not proved ---------------------------------------
+
+
+def _counter(invs: tuple) -> Spec:
+    def inc_g(b, s):
+        return s.x < 3
+
+    def inc_e(b, s):
+        return [Write("x", None, s.x + 1)]
+
+    return Spec(
+        "counter",
+        "one",
+        {},
+        (Var("x", 0, 3, 0),),
+        (Act("inc", (), inc_g, inc_e, lambda a: "x grows"),),
+        invs,
+        {},
+    )
+
+
+def at_most_one(b, s):
+    """x stays at most 1 (false: x reaches 3)."""
+    return s.x <= 1
+
+
+def at_most_two(b, s):
+    """x stays at most 2 (false too, but inductive if x <= 1 is assumed)."""
+    return s.x <= 2
+
+
+def test_a_failing_invariant_cannot_make_another_one_proved():
+    both = prove(_counter((always(at_most_one), always(at_most_two))))
+    assert both.verdicts["at_most_one"] == "not proved"
+    # assuming at_most_one, at_most_two would follow; at_most_one is not inductive, so it is
+    # not assumed, and at_most_two is judged on its own
+    assert both.verdicts["at_most_two"] == "not proved"
+    assert both.ctis["at_most_two"]["pre"] == {"x": "2"}
+
+
+def test_the_lease_prover_proves_that_states_stay_well_typed(monkeypatch):
+    assert P.prove(L.Config()).typed == "proved"
+    # a renewal that writes a negative fence: out of its sort, so nothing is proved
+    renew = L.ACTION["renew"]
+    bad = replace(renew, effect=lambda b, s, c, r, w, i: [Write("fence", None, -1)])
+    monkeypatch.setattr(
+        L,
+        "actions_for",
+        lambda cfg: tuple(bad if a is renew else a for a in L.ACTIONS if a.applies(cfg)),
+    )
+    res = P.prove(L.Config())
+    assert res.typed == "cti" and not res.ok
+    assert all(not p.proved for p in res.proofs if p.kind == "invariant")
+
+
+@pytest.mark.parametrize("flag", ["--no-lease", "--no-paths"])
+def test_the_old_section_flags_leave_models_out(flag):
+    p = check("--revision", "2026-07-28", "--transport", "stdio", flag, "--no-prove", "--json")
+    assert p.returncode == 0
+    models = json.loads(p.stdout)["models"]
+    assert ("lease" in models) == (flag != "--no-lease")
+    assert ("rounds" in models) == (flag != "--no-paths")
