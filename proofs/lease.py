@@ -82,6 +82,12 @@ class ExploreResult:
     seconds: float = 0.0
     complete: bool = True
     verdicts: list[Verdict] = field(default_factory=list)
+    #: transitions taken per action of the configuration (0: the action never fired)
+    coverage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dead_actions(self) -> list[str]:
+        return [a for a, n in self.coverage.items() if n == 0]
 
     def verdict(self, name: str) -> Verdict:
         for v in self.verdicts:
@@ -110,6 +116,7 @@ class ExploreResult:
             "seconds": round(self.seconds, 3),
             "complete": self.complete,
             "ok": self.ok,
+            "coverage": self.coverage,
             "properties": [v.to_json() for v in self.verdicts],
         }
 
@@ -156,6 +163,7 @@ def explore(cfg: L.Config = DEFAULT, max_states: int | None = None) -> ExploreRe
     goal = {p.name: [] for p in live}
     transitions = 0
     complete = True
+    coverage = {a.name: 0 for a in L.actions_for(cfg)}
 
     def judge(n: int, s: Any) -> None:
         for p in state_inv:
@@ -174,6 +182,7 @@ def explore(cfg: L.Config = DEFAULT, max_states: int | None = None) -> ExploreRe
         s = states[n]
         for m, post, out in L.successors(cfg, s, b):
             transitions += 1
+            coverage[m.action.name] += 1
             for p in step_inv:
                 if p.name not in failed and not L.step_ok(cfg, b, p, s, post, m, out):
                     failed[p.name] = (n, m)
@@ -191,7 +200,9 @@ def explore(cfg: L.Config = DEFAULT, max_states: int | None = None) -> ExploreRe
                 judge(k, post)
                 queue.append(k)
             preds[k].append(n)
-    res = ExploreResult(cfg, len(states), transitions, max(depth), complete=complete)
+    res = ExploreResult(
+        cfg, len(states), transitions, max(depth), complete=complete, coverage=coverage
+    )
     for p in state_inv + step_inv:
         if p.name in failed:
             n, m = failed[p.name]

@@ -112,6 +112,27 @@ def ok(cells: Iterable[Cell]) -> bool:
     return all(c.passed for c in cells)
 
 
+def _dead(model: str, design: str, run: str, dead: Sequence[str]) -> list[Cell]:
+    """A run where some action never fired: every property about that action holds vacuously,
+    so the run fails (an action that does not belong to a profile or design is declared by the
+    model not to apply there, and is not counted)."""
+    if not dead:
+        return []
+    return [
+        _cell(
+            model,
+            design,
+            run,
+            "every_action_fires",
+            None,
+            Word.FAILS,
+            message=f"dead actions: {', '.join(dead)}: never enabled in any reachable state at "
+            "these bounds (a guard that cannot hold, or bounds too small for the action); what "
+            "the properties say about them holds vacuously",
+        )
+    ]
+
+
 # --- the session model ------------------------------------------------------------------------
 
 
@@ -155,6 +176,7 @@ def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -
                     f"stopped at --max-states ({r.states:,} states): nothing is known beyond",
                 )
             )
+        out += _dead("session", d, run, r.dead_actions if r.complete else [])
         for v in r.verdicts:
             kind = Kind(v.kind)
             seconds = r.seconds
@@ -204,6 +226,7 @@ def lease_cells(explored: Any, proved: Any | None, hazard: Any | None = None) ->
                 message="the search stopped before the end",
             )
         )
+    out += _dead("lease", d, run, explored.dead_actions if explored.complete else [])
     for v in explored.verdicts:
         kind = kind_of(v.kind, L.PROPERTY[v.name].scope)
         detail = trace_lines(v.trace) if v.trace else []
@@ -263,6 +286,7 @@ def small_cells(checked: Any) -> list[Cell]:
     for e in ex.errors:
         detail = trace_text(ex.traces["range"]) if "range" in ex.traces else []
         out.append(_cell(sp.model, sp.design, run, "in_range", None, Word.FAILS, detail, message=e))
+    out += _dead(sp.model, sp.design, run, [a for a, n in ex.coverage.items() if n == 0])
     for p in sp.props:
         kind = kind_of(p.kind)
         v = ex.verdicts[p.name]

@@ -170,3 +170,40 @@ def test_the_old_section_flags_leave_models_out(flag):
     models = json.loads(p.stdout)["models"]
     assert ("lease" in models) == (flag != "--no-lease")
     assert ("rounds" in models) == (flag != "--no-paths")
+
+
+# --- vacuity: an action that never fires fails the run ---------------------------------------
+
+
+def test_a_dead_action_fails_the_run_with_its_name():
+    from mcp_inflight.model.config import DESIGNS, Config
+    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.outcome import ok, session_cells
+
+    # one instance: no second request can meet the first under its id, so nothing is refused
+    r = explore(Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=1, requests=1), progress=False)
+    cells = session_cells([r], None)
+    dead = [c for c in cells if c.prop == "every_action_fires"]
+    assert len(dead) == 1 and not dead[0].passed and "refuse" in dead[0].message
+    assert not ok(cells)
+    # at the default bound every action of the profile fires
+    r2 = explore(
+        Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=2, requests=2), progress=False
+    )
+    assert not [c for c in session_cells([r2], None) if c.prop == "every_action_fires"]
+
+
+def test_a_guard_that_cannot_hold_fails_a_small_model():
+    from mcp_inflight.proofs.outcome import small_cells
+    from mcp_inflight.proofs.small import check as check_small
+
+    def never_g(b, s):
+        return s.x > 3
+
+    def never_e(b, s):
+        return [Write("x", None, 0)]
+
+    spec = _counter((always(at_most_two),))
+    spec = replace(spec, acts=spec.acts + (Act("reset", (), never_g, never_e, lambda a: "reset"),))
+    dead = [c for c in small_cells(check_small(spec)) if c.prop == "every_action_fires"]
+    assert len(dead) == 1 and "reset" in dead[0].message and not dead[0].passed
