@@ -214,6 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-explore", action="store_true", help="run only the z3 prover (skip the explorer)"
     )
     c.add_argument(
+        "--no-sensitivity",
+        action="store_true",
+        help="skip the sensitivity section (each invariant and liveness property broken by the "
+        "designs or mutants its model names, explored at the default bounds; cached like the "
+        "proofs)",
+    )
+    c.add_argument(
         "--no-lease", action="store_true", help="leave out the lease model (as --model would)"
     )
     c.add_argument(
@@ -314,6 +321,12 @@ def cmd_check(args) -> int:
         default = all(d == _designs_of(m)[:1] for m, d in small.items()) and len(small) == 2
         paths = cli_small.check_section(cache, None if default else small, not args.no_prove)
         cells += [c for r in paths for c in r.cells]
+    sens = []
+    if not args.no_sensitivity and not args.no_explore:
+        from mcp_inflight.proofs.sensitivity import sensitivity
+
+        sens = sensitivity(plan, cache)
+        cells += sens
     from mcp_inflight.proofs.outcome import ok as all_passed
 
     ok = all_passed(cells)
@@ -352,6 +365,8 @@ def cmd_check(args) -> int:
             sys.stdout.write("\n" + cli_lease.check_text(lease) + "\n\n")
         if paths is not None:
             sys.stdout.write(cli_small.check_text(paths) + "\n\n")
+        if sens:
+            sys.stdout.write(report.sensitivity_text(sens) + "\n\n")
         sys.stdout.write(unknown_note(proofs))
         sys.stdout.write(
             _summary_line(cells) if ok else "FAILED: see the table and counterexamples above\n"

@@ -373,6 +373,28 @@ def cells_text(title: str, cells: Sequence[Cell]) -> str:
     return "\n".join(lines)
 
 
+def sensitivity_text(cells: Sequence[Cell]) -> str:
+    """The sensitivity section: per property, the design or mutant that must break it and
+    whether it still does (``proofs/sensitivity.py``)."""
+    lines = [
+        "Sensitivity (every invariant and liveness property must be broken by the designs or "
+        "mutants its model names, at the default bounds; --no-sensitivity skips)"
+    ]
+    width = max((len(c.prop) for c in cells), default=10) + 2
+    dw = max((len(c.design) for c in cells), default=10) + 2
+    for c in cells:
+        kind = str(c.kind or "-")
+        flag = "" if c.passed else "  FAILED"
+        lines.append(
+            f"  {c.model:<8} {kind:<10} {c.prop:<{width}} {c.design:<{dw}} {c.word}{flag}"
+            + (f"  {c.message}" if c.passed else "")
+        )
+    for c in cells:
+        if not c.passed:
+            lines.append(f"  {c.model} {c.prop}: {c.message}")
+    return "\n".join(lines)
+
+
 def write_junit_cells(path: str, cells: Sequence[Cell]) -> None:
     """``mcp-inflight check``'s JUnit file: one test case per model x design x run x property,
     a failure exactly where a cell fails the check (so the file agrees with the exit code); a

@@ -801,6 +801,16 @@ PROPERTIES: tuple[Property, ...] = (
     duplicate_refused,
     sequential_reuse,
 )
+#: Sensitivity: the mutants that must break each invariant and liveness property at the
+#: default bounds (``check`` runs them; see ``model/properties.py``'s ``BROKEN_BY``).
+BROKEN_BY: dict[str, tuple[str, ...]] = {
+    "single_writer": ("unfenced",),
+    "no_stale_write": ("unfenced",),
+    "owned_release": ("release-by-id",),
+    "exclusive_claim": ("check-then-set",),
+    "lost_lease_ends_request": ("ignore-lost",),
+    "ids_free_after_lease": ("no-ttl",),
+}
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")
 LIVENESS = tuple(p for p in PROPERTIES if p.kind == "liveness")
 WITNESSES = tuple(p for p in PROPERTIES if p.kind == "witness")

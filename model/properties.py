@@ -589,6 +589,34 @@ PROPERTIES: tuple[Property, ...] = (
     hazard(crossed_reply_is_impossible, SECOND_SENDER, "step", _stdio),
 )
 PROPERTY = {p.name: p for p in PROPERTIES}
+#: Sensitivity: the designs or mutants (``model/config.py``) that must break each invariant and
+#: liveness property (``proofs/liveness.py``), ``design@revision/transport`` where one profile
+#: suffices (the smallest where it breaks), at ``check``'s default bound.  ``check`` runs them
+#: and fails when one no longer breaks its property (the property got weaker) or a property has
+#: no entry (nothing shows it can fail).
+BROKEN_BY: dict[str, tuple[str, ...]] = {
+    "unique_in_flight": ("unguarded@2026-07-28/stdio",),
+    "no_misrouted_notification": ("unguarded@2026-07-28/http",),
+    "no_misrouted_server_request": ("unguarded@2025-11-25/http",),
+    "no_misrouted_response": ("unguarded@2026-07-28/http",),
+    "no_crossed_reply_on_stdio": ("unguarded@2026-07-28/stdio",),
+    "owned_removal": ("atomic-free-on-cancel@2026-07-28/stdio",),
+    "cancel_hits_target": ("unguarded@2026-07-28/stdio",),
+    "no_orphan": ("check_then_claim@2026-07-28/http",),
+    "refusal_is_inert": ("check_then_claim@2026-07-28/http",),
+    "quiescent_clean": ("atomic-leaks-waiters@2025-11-25/stdio",),
+    "server_ids_unique": ("atomic-reused-server-ids@2025-11-25/stdio",),
+    "answer_reaches_asker": ("atomic-guessable-server-ids@2025-11-25/stdio",),
+    "answer_resolves_once": ("atomic-keeps-answered-waiter@2025-11-25/stdio",),
+    "no_waiter_outlives_request": ("atomic-leaks-waiters@2025-11-25/stdio",),
+    "nothing_after_end": ("atomic-writes-after-end@2026-07-28/http",),
+    "no_hung_request": ("unguarded@2026-07-28/http",),
+    "cancel_stays_with_sender": ("unguarded@2026-07-28/http",),
+    "no_refusal_across_posts": ("atomic-shared-registry@2026-07-28/http",),
+    "settles": ("atomic-runs-after-respond@2026-07-28/http",),
+    "no_deadlock": ("atomic-runs-after-respond@2026-07-28/http",),
+    "requests_answered": ("atomic-waits-on-answer@2025-11-25/stdio",),
+}
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")
 WITNESSES = tuple(p for p in PROPERTIES if p.kind == "witness")
 HAZARDS = tuple(p for p in PROPERTIES if p.kind == "hazard")

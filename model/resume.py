@@ -66,6 +66,14 @@ DESIGN_DOCS = {
     "no-reattach": "the resumed connection gets the replay, not the stream's later events",
 }
 
+#: Sensitivity: the mutants that must break each property at the default bounds (``check``
+#: runs them; see ``model/properties.py``'s ``BROKEN_BY``).
+BROKEN_BY: dict[str, tuple[str, ...]] = {
+    "replay_carries_own_events": ("request-id-streams", "shared-store", "replay-all"),
+    "resumed_response_delivered": ("no-reattach",),
+    "delivered_once": ("inclusive-replay",),
+}
+
 BOUNDS: dict[str, tuple[int, str]] = {
     "sessions": (2, "sessions sharing the server's event store"),
     "requests": (3, "requests, spread over the sessions (the second of session 0 is the rogue's)"),

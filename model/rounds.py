@@ -72,6 +72,17 @@ DESIGN_DOCS = {
     "stateless": "requestState ignored: every retry runs the handler from its first question",
 }
 
+#: Sensitivity: the mutants that must break each property at the default bounds (``check``
+#: runs them; see ``model/properties.py``'s ``BROKEN_BY``).
+BROKEN_BY: dict[str, tuple[str, ...]] = {
+    "answers_reach_asker": ("unsigned", "no-call-digest"),
+    "forged_refused": ("unsigned",),
+    "replay_refused": ("no-nonce", "no-expiry"),
+    "cross_call_refused": ("no-call-digest",),
+    "expired_refused": ("no-expiry",),
+    "rounds_end": ("unbounded-rounds",),
+}
+
 BOUNDS: dict[str, tuple[int, str]] = {
     "calls": (1, "client calls (the rogue has one more)"),
     "questions": (2, "questions each client call's handler asks, one per round"),

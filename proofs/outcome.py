@@ -45,6 +45,10 @@ class Word(StrEnum):
     REACHED = "reached"
     NOT_REACHED = "not reached"
     NA = "not applicable"
+    # sensitivity (``proofs/sensitivity.py``): whether a design named to break a property does
+    BROKEN = "broken (as it must be)"
+    NOT_BROKEN = "not broken"
+    UNTESTED = "untested"
 
 
 #: the words that are a pass for an invariant, step invariant or liveness property
@@ -149,6 +153,9 @@ def _proof_word(status: str, unbounded: bool) -> Word:
 def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -> list[Cell]:
     """Cells of the session model's runs: the explorer's ``RunResult`` list and the prover's
     ``ProveResult`` list (either may be None; when both are given they pair up by position)."""
+    from mcp_inflight.model.properties import PROPERTIES
+
+    scope = {p.name: p.scope for p in PROPERTIES}
     out: list[Cell] = []
     if results is None:
         for pr in proofs or ():
@@ -178,7 +185,7 @@ def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -
             )
         out += _dead("session", d, run, r.dead_actions if r.complete else [])
         for v in r.verdicts:
-            kind = Kind(v.kind)
+            kind = kind_of(v.kind, scope.get(v.name, "state"))
             seconds = r.seconds
             detail = trace_lines(v.trace) if v.trace else []
             if not v.applies:
@@ -190,7 +197,7 @@ def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -
                 word = Word.FAILS
             else:
                 word = Word.HOLDS
-                if pr is not None and kind in (Kind.INVARIANT, Kind.HAZARD):
+                if pr is not None and kind in (Kind.INVARIANT, Kind.STEP, Kind.HAZARD):
                     p = pr.proof(v.name)
                     word = _proof_word(p.status, True)
                     seconds += p.seconds

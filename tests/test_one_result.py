@@ -91,7 +91,7 @@ def test_the_verdict_words_say_how_far_each_guarantee_reaches():
     assert p.returncode == 0, p.stdout[-2000:]
     words = {}
     for c in json.loads(p.stdout)["results"]:
-        if c["kind"] in ("invariant", "step"):
+        if c["kind"] in ("invariant", "step") and c["run"] != "sensitivity":
             words.setdefault(c["model"], set()).add(c["verdict"])
     # unbounded induction: session and lease; induction on the bounds' universe: the small ones
     assert words["session"] <= {"proved", "not applicable"} and "proved" in words["session"]
@@ -103,9 +103,12 @@ def test_the_verdict_words_say_how_far_each_guarantee_reaches():
     )
     q = check("--model", "resume", "--no-prove", "--json")
     assert q.returncode == 0
-    assert {c["verdict"] for c in json.loads(q.stdout)["results"] if c["kind"] == "invariant"} == {
-        "holds (explored)"
+    words = {
+        c["verdict"]
+        for c in json.loads(q.stdout)["results"]
+        if c["kind"] == "invariant" and c["run"] != "sensitivity"
     }
+    assert words == {"holds (explored)"}
 
 
 # --- the provers assume nothing they have not proved ---------------------------------------
@@ -207,3 +210,50 @@ def test_a_guard_that_cannot_hold_fails_a_small_model():
     spec = replace(spec, acts=spec.acts + (Act("reset", (), never_g, never_e, lambda a: "reset"),))
     dead = [c for c in small_cells(check_small(spec)) if c.prop == "every_action_fires"]
     assert len(dead) == 1 and "reset" in dead[0].message and not dead[0].passed
+
+
+# --- sensitivity: every property can fail, and fails where it must -----------------------------
+
+
+def test_a_property_weakened_to_always_true_is_caught_by_its_breaker(monkeypatch):
+    from mcp_inflight.proofs import sensitivity
+
+    assert all(c.passed for c in sensitivity.lease())
+    weak = replace(L.PROPERTY["single_writer"], fn=lambda b, s, c: True)
+    monkeypatch.setattr(
+        L, "PROPERTIES", tuple(weak if p.name == "single_writer" else p for p in L.PROPERTIES)
+    )
+    cells = {(c.prop, c.design): c for c in sensitivity.lease()}
+    bad = cells["single_writer", "unfenced"]
+    assert not bad.passed and str(bad.word) == "not broken"
+    assert "got weaker" in bad.message
+    assert cells["no_stale_write", "unfenced"].passed  # the same mutant still breaks the other
+
+
+def test_a_property_nothing_breaks_is_untested(monkeypatch):
+    from mcp_inflight.proofs import sensitivity
+
+    monkeypatch.setattr(
+        L, "BROKEN_BY", {k: v for k, v in L.BROKEN_BY.items() if k != "exclusive_claim"}
+    )
+    cells = [c for c in sensitivity.lease() if c.prop == "exclusive_claim"]
+    assert len(cells) == 1 and not cells[0].passed and str(cells[0].word) == "untested"
+    assert "BROKEN_BY" in cells[0].message
+
+
+def test_the_sensitivity_table_is_in_the_text_the_json_and_the_junit_file(tmp_path):
+    junit = tmp_path / "s.xml"
+    p = check("--model", "resume", "--junit-xml", str(junit), "--json")
+    assert p.returncode == 0
+    rows = [c for c in json.loads(p.stdout)["results"] if c["run"] == "sensitivity"]
+    assert {c["property"] for c in rows} == {
+        "replay_carries_own_events",
+        "resumed_response_delivered",
+        "delivered_once",
+    }
+    assert all(c["verdict"] == "broken (as it must be)" for c in rows)
+    names = {c.get("classname") for c in ET.parse(junit).getroot().iter("testcase")}
+    assert "resume.no-reattach.sensitivity" in names
+    text = check("--model", "resume").stdout
+    assert "Sensitivity" in text and "delivered_once" in text and "inclusive-replay" in text
+    assert "Sensitivity" not in check("--model", "resume", "--no-sensitivity").stdout
