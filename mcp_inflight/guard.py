@@ -38,15 +38,23 @@ __all__ = [
 ]
 
 
-def guard(app: Any, max_body: int = MAX_BODY, trace: Any = None, online: Any = False) -> Any:
+def guard(
+    app: Any,
+    max_body: int = MAX_BODY,
+    trace: Any = None,
+    online: Any = False,
+    observer: Any = None,
+) -> Any:
     """Wrap an official-SDK Streamable HTTP ASGI app (``server.streamable_http_app()``);
     ``max_body`` should match the SDK's ``max_request_body_size`` when that was changed.
     ``trace``: a path (or a :class:`mcp_inflight.trace.format.Writer`) to write the wire trace
-    to; ``online``: True (or a :class:`mcp_inflight.trace.online.Monitor`) to check it online.
-    Without either, the :class:`Guard` itself."""
+    to; ``online``: True (or a :class:`mcp_inflight.trace.online.Monitor`) to check it online;
+    ``observer``: the lifecycle observer (:class:`mcp_inflight.otel.LifecycleTelemetry`: each
+    transition as an OpenTelemetry span event, and its metrics).  Without ``trace`` and
+    ``online``, the :class:`Guard` itself."""
     from mcp_inflight.impl.guard import guard as _guard
 
-    g = _guard(app, max_body)
+    g = _guard(app, max_body, observer)
     if trace is None and not online:
         return g
     from mcp_inflight.trace.tap import traced
