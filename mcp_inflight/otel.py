@@ -25,7 +25,7 @@ themselves, named as the model names them, never a second reading of the traffic
 **Spans.**  One span per request instance (an arrival: two requests under one id are two
 spans), started when it arrives, as a child of the current span (an HTTP server span of your
 ASGI instrumentation, when there is one), ended when the request is over in the model: refused,
-or its handler ended (responded, or unwound after a cancel or a session's end).  Its name is the
+its handler ended (responded, or unwound after a cancel), or its session ended.  Its name is the
 method (``tools/call NAME`` for a tool call, as OpenTelemetry's MCP conventions name spans);
 its kind INTERNAL.  Attributes, by the semantic conventions for JSON-RPC and MCP:
 ``mcp.method.name``, ``jsonrpc.request.id`` (the id as text), ``jsonrpc.protocol.version``
@@ -73,7 +73,9 @@ from .model.lifecycle import Life
 
 SCOPE = "mcp_inflight"
 #: The actions that end a request instance in the model (its span ends with them).
-_ENDING = frozenset(("refuse", "reject", "respond", "unwind"))
+#: ``end_request`` ends it too: once its session is gone, nothing may be asked of the request
+#: (behind the guard, the SDK's handler of a gone client is never heard of again).
+_ENDING = frozenset(("refuse", "reject", "respond", "unwind", "end_request"))
 
 
 def _label(value: Any) -> str:

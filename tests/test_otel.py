@@ -45,6 +45,8 @@ NOT_EVENTS = {"client_sends", "rogue_sends", "send_cancel", "close", "emit", "cl
 #: delivers a cancel (``deliver_cancel``), the server's ``on_cancel`` picks its target.
 MOVE = {"on_cancel": "deliver_cancel"}
 EVENT = {v: k for k, v in MOVE.items()}
+#: The model's moves of a whole session (no request of its own: no span event).
+SESSION_MOVES = {"end_session"}
 
 
 class Telemetry:
@@ -246,9 +248,14 @@ def matches_model(per_request, events):
         assert events_of[: len(seen)] == seen, (events_of, seen)
         for action, before, after in events_of[len(seen) :]:
             assert _label(state.life[r]) == before, (action, before, state)
+            # a session-level move (no request's, so no span's) may come first
+            starts = [state] + [
+                t.post for t in successors(cfg, state) if t.move.action.name in SESSION_MOVES
+            ]
             nxt = [
                 t
-                for t in successors(cfg, state)
+                for s0 in starts
+                for t in successors(cfg, s0)
                 if t.move.action.name == MOVE.get(action, action)
                 and r in _moved(t)
                 and _label(t.post.life[r]) == after
@@ -327,6 +334,43 @@ def test_a_broken_stream_reads_as_the_models_trace(tmp_path):
     m = tel.metrics()
     assert m[("mcp_inflight.streams.broken", (("mcp.method.name", "tools/call"),))] == 1
     assert m[("mcp_inflight.requests.in_flight", (("mcp.method.name", "tools/call"),))] == 0
+
+
+async def hung(url):
+    import httpx
+
+    async with httpx.AsyncClient(timeout=30) as c:
+        h = await session(c, url)
+        ask = call(8, "A")
+        ask["params"] = {"name": "ask", "arguments": {"label": "A", "delay": 0.4}}
+        async with httpx.AsyncClient(timeout=30) as other:
+            async with other.stream("POST", url, headers=h, json=ask) as resp:
+                assert resp.status_code == 200
+        # the client is gone before the tool asks it something: the handler waits for an
+        # answer that cannot come, until the session ends
+        await asyncio.sleep(1.0)
+        await c.delete(url, headers=h)
+        await asyncio.sleep(0.2)
+
+
+def test_a_request_left_hanging_until_its_session_ends_is_counted(tmp_path):
+    tel, events, _ = run_guarded(tmp_path, hung)
+    assert tel.events() == [
+        [
+            ("arrive", "sent", "received"),
+            ("admit", "received", "in_flight"),
+            ("break_stream", "in_flight", "stream_broken"),
+            ("end_request", "stream_broken", "cancelled"),
+        ]
+    ]
+    matches_model(tel.events(), events)
+    (span,) = tel.spans()
+    (ev,) = [e for e in span.events if e.name == "mcp_inflight.end_request"]
+    assert ev.attributes["mcp_inflight.cancelled_by"] == "session"
+    m = tel.metrics()
+    method = (("mcp.method.name", "tools/call"),)
+    assert m[("mcp_inflight.requests.hung", method)] == 1
+    assert m[("mcp_inflight.requests.in_flight", method)] == 0
 
 
 def test_the_model_check_of_the_events_can_fail(tmp_path):
