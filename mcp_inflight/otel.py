@@ -45,7 +45,10 @@ cancellation carry ``mcp_inflight.reason`` and a cancellation ``mcp_inflight.can
 2026-07-28; ``session``: its session ended).  A message written for a request (``emit``:
 progress, logs) is not an event, unless the model dropped it (its stream was gone):
 ``mcp_inflight.message_dropped``.  The session-level actions (``end_session``) have no request
-and so no span.
+and so no span.  Many workers (``serve --workers N --redis URL``): a worker that lost the claim
+of a running request's id (a renewal or a write refused, the store out of reach for a lease)
+adds ``mcp_inflight.lease_lost`` (``mcp_inflight.reason``, ``mcp_inflight.worker``) to that
+request's span before its handler is cancelled.
 
 **Metrics** (meter ``mcp_inflight``):
 
@@ -57,9 +60,10 @@ and so no span.
 * ``mcp_inflight.streams.broken`` (counter): requests whose client went away before the response;
 * ``mcp_inflight.requests.hung`` (counter): requests ended by their session's end (``DELETE``,
   or the SDK's idle expiry behind the guard) while their handler still ran with its stream
-  gone: the requests that would otherwise never end.
+  gone: the requests that would otherwise never end;
+* ``mcp_inflight.leases.lost`` (counter; ``mcp_inflight.worker``): claims a worker lost.
 
-Each carries ``mcp.method.name``.
+Each of the others carries ``mcp.method.name``.
 """
 
 from __future__ import annotations
@@ -115,6 +119,11 @@ class LifecycleTelemetry:
             unit="{request}",
             description="requests ended by their session's end while running with no stream",
         )
+        self.leases_lost = meter.create_counter(
+            "mcp_inflight.leases.lost",
+            unit="{request}",
+            description="requests whose worker lost the claim of their id (many workers)",
+        )
         self._cores: weakref.WeakKeyDictionary[Any, _CoreWatch] = weakref.WeakKeyDictionary()
 
     # --- the hook the guard and the runtime call ----------------------------------------------
@@ -126,6 +135,23 @@ class LifecycleTelemetry:
             watch = self._cores[core] = _CoreWatch(self, core)
         watch.session_id = session_id
         watch.pending = msg
+
+    def lease_lost(self, session_id: str, core: Any, handle: Any, why: str, worker: str) -> None:
+        """Many workers (``serve --workers N --redis URL``): this worker no longer owns the
+        claim of ``handle`` (its renewal or a write was refused, or the store was out of reach
+        for a lease); its handler is cancelled next."""
+        self.leases_lost.add(1, {"mcp_inflight.worker": worker})
+        watch = self._cores.get(core)
+        entry = None if watch is None else watch.spans.get(handle.inst)
+        if entry is not None:
+            entry[0].add_event(
+                "mcp_inflight.lease_lost",
+                {
+                    "mcp_inflight.reason": why,
+                    "mcp_inflight.worker": worker,
+                    "mcp_inflight.state": entry[2],
+                },
+            )
 
 
 class _CoreWatch:

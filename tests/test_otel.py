@@ -422,3 +422,59 @@ def test_the_guard_and_the_runtime_import_no_opentelemetry():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# --- many workers: a lease lost --------------------------------------------------------------
+
+
+def test_a_lost_lease_is_an_event_of_the_request_and_counted():
+    """One worker of the Redis-backed runtime, in this process; another writer takes the claim
+    of a running request's id in the store, so the worker's next renewal is refused: its lease
+    is lost, the request's span says so, and its handler is cancelled."""
+    import os
+
+    import httpx
+    import redis as redis_client
+
+    from mcp_inflight.impl.http import create_app
+    from mcp_inflight.serve import demo_server
+    from support.redis_workers import REDIS_SERVER, Redis
+
+    if not os.path.exists(REDIS_SERVER):
+        pytest.skip("redis-server is not installed")
+    store = Redis()
+    tel = Telemetry()
+    server = demo_server()
+    server.observer = tel.observer
+    try:
+        with serve(create_app(server, redis=store.url, lease_ms=600)) as url:
+
+            async def main():
+                async with httpx.AsyncClient(timeout=30) as c:
+                    h = await session(c, url)
+                    sid = h["Mcp-Session-Id"]
+                    msg = call(9, "A", steps=30, delay=0.1)
+                    async with c.stream("POST", url, headers=h, json=msg) as resp:
+                        body = b""
+                        async for chunk in resp.aiter_bytes():
+                            body += chunk
+                            if b"notifications/progress" in body and b"taken" not in body:
+                                key = f"mcpi:{{{sid}}}:inflight:i9"
+                                r = redis_client.Redis.from_url(store.url)
+                                assert r.get(key) is not None
+                                r.set(key, b"someone-else")
+                                body += b"taken"
+                    return body
+
+            body = asyncio.run(main())
+    finally:
+        store.close()
+    assert b"lease lost" in body
+    calls = [s for s in tel.spans() if s.attributes["mcp.method.name"] == "tools/call"]
+    (span,) = calls
+    (lost,) = [e for e in span.events if e.name == "mcp_inflight.lease_lost"]
+    assert "refused" in lost.attributes["mcp_inflight.reason"]
+    assert lost.attributes["mcp_inflight.state"] == "in_flight"
+    assert [a for a, _, _ in tel.events()[-1]][:2] == ["arrive", "admit"]
+    (worker,) = {k for (name, k) in tel.metrics() if name == "mcp_inflight.leases.lost"}
+    assert tel.metrics()[("mcp_inflight.leases.lost", worker)] == 1
