@@ -204,10 +204,11 @@ def whose(status, messages) -> str:
     return "no response"
 
 
-def duplicate_pair(url, args, headers=None, rid=5, gap=0.3, limit=5.0) -> dict:
+def duplicate_pair(url, args, headers=None, ids=(5, 5), gap=0.3, limit=5.0) -> dict:
     """Open a session (if the server gives one), send A (``slow`` with label A), and while it
-    runs B (label B) under the same id; ``{"session": bool, "A": ..., "B": ...}`` with
-    :func:`whose` of each POST and the progress tokens each POST's stream carried."""
+    runs B (label B), under ``ids`` (the same id by default); ``{"session": bool, "A": ...,
+    "B": ...}`` with :func:`whose` of each POST and the progress tokens each POST's stream
+    carried."""
     import httpx
 
     async def main():
@@ -223,6 +224,7 @@ def duplicate_pair(url, args, headers=None, rid=5, gap=0.3, limit=5.0) -> dict:
             async def post(label):
                 params = {"name": "slow", "arguments": {**args, "label": label}}
                 params["_meta"] = {"progressToken": label}
+                rid = ids[0] if label == "A" else ids[1]
                 msg = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
                 try:
                     async with asyncio.timeout(limit):
@@ -397,6 +399,20 @@ def test_fastapi_mcp_bare_gives_b_the_result_of_a_and_the_guard_refuses_b():
     assert guarded == {"session": True, "A": _got("A"), "B": _got("refused")}
 
 
+@fastapi_mcp
+@pytest.mark.slow
+def test_fastapi_mcp_bare_crosses_7_and_quoted_7_and_the_guard_serves_both():
+    args = {"delay": 1.0}
+    with served("fastapi-mcp") as url:
+        bare = duplicate_pair(url, args, AUTH, ids=(7, "7"))
+    with served("fastapi-mcp", "--guard") as url:
+        guarded = duplicate_pair(url, args, AUTH, ids=(7, "7"), limit=8.0)
+    # two different ids; the SDK keys both as "7": A's POST is never answered, B's gets A's
+    assert bare == {"session": True, "A": _got("nothing"), "B": _got("A")}
+    # guarded: both admitted; B waits at the guard until A has left the SDK, then is served
+    assert guarded == {"session": True, "A": _got("A"), "B": _got("B")}
+
+
 def _got(who):
     return {"got": who, "tokens": []}
 
@@ -437,6 +453,18 @@ def test_mcp_proxy_bare_gives_b_the_result_of_a_and_the_guarded_bridge_refuses_b
     assert report["status"] == "untested" and "JSON body" in report["reason"], report
     assert bare == {"session": True, "A": _got("nothing"), "B": _got("A")}
     assert guarded == {"session": True, "A": _got("A"), "B": _got("refused")}
+
+
+@mcp_proxy
+@pytest.mark.slow
+def test_mcp_proxy_bare_crosses_7_and_quoted_7_and_the_guarded_bridge_serves_both():
+    args = {"steps": 4, "delay": 0.25}
+    with proxied(False) as url:
+        bare = duplicate_pair(url, args, ids=(7, "7"))
+    with proxied(True) as url:
+        guarded = duplicate_pair(url, args, ids=(7, "7"), limit=8.0)
+    assert bare == {"session": True, "A": _got("nothing"), "B": _got("A")}
+    assert guarded == {"session": True, "A": _got("A"), "B": _got("B")}
 
 
 @mcp_proxy
