@@ -177,6 +177,8 @@ class _CoreWatch:
             self.before(name, r, out)
         if name == "arrive":
             self._open(r)
+        elif name == "answer" and out is not None:
+            r = out[0]  # the client's answer is no request's step: it resolves the waiter's
         entry = self.spans.get(r)
         if entry is None:  # a session-level action, or a request arrived before the observer
             return

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import subprocess
 import sys
@@ -410,6 +411,49 @@ def test_the_runtimes_server_reports_through_the_same_hook(tmp_path):
         for s in calls
     ] == [["arrive", "admit", "respond"], ["arrive", "refuse"]]
     assert all(s.attributes["mcp.session.id"] for s in calls)
+
+
+def test_a_server_request_sent_and_answered_on_the_runtime():
+    import httpx
+
+    from mcp_inflight.impl.http import create_app
+    from mcp_inflight.serve import demo_server
+
+    tel = Telemetry()
+    server = demo_server()
+    server.observer = tel.observer
+
+    async def main(url):
+        async with httpx.AsyncClient(timeout=30) as c:
+            h = await session(c, url)
+            ask = {"jsonrpc": "2.0", "id": 3, "method": "tools/call"}
+            ask["params"] = {"name": "ask", "arguments": {"label": "q"}}
+            async with c.stream("POST", url, headers=h, json=ask) as resp:
+                async for line in resp.aiter_lines():
+                    if line.startswith("data:") and "elicitation/create" in line:
+                        asked = json.loads(line[5:])
+                        answer = {"jsonrpc": "2.0", "id": asked["id"]}
+                        answer["result"] = {"action": "accept", "content": {"ok": True}}
+                        r = await c.post(url, headers=h, json=answer)
+                        assert r.status_code == 202
+                    elif line.startswith("data:") and '"result"' in line:
+                        return json.loads(line[5:])["result"]["content"][0]["text"]
+
+    with serve(create_app(server)) as url:
+        text = asyncio.run(main(url))
+    assert text == "ask:q:accept"
+    (span,) = [s for s in tel.spans() if s.attributes["mcp.method.name"] == "tools/call"]
+    steps = [
+        (e.attributes["mcp_inflight.action"], e.attributes["mcp_inflight.state.after"])
+        for e in span.events
+    ]
+    assert steps == [
+        ("arrive", "received"),
+        ("admit", "in_flight"),
+        ("server_request", "in_flight"),
+        ("answer", "in_flight"),
+        ("respond", "responded"),
+    ]
 
 
 # --- without it --------------------------------------------------------------------------------
