@@ -29,10 +29,12 @@ its handler ended (responded, or unwound after a cancel), or its session ended. 
 method (``tools/call NAME`` for a tool call, as OpenTelemetry's MCP conventions name spans);
 its kind INTERNAL.  Attributes, by the semantic conventions for JSON-RPC and MCP:
 ``mcp.method.name``, ``jsonrpc.request.id`` (the id as text), ``jsonrpc.protocol.version``
-(``2.0``), ``mcp.session.id`` (where the request has a session), ``mcp.protocol.version`` (the
-core's revision), ``gen_ai.tool.name`` for a tool call; and this project's
-``mcp_inflight.request.id_type`` (``int`` or ``string``: ``7`` and ``"7"`` are two ids) and
-``mcp_inflight.request.instance`` (the core's arrival number).
+(``2.0``), ``mcp.session.id`` (where the request has a session), ``gen_ai.tool.name`` for a
+tool call; and this project's ``mcp_inflight.request.id_type`` (``int`` or ``string``: ``7``
+and ``"7"`` are two ids), ``mcp_inflight.request.instance`` (the core's arrival number) and
+``mcp_inflight.model.profile`` (the model's profile the core runs, e.g. ``2025-11-25 http``;
+not ``mcp.protocol.version``, which names the version the client negotiated and which the guard
+does not read).
 
 **Span events**, one per action of the model on that request, named ``mcp_inflight.<action>``
 (``mcp_inflight.arrive``, ``.admit``, ``.refuse``, ``.break_stream``, ``.on_cancel``,
@@ -162,7 +164,7 @@ class _CoreWatch:
         self.core = weakref.ref(core)
         self.session_id: str | None = None
         self.pending: dict[str, Any] | None = None
-        self.revision = core.cfg.revision
+        self.profile = f"{core.cfg.revision} {'http' if core.cfg.http else 'stdio'}"
         self.spans: dict[Any, tuple[Any, dict[str, Any], str]] = {}  # inst -> span, attrs, state
         self.admitted: set[Any] = set()
         self.before = core.on_step  # another observer (a test's): called too
@@ -239,7 +241,7 @@ class _CoreWatch:
             "mcp.method.name": method,
             "jsonrpc.protocol.version": "2.0",
             "jsonrpc.request.id": rid if isinstance(rid, str) else str(rid),
-            "mcp.protocol.version": self.revision,
+            "mcp_inflight.model.profile": self.profile,
             "mcp_inflight.request.id_type": "string" if isinstance(rid, str) else "int",
             "mcp_inflight.request.instance": int(r),
         }

@@ -285,6 +285,7 @@ def test_a_refused_duplicate_reads_as_the_models_trace(tmp_path):
     for s in (a_span, b_span):
         assert s.name == "tools/call slow" and s.attributes["jsonrpc.request.id"] == "5"
         assert s.attributes["mcp.method.name"] == "tools/call"
+        assert s.attributes["mcp_inflight.model.profile"] == "2025-11-25 http"
         assert s.attributes["gen_ai.tool.name"] == "slow"
         assert (
             s.attributes["mcp.session.id"] and s.attributes["mcp_inflight.request.id_type"] == "int"
