@@ -20,11 +20,12 @@ import subprocess
 import sys
 import threading
 import time
+from importlib.metadata import version
 
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="needs opentelemetry-sdk (the test extra)")
-if int(__import__("importlib.metadata").metadata.version("mcp").split(".")[0]) < 2:
+if int(version("mcp").split(".")[0]) < 2:
     pytest.skip("the guarded server here is on mcp 2.x (the test extra)", allow_module_level=True)
 
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
