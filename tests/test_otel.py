@@ -527,3 +527,67 @@ def test_a_lost_lease_is_an_event_of_the_request_and_counted():
     assert [a for a, _, _ in tel.events()[-1]][:2] == ["arrive", "admit"]
     (worker,) = {k for (name, k) in tel.metrics() if name == "mcp_inflight.leases.lost"}
     assert tel.metrics()[("mcp_inflight.leases.lost", worker)] == 1
+
+
+# --- the stdio guard ---------------------------------------------------------------------------
+
+
+def test_the_stdio_guard_reports_through_the_same_hook():
+    """The SDK's server on the streams its stdio transport would hand it (memory streams in
+    this process), behind ``guard_stdio(..., observer=...)``: a duplicate refused."""
+    import anyio
+    from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCNotification, JSONRPCRequest
+
+    from mcp_inflight.guard import guard_stdio
+    from support.sdk_server import build_server
+
+    tel = Telemetry()
+    low = build_server()._lowlevel_server
+
+    def request(rid, method, params):
+        return SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=rid, method=method, params=params))
+
+    async def main():
+        to_server, server_reads = anyio.create_memory_object_stream(100)
+        server_writes, from_server = anyio.create_memory_object_stream(100)
+        read, write = guard_stdio(server_reads, server_writes, observer=tel.observer)
+        got = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(low.run, read, write, low.create_initialization_options())
+            init = dict(INIT["params"])
+            await to_server.send(request(0, "initialize", init))
+            got.append((await from_server.receive()).message)
+            note = JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")
+            await to_server.send(SessionMessage(note))
+            slow = call(5, "A")["params"]
+            await to_server.send(request(5, "tools/call", slow))
+            await anyio.sleep(0.3)
+            await to_server.send(
+                request(5, "tools/call", {**slow, "_meta": {"progressToken": "B"}})
+            )
+            with anyio.fail_after(10):
+                while True:
+                    m = (await from_server.receive()).message
+                    got.append(m)
+                    if getattr(m, "id", None) == 5 and hasattr(m, "result"):
+                        break
+            tg.cancel_scope.cancel()
+        return got
+
+    got = anyio.run(main)
+    refusals = [m for m in got if hasattr(m, "error") and m.id is None]
+    assert len(refusals) == 1 and refusals[0].error.code == -32600
+    per_method = [
+        (s.attributes["mcp.method.name"], [e.attributes["mcp_inflight.action"] for e in s.events])
+        for s in tel.spans()
+    ]
+    assert per_method == [
+        ("initialize", ["arrive", "admit", "respond"]),
+        ("tools/call", ["arrive", "admit", "respond"]),
+        ("tools/call", ["arrive", "refuse"]),
+    ]
+    assert all(
+        s.attributes["mcp_inflight.model.profile"] == "2025-11-25 stdio" for s in tel.spans()
+    )
+    assert all("mcp.session.id" not in s.attributes for s in tel.spans())
