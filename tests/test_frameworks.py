@@ -356,7 +356,7 @@ def test_fastmcp_features_and_two_elicitations_through_the_guard():
     assert got["ask_twice"] == "ask_twice:x:accept:accept"
     assert got["lifespan_started"] == "true" and got["echo"] == "e"
     assert health.status_code == 200 and health.json()["framework"] == "fastmcp"
-    assert unauthorized.status_code == 401  # FastMCP's own bearer auth, before the guard's turn
+    assert unauthorized.status_code == 401  # FastMCP's own bearer auth (no session: passed on)
 
 
 @fastmcp
