@@ -336,12 +336,15 @@ def test_fastmcp_stateful_bare_misroutes_and_guarded_is_clean():
         bare = probe_url(url, AUTH)
     with served("fastmcp", "--guard") as url:
         guarded = probe_url(url, AUTH)
+    with served("fastmcp", "--run-guarded") as url:  # mcp.run(..., middleware=[Guard])
+        run_guarded = probe_url(url, AUTH)
     assert bare["status"] == "defects" and found(bare) == SDK_DEFECTS, bare
-    assert guarded["status"] == "clean" and guarded["exit"] == 0, guarded
-    judged = {s["scenario"] for s in guarded["scenarios"] if s["status"] == "judged"}
-    assert judged == set(P.SCENARIOS) - {"replay_routing"}, guarded  # no event store
-    refusals = [s["refusal"] for s in guarded["scenarios"] if s["refusal"]]
-    assert refusals and all(r["status"] == 409 and r["code"] == -32600 for r in refusals)
+    for doc in (guarded, run_guarded):
+        assert doc["status"] == "clean" and doc["exit"] == 0, doc
+        judged = {s["scenario"] for s in doc["scenarios"] if s["status"] == "judged"}
+        assert judged == set(P.SCENARIOS) - {"replay_routing"}, doc  # no event store
+        refusals = [s["refusal"] for s in doc["scenarios"] if s["refusal"]]
+        assert refusals and all(r["status"] == 409 and r["code"] == -32600 for r in refusals)
 
 
 @fastmcp
@@ -349,14 +352,15 @@ def test_fastmcp_features_and_two_elicitations_through_the_guard():
     import httpx
 
     calls = [("ask_twice", {"label": "x"}), ("lifespan_started", {}), ("echo", {"text": "e"})]
-    with served("fastmcp", "--guard") as url:
-        got = official(url, AUTH, calls)
-        health = httpx.get(base(url) + "/health")
-        unauthorized = httpx.post(url, headers=ACCEPT, json={"jsonrpc": "2.0", "id": 1})
-    assert got["ask_twice"] == "ask_twice:x:accept:accept"
-    assert got["lifespan_started"] == "true" and got["echo"] == "e"
-    assert health.status_code == 200 and health.json()["framework"] == "fastmcp"
-    assert unauthorized.status_code == 401  # FastMCP's own bearer auth (no session: passed on)
+    for how in ("--guard", "--run-guarded"):
+        with served("fastmcp", how) as url:
+            got = official(url, AUTH, calls)
+            health = httpx.get(base(url) + "/health")
+            unauthorized = httpx.post(url, headers=ACCEPT, json={"jsonrpc": "2.0", "id": 1})
+        assert got["ask_twice"] == "ask_twice:x:accept:accept", how
+        assert got["lifespan_started"] == "true" and got["echo"] == "e"
+        assert health.status_code == 200 and health.json()["framework"] == "fastmcp"
+        assert unauthorized.status_code == 401  # FastMCP's own bearer auth (no session: on)
 
 
 @fastmcp

@@ -49,7 +49,7 @@ def _sdk_server_classes():
 # --- FastMCP -----------------------------------------------------------------------------------
 
 
-def fastmcp_app(stateless: bool = False, guarded: bool = False):
+def fastmcp_server():
     from fastmcp import Context, FastMCP
     from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
     from starlette.requests import Request
@@ -99,7 +99,11 @@ def fastmcp_app(stateless: bool = False, guarded: bool = False):
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"ok": True, "framework": "fastmcp"})
 
-    app = mcp.http_app(stateless_http=stateless)
+    return mcp
+
+
+def fastmcp_app(stateless: bool = False, guarded: bool = False):
+    app = fastmcp_server().http_app(stateless_http=stateless)
     if guarded:
         from mcp_inflight.guard import guard
 
@@ -239,6 +243,11 @@ def main(argv=None) -> int:
     p.add_argument("framework", choices=[*PATHS, "backend"])
     p.add_argument("--guard", action="store_true", help="wrap the app in mcp_inflight.guard")
     p.add_argument("--stateless", action="store_true", help="FastMCP's stateless_http mode")
+    p.add_argument(
+        "--run-guarded",
+        action="store_true",
+        help="FastMCP served by its own run(), the guard in its middleware list",
+    )
     p.add_argument("--host", default="127.0.0.1")
     args = p.parse_args(argv)
     if args.framework == "backend":
@@ -249,11 +258,27 @@ def main(argv=None) -> int:
 
     for name in ("mcp", "fastmcp", "gradio", "httpx", "FastMCP"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    app = build(args.framework, args.guard, args.stateless)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, 0))
     port = sock.getsockname()[1]
+    if args.run_guarded:  # FastMCP's own way to serve, as its recipe documents it
+        from starlette.middleware import Middleware
+
+        from mcp_inflight.guard import Guard
+
+        sock.listen(128)  # connections wait in the backlog until FastMCP's uvicorn accepts
+        print(f"listening on http://{args.host}:{port}/mcp", flush=True)
+        fastmcp_server().run(
+            transport="http",
+            middleware=[Middleware(Guard)],
+            stateless_http=args.stateless,
+            sockets=[sock],
+            show_banner=False,
+            log_level="warning",
+        )
+        return 0
+    app = build(args.framework, args.guard, args.stateless)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
 
     async def serve():
