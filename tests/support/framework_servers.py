@@ -8,7 +8,8 @@ port.  FRAMEWORK is one of:
 * ``fastmcp``: FastMCP (the ``fastmcp`` package, on ``mcp`` 2.x) with the tools the probe's
   defaults expect (``slow``, ``ask``, ``ask_twice``, ``echo``), a custom route ``/health``, a
   lifespan, and a static bearer token (``Authorization: Bearer fw-token``) required on MCP;
-  ``--stateless`` serves it in FastMCP's ``stateless_http`` mode;
+  ``--stateless`` serves it in FastMCP's ``stateless_http`` mode; ``--run-guarded`` serves it
+  by FastMCP's own ``run(transport="http")`` with the guard in its middleware list;
 * ``fastapi-mcp``: a FastAPI app whose endpoints ``fastapi-mcp`` serves as tools (``slow`` waits,
   ``get_item`` reads), with its own routes left as they were and a dependency that requires the
   bearer token on MCP (``fastapi-mcp`` runs on ``mcp`` 1.x only);
