@@ -149,9 +149,13 @@ def _is_own_response(msg, rid) -> bool:
 class Guard:
     """ASGI middleware in front of an official-SDK Streamable HTTP app; see the module text."""
 
-    def __init__(self, app, max_body: int = MAX_BODY):
+    def __init__(self, app, max_body: int = MAX_BODY, observer=None):
         self.app = app
         self.max_body = max_body
+        #: the lifecycle observer (e.g. :class:`mcp_inflight.otel.LifecycleTelemetry`): its
+        #: ``arriving(session_id, core, msg)`` is called before a session's core decides on a
+        #: request (the one hook of this layer)
+        self.observer = observer
         self.sessions: dict[str, SessionCore] = {}
         self.in_sdk: dict[tuple, asyncio.Event] = {}  # (session, SDK slot) -> left the SDK
         self.forwarded: dict = {}  # handle -> its POST reached the SDK
@@ -191,7 +195,7 @@ class Guard:
             if msg.get("method") == "notifications/cancelled":
                 return await self._cancel(sid, msg, scope, replay, send)
             return await self.app(scope, replay.receive, self._observe(sid, send))
-        return await self._request(sid, msg["id"], scope, replay, send)
+        return await self._request(sid, msg["id"], scope, replay, send, msg)
 
     def _observe(self, sid, send, method="POST"):
         """``send`` for a message that is not a request: the SDK's 404 for the session (or the
@@ -230,7 +234,7 @@ class Guard:
             return await _reply(send, 202, None, sid)
         return await self.app(scope, replay.receive, self._observe(sid, send))
 
-    async def _request(self, sid, rid, scope, replay, send):
+    async def _request(self, sid, rid, scope, replay, send, msg=None):
         if isinstance(rid, str) and rid == SDK_STANDALONE_SLOT:
             return await _reply(
                 send,
@@ -246,6 +250,8 @@ class Guard:
         core = self.sessions.get(sid)
         if core is None:
             core = self.sessions[sid] = new_core("http")
+        if self.observer is not None:
+            self.observer.arriving(sid, core, msg if msg is not None else {"id": rid})
         try:
             verdict = core.arrive(rid)
         except InvalidId as exc:
@@ -461,10 +467,11 @@ async def _cancelled_reply(send, rid, sid):
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def guard(app, max_body: int = MAX_BODY) -> Guard:
+def guard(app, max_body: int = MAX_BODY, observer=None) -> Guard:
     """Wrap an official-SDK Streamable HTTP ASGI app (``server.streamable_http_app()``);
-    ``max_body`` should match the SDK's ``max_request_body_size`` when that was changed."""
-    return Guard(app, max_body)
+    ``max_body`` should match the SDK's ``max_request_body_size`` when that was changed;
+    ``observer``: see :attr:`Guard.observer`."""
+    return Guard(app, max_body, observer)
 
 
 # the stdio guard lives in its own module; re-exported for the names the README documents

@@ -15,7 +15,7 @@ from .core import Refused, SessionCore
 from .guard import _sdk_slots, new_core
 
 
-def guard_stdio(read_stream, write_stream):
+def guard_stdio(read_stream, write_stream, observer=None):
     """Wrap the streams of the SDK's ``stdio_server()`` (2025-11-25 stdio, one session)::
 
         async with stdio_server() as (read, write):
@@ -34,12 +34,16 @@ def guard_stdio(read_stream, write_stream):
     time; a second one, admitted by the model, waits at the guard (other messages go on being
     read) until the first has answered or unwound.  A cancel for a request still waiting there
     drops it at the guard (it never reaches the SDK); no cancel is ever held.
+
+    ``observer``: as :attr:`mcp_inflight.impl.guard.Guard.observer` (its ``arriving`` is called,
+    with no session id, before the core decides on each request).
     """
     state = _StdioState(new_core("stdio"))
+    state.observer = observer
     return _GuardedRead(read_stream, state, write_stream), _GuardedWrite(write_stream, state)
 
 
-async def serve_stdio(server) -> None:
+async def serve_stdio(server, observer=None) -> None:
     """Serve an official-SDK server on stdin/stdout behind :func:`guard_stdio`: an ``MCPServer``
     (``server.run("stdio")``'s guarded equivalent: ``anyio.run(serve_stdio, server)``) or a
     low-level ``mcp.server.lowlevel.Server``.  ``MCPServer`` runs its stdio transport only on
@@ -51,7 +55,7 @@ async def serve_stdio(server) -> None:
     if not hasattr(low, "create_initialization_options"):
         raise TypeError(f"not an official-SDK server: {type(server).__name__}")
     async with stdio_server() as (read, write):
-        read, write = guard_stdio(read, write)
+        read, write = guard_stdio(read, write, observer)
         await low.run(read, write, low.create_initialization_options())
 
 
@@ -69,6 +73,7 @@ class _StdioState:
         self.held: deque = deque()  # (item, handle, slots) waiting for their slots
         self.ready: deque = deque()  # items whose slots came free, to hand to the SDK
         self.wake = asyncio.Event()
+        self.observer = None  # the lifecycle observer hook (see guard_stdio)
 
     def enter(self, handle, slots) -> None:
         for k in slots:
@@ -173,6 +178,9 @@ class _GuardedRead(_Wrapped):
                 continue
             msg = getattr(item, "message", None)
             if isinstance(msg, JSONRPCRequest):
+                if state.observer is not None:
+                    seen = {"id": msg.id, "method": msg.method, "params": msg.params}
+                    state.observer.arriving(None, self.core, seen)
                 verdict = self.core.arrive(msg.id)
                 if isinstance(verdict, Refused):
                     err = verdict.error

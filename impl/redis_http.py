@@ -411,6 +411,9 @@ class RedisApp(App):
             return
         self.lost_leases += 1
         session.lost.add(h)
+        observer = getattr(self.server, "observer", None)
+        if observer is not None:  # the lifecycle observer hook (e.g. mcp_inflight.otel)
+            observer.lease_lost(session.sid, session.core, h, why, self.worker)
         _say(
             f"worker {self.worker}: {LEASE_LOST} for id {json.dumps(h.id)} of session "
             f"{session.sid[:8]}... ({why})"

@@ -469,6 +469,9 @@ class Session:
         if not self.negotiated and msg["method"] in ("initialize", "server/discover"):
             # the handshake picks the revision (and so the core's profile) before admission
             self._set_revision(MODERN if msg["method"] == "server/discover" else LEGACY)
+        observer = getattr(self.server, "observer", None)
+        if observer is not None:  # the lifecycle observer hook (e.g. mcp_inflight.otel)
+            observer.arriving(getattr(self, "sid", None), self.core, msg)
         verdict = self.core.arrive(msg["id"])
         if not isinstance(verdict, Admitted):
             return "refused", verdict.error

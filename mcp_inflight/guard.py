@@ -38,15 +38,23 @@ __all__ = [
 ]
 
 
-def guard(app: Any, max_body: int = MAX_BODY, trace: Any = None, online: Any = False) -> Any:
+def guard(
+    app: Any,
+    max_body: int = MAX_BODY,
+    trace: Any = None,
+    online: Any = False,
+    observer: Any = None,
+) -> Any:
     """Wrap an official-SDK Streamable HTTP ASGI app (``server.streamable_http_app()``);
     ``max_body`` should match the SDK's ``max_request_body_size`` when that was changed.
     ``trace``: a path (or a :class:`mcp_inflight.trace.format.Writer`) to write the wire trace
-    to; ``online``: True (or a :class:`mcp_inflight.trace.online.Monitor`) to check it online.
-    Without either, the :class:`Guard` itself."""
+    to; ``online``: True (or a :class:`mcp_inflight.trace.online.Monitor`) to check it online;
+    ``observer``: the lifecycle observer (:class:`mcp_inflight.otel.LifecycleTelemetry`: each
+    transition as an OpenTelemetry span event, and its metrics).  Without ``trace`` and
+    ``online``, the :class:`Guard` itself."""
     from mcp_inflight.impl.guard import guard as _guard
 
-    g = _guard(app, max_body)
+    g = _guard(app, max_body, observer)
     if trace is None and not online:
         return g
     from mcp_inflight.trace.tap import traced
@@ -54,9 +62,15 @@ def guard(app: Any, max_body: int = MAX_BODY, trace: Any = None, online: Any = F
     return traced(g, trace=trace, online=online)
 
 
-def guard_stdio(read_stream: Any, write_stream: Any, trace: Any = None, online: Any = False):
+def guard_stdio(
+    read_stream: Any,
+    write_stream: Any,
+    trace: Any = None,
+    online: Any = False,
+    observer: Any = None,
+):
     """:func:`mcp_inflight.impl.guard.guard_stdio` (the SDK's ``stdio_server()`` streams,
-    guarded), with ``trace`` and ``online`` as for :func:`guard`.  The events are taken where
+    guarded), with ``trace``, ``online`` and ``observer`` as for :func:`guard`.  The events are taken where
     the guard meets the SDK's stdio transport, outside the guard: each message the transport
     read from stdin (as it parsed it) before the guard decides on it, each message handed to
     the transport to write to stdout (the guard's refusals too), the end of the input as the
@@ -64,7 +78,7 @@ def guard_stdio(read_stream: Any, write_stream: Any, trace: Any = None, online: 
     from outside the process.  The two streams returned carry ``trace_writer`` and ``monitor``
     (None when not asked for); :func:`serve_stdio` closes them at the end."""
     if trace is None and not online:
-        return _guard_stdio(read_stream, write_stream)
+        return _guard_stdio(read_stream, write_stream, observer)
     from mcp_inflight.trace.format import Writer
     from mcp_inflight.trace.tap import StdioTap, fan_out, online_check
 
@@ -72,7 +86,7 @@ def guard_stdio(read_stream: Any, write_stream: Any, trace: Any = None, online: 
     monitor = online_check(online)
     sinks = [s for s in (writer and writer.write, monitor and monitor.feed) if s is not None]
     tap = StdioTap(sinks[0] if len(sinks) == 1 else fan_out(*sinks))
-    read, write = _guard_stdio(_TapRead(read_stream, tap), _TapWrite(write_stream, tap))
+    read, write = _guard_stdio(_TapRead(read_stream, tap), _TapWrite(write_stream, tap), observer)
     for stream in (read, write):
         stream.trace_writer, stream.monitor, stream.tap = writer, monitor, tap
     return read, write
@@ -131,14 +145,16 @@ class _TapWrite:
         await self.inner.aclose()
 
 
-async def serve_stdio(server: Any, trace: Any = None, online: Any = False) -> Any:
+async def serve_stdio(
+    server: Any, trace: Any = None, online: Any = False, observer: Any = None
+) -> Any:
     """Serve an official-SDK server on stdin/stdout behind :func:`guard_stdio`
-    (:func:`mcp_inflight.impl.guard.serve_stdio`), with ``trace`` and ``online`` as there;
+    (:func:`mcp_inflight.impl.guard.serve_stdio`), with ``trace``, ``online`` and ``observer`` as there;
     with ``online``, the online check's final counts."""
     if trace is None and not online:
         from mcp_inflight.impl.guard import serve_stdio as _serve_stdio
 
-        return await _serve_stdio(server)
+        return await _serve_stdio(server, observer)
     from mcp.server.stdio import stdio_server
 
     low = getattr(server, "_lowlevel_server", server)
@@ -146,7 +162,7 @@ async def serve_stdio(server: Any, trace: Any = None, online: Any = False) -> An
         raise TypeError(f"not an official-SDK server: {type(server).__name__}")
     counts = None
     async with stdio_server() as (read, write):
-        read, write = guard_stdio(read, write, trace=trace, online=online)
+        read, write = guard_stdio(read, write, trace=trace, online=online, observer=observer)
         try:
             await low.run(read, write, low.create_initialization_options())
         finally:
