@@ -321,6 +321,19 @@ def cmd_check(args) -> int:
         default = all(d == _designs_of(m)[:1] for m, d in small.items()) and len(small) == 2
         paths = cli_small.check_section(cache, None if default else small, not args.no_prove)
         cells += [c for r in paths for c in r.cells]
+    from mcp_inflight.proofs import discipline
+
+    rules = []
+    if "session" in plan:
+        rules += [discipline.session(c) for c in cfgs]
+    if "lease" in plan:
+        from mcp_inflight.model import lease as L
+
+        rules += [discipline.lease(L.Config(L.DESIGNS[d])) for d in plan["lease"]]
+    for m, designs in small.items():
+        spec = importlib.import_module(f"mcp_inflight.model.{m}").spec
+        rules += [discipline.small(spec(d)) for d in designs]
+    cells += rules
     sens = []
     if not args.no_sensitivity and not args.no_explore:
         from mcp_inflight.proofs.sensitivity import sensitivity
@@ -365,6 +378,7 @@ def cmd_check(args) -> int:
             sys.stdout.write("\n" + cli_lease.check_text(lease) + "\n\n")
         if paths is not None:
             sys.stdout.write(cli_small.check_text(paths) + "\n\n")
+        sys.stdout.write(report.discipline_text(rules) + "\n\n")
         if sens:
             sys.stdout.write(report.sensitivity_text(sens) + "\n\n")
         sys.stdout.write(unknown_note(proofs))

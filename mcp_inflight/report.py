@@ -373,6 +373,20 @@ def cells_text(title: str, cells: Sequence[Cell]) -> str:
     return "\n".join(lines)
 
 
+def discipline_text(cells: Sequence[Cell]) -> str:
+    """The ghost and obligation discipline of each run (``proofs/discipline.py``), one line."""
+    bad = [c for c in cells if not c.passed]
+    if not bad:
+        return (
+            f"Ghost and obligation discipline: the server's rules read no ghost and every "
+            f"obligation reads what only the sender sees, on all {len(cells)} runs"
+        )
+    lines = ["Ghost and obligation discipline: FAILED"]
+    for c in bad:
+        lines.append(f"  {c.model} {c.design} ({c.run}): {c.message}")
+    return "\n".join(lines)
+
+
 def sensitivity_text(cells: Sequence[Cell]) -> str:
     """The sensitivity section: per property, the design or mutant that must break it and
     whether it still does (``proofs/sensitivity.py``)."""

@@ -1,0 +1,93 @@
+"""The ghost and obligation discipline ``check`` judges on every run: a server rule that reads a
+ghost, or a server check labelled as the sender's obligation, fails the run with its name."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from mcp_inflight.model import lease as L
+from mcp_inflight.model import resume, step
+from mcp_inflight.model import session as S
+from mcp_inflight.model.config import DESIGNS, Config
+from mcp_inflight.proofs import discipline
+
+CFG = Config(DESIGNS["atomic"], "2025-11-25", "http", 2, 2)
+
+
+@pytest.fixture
+def fresh_tables():
+    """The model's cached action tables, cleared around a test that patches them."""
+    S.actions_for.cache_clear()
+    step.moves.cache_clear()
+    yield
+    S.actions_for.cache_clear()
+    step.moves.cache_clear()
+
+
+def test_the_models_as_written_keep_the_discipline():
+    for design in DESIGNS.values():
+        assert discipline.session(replace(CFG, design=design)).passed
+    assert discipline.lease(L.Config()).passed
+    assert discipline.small(resume.spec()).passed
+
+
+def test_a_server_guard_that_reads_a_ghost_fails(monkeypatch, fresh_tables):
+    claim_ok = S.CONDITIONS["claim_ok"]
+    monkeypatch.setitem(
+        S.CONDITIONS,
+        "claim_ok",
+        lambda b, s, c, r, i: b.And(claim_ok(b, s, c, r, i), b.Not(s.rogue[r])),
+    )
+    cell = discipline.session(CFG)
+    assert not cell.passed
+    assert "admit's guard reads the ghost field rogue" in cell.message
+
+
+def test_a_server_check_labelled_as_an_obligation_fails(monkeypatch, fresh_tables):
+    admit = S.ACTION["admit"]
+    bad = replace(admit, obligations=("claim_ok",))
+    monkeypatch.setattr(S, "ACTIONS", tuple(bad if a is admit else a for a in S.ACTIONS))
+    S.actions_for.cache_clear()
+    step.moves.cache_clear()
+    cell = discipline.session(CFG)
+    assert not cell.passed
+    assert "obligation claim_ok reads only server state" in cell.message
+
+
+def test_a_lease_script_that_reads_a_ghost_fails(monkeypatch):
+    release = L.ACTION["release"]
+    bad = replace(
+        release,
+        condition=lambda b, s, c, r, w, i: b.And(s.wstate[s.wk[r]] == L.Proc.ALIVE, s.told[r] == 0),
+    )
+    monkeypatch.setattr(
+        L,
+        "actions_for",
+        lambda cfg: tuple(bad if a is release else a for a in L.ACTIONS if a.applies(cfg)),
+    )
+    L.moves.cache_clear()
+    try:
+        cell = discipline.lease(L.Config())
+    finally:
+        L.moves.cache_clear()
+    assert not cell.passed and "release's guard reads the ghost field told" in cell.message
+
+
+def test_a_server_effect_that_copies_a_ghost_into_real_state_fails():
+    from mcp_inflight.model.logic import Write
+
+    spec = resume.spec()
+    emit = next(a for a in spec.acts if a.name == "emit")
+
+    def leaky(b, s, **kw):
+        # the handler's emit records in the real field ``last`` whether its stream was resumed
+        # (the ghost ``resumed``): a server that cannot see it could not do this
+        return emit.effect(b, s, **kw) + [Write("last", kw["q"], s.resumed[kw["q"]])]
+
+    patched = replace(
+        spec, acts=tuple(replace(a, effect=leaky) if a is emit else a for a in spec.acts)
+    )
+    cell = discipline.small(patched)
+    assert not cell.passed and "emit's effect writes real fields from ghost fields" in cell.message
