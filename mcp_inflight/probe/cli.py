@@ -67,8 +67,15 @@ def build_parser():
     p.add_argument(
         "url",
         type=_url,
+        nargs="?",
         metavar="URL",
         help="the server's MCP endpoint, e.g. http://127.0.0.1:8000/mcp",
+    )
+    p.add_argument(
+        "--stdio",
+        action="store_true",
+        help="probe a stdio server instead: the command after `--` is started once per run "
+        "and spoken to on its stdin and stdout (mcp-inflight probe --stdio -- COMMAND ...)",
     )
     p.add_argument(
         "--tool",
@@ -123,9 +130,12 @@ def build_parser():
     p.add_argument(
         "--only",
         action="append",
-        choices=records.SCENARIOS,
+        choices=records.SCENARIOS + ("id_types_cancel",),
         metavar="SCENARIO",
-        help="run only this scenario (repeatable): " + ", ".join(records.SCENARIOS),
+        help="run only this scenario (repeatable): "
+        + ", ".join(records.SCENARIOS)
+        + "; over stdio: "
+        + ", ".join(records.STDIO_SCENARIOS),
     )
     p.add_argument(
         "--json",
@@ -145,7 +155,18 @@ def build_parser():
 
 
 def run(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    command: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, command = argv[:at], argv[at + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.stdio or command:
+        if not args.stdio or not command or args.url:
+            parser.error("--stdio takes a command after `--` and no URL")
+        return _run_stdio(args, command)
+    if args.url is None:
+        parser.error("give a URL, or --stdio -- COMMAND ...")
     try:
         import httpx  # noqa: F401
     except ImportError:
@@ -170,7 +191,8 @@ def run(argv: list[str]) -> int:
     from .scenarios import probe
 
     try:
-        report = asyncio.run(probe(t, tuple(args.only or records.SCENARIOS), say))
+        only = tuple(n for n in (args.only or records.SCENARIOS) if n in records.SCENARIOS)
+        report = asyncio.run(probe(t, only or records.SCENARIOS, say))
     except records.CannotTest as exc:
         report = untested(args.url, str(exc))
     else:
@@ -178,6 +200,42 @@ def run(argv: list[str]) -> int:
         if args.records:
             with open(args.records, "w") as fh:
                 json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+    return _emit(args, report)
+
+
+def _run_stdio(args, command: list[str]) -> int:
+    from .records import STDIO_SCENARIOS
+    from .stdio import StdioTarget, probe_stdio
+
+    t = StdioTarget(argv=command, tool=args.tool, args=args.args)
+    only = tuple(n for n in (args.only or STDIO_SCENARIOS) if n in STDIO_SCENARIOS)
+    if not only:
+        sys.stderr.write(
+            "mcp-inflight probe: none of the chosen scenarios runs over stdio; these do: "
+            + ", ".join(STDIO_SCENARIOS)
+            + "\n"
+        )
+        return 2
+
+    def say(text):
+        if not args.quiet:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    try:
+        report = asyncio.run(probe_stdio(t, only, say))
+    except records.CannotTest as exc:
+        report = untested(t.name, str(exc))
+        report["transport"] = "stdio"
+    else:
+        recorded = report.pop("records")
+        if args.records:
+            with open(args.records, "w") as fh:
+                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+    return _emit(args, report)
+
+
+def _emit(args, report) -> int:
     if args.junit_xml:
         with open(args.junit_xml, "w") as fh:
             fh.write(junit_xml(report))

@@ -53,6 +53,8 @@ COLLISIONS = (
 #: (a control with distinct ids, then the test)
 STREAMS = ("two_elicitations", "replay_routing")
 SCENARIOS = COLLISIONS + STREAMS
+#: over stdio (:mod:`.stdio`): the collisions one channel can show, and a cancel between 7 and "7"
+STDIO_SCENARIOS = ("duplicate_progress", "cancel_routing", "id_types", "id_types_cancel", "reuse")
 
 PROTOCOL_VERSION = "2025-11-25"
 INVALID_REQUEST = -32600

@@ -164,14 +164,15 @@ def junit_xml(report: dict, suite: str = "mcp-inflight probe") -> str:
                 sub.text = text
         cases.append(el)
 
+    planned = report.get("planned") or SCENARIOS  # another transport's or profile's list
     if "reason" in report:
-        for name in SCENARIOS:
+        for name in planned:
             case("scenario", name, "error", f"could not test: {report['reason']}")
         for cls in CLASSES:
             case("class", cls, "skipped", "could not test")
     else:
         judged = {s["scenario"]: s for s in report["scenarios"]}
-        for name in SCENARIOS:
+        for name in planned:
             s = judged.get(name)
             if s is None:
                 why = report.get("not_applicable", {}).get(name)
