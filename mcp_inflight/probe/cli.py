@@ -72,6 +72,20 @@ def build_parser():
         help="the server's MCP endpoint, e.g. http://127.0.0.1:8000/mcp",
     )
     p.add_argument(
+        "--revision",
+        choices=(records.PROTOCOL_VERSION, records.MODERN),
+        default=records.PROTOCOL_VERSION,
+        help=f"{records.PROTOCOL_VERSION}: sessions (default); {records.MODERN}: stateless POSTs, "
+        f"two clients under one id ({', '.join(records.STATELESS_SCENARIOS)}; closing a POST "
+        f"judged by the fixture contract's {records.OUTCOME_TOOL} tool)",
+    )
+    p.add_argument(
+        "--stateless",
+        action="store_true",
+        help=f"with --revision {records.PROTOCOL_VERSION}: a server that runs without sessions "
+        f"(the stateless scenarios under that header; a closed stream is not judged as a cancel)",
+    )
+    p.add_argument(
         "--stdio",
         action="store_true",
         help="probe a stdio server instead: the command after `--` is started once per run "
@@ -130,7 +144,7 @@ def build_parser():
     p.add_argument(
         "--only",
         action="append",
-        choices=records.SCENARIOS + ("id_types_cancel",),
+        choices=records.SCENARIOS + ("id_types_cancel",) + records.STATELESS_SCENARIOS,
         metavar="SCENARIO",
         help="run only this scenario (repeatable): "
         + ", ".join(records.SCENARIOS)
@@ -190,6 +204,8 @@ def run(argv: list[str]) -> int:
 
     from .scenarios import probe
 
+    if args.revision == records.MODERN or args.stateless:
+        return _run_stateless(args, t, say)
     try:
         only = tuple(n for n in (args.only or records.SCENARIOS) if n in records.SCENARIOS)
         report = asyncio.run(probe(t, only or records.SCENARIOS, say))
@@ -227,6 +243,30 @@ def _run_stdio(args, command: list[str]) -> int:
     except records.CannotTest as exc:
         report = untested(t.name, str(exc))
         report["transport"] = "stdio"
+    else:
+        recorded = report.pop("records")
+        if args.records:
+            with open(args.records, "w") as fh:
+                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+    return _emit(args, report)
+
+
+def _run_stateless(args, t, say) -> int:
+    from .stateless import probe_stateless
+
+    chosen = records.STATELESS_SCENARIOS
+    only = tuple(n for n in (args.only or chosen) if n in chosen)
+    if not only:
+        sys.stderr.write(
+            "mcp-inflight probe: none of the chosen scenarios runs on 2026-07-28; these do: "
+            + ", ".join(chosen)
+            + "\n"
+        )
+        return 2
+    try:
+        report = asyncio.run(probe_stateless(t, only, say, revision=args.revision))
+    except records.CannotTest as exc:
+        report = dict(untested(args.url, str(exc)), revision=args.revision)
     else:
         recorded = report.pop("records")
         if args.records:
