@@ -181,9 +181,14 @@ class Probe:
         t = self.t
         s = await self.session()
         try:
-            listing = await s.request(
-                {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
-            )
+            try:
+                listing = await s.request(
+                    {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
+                )
+            except CannotTest as exc:
+                raise CannotTest(
+                    f"the target does not serve {self.revision} POSTs without a session: {exc}"
+                ) from None
             if "error" in listing:
                 raise CannotTest(
                     f"the target does not serve {self.revision} POSTs without a session: "
