@@ -299,16 +299,15 @@ def counterexample(cls: str, profile: str) -> dict | None:
     revision, transport = PROFILE_MODEL[profile]
     if design_name == "atomic-shared-registry":
         revision, transport = "2026-07-28", "http"
-    key = (design_name, prop, revision, transport)
-    if key in _CX:
-        return _CX[key]
     from mcp_inflight.model.config import DESIGNS, Config, mutants
     from mcp_inflight.model.trace import trace_lines
     from mcp_inflight.proofs.explore import explore
 
-    design = DESIGNS.get(design_name) or mutants()[design_name]
-    run = explore(Config(design, revision, transport), progress=False)
-    v = run.verdict(prop)
+    key = (design_name, revision, transport)
+    if key not in _CX:  # one exploration per design and profile
+        design = DESIGNS.get(design_name) or mutants()[design_name]
+        _CX[key] = explore(Config(design, revision, transport), progress=False)
+    v = _CX[key].verdict(prop)
     out = None
     if v.applies and not v.ok and v.trace is not None:
         out = {
@@ -319,7 +318,6 @@ def counterexample(cls: str, profile: str) -> dict | None:
             "steps": len(v.trace),
             "trace": trace_lines(v.trace),
         }
-    _CX[key] = out
     return out
 
 
