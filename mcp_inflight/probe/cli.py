@@ -56,7 +56,12 @@ def build_parser():
             "Two more look at one call's stream: " + ", ".join(scenarios[7:]) + ".\n"
             "Misrouting is judged by progress tokens, request ids and result shapes, never by\n"
             "the tool's text. Every POST gets its own progress token. Only URL is contacted;\n"
-            "a whole probe takes about 10-20 s against a healthy server."
+            "a whole probe takes about 10-20 s against a healthy server.\n\n"
+            "--revision 2026-07-28: stateless POSTs, two clients under one id: "
+            + ", ".join(records.STATELESS_SCENARIOS)
+            + ".\n--stdio -- COMMAND ...: a stdio server, started once per run: "
+            + ", ".join(records.STDIO_SCENARIOS)
+            + "."
         ),
         epilog=(
             "defect classes:\n" + classes + "\n\nexit status: 0 clean, 1 defects found, 2 could "
