@@ -14,8 +14,9 @@ probed one profile after another):
   and behind ``mcp_inflight.guard`` / ``guard_stdio``;
 * ``ts-sdk`` and ``ts-sdk-stateless``: the official TypeScript SDK from npm (``tests/ts_sdk``,
   pinned), sessions, and a server and transport per POST;
-* ``fastmcp``: listed as not installed unless the ``fastmcp`` package is importable (no target
-  of it is written here yet);
+* ``fastmcp`` and ``fastmcp+guard``: FastMCP (``tests/support/fastmcp_server.py``) when the
+  ``fastmcp`` package is installed (not a dependency of mcp-inflight), bare and behind the
+  guard (HTTP only: ``guard_stdio`` wraps the SDK's stdio streams, FastMCP runs its own);
 * any ``--url NAME=URL`` (probed on 2025-11-25 sessions and 2026-07-28) and
   ``--command 'NAME=CMD ...'`` (probed over stdio).
 
@@ -196,8 +197,26 @@ def targets(extra_urls=(), extra_commands=()) -> list[dict]:
             else {"2025-11-25": ("http", argv)}
         )
         out.append({"name": name, "title": title, "profiles": profiles})
-    if importlib.util.find_spec("fastmcp") is None:
+    fastmcp = _version("fastmcp")
+    if fastmcp is None or importlib.util.find_spec("fastmcp") is None:
         out.append({"name": "fastmcp", "title": "FastMCP", "unavailable": "not installed here"})
+    else:
+        fm = str(SUPPORT / "fastmcp_server.py")
+        for guarded in (False, True):
+            flag = ["--guard"] if guarded else []
+            profiles = {
+                "2025-11-25": ("http", lambda p, f=flag: [PY, fm, "--port", str(p), *f]),
+                "2026-07-28": ("http", lambda p, f=flag: [PY, fm, "--port", str(p), *f]),
+            }
+            if not guarded:  # guard_stdio wraps the SDK's stdio streams; FastMCP runs its own
+                profiles["stdio"] = ("stdio", [PY, fm, "--stdio"])
+            out.append(
+                {
+                    "name": "fastmcp" + ("+guard" if guarded else ""),
+                    "title": f"FastMCP {fastmcp}" + (" + guard" if guarded else ""),
+                    "profiles": profiles,
+                }
+            )
     for spec in extra_urls:
         name, _, url = spec.partition("=")
         out.append(
