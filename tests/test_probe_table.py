@@ -112,6 +112,12 @@ def test_the_table_command_over_every_installed_target(tmp_path):
         assert res["ts-sdk-stateless 2026-07-28"]["status"] == "untested"
         assert "2026-07-28" in res["ts-sdk-stateless 2026-07-28"]["reason"]
         assert res["ts-sdk-stateless 2025-11-25 stateless"]["status"] in ("clean", "defects")
+    if "fastmcp 2025-11-25" in res:  # only when the fastmcp package is installed
+        assert {"misrouted_notification", "misrouted_response"} <= found("fastmcp 2025-11-25")
+        assert "cancel_misdirected" in found("fastmcp stdio")
+        assert res["fastmcp+guard 2025-11-25"]["status"] == "clean", found(
+            "fastmcp+guard 2025-11-25"
+        )
     md = (out / "table.md").read_text()
     assert md.startswith(f"Probed {doc['date']}") and "| `misrouted_notification` |" in md
     for f in doc["findings"]:

@@ -108,8 +108,8 @@ class StatelessSession(Session):
             await self.client.aclose()
 
 
-def _call(rid, tool: str, args: dict, token=None) -> dict:
-    meta = dict(META)
+def _call(rid, tool: str, args: dict, token=None, revision: str = MODERN) -> dict:
+    meta = dict(META) if revision == MODERN else {}  # 2026-07-28 names the client per request
     if token is not None:
         meta["progressToken"] = token
     return {
@@ -167,10 +167,10 @@ class Probe:
 
     def slow(self, s: Session, name: str, rid, label: str, sender: str = "client") -> Post:
         args = {**self.t.args, "label": label}
-        return s.post(name, _call(rid, self.t.tool, args, label), sender, label)
+        return s.post(name, _call(rid, self.t.tool, args, label, self.revision), sender, label)
 
     async def outcome(self, s: Session, label: str) -> dict | None:
-        msg = _call(next(self.ids), OUTCOME_TOOL, {"label": label})
+        msg = _call(next(self.ids), OUTCOME_TOOL, {"label": label}, None, self.revision)
         try:
             answer = await s.request(msg)
         except CannotTest:
@@ -183,7 +183,12 @@ class Probe:
         try:
             try:
                 listing = await s.request(
-                    {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tools/list",
+                        "params": {"_meta": META} if self.revision == MODERN else {},
+                    }
                 )
             except CannotTest as exc:
                 raise CannotTest(
