@@ -160,6 +160,11 @@ class Channel:
             why = "it exited" if r is None else show(r["msg"])[:200]
             raise CannotTest(f"initialize failed over stdio: {why}")
         await self.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        # times from here on: the child's start-up (seconds on a busy machine) is not the run's
+        shift = time.monotonic() - self.t0
+        self.t0 += shift
+        for e in self.received:
+            e["t"] = round(e["t"] - shift, 4)
         return self
 
     @property
