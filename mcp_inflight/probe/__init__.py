@@ -28,6 +28,12 @@ The package, by job (the I/O kept apart so that the verdicts can be tested witho
   answered (elicitation declined), what each POST's stream received with arrival times;
 * :mod:`.scenarios` (I/O): the scenarios as one table and one runner, the calibration, the
   whole probe;
+* :mod:`.stdio`: the same over a child process's pipes (``--stdio -- COMMAND``), its scenarios,
+  recording and verdicts;
+* :mod:`.stateless`: 2026-07-28 stateless POSTs of two clients under one id (``--revision
+  2026-07-28``), the close judged through the fixture contract (:mod:`mcp_inflight.fixtures.
+  contract`);
+* :mod:`.repro`: a standalone reproduction script for a finding (``bench/probe_table.py``);
 * :mod:`.cli`: ``mcp-inflight probe URL``;
 * :mod:`.inprocess` and :mod:`.asgi`: :func:`probe_app`, the same probe of an ASGI app with no
   socket;

@@ -56,7 +56,12 @@ def build_parser():
             "Two more look at one call's stream: " + ", ".join(scenarios[7:]) + ".\n"
             "Misrouting is judged by progress tokens, request ids and result shapes, never by\n"
             "the tool's text. Every POST gets its own progress token. Only URL is contacted;\n"
-            "a whole probe takes about 10-20 s against a healthy server."
+            "a whole probe takes about 10-20 s against a healthy server.\n\n"
+            "--revision 2026-07-28: stateless POSTs, two clients under one id: "
+            + ", ".join(records.STATELESS_SCENARIOS)
+            + ".\n--stdio -- COMMAND ...: a stdio server, started once per run: "
+            + ", ".join(records.STDIO_SCENARIOS)
+            + "."
         ),
         epilog=(
             "defect classes:\n" + classes + "\n\nexit status: 0 clean, 1 defects found, 2 could "
@@ -67,8 +72,29 @@ def build_parser():
     p.add_argument(
         "url",
         type=_url,
+        nargs="?",
         metavar="URL",
         help="the server's MCP endpoint, e.g. http://127.0.0.1:8000/mcp",
+    )
+    p.add_argument(
+        "--revision",
+        choices=(records.PROTOCOL_VERSION, records.MODERN),
+        default=records.PROTOCOL_VERSION,
+        help=f"{records.PROTOCOL_VERSION}: sessions (default); {records.MODERN}: stateless POSTs, "
+        f"two clients under one id ({', '.join(records.STATELESS_SCENARIOS)}; closing a POST "
+        f"judged by the fixture contract's {records.OUTCOME_TOOL} tool)",
+    )
+    p.add_argument(
+        "--stateless",
+        action="store_true",
+        help=f"with --revision {records.PROTOCOL_VERSION}: a server that runs without sessions "
+        f"(the stateless scenarios under that header; a closed stream is not judged as a cancel)",
+    )
+    p.add_argument(
+        "--stdio",
+        action="store_true",
+        help="probe a stdio server instead: the command after `--` is started once per run "
+        "and spoken to on its stdin and stdout (mcp-inflight probe --stdio -- COMMAND ...)",
     )
     p.add_argument(
         "--tool",
@@ -123,9 +149,12 @@ def build_parser():
     p.add_argument(
         "--only",
         action="append",
-        choices=records.SCENARIOS,
+        choices=records.SCENARIOS + ("id_types_cancel",) + records.STATELESS_SCENARIOS,
         metavar="SCENARIO",
-        help="run only this scenario (repeatable): " + ", ".join(records.SCENARIOS),
+        help="run only this scenario (repeatable): "
+        + ", ".join(records.SCENARIOS)
+        + "; over stdio: "
+        + ", ".join(records.STDIO_SCENARIOS),
     )
     p.add_argument(
         "--json",
@@ -145,7 +174,18 @@ def build_parser():
 
 
 def run(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    command: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, command = argv[:at], argv[at + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.stdio or command:
+        if not args.stdio or not command or args.url:
+            parser.error("--stdio takes a command after `--` and no URL")
+        return _run_stdio(args, command)
+    if args.url is None:
+        parser.error("give a URL, or --stdio -- COMMAND ...")
     try:
         import httpx  # noqa: F401
     except ImportError:
@@ -169,8 +209,11 @@ def run(argv: list[str]) -> int:
 
     from .scenarios import probe
 
+    if args.revision == records.MODERN or args.stateless:
+        return _run_stateless(args, t, say)
     try:
-        report = asyncio.run(probe(t, tuple(args.only or records.SCENARIOS), say))
+        only = tuple(n for n in (args.only or records.SCENARIOS) if n in records.SCENARIOS)
+        report = asyncio.run(probe(t, only or records.SCENARIOS, say))
     except records.CannotTest as exc:
         report = untested(args.url, str(exc))
     else:
@@ -178,6 +221,66 @@ def run(argv: list[str]) -> int:
         if args.records:
             with open(args.records, "w") as fh:
                 json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+    return _emit(args, report)
+
+
+def _run_stdio(args, command: list[str]) -> int:
+    from .records import STDIO_SCENARIOS
+    from .stdio import StdioTarget, probe_stdio
+
+    t = StdioTarget(argv=command, tool=args.tool, args=args.args)
+    only = tuple(n for n in (args.only or STDIO_SCENARIOS) if n in STDIO_SCENARIOS)
+    if not only:
+        sys.stderr.write(
+            "mcp-inflight probe: none of the chosen scenarios runs over stdio; these do: "
+            + ", ".join(STDIO_SCENARIOS)
+            + "\n"
+        )
+        return 2
+
+    def say(text):
+        if not args.quiet:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    try:
+        report = asyncio.run(probe_stdio(t, only, say))
+    except records.CannotTest as exc:
+        report = untested(t.name, str(exc))
+        report["transport"] = "stdio"
+    else:
+        recorded = report.pop("records")
+        if args.records:
+            with open(args.records, "w") as fh:
+                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+    return _emit(args, report)
+
+
+def _run_stateless(args, t, say) -> int:
+    from .stateless import probe_stateless
+
+    chosen = records.STATELESS_SCENARIOS
+    only = tuple(n for n in (args.only or chosen) if n in chosen)
+    if not only:
+        sys.stderr.write(
+            "mcp-inflight probe: none of the chosen scenarios runs on 2026-07-28; these do: "
+            + ", ".join(chosen)
+            + "\n"
+        )
+        return 2
+    try:
+        report = asyncio.run(probe_stateless(t, only, say, revision=args.revision))
+    except records.CannotTest as exc:
+        report = dict(untested(args.url, str(exc)), revision=args.revision)
+    else:
+        recorded = report.pop("records")
+        if args.records:
+            with open(args.records, "w") as fh:
+                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+    return _emit(args, report)
+
+
+def _emit(args, report) -> int:
     if args.junit_xml:
         with open(args.junit_xml, "w") as fh:
             fh.write(junit_xml(report))

@@ -37,7 +37,10 @@ from .records import (
     DEFAULT_ELICIT_ARGS,
     DEFAULT_ELICIT_TOOL,
     DEFAULT_TOOL,
+    MODERN,
+    PROTOCOL_VERSION,
     SCENARIOS,
+    STATELESS_SCENARIOS,
     CannotTest,
 )
 from .report import Report, untested
@@ -106,6 +109,7 @@ class ProbeOptions(TypedDict, total=False):
     scenarios: Iterable[str] | None
     lifespan: bool
     progress: Callable[[str], None] | None
+    revision: str
 
 
 async def probe_app_async(
@@ -121,13 +125,18 @@ async def probe_app_async(
     scenarios: Iterable[str] | None = None,
     lifespan: bool = True,
     progress: Callable[[str], None] | None = None,
+    revision: str = PROTOCOL_VERSION,
 ) -> Report:
     """Probe the ASGI ``app`` in the running event loop; see :func:`probe_app`."""
     from .asgi import AppRunner, LifespanFailed
     from .recording import Target
     from .scenarios import Pace, probe
+    from .stateless import probe_stateless
 
-    chosen = _scenarios(scenarios)
+    if revision not in (PROTOCOL_VERSION, MODERN):
+        raise ValueError(f"revision must be {PROTOCOL_VERSION} or {MODERN}, not {revision!r}")
+    modern = revision == MODERN
+    chosen = _scenarios(scenarios, STATELESS_SCENARIOS if modern else SCENARIOS)
     url = base_url.rstrip("/") + path
     label = f"{url} (in-process {type(app).__name__})"
     watch = LoopWatch()
@@ -148,7 +157,11 @@ async def probe_app_async(
                     transport=runner.transport,
                     label=label,
                 )
-                doc = await probe(t, chosen, progress, Pace(**IN_PROCESS_PACE_ARGS), watch)
+                pace = Pace(**IN_PROCESS_PACE_ARGS)
+                if modern:
+                    doc = await probe_stateless(t, chosen, progress, pace)
+                else:
+                    doc = await probe(t, chosen, progress, pace, watch)
         except LifespanFailed as exc:
             return Report(untested(label, str(exc)))
         except CannotTest as exc:
@@ -191,15 +204,15 @@ def probe_app(app, **options: Unpack[ProbeOptions]) -> Report:
         return pool.submit(asyncio.run, coro).result()
 
 
-def _scenarios(chosen: Iterable[str] | None) -> tuple[str, ...]:
+def _scenarios(chosen: Iterable[str] | None, known: tuple[str, ...] = SCENARIOS) -> tuple[str, ...]:
     if chosen is None:
-        return SCENARIOS
+        return known
     if isinstance(chosen, str):
         chosen = (chosen,)
     out = tuple(chosen)
-    unknown = [s for s in out if s not in SCENARIOS]
+    unknown = [s for s in out if s not in known]
     if unknown:
         raise ValueError(
-            f"unknown scenario(s) {', '.join(map(repr, unknown))}; known: {', '.join(SCENARIOS)}"
+            f"unknown scenario(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}"
         )
-    return tuple(s for s in SCENARIOS if s in out) if out else SCENARIOS
+    return tuple(s for s in known if s in out) if out else known

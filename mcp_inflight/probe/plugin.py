@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 _REPORTS = pytest.StashKey[list]()
+_STDIO_OPTIONS = ("tool", "args", "env", "scenarios", "progress")
 MARKER = "mcp_probe"
 
 
@@ -57,7 +58,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def mcp_probe(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """``mcp_probe(app, tool=..., args=..., elicit_tool=..., elicit_args=..., scenarios=...,
     path="/mcp", ...)``: probe the ASGI ``app`` in-process (see
-    :func:`mcp_inflight.probe.probe_app`) and return the report."""
+    :func:`mcp_inflight.probe.probe_app`) and return the report.  ``mcp_probe(stdio=[command,
+    ...], tool=..., args=..., env=..., scenarios=...)``: probe the stdio server the command
+    starts (:func:`mcp_inflight.probe.stdio.probe_command`); the options that only HTTP has
+    (the eliciting tool, ``path``, ...) are not used there."""
     marker = request.node.get_closest_marker(MARKER)
     defaults: dict[str, Any] = dict(marker.kwargs) if marker else {}
     if marker and marker.args:
@@ -66,7 +70,18 @@ def mcp_probe(request: pytest.FixtureRequest) -> Callable[..., Any]:
         defaults["scenarios"] = list(request.config.getoption("mcp_probe_scenarios"))
     reports: list = request.node.stash.setdefault(_REPORTS, [])
 
-    def run(app, **options: Any):
+    def run(app=None, *, stdio: list[str] | None = None, **options: Any):
+        if (app is None) == (stdio is None):
+            raise TypeError("mcp_probe takes an ASGI app, or stdio=[command, ...]: one of them")
+        if stdio is not None:
+            from mcp_inflight.probe.stdio import probe_command
+
+            chosen = {**defaults, **options}
+            report = probe_command(
+                stdio, **{k: v for k, v in chosen.items() if k in _STDIO_OPTIONS}
+            )
+            reports.append(report)
+            return report
         from mcp_inflight.probe.inprocess import probe_app
 
         report = probe_app(app, **{**defaults, **options})

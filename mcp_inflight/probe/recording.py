@@ -94,7 +94,9 @@ class Post:
         s = self.session
         self.client = s.target.client(httpx.Timeout(None, connect=10.0))
         if self.resume is None:
-            request = self.client.stream("POST", s.url, json=self.msg, headers=s.headers())
+            request = self.client.stream(
+                "POST", s.url, json=self.msg, headers=s.headers_for(self.msg)
+            )
         else:
             h = {**s.headers(), "Last-Event-ID": self.resume, "Accept": "text/event-stream"}
             h.pop("Content-Type", None)
@@ -265,6 +267,10 @@ class Session:
             h["Mcp-Session-Id"] = self.sid
             h["MCP-Protocol-Version"] = self.version
         return h
+
+    def headers_for(self, msg) -> dict:
+        """The headers of a POST that carries ``msg``."""
+        return self.headers()
 
     async def open(self):
         import httpx

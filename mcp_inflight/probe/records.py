@@ -22,6 +22,8 @@ CLASSES = (
     "reuse_refused",
     "second_request_failed",
     "replay_misrouted",
+    "refused_across_clients",
+    "close_not_cancelled",
 )
 
 CLASS_HELP = {
@@ -36,6 +38,10 @@ CLASS_HELP = {
     "second_request_failed": "a second server-to-client request in one call failed or never came",
     "replay_misrouted": "a stream resumed with Last-Event-ID carried another stream's events, "
     "or an event again",
+    "refused_across_clients": "2026-07-28 (no session): a POST was refused because another "
+    "client's POST in flight had the same id",
+    "close_not_cancelled": "2026-07-28: closing a POST's stream did not cancel its request "
+    "(it ran on, by the fixture contract's probe_outcome)",
 }
 
 #: the scenarios of two requests under one id (a control with distinct ids, then the test)
@@ -53,6 +59,17 @@ COLLISIONS = (
 #: (a control with distinct ids, then the test)
 STREAMS = ("two_elicitations", "replay_routing")
 SCENARIOS = COLLISIONS + STREAMS
+#: 2026-07-28 stateless HTTP (:mod:`.stateless`): POSTs of two clients under one id
+STATELESS_SCENARIOS = (
+    "stateless_isolation",
+    "stateless_close",
+    "stateless_close_early",
+    "stateless_reuse",
+)
+MODERN = "2026-07-28"
+OUTCOME_TOOL = "probe_outcome"
+#: over stdio (:mod:`.stdio`): the collisions one channel can show, and a cancel between 7 and "7"
+STDIO_SCENARIOS = ("duplicate_progress", "cancel_routing", "id_types", "id_types_cancel", "reuse")
 
 PROTOCOL_VERSION = "2025-11-25"
 INVALID_REQUEST = -32600

@@ -47,7 +47,8 @@ def summarize(target, verdicts, skipped=None, cal=None) -> dict:
 
 
 def render_text(report) -> str:
-    lines = [f"mcp-inflight probe {report['target']}"]
+    how = report.get("revision") or report.get("transport")
+    lines = [f"mcp-inflight probe {report['target']}" + (f" ({how})" if how else "")]
     cal = report.get("calibration") or {}
     if cal:
         lines.append(
@@ -74,6 +75,8 @@ def render_text(report) -> str:
             lines.append(f"      {s['note']}")
     for name, why in report.get("not_applicable", {}).items():
         lines.append(f"  {name:<24} n/a  {why}")
+    if report.get("contract"):
+        lines.append(f"  fixture contract: {report['contract']}")
     lines.append("")
     lines.append("Defect classes")
     for f in report["findings"]:
@@ -164,14 +167,15 @@ def junit_xml(report: dict, suite: str = "mcp-inflight probe") -> str:
                 sub.text = text
         cases.append(el)
 
+    planned = report.get("planned") or SCENARIOS  # another transport's or profile's list
     if "reason" in report:
-        for name in SCENARIOS:
+        for name in planned:
             case("scenario", name, "error", f"could not test: {report['reason']}")
         for cls in CLASSES:
             case("class", cls, "skipped", "could not test")
     else:
         judged = {s["scenario"]: s for s in report["scenarios"]}
-        for name in SCENARIOS:
+        for name in planned:
             s = judged.get(name)
             if s is None:
                 why = report.get("not_applicable", {}).get(name)
