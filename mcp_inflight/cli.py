@@ -413,8 +413,14 @@ def main(argv=None) -> int:
         return module.run(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "check":
+        from mcp_inflight.model.logic import ModelError
+
         try:
             return cmd_check(args)
+        except ModelError as e:
+            sys.stderr.write(f"mcp-inflight check: {e}\n")
+            sys.stdout.write("FAILED: the model cannot be read (see above)\n")
+            return 1
         except KeyboardInterrupt:
             sys.stderr.write("mcp-inflight check: interrupted\n")
             return 130

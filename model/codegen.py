@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .logic import truth_refused
+
 
 @dataclass(frozen=True)
 class Syntax:
@@ -73,10 +75,7 @@ class Expr:
         self.maybe_neg = maybe_neg
 
     def __bool__(self) -> bool:
-        raise TypeError(
-            "a model rule branched with a Python `if` on a state value; "
-            f"rules may branch only on the configuration (model/logic.py): {self.src}"
-        )
+        raise truth_refused(f"a model rule branched on {self.src}")
 
     def __repr__(self) -> str:
         return f"Expr({self.src})"

@@ -28,6 +28,43 @@ from typing import Any, Protocol, runtime_checkable
 NONE = -1
 
 
+class ModelError(TypeError):
+    """A rule of the model is written in a way no backend can read the same: Python's ``and``,
+    ``or``, ``not``, ``if`` (or a comparison tested for its truth) on a state value, which the
+    concrete backend evaluates and a symbolic one cannot.  The message names the rule and its
+    line (:func:`rule_site`)."""
+
+
+def rule_site() -> str:
+    """Where the rule that asked stands: the innermost frame of the caller's stack outside the
+    backends (this module, ``model/codegen.py``, the checkers, z3), as ``function
+    (folder/file.py:line)``; ``"an unknown rule"`` when there is none."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    skip = {os.path.join(here, "logic.py"), os.path.join(here, "codegen.py")}
+    f = sys._getframe(1)
+    while f is not None:
+        path = os.path.abspath(f.f_code.co_filename)
+        parts = path.split(os.sep)
+        backend = path in skip or "z3" in parts or "proofs" in parts
+        if not backend:
+            where = os.path.join(*parts[-2:])
+            return f"{f.f_code.co_name} ({where}:{f.f_lineno})"
+        f = f.f_back  # type: ignore[assignment]
+    return "an unknown rule"
+
+
+def truth_refused(term: object) -> ModelError:
+    """The error for Python's truth test of the symbolic or generated value ``term``."""
+    return ModelError(
+        f"model error in {rule_site()}: Python's and/or/not/if tested the truth of a state "
+        f"value ({term}); rules combine values with b.And, b.Or, b.Not, b.Implies, b.Ite "
+        "(model/logic.py), and branch with Python only on the configuration"
+    )
+
+
 #: A value of the interface: a Python value (concrete), an expression (generated), a z3 term.
 Value = Any
 #: What an action writes, by message kind: ``(stream, goes_out)`` (``model.session.Action``).

@@ -34,7 +34,7 @@ from mcp_inflight.model import lease as L
 from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.model.trace import Trace, trace_to_json
 from mcp_inflight.proofs.bmc import solve
-from mcp_inflight.proofs.symbolic import Symbolic, Vec, to_bool
+from mcp_inflight.proofs.symbolic import Symbolic, Vec, strict_truth, to_bool
 
 DEFAULT = L.Config()
 #: z3 resource units per query (millions); a query that runs out is ``unknown``, never a pass.
@@ -707,4 +707,5 @@ def prove(
 ) -> ProveResult:
     """Prove (or refute with a counterexample to induction) the invariants of ``cfg``'s design
     for any number of workers, instances and ids (the bounds of ``cfg`` only size the CTIs)."""
-    return Prover(cfg, budget, timeout).run()
+    with strict_truth():
+        return Prover(cfg, budget, timeout).run()

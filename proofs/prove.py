@@ -560,7 +560,10 @@ def prove(
     budget: float = DEFAULT_BUDGET,
 ) -> ProveResult:
     """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring."""
-    return Prover(cfg, depth=depth, timeout=timeout, progress=progress, budget=budget).run(names)
+    with sym.strict_truth():
+        return Prover(cfg, depth=depth, timeout=timeout, progress=progress, budget=budget).run(
+            names
+        )
 
 
 def all_designs() -> dict:

@@ -80,7 +80,7 @@ from mcp_inflight.model.small import (
     step_lines,
 )
 
-from .symbolic import Symbolic, Vec
+from .symbolic import Symbolic, Vec, strict_truth
 
 W = TypeVar("W")
 
@@ -438,6 +438,11 @@ def _concrete(spec: Spec, model: z3.ModelRef, s: _SymState) -> Any:
 
 def prove(spec: Spec, timeout_ms: int = 60_000) -> Proved:
     """Induction at ``spec``'s bounds (see the module text)."""
+    with strict_truth():
+        return _prove(spec, timeout_ms)
+
+
+def _prove(spec: Spec, timeout_ms: int) -> Proved:
     t0 = time.perf_counter()
     res = Proved(spec)
     b = Symbolic(spec.domains)

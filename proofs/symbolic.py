@@ -21,13 +21,14 @@ not apply to a configuration folds away before z3 sees it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from itertools import count
 from typing import Any
 
 import z3
 
-from mcp_inflight.model.logic import NONE, Write
+from mcp_inflight.model.logic import NONE, Write, truth_refused
 from mcp_inflight.model.session import FIELDS
 
 _fresh = count()
@@ -42,6 +43,29 @@ def to_bool(x) -> z3.BoolRef:
     if isinstance(x, bool):
         return z3.BoolVal(x)
     return x
+
+
+def _strict_bool(self: z3.AstRef) -> bool:
+    if z3.is_true(self):
+        return True
+    if z3.is_false(self):
+        return False
+    raise truth_refused(self)
+
+
+@contextmanager
+def strict_truth() -> Iterator[None]:
+    """While it lasts, Python's truth test of a z3 term that is not the literal true or false
+    raises :class:`~mcp_inflight.model.logic.ModelError` naming the rule and its line.  z3's
+    own test silently answers for an equation by comparing the two sides as syntax (``x == y``
+    is "false" for two different variables), so ``a and b`` in a rule would drop a conjunct
+    from every proof; the provers read the model inside this."""
+    old = z3.AstRef.__bool__
+    z3.AstRef.__bool__ = _strict_bool  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        z3.AstRef.__bool__ = old  # type: ignore[method-assign]
 
 
 class Symbolic:

@@ -91,3 +91,61 @@ def test_a_server_effect_that_copies_a_ghost_into_real_state_fails():
     )
     cell = discipline.small(patched)
     assert not cell.passed and "emit's effect writes real fields from ghost fields" in cell.message
+
+
+# --- Python's operators on symbolic values ------------------------------------------------------
+
+
+def test_python_and_on_a_symbolic_value_is_a_model_error_naming_the_rule(monkeypatch, capsys):
+    """z3 would read ``x == y and z`` as a syntactic comparison of x and y: a conjunct silently
+    dropped from every proof.  The provers refuse it, naming the rule and its line."""
+    from mcp_inflight.cli import main
+    from mcp_inflight.model.logic import NONE
+
+    claim_ok = S.CONDITIONS["claim_ok"]
+
+    def sloppy_claim(b, s, c, r, i):
+        return s.inflight[s.rid[r]] == NONE and claim_ok(b, s, c, r, i)
+
+    monkeypatch.setitem(S.CONDITIONS, "claim_ok", sloppy_claim)
+    args = ["check", "--model", "session", "--revision", "2026-07-28", "--transport", "stdio"]
+    rc = main([*args, "--no-explore", "--no-cache", "--no-sensitivity", "--no-progress"])
+    out = capsys.readouterr()
+    assert rc == 1
+    assert "model error in sloppy_claim (tests/test_discipline.py:" in out.err
+    assert "b.And, b.Or, b.Not" in out.err and "Traceback" not in out.err
+
+
+def test_the_small_and_lease_provers_refuse_it_too(monkeypatch):
+    from mcp_inflight.model.logic import ModelError
+    from mcp_inflight.model.small import Act, Spec, Var, always
+    from mcp_inflight.proofs import lease as P
+    from mcp_inflight.proofs.small import prove
+
+    def g(b, s):
+        return s.x < 1 or s.x < 2
+
+    def small_x(b, s):
+        """x stays small."""
+        return s.x <= 2
+
+    spec = Spec(
+        "t",
+        "one",
+        {},
+        (Var("x", 0, 2, 0),),
+        (Act("inc", (), g, lambda b, s: [], lambda a: "inc"),),
+        (always(small_x),),
+        {},
+    )
+    with pytest.raises(ModelError, match=r"model error in g \(tests/test_discipline.py:"):
+        prove(spec)
+    renew = L.ACTION["renew"]
+    bad = replace(renew, condition=lambda b, s, c, r, w, i: not s.wstate[s.wk[r]] == 0)
+    monkeypatch.setattr(
+        L,
+        "actions_for",
+        lambda cfg: tuple(bad if a is renew else a for a in L.ACTIONS if a.applies(cfg)),
+    )
+    with pytest.raises(ModelError, match="model error in <lambda>"):
+        P.prove(L.Config())
