@@ -74,8 +74,8 @@ from typing import Any
 
 from . import sse
 from .core import Handle, InvalidId, typed_id
+from .http import _MEASURE_AFTER, SERVER_BUSY, App, _attached, _HttpSession, _Outlet, _sse
 from .http import _SSE as _SSE_HEADERS
-from .http import SERVER_BUSY, App, _HttpSession, _Outlet, _sse
 from .http_checks import Headers
 from .messages import (
     INTERNAL_ERROR,
@@ -179,6 +179,8 @@ class _KeptOutlet(_Outlet):
         self.confirmed.append((n, ev))
         if self.owner is not None:
             self.items.append(ev)
+            if len(self.items) > _MEASURE_AFTER and self.limit is not None:
+                self._measure()
             self._wake()
 
     async def _flush(self) -> None:
@@ -668,7 +670,8 @@ class RedisApp(App):
             first = b"".join(ev for m, ev in local.confirmed if m > n)
             token = object()
             previous, local.owner = local.owner, token
-            local.items = []
+            _attached(local)
+            local.take()
             if previous is not None:
                 local._wake()
                 local.wake = None

@@ -221,6 +221,38 @@ def _parser() -> argparse.ArgumentParser:
         help="requests running at once in one session; more get 429 (default 256)",
     )
     bounds.add_argument(
+        "--max-stream-buffer",
+        type=_count,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="bytes queued for one stream's connection; a client reading slower is cut off "
+        "and its request treated as on a closed stream (default 1 MiB)",
+    )
+    bounds.add_argument(
+        "--max-detached",
+        type=_count,
+        default=1024,
+        metavar="N",
+        help="handlers running on after their connection went away, in the process; the next "
+        "is cancelled at once (default 1024)",
+    )
+    bounds.add_argument(
+        "--detached-timeout",
+        type=_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="cancel a handler still running this long after its connection went away "
+        "(default 600)",
+    )
+    bounds.add_argument(
+        "--max-client-capabilities",
+        type=_count,
+        default=16 * 1024,
+        metavar="BYTES",
+        help="largest client capabilities an initialize may carry, as compact JSON; larger "
+        "is refused with -32602 (default 16 KiB)",
+    )
+    bounds.add_argument(
         "--header-timeout",
         type=_seconds,
         default=10.0,
@@ -402,6 +434,9 @@ async def _serve_http(server: Server, args, sock: socket.socket | None = None) -
         session_idle_timeout=args.session_idle_timeout,
         max_in_flight=args.max_in_flight,
         body_timeout=args.body_timeout,
+        max_stream_buffer=args.max_stream_buffer,
+        max_detached=args.max_detached,
+        detached_timeout=args.detached_timeout,
         **many,
     )
     app = _traced(app, args)
@@ -553,6 +588,7 @@ def run(argv: list[str]) -> int:
     except FixtureError as e:
         print(f"mcp-inflight serve: {e}", file=sys.stderr)
         return 2
+    server.max_client_capabilities = args.max_client_capabilities
     if args.workers > 1 and not args.redis:
         print(
             "mcp-inflight serve: --workers needs --redis (the workers share sessions there)",
