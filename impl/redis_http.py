@@ -66,6 +66,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import sys
 import time
@@ -102,6 +103,19 @@ def _say(text: str) -> None:
         os.write(sys.stderr.fileno(), f"mcp-inflight serve: {text}\n".encode())
     except (OSError, ValueError):
         pass
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """A value from the wire as it may appear in a log line: JSON-escaped (no line breaks, no
+    control characters) and cut to ``limit`` characters."""
+    text = json.dumps(value if isinstance(value, (str, int, float, bool)) else str(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+#: a worker's name as :meth:`RedisApp.start` makes it (the process id and 6 hex digits)
+_WORKER_NAME = re.compile(r"[0-9]{1,10}-[0-9a-f]{6}")
+#: the largest event number a ``Last-Event-ID`` may carry (a Redis stream entry's sequence)
+_MAX_EVENT = 2**63 - 1
 
 
 def _store_errors() -> tuple[type[BaseException], ...]:
@@ -238,6 +252,10 @@ class _RedisSession(_HttpSession):
         self.lost: set[Handle] = set()
         self.pending_claim: Claimed | None = None
 
+    def next_stream(self) -> str:
+        """The name of the next POST stream :meth:`outlet` makes."""
+        return f"{self.app.worker}~p{self._streams + 1}"
+
     def outlet(self) -> _Outlet:
         """A new POST stream: kept in Redis when the app keeps streams."""
         if not self.app.resumable:
@@ -324,10 +342,12 @@ class RedisApp(App):
         redis: str,
         lease_ms: int = 10_000,
         resumable: bool = True,
+        store_timeout: float | None = 2.0,
         **options: Any,
     ):
         options["event_store"] = None
         super().__init__(server, path, **options)
+        self.store_timeout = store_timeout
         self.redis_url = redis
         self.lease_ms = lease_ms
         self.resumable = resumable
@@ -345,7 +365,15 @@ class RedisApp(App):
         """Connect to the store (at the ASGI lifespan's startup, in the worker's process)."""
         self.worker = f"{os.getpid()}-{secrets.token_hex(3)}"
         ttl = int(self.session_idle_timeout * 1000) if self.session_idle_timeout else None
-        self.store = RedisStore(self.redis_url, self.worker, self.lease_ms, ttl)
+        self.store = RedisStore(
+            self.redis_url,
+            self.worker,
+            self.lease_ms,
+            ttl,
+            max_in_flight=self.max_in_flight,
+            max_sessions=self.max_sessions,
+            call_timeout=self.store_timeout,
+        )
         await self.store.load()
         self._pubsub = self.store.redis.pubsub(ignore_subscribe_messages=True)
         await self._pubsub.subscribe(self.store.channel, BROADCAST)
@@ -414,8 +442,8 @@ class RedisApp(App):
         self.lost_leases += 1
         session.lost.add(h)
         _say(
-            f"worker {self.worker}: {LEASE_LOST} for id {json.dumps(h.id)} of session "
-            f"{session.sid[:8]}... ({why})"
+            f"worker {self.worker}: {LEASE_LOST} for id {_shown(h.id)} of session "
+            f"{session.sid[:8]}... ({_shown(why, 200)})"
         )
         session._cancel_handler(h)
 
@@ -427,8 +455,20 @@ class RedisApp(App):
 
     async def _renew_loop(self) -> None:
         period = self.lease_ms / 3000
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(period)
+            if self.max_sessions is not None:
+                t = loop.time()
+                used = [
+                    s.sid
+                    for s in self.sessions.values()
+                    if t - s.seen < 2 * period or not s.idle() or s.standalone is not None
+                ]
+                try:
+                    await self.store.touch_sessions(used)
+                except _store_errors():
+                    self.store.counters.errors += 1
             entries = list(self.held.items())
             if not entries:
                 continue
@@ -473,7 +513,7 @@ class RedisApp(App):
             try:
                 self._deliver(m["data"])
             except Exception as e:  # noqa: BLE001 - one bad message must not stop the rest
-                _say(f"worker {self.worker}: bad routed message: {e!r}")
+                _say(f"worker {self.worker}: bad routed message: {_shown(repr(e), 200)}")
 
     def _deliver(self, data: bytes) -> None:
         claim = None
@@ -596,6 +636,8 @@ class RedisApp(App):
         if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
             return await self._too_many_sessions(send, msg["id"])
         sid = secrets.token_urlsafe(24)
+        if self.max_sessions is not None and not await self.store.open_session(sid):
+            return await self._too_many_sessions(send, msg["id"])
         session = _RedisSession(self.server, sid, self)
         session.seen = now
         status, value = session.request(msg, _Outlet())
@@ -609,6 +651,8 @@ class RedisApp(App):
             await self.store.create_session(sid, record)
             self.sessions[sid] = session
             return await self._reply(send, 200, dumps(value), [(b"mcp-session-id", sid.encode())])
+        if self.max_sessions is not None:
+            await self.store.forget_session(sid)
         return await self._reply(
             send,
             200 if status == "reply" else 409,
@@ -635,6 +679,8 @@ class RedisApp(App):
         if not isinstance(wire, str) or "/" not in wire:
             return  # not an id this server minted: it answers nothing
         worker, _, sid = wire.partition("/")
+        if _WORKER_NAME.fullmatch(worker) is None:
+            return  # not a worker's name: no id this server minted
         local = {**msg, "id": sid}
         if worker == self.worker:
             session.response(local)
@@ -644,7 +690,7 @@ class RedisApp(App):
             if await self.store.publish(worker, message):
                 return
             await asyncio.sleep(delay)
-        _say(f"worker {self.worker}: an answer for worker {worker} found nobody listening")
+        _say(f"worker {self.worker}: an answer for worker {_shown(worker)} found nobody listening")
 
     async def _get(self, receive, send, headers):
         session, err = await self._find(headers)
@@ -660,9 +706,18 @@ class RedisApp(App):
         memory when the stream runs here (this connection takes it over), else from Redis,
         then its later events as the owner appends them, until its last one."""
         stream, _, num = last.rpartition(".")
-        if "~p" not in stream or not (num.isascii() and num.isdigit()):
+        worker, _, k = stream.rpartition("~p")
+        if (
+            _WORKER_NAME.fullmatch(worker) is None
+            or not (k.isascii() and k.isdigit() and len(k) <= 19)
+            or not (num.isascii() and num.isdigit() and len(num) <= 19)
+            or int(num) > _MAX_EVENT
+        ):
             return await self._error(
-                send, 400, INVALID_REQUEST, f"Bad Request: {last!r} is not an event id here"
+                send,
+                400,
+                INVALID_REQUEST,
+                f"Bad Request: {_shown(last)} is not an event id here",
             )
         n = int(num)
         local = session.live.get(stream)
@@ -676,10 +731,10 @@ class RedisApp(App):
                 local._wake()
                 local.wake = None
             return await self._pump(session, None, local, token, receive, send, _SSE_HEADERS, first)
-        worker = stream.rsplit("~p", 1)[0]
         entries = await self.store.replay(session.sid, stream, n)
-        if entries is None and n == 1 and await self.store.listening(worker):
-            entries = []  # nothing kept yet after its priming event: follow it
+        if entries is None and n == 1 and await self.store.stream_known(session.sid, stream):
+            if await self.store.listening(worker):
+                entries = []  # nothing kept yet after its priming event: follow it
         if entries is None or (entries and entries[0][0] != n + 1):
             return await self._error(
                 send,
@@ -743,7 +798,16 @@ class RedisApp(App):
         key = typed_id(rid)
         method = msg["method"]
         hold = method == "tools/call" or method in self.server.methods
-        tok = await self.store.claim(session.sid, key, hold)
+        stream = session.next_stream() if hold and self.resumable else None
+        tok = await self.store.claim(session.sid, key, hold, stream)
+        if tok == -2:
+            return await self._error(
+                send,
+                429,
+                SERVER_BUSY,
+                "Too Many Requests: too many requests in flight in this session",
+                msg["id"],
+            )
         if tok < 0:
             self._end(session)
             return await self._error(send, 404, -32600, "Session not found")

@@ -49,16 +49,36 @@ from .core import IdKey
 
 __all__ = ["RedisStore", "Claimed", "StoreCounters", "id_field", "CLAIM", "RENEW", "WRITE"]
 
-#: claim(w, I): KEYS session, fence, claim[I]; ARGV value-prefix-less worker, ttl ms, hold
-#: (1: keep the claim; 0: an answer given at once, admitted and finished in one step, so only
-#: the check), session idle ms.  Returns the token, 0 for a duplicate, -1 for an ended session.
+#: claim(w, I): KEYS session, fence, claim[I], and optionally the session's in-flight set and
+#: its set of streams; ARGV worker, ttl ms, hold (1: keep the claim; 0: an answer given at
+#: once, admitted and finished in one step, so only the check), session idle ms, then
+#: optionally the in-flight cap (0: none) and the event stream this request will write (its key,
+#: named in the session's set of streams so a resume can tell it from one that never was).
+#: Returns the token, 0 for a duplicate, -1 for an ended session, -2 when the session already
+#: has ``cap`` claims held (counted in the set, each until its lease runs out).  The fence and
+#: the sets live as long as the session record (its idle TTL).
 CLAIM = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+local idle = tonumber(ARGV[4])
+if idle > 0 then redis.call('PEXPIRE', KEYS[1], idle) end
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 if ARGV[3] == '0' then return 1 end
+local cap = tonumber(ARGV[5] or '0')
+if cap > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  if redis.call('ZCARD', KEYS[4]) >= cap then return -2 end
+  redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), KEYS[3])
+  if idle > 0 then redis.call('PEXPIRE', KEYS[4], idle) end
+end
 local tok = redis.call('INCR', KEYS[2])
+if idle > 0 then redis.call('PEXPIRE', KEYS[2], idle) end
 redis.call('SET', KEYS[3], tok .. ':' .. ARGV[1], 'PX', ARGV[2])
+if ARGV[6] and ARGV[6] ~= '' then
+  redis.call('SADD', KEYS[5], ARGV[6])
+  if idle > 0 then redis.call('PEXPIRE', KEYS[5], idle) end
+end
 return tok
 """
 
@@ -66,17 +86,27 @@ return tok
 #: session), so an ended session leaves no counter behind
 _REFUSE = """
 local function refuse()
-  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('INCR', KEYS[2]) end
+  local ttl = redis.call('PTTL', KEYS[3])
+  if ttl ~= -2 then
+    redis.call('INCR', KEYS[2])
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+  end
   return 0
 end
 """
 
-#: renew(w, I, tok): KEYS claim[I], refused, session; ARGV tok:w, ttl ms.  1 ok, 0 lost.
+#: renew(w, I, tok): KEYS claim[I], refused, session, optionally the in-flight set (the claim's
+#: count there lasts as long as its lease); ARGV tok:w, ttl ms.  1 ok, 0 lost.
 RENEW = (
     _REFUSE
     + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if KEYS[4] then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('ZADD', KEYS[4], 'XX', now + tonumber(ARGV[2]), KEYS[1])
+  end
   return 1
 end
 return refuse()
@@ -110,25 +140,27 @@ return 1
 """
 )
 
-#: release(w, I, tok): KEYS claim[I], refused, session; ARGV tok:w.  Compare-and-delete:
-#: 1 released, 0 refused (the claim is another's, or gone).
+#: release(w, I, tok): KEYS claim[I], refused, session, optionally the in-flight set; ARGV
+#: tok:w.  Compare-and-delete: 1 released, 0 refused (the claim is another's, or gone).
 RELEASE = (
     _REFUSE
     + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  if KEYS[4] then redis.call('ZREM', KEYS[4], KEYS[1]) end
   return 1
 end
 return refuse()
 """
 )
 
-#: end(S): KEYS session, fence, refused, streams.  1 if the session existed.  The session's
+#: end(S): KEYS session, fence, refused, streams, in-flight set.  1 if the session existed.  The session's
 #: event streams are named in its set of streams, under the same hash tag (so in the same slot;
 #: they are not declared in KEYS, being known only from the set).
 END = """
 local existed = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[2], KEYS[3])
+if KEYS[5] then redis.call('DEL', KEYS[5]) end
 for _, k in ipairs(redis.call('SMEMBERS', KEYS[4])) do redis.call('DEL', k) end
 redis.call('DEL', KEYS[4])
 return existed
@@ -144,7 +176,22 @@ redis.call('PUBLISH', ARGV[1] .. w, v .. '|' .. ARGV[2])
 return v
 """
 
+#: open(S): KEYS the set of every session (one key of its own, outside any session's slot);
+#: ARGV S, cap (0: none), session idle ms (0: none).  Each session counts until its idle
+#: expiry (refreshed by the workers that serve it); 1 counted, 0 refused (``cap`` reached).
+OPEN = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local cap = tonumber(ARGV[2])
+if cap > 0 and redis.call('ZCARD', KEYS[1]) >= cap then return 0 end
+local idle = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], idle > 0 and (now + idle) or '+inf', ARGV[1])
+return 1
+"""
+
 SCRIPTS = {
+    "open": OPEN,
     "claim": CLAIM,
     "renew": RENEW,
     "write": WRITE,
@@ -153,6 +200,8 @@ SCRIPTS = {
     "route": ROUTE,
 }
 BROADCAST = "mcpi:all"
+#: the set of every open session, with its idle expiry as score (the session cap's count)
+SESSIONS = "mcpi:sessions"
 WORKER_CHANNEL = "mcpi:w:"
 
 
@@ -314,14 +363,28 @@ class RedisStore:
         worker: str,
         lease_ms: int = 10_000,
         session_ttl_ms: int | None = 3_600_000,
+        *,
+        max_in_flight: int | None = None,
+        max_sessions: int | None = None,
+        call_timeout: float | None = 2.0,
     ):
+        """``max_in_flight``: claims held at once in one session, over every worker (the
+        claim script counts them); ``max_sessions``: sessions open at once, over every worker
+        (the ``open`` script counts them); ``call_timeout``: seconds any one call to the store
+        may take (a store that stops answering fails the call, never holds it longer)."""
         import redis.asyncio as aioredis
 
         self.url = url
         self.worker = worker
         self.lease_ms = lease_ms
         self.session_ttl_ms = session_ttl_ms or 0
-        self.redis: Any = aioredis.Redis.from_url(url, decode_responses=False)
+        self.max_in_flight = max_in_flight or 0
+        self.max_sessions = max_sessions or 0
+        self.call_timeout = call_timeout
+        extra: dict[str, Any] = {}
+        if call_timeout is not None:
+            extra.update(socket_timeout=call_timeout, socket_connect_timeout=call_timeout)
+        self.redis: Any = aioredis.Redis.from_url(url, decode_responses=False, **extra)
         self._sha = {
             name: hashlib.sha1(text.encode()).hexdigest() for name, text in SCRIPTS.items()
         }
@@ -370,11 +433,26 @@ class RedisStore:
 
     async def _lean_calls(self, commands: list[list[Any]]) -> list[Any] | None:
         """``commands`` on the plain connection, in one write; None when there is none."""
-        lean = await self._connection()
-        if lean is None:
-            return None
-        futs = lean.send(commands)
-        return [await f for f in futs]
+        if self.call_timeout is None:
+            lean = await self._connection()
+            if lean is None:
+                return None
+            return [await f for f in lean.send(commands)]
+        lean = None
+        try:
+            async with asyncio.timeout(self.call_timeout):
+                lean = await self._connection()
+                if lean is None:
+                    return None
+                futs = lean.send(commands)
+                return [await f for f in futs]
+        except TimeoutError:
+            from redis.exceptions import TimeoutError as StoreTimeout
+
+            if lean is not None:
+                lean.close()  # its replies can no longer be matched to their calls: start again
+            self._lean = None
+            raise StoreTimeout(f"the store did not answer within {self.call_timeout:g} s") from None
 
     async def _eval(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """One script call: EVALSHA (one round trip), loading the scripts when the store has
@@ -432,6 +510,24 @@ class RedisStore:
         raise AssertionError("unreachable")
 
     # --- sessions ------------------------------------------------------------------------
+    async def open_session(self, session: str) -> bool:
+        """Count ``session`` among the open sessions; False when ``max_sessions`` are open."""
+        self.counters.count("open")
+        args = [session, self.max_sessions, self.session_ttl_ms]
+        return bool(int(await self._eval("open", [SESSIONS], args)))
+
+    async def forget_session(self, session: str) -> None:
+        """``session`` was counted but never made (its ``initialize`` failed)."""
+        await self.redis.zrem(SESSIONS, session)
+
+    async def touch_sessions(self, sessions: list[str]) -> None:
+        """The sessions this worker serves are still open: their count runs a new idle time."""
+        if not sessions or not self.session_ttl_ms:
+            return
+        self.counters.count("touch")
+        until = int(time.time() * 1000) + self.session_ttl_ms
+        await self.redis.zadd(SESSIONS, {s: until for s in sessions}, xx=True, gt=True)
+
     async def create_session(self, session: str, record: dict[str, Any]) -> None:
         key = _k(session, "session")
         fields = {k: json.dumps(v) for k, v in record.items()}
@@ -462,8 +558,10 @@ class RedisStore:
             _k(session, "fence"),
             _k(session, "refused"),
             _k(session, "streams"),
+            _k(session, "inflight"),
         ]
         existed = await self._eval("end", keys, [])
+        await self.redis.zrem(SESSIONS, session)
         self.counters.count("publish")
         await self.redis.publish(BROADCAST, json.dumps({"k": "end", "s": session}))
         return bool(existed)
@@ -472,14 +570,26 @@ class RedisStore:
     def claim_key(self, session: str, key: IdKey) -> str:
         return _k(session, "inflight:" + id_field(key))
 
-    async def claim(self, session: str, key: IdKey, hold: bool = True) -> int:
-        """``claim(w, I)``: the token (> 0), 0 for a duplicate, -1 when the session has ended.
-        With ``hold`` false only the check runs (an answer given at once: admitted and finished
-        in one step); the result is then 1 when admitted."""
+    async def claim(
+        self, session: str, key: IdKey, hold: bool = True, stream: str | None = None
+    ) -> int:
+        """``claim(w, I)``: the token (> 0), 0 for a duplicate, -1 when the session has ended,
+        -2 when the session holds ``max_in_flight`` claims already.  With ``hold`` false only
+        the check runs (an answer given at once: admitted and finished in one step); the result
+        is then 1 when admitted.  ``stream``: the event stream the request will write, named in
+        the session's set of streams with the claim."""
         self.counters.count("claim")
         keys = [_k(session, "session"), _k(session, "fence"), self.claim_key(session, key)]
-        args = [self.worker, self.lease_ms, 1 if hold else 0, self.session_ttl_ms]
+        args: list[Any] = [self.worker, self.lease_ms, 1 if hold else 0, self.session_ttl_ms]
+        if self.max_in_flight or stream is not None:
+            keys += [_k(session, "inflight"), _k(session, "streams")]
+            args += [self.max_in_flight, "" if stream is None else self.events_key(session, stream)]
         return int(await self._eval("claim", keys, args))
+
+    async def stream_known(self, session: str, stream: str) -> bool:
+        """Whether ``stream`` was opened in ``session`` (and the session has not ended)."""
+        key = self.events_key(session, stream)
+        return bool(await self.redis.sismember(_k(session, "streams"), key))
 
     def held(self, session: str, key: IdKey, token: int) -> Claimed:
         return Claimed(session, key, token, f"{token}:{self.worker}")
@@ -500,7 +610,7 @@ class RedisStore:
         calls = [
             (
                 "renew",
-                self._checked(c),
+                [*self._checked(c), _k(c.session, "inflight")],
                 [c.value, self.lease_ms],
             )
             for c in claims
@@ -524,7 +634,7 @@ class RedisStore:
     async def release(self, c: Claimed) -> bool:
         """``release(w, I, tok)``: compare-and-delete; False when the claim is not ours."""
         self.counters.count("release")
-        keys = self._checked(c)
+        keys = [*self._checked(c), _k(c.session, "inflight")]
         ok = bool(int(await self._eval("release", keys, [c.value])))
         if not ok:
             self.counters.refused += 1
@@ -563,7 +673,7 @@ class RedisStore:
         self.counters.count("release", trips=0)
         calls = [self._xadd(c, stream, m, d, False) for m, d in pending]
         calls.append(self._xadd(c, stream, n, data, True))
-        calls.append(("release", self._checked(c), [c.value]))
+        calls.append(("release", [*self._checked(c), _k(c.session, "inflight")], [c.value]))
         out = await self._pipelined(calls)
         wrote = all(int(x) for x in out[:-1])
         released = bool(int(out[-1]))

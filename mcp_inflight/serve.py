@@ -168,6 +168,14 @@ def _parser() -> argparse.ArgumentParser:
         help="the lease of an in-flight claim in Redis, renewed every third of it (default "
         "10000); a worker paused or cut off longer loses its requests",
     )
+    many.add_argument(
+        "--store-timeout",
+        type=_seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help="the longest any one call to Redis may take; a store silent longer fails the "
+        "request with 503, and a lease unrenewed that long is lost (default 2, at least 1)",
+    )
     check = p.add_argument_group("record and check what runs")
     check.add_argument(
         "--trace",
@@ -423,7 +431,11 @@ async def _serve_http(server: Server, args, sock: socket.socket | None = None) -
     from mcp_inflight.impl.http import LOOPBACK, create_app
 
     hosts = set(LOOPBACK) | {args.host} | set(args.allow_host)
-    many = {"redis": args.redis, "lease_ms": args.lease_ms} if args.redis else {}
+    many = (
+        {"redis": args.redis, "lease_ms": args.lease_ms, "store_timeout": args.store_timeout}
+        if args.redis
+        else {}
+    )
     app = create_app(
         server,
         args.path,
@@ -589,6 +601,12 @@ def run(argv: list[str]) -> int:
         print(f"mcp-inflight serve: {e}", file=sys.stderr)
         return 2
     server.max_client_capabilities = args.max_client_capabilities
+    if args.store_timeout is not None and args.store_timeout < 1.0:
+        print(
+            "mcp-inflight serve: --store-timeout must be at least 1 second (0 turns it off)",
+            file=sys.stderr,
+        )
+        return 2
     if args.workers > 1 and not args.redis:
         print(
             "mcp-inflight serve: --workers needs --redis (the workers share sessions there)",
