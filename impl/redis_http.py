@@ -134,7 +134,17 @@ class _KeptOutlet(_Outlet):
     once the store has it, so any worker can replay it from its id.  A write refused is a lost
     lease.  The events confirmed are also kept here, for a resume on this worker."""
 
-    __slots__ = ("session", "n", "queue", "flushing", "confirmed", "claim", "drained", "retry")
+    __slots__ = (
+        "session",
+        "n",
+        "queue",
+        "flushing",
+        "confirmed",
+        "claim",
+        "drained",
+        "retry",
+        "unkept",
+    )
 
     def __init__(self, session: _RedisSession, stream: str):
         super().__init__(_unused, stream, session.live)
@@ -147,6 +157,7 @@ class _KeptOutlet(_Outlet):
         self.drained = asyncio.Event()
         self.drained.set()
         self.retry: int | None = None
+        self.unkept = False  # over the session's event budget: written live, no longer kept
 
     def _event(self, n: int, data: bytes) -> bytes:
         retry = self.retry if n == 1 else None
@@ -174,11 +185,33 @@ class _KeptOutlet(_Outlet):
     def local(self, msg: Any) -> None:
         """A message written on this connection only, not kept (an error of this worker's)."""
         data = encode_message(msg)
-        if data is not None and self.owner is not None:
+        if data is not None:
+            self.local_data(data)
+
+    def local_data(self, data: bytes) -> None:
+        if self.owner is not None:
             self.items.append(sse.encode(data))
+            if len(self.items) > _MEASURE_AFTER and self.limit is not None:
+                self._measure()
             self._wake()
 
+    def over_budget(self, batch: list[tuple[int, bytes]]) -> None:
+        """The session's event budget is spent: this stream's events are written live from
+        now on, no longer kept (a resume from here is refused as not kept)."""
+        if not self.unkept:
+            self.unkept = True
+            _say(
+                f"worker {self.session.app.worker}: the event streams of session "
+                f"{self.session.sid[:8]}... are over their budget; a stream goes on unkept"
+            )
+        for _, data in batch:
+            if data:
+                self.local_data(data)
+
     def _queue(self, data: bytes) -> None:
+        if self.unkept:
+            self.local_data(data)
+            return
         self.n += 1
         self.queue.append((self.n, data))
         if not self.flushing and self.claim is not None:
@@ -209,6 +242,10 @@ class _KeptOutlet(_Outlet):
                     self.queue = []
                     app.lease_lost_by(self, f"the store failed: {e}")
                     return
+                if ok == -3:
+                    self.queue, rest = [], self.queue
+                    self.over_budget(batch + rest)
+                    return
                 if not ok:
                     self.queue = []
                     app.lease_lost_by(self, "write refused")
@@ -234,6 +271,9 @@ class _KeptOutlet(_Outlet):
         except _store_errors() as e:
             store.counters.errors += 1
             return f"the session store is unreachable: {e}"
+        if wrote == -3:  # the response goes out live, not kept
+            self.over_budget([*pending, (self.n, data)])
+            return None
         if not wrote:
             return f"{LEASE_LOST} (the response was refused by the store)"
         self._deliver(self.n, data)
@@ -343,11 +383,13 @@ class RedisApp(App):
         lease_ms: int = 10_000,
         resumable: bool = True,
         store_timeout: float | None = 2.0,
+        max_event_bytes: int | None = 16 * 1024 * 1024,
         **options: Any,
     ):
         options["event_store"] = None
         super().__init__(server, path, **options)
         self.store_timeout = store_timeout
+        self.max_event_bytes = max_event_bytes
         self.redis_url = redis
         self.lease_ms = lease_ms
         self.resumable = resumable
@@ -373,6 +415,7 @@ class RedisApp(App):
             max_in_flight=self.max_in_flight,
             max_sessions=self.max_sessions,
             call_timeout=self.store_timeout,
+            max_event_bytes=self.max_event_bytes,
         )
         await self.store.load()
         self._pubsub = self.store.redis.pubsub(ignore_subscribe_messages=True)

@@ -117,7 +117,9 @@ return refuse()
 #: kind's arguments: 'set' value ttl-ms (register a waiter), 'del' (withdraw it), 'publish'
 #: channel message (the target key is unused then), 'xadd' entry-id data end ttl-ms (append an
 #: event to a POST stream's Redis stream, KEYS[4], the first one also naming it in the
-#: session's set of streams, KEYS[5]).  1 written, 0 refused (stale owner).
+#: session's set of streams, KEYS[5]; with a cap, ARGV[7], the bytes of every event kept in the
+#: session are counted in KEYS[6], and an event that would go over the cap is not kept: -3).
+#: 1 written, 0 refused (stale owner), -3 over the session's event budget.
 WRITE = (
     _REFUSE
     + """
@@ -129,6 +131,15 @@ elseif ARGV[2] == 'del' then
 elseif ARGV[2] == 'publish' then
   redis.call('PUBLISH', ARGV[3], ARGV[4])
 elseif ARGV[2] == 'xadd' then
+  local cap = tonumber(ARGV[7] or '0')
+  if cap > 0 then
+    local used = redis.call('INCRBY', KEYS[6], #ARGV[4])
+    redis.call('PEXPIRE', KEYS[6], ARGV[6])
+    if used > cap then
+      redis.call('DECRBY', KEYS[6], #ARGV[4])
+      return -3
+    end
+  end
   redis.call('XADD', KEYS[4], ARGV[3], 'd', ARGV[4], 'e', ARGV[5])
   redis.call('PEXPIRE', KEYS[4], ARGV[6])
   if ARGV[3] == '0-1' then
@@ -154,13 +165,14 @@ return refuse()
 """
 )
 
-#: end(S): KEYS session, fence, refused, streams, in-flight set.  1 if the session existed.  The session's
+#: end(S): KEYS session, fence, refused, streams, in-flight set, event bytes.  1 if the session existed.  The session's
 #: event streams are named in its set of streams, under the same hash tag (so in the same slot;
 #: they are not declared in KEYS, being known only from the set).
 END = """
 local existed = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[2], KEYS[3])
 if KEYS[5] then redis.call('DEL', KEYS[5]) end
+if KEYS[6] then redis.call('DEL', KEYS[6]) end
 for _, k in ipairs(redis.call('SMEMBERS', KEYS[4])) do redis.call('DEL', k) end
 redis.call('DEL', KEYS[4])
 return existed
@@ -367,11 +379,14 @@ class RedisStore:
         max_in_flight: int | None = None,
         max_sessions: int | None = None,
         call_timeout: float | None = 2.0,
+        max_event_bytes: int | None = None,
     ):
         """``max_in_flight``: claims held at once in one session, over every worker (the
         claim script counts them); ``max_sessions``: sessions open at once, over every worker
         (the ``open`` script counts them); ``call_timeout``: seconds any one call to the store
-        may take (a store that stops answering fails the call, never holds it longer)."""
+        may take (a store that stops answering fails the call, never holds it longer);
+        ``max_event_bytes``: the bytes of events one session may keep for resumption (an
+        event beyond is not kept; the write script counts them)."""
         import redis.asyncio as aioredis
 
         self.url = url
@@ -381,6 +396,7 @@ class RedisStore:
         self.max_in_flight = max_in_flight or 0
         self.max_sessions = max_sessions or 0
         self.call_timeout = call_timeout
+        self.max_event_bytes = max_event_bytes or 0
         extra: dict[str, Any] = {}
         if call_timeout is not None:
             extra.update(socket_timeout=call_timeout, socket_connect_timeout=call_timeout)
@@ -559,6 +575,7 @@ class RedisStore:
             _k(session, "refused"),
             _k(session, "streams"),
             _k(session, "inflight"),
+            _k(session, "evbytes"),
         ]
         existed = await self._eval("end", keys, [])
         await self.redis.zrem(SESSIONS, session)
@@ -645,19 +662,27 @@ class RedisStore:
         return _k(session, "events:" + stream)
 
     def _xadd(self, c: Claimed, stream: str, n: int, data: bytes, end: bool) -> tuple:
-        keys = [*self._checked(c), self.events_key(c.session, stream), _k(c.session, "streams")]
+        keys = [
+            *self._checked(c),
+            self.events_key(c.session, stream),
+            _k(c.session, "streams"),
+            _k(c.session, "evbytes"),
+        ]
         ttl = self.session_ttl_ms or 3_600_000
-        return ("write", keys, [c.value, "xadd", f"0-{n}", data, 1 if end else 0, ttl])
+        args = [c.value, "xadd", f"0-{n}", data, 1 if end else 0, ttl, self.max_event_bytes]
+        return ("write", keys, args)
 
-    async def append(self, c: Claimed, stream: str, batch: list[tuple[int, bytes]]) -> bool:
+    async def append(self, c: Claimed, stream: str, batch: list[tuple[int, bytes]]) -> int:
         """Append events ``(n, data)`` to ``stream``, each a checked ``write``, all in one
-        round trip; False when one was refused (the lease is lost)."""
+        round trip: 1 when all were kept, 0 when one was refused (the lease is lost), -3 when
+        one would go over the session's event budget (``max_event_bytes``)."""
         self.counters.count("write", len(batch))
         out = await self._pipelined([self._xadd(c, stream, n, d, False) for n, d in batch])
-        ok = all(int(x) for x in out)
-        if not ok:
+        got = [int(x) for x in out]
+        if 0 in got:
             self.counters.refused += 1
-        return ok
+            return 0
+        return -3 if -3 in got else 1
 
     async def final(
         self,
@@ -666,18 +691,20 @@ class RedisStore:
         n: int,
         data: bytes,
         pending: list[tuple[int, bytes]] = (),  # type: ignore[assignment]
-    ) -> tuple[bool, bool]:
+    ) -> tuple[int, bool]:
         """The events still pending and the response as the stream's last event (each a
-        checked ``write``), then ``release``: one round trip.  Returns (written, released)."""
+        checked ``write``), then ``release``: one round trip.  Returns (written: 1, 0 refused
+        or -3 over the session's event budget, released)."""
         self.counters.count("write", 1 + len(pending))
         self.counters.count("release", trips=0)
         calls = [self._xadd(c, stream, m, d, False) for m, d in pending]
         calls.append(self._xadd(c, stream, n, data, True))
         calls.append(("release", [*self._checked(c), _k(c.session, "inflight")], [c.value]))
         out = await self._pipelined(calls)
-        wrote = all(int(x) for x in out[:-1])
+        got = [int(x) for x in out[:-1]]
+        wrote = 0 if 0 in got else -3 if -3 in got else 1
         released = bool(int(out[-1]))
-        if not (wrote and released):
+        if wrote == 0 or not released:
             self.counters.refused += 1
         return wrote, released
 

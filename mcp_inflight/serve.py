@@ -176,6 +176,14 @@ def _parser() -> argparse.ArgumentParser:
         help="the longest any one call to Redis may take; a store silent longer fails the "
         "request with 503, and a lease unrenewed that long is lost (default 2, at least 1)",
     )
+    many.add_argument(
+        "--max-event-bytes",
+        type=_count,
+        default=16 * 1024 * 1024,
+        metavar="BYTES",
+        help="bytes of events one session keeps in Redis for resumption; beyond, its streams "
+        "go on unkept (default 16 MiB; in all, at most this times --max-sessions)",
+    )
     check = p.add_argument_group("record and check what runs")
     check.add_argument(
         "--trace",
@@ -432,7 +440,12 @@ async def _serve_http(server: Server, args, sock: socket.socket | None = None) -
 
     hosts = set(LOOPBACK) | {args.host} | set(args.allow_host)
     many = (
-        {"redis": args.redis, "lease_ms": args.lease_ms, "store_timeout": args.store_timeout}
+        {
+            "redis": args.redis,
+            "lease_ms": args.lease_ms,
+            "store_timeout": args.store_timeout,
+            "max_event_bytes": args.max_event_bytes,
+        }
         if args.redis
         else {}
     )

@@ -13,7 +13,7 @@ import time
 
 import httpx
 import pytest
-from test_redis_workers import INIT, H, call, session
+from test_redis_workers import INIT, H, call, events, session
 
 from support.redis_workers import REDIS_SERVER, Pool, Redis
 
@@ -212,3 +212,35 @@ def test_a_silent_store_fails_requests_fast_and_loses_leases():
     finally:
         pool.stop()
         r.close()
+
+
+def test_event_streams_are_capped_per_session(redis):
+    """A budget of 64 KiB of events per session: 40 calls of about 10 KiB of progress and logs each keep at most
+    the budget in Redis, every call still gets all its messages live, and the log says the
+    streams went on unkept.  Before: every event of every call was kept (about 400 KiB here)."""
+    pool = Pool(1, "--redis", redis.url, "--max-event-bytes", str(64 * 1024))
+    try:
+        with httpx.Client(timeout=20) as c:
+            sid, h = session(c, pool[0].url)
+            for k in range(40):
+                body = call(k, "slow", {"label": "e" * 1000, "steps": 5, "delay": 0}, token=f"t{k}")
+                r = c.post(pool[0].url, headers=h, json=body)
+                assert r.status_code == 200
+                msgs = [m for m in events(r.text) if m.get("method") == "notifications/progress"]
+                assert (
+                    len(msgs) == 5
+                    and events(r.text)[-1]["result"]["content"][0]["text"] == "done:" + "e" * 1000
+                )
+            store = redis.client()
+            kept = sum(
+                len(v)
+                for key in store.smembers(f"mcpi:{{{sid}}}:streams")
+                for _, fields in store.xrange(key)
+                for v in [fields.get(b"d", b"")]
+            )
+            assert kept <= 64 * 1024, kept
+            assert int(store.get(f"mcpi:{{{sid}}}:evbytes")) <= 64 * 1024
+            pool.wait_for("over their budget", timeout=5)
+            _delete(c, pool[0].url, h)
+    finally:
+        pool.stop()
