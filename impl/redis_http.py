@@ -80,6 +80,7 @@ from .http import _SSE as _SSE_HEADERS
 from .http_checks import Headers
 from .messages import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     LEGACY,
     dumps,
@@ -89,6 +90,7 @@ from .messages import (
     parse,
 )
 from .redis_store import BROADCAST, Claimed, RedisStore
+from .request_state import StateRefused, call_binding
 from .server import RequestFailed, Server, Session
 
 __all__ = ["RedisApp", "LEASE_LOST"]
@@ -828,6 +830,9 @@ class RedisApp(App):
     # --- one request ---------------------------------------------------------------------
     async def _request(self, session: Session, msg, receive, send, extra):
         if not isinstance(session, _RedisSession):
+            replayed = await self._state_replayed(msg)
+            if replayed is not None:
+                return await self._reply(send, 400, dumps(replayed), extra)
             return await super()._request(session, msg, receive, send, extra)
         if self.max_in_flight is not None and len(session.tasks) >= self.max_in_flight:
             return await self._error(
@@ -893,6 +898,30 @@ class RedisApp(App):
             self._dropped(session, handle, outlet, token)
             raise
         await self._pump(session, handle, outlet, token, receive, send, list(_SSE_HEADERS))
+
+    async def _state_replayed(self, msg: dict) -> dict | None:
+        """2026-07-28: a retry's ``requestState`` is single-use over every worker and across
+        restarts: once it passes every other check, its use is recorded in the store first;
+        the error reply when another worker (or this one, before a restart) used it."""
+        params = msg.get("params")
+        token = params.get("requestState") if isinstance(params, dict) else None
+        states = self.server.request_states
+        if token is None or not states.owns(token):
+            return None
+        try:
+            nonce, expires = states.verify(token, call_binding(msg["method"], params))
+        except StateRefused:
+            return None  # refused by the session's own check, with its reason
+        if await self.store.use_state(nonce, expires):
+            return None
+        return error_reply(
+            msg["id"],
+            error(
+                INVALID_PARAMS,
+                "Invalid params: requestState refused (replayed): requestState was already used",
+                {"reason": "replayed"},
+            ),
+        )
 
     async def _set_level(self, session: _RedisSession) -> None:
         await self.store.set_session_field(session.sid, "log_level", session.log_level)

@@ -741,6 +741,14 @@ class RedisStore:
         got = await self.redis.pubsub_numsub(WORKER_CHANNEL + worker)
         return bool(got and int(got[0][1]))
 
+    # --- 2026-07-28 requestState ----------------------------------------------------------
+    async def use_state(self, nonce: str, expires: float) -> bool:
+        """Record a ``requestState``'s nonce as used, until the state expires (wall-clock
+        seconds): True the first time, False when any worker used it before (a replay)."""
+        self.counters.count("state")
+        at = max(int(expires * 1000), int(time.time() * 1000) + 1)
+        return bool(await self.redis.set(f"mcpi:rs:{nonce}", b"1", nx=True, pxat=at))
+
     # --- routing -------------------------------------------------------------------------
     async def route(self, session: str, key: IdKey, message: dict[str, Any]) -> str | None:
         """Send ``message`` to the worker holding the claim of ``key``; returns that worker,

@@ -227,6 +227,22 @@ class RequestStates:
         retry's ``inputResponses``) for the keys asked in its last round.  ``client`` (the
         peer's address, when the transport knows one) has at most ``max_live_per_client`` used
         states in the record at once, so one client cannot fill it for everyone."""
+        p = self._verified(token, binding)
+        self._use(p["nonce"], p["exp"], self.clock(), client)
+        merged = dict(p["answers"])
+        for key in p["asked"]:
+            if isinstance(key, str) and responses and key in responses:
+                merged[key] = responses[key]
+        return Resumed(merged, p["round"])
+
+    def verify(self, token: object, binding: str) -> tuple[str, float]:
+        """Every check of :meth:`resume` but the record of used states: the state's nonce and
+        expiry (a store shared by several processes records its use there first); raises
+        :class:`StateRefused`."""
+        p = self._verified(token, binding)
+        return p["nonce"], p["exp"]
+
+    def _verified(self, token: object, binding: str) -> dict[str, Any]:
         if isinstance(token, str) and len(token) > self.max_bytes:
             raise StateRefused(
                 "size", f"requestState is over the server's limit of {self.max_bytes} bytes"
@@ -247,12 +263,7 @@ class RequestStates:
             raise StateRefused("expired", "requestState has expired")
         if not hmac.compare_digest(str(p.get("call")), binding):
             raise StateRefused("call", "requestState belongs to another call")
-        self._use(nonce, exp, now, client)
-        merged = dict(answers)
-        for key in asked:
-            if isinstance(key, str) and responses and key in responses:
-                merged[key] = responses[key]
-        return Resumed(merged, rnd)
+        return p
 
     def _use(self, nonce: str, exp: float, now: float, client: str | None = None) -> None:
         with self._lock:

@@ -244,3 +244,35 @@ def test_event_streams_are_capped_per_session(redis):
             _delete(c, pool[0].url, h)
     finally:
         pool.stop()
+
+
+def test_a_request_state_is_used_once_over_every_worker(workers):
+    """2026-07-28: a retry's ``requestState`` accepted on one worker is refused as replayed on
+    the others.  Before: each worker kept its own record, so it was accepted once per worker."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }
+    h = {**H, "mcp-protocol-version": "2026-07-28"}
+    params: dict = {"name": "ask", "arguments": {"label": "rs"}, "_meta": meta}
+    with httpx.Client(timeout=10) as c:
+        r = c.post(
+            workers[0].url,
+            headers=h,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
+        )
+        result = events(r.text)[-1]["result"]
+        (key,) = result["inputRequests"]
+        retry = {
+            **params,
+            "requestState": result["requestState"],
+            "inputResponses": {key: {"action": "accept", "content": {"ok": True}}},
+        }
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": retry}
+        first = c.post(workers[1].url, headers=h, json=body)
+        assert "ask:rs:accept" in first.text, first.text
+        for w in (workers[2], workers[0], workers[1]):
+            again = c.post(w.url, headers=h, json=body)
+            assert again.status_code == 400, (w.url, again.status_code, again.text[:200])
+            assert events(again.text)[-1]["error"]["data"] == {"reason": "replayed"}
