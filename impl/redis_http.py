@@ -146,6 +146,7 @@ class _KeptOutlet(_Outlet):
         "drained",
         "retry",
         "unkept",
+        "reader",
     )
 
     def __init__(self, session: _RedisSession, stream: str):
@@ -160,6 +161,7 @@ class _KeptOutlet(_Outlet):
         self.drained.set()
         self.retry: int | None = None
         self.unkept = False  # over the session's event budget: written live, no longer kept
+        self.reader: str | None = None  # the resume reading it here (its name in the store)
 
     def _event(self, n: int, data: bytes) -> bytes:
         retry = self.retry if n == 1 else None
@@ -576,11 +578,27 @@ class RedisApp(App):
             s.log_level = m.get("level", s.log_level)
         elif kind == "answer":
             s.response(m["msg"])
+        elif kind == "takeover":
+            local = s.live.get(m.get("stream"))
+            if isinstance(local, _KeptOutlet) and not local.done and local.owner is not None:
+                self.spawn(self._taken_over(s, local))
         elif kind == "cancel":
             h = s.core.in_flight(m["id"])
             c = s.claims.get(h) if h is not None else None
             if c is not None and c.value == claim:  # the instance the claim named, no other
                 s.notification(m["msg"])
+
+    async def _taken_over(self, s: _RedisSession, local: _KeptOutlet) -> None:
+        """A resume on another worker reads ``local`` now: the connection writing it here ends,
+        unless it is itself a newer resume."""
+        try:
+            current = await self.store.current_reader(s.sid, local.stream)
+        except _store_errors():
+            return
+        if current is not None and current != local.reader and local.owner is not None:
+            local.owner = None
+            local.take()
+            local._wake()
 
     # --- sessions ----------------------------------------------------------------------------
     async def _find(self, headers: Headers) -> tuple[Any, Any]:
@@ -766,9 +784,12 @@ class RedisApp(App):
             )
         n = int(num)
         local = session.live.get(stream)
+        reader = secrets.token_hex(8)
+        await self.store.take_stream(session.sid, stream, reader)
         if isinstance(local, _KeptOutlet) and not local.done:
             first = b"".join(ev for m, ev in local.confirmed if m > n)
             token = object()
+            local.reader = reader
             previous, local.owner = local.owner, token
             _attached(local)
             local.take()
@@ -788,6 +809,10 @@ class RedisApp(App):
                 f"Bad Request: the events after {last!r} are not kept (not an event of this "
                 "session, or its stream is gone)",
             )
+        # the stream runs on its worker: a connection reading it there stops (newest reader)
+        await self.store.publish(
+            worker, {"k": "takeover", "s": session.sid, "stream": stream, "reader": reader}
+        )
         gone = asyncio.Event()
 
         async def watch():
@@ -815,6 +840,8 @@ class RedisApp(App):
                     break  # its worker is gone: no more events will come
                 entries = await self.store.tail(session.sid, stream, n, 500)
                 quiet += 0.5 if not entries else 0.0
+                if not await self.store.still_reading(session.sid, stream, reader):
+                    break  # a newer resume reads the stream now
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             watcher.cancel()

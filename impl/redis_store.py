@@ -212,6 +212,8 @@ SCRIPTS = {
     "route": ROUTE,
 }
 BROADCAST = "mcpi:all"
+#: how long a resumed stream's reader keeps its claim without refreshing it
+READER_TTL_MS = 30_000
 #: the set of every open session, with its idle expiry as score (the session cap's count)
 SESSIONS = "mcpi:sessions"
 WORKER_CHANNEL = "mcpi:w:"
@@ -740,6 +742,28 @@ class RedisStore:
         """Whether ``worker`` is subscribed to its channel (alive and connected)."""
         got = await self.redis.pubsub_numsub(WORKER_CHANNEL + worker)
         return bool(got and int(got[0][1]))
+
+    # --- one live reader per resumed stream ------------------------------------------------
+    def reader_key(self, session: str, stream: str) -> str:
+        return _k(session, "reader:" + stream)
+
+    async def take_stream(self, session: str, stream: str, reader: str) -> None:
+        """``reader`` is now the one live reader of ``stream`` (the newest takes over)."""
+        self.counters.count("reader")
+        await self.redis.set(self.reader_key(session, stream), reader, px=READER_TTL_MS)
+
+    async def still_reading(self, session: str, stream: str, reader: str) -> bool:
+        """Whether ``reader`` is still the live reader of ``stream`` (its claim refreshed)."""
+        key = self.reader_key(session, stream)
+        async with self.redis.pipeline(transaction=False) as p:
+            p.get(key)
+            p.pexpire(key, READER_TTL_MS)
+            current, _ = await p.execute()
+        return current is None or current.decode() == reader
+
+    async def current_reader(self, session: str, stream: str) -> str | None:
+        v = await self.redis.get(self.reader_key(session, stream))
+        return None if v is None else v.decode()
 
     # --- 2026-07-28 requestState ----------------------------------------------------------
     async def use_state(self, nonce: str, expires: float) -> bool:

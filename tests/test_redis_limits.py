@@ -276,3 +276,45 @@ def test_a_request_state_is_used_once_over_every_worker(workers):
             again = c.post(w.url, headers=h, json=body)
             assert again.status_code == 400, (w.url, again.status_code, again.text[:200])
             assert events(again.text)[-1]["error"]["data"] == {"reason": "replayed"}
+
+
+def test_one_live_reader_per_resumed_stream_across_workers(workers):
+    """A POST stream on worker 0, resumed from its priming event on worker 1, then on worker 2:
+    the newest reader takes over (as on one process) and the response is delivered once, to
+    it; the older connections end.  Before: each reader received the whole stream."""
+    import threading
+
+    with httpx.Client(timeout=30) as c:
+        sid, h = session(c, workers[0].url)
+        got: dict[str, list] = {"post": [], "r1": [], "r2": []}
+        primed = threading.Event()
+        first: list[str] = []
+
+        def read(name, method, url, headers, body=None):
+            with httpx.Client(timeout=30) as cc:
+                with cc.stream(method, url, headers=headers, json=body) as r:
+                    for line in r.iter_lines():
+                        if line.startswith("id:") and not first:
+                            first.append(line[3:].strip())
+                            primed.set()
+                        if line.startswith("data:") and line[5:].strip():
+                            got[name].append(line[5:].strip())
+
+        body = call(21, "slow", {"label": "L", "steps": 30, "delay": 0.1}, "tl")
+        threads = [threading.Thread(target=read, args=("post", "POST", workers[0].url, h, body))]
+        threads[0].start()
+        assert primed.wait(10)
+        get_h = {**h, "last-event-id": first[0], "accept": "text/event-stream"}
+        for name, w in (("r1", workers[1]), ("r2", workers[2])):
+            t = threading.Thread(target=read, args=(name, "GET", w.url, get_h))
+            t.start()
+            threads.append(t)
+            time.sleep(0.8)
+        for t in threads:
+            t.join(20)
+        finals = {
+            name: sum(1 for d in data if '"result"' in d and '"id":21' in d)
+            for name, data in got.items()
+        }
+        assert finals == {"post": 0, "r1": 0, "r2": 1}, finals
+        _delete(c, workers[0].url, h)
