@@ -346,3 +346,21 @@ def test_one_client_cannot_fill_the_used_state_record_for_everyone():
         greedy.close()
         other.close()
         srv.stop()
+
+
+# --- log lines: values from the wire escaped and bounded -----------------------------------------
+
+
+def test_online_check_log_lines_escape_and_bound_wire_values(caplog):
+    """A session id from the wire with a line break and 5,000 characters: one log line, under
+    a few hundred characters (before: the id went into the line as it came)."""
+    import logging
+
+    from mcp_inflight.trace.online import Monitor
+
+    forged = "s\nmcp-inflight serve: FORGED LINE " + "x" * 5000
+    with caplog.at_level(logging.WARNING, logger="mcp_inflight.trace"):
+        Monitor().gap(sessions=[forged], events=1)
+    (record,) = [r for r in caplog.records if r.name == "mcp_inflight.trace"]
+    line = record.getMessage()
+    assert "\n" not in line and len(line) < 300 and "FORGED" in line
