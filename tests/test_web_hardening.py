@@ -113,14 +113,22 @@ def test_a_silent_connection_is_closed():
 
 
 def test_a_trace_check_over_its_budget_is_ended():
-    """A budget shorter than any check: the upload is refused when the budget is spent and
-    the checking process is gone (before: the check ran in a thread, for as long as it took)."""
+    """A budget shorter than any check (1 ms, less than a process takes to start): the upload
+    is refused when the budget is spent and the checking process is gone (before: the check ran
+    in a thread, for as long as it took)."""
     from support import procs
 
-    proc, url = start_server("--trace-budget", "0.2")
+    proc, url = start_server("--trace-budget", "0.001", "--ids", "1", "--requests", "1")
     try:
         body = wire(model_run(DESIGNS["unguarded"], DUPLICATE_ADMITTED))
         h = {"Host": _host(url), "X-Explore-Token": token(url)}
+        deadline = time.monotonic() + 60  # the start's exploration (a small one) is over first
+        while time.monotonic() < deadline:
+            status, answer = _request(url, "GET", "/api/traces", h)
+            if json.loads(answer)["status"] not in ("queued", "exploring"):
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
         before = set(procs.children(proc.pid))
         t0 = time.monotonic()
         status, answer = _request(url, "POST", "/api/recorded?name=slow.jsonl", h, body)
