@@ -287,8 +287,22 @@ class _InputRequired(Exception):
         self.request = request
 
 
+_UNREAD = object()
+
+
 class Context:
     """What a tool handler gets: progress, log, elicit, sample and the cancellation signal."""
+
+    @property
+    def client_capabilities(self) -> Any:
+        """The client's capabilities: the request's (2026-07-28) or its session's."""
+        if self._caps is _UNREAD:
+            self._caps = self.session.client_capabilities
+        return self._caps
+
+    @client_capabilities.setter
+    def client_capabilities(self, value: Any) -> None:
+        self._caps = value
 
     def __init__(self, session: Session, handle, params: dict):
         self.session = session
@@ -299,10 +313,10 @@ class Context:
             meta = {}
         self.progress_token = meta.get("progressToken")
         self.protocol_version = session.revision
-        if session.revision == MODERN:
-            self.client_capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
-        else:
-            self.client_capabilities = session.client_capabilities
+        # 2026-07-28: the request's own; 2025-11-25: the session's, read when first asked for
+        self._caps: Any = (
+            meta.get(CLIENT_CAPABILITIES_META_KEY) if session.revision == MODERN else _UNREAD
+        )
         self.cancelled = asyncio.Event()
         responses = params.get("inputResponses")
         self.input_responses = responses if isinstance(responses, dict) else {}
