@@ -748,9 +748,16 @@ class RedisStore:
         return _k(session, "reader:" + stream)
 
     async def take_stream(self, session: str, stream: str, reader: str) -> None:
-        """``reader`` is now the one live reader of ``stream`` (the newest takes over)."""
+        """``reader`` is now the one live reader of ``stream`` (the newest takes over).  The
+        key is named in the session's set of streams, so the session's end deletes it."""
         self.counters.count("reader")
-        await self.redis.set(self.reader_key(session, stream), reader, px=READER_TTL_MS)
+        key = self.reader_key(session, stream)
+        streams = _k(session, "streams")
+        async with self.redis.pipeline(transaction=True) as p:
+            p.set(key, reader, px=READER_TTL_MS)
+            p.sadd(streams, key)
+            p.pexpire(streams, self.session_ttl_ms or 3_600_000)
+            await p.execute()
 
     async def still_reading(self, session: str, stream: str, reader: str) -> bool:
         """Whether ``reader`` is still the live reader of ``stream`` (its claim refreshed)."""
