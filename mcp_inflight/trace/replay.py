@@ -190,8 +190,8 @@ def run(argv: list[str]) -> int:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-#: seconds ``replay`` may spend on one trace by default
-BUDGET = 120.0
+#: seconds ``replay`` may spend on one trace by default (as the explore page's trace check)
+BUDGET = 60.0
 
 
 class OverBudget(Exception):
