@@ -41,11 +41,13 @@ and 2026-07-28 POSTs, which the SDK serves each on its own, with no table shared
 The guard tells them apart as the SDK does: by the ``MCP-Protocol-Version`` header alone (a value
 that is not a handshake revision goes the SDK's 2026-07-28 way, whatever ``Mcp-Session-Id`` says).
 
-Bodies: the guard reads a POST's body up to ``max_body`` (the SDK's default, 4 MiB) and refuses a
-larger one with 413 as soon as it is over (a ``Content-Length`` over it goes to the SDK unread,
-which refuses it itself); a body that never fully arrived (the client left mid-body) is not
-forwarded; a body that is not JSON, or nests deeper than the guard's reader allows, goes to the
-SDK as it came, for its own answer.
+Bodies: the guard fails closed: no body reaches the SDK unjudged.  It reads a POST's body up to
+``max_body`` (the SDK's default, 4 MiB) and refuses a larger one with 413 as soon as it is over
+(a ``Content-Length`` over it is refused unread); a body that never fully arrived (the client
+left mid-body) is not forwarded.  The body is read by the SDK's own parser and message adapter
+(:func:`judge`), so the guard judges the very message the SDK will serve (``NaN``, ``1E400``,
+duplicate keys: whatever the SDK accepts); a body the SDK would refuse (not JSON, too deep, not
+a JSON-RPC message) is answered 400 by the guard with the SDK's error code, never forwarded.
 
 The SDK's session expiry: while a request's client is gone, the guard keeps the disconnect from
 the SDK (see *a broken stream*), unless the handler asks the client something
@@ -139,6 +141,53 @@ class _SSEWatch:
         return out
 
 
+TOO_LARGE = {"code": -32600, "message": "Payload Too Large"}
+PARSE_ERROR = -32700
+INVALID_PARAMS = -32602
+
+
+def _sdk_reader():
+    """The SDK's own reading of a POST body (``mcp.server.streamable_http``): pydantic-core's
+    JSON parser, then the SDK's JSON-RPC message adapter; ``(None, None)`` without the SDK."""
+    try:
+        import pydantic_core
+        from mcp.types import jsonrpc_message_adapter
+    except ImportError:  # pragma: no cover - the guard is used in front of the SDK
+        return None, None
+    return pydantic_core.from_json, jsonrpc_message_adapter
+
+
+_FROM_JSON, _ADAPTER = _sdk_reader()
+
+
+def judge(body: bytes):
+    """``(message, error)``: the body read exactly as the SDK will read it, so that the guard
+    judges what the SDK serves (the SDK's parser accepts ``NaN``, ``Infinity``, numbers that
+    overflow a double, and keeps the last of duplicate keys; a strict reader refuses the first
+    three, and a body the guard could not read would reach the SDK unjudged).  ``error`` is the
+    JSON-RPC error the SDK answers for a body it cannot read or validate (HTTP 400); such a
+    body is answered by the guard and never forwarded.  Without the SDK importable, the strict
+    reader is used and whatever it refuses is a parse error (closed, never forwarded)."""
+    if _FROM_JSON is None:  # pragma: no cover - the guard is used in front of the SDK
+        try:
+            return jsonio.loads(body), None
+        except ValueError as e:
+            return None, {"code": PARSE_ERROR, "message": f"Parse error: {e}"}
+    try:
+        msg = _FROM_JSON(body)
+    except ValueError as e:
+        return None, {"code": PARSE_ERROR, "message": f"Parse error: {str(e)[:200]}"}
+    if isinstance(msg, dict) and "method" in msg and "id" in msg:
+        rid = msg["id"]
+        if not (isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))):
+            return msg, None  # a request id the core refuses as Invalid Request (400)
+    try:
+        _ADAPTER.validate_python(msg, by_name=False)
+    except ValueError as e:  # pydantic's ValidationError is a ValueError
+        return None, {"code": INVALID_PARAMS, "message": f"Validation error: {str(e)[:200]}"}
+    return msg, None
+
+
 def _is_own_response(msg, rid) -> bool:
     if not isinstance(msg, dict) or "method" in msg or not ("result" in msg or "error" in msg):
         return False
@@ -178,17 +227,16 @@ class Guard:
             return await self.app(scope, receive, self._observe(sid, send, scope.get("method")))
         clen = _header(scope, b"content-length")
         if clen is not None and clen.isdigit() and int(clen) > self.max_body:
-            return await self.app(scope, receive, send)  # the SDK refuses it, unread
+            return await _reply(send, 413, TOO_LARGE, sid)  # refused unread, never forwarded
         body, state = await _read_body(receive, self.max_body)
         if state == "gone":  # the client left mid-body: nothing of it is served
             return None
         if state == "large":
-            return await _reply(send, 413, {"code": -32600, "message": "Payload Too Large"}, sid)
+            return await _reply(send, 413, TOO_LARGE, sid)
+        msg, error = judge(body)
+        if error is not None:  # the SDK would refuse it too: answered here, never forwarded
+            return await _reply(send, 400, error, sid)
         replay = _Replay(body, receive)
-        try:
-            msg = jsonio.loads(body)
-        except ValueError:
-            msg = None
         if not isinstance(msg, dict) or "method" not in msg:
             return await self.app(scope, replay.receive, self._observe(sid, send))
         if "id" not in msg:

@@ -58,6 +58,7 @@ timeout waiting for them.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 
 from . import sse
@@ -91,6 +92,8 @@ from .messages import (
     parse,
 )
 from .server import Server, Session
+
+log = logging.getLogger("mcp_inflight.http")
 
 __all__ = ["LOOPBACK", "MODERN_ERROR_STATUS", "SERVER_BUSY", "App", "create_app"]
 
@@ -143,11 +146,30 @@ class _Outlet:
     With one (``keep``: the session's :meth:`_HttpSession.keep`), each message is kept first and
     ``items`` holds it encoded with its event id; a dropped connection only detaches the stream
     (``owner`` None): what comes meanwhile is kept, not queued, and a resume attaches a new
-    connection as ``owner``."""
+    connection as ``owner``.
 
-    __slots__ = ("items", "wake", "done", "broken", "keep", "stream", "owner", "live")
+    The queue is bounded (``limit`` bytes, :data:`MAX_STREAM_BUFFER` by default): once more than
+    :data:`_MEASURE_AFTER` messages wait for the writer, they are encoded and counted; when they
+    take more than ``limit`` the reader is too slow and is cut off (``cut`` is called: the
+    writing connection ends as a closed stream)."""
 
-    def __init__(self, keep=None, stream=None, live=None):
+    __slots__ = (
+        "items",
+        "wake",
+        "done",
+        "broken",
+        "keep",
+        "stream",
+        "owner",
+        "live",
+        "limit",
+        "size",
+        "counted",
+        "cut",
+        "on_close",
+    )
+
+    def __init__(self, keep=None, stream=None, live=None, limit=None):
         self.items = []
         self.wake = None
         self.done = False
@@ -156,6 +178,11 @@ class _Outlet:
         self.stream = stream
         self.owner = None  # the writing connection's token (with a store)
         self.live = live  # the session's kept streams not yet ended (this one leaves on close)
+        self.limit = limit  # bytes queued for a writer, at most
+        self.size = 0  # bytes of the items counted so far
+        self.counted = 0  # how many of ``items`` are encoded and counted
+        self.cut = None  # called when the queue goes over ``limit`` (set by the writer)
+        self.on_close = None  # called with the outlet when it closes (a detached handler's)
 
     def send(self, msg):
         if self.broken or self.done:
@@ -169,13 +196,34 @@ class _Outlet:
             if self.owner is None:  # detached: kept for a resume, written by nobody now
                 return
             msg = sse.encode(data, id=eid)
-        self.items.append(msg)
+        items = self.items
+        items.append(msg)
+        if len(items) > _MEASURE_AFTER and self.limit is not None:
+            self._measure()
         self._wake()
+
+    def _measure(self):
+        items = self.items
+        for i in range(self.counted, len(items)):
+            data = items[i] = _sse(items[i])
+            self.size += len(data)
+        self.counted = len(items)
+        if self.size > self.limit and self.cut is not None:
+            cut, self.cut = self.cut, None
+            cut()
+
+    def take(self):
+        """The queued items, for the writer (the queue starts again empty)."""
+        items, self.items = self.items, []
+        self.size = self.counted = 0
+        return items
 
     def prime(self, retry_ms):
         """The priming event (an id and empty data, with ``retry``) that starts a kept stream."""
         eid = self.keep(self.stream, b"")
         self.items.insert(0, sse.encode(b"", id=eid, retry=retry_ms))
+        self.counted = 0
+        self.size = 0
 
     def _wake(self):
         w = self.wake
@@ -186,7 +234,23 @@ class _Outlet:
         self.done = True
         if self.live is not None:
             self.live.pop(self.stream, None)
+        if self.on_close is not None:
+            on_close, self.on_close = self.on_close, None
+            on_close(self)
         self._wake()
+
+
+def _attached(outlet) -> None:
+    """A connection writes ``outlet`` again (a resume): its handler is no longer detached."""
+    if outlet.on_close is not None:
+        on_close, outlet.on_close = outlet.on_close, None
+        on_close(outlet)
+
+
+#: the default bound on the bytes queued for one stream's writer (a reader that slow is cut off)
+MAX_STREAM_BUFFER = 1024 * 1024
+#: how many queued messages are left uncounted (a writer that keeps up never pays for counting)
+_MEASURE_AFTER = 8
 
 
 class _HttpSession(Session):
@@ -228,6 +292,14 @@ class App:
       official client answers by initialising again.
     * ``max_in_flight`` (256): a request arriving while that many of its session's handlers run
       is 429 (before the core sees it: the request is not admitted, its id stays free).
+    * ``max_stream_buffer`` (1 MiB): the bytes queued for one stream's connection; a client
+      that reads its stream slower than its handler writes is cut off there (the connection is
+      closed, and the request is treated as on a closed stream: 2025-11-25 goes on without a
+      stream, or detached and kept for a resume with an event store; 2026-07-28 is cancelled).
+    * ``max_detached`` (1024) and ``detached_timeout`` (600 s): handlers left running after
+      their connection went away (2025-11-25: a disconnect is not a cancel), over the whole
+      process; beyond the number a newly detached handler is cancelled at once, and one still
+      running after the time is cancelled then.
     * ``body_timeout`` (30 s): a body not all there that long after its request began is 408
       (checked about once a second).  Slow headers are the HTTP server's (``serve`` gives
       uvicorn a deadline on them).
@@ -253,6 +325,9 @@ class App:
         body_timeout: float | None = 30.0,
         event_store: EventStore | None | str = "memory",
         retry_ms: int = 1000,
+        max_stream_buffer: int | None = MAX_STREAM_BUFFER,
+        max_detached: int | None = 1024,
+        detached_timeout: float | None = 600.0,
     ):
         self.server = server
         self.path = path
@@ -261,6 +336,12 @@ class App:
         self.max_sessions = max_sessions
         self.session_idle_timeout = session_idle_timeout
         self.max_in_flight = max_in_flight
+        self.max_stream_buffer = max_stream_buffer
+        self.slow_readers_cut = 0  # streams cut off for a reader too slow
+        self.max_detached = max_detached
+        self.detached_timeout = detached_timeout
+        self.detached: dict = {}  # outlet of a handler running without its connection -> timer
+        self.detached_cancelled = 0  # detached handlers cancelled by either bound
         self.sessions: dict[str, _HttpSession] = {}
         if event_store == "memory":
             event_store = MemoryEventStore()
@@ -480,6 +561,8 @@ class App:
             # no session: each POST is its own scope; an idle scope is reused (its core is empty)
             spare = self._spare
             session = spare.pop() if spare else Session(self.server, "http", MODERN)
+            client = scope.get("client")
+            session.peer = client[0] if client else None
             self._active.add(session)
             try:
                 return await self._request(session, msg, receive, send, ())
@@ -575,6 +658,18 @@ class App:
         stream) another connection resumes the stream."""
         loop = asyncio.get_running_loop()
         watcher = loop.create_task(self._watch(session, handle, outlet, token, receive))
+        writer = asyncio.current_task()
+        cut = False
+
+        def cut_off():  # the reader is too slow: this connection ends as a closed stream
+            nonlocal cut
+            if outlet.owner is token or outlet.keep is None:
+                cut = True
+                self.slow_readers_cut += 1
+                writer.cancel()
+
+        outlet.limit = self.max_stream_buffer
+        outlet.cut = cut_off
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             if first:
@@ -593,7 +688,7 @@ class App:
                     except OSError:
                         pass
                     return
-                items, outlet.items = outlet.items, []
+                items = outlet.take()
                 last = outlet.done and not outlet.items
                 chunk = b"".join(_sse(m) for m in items)
                 await send({"type": "http.response.body", "body": chunk, "more_body": not last})
@@ -601,28 +696,77 @@ class App:
                     return
         except (OSError, asyncio.CancelledError):  # the client went away, or the server stops
             self._dropped(session, handle, outlet, token)
+            if cut and writer.uncancel() == 0:
+                # cut off: the response is left unfinished, so the server closes the connection
+                log.warning(
+                    "a stream's reader was too slow (over %d bytes queued): cut off",
+                    self.max_stream_buffer,
+                )
+                return
             raise
         finally:
+            if outlet.cut is cut_off:
+                outlet.cut = None
             watcher.cancel()
 
-    @staticmethod
-    def _dropped(session, handle, outlet, token):
+    def _dropped(self, session, handle, outlet, token):
         """The connection ``token`` that wrote ``outlet`` went away before the stream's end.
         Without a store the stream is broken (the core's ``close``: its later messages are
         dropped).  With one, and on 2025-11-25, a disconnect is not a cancel and the stream is
-        not lost: it is detached, its handler goes on, and what it sends is kept for a resume."""
+        not lost: it is detached, its handler goes on, and what it sends is kept for a resume.
+        A handler left running without its connection is *detached*: bounded in number and in
+        time (:meth:`_detach`)."""
         if outlet.done:
             return
         if outlet.keep is not None:
             if outlet.owner is token:
                 outlet.owner = None
-                outlet.items = []  # all of it is kept: a resume replays it from the store
+                outlet.take()  # all of it is kept: a resume replays it from the store
                 outlet._wake()
+                self._detach(session, outlet)
             return
         if not outlet.broken:
             outlet.broken = True
             outlet._wake()
             session.closed(handle)
+            self._detach(session, outlet)
+
+    def _detach(self, session, outlet):
+        """``outlet``'s handler runs on with no connection.  Once ``max_detached`` handlers are
+        detached in this process, the next one is cancelled at once; a detached handler still
+        running ``detached_timeout`` seconds later is cancelled then.  Either way the request
+        ends as a cancelled handler does (the core's ``finish``), and its id is free again."""
+        handle = next((h for h in session.tasks if h.data is outlet), None)
+        if handle is None or outlet.on_close is not None:
+            return  # no handler runs (or it is already counted)
+        _, ctx = session.tasks[handle]
+        if ctx.cancelled.is_set():
+            return  # cancelled by the closed stream (2026-07-28): it ends on its own
+        detached = self.detached
+        if self.max_detached is not None and len(detached) >= self.max_detached:
+            self.detached_cancelled += 1
+            session._cancel_handler(handle)
+            return
+        timer = None
+        if self.detached_timeout is not None:
+            timer = asyncio.get_running_loop().call_later(
+                self.detached_timeout, self._expire_detached, session, handle, outlet
+            )
+        detached[outlet] = timer
+
+        def released(o):
+            t = detached.pop(o, None)
+            if t is not None:
+                t.cancel()
+
+        outlet.on_close = released
+
+    def _expire_detached(self, session, handle, outlet):
+        self.detached.pop(outlet, None)
+        outlet.on_close = None
+        if handle in session.tasks:
+            self.detached_cancelled += 1
+            session._cancel_handler(handle)
 
     async def _watch(self, session, handle, outlet, token, receive):
         while True:
@@ -648,7 +792,8 @@ class App:
             return await self._reply(send, 200, first, ctype=_SSE)
         token = object()
         previous, outlet.owner = outlet.owner, token
-        outlet.items = []  # queued for the previous owner, and so in the replay
+        _attached(outlet)
+        outlet.take()  # queued for the previous owner, and so in the replay
         if previous is not None:
             outlet._wake()  # the previous connection ends its response
             outlet.wake = None

@@ -66,6 +66,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import sys
 import time
@@ -74,11 +75,12 @@ from typing import Any
 
 from . import sse
 from .core import Handle, InvalidId, typed_id
+from .http import _MEASURE_AFTER, SERVER_BUSY, App, _attached, _HttpSession, _Outlet, _sse
 from .http import _SSE as _SSE_HEADERS
-from .http import SERVER_BUSY, App, _HttpSession, _Outlet, _sse
 from .http_checks import Headers
 from .messages import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     LEGACY,
     dumps,
@@ -88,6 +90,7 @@ from .messages import (
     parse,
 )
 from .redis_store import BROADCAST, Claimed, RedisStore
+from .request_state import StateRefused, call_binding
 from .server import RequestFailed, Server, Session
 
 __all__ = ["RedisApp", "LEASE_LOST"]
@@ -102,6 +105,19 @@ def _say(text: str) -> None:
         os.write(sys.stderr.fileno(), f"mcp-inflight serve: {text}\n".encode())
     except (OSError, ValueError):
         pass
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """A value from the wire as it may appear in a log line: JSON-escaped (no line breaks, no
+    control characters) and cut to ``limit`` characters."""
+    text = json.dumps(value if isinstance(value, (str, int, float, bool)) else str(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+#: a worker's name as :meth:`RedisApp.start` makes it (the process id and 6 hex digits)
+_WORKER_NAME = re.compile(r"[0-9]{1,10}-[0-9a-f]{6}")
+#: the largest event number a ``Last-Event-ID`` may carry (a Redis stream entry's sequence)
+_MAX_EVENT = 2**63 - 1
 
 
 def _store_errors() -> tuple[type[BaseException], ...]:
@@ -120,7 +136,18 @@ class _KeptOutlet(_Outlet):
     once the store has it, so any worker can replay it from its id.  A write refused is a lost
     lease.  The events confirmed are also kept here, for a resume on this worker."""
 
-    __slots__ = ("session", "n", "queue", "flushing", "confirmed", "claim", "drained", "retry")
+    __slots__ = (
+        "session",
+        "n",
+        "queue",
+        "flushing",
+        "confirmed",
+        "claim",
+        "drained",
+        "retry",
+        "unkept",
+        "reader",
+    )
 
     def __init__(self, session: _RedisSession, stream: str):
         super().__init__(_unused, stream, session.live)
@@ -133,6 +160,8 @@ class _KeptOutlet(_Outlet):
         self.drained = asyncio.Event()
         self.drained.set()
         self.retry: int | None = None
+        self.unkept = False  # over the session's event budget: written live, no longer kept
+        self.reader: str | None = None  # the resume reading it here (its name in the store)
 
     def _event(self, n: int, data: bytes) -> bytes:
         retry = self.retry if n == 1 else None
@@ -160,11 +189,33 @@ class _KeptOutlet(_Outlet):
     def local(self, msg: Any) -> None:
         """A message written on this connection only, not kept (an error of this worker's)."""
         data = encode_message(msg)
-        if data is not None and self.owner is not None:
+        if data is not None:
+            self.local_data(data)
+
+    def local_data(self, data: bytes) -> None:
+        if self.owner is not None:
             self.items.append(sse.encode(data))
+            if len(self.items) > _MEASURE_AFTER and self.limit is not None:
+                self._measure()
             self._wake()
 
+    def over_budget(self, batch: list[tuple[int, bytes]]) -> None:
+        """The session's event budget is spent: this stream's events are written live from
+        now on, no longer kept (a resume from here is refused as not kept)."""
+        if not self.unkept:
+            self.unkept = True
+            _say(
+                f"worker {self.session.app.worker}: the event streams of session "
+                f"{self.session.sid[:8]}... are over their budget; a stream goes on unkept"
+            )
+        for _, data in batch:
+            if data:
+                self.local_data(data)
+
     def _queue(self, data: bytes) -> None:
+        if self.unkept:
+            self.local_data(data)
+            return
         self.n += 1
         self.queue.append((self.n, data))
         if not self.flushing and self.claim is not None:
@@ -179,6 +230,8 @@ class _KeptOutlet(_Outlet):
         self.confirmed.append((n, ev))
         if self.owner is not None:
             self.items.append(ev)
+            if len(self.items) > _MEASURE_AFTER and self.limit is not None:
+                self._measure()
             self._wake()
 
     async def _flush(self) -> None:
@@ -192,6 +245,10 @@ class _KeptOutlet(_Outlet):
                     app.store.counters.errors += 1
                     self.queue = []
                     app.lease_lost_by(self, f"the store failed: {e}")
+                    return
+                if ok == -3:
+                    self.queue, rest = [], self.queue
+                    self.over_budget(batch + rest)
                     return
                 if not ok:
                     self.queue = []
@@ -218,6 +275,9 @@ class _KeptOutlet(_Outlet):
         except _store_errors() as e:
             store.counters.errors += 1
             return f"the session store is unreachable: {e}"
+        if wrote == -3:  # the response goes out live, not kept
+            self.over_budget([*pending, (self.n, data)])
+            return None
         if not wrote:
             return f"{LEASE_LOST} (the response was refused by the store)"
         self._deliver(self.n, data)
@@ -235,6 +295,10 @@ class _RedisSession(_HttpSession):
         self.claims: dict[Handle, Claimed] = {}
         self.lost: set[Handle] = set()
         self.pending_claim: Claimed | None = None
+
+    def next_stream(self) -> str:
+        """The name of the next POST stream :meth:`outlet` makes."""
+        return f"{self.app.worker}~p{self._streams + 1}"
 
     def outlet(self) -> _Outlet:
         """A new POST stream: kept in Redis when the app keeps streams."""
@@ -322,10 +386,14 @@ class RedisApp(App):
         redis: str,
         lease_ms: int = 10_000,
         resumable: bool = True,
+        store_timeout: float | None = 2.0,
+        max_event_bytes: int | None = 16 * 1024 * 1024,
         **options: Any,
     ):
         options["event_store"] = None
         super().__init__(server, path, **options)
+        self.store_timeout = store_timeout
+        self.max_event_bytes = max_event_bytes
         self.redis_url = redis
         self.lease_ms = lease_ms
         self.resumable = resumable
@@ -343,7 +411,16 @@ class RedisApp(App):
         """Connect to the store (at the ASGI lifespan's startup, in the worker's process)."""
         self.worker = f"{os.getpid()}-{secrets.token_hex(3)}"
         ttl = int(self.session_idle_timeout * 1000) if self.session_idle_timeout else None
-        self.store = RedisStore(self.redis_url, self.worker, self.lease_ms, ttl)
+        self.store = RedisStore(
+            self.redis_url,
+            self.worker,
+            self.lease_ms,
+            ttl,
+            max_in_flight=self.max_in_flight,
+            max_sessions=self.max_sessions,
+            call_timeout=self.store_timeout,
+            max_event_bytes=self.max_event_bytes,
+        )
         await self.store.load()
         self._pubsub = self.store.redis.pubsub(ignore_subscribe_messages=True)
         await self._pubsub.subscribe(self.store.channel, BROADCAST)
@@ -415,8 +492,8 @@ class RedisApp(App):
         if observer is not None:  # the lifecycle observer hook (e.g. mcp_inflight.otel)
             observer.lease_lost(session.sid, session.core, h, why, self.worker)
         _say(
-            f"worker {self.worker}: {LEASE_LOST} for id {json.dumps(h.id)} of session "
-            f"{session.sid[:8]}... ({why})"
+            f"worker {self.worker}: {LEASE_LOST} for id {_shown(h.id)} of session "
+            f"{session.sid[:8]}... ({_shown(why, 200)})"
         )
         session._cancel_handler(h)
 
@@ -428,8 +505,20 @@ class RedisApp(App):
 
     async def _renew_loop(self) -> None:
         period = self.lease_ms / 3000
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(period)
+            if self.max_sessions is not None:
+                t = loop.time()
+                used = [
+                    s.sid
+                    for s in self.sessions.values()
+                    if t - s.seen < 2 * period or not s.idle() or s.standalone is not None
+                ]
+                try:
+                    await self.store.touch_sessions(used)
+                except _store_errors():
+                    self.store.counters.errors += 1
             entries = list(self.held.items())
             if not entries:
                 continue
@@ -474,7 +563,7 @@ class RedisApp(App):
             try:
                 self._deliver(m["data"])
             except Exception as e:  # noqa: BLE001 - one bad message must not stop the rest
-                _say(f"worker {self.worker}: bad routed message: {e!r}")
+                _say(f"worker {self.worker}: bad routed message: {_shown(repr(e), 200)}")
 
     def _deliver(self, data: bytes) -> None:
         claim = None
@@ -492,11 +581,27 @@ class RedisApp(App):
             s.log_level = m.get("level", s.log_level)
         elif kind == "answer":
             s.response(m["msg"])
+        elif kind == "takeover":
+            local = s.live.get(m.get("stream"))
+            if isinstance(local, _KeptOutlet) and not local.done and local.owner is not None:
+                self.spawn(self._taken_over(s, local))
         elif kind == "cancel":
             h = s.core.in_flight(m["id"])
             c = s.claims.get(h) if h is not None else None
             if c is not None and c.value == claim:  # the instance the claim named, no other
                 s.notification(m["msg"])
+
+    async def _taken_over(self, s: _RedisSession, local: _KeptOutlet) -> None:
+        """A resume on another worker reads ``local`` now: the connection writing it here ends,
+        unless it is itself a newer resume."""
+        try:
+            current = await self.store.current_reader(s.sid, local.stream)
+        except _store_errors():
+            return
+        if current is not None and current != local.reader and local.owner is not None:
+            local.owner = None
+            local.take()
+            local._wake()
 
     # --- sessions ----------------------------------------------------------------------------
     async def _find(self, headers: Headers) -> tuple[Any, Any]:
@@ -597,6 +702,8 @@ class RedisApp(App):
         if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
             return await self._too_many_sessions(send, msg["id"])
         sid = secrets.token_urlsafe(24)
+        if self.max_sessions is not None and not await self.store.open_session(sid):
+            return await self._too_many_sessions(send, msg["id"])
         session = _RedisSession(self.server, sid, self)
         session.seen = now
         status, value = session.request(msg, _Outlet())
@@ -610,6 +717,8 @@ class RedisApp(App):
             await self.store.create_session(sid, record)
             self.sessions[sid] = session
             return await self._reply(send, 200, dumps(value), [(b"mcp-session-id", sid.encode())])
+        if self.max_sessions is not None:
+            await self.store.forget_session(sid)
         return await self._reply(
             send,
             200 if status == "reply" else 409,
@@ -636,6 +745,8 @@ class RedisApp(App):
         if not isinstance(wire, str) or "/" not in wire:
             return  # not an id this server minted: it answers nothing
         worker, _, sid = wire.partition("/")
+        if _WORKER_NAME.fullmatch(worker) is None:
+            return  # not a worker's name: no id this server minted
         local = {**msg, "id": sid}
         if worker == self.worker:
             session.response(local)
@@ -645,7 +756,7 @@ class RedisApp(App):
             if await self.store.publish(worker, message):
                 return
             await asyncio.sleep(delay)
-        _say(f"worker {self.worker}: an answer for worker {worker} found nobody listening")
+        _say(f"worker {self.worker}: an answer for worker {_shown(worker)} found nobody listening")
 
     async def _get(self, receive, send, headers):
         session, err = await self._find(headers)
@@ -661,25 +772,38 @@ class RedisApp(App):
         memory when the stream runs here (this connection takes it over), else from Redis,
         then its later events as the owner appends them, until its last one."""
         stream, _, num = last.rpartition(".")
-        if "~p" not in stream or not (num.isascii() and num.isdigit()):
+        worker, _, k = stream.rpartition("~p")
+        if (
+            _WORKER_NAME.fullmatch(worker) is None
+            or not (k.isascii() and k.isdigit() and len(k) <= 19)
+            or not (num.isascii() and num.isdigit() and len(num) <= 19)
+            or int(num) > _MAX_EVENT
+        ):
             return await self._error(
-                send, 400, INVALID_REQUEST, f"Bad Request: {last!r} is not an event id here"
+                send,
+                400,
+                INVALID_REQUEST,
+                f"Bad Request: {_shown(last)} is not an event id here",
             )
         n = int(num)
         local = session.live.get(stream)
+        reader = secrets.token_hex(8)
+        await self.store.take_stream(session.sid, stream, reader)
         if isinstance(local, _KeptOutlet) and not local.done:
             first = b"".join(ev for m, ev in local.confirmed if m > n)
             token = object()
+            local.reader = reader
             previous, local.owner = local.owner, token
-            local.items = []
+            _attached(local)
+            local.take()
             if previous is not None:
                 local._wake()
                 local.wake = None
             return await self._pump(session, None, local, token, receive, send, _SSE_HEADERS, first)
-        worker = stream.rsplit("~p", 1)[0]
         entries = await self.store.replay(session.sid, stream, n)
-        if entries is None and n == 1 and await self.store.listening(worker):
-            entries = []  # nothing kept yet after its priming event: follow it
+        if entries is None and n == 1 and await self.store.stream_known(session.sid, stream):
+            if await self.store.listening(worker):
+                entries = []  # nothing kept yet after its priming event: follow it
         if entries is None or (entries and entries[0][0] != n + 1):
             return await self._error(
                 send,
@@ -688,6 +812,10 @@ class RedisApp(App):
                 f"Bad Request: the events after {last!r} are not kept (not an event of this "
                 "session, or its stream is gone)",
             )
+        # the stream runs on its worker: a connection reading it there stops (newest reader)
+        await self.store.publish(
+            worker, {"k": "takeover", "s": session.sid, "stream": stream, "reader": reader}
+        )
         gone = asyncio.Event()
 
         async def watch():
@@ -715,6 +843,8 @@ class RedisApp(App):
                     break  # its worker is gone: no more events will come
                 entries = await self.store.tail(session.sid, stream, n, 500)
                 quiet += 0.5 if not entries else 0.0
+                if not await self.store.still_reading(session.sid, stream, reader):
+                    break  # a newer resume reads the stream now
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             watcher.cancel()
@@ -730,6 +860,9 @@ class RedisApp(App):
     # --- one request ---------------------------------------------------------------------
     async def _request(self, session: Session, msg, receive, send, extra):
         if not isinstance(session, _RedisSession):
+            replayed = await self._state_replayed(msg)
+            if replayed is not None:
+                return await self._reply(send, 400, dumps(replayed), extra)
             return await super()._request(session, msg, receive, send, extra)
         if self.max_in_flight is not None and len(session.tasks) >= self.max_in_flight:
             return await self._error(
@@ -743,7 +876,16 @@ class RedisApp(App):
         key = typed_id(rid)
         method = msg["method"]
         hold = method == "tools/call" or method in self.server.methods
-        tok = await self.store.claim(session.sid, key, hold)
+        stream = session.next_stream() if hold and self.resumable else None
+        tok = await self.store.claim(session.sid, key, hold, stream)
+        if tok == -2:
+            return await self._error(
+                send,
+                429,
+                SERVER_BUSY,
+                "Too Many Requests: too many requests in flight in this session",
+                msg["id"],
+            )
         if tok < 0:
             self._end(session)
             return await self._error(send, 404, -32600, "Session not found")
@@ -786,6 +928,30 @@ class RedisApp(App):
             self._dropped(session, handle, outlet, token)
             raise
         await self._pump(session, handle, outlet, token, receive, send, list(_SSE_HEADERS))
+
+    async def _state_replayed(self, msg: dict) -> dict | None:
+        """2026-07-28: a retry's ``requestState`` is single-use over every worker and across
+        restarts: once it passes every other check, its use is recorded in the store first;
+        the error reply when another worker (or this one, before a restart) used it."""
+        params = msg.get("params")
+        token = params.get("requestState") if isinstance(params, dict) else None
+        states = self.server.request_states
+        if token is None or not states.owns(token):
+            return None
+        try:
+            nonce, expires = states.verify(token, call_binding(msg["method"], params))
+        except StateRefused:
+            return None  # refused by the session's own check, with its reason
+        if await self.store.use_state(nonce, expires):
+            return None
+        return error_reply(
+            msg["id"],
+            error(
+                INVALID_PARAMS,
+                "Invalid params: requestState refused (replayed): requestState was already used",
+                {"reason": "replayed"},
+            ),
+        )
 
     async def _set_level(self, session: _RedisSession) -> None:
         await self.store.set_session_field(session.sid, "log_level", session.log_level)

@@ -49,16 +49,36 @@ from .core import IdKey
 
 __all__ = ["RedisStore", "Claimed", "StoreCounters", "id_field", "CLAIM", "RENEW", "WRITE"]
 
-#: claim(w, I): KEYS session, fence, claim[I]; ARGV value-prefix-less worker, ttl ms, hold
-#: (1: keep the claim; 0: an answer given at once, admitted and finished in one step, so only
-#: the check), session idle ms.  Returns the token, 0 for a duplicate, -1 for an ended session.
+#: claim(w, I): KEYS session, fence, claim[I], and optionally the session's in-flight set and
+#: its set of streams; ARGV worker, ttl ms, hold (1: keep the claim; 0: an answer given at
+#: once, admitted and finished in one step, so only the check), session idle ms, then
+#: optionally the in-flight cap (0: none) and the event stream this request will write (its key,
+#: named in the session's set of streams so a resume can tell it from one that never was).
+#: Returns the token, 0 for a duplicate, -1 for an ended session, -2 when the session already
+#: has ``cap`` claims held (counted in the set, each until its lease runs out).  The fence and
+#: the sets live as long as the session record (its idle TTL).
 CLAIM = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+local idle = tonumber(ARGV[4])
+if idle > 0 then redis.call('PEXPIRE', KEYS[1], idle) end
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 if ARGV[3] == '0' then return 1 end
+local cap = tonumber(ARGV[5] or '0')
+if cap > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  if redis.call('ZCARD', KEYS[4]) >= cap then return -2 end
+  redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), KEYS[3])
+  if idle > 0 then redis.call('PEXPIRE', KEYS[4], idle) end
+end
 local tok = redis.call('INCR', KEYS[2])
+if idle > 0 then redis.call('PEXPIRE', KEYS[2], idle) end
 redis.call('SET', KEYS[3], tok .. ':' .. ARGV[1], 'PX', ARGV[2])
+if ARGV[6] and ARGV[6] ~= '' then
+  redis.call('SADD', KEYS[5], ARGV[6])
+  if idle > 0 then redis.call('PEXPIRE', KEYS[5], idle) end
+end
 return tok
 """
 
@@ -66,17 +86,27 @@ return tok
 #: session), so an ended session leaves no counter behind
 _REFUSE = """
 local function refuse()
-  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('INCR', KEYS[2]) end
+  local ttl = redis.call('PTTL', KEYS[3])
+  if ttl ~= -2 then
+    redis.call('INCR', KEYS[2])
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+  end
   return 0
 end
 """
 
-#: renew(w, I, tok): KEYS claim[I], refused, session; ARGV tok:w, ttl ms.  1 ok, 0 lost.
+#: renew(w, I, tok): KEYS claim[I], refused, session, optionally the in-flight set (the claim's
+#: count there lasts as long as its lease); ARGV tok:w, ttl ms.  1 ok, 0 lost.
 RENEW = (
     _REFUSE
     + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if KEYS[4] then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('ZADD', KEYS[4], 'XX', now + tonumber(ARGV[2]), KEYS[1])
+  end
   return 1
 end
 return refuse()
@@ -87,7 +117,9 @@ return refuse()
 #: kind's arguments: 'set' value ttl-ms (register a waiter), 'del' (withdraw it), 'publish'
 #: channel message (the target key is unused then), 'xadd' entry-id data end ttl-ms (append an
 #: event to a POST stream's Redis stream, KEYS[4], the first one also naming it in the
-#: session's set of streams, KEYS[5]).  1 written, 0 refused (stale owner).
+#: session's set of streams, KEYS[5]; with a cap, ARGV[7], the bytes of every event kept in the
+#: session are counted in KEYS[6], and an event that would go over the cap is not kept: -3).
+#: 1 written, 0 refused (stale owner), -3 over the session's event budget.
 WRITE = (
     _REFUSE
     + """
@@ -99,6 +131,15 @@ elseif ARGV[2] == 'del' then
 elseif ARGV[2] == 'publish' then
   redis.call('PUBLISH', ARGV[3], ARGV[4])
 elseif ARGV[2] == 'xadd' then
+  local cap = tonumber(ARGV[7] or '0')
+  if cap > 0 then
+    local used = redis.call('INCRBY', KEYS[6], #ARGV[4])
+    redis.call('PEXPIRE', KEYS[6], ARGV[6])
+    if used > cap then
+      redis.call('DECRBY', KEYS[6], #ARGV[4])
+      return -3
+    end
+  end
   redis.call('XADD', KEYS[4], ARGV[3], 'd', ARGV[4], 'e', ARGV[5])
   redis.call('PEXPIRE', KEYS[4], ARGV[6])
   if ARGV[3] == '0-1' then
@@ -110,25 +151,28 @@ return 1
 """
 )
 
-#: release(w, I, tok): KEYS claim[I], refused, session; ARGV tok:w.  Compare-and-delete:
-#: 1 released, 0 refused (the claim is another's, or gone).
+#: release(w, I, tok): KEYS claim[I], refused, session, optionally the in-flight set; ARGV
+#: tok:w.  Compare-and-delete: 1 released, 0 refused (the claim is another's, or gone).
 RELEASE = (
     _REFUSE
     + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  if KEYS[4] then redis.call('ZREM', KEYS[4], KEYS[1]) end
   return 1
 end
 return refuse()
 """
 )
 
-#: end(S): KEYS session, fence, refused, streams.  1 if the session existed.  The session's
+#: end(S): KEYS session, fence, refused, streams, in-flight set, event bytes.  1 if the session existed.  The session's
 #: event streams are named in its set of streams, under the same hash tag (so in the same slot;
 #: they are not declared in KEYS, being known only from the set).
 END = """
 local existed = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[2], KEYS[3])
+if KEYS[5] then redis.call('DEL', KEYS[5]) end
+if KEYS[6] then redis.call('DEL', KEYS[6]) end
 for _, k in ipairs(redis.call('SMEMBERS', KEYS[4])) do redis.call('DEL', k) end
 redis.call('DEL', KEYS[4])
 return existed
@@ -144,7 +188,22 @@ redis.call('PUBLISH', ARGV[1] .. w, v .. '|' .. ARGV[2])
 return v
 """
 
+#: open(S): KEYS the set of every session (one key of its own, outside any session's slot);
+#: ARGV S, cap (0: none), session idle ms (0: none).  Each session counts until its idle
+#: expiry (refreshed by the workers that serve it); 1 counted, 0 refused (``cap`` reached).
+OPEN = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local cap = tonumber(ARGV[2])
+if cap > 0 and redis.call('ZCARD', KEYS[1]) >= cap then return 0 end
+local idle = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], idle > 0 and (now + idle) or '+inf', ARGV[1])
+return 1
+"""
+
 SCRIPTS = {
+    "open": OPEN,
     "claim": CLAIM,
     "renew": RENEW,
     "write": WRITE,
@@ -153,6 +212,10 @@ SCRIPTS = {
     "route": ROUTE,
 }
 BROADCAST = "mcpi:all"
+#: how long a resumed stream's reader keeps its claim without refreshing it
+READER_TTL_MS = 30_000
+#: the set of every open session, with its idle expiry as score (the session cap's count)
+SESSIONS = "mcpi:sessions"
 WORKER_CHANNEL = "mcpi:w:"
 
 
@@ -314,14 +377,32 @@ class RedisStore:
         worker: str,
         lease_ms: int = 10_000,
         session_ttl_ms: int | None = 3_600_000,
+        *,
+        max_in_flight: int | None = None,
+        max_sessions: int | None = None,
+        call_timeout: float | None = 2.0,
+        max_event_bytes: int | None = None,
     ):
+        """``max_in_flight``: claims held at once in one session, over every worker (the
+        claim script counts them); ``max_sessions``: sessions open at once, over every worker
+        (the ``open`` script counts them); ``call_timeout``: seconds any one call to the store
+        may take (a store that stops answering fails the call, never holds it longer);
+        ``max_event_bytes``: the bytes of events one session may keep for resumption (an
+        event beyond is not kept; the write script counts them)."""
         import redis.asyncio as aioredis
 
         self.url = url
         self.worker = worker
         self.lease_ms = lease_ms
         self.session_ttl_ms = session_ttl_ms or 0
-        self.redis: Any = aioredis.Redis.from_url(url, decode_responses=False)
+        self.max_in_flight = max_in_flight or 0
+        self.max_sessions = max_sessions or 0
+        self.call_timeout = call_timeout
+        self.max_event_bytes = max_event_bytes or 0
+        extra: dict[str, Any] = {}
+        if call_timeout is not None:
+            extra.update(socket_timeout=call_timeout, socket_connect_timeout=call_timeout)
+        self.redis: Any = aioredis.Redis.from_url(url, decode_responses=False, **extra)
         self._sha = {
             name: hashlib.sha1(text.encode()).hexdigest() for name, text in SCRIPTS.items()
         }
@@ -370,11 +451,26 @@ class RedisStore:
 
     async def _lean_calls(self, commands: list[list[Any]]) -> list[Any] | None:
         """``commands`` on the plain connection, in one write; None when there is none."""
-        lean = await self._connection()
-        if lean is None:
-            return None
-        futs = lean.send(commands)
-        return [await f for f in futs]
+        if self.call_timeout is None:
+            lean = await self._connection()
+            if lean is None:
+                return None
+            return [await f for f in lean.send(commands)]
+        lean = None
+        try:
+            async with asyncio.timeout(self.call_timeout):
+                lean = await self._connection()
+                if lean is None:
+                    return None
+                futs = lean.send(commands)
+                return [await f for f in futs]
+        except TimeoutError:
+            from redis.exceptions import TimeoutError as StoreTimeout
+
+            if lean is not None:
+                lean.close()  # its replies can no longer be matched to their calls: start again
+            self._lean = None
+            raise StoreTimeout(f"the store did not answer within {self.call_timeout:g} s") from None
 
     async def _eval(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """One script call: EVALSHA (one round trip), loading the scripts when the store has
@@ -432,6 +528,24 @@ class RedisStore:
         raise AssertionError("unreachable")
 
     # --- sessions ------------------------------------------------------------------------
+    async def open_session(self, session: str) -> bool:
+        """Count ``session`` among the open sessions; False when ``max_sessions`` are open."""
+        self.counters.count("open")
+        args = [session, self.max_sessions, self.session_ttl_ms]
+        return bool(int(await self._eval("open", [SESSIONS], args)))
+
+    async def forget_session(self, session: str) -> None:
+        """``session`` was counted but never made (its ``initialize`` failed)."""
+        await self.redis.zrem(SESSIONS, session)
+
+    async def touch_sessions(self, sessions: list[str]) -> None:
+        """The sessions this worker serves are still open: their count runs a new idle time."""
+        if not sessions or not self.session_ttl_ms:
+            return
+        self.counters.count("touch")
+        until = int(time.time() * 1000) + self.session_ttl_ms
+        await self.redis.zadd(SESSIONS, {s: until for s in sessions}, xx=True, gt=True)
+
     async def create_session(self, session: str, record: dict[str, Any]) -> None:
         key = _k(session, "session")
         fields = {k: json.dumps(v) for k, v in record.items()}
@@ -462,8 +576,11 @@ class RedisStore:
             _k(session, "fence"),
             _k(session, "refused"),
             _k(session, "streams"),
+            _k(session, "inflight"),
+            _k(session, "evbytes"),
         ]
         existed = await self._eval("end", keys, [])
+        await self.redis.zrem(SESSIONS, session)
         self.counters.count("publish")
         await self.redis.publish(BROADCAST, json.dumps({"k": "end", "s": session}))
         return bool(existed)
@@ -472,14 +589,26 @@ class RedisStore:
     def claim_key(self, session: str, key: IdKey) -> str:
         return _k(session, "inflight:" + id_field(key))
 
-    async def claim(self, session: str, key: IdKey, hold: bool = True) -> int:
-        """``claim(w, I)``: the token (> 0), 0 for a duplicate, -1 when the session has ended.
-        With ``hold`` false only the check runs (an answer given at once: admitted and finished
-        in one step); the result is then 1 when admitted."""
+    async def claim(
+        self, session: str, key: IdKey, hold: bool = True, stream: str | None = None
+    ) -> int:
+        """``claim(w, I)``: the token (> 0), 0 for a duplicate, -1 when the session has ended,
+        -2 when the session holds ``max_in_flight`` claims already.  With ``hold`` false only
+        the check runs (an answer given at once: admitted and finished in one step); the result
+        is then 1 when admitted.  ``stream``: the event stream the request will write, named in
+        the session's set of streams with the claim."""
         self.counters.count("claim")
         keys = [_k(session, "session"), _k(session, "fence"), self.claim_key(session, key)]
-        args = [self.worker, self.lease_ms, 1 if hold else 0, self.session_ttl_ms]
+        args: list[Any] = [self.worker, self.lease_ms, 1 if hold else 0, self.session_ttl_ms]
+        if self.max_in_flight or stream is not None:
+            keys += [_k(session, "inflight"), _k(session, "streams")]
+            args += [self.max_in_flight, "" if stream is None else self.events_key(session, stream)]
         return int(await self._eval("claim", keys, args))
+
+    async def stream_known(self, session: str, stream: str) -> bool:
+        """Whether ``stream`` was opened in ``session`` (and the session has not ended)."""
+        key = self.events_key(session, stream)
+        return bool(await self.redis.sismember(_k(session, "streams"), key))
 
     def held(self, session: str, key: IdKey, token: int) -> Claimed:
         return Claimed(session, key, token, f"{token}:{self.worker}")
@@ -500,7 +629,7 @@ class RedisStore:
         calls = [
             (
                 "renew",
-                self._checked(c),
+                [*self._checked(c), _k(c.session, "inflight")],
                 [c.value, self.lease_ms],
             )
             for c in claims
@@ -524,7 +653,7 @@ class RedisStore:
     async def release(self, c: Claimed) -> bool:
         """``release(w, I, tok)``: compare-and-delete; False when the claim is not ours."""
         self.counters.count("release")
-        keys = self._checked(c)
+        keys = [*self._checked(c), _k(c.session, "inflight")]
         ok = bool(int(await self._eval("release", keys, [c.value])))
         if not ok:
             self.counters.refused += 1
@@ -535,19 +664,27 @@ class RedisStore:
         return _k(session, "events:" + stream)
 
     def _xadd(self, c: Claimed, stream: str, n: int, data: bytes, end: bool) -> tuple:
-        keys = [*self._checked(c), self.events_key(c.session, stream), _k(c.session, "streams")]
+        keys = [
+            *self._checked(c),
+            self.events_key(c.session, stream),
+            _k(c.session, "streams"),
+            _k(c.session, "evbytes"),
+        ]
         ttl = self.session_ttl_ms or 3_600_000
-        return ("write", keys, [c.value, "xadd", f"0-{n}", data, 1 if end else 0, ttl])
+        args = [c.value, "xadd", f"0-{n}", data, 1 if end else 0, ttl, self.max_event_bytes]
+        return ("write", keys, args)
 
-    async def append(self, c: Claimed, stream: str, batch: list[tuple[int, bytes]]) -> bool:
+    async def append(self, c: Claimed, stream: str, batch: list[tuple[int, bytes]]) -> int:
         """Append events ``(n, data)`` to ``stream``, each a checked ``write``, all in one
-        round trip; False when one was refused (the lease is lost)."""
+        round trip: 1 when all were kept, 0 when one was refused (the lease is lost), -3 when
+        one would go over the session's event budget (``max_event_bytes``)."""
         self.counters.count("write", len(batch))
         out = await self._pipelined([self._xadd(c, stream, n, d, False) for n, d in batch])
-        ok = all(int(x) for x in out)
-        if not ok:
+        got = [int(x) for x in out]
+        if 0 in got:
             self.counters.refused += 1
-        return ok
+            return 0
+        return -3 if -3 in got else 1
 
     async def final(
         self,
@@ -556,18 +693,20 @@ class RedisStore:
         n: int,
         data: bytes,
         pending: list[tuple[int, bytes]] = (),  # type: ignore[assignment]
-    ) -> tuple[bool, bool]:
+    ) -> tuple[int, bool]:
         """The events still pending and the response as the stream's last event (each a
-        checked ``write``), then ``release``: one round trip.  Returns (written, released)."""
+        checked ``write``), then ``release``: one round trip.  Returns (written: 1, 0 refused
+        or -3 over the session's event budget, released)."""
         self.counters.count("write", 1 + len(pending))
         self.counters.count("release", trips=0)
         calls = [self._xadd(c, stream, m, d, False) for m, d in pending]
         calls.append(self._xadd(c, stream, n, data, True))
-        calls.append(("release", self._checked(c), [c.value]))
+        calls.append(("release", [*self._checked(c), _k(c.session, "inflight")], [c.value]))
         out = await self._pipelined(calls)
-        wrote = all(int(x) for x in out[:-1])
+        got = [int(x) for x in out[:-1]]
+        wrote = 0 if 0 in got else -3 if -3 in got else 1
         released = bool(int(out[-1]))
-        if not (wrote and released):
+        if wrote == 0 or not released:
             self.counters.refused += 1
         return wrote, released
 
@@ -603,6 +742,43 @@ class RedisStore:
         """Whether ``worker`` is subscribed to its channel (alive and connected)."""
         got = await self.redis.pubsub_numsub(WORKER_CHANNEL + worker)
         return bool(got and int(got[0][1]))
+
+    # --- one live reader per resumed stream ------------------------------------------------
+    def reader_key(self, session: str, stream: str) -> str:
+        return _k(session, "reader:" + stream)
+
+    async def take_stream(self, session: str, stream: str, reader: str) -> None:
+        """``reader`` is now the one live reader of ``stream`` (the newest takes over).  The
+        key is named in the session's set of streams, so the session's end deletes it."""
+        self.counters.count("reader")
+        key = self.reader_key(session, stream)
+        streams = _k(session, "streams")
+        async with self.redis.pipeline(transaction=True) as p:
+            p.set(key, reader, px=READER_TTL_MS)
+            p.sadd(streams, key)
+            p.pexpire(streams, self.session_ttl_ms or 3_600_000)
+            await p.execute()
+
+    async def still_reading(self, session: str, stream: str, reader: str) -> bool:
+        """Whether ``reader`` is still the live reader of ``stream`` (its claim refreshed)."""
+        key = self.reader_key(session, stream)
+        async with self.redis.pipeline(transaction=False) as p:
+            p.get(key)
+            p.pexpire(key, READER_TTL_MS)
+            current, _ = await p.execute()
+        return current is None or current.decode() == reader
+
+    async def current_reader(self, session: str, stream: str) -> str | None:
+        v = await self.redis.get(self.reader_key(session, stream))
+        return None if v is None else v.decode()
+
+    # --- 2026-07-28 requestState ----------------------------------------------------------
+    async def use_state(self, nonce: str, expires: float) -> bool:
+        """Record a ``requestState``'s nonce as used, until the state expires (wall-clock
+        seconds): True the first time, False when any worker used it before (a replay)."""
+        self.counters.count("state")
+        at = max(int(expires * 1000), int(time.time() * 1000) + 1)
+        return bool(await self.redis.set(f"mcpi:rs:{nonce}", b"1", nx=True, pxat=at))
 
     # --- routing -------------------------------------------------------------------------
     async def route(self, session: str, key: IdKey, message: dict[str, Any]) -> str | None:

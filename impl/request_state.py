@@ -23,7 +23,9 @@ asked in the last round, so an answer reaches only the question it was given for
 
 Replay: a state is single-use.  Each process keeps the nonces of the states it has accepted
 until they expire (bounded by ``max_live``; when the record is full a retry is refused as
-``capacity`` rather than forgetting a nonce, which would let that state be replayed).  The record
+``capacity`` rather than forgetting a nonce, which would let that state be replayed).  One
+client (by its address, where the transport knows it) holds at most ``max_live_per_client`` of
+the record (a tenth by default), so that one client cannot fill it for all.  The record
 does not span processes: servers sharing one key across processes refuse forged, altered,
 expired and cross-call states everywhere, but a state replayed to another process is accepted
 there once.
@@ -168,6 +170,7 @@ class RequestStates:
         max_rounds: int = 32,
         max_bytes: int = 64 * 1024,
         max_live: int = 100_000,
+        max_live_per_client: int | None = None,
         clock: Callable[[], float] = time.time,
     ):
         self._sealer = Sealer(secret if secret is not None else os.urandom(32), self.KIND)
@@ -175,9 +178,14 @@ class RequestStates:
         self.max_rounds = max_rounds
         self.max_bytes = max_bytes
         self.max_live = max_live
+        #: one client's share of the record (default a tenth of it, at least 1)
+        self.max_live_per_client = (
+            max(1, max_live // 10) if max_live_per_client is None else max_live_per_client
+        )
         self.clock = clock
         self._used: set[str] = set()
-        self._expiries: list[tuple[float, str]] = []  # heap of (expiry, nonce) of _used
+        self._expiries: list[tuple[float, str, str | None]] = []  # (expiry, nonce, client)
+        self._per_client: dict[str, int] = {}  # client -> its used states in the record
         self._lock = threading.Lock()
 
     def owns(self, token: object) -> bool:
@@ -208,9 +216,33 @@ class RequestStates:
             )
         return token
 
-    def resume(self, token: object, binding: str, responses: dict[str, Any] | None) -> Resumed:
+    def resume(
+        self,
+        token: object,
+        binding: str,
+        responses: dict[str, Any] | None,
+        client: str | None = None,
+    ) -> Resumed:
         """Verify ``token`` for the call ``binding``, use it up, and merge ``responses`` (the
-        retry's ``inputResponses``) for the keys asked in its last round."""
+        retry's ``inputResponses``) for the keys asked in its last round.  ``client`` (the
+        peer's address, when the transport knows one) has at most ``max_live_per_client`` used
+        states in the record at once, so one client cannot fill it for everyone."""
+        p = self._verified(token, binding)
+        self._use(p["nonce"], p["exp"], self.clock(), client)
+        merged = dict(p["answers"])
+        for key in p["asked"]:
+            if isinstance(key, str) and responses and key in responses:
+                merged[key] = responses[key]
+        return Resumed(merged, p["round"])
+
+    def verify(self, token: object, binding: str) -> tuple[str, float]:
+        """Every check of :meth:`resume` but the record of used states: the state's nonce and
+        expiry (a store shared by several processes records its use there first); raises
+        :class:`StateRefused`."""
+        p = self._verified(token, binding)
+        return p["nonce"], p["exp"]
+
+    def _verified(self, token: object, binding: str) -> dict[str, Any]:
         if isinstance(token, str) and len(token) > self.max_bytes:
             raise StateRefused(
                 "size", f"requestState is over the server's limit of {self.max_bytes} bytes"
@@ -231,25 +263,36 @@ class RequestStates:
             raise StateRefused("expired", "requestState has expired")
         if not hmac.compare_digest(str(p.get("call")), binding):
             raise StateRefused("call", "requestState belongs to another call")
-        self._use(nonce, exp, now)
-        merged = dict(answers)
-        for key in asked:
-            if isinstance(key, str) and responses and key in responses:
-                merged[key] = responses[key]
-        return Resumed(merged, rnd)
+        return p
 
-    def _use(self, nonce: str, exp: float, now: float) -> None:
+    def _use(self, nonce: str, exp: float, now: float, client: str | None = None) -> None:
         with self._lock:
+            per = self._per_client
             while self._expiries and self._expiries[0][0] <= now:
-                self._used.discard(heapq.heappop(self._expiries)[1])
+                _, old, owner = heapq.heappop(self._expiries)
+                self._used.discard(old)
+                if owner is not None:
+                    left = per.get(owner, 1) - 1
+                    if left > 0:
+                        per[owner] = left
+                    else:
+                        per.pop(owner, None)
             if nonce in self._used:
                 raise StateRefused("replayed", "requestState was already used")
             if len(self._used) >= self.max_live:
                 raise StateRefused(
                     "capacity", "too many input-required calls in progress; retry the call later"
                 )
+            if client is not None and per.get(client, 0) >= self.max_live_per_client:
+                raise StateRefused(
+                    "capacity",
+                    "too many input-required calls in progress from this client; retry the "
+                    "call later",
+                )
             self._used.add(nonce)
-            heapq.heappush(self._expiries, (exp, nonce))
+            if client is not None:
+                per[client] = per.get(client, 0) + 1
+            heapq.heappush(self._expiries, (exp, nonce, client))
 
     def live(self) -> int:
         """How many used states the replay record holds."""

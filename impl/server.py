@@ -166,6 +166,10 @@ def _content(value) -> dict:
     return {"content": [{"type": "text", "text": json.dumps(value)}], "isError": False}
 
 
+#: the default bound on the ``capabilities`` an ``initialize`` may carry (compact JSON bytes)
+MAX_CLIENT_CAPABILITIES = 16 * 1024
+
+
 class Server:
     """Tools and server identity; transport-independent."""
 
@@ -177,6 +181,7 @@ class Server:
         capabilities: dict | None = None,
         revision_capabilities: dict | None = None,
         request_states: RequestStates | None = None,
+        max_client_capabilities: int | None = MAX_CLIENT_CAPABILITIES,
     ):
         """``capabilities``: capabilities advertised on every revision, besides ``tools`` and
         ``logging``.  ``revision_capabilities``: per revision (``"2025-11-25"``,
@@ -185,7 +190,12 @@ class Server:
         serves ``resources/subscribe`` (2025-11-25) but not ``subscriptions/listen``
         (2026-07-28).  ``request_states``: what seals and checks the ``requestState`` of
         2026-07-28 input-required rounds (default: a random key of this process; give
-        ``RequestStates(secret=...)`` to processes that must accept each other's states)."""
+        ``RequestStates(secret=...)`` to processes that must accept each other's states).
+        ``max_client_capabilities``: the largest ``capabilities`` an ``initialize`` may carry,
+        in bytes of compact JSON (default 16 KiB; None: no bound); a larger one is refused
+        (-32602) and no session is made.  A session keeps the client's capabilities as that
+        compact JSON text, never as the parsed tree (which costs about 24 times as much)."""
+        self.max_client_capabilities = max_client_capabilities
         self.name = name
         self.version = version
         self.instructions = instructions
@@ -277,8 +287,22 @@ class _InputRequired(Exception):
         self.request = request
 
 
+_UNREAD = object()
+
+
 class Context:
     """What a tool handler gets: progress, log, elicit, sample and the cancellation signal."""
+
+    @property
+    def client_capabilities(self) -> Any:
+        """The client's capabilities: the request's (2026-07-28) or its session's."""
+        if self._caps is _UNREAD:
+            self._caps = self.session.client_capabilities
+        return self._caps
+
+    @client_capabilities.setter
+    def client_capabilities(self, value: Any) -> None:
+        self._caps = value
 
     def __init__(self, session: Session, handle, params: dict):
         self.session = session
@@ -289,10 +313,10 @@ class Context:
             meta = {}
         self.progress_token = meta.get("progressToken")
         self.protocol_version = session.revision
-        if session.revision == MODERN:
-            self.client_capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
-        else:
-            self.client_capabilities = session.client_capabilities
+        # 2026-07-28: the request's own; 2025-11-25: the session's, read when first asked for
+        self._caps: Any = (
+            meta.get(CLIENT_CAPABILITIES_META_KEY) if session.revision == MODERN else _UNREAD
+        )
         self.cancelled = asyncio.Event()
         responses = params.get("inputResponses")
         self.input_responses = responses if isinstance(responses, dict) else {}
@@ -407,12 +431,25 @@ class Session:
         self.negotiated = revision is not None
         self.core = SessionCore(self.revision, transport)
         self.log_level = "debug"
-        self.client_capabilities = None  # from initialize (2025-11-25)
+        self._client_capabilities: bytes | None = None  # from initialize, compact JSON
         self.tasks: dict = {}  # handle -> (task, context)
         self.pending: dict = {}  # server-request id (minted by the core) -> future
         self.ended = False
+        #: the client's address when the transport knows it (its share of used requestStates)
+        self.peer: str | None = None
         #: called with the session when its last handler has finished (adapters prune with it)
         self.on_idle: Callable[[Session], None] | None = None
+
+    @property
+    def client_capabilities(self) -> Any:
+        """The capabilities of the client's ``initialize`` (2025-11-25), read from the compact
+        JSON text the session keeps (a fresh copy on each read)."""
+        raw = self._client_capabilities
+        return None if raw is None else loads(raw)
+
+    @client_capabilities.setter
+    def client_capabilities(self, value: Any) -> None:
+        self._client_capabilities = None if value is None else dumps(value)
 
     def _set_revision(self, revision):
         if revision != self.revision and self.core.empty():
@@ -516,7 +553,10 @@ class Session:
         responses = params.get("inputResponses")
         try:
             resumed = states.resume(
-                token, ctx._binding, responses if isinstance(responses, dict) else None
+                token,
+                ctx._binding,
+                responses if isinstance(responses, dict) else None,
+                self.peer,
             )
         except StateRefused as e:
             return error_reply(
@@ -559,7 +599,19 @@ class Session:
                 return bad
             version = params.get("protocolVersion")
             chosen = version if version in HANDSHAKE_VERSIONS else LEGACY
-            self.client_capabilities = params.get("capabilities")
+            caps = params.get("capabilities")
+            raw = None if caps is None else dumps(caps)
+            bound = self.server.max_client_capabilities
+            if raw is not None and bound is not None and len(raw) > bound:
+                return error_reply(
+                    rid,
+                    error(
+                        INVALID_PARAMS,
+                        f"Invalid params: the client's capabilities take {len(raw)} bytes, "
+                        f"over the server's limit of {bound}",
+                    ),
+                )
+            self._client_capabilities = raw
             res = {
                 "protocolVersion": chosen,
                 "capabilities": self.server.capabilities_for(LEGACY),

@@ -168,6 +168,22 @@ def _parser() -> argparse.ArgumentParser:
         help="the lease of an in-flight claim in Redis, renewed every third of it (default "
         "10000); a worker paused or cut off longer loses its requests",
     )
+    many.add_argument(
+        "--store-timeout",
+        type=_seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help="the longest any one call to Redis may take; a store silent longer fails the "
+        "request with 503, and a lease unrenewed that long is lost (default 2, at least 1)",
+    )
+    many.add_argument(
+        "--max-event-bytes",
+        type=_count,
+        default=16 * 1024 * 1024,
+        metavar="BYTES",
+        help="bytes of events one session keeps in Redis for resumption; beyond, its streams "
+        "go on unkept (default 16 MiB; in all, at most this times --max-sessions)",
+    )
     check = p.add_argument_group("record and check what runs")
     check.add_argument(
         "--trace",
@@ -219,6 +235,38 @@ def _parser() -> argparse.ArgumentParser:
         default=256,
         metavar="N",
         help="requests running at once in one session; more get 429 (default 256)",
+    )
+    bounds.add_argument(
+        "--max-stream-buffer",
+        type=_count,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="bytes queued for one stream's connection; a client reading slower is cut off "
+        "and its request treated as on a closed stream (default 1 MiB)",
+    )
+    bounds.add_argument(
+        "--max-detached",
+        type=_count,
+        default=1024,
+        metavar="N",
+        help="handlers running on after their connection went away, in the process; the next "
+        "is cancelled at once (default 1024)",
+    )
+    bounds.add_argument(
+        "--detached-timeout",
+        type=_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="cancel a handler still running this long after its connection went away "
+        "(default 600)",
+    )
+    bounds.add_argument(
+        "--max-client-capabilities",
+        type=_count,
+        default=16 * 1024,
+        metavar="BYTES",
+        help="largest client capabilities an initialize may carry, as compact JSON; larger "
+        "is refused with -32602 (default 16 KiB)",
     )
     bounds.add_argument(
         "--header-timeout",
@@ -391,7 +439,16 @@ async def _serve_http(server: Server, args, sock: socket.socket | None = None) -
     from mcp_inflight.impl.http import LOOPBACK, create_app
 
     hosts = set(LOOPBACK) | {args.host} | set(args.allow_host)
-    many = {"redis": args.redis, "lease_ms": args.lease_ms} if args.redis else {}
+    many = (
+        {
+            "redis": args.redis,
+            "lease_ms": args.lease_ms,
+            "store_timeout": args.store_timeout,
+            "max_event_bytes": args.max_event_bytes,
+        }
+        if args.redis
+        else {}
+    )
     app = create_app(
         server,
         args.path,
@@ -402,6 +459,9 @@ async def _serve_http(server: Server, args, sock: socket.socket | None = None) -
         session_idle_timeout=args.session_idle_timeout,
         max_in_flight=args.max_in_flight,
         body_timeout=args.body_timeout,
+        max_stream_buffer=args.max_stream_buffer,
+        max_detached=args.max_detached,
+        detached_timeout=args.detached_timeout,
         **many,
     )
     app = _traced(app, args)
@@ -552,6 +612,13 @@ def run(argv: list[str]) -> int:
         server = fixture_server(args.fixtures) if args.fixtures else demo_server()
     except FixtureError as e:
         print(f"mcp-inflight serve: {e}", file=sys.stderr)
+        return 2
+    server.max_client_capabilities = args.max_client_capabilities
+    if args.store_timeout is not None and args.store_timeout < 1.0:
+        print(
+            "mcp-inflight serve: --store-timeout must be at least 1 second (0 turns it off)",
+            file=sys.stderr,
+        )
         return 2
     if args.workers > 1 and not args.redis:
         print(

@@ -167,9 +167,10 @@ def test_runtime_requirements_cover_what_serve_and_probe_import():
                 names = {d.lower().replace("_", "-") for d in dists.get(top, [top])}
                 if not names & declared:
                     missing.setdefault(top, set()).add(f.name)
-    # the guard wraps a server of the official SDK: it imports the SDK (and anyio, which the SDK
-    # depends on) only when it runs in front of one, where both are installed by definition
-    for top in ("mcp", "anyio"):
+    # the guard wraps a server of the official SDK: it imports the SDK (and anyio and
+    # pydantic_core, which the SDK depends on; the guard reads bodies with the SDK's own parser)
+    # only when it runs in front of one, where they are installed by definition
+    for top in ("mcp", "anyio", "pydantic_core"):
         if missing.get(top, set()) <= {"guard.py", "guard_stdio.py"}:
             missing.pop(top, None)
     # Redis is the optional extra ``redis``, imported only when serving with --redis

@@ -79,10 +79,23 @@ def base():
     stop_server(proc)
 
 
+_TOKENS: dict[str, str] = {}
+
+
+def token(base: str) -> str:
+    """The server's token for what changes its state, as its page carries it."""
+    if base not in _TOKENS:
+        with urllib.request.urlopen(base, timeout=60) as r:
+            page = r.read().decode()
+        _TOKENS[base] = re.search(r'name="explore-token" content="([^"]+)"', page).group(1)
+    return _TOKENS[base]
+
+
 def get(base: str, route: str, **query):
     url = base + route.lstrip("/") + ("?" + urllib.parse.urlencode(query) if query else "")
+    req = urllib.request.Request(url, headers={"X-Explore-Token": token(base)})
     try:
-        with urllib.request.urlopen(url, timeout=60) as r:
+        with urllib.request.urlopen(req, timeout=60) as r:
             body = r.read()
             return r.status, json.loads(body) if r.headers[
                 "Content-Type"
@@ -375,7 +388,9 @@ def test_the_server_ends_its_exploration_on_sigterm():
 
 def post(base: str, route: str, body: bytes, **query):
     url = base + route.lstrip("/") + ("?" + urllib.parse.urlencode(query) if query else "")
-    req = urllib.request.Request(url, data=body, method="POST")
+    req = urllib.request.Request(
+        url, data=body, method="POST", headers={"X-Explore-Token": token(base)}
+    )
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, json.loads(r.read())

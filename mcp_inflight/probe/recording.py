@@ -107,7 +107,7 @@ class Post:
                 self.head = round(self.session.now(), 4)
                 self.content_type = r.headers.get("content-type", "")
                 if r.status_code >= 300 or "text/event-stream" not in self.content_type:
-                    raw = await r.aread()
+                    raw = await read_body(r)
                     self.body = _parse_json(raw)
                     if isinstance(self.body, dict) and r.status_code < 300:
                         self._got(self.body)
@@ -201,8 +201,29 @@ def _tls():
 def _parse_json(raw: bytes):
     try:
         return json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"text": raw.decode("utf-8", "replace")[:200]}
+
+
+#: the most the probe reads of one response (a body or a stream), and the most events it keeps
+#: of one stream: a target cannot make the probe keep more
+MAX_READ = 16 * 1024 * 1024
+MAX_EVENTS = 10_000
+
+
+class ReadBound(Exception):
+    """A response went over :data:`MAX_READ` bytes or :data:`MAX_EVENTS` events."""
+
+
+async def read_body(response) -> bytes:
+    """A response's body, at most :data:`MAX_READ` bytes (:class:`ReadBound` beyond)."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_READ:
+            raise ReadBound(f"the response is over the probe's read bound of {MAX_READ} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def read_sse(response, on_message, on_id=None) -> None:
@@ -227,19 +248,28 @@ async def read_sse(response, on_message, on_id=None) -> None:
                 continue  # a priming event
             try:
                 m = json.loads(e.data)
-            except ValueError:
+            except (ValueError, RecursionError):
                 m = {"unparsable": e.data[:200]}
             if eid is None:
                 on_message(m)
             else:
                 on_message(m, eid)
 
+    size = 0
+    events = 0
     async for chunk in response.aiter_bytes():
-        deliver(decoder.feed(chunk))
+        size += len(chunk)
+        if size > MAX_READ:
+            raise ReadBound(f"the stream is over the probe's read bound of {MAX_READ} bytes")
+        evs = decoder.feed(chunk)
+        events += len(evs)
+        if events > MAX_EVENTS:
+            raise ReadBound(f"the stream is over the probe's bound of {MAX_EVENTS} events")
+        deliver(evs)
     for e in decoder.feed(b"\n\n"):  # the stream ended: an unterminated last event
         try:
             on_message(json.loads(e.data))
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
 
 
@@ -299,8 +329,8 @@ class Session:
 
                     await asyncio.wait_for(until_response(), 10)
                 else:
-                    msgs.append(_parse_json(await r.aread()))
-        except (TimeoutError, httpx.HTTPError, OSError) as exc:
+                    msgs.append(_parse_json(await read_body(r)))
+        except (TimeoutError, httpx.HTTPError, OSError, ReadBound) as exc:
             raise CannotTest(f"no session: initialize failed to {self.url}: {exc!r}") from None
         if status != 200:
             raise CannotTest(f"no session: initialize got HTTP {status}")

@@ -117,6 +117,8 @@ def parse(lines: Iterator[str] | list[str]) -> list[dict[str, Any]]:
             ev = json.loads(line)
         except ValueError as e:
             raise TraceError(n, f"not JSON ({e})") from None
+        except RecursionError:
+            raise TraceError(n, "not JSON the trace format allows (nested too deep)") from None
         why = validate(ev)
         if why is not None:
             raise TraceError(n, why)

@@ -36,6 +36,16 @@ from .format import S2C
 log = logging.getLogger("mcp_inflight.trace")
 
 
+def shown(value: Any, limit: int = 80) -> str:
+    """A value from the wire as it may appear in a log line: as JSON (no line breaks or control
+    characters) and cut to ``limit`` characters, so a client cannot forge or flood lines."""
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = json.dumps(repr(value)[: limit * 2])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 @dataclass
 class Violation:
     """One step the model does not explain: the session, the observed step and its event."""
@@ -436,7 +446,9 @@ class Monitor:
         if session is not None:
             self._steps_done += session.steps
         self._cut_mark(sid)
-        log.warning("session %s: events lost before the online check, not checked further", sid)
+        log.warning(
+            "session %s: events lost before the online check, not checked further", shown(sid)
+        )
 
     def _stateless(self, events: list[dict[str, Any]]) -> None:
         """A 2026-07-28 POST, once it is closed: a run of its own (``check_stateless``)."""
@@ -453,7 +465,10 @@ class Monitor:
         self.recent.append(Violation(sid, bad, ev))
         del self.recent[: -self.keep]
         log.warning(
-            "session %s: no move of the atomic design explains %s: %s", sid, bad.describe(), ev
+            "session %s: no move of the atomic design explains %s: %s",
+            shown(sid),
+            shown(bad.describe(), 300),
+            shown(ev, 600),
         )
 
     def _check(self, sid: str, ev: dict[str, Any]) -> None:
@@ -472,7 +487,7 @@ class Monitor:
             self.restarts += 1
         if past:
             self.unchecked += 1
-            log.warning("session %s: past the online check's bound, partly unchecked", sid)
+            log.warning("session %s: past the online check's bound, partly unchecked", shown(sid))
         if bad is not None:
             self._violation(sid, bad, ev)
         if ev.get("exchange") == "DELETE" and ev.get("kind") == "close":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,46 @@ def run(argv: list[str]) -> int:
     p.add_argument("trace", help="a JSON Lines trace (mcp-inflight record --out, serve --trace)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--diagram", metavar="FILE", help=DIAGRAM_HELP)
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=BUDGET,
+        metavar="SECONDS",
+        help=f"give up (exit 2) when the check takes longer (default {BUDGET:g}; 0: no limit)",
+    )
     args = p.parse_args(argv)
+    if args.budget > 0 and hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, _over_budget)
+        signal.setitimer(signal.ITIMER_REAL, args.budget)
+    try:
+        return _run(args)
+    except OverBudget:
+        sys.stderr.write(
+            f"mcp-inflight replay: {args.trace}: the check took more than its budget of "
+            f"{args.budget:g} s (--budget)\n"
+        )
+        return 2
+    except RecursionError:
+        sys.stderr.write(f"mcp-inflight replay: {args.trace}: the trace nests too deep\n")
+        return 2
+    finally:
+        if args.budget > 0 and hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+#: seconds ``replay`` may spend on one trace by default (as the explore page's trace check)
+BUDGET = 60.0
+
+
+class OverBudget(Exception):
+    """The check went over ``--budget``."""
+
+
+def _over_budget(signum, frame) -> None:
+    raise OverBudget()
+
+
+def _run(args) -> int:
     try:
         events = read(args.trace)
     except TraceError as e:

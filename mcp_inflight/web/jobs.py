@@ -17,6 +17,15 @@ from mcp_inflight.web import model_api as api
 
 Spec = tuple[str, str, str, int, int]  # design, revision, transport, ids, requests
 
+#: configurations that may wait to be explored; beyond, a new one is refused (503)
+MAX_QUEUED = 8
+#: seconds one exploration may run (its process is ended then; the result says so)
+EXPLORE_BUDGET = 600.0
+
+
+class Busy(Exception):
+    """The server cannot take this now (503)."""
+
 
 def _child(spec: Spec, max_states: int | None, conn) -> None:
     try:
@@ -30,8 +39,9 @@ def _child(spec: Spec, max_states: int | None, conn) -> None:
 class Explorations:
     """A queue of configurations to explore, worked off by one child process at a time."""
 
-    def __init__(self, max_states: int | None):
+    def __init__(self, max_states: int | None, budget: float | None = EXPLORE_BUDGET):
         self.max_states = max_states
+        self.budget = budget
         self._ctx = mp.get_context("spawn")
         self._lock = threading.Condition()
         self._results: dict[Spec, dict] = {}
@@ -52,6 +62,10 @@ class Explorations:
                 took = round(time.monotonic() - self._started, 1)
                 return {"status": "exploring", "seconds": took}
             if spec not in self._queue:
+                if len(self._queue) >= MAX_QUEUED:
+                    raise Busy(
+                        f"{MAX_QUEUED} configurations already wait to be explored; try again later"
+                    )
                 self._queue.append(spec)
                 self._lock.notify_all()
             ahead = self._queue.index(spec) + (self._running is not None)
@@ -77,11 +91,16 @@ class Explorations:
                 proc.start()
                 self._proc = proc
             child.close()
-            try:
-                kind, payload = parent.recv()
-            except (EOFError, OSError):
-                kind, payload = "error", "the exploring process ended without a result"
+            if parent.poll(self.budget):
+                try:
+                    kind, payload = parent.recv()
+                except (EOFError, OSError):
+                    kind, payload = "error", "the exploring process ended without a result"
+            else:
+                kind, payload = "error", f"the exploration took more than {self.budget:g} s"
             parent.close()
+            if proc.is_alive():
+                proc.kill()
             proc.join(5)
             with self._lock:
                 self._proc = None

@@ -25,13 +25,26 @@ by default), ``path`` (moves joined by ``-``, each ``action.A`` or ``action.A.1`
 position on the path, default its end), and ``trace`` (a label: which listed trace the path came
 from).  A path is replayed through the model, so a URL opens the same step after a restart.
 Errors are ``400`` with ``{"error": message, "step": n}``.
+
+Who may ask: every request must name this server in its ``Host`` (``127.0.0.1``, ``localhost``
+or ``[::1]`` with its port) and, when it carries an ``Origin``, come from the page itself; else
+403 (a page elsewhere, or one reached through DNS rebinding, reads and changes nothing).  What
+changes the server's state (opening a trace, queueing an exploration through
+``/api/traces``) also carries the page's token in ``X-Explore-Token`` (the page has it from
+``/``).  Budgets: a connection idle for ``SOCKET_TIMEOUT`` seconds is closed; a recorded
+trace is checked in a child process that is ended after ``TRACE_BUDGET`` seconds or
+``CHILD_MEMORY`` bytes, one at a time; an exploration is ended after ``EXPLORE_BUDGET``
+seconds; at most ``MAX_QUEUED`` configurations wait to be explored (then 503).
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
+import multiprocessing as mp
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -42,7 +55,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from mcp_inflight.web import model_api as api
 from mcp_inflight.web import views
-from mcp_inflight.web.jobs import Explorations
+from mcp_inflight.web.jobs import EXPLORE_BUDGET, Busy, Explorations
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8731
@@ -53,6 +66,13 @@ MAX_STATES = 3_000_000
 
 #: The largest recorded trace the page accepts from the browser.
 MAX_TRACE_BYTES = 32 * 1024 * 1024
+#: Seconds a connection may stay silent (headers, body, or between requests).
+SOCKET_TIMEOUT = 30.0
+#: Seconds the check of one recorded trace may take (its child process is ended then).
+TRACE_BUDGET = 60.0
+#: Bytes of memory a child process (a trace's check) may take.
+CHILD_MEMORY = 2 * 1024 * 1024 * 1024
+TOKEN_HEADER = "X-Explore-Token"
 
 _TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -68,9 +88,40 @@ def _static(name: str) -> bytes | None:
     return f.read_bytes() if f.is_file() else None
 
 
+def _limit_memory(limit: int | None) -> None:
+    if limit is None:
+        return
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not on this platform
+        pass
+
+
+def _check_child(name: str, text: str, memory: int | None, conn) -> None:
+    _limit_memory(memory)
+    try:
+        conn.send(("ok", views.recorded(name, text)))
+    except views.BadRequest as e:
+        conn.send(("bad", (str(e), e.step)))
+    except MemoryError:
+        conn.send(("bad", (f"{name}: checking the trace took more than its memory budget", None)))
+    except BaseException as e:  # reported to the page, not lost with the process
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
 class Handler(BaseHTTPRequestHandler):
     server: ExploreServer
     protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT  # the connection's socket timeout (the socketserver reads it)
+
+    def setup(self) -> None:
+        self.timeout = self.server.socket_timeout
+        super().setup()
+
     # headers and body go out as separate writes: with Nagle's algorithm on, the body waits
     # for the client's delayed acknowledgement (about 40 ms a step on Linux)
     disable_nagle_algorithm = True
@@ -90,13 +141,41 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, obj) -> None:
         self._send(status, json.dumps(obj).encode(), "application/json")
 
+    def _refused(self, changes: bool) -> bool:
+        """Answer 403 and say True unless the request names this server (Host), comes from
+        its own page (Origin, when given) and, when it ``changes`` state, carries the token."""
+        srv = self.server
+        host = self.headers.get_all("Host") or []
+        origins = self.headers.get_all("Origin") or []
+        why = None
+        if len(host) != 1 or host[0].lower() not in srv.hosts:
+            why = "Host is not this server"
+        elif len(origins) > 1 or (origins and origins[0].lower() not in srv.origins):
+            why = "Origin not allowed"
+        elif changes and not hmac.compare_digest(
+            (self.headers.get(TOKEN_HEADER) or "").encode(), srv.token.encode()
+        ):
+            why = f"this needs the page's token ({TOKEN_HEADER})"
+        if why is None:
+            return False
+        self.close_connection = True
+        self._json(403, {"error": f"Forbidden: {why}"})
+        return True
+
     def do_GET(self) -> None:  # noqa: N802 (the base class's name)
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         srv = self.server
+        if self._refused(url.path == "/api/traces"):
+            return
         try:
             if url.path == "/":
-                self._send(200, _static("index.html") or b"", _TYPES[".html"])
+                page = (_static("index.html") or b"").replace(
+                    b"<head>",
+                    b'<head>\n<meta name="explore-token" content="' + srv.token.encode() + b'">',
+                    1,
+                )
+                self._send(200, page, _TYPES[".html"])
             elif url.path.startswith("/static/"):
                 name = url.path[len("/static/") :]
                 body = _static(name)
@@ -120,12 +199,16 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(404, {"error": f"no route {url.path!r}"})
         except views.BadRequest as e:
             self._json(400, {"error": str(e), "step": e.step})
+        except Busy as e:
+            self._json(503, {"error": str(e)})
         except Exception as e:  # a model error is a defect: say so instead of hanging up
             self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(e).__name__}: {e}"})
 
     def do_POST(self) -> None:  # noqa: N802 (the base class's name)
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        if self._refused(True):
+            return
         try:
             length = int(self.headers.get("Content-Length") or -1)
         except ValueError:
@@ -151,6 +234,8 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, self.server.open_recorded(q.get("name") or "trace.jsonl", text))
         except views.BadRequest as e:
             self._json(400, {"error": str(e), "step": e.step})
+        except Busy as e:
+            self._json(503, {"error": str(e)})
         except Exception as e:
             self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(e).__name__}: {e}"})
 
@@ -160,19 +245,71 @@ class ExploreServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(
-        self, port: int, defaults: dict, max_states: int | None = MAX_STATES, verbose: bool = False
+        self,
+        port: int,
+        defaults: dict,
+        max_states: int | None = MAX_STATES,
+        verbose: bool = False,
+        trace_budget: float | None = TRACE_BUDGET,
+        explore_budget: float | None = EXPLORE_BUDGET,
+        socket_timeout: float | None = SOCKET_TIMEOUT,
     ):
         super().__init__((HOST, port), Handler)
+        self.socket_timeout = socket_timeout
         self.defaults = defaults
         self.verbose = verbose
-        self.explorations = Explorations(max_states)
+        self.explorations = Explorations(max_states, explore_budget)
+        self.trace_budget = trace_budget
+        self.token = secrets.token_urlsafe(24)
+        own = self.server_address[1]
+        names = ("127.0.0.1", "localhost", "[::1]")
+        self.hosts = {f"{n}:{own}" for n in names}
+        self.origins = {f"http://{n}:{own}" for n in names}
         self._recorded: dict[str, dict] = {}
         self._recorded_lock = threading.Lock()
+        self._checking = threading.Lock()  # one trace's check at a time
+
+    def _check(self, name: str, text: str) -> dict:
+        """``views.recorded`` in a child process within the trace budget (time and memory):
+        a check over it is ended, whatever the trace makes it do."""
+        if not self._checking.acquire(blocking=False):
+            raise Busy("another trace is being checked; try again when it is done")
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(
+            target=_check_child,
+            args=(name, text, CHILD_MEMORY, child),
+            daemon=True,
+            name="mcp-inflight-trace-check",
+        )
+        try:
+            proc.start()
+            child.close()
+            budget = self.trace_budget
+            if not parent.poll(budget):
+                raise views.BadRequest(
+                    f"{name}: checking the trace took more than its budget of {budget:g} s"
+                )
+            try:
+                kind, payload = parent.recv()
+            except (EOFError, OSError):
+                kind, payload = "error", "the checking process ended without a result"
+        finally:
+            parent.close()
+            if proc.is_alive():
+                proc.kill()
+            proc.join(5)
+            self._checking.release()
+        if kind == "bad":
+            raise views.BadRequest(payload[0], payload[1])
+        if kind == "error":
+            raise RuntimeError(payload)
+        return payload
 
     def open_recorded(self, name: str, text: str) -> dict:
         """Check a recorded trace and add it to the list (a name already taken by another
         trace gets a number; the same trace again keeps its entry)."""
-        rec = views.recorded(name, text)
+        rec = self._check(name, text)
         with self._recorded_lock:
             base, n = rec["name"], 1
             while rec["name"] in self._recorded:
@@ -246,6 +383,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=MAX_STATES,
         help=f"cut the exploration behind the trace list here (default: {MAX_STATES:,})",
     )
+    p.add_argument(
+        "--trace-budget",
+        type=float,
+        default=TRACE_BUDGET,
+        metavar="SECONDS",
+        help=f"end the check of a recorded trace after this long (default: {TRACE_BUDGET:g})",
+    )
+    p.add_argument(
+        "--explore-budget",
+        type=float,
+        default=EXPLORE_BUDGET,
+        metavar="SECONDS",
+        help=f"end an exploration after this long (default: {EXPLORE_BUDGET:g})",
+    )
+    p.add_argument(
+        "--socket-timeout",
+        type=float,
+        default=SOCKET_TIMEOUT,
+        metavar="SECONDS",
+        help=f"close a connection silent this long (default: {SOCKET_TIMEOUT:g})",
+    )
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     return p
 
@@ -263,7 +421,15 @@ def run(argv: list[str]) -> int:
         "requests": args.requests,
     }
     try:
-        srv = ExploreServer(args.port, defaults, args.max_states, args.verbose)
+        srv = ExploreServer(
+            args.port,
+            defaults,
+            args.max_states,
+            args.verbose,
+            trace_budget=args.trace_budget,
+            explore_budget=args.explore_budget,
+            socket_timeout=args.socket_timeout,
+        )
     except OSError as e:
         sys.stderr.write(f"mcp-inflight explore: cannot listen on {HOST}:{args.port}: {e}\n")
         return 1

@@ -109,12 +109,15 @@ def build_app(
     json_response: bool = False,
     idle_timeout: float | None = None,
     event_store: bool = False,
+    sdk_max_body: int | None = None,
 ):
     """The SDK's Streamable HTTP ASGI app, wrapped by the guard if ``guarded``; with
     ``event_store``, resumable (:class:`StreamIdEventStore`, ``retry_interval`` 100 ms)."""
     extra: dict = {} if idle_timeout is None else {"session_idle_timeout": idle_timeout}
     if event_store:
         extra.update(event_store=StreamIdEventStore(), retry_interval=100)
+    if sdk_max_body is not None:
+        extra.update(max_request_body_size=sdk_max_body)
     app = build_server().streamable_http_app(json_response=json_response, **extra)
     if guarded:
         from mcp_inflight.guard import guard
@@ -152,6 +155,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--event-store", action="store_true", help="resumable streams (an in-memory event store)"
     )
+    p.add_argument("--sdk-max-body", type=int, default=None, help="the SDK's max_request_body_size")
     args = p.parse_args(argv)
     if args.stdio:
         anyio.run(serve_stdio, args.guard, args.trace, args.online_check)
@@ -168,7 +172,13 @@ def main(argv=None) -> int:
     sock.bind((args.host, args.port))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        build_app(args.guard, args.json_response, args.idle_timeout, args.event_store),
+        build_app(
+            args.guard,
+            args.json_response,
+            args.idle_timeout,
+            args.event_store,
+            args.sdk_max_body,
+        ),
         log_level="warning",
         lifespan="on",
     )

@@ -50,8 +50,11 @@ function readLocation() {
   return q;
 }
 
+// the server's token for what changes its state (it is in the page it served)
+const TOKEN = (document.querySelector('meta[name="explore-token"]') || {}).content || "";
+
 async function getJSON(url) {
-  const r = await fetch(url);
+  const r = await fetch(url, { headers: { "X-Explore-Token": TOKEN } });
   const body = await r.json();
   if (!r.ok) { const e = new Error(body.error || r.statusText); e.body = body; throw e; }
   return body;
@@ -465,7 +468,7 @@ async function openTraceFile(file) {
   status.textContent = `checking ${file.name}…`;
   let rec;
   try {
-    const r = await fetch("/api/recorded?name=" + encodeURIComponent(file.name), { method: "POST", body: await file.text() });
+    const r = await fetch("/api/recorded?name=" + encodeURIComponent(file.name), { method: "POST", body: await file.text(), headers: { "X-Explore-Token": TOKEN } });
     rec = await r.json();
     if (!r.ok) throw new Error(rec.error || r.statusText);
   } catch (e) {
