@@ -73,6 +73,7 @@ with ``id: null`` whose ``data`` names the id.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 
 from mcp_inflight.model import ATOMIC
@@ -146,6 +147,7 @@ PARSE_ERROR = -32700
 INVALID_PARAMS = -32602
 
 
+@functools.cache
 def _sdk_reader():
     """The SDK's own reading of a POST body (``mcp.server.streamable_http``): pydantic-core's
     JSON parser, then the SDK's JSON-RPC message adapter; ``(None, None)`` without the SDK."""
@@ -157,9 +159,6 @@ def _sdk_reader():
     return pydantic_core.from_json, jsonrpc_message_adapter
 
 
-_FROM_JSON, _ADAPTER = _sdk_reader()
-
-
 def judge(body: bytes):
     """``(message, error)``: the body read exactly as the SDK will read it, so that the guard
     judges what the SDK serves (the SDK's parser accepts ``NaN``, ``Infinity``, numbers that
@@ -168,6 +167,9 @@ def judge(body: bytes):
     JSON-RPC error the SDK answers for a body it cannot read or validate (HTTP 400); such a
     body is answered by the guard and never forwarded.  Without the SDK importable, the strict
     reader is used and whatever it refuses is a parse error (closed, never forwarded)."""
+    # imported at the first body, not with the guard: importing the SDK's package brings its
+    # optional dependencies (OpenTelemetry among them) into a process that may not use them
+    _FROM_JSON, _ADAPTER = _sdk_reader()
     if _FROM_JSON is None:  # pragma: no cover - the guard is used in front of the SDK
         try:
             return jsonio.loads(body), None
