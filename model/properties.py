@@ -589,6 +589,11 @@ PROPERTIES: tuple[Property, ...] = (
     hazard(crossed_reply_is_impossible, SECOND_SENDER, "step", _stdio),
 )
 PROPERTY = {p.name: p for p in PROPERTIES}
+#: Step invariants that judge one action only: where that action is not part of a design or
+#: profile (no refusal in ``unguarded``; none on a 2026-07-28 per-POST scope), they fold to true
+#: and say nothing, which the prover's vacuity check then accepts instead of failing.
+SPEAKS_OF: dict[str, str] = {"refusal_is_inert": "refuse", "no_refusal_across_posts": "refuse"}
+
 #: Sensitivity: the designs or mutants (``model/config.py``) that must break each invariant and
 #: liveness property (``proofs/liveness.py``), ``design@revision/transport`` where one profile
 #: suffices (the smallest where it breaks), at ``check``'s default bound.  ``check`` runs them

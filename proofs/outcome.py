@@ -116,7 +116,29 @@ def ok(cells: Iterable[Cell]) -> bool:
     return all(c.passed for c in cells)
 
 
-def _dead(model: str, design: str, run: str, dead: Sequence[str]) -> list[Cell]:
+def _vacuous(model: str, design: str, run: str, pr: Any) -> list[Cell]:
+    """An invariant that folds to a constant before the solver sees it cannot fail."""
+    names = getattr(pr, "vacuous", [])
+    if not names:
+        return []
+    return [
+        _cell(
+            model,
+            design,
+            run,
+            "no_vacuous_property",
+            None,
+            Word.FAILS,
+            message=f"vacuous: {', '.join(names)} fold to true (on every action, for a step "
+            "invariant): they cannot fail whatever the design (a misspelt action name, or a "
+            "condition that cannot hold)",
+        )
+    ]
+
+
+def _dead(
+    model: str, design: str, run: str, dead: Sequence[str], where: str = "any reachable state"
+) -> list[Cell]:
     """A run where some action never fired: every property about that action holds vacuously,
     so the run fails (an action that does not belong to a profile or design is declared by the
     model not to apply there, and is not counted)."""
@@ -130,9 +152,10 @@ def _dead(model: str, design: str, run: str, dead: Sequence[str]) -> list[Cell]:
             "every_action_fires",
             None,
             Word.FAILS,
-            message=f"dead actions: {', '.join(dead)}: never enabled in any reachable state at "
-            "these bounds (a guard that cannot hold, or bounds too small for the action); what "
-            "the properties say about them holds vacuously",
+            message=f"dead actions: {', '.join(dead)}: never enabled in {where}"
+            + (" at these bounds" if where == "any reachable state" else "")
+            + " (a guard that cannot hold, or bounds too small for the action); what the "
+            "properties say about them holds vacuously",
         )
     ]
 
@@ -157,9 +180,12 @@ def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -
 
     scope = {p.name: p.scope for p in PROPERTIES}
     out: list[Cell] = []
+    for pr in proofs or ():
+        out += _vacuous("session", pr.cfg.design.name, pr.cfg.label, pr)
     if results is None:
         for pr in proofs or ():
             d, run = pr.cfg.design.name, pr.cfg.label
+            out += _dead("session", d, run, getattr(pr, "dead", []), "the proved invariants")
             for p in pr.proofs:
                 if p.kind == "auxiliary":
                     continue

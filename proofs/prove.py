@@ -43,7 +43,7 @@ import z3
 
 from mcp_inflight.model.auxiliary import AUXILIARY
 from mcp_inflight.model.config import DESIGNS, Config
-from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.properties import PROPERTIES, SPEAKS_OF
 from mcp_inflight.model.session import State, actions_for
 from mcp_inflight.model.trace import (
     CounterexampleToInduction,
@@ -142,6 +142,13 @@ class ProveResult:
     slowest: tuple = (0.0, "")
     #: read from the cache (``seconds`` and ``queries`` are those of the run that stored it)
     cached: bool = False
+    #: actions whose guard cannot hold in any state where the proved invariants hold (they
+    #: never fire: what the properties say about them holds vacuously), and those the solver
+    #: could not decide
+    dead: list = field(default_factory=list)
+    #: invariants that fold to true before the solver sees them (on every action, for a step
+    #: invariant): they cannot fail, whatever the design
+    vacuous: list = field(default_factory=list)
 
     def of(self, kind) -> list:
         return [p for p in self.proofs if p.kind == kind]
@@ -263,6 +270,8 @@ class Prover:
         self.queries = 0
         self.slowest = (0.0, "")
         self.spent: dict[str, float] = {}
+        self.dead: list[str] = []
+        self.vacuous: list[str] = []
 
     # -- solving
     def _check(self, formulas, what: str, name: str, quick=False) -> z3.CheckSatResult:
@@ -429,7 +438,35 @@ class Prover:
                     unknown[p.name] = cti
                 else:
                     ctis[p.name] = cti or self._raw_cti(st, p)
+        self._vacuity(U, kept, [p for p in targets if p.kind == "invariant"])
         return kept, ctis, unknown, implied
+
+    def _vacuity(self, U, kept, invariants) -> None:
+        """Each action's guard satisfiable where the proved invariants hold (else the action is
+        dead, and everything said about it holds vacuously); each invariant not a constant."""
+        self.dead, self.vacuous = [], []
+        # satisfiability under quantified invariants rarely comes back sat on the unbounded
+        # universe: ask on the finite universe of the explorer's default bound (2 x 2), where
+        # each query is decidable; a guard that can hold there can hold
+        if (2, 2) not in self._universes:
+            b = sym.Symbolic({"inst": range(2), "id": range(2)})
+            self._universes[(2, 2)] = _Universe(self.cfg, b, "cti22")
+        F = self._universes[(2, 2)]
+        for name, st in F.steps.items():
+            res = self._check(F.hypotheses(st, kept), f"{name} can fire", name)
+            if res == z3.unsat:
+                self.dead.append(name)
+            elif res == z3.unknown:
+                self.dead.append(f"{name} (undecided: {self._reason})")
+        for p in invariants:
+            if SPEAKS_OF.get(p.name, "") not in ("", *U.steps):
+                continue  # the one action it judges is not part of this configuration
+            if p.scope == "step":
+                folds = all(U.step_prop(p, st) is True for st in U.steps.values())
+            else:
+                folds = z3.is_true(z3.simplify(U.state(p, U.pre)))
+            if folds:
+                self.vacuous.append(p.name)
 
     def _finite_cti(self, hyps, prop, action_name):
         """A counterexample to induction on the smallest finite universe that has one."""
@@ -545,6 +582,8 @@ class Prover:
                     pr.status, pr.cti = "cti", ctis.get(p.name)
                     pr.note = "not an invariant of this design's proof"
             res.proofs.append(pr)
+        if names is None:
+            res.dead, res.vacuous = self.dead, self.vacuous
         res.seconds = time.monotonic() - t0
         res.queries = self.queries
         res.slowest = self.slowest

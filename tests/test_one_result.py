@@ -257,3 +257,33 @@ def test_the_sensitivity_table_is_in_the_text_the_json_and_the_junit_file(tmp_pa
     text = check("--model", "resume").stdout
     assert "Sensitivity" in text and "delivered_once" in text and "inclusive-replay" in text
     assert "Sensitivity" not in check("--model", "resume", "--no-sensitivity").stdout
+
+
+# --- vacuity seen by the prover alone (check --no-explore) -----------------------------------
+
+
+def test_the_prover_names_a_dead_action_and_a_property_that_folds_to_true(monkeypatch):
+    from mcp_inflight.model import session as S
+    from mcp_inflight.model.config import DESIGNS, Config
+    from mcp_inflight.proofs import prove as PR
+    from mcp_inflight.proofs.outcome import session_cells
+
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "stdio", 2, 2)
+    clean = PR.prove(cfg)
+    assert clean.dead == [] and clean.vacuous == []
+    # a guard that cannot hold: nothing is ever admitted
+    monkeypatch.setitem(S.CONDITIONS, "claim_ok", lambda b, s, c, r, i: False)
+    # a step property whose action name is misspelt: it judges no transition at all
+    typo = replace(
+        next(p for p in PR.PROPERTIES if p.name == "refusal_is_inert"),
+        fn=lambda b, pre, post, c, action, r, i, out: b.Implies(action.name == "refusee", False),
+    )
+    monkeypatch.setattr(
+        PR, "PROPERTIES", tuple(typo if p.name == typo.name else p for p in PR.PROPERTIES)
+    )
+    res = PR.prove(cfg)
+    assert "admit" in res.dead
+    assert "refusal_is_inert" in res.vacuous
+    cells = {c.prop: c for c in session_cells(None, [res])}
+    assert not cells["every_action_fires"].passed and "admit" in cells["every_action_fires"].message
+    assert not cells["no_vacuous_property"].passed
