@@ -18,6 +18,7 @@ from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import FIELDS, Field, actions_for
 from mcp_inflight.proofs.explore import Canonicalizer, explore, explore_many
 from mcp_inflight.proofs.flat import Layout, key_function
+from support.explored import expanded, expanded_flat
 
 # --- deadlocks -------------------------------------------------------------------------------
 
@@ -127,36 +128,31 @@ def orbit_namer(cfg):
 
 def reachable_flat(cfg):
     """Every reachable state of ``cfg`` without symmetry, as flat tuples in the order a
-    breadth-first search meets them, by the explorer's own successor function."""
-    comp = compiled_model.Compiled(cfg)
-    expand = comp.expand
-    s0 = comp.initial()
-    seen = {s0: None}
-    level = [s0]
-    while level:
-        nxt = []
-        for s in level:
-            for _m, t, _outs, _bad in expand(s):
-                if t not in seen:
-                    seen[t] = None
-                    nxt.append(t)
-        level = nxt
-    return list(seen)
+    breadth-first search meets them (the explorer's successor function)."""
+    return list(expanded_flat(cfg, symmetry=False))
 
 
 def reachable(cfg):
-    lay = Layout(cfg)
-    return [lay.unflatten(t) for t in reachable_flat(cfg)]
+    return list(expanded(cfg, symmetry=False))
 
 
-def test_reachable_states_are_the_explorers():
-    """The search above meets the states an unreduced run of the explorer counts, each once."""
-    cfg = Config(DESIGNS["unguarded"], "2026-07-28", "stdio")
-    seen = set()
-    explore(cfg, symmetry=False, progress=False, on_edge=lambda a, b, c, post, e: seen.add(post))
-    states = reachable(cfg)
-    assert len(states) == len(set(states)) == explore(cfg, symmetry=False, progress=False).states
-    assert set(states) == seen | {states[0]}
+@pytest.mark.parametrize("symmetry", [False, True])
+def test_expanded_states_are_the_explorers(symmetry):
+    """The search the tests share (``support.explored.expanded``) meets exactly the states a run
+    of the explorer counts and expands, each once."""
+    cfg = Config(DESIGNS["unguarded"], "2026-07-28", "http", ids=1, requests=2)
+    pre, post = set(), set()
+
+    def on_edge(a, action, args, b, out):
+        pre.add(a)
+        post.add(b)
+
+    res = explore(cfg, symmetry=symmetry, progress=False, on_edge=on_edge)
+    states = expanded(cfg, symmetry)
+    assert len(states) == len(set(states)) == res.states > 1000
+    assert pre <= set(states) <= pre | post | {states[0]}
+    if not symmetry:
+        assert set(states) == post | {states[0]}
 
 
 KEY_CASES = [
