@@ -8,7 +8,16 @@ the POST (its stream closed after its first progress).  The figures: RSS after a
 every quarter of the run, and the growth; the app's registries at the end (sessions, scopes
 left, live requests), which must all be 0.
 
-Run: ``python bench/churn.py [--cycles 20000]``.
+Then the memory a session and a request hold while they live (``tracemalloc``, after the churn):
+``--sessions`` idle sessions opened (``initialize``, ``notifications/initialized``), then
+``--inflight`` ``tools/call`` requests left running in one session (each has reported its first
+progress).  An allocation counts as the server's when its traceback passes through this package
+(``impl/``, ``model/``, ``mcp_inflight/``) and it was not made by the in-process client
+(``tests/support/asgi.py``: the test side of each exchange, which a real client holds in its own
+process); the bytes per session and per request are the growth of what is still allocated,
+divided by their number.  Everything is then ended (DELETE) and the registries must be empty.
+
+Run: ``python bench/churn.py [--cycles 20000] [--sessions 1000] [--inflight 1000]``.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import gc
 import json
 import resource
 import sys
+import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -87,7 +97,74 @@ async def cycle(app) -> None:
     assert m.status == 200, (m.status, m.body)
 
 
-async def main(cycles: int, warmup: int) -> int:
+ROOT = Path(__file__).resolve().parent.parent
+OURS = tuple(str(ROOT / d) + "/" for d in ("impl", "model", "mcp_inflight"))
+CLIENT = str(ROOT / "tests" / "support" / "asgi.py")
+
+
+def _server_side(tb: tracemalloc.Traceback) -> bool:
+    files = [f.filename for f in tb]
+    return files[0] != CLIENT and any(f.startswith(OURS) for f in files)
+
+
+def grown(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> tuple[int, int]:
+    """Bytes still allocated in ``after`` beyond ``before``: (the server's, everything)."""
+    server = total = 0
+    for d in after.compare_to(before, "traceback"):
+        total += d.size_diff
+        if _server_side(d.traceback):
+            server += d.size_diff
+    return server, total
+
+
+async def settle() -> None:
+    for _ in range(10):
+        await asyncio.sleep(0)
+    gc.collect()
+
+
+async def held(app, sessions: int, inflight: int) -> int:
+    """Memory per idle session and per in-flight request (printed); 0 if everything ended."""
+    await settle()
+    tracemalloc.start(30)
+    base = tracemalloc.take_snapshot()
+    heads = [await open_session(app) for _ in range(sessions)]
+    await settle()
+    idle = tracemalloc.take_snapshot()
+    h = heads[0]
+    calls = []
+    for k in range(inflight):
+        body = json.dumps({**CALL, "id": 100 + k}).encode()
+        calls.append(Exchange(app, "POST", {**HEADERS, **h}, body).start())
+    for ex in calls:
+        while not any(ex.chunks):
+            await asyncio.sleep(0)
+    await settle()
+    busy = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    s_srv, s_all = grown(base, idle)
+    r_srv, r_all = grown(idle, busy)
+    print(
+        f"memory per idle session: {s_srv / sessions:,.0f} bytes held by the server "
+        f"({s_all / sessions:,.0f} with the in-process client's; {sessions} sessions, "
+        "tracemalloc)"
+    )
+    print(
+        f"memory per in-flight request: {r_srv / inflight:,.0f} bytes held by the server "
+        f"({r_all / inflight:,.0f} with the in-process client's; {inflight} tools/call in one "
+        "session, each past its first progress)"
+    )
+    for hd in heads:
+        await request(app, "DELETE", headers=hd)
+    for ex in calls:
+        await ex.done()
+    await settle()
+    left = (len(app.sessions), len(app._left), app.live_requests())
+    print(f"after DELETE: sessions {left[0]}, scopes left {left[1]}, live requests {left[2]}")
+    return 0 if left == (0, 0, 0) else 1
+
+
+async def main(cycles: int, warmup: int, sessions: int = 0, inflight: int = 0) -> int:
     app = create_app(build())
     for _ in range(warmup):
         await cycle(app)
@@ -111,12 +188,21 @@ async def main(cycles: int, warmup: int) -> int:
         f"({(end - start) * 1024 * 1024 / cycles:.0f} bytes a cycle)"
     )
     print(f"sessions {left[0]}, scopes left {left[1]}, live requests {left[2]}")
-    return 0 if left == (0, 0, 0) else 1
+    if left != (0, 0, 0):
+        return 1
+    return await held(app, sessions, inflight) if sessions and inflight else 0
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cycles", type=int, default=20000)
     p.add_argument("--warmup", type=int, default=1000)
+    p.add_argument(
+        "--sessions",
+        type=int,
+        default=1000,
+        help="idle sessions held (at most the app's 1024; 0: skip)",
+    )
+    p.add_argument("--inflight", type=int, default=1000, help="requests held (0: skip)")
     a = p.parse_args()
-    sys.exit(asyncio.run(main(a.cycles, a.warmup)))
+    sys.exit(asyncio.run(main(a.cycles, a.warmup, a.sessions, a.inflight)))

@@ -378,11 +378,24 @@ class SessionCore:
             self._plain = bind(self.cfg, self.s)
         else:
             self._plain = _model_engine(self)
-        self._acts = self._plain
         self._on_step: Callable[[str, Any, Any], None] | None = None
+        self._bind(self._plain)
         # the stored per-instance tables, cleared of a finished instance's entries (the id-keyed
         # registries are keyed by typed ids, and the model's own writes release those)
         self._tables = tuple(getattr(self.s, name) for name in _PER_INSTANCE)
+        self._life = self.s.life
+        self._running = self.s.running
+        self._waiter = self.s.waiter
+
+    def _bind(self, acts: dict[str, Callable[..., Any]]) -> None:
+        """Take ``acts`` as the action table; the request path's actions are also kept as
+        attributes (one lookup fewer per call)."""
+        self._acts = acts
+        self._send = acts["send"]
+        self._arrive = acts["arrive"]
+        self._admit = acts["admit"]
+        self._emit = acts["emit"]
+        self._respond = acts["respond"]
 
     @property
     def on_step(self) -> Callable[[str, Any, Any], None] | None:
@@ -394,7 +407,7 @@ class SessionCore:
     def on_step(self, fn: Callable[[str, Any, Any], None] | None) -> None:
         self._on_step = fn
         if fn is None:
-            self._acts = self._plain
+            self._bind(self._plain)
             return
 
         def observed(name: str, act: Callable[..., Any]) -> Callable[..., Any]:
@@ -406,10 +419,12 @@ class SessionCore:
 
             return run
 
-        self._acts = {
-            name: act if name in _UNOBSERVED else observed(name, act)
-            for name, act in self._plain.items()
-        }
+        self._bind(
+            {
+                name: act if name in _UNOBSERVED else observed(name, act)
+                for name, act in self._plain.items()
+            }
+        )
 
     # --- running the model -----------------------------------------------------------------
     def _run(self, name: str, r: Any, i: Any = None) -> tuple[bool, Any]:
@@ -420,10 +435,10 @@ class SessionCore:
 
     def _forget_if_done(self, h: Handle) -> None:
         r = h.inst
-        s = self.s
         # a table holds no default value, so an absent entry reads as the default (False)
-        if s.life[r] in _FINAL and not s.running.get(r):
-            h.final = _LIFE[s.life[r]]
+        life = self._life.get(r)
+        if life in _FINAL and not self._running.get(r):
+            h.final = _LIFE[life]
             for table in self._tables:
                 table.pop(r, None)
             self._handles.pop(r, None)
@@ -442,17 +457,20 @@ class SessionCore:
     def arrive(self, rid: object) -> Admitted | Refused:
         """A request with JSON id ``rid`` arrives: admitted or refused (before anything is
         registered).  Raises :class:`InvalidId` for an id that is not a string or integer."""
-        key = typed_id(rid)
+        t = type(rid)
+        if t is int:
+            key = IdKey(("int", rid))
+        elif t is str:
+            key = IdKey(("str", rid))
+        else:
+            raise InvalidId(rid)
         r = next(self._next)
-        acts = self._acts
-        acts["send"](r, key)
-        ok, _ = acts["arrive"](r, None)
-        if not ok:  # pragma: no cover - a fresh instance in ``sent`` always arrives
+        self._send(r, key)
+        if not self._arrive(r, None)[0]:  # pragma: no cover - a fresh ``sent`` always arrives
             raise RuntimeError("the model did not let a fresh request arrive")
         h = Handle(r, rid, key)
         self._handles[r] = h
-        ok, _ = acts["admit"](r, None)
-        if ok:
+        if self._admit(r, None)[0]:
             return Admitted(h)
         ok, _ = self._run("refuse", r)
         message = f"Invalid Request: id {_show(rid)} is already in flight"
@@ -468,14 +486,13 @@ class SessionCore:
     def emit(self, h: Handle) -> Handle | None:
         """A progress or log notification of ``h``: the handle whose stream gets it, or None
         (dropped and counted: the handler is no longer running or its stream is gone)."""
-        if not self._mine(h):
-            self.dropped += 1
-            return None
-        ok, out = self._acts["emit"](h.inst, None)
-        if not ok:
-            self.dropped += 1
-            return None
-        return self._target(out)
+        r = getattr(h, "inst", NONE)
+        if self._handles.get(r) is h:
+            ok, out = self._emit(r, None)
+            if ok and out[1]:
+                return self._handles.get(out[0])
+        self.dropped += 1
+        return None
 
     def server_request(self, h: Handle) -> tuple[str, Handle] | None:
         """``h``'s handler sends a server-to-client request (2025-11-25) under a fresh id that the
@@ -517,17 +534,24 @@ class SessionCore:
         """``h``'s handler has ended.  Live: its response (the model's ``respond``) goes on the
         returned handle's stream, or nowhere (None: its stream broke).  Cancelled: the handler
         unwinds and nothing is written.  Entries are released by identity either way."""
-        if not self._mine(h):
+        r = getattr(h, "inst", NONE)
+        if self._handles.get(r) is not h:
             return None
-        if self.s.waiter:
+        if self._waiter:
             self._withdraw_all(h)
-        ok, out = self._acts["respond"](h.inst, None)
+        ok, out = self._respond(r, None)
         if ok:
             target = self._target(out)
         else:
-            self._run("unwind", h.inst)
+            self._run("unwind", r)
             target = None
-        self._forget_if_done(h)
+        # _forget_if_done, inline (the request path's last step)
+        life = self._life.get(r)
+        if life in _FINAL and not self._running.get(r):
+            h.final = _LIFE[life]
+            for table in self._tables:
+                table.pop(r, None)
+            self._handles.pop(r, None)
         return target
 
     # --- the client's side of an admitted request ----------------------------------------

@@ -14,9 +14,10 @@ settings.register_profile("dev", max_examples=60, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") == "true" else "dev")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sdk_bare():
-    """The official SDK's server without the guard, on a loopback port: its URL."""
+    """The official SDK's server without the guard, on a loopback port: its URL (one per test
+    process; every test opens sessions of its own)."""
     from support.servers import sdk_server, stop
 
     proc, url = sdk_server()
@@ -24,7 +25,7 @@ def sdk_bare():
     stop(proc)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sdk_guarded():
     """The official SDK's server behind ``mcp_inflight.guard``, on a loopback port: its URL."""
     from support.servers import sdk_server, stop
@@ -32,3 +33,11 @@ def sdk_guarded():
     proc, url = sdk_server("--guard")
     yield url
     stop(proc)
+
+
+@pytest.fixture(scope="session")
+def run_tmp(tmp_path_factory):
+    """A directory of this test run, shared by its worker processes (each xdist worker has a
+    base directory of its own under the run's)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base

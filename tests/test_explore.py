@@ -18,6 +18,7 @@ from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import FIELDS, Field, actions_for
 from mcp_inflight.proofs.explore import Canonicalizer, explore, explore_many
 from mcp_inflight.proofs.flat import Layout, key_function
+from support.explored import expanded, expanded_flat
 
 # --- deadlocks -------------------------------------------------------------------------------
 
@@ -125,15 +126,33 @@ def orbit_namer(cfg):
     return name
 
 
+def reachable_flat(cfg):
+    """Every reachable state of ``cfg`` without symmetry, as flat tuples in the order a
+    breadth-first search meets them (the explorer's successor function)."""
+    return list(expanded_flat(cfg, symmetry=False))
+
+
 def reachable(cfg):
-    seen = {}
+    return list(expanded(cfg, symmetry=False))
 
-    def on_edge(pre, action, args, post, out):
-        seen.setdefault(pre, None)
-        seen.setdefault(post, None)
 
-    explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
-    return list(seen)
+@pytest.mark.parametrize("symmetry", [False, True])
+def test_expanded_states_are_the_explorers(symmetry):
+    """The search the tests share (``support.explored.expanded``) meets exactly the states a run
+    of the explorer counts and expands, each once."""
+    cfg = Config(DESIGNS["unguarded"], "2026-07-28", "http", ids=1, requests=2)
+    pre, post = set(), set()
+
+    def on_edge(a, action, args, b, out):
+        pre.add(a)
+        post.add(b)
+
+    res = explore(cfg, symmetry=symmetry, progress=False, on_edge=on_edge)
+    states = expanded(cfg, symmetry)
+    assert len(states) == len(set(states)) == res.states > 1000
+    assert pre <= set(states) <= pre | post | {states[0]}
+    if not symmetry:
+        assert set(states) == post | {states[0]}
 
 
 KEY_CASES = [
@@ -156,19 +175,20 @@ def test_symmetry_key_names_exactly_the_orbit(design, revision, transport, ids, 
     cfg = Config(DESIGNS[design], revision, transport, ids=ids, requests=requests)
     lay = Layout(cfg)
     key = key_function(cfg, lay, True)
-    states = reachable(cfg)
+    flat_states = reachable_flat(cfg)
     by_orbit, by_key = {}, {}
     exact = not cfg.rev2025
     orbit = orbit_namer(cfg)
-    for s in states:
-        k = key(lay.flatten(s))
+    for t in flat_states:
+        s = lay.unflatten(t)
+        k = key(t)
         o = orbit(s)
         keys = by_orbit.setdefault(o, set())
         keys.add(k)
         assert len(keys) == 1 or not exact, "one orbit, two keys (not exact)"
         assert by_key.setdefault(k, o) == o, "one key, two orbits (unsound)"
     reduced = explore(cfg, progress=False).states
-    assert len(by_orbit) <= reduced <= len(by_key) and reduced < len(states)
+    assert len(by_orbit) <= reduced <= len(by_key) and reduced < len(flat_states)
     if exact:
         assert reduced == len(by_orbit)
 

@@ -25,9 +25,10 @@ def _same(cfg, max_states=None, symmetry=False):
 
 
 @pytest.fixture(autouse=True)
-def own_cache(tmp_path_factory, monkeypatch):
-    """A cache directory of this test session (the built objects are reused within it)."""
-    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+def own_cache(run_tmp, monkeypatch):
+    """A cache directory of this test run (the built objects are reused by all its workers;
+    entries are written atomically)."""
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(run_tmp / "cache"))
 
 
 @pytest.mark.parametrize(

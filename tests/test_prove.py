@@ -22,6 +22,7 @@ from mcp_inflight.model.session import FIELDS, domains
 from mcp_inflight.proofs import symbolic as S
 from mcp_inflight.proofs.explore import explore
 from mcp_inflight.proofs.prove import Prover, prove
+from support.explored import expanded
 from support.explored import run as explored
 
 PROFILES = profiles()
@@ -37,9 +38,7 @@ def atomic_proofs():
 
 
 def _states(cfg, limit=None):
-    seen = set()
-    explore(cfg, progress=False, on_edge=lambda pre, a, args, post, out: seen.add(pre))
-    states = sorted(seen)
+    states = sorted(expanded(cfg))  # every state the explorer expands
     if limit is not None and len(states) > limit:
         step = len(states) / limit
         states = [states[int(n * step)] for n in range(limit)]

@@ -125,17 +125,33 @@ def traces(base: str, **query) -> dict:
 
 def _graph(cfg: Config) -> dict:
     """Every reachable concrete state -> ``{token: (post, changes)}``, from the explorer's own
-    edges (no symmetry, so every concrete state is expanded)."""
+    successor function (no symmetry, so every concrete state is expanded; each state made
+    concrete once, however many edges reach it)."""
+    from mcp_inflight.proofs.compiled_model import Compiled
+    from support.explored import expanded_flat
+
+    comp = Compiled(cfg)
+    unflatten = comp.layout.unflatten
+    concrete: dict = {}
+
+    def state(t):
+        c = concrete.get(t)
+        if c is None:
+            c = concrete[t] = unflatten(t)
+        return c
+
     edges: dict = {}
-
-    def on_edge(pre, action, args, post, out):
-        tok = ".".join(
-            [action.name, inst_name(args["r"])] + ([id_name(args["i"])] if "i" in args else [])
-        )
-        edges.setdefault(pre, {})[tok] = (post, changes(pre, post))
-
-    res = explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
-    assert res.complete
+    for s in expanded_flat(cfg, symmetry=False):
+        pre = state(s)
+        for m, t, _outs, _bad in comp.expand(s):
+            mv = comp.moves[m]
+            args = mv.args
+            tok = ".".join(
+                [mv.action.name, inst_name(args["r"])]
+                + ([id_name(args["i"])] if "i" in args else [])
+            )
+            post = state(t)
+            edges.setdefault(pre, {})[tok] = (post, changes(pre, post))
     return edges
 
 
