@@ -85,8 +85,32 @@ def _all_designs() -> list[str]:
     return list(dict.fromkeys(d for m in MODELS for d in _designs_of(m)))
 
 
+#: designs read from --design-file, by name (the session model's)
+_FILED: dict = {}
+
+
+def _design_file(path: str):
+    """The design a ``--design-file`` describes, or a usage error."""
+    from mcp_inflight.model.config import design_from_knobs
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            spec = json.load(f)
+        if not isinstance(spec, dict):
+            raise ValueError("the file must hold one JSON object")
+        return design_from_knobs(spec)
+    except (OSError, ValueError) as e:
+        build_parser().error(f"--design-file {path}: {e}")
+
+
 def _plan(args: argparse.Namespace) -> dict[str, list[str]]:
     """model -> the designs to run, from ``--model``, ``--design`` and the ``--no-*`` flags."""
+    if args.design_file:
+        if args.model not in ("all", "session") or args.design is not None:
+            build_parser().error("--design-file checks one session design: no --model or --design")
+        d = _design_file(args.design_file)
+        _FILED[d.name] = d
+        return {"session": [d.name]}
     chosen = list(MODELS) if args.model == "all" else [args.model]
     if args.no_lease:
         chosen = [m for m in chosen if m != "lease"]
@@ -214,6 +238,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-explore", action="store_true", help="run only the z3 prover (skip the explorer)"
     )
     c.add_argument(
+        "--design-file",
+        metavar="PATH",
+        help="check a design described as knobs in a JSON file (a proposed fix, say) on the "
+        'session model: {"name": ..., "base": "atomic", "free_on": "cancel", ...}; the knobs '
+        "are those of model/config.py's Design (claim, guarded, guard_write, "
+        "cancel_by_connection, free_on, fresh_server_ids, unguessable_server_ids, "
+        "answer_clears_waiter, releases_waiters, end_stops_writes, post_scopes, ...); see "
+        "examples/designs/",
+    )
+    c.add_argument(
         "--no-sensitivity",
         action="store_true",
         help="skip the sensitivity section (each invariant and liveness property broken by the "
@@ -236,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _runs(args, names: list[str]):
-    designs = [DESIGNS[n] for n in names]
+    designs = [_FILED.get(n) or DESIGNS[n] for n in names]
     return [
         Config(d, rev, tr, args.ids, args.requests, client_for(args.client, rev))
         for d in designs

@@ -178,6 +178,42 @@ def liveness_mutants() -> dict[str, Design]:
     }
 
 
+def design_from_knobs(spec: dict[str, object]) -> Design:
+    """A design described as knobs: ``{"name": ..., "base": "atomic" (default; any design or
+    mutant), <knob>: <value>, ...}`` with the knobs of :class:`Design` (``guarded`` a list of
+    removal sites).  A maintainer describes a proposed fix this way and checks it with
+    ``mcp-inflight check --design-file``.  Raises ``ValueError`` naming what is wrong."""
+    known = {**DESIGNS, **mutants(), **liveness_mutants()}
+    spec = dict(spec)
+    name = spec.pop("name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError('a design needs a "name" (a string)')
+    spec.pop("doc", None)
+    base_name = spec.pop("base", "atomic")
+    if base_name not in known:
+        raise ValueError(f"unknown base {base_name!r}; valid: {', '.join(known)}")
+    knobs = [f for f in Design.__dataclass_fields__ if f != "name"]
+    bad = sorted(set(spec) - set(knobs))
+    if bad:
+        raise ValueError(f"unknown knob(s) {', '.join(bad)}; valid: {', '.join(knobs)}")
+    values: dict[str, object] = {}
+    for k, v in spec.items():
+        default = getattr(known[base_name], k)
+        if k == "guarded":
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ValueError(f"guarded must be a list of removal sites ({REMOVAL_SITES})")
+            values[k] = frozenset(v)
+        elif isinstance(default, bool):
+            if not isinstance(v, bool):
+                raise ValueError(f"{k} must be true or false, not {v!r}")
+            values[k] = v
+        elif not isinstance(v, str):
+            raise ValueError(f"{k} must be a string, not {v!r}")
+        else:
+            values[k] = v
+    return replace(known[base_name], name=name, **values)  # type: ignore[arg-type]
+
+
 REVISIONS = ("2025-11-25", "2026-07-28")
 TRANSPORTS = ("stdio", "http")
 

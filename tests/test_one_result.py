@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from dataclasses import replace
 
 import pytest
@@ -16,6 +17,9 @@ from mcp_inflight.model.logic import Write
 from mcp_inflight.model.small import Act, Spec, Var, always
 from mcp_inflight.proofs import lease as P
 from mcp_inflight.proofs.small import prove
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "designs"
 
 
 def check(*args: str) -> subprocess.CompletedProcess[str]:
@@ -287,3 +291,44 @@ def test_the_prover_names_a_dead_action_and_a_property_that_folds_to_true(monkey
     cells = {c.prop: c for c in session_cells(None, [res])}
     assert not cells["every_action_fires"].passed and "admit" in cells["every_action_fires"].message
     assert not cells["no_vacuous_property"].passed
+
+
+# --- a proposed fix, described as knobs ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path, profile, broken",
+    [
+        ("free-id-on-cancel.json", ("2026-07-28", "stdio"), {"unique_in_flight", "owned_removal"}),
+        ("one-registry-for-every-post.json", ("2026-07-28", "http"), {"no_refusal_across_posts"}),
+    ],
+)
+def test_a_design_file_is_checked_and_its_counterexamples_shown(path, profile, broken):
+    p = check(
+        "--design-file",
+        str(EXAMPLES / path),
+        "--revision",
+        profile[0],
+        "--transport",
+        profile[1],
+        "--no-prove",
+        "--no-sensitivity",
+        "--json",
+    )
+    assert p.returncode == 1, p.stderr
+    failing = {
+        c["property"]
+        for c in json.loads(p.stdout)["results"]
+        if not c["passed"] and c["kind"] in ("invariant", "step")
+    }
+    assert failing == broken
+
+
+def test_a_design_file_with_an_unknown_knob_is_a_usage_error(tmp_path):
+    f = tmp_path / "d.json"
+    f.write_text('{"name": "x", "free_on": "cancel", "frobnicate": true}')
+    p = check("--design-file", str(f))
+    assert p.returncode == 2 and "unknown knob(s) frobnicate; valid: claim" in p.stderr
+    f.write_text('{"name": "x", "guard_write": "yes"}')
+    p = check("--design-file", str(f))
+    assert p.returncode == 2 and "guard_write must be true or false" in p.stderr
