@@ -7,8 +7,8 @@ import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +17,6 @@ from mcp_inflight.model.logic import Write
 from mcp_inflight.model.small import Act, Spec, Var, always
 from mcp_inflight.proofs import lease as P
 from mcp_inflight.proofs.small import prove
-
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "designs"
 
