@@ -65,7 +65,7 @@ session, the ``atomic`` design on the 2025-11-25 profile): ``arrive``, ``emit`` 
 and server-to-client requests alike: each goes out only on its own request's open stream),
 ``finish``, ``close``, ``cancel``.  This module only reads the SDK's traffic and adds no rule.
 
-stdio: :func:`guard_stdio` (in :mod:`mcp_inflight.impl.guard_stdio`, re-exported here) wraps
+stdio: :func:`guard_stdio` (in :mod:`mcp_inflight.impl.guard_stdio`, which imports this module) wraps
 the SDK's stdio streams with the same model (its stdio profile); a refusal there is an error
 with ``id: null`` whose ``data`` names the id.
 """
@@ -522,7 +522,3 @@ def guard(app, max_body: int = MAX_BODY, observer=None) -> Guard:
     ``max_body`` should match the SDK's ``max_request_body_size`` when that was changed;
     ``observer``: see :attr:`Guard.observer`."""
     return Guard(app, max_body, observer)
-
-
-# the stdio guard lives in its own module; re-exported for the names the README documents
-from .guard_stdio import guard_stdio, serve_stdio  # noqa: E402, F401

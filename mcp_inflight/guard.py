@@ -23,7 +23,7 @@ from mcp_inflight.impl.guard import (
     Guard,
     new_core,
 )
-from mcp_inflight.impl.guard import guard_stdio as _guard_stdio
+from mcp_inflight.impl.guard_stdio import guard_stdio as _guard_stdio
 
 __all__ = [
     "DESIGN",
@@ -152,7 +152,7 @@ async def serve_stdio(
     (:func:`mcp_inflight.impl.guard.serve_stdio`), with ``trace``, ``online`` and ``observer`` as there;
     with ``online``, the online check's final counts."""
     if trace is None and not online:
-        from mcp_inflight.impl.guard import serve_stdio as _serve_stdio
+        from mcp_inflight.impl.guard_stdio import serve_stdio as _serve_stdio
 
         return await _serve_stdio(server, observer)
     from mcp.server.stdio import stdio_server

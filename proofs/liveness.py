@@ -265,7 +265,7 @@ def judge_liveness(
 ) -> list[Any]:
     """The liveness verdicts of one run (``proofs/explore.py:Verdict``), with lasso traces."""
     from mcp_inflight.model.trace import build_trace
-    from mcp_inflight.proofs.explore import Verdict
+    from mcp_inflight.proofs.records import Verdict
 
     lay = comp.layout
     if not complete:

@@ -659,8 +659,8 @@ def explore_native(
 ):
     """``proofs.explore.explore`` with ``engine="native"`` (see the module docstring)."""
     from mcp_inflight.model.trace import build_trace
-    from mcp_inflight.proofs.explore import RunResult, Verdict
     from mcp_inflight.proofs.progress import Tracker, sink_for
+    from mcp_inflight.proofs.records import RunResult, Verdict
 
     if on_edge is not None:
         raise ValueError("the native engine does not take on_edge")
