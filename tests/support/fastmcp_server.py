@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import sys
 
 from fastmcp import Context, FastMCP
@@ -65,30 +64,15 @@ def main(argv=None) -> int:
     if args.stdio:
         asyncio.run(server.run_stdio_async(show_banner=False))
         return 0
-    import uvicorn
-
     app = server.http_app(path="/mcp")
     if args.guard:
         from mcp_inflight.guard import guard
 
         app = guard(app)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))
-    port = sock.getsockname()[1]
-    userver = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    from loopback import bind, serve  # run as a script: this folder is on the path
 
-    async def serve():
-        task = asyncio.create_task(userver.serve(sockets=[sock]))
-        while not userver.started:
-            if task.done():
-                return await task
-            await asyncio.sleep(0.02)
-        print(f"listening on http://{args.host}:{port}/mcp", flush=True)
-        await task
-
-    asyncio.run(serve())
-    return 0
+    sock, port = bind(args.host, args.port)
+    return serve(app, sock, f"http://{args.host}:{port}/mcp")
 
 
 if __name__ == "__main__":

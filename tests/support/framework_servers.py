@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import socket
 import sys
 
 import anyio
@@ -255,14 +254,11 @@ def main(argv=None) -> int:
         anyio.run(backend_server().run_stdio_async)
         return 0
 
-    import uvicorn
-
     for name in ("mcp", "fastmcp", "gradio", "httpx", "FastMCP"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, 0))
-    port = sock.getsockname()[1]
+    from loopback import bind, serve  # run as a script: this folder is on the path
+
+    sock, port = bind(args.host)
     if args.run_guarded:  # FastMCP's own way to serve, as its recipe documents it
         from starlette.middleware import Middleware
 
@@ -280,19 +276,7 @@ def main(argv=None) -> int:
         )
         return 0
     app = build(args.framework, args.guard, args.stateless)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-
-    async def serve():
-        task = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started:
-            if task.done():
-                return await task
-            await asyncio.sleep(0.02)
-        print(f"listening on http://{args.host}:{port}{PATHS[args.framework]}", flush=True)
-        await task
-
-    asyncio.run(serve())
-    return 0
+    return serve(app, sock, f"http://{args.host}:{port}{PATHS[args.framework]}")
 
 
 if __name__ == "__main__":

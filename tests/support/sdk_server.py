@@ -14,9 +14,7 @@ streams wrapped by :func:`mcp_inflight.guard.guard_stdio`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import socket
 import sys
 import uuid
 import warnings
@@ -163,38 +161,14 @@ def main(argv=None) -> int:
 
     import logging
 
-    import uvicorn
+    from loopback import bind, serve  # run as a script: this folder is on the path
 
     logging.getLogger("mcp").setLevel(logging.WARNING)
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        build_app(
-            args.guard,
-            args.json_response,
-            args.idle_timeout,
-            args.event_store,
-            args.sdk_max_body,
-        ),
-        log_level="warning",
-        lifespan="on",
+    sock, port = bind(args.host, args.port)
+    app = build_app(
+        args.guard, args.json_response, args.idle_timeout, args.event_store, args.sdk_max_body
     )
-    server = uvicorn.Server(config)
-
-    async def serve():
-        task = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started:
-            if task.done():
-                return await task
-            await asyncio.sleep(0.02)
-        print(f"listening on http://{args.host}:{port}/mcp", flush=True)
-        await task
-
-    asyncio.run(serve())
-    return 0
+    return serve(app, sock, f"http://{args.host}:{port}/mcp")
 
 
 if __name__ == "__main__":

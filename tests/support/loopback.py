@@ -1,0 +1,39 @@
+"""Serve an ASGI app on a loopback socket the way the tests' server scripts all do: bind first
+(port 0 picks a free one), start uvicorn on that socket, and print ``listening on URL`` once it
+accepts connections, the line the tests wait for.  Imported by the scripts as a sibling module
+(``python tests/support/<script>.py`` puts this folder on the path)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+
+def bind(host: str, port: int = 0) -> tuple[socket.socket, int]:
+    """A bound TCP socket on ``host`` and the port it got."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock, sock.getsockname()[1]
+
+
+def serve(app: Any, sock: socket.socket, url: str, **config: Any) -> int:
+    """Run ``app`` with uvicorn on ``sock`` until it stops; ``url`` is announced once it is up."""
+    import uvicorn
+
+    server = uvicorn.Server(
+        uvicorn.Config(app, **{"log_level": "warning", "lifespan": "on", **config})
+    )
+
+    async def run() -> None:
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if task.done():
+                return await task
+            await asyncio.sleep(0.02)
+        print(f"listening on {url}", flush=True)
+        await task
+
+    asyncio.run(run())
+    return 0
