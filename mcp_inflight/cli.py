@@ -312,15 +312,24 @@ def cmd_check(args) -> int:
     cache = "refresh" if args.no_cache else "use"
     cells = []
     results = proofs = None
+    sym_cells: list = []
     if "session" in plan:
         cfgs = _runs(args, plan["session"])
+        # --no-symmetry: no reduction anywhere (the explorer's, the bounded search's id order)
+        symmetric = [False] * len(cfgs)
+        if not args.no_symmetry:
+            from mcp_inflight.proofs import symmetry
+
+            checked = symmetry.checked_all(cfgs, cache, jobs=min(2, os.cpu_count() or 1))
+            symmetric = [r.ok for r in checked]
+            sym_cells = [symmetry.cell(c, r) for c, r in zip(cfgs, checked, strict=True)]
         if not args.no_explore:
             from mcp_inflight.proofs.explore import explore_many
             from mcp_inflight.proofs.progress import Display
 
             results = explore_many(
                 cfgs,
-                symmetry=not args.no_symmetry,
+                symmetry=symmetric,
                 max_states=args.max_states,
                 progress=False if args.no_progress else Display(sys.stderr),
                 engine=args.engine,
@@ -337,10 +346,11 @@ def cmd_check(args) -> int:
                 jobs=min(2, os.cpu_count() or 1),
                 progress=not args.json and sys.stderr.isatty(),
                 cache=cache,
+                symmetric=symmetric,
             )
         from mcp_inflight.proofs.outcome import session_cells
 
-        cells += session_cells(results, proofs)
+        cells += session_cells(results, proofs) + sym_cells
     lease = None
     if "lease" in plan:
         from mcp_inflight import cli_lease
@@ -412,6 +422,8 @@ def cmd_check(args) -> int:
             sys.stdout.write("\n" + cli_lease.check_text(lease) + "\n\n")
         if paths is not None:
             sys.stdout.write(cli_small.check_text(paths) + "\n\n")
+        if sym_cells:
+            sys.stdout.write(report.symmetry_text(sym_cells) + "\n\n")
         sys.stdout.write(report.discipline_text(rules) + "\n\n")
         if sens:
             sys.stdout.write(report.sensitivity_text(sens) + "\n\n")

@@ -387,6 +387,20 @@ def discipline_text(cells: Sequence[Cell]) -> str:
     return "\n".join(lines)
 
 
+def symmetry_text(cells: Sequence[Cell]) -> str:
+    """The symmetry check of each run (``proofs/symmetry.py``), one line when it holds."""
+    bad = [c for c in cells if not c.passed]
+    if not bad:
+        return (
+            "Symmetry: the rules and properties commute with renaming ids and instances, "
+            f"checked on all {len(cells)} runs (the reduction and the bounded search use it)"
+        )
+    lines = ["Symmetry: FAILED (the reduction is refused for these runs)"]
+    for c in bad:
+        lines.append(f"  {c.design} ({c.run}): {c.message}")
+    return "\n".join(lines)
+
+
 def sensitivity_text(cells: Sequence[Cell]) -> str:
     """The sensitivity section: per property, the design or mutant that must break it and
     whether it still does (``proofs/sensitivity.py``)."""

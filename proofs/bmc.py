@@ -95,8 +95,9 @@ def search(pr, props, depth=None, requests=None, ids=None):
         a_t, r_t, i_t = z3.Int(f"a{d}"), z3.Int(f"r{d}"), z3.Int(f"i{d}")
         choices.append((a_t, r_t, i_t))
         is_send = z3.Or(*[a_t == k for k in sends])
-        # ids are interchangeable (the clients' and the server's alike): take them in order of
-        # first use (no trace is lost)
+        # ids are interchangeable (the clients' and the server's alike; checked by
+        # proofs/symmetry.py): take them in order of first use (no trace is lost); a model not
+        # shown symmetric is searched with ids in any order
         s.add(
             a_t >= 0,
             a_t < len(acts),
@@ -104,7 +105,7 @@ def search(pr, props, depth=None, requests=None, ids=None):
             r_t < n,
             i_t >= 0,
             i_t < m,
-            z3.Implies(is_send, i_t <= top_id + 1),
+            z3.Implies(is_send, i_t <= top_id + 1) if pr.symmetric else z3.BoolVal(True),
             z3.Implies(z3.Not(is_send), i_t == 0),
         )
         top_id = z3.If(z3.And(is_send, i_t > top_id), i_t, top_id)
@@ -141,7 +142,7 @@ def shortest(pr, props, n, m, depth) -> dict[str, int] | None:
     cfg = dataclasses.replace(pr.cfg, ids=m, requests=n)  # the same client and options
     t0 = time.monotonic()
     try:
-        ex = explore(cfg, engine="auto", progress=False)
+        ex = explore(cfg, engine="auto", progress=False, symmetry=pr.symmetric)
     except Exception as e:  # pragma: no cover - then z3 searches every depth
         pr.progress(f"bounded search without the explorer ({e})")
         return None

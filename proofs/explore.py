@@ -478,16 +478,26 @@ def explore_many(cfgs, jobs: int | None = None, progress=None, **kwargs) -> list
 
     ``progress`` as for :func:`explore` (True, False, None: on a terminal, or a sink such as a
     ``proofs.progress.Display``).  Runs in worker processes send their progress to this
-    process through a queue while they run; it is drawn here with the others'."""
+    process through a queue while they run; it is drawn here with the others'.
+
+    ``symmetry`` may be one flag for every run or a sequence of flags, one per configuration
+    (``check`` refuses the reduction where the symmetry check failed)."""
     import os
 
     cfgs = list(cfgs)
+    flags = kwargs.pop("symmetry", True)
+    per = list(flags) if isinstance(flags, list | tuple) else [flags] * len(cfgs)
+    if len(per) != len(cfgs):
+        raise ValueError("explore_many: one symmetry flag per configuration")
     if kwargs.get("on_edge") is not None:
         raise ValueError("explore_many does not take on_edge (it runs in other processes)")
     sink = sink_for(progress)
     jobs = min(jobs or os.cpu_count() or 1, len(cfgs))
     if jobs <= 1:
-        return [explore(c, progress=sink or False, **kwargs) for c in cfgs]
+        return [
+            explore(c, progress=sink or False, symmetry=y, **kwargs)
+            for c, y in zip(cfgs, per, strict=True)
+        ]
     import multiprocessing as mp
     import queue as queue_mod
     from concurrent.futures import FIRST_COMPLETED, wait
@@ -508,7 +518,10 @@ def explore_many(cfgs, jobs: int | None = None, progress=None, **kwargs) -> list
             sink.update(snap)
 
     with worker_pool(jobs, ctx, init=worker_init if q is not None else None, initargs=(q,)) as pool:
-        futs = {pool.submit(_explore_job, (c, kwargs)): n for n, c in enumerate(cfgs)}
+        futs = {
+            pool.submit(_explore_job, (c, dict(kwargs, symmetry=per[n]))): n
+            for n, c in enumerate(cfgs)
+        }
         todo = set(futs)
         while todo:
             done, todo = wait(todo, timeout=0.1, return_when=FIRST_COMPLETED)

@@ -255,8 +255,12 @@ class Prover:
         batch: bool = True,
         auxiliary=None,
         guide: bool = True,
+        symmetric: bool = True,
     ):
         self.cfg = cfg
+        # the model commutes with renaming ids and instances (``proofs/symmetry.py``): the
+        # bounded search may then take ids in order of first use, and its guide reduce by it
+        self.symmetric = symmetric
         self.depth = depth
         self.timeout_ms = max(1, int(timeout * 1000))
         self.rlimit = max(1, int(budget * 1_000_000))
@@ -597,12 +601,20 @@ def prove(
     names=None,
     progress=None,
     budget: float = DEFAULT_BUDGET,
+    symmetric: bool = True,
 ) -> ProveResult:
-    """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring."""
+    """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring.
+    ``symmetric``: the model was checked symmetric in ids and instances (``proofs/symmetry.py``);
+    without it the bounded search takes ids in any order."""
     with sym.strict_truth():
-        return Prover(cfg, depth=depth, timeout=timeout, progress=progress, budget=budget).run(
-            names
-        )
+        return Prover(
+            cfg,
+            depth=depth,
+            timeout=timeout,
+            progress=progress,
+            budget=budget,
+            symmetric=symmetric,
+        ).run(names)
 
 
 def all_designs() -> dict:
@@ -613,8 +625,8 @@ def all_designs() -> dict:
 
 
 def _prove_one(args):
-    cfg, depth, timeout, budget = args
-    return prove(cfg, depth=depth, timeout=timeout, budget=budget)
+    cfg, depth, timeout, budget, symmetric = args
+    return prove(cfg, depth=depth, timeout=timeout, budget=budget, symmetric=symmetric)
 
 
 def prove_all(
@@ -625,6 +637,7 @@ def prove_all(
     progress=False,
     budget=DEFAULT_BUDGET,
     cache: str | None = None,
+    symmetric=None,
 ):
     """Prove every configuration, in ``jobs`` processes (one fresh process per configuration
     when there are several); results in the order given.
@@ -632,14 +645,16 @@ def prove_all(
     ``cache``: ``"use"``: read a configuration's finished result from the cache of
     ``proofs/cache.py`` (keyed by the model's and the checkers' source, the z3 version, the
     whole configuration (design, profile, client), depth, budget and timeout) instead of proving it again, and store new ones there;
+    ``symmetric``: per configuration, whether it was checked symmetric (default: all were)
     ``"refresh"``: prove everything and store it; ``None``: no cache.  A result with an unknown
     in it is never stored."""
     from mcp_inflight.proofs import cache as store
 
-    work = [(c, depth, timeout, budget) for c in cfgs]
+    sym_ok = [True] * len(cfgs) if symmetric is None else list(symmetric)
+    work = [(c, depth, timeout, budget, y) for c, y in zip(cfgs, sym_ok, strict=True)]
     keys = [
-        store.source_key("prove", repr(c), depth, budget, timeout)  # every field of the run
-        for c in cfgs
+        store.source_key("prove", repr(w[0]), depth, budget, timeout, w[4])  # the whole run
+        for w in work
     ]
     out: list = [store.load("proofs", k) if cache == "use" else None for k in keys]
     todo = [n for n, r in enumerate(out) if r is None]

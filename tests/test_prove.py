@@ -430,7 +430,7 @@ def test_finished_proofs_are_cached_by_source_and_options(tmp_path, monkeypatch)
     runs = []
 
     def fake(work):  # stands for a proof: one result per call, "unknown" when asked
-        cfg, depth, _timeout, _budget = work
+        cfg, depth, _timeout, _budget, _symmetric = work
         runs.append(depth)
         status = "unknown" if depth == 3 else "proved"
         return P.ProveResult(cfg, depth, [P.Proof("x", "invariant", True, status)])

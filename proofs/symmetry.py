@@ -1,0 +1,300 @@
+"""Symmetry checked, not trusted: the session model's rules commute with renaming.
+
+The explorer keeps one state per orbit under renaming of request instances and of ids
+(``proofs/flat.py:canonical_source``), and the bounded model checker takes ids in order of first
+use (``proofs/bmc.py``).  Both are sound only when the model is *symmetric* in those sorts: for
+every renaming ``pi`` (a permutation of instances and one of ids), every state ``s`` and every
+move ``m``, ``m`` is enabled on ``s`` exactly when ``pi(m)`` is enabled on ``pi(s)``, and then
+``pi(m)``'s successor and outputs on ``pi(s)`` are the renaming of ``m``'s on ``s``; every
+property gives the same answer on a state (or transition) and on its renaming.
+
+A rule that reads a constant id or instance ("id 0 is special") breaks it, and a reduced search
+then merges states that the rule tells apart: it may report "holds" where the unreduced search
+finds a counterexample.  This module checks the commutation on the reachable states of a
+configuration, unreduced, breadth first (every state when there are at most ``limit``; else the
+first ``limit`` in breadth-first order, said in the result), under generators of the renaming
+group (a swap of two elements and a rotation of all; commutation with the generators gives it
+for every renaming they compose).  The first rule that breaks it is named, with the state and
+the move; ``check`` then refuses the reduction for that configuration (it explores unreduced and
+the bounded model checker drops its ordering of ids) and fails, saying so.
+
+One condition breaks the symmetry of instances on purpose: sends fill instance slots in order
+(``model/session.py:SLOT_ORDER``), a reduction of its own.  The rules are checked without it,
+and on every checked state the unsent slots are checked to be interchangeable (each at its
+initial values), so that taking the first of them loses no behaviour up to renaming.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_inflight.model.config import Config
+from mcp_inflight.model.lifecycle import Life
+from mcp_inflight.model.logic import NONE, Concrete, apply_writes
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.session import FIELDS, SLOT_ORDER, canonical_clock, initial
+from mcp_inflight.model.step import Move, Transition, backend, moves, start, take
+
+#: States checked per configuration at most, breadth first: the default bound's unreduced spaces
+#: on 2026-07-28 (9-17 thousand states) are checked whole at 20,000; ``check`` takes the first
+#: 4,000 (every rule met on the shortest paths; the result says when it stopped short).
+LIMIT = 20_000
+CHECK_LIMIT = 4_000
+
+
+@dataclass(frozen=True)
+class Renaming:
+    """A permutation of instances (``inst[r]`` is r's new name) and of ids (``ids[k]``)."""
+
+    inst: tuple[int, ...]
+    ids: tuple[int, ...]
+
+    def __str__(self) -> str:
+        parts = []
+        if list(self.inst) != sorted(self.inst):
+            parts.append("instances " + _cycle(self.inst))
+        if list(self.ids) != sorted(self.ids):
+            parts.append("ids " + _cycle(self.ids))
+        return " and ".join(parts) or "identity"
+
+
+def _cycle(p: tuple[int, ...]) -> str:
+    return ", ".join(f"{k}->{v}" for k, v in enumerate(p) if k != v)
+
+
+def generators(cfg: Config) -> list[Renaming]:
+    """A swap and a rotation of instances, and of ids (where there are two or more)."""
+    n, m = cfg.requests, cfg.ids
+    same_i, same_d = tuple(range(n)), tuple(range(m))
+    out = []
+    for size, make in ((n, lambda p: Renaming(p, same_d)), (m, lambda p: Renaming(same_i, p))):
+        if size >= 2:
+            out.append(make((1, 0) + tuple(range(2, size))))
+        if size >= 3:
+            out.append(make(tuple(range(1, size)) + (0,)))
+    return out
+
+
+def _value(sort: str, v: Any, pi: Renaming) -> Any:
+    if sort == "id":
+        return pi.ids[v]
+    if sort == "inst?":
+        return v if v == NONE else pi.inst[v]
+    return v
+
+
+def rename_state(cfg: Config, s: Any, pi: Renaming) -> Any:
+    """``s`` with every instance and id renamed by ``pi`` (keys and values alike)."""
+    vals = []
+    for f in FIELDS:
+        x = getattr(s, f.name)
+        if f.key is None:
+            vals.append(_value(f.sort, x, pi))
+            continue
+        perm = pi.inst if f.key == "inst" else pi.ids
+        new = [None] * len(x)
+        for k, v in enumerate(x):
+            new[perm[k]] = _value(f.sort, v, pi)
+        vals.append(tuple(new))
+    return canonical_clock(cfg, type(s)(*vals))
+
+
+def rename_move(m: Move, pi: Renaming) -> Move:
+    return Move(m.action, pi.inst[m.r], None if m.i is None else pi.ids[m.i])
+
+
+def _rename_out(out: dict[str, Any], pi: Renaming) -> dict[str, Any]:
+    return {k: (_value("inst?", t, pi), d) for k, (t, d) in out.items()}
+
+
+@dataclass(frozen=True)
+class Broken:
+    """Where the commutation fails: the rule (``guard``, ``effect`` or ``output`` of an action,
+    or a property), the renaming, the state and the move."""
+
+    rule: str
+    renaming: str
+    state: Any
+    move: str
+
+    def text(self) -> str:
+        return (
+            f"{self.rule} is not symmetric under renaming {self.renaming}: "
+            f"{self.move} from state {dict(self.state._asdict())}"
+        )
+
+
+@dataclass(frozen=True)
+class SymmetryResult:
+    label: str
+    states: int  # states checked
+    complete: bool  # every reachable state was checked
+    broken: Broken | None
+
+    @property
+    def ok(self) -> bool:
+        return self.broken is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.label,
+            "states_checked": self.states,
+            "complete": self.complete,
+            "ok": self.ok,
+            "broken": None if self.broken is None else self.broken.text(),
+        }
+
+
+def _properties(cfg: Config) -> list[Any]:
+    return [p for p in PROPERTIES if p.applies(cfg)]
+
+
+def _judge(p: Any, b: Any, cfg: Config, t: Transition | None, s: Any) -> bool:
+    if p.scope == "step":
+        assert t is not None
+        m = t.move
+        return bool(p.fn(b, t.pre, t.post, cfg, m.action, m.r, m.i, t.out))
+    return bool(p.fn(b, s, cfg))
+
+
+def _relaxed(cfg: Config, s: Any, m: Move, b: Concrete) -> Transition | None:
+    """``m`` from ``s`` with the guard's slot-order condition left out."""
+    a, r, i = m.action, m.r, m.i
+    if not a.guard(b, s, cfg, r, i, skip=(SLOT_ORDER,)):
+        return None
+    out = a.output(b, s, cfg, r, i)
+    return Transition(
+        m, s, canonical_clock(cfg, apply_writes(s, a.effect(b, s, cfg, r, i, out))), out
+    )
+
+
+def _unsent_apart(cfg: Config, s: Any) -> str | None:
+    """The first unsent slot that is not at its initial values (a field named), or None."""
+    init = initial(cfg)
+    for r in range(cfg.requests):
+        if s.life[r] != Life.UNSENT:
+            continue
+        for f in FIELDS:
+            if f.key == "inst" and getattr(s, f.name)[r] != getattr(init, f.name)[r]:
+                return f"{f.name}[{r}]"
+    return None
+
+
+def _states(cfg: Config, limit: int, cut: list[bool]) -> Iterator[Any]:
+    """The reachable states, breadth first, at most ``limit``; ``cut[0]`` set when some were
+    left out."""
+    b = backend(cfg)
+    s0 = start(cfg)
+    seen = {s0}
+    todo = deque([s0])
+    while todo:
+        s = todo.popleft()
+        yield s
+        for m in moves(cfg):
+            t = take(cfg, s, m, b)
+            if t is not None and t.post not in seen:
+                if len(seen) >= limit:
+                    cut[0] = True
+                    continue
+                seen.add(t.post)
+                todo.append(t.post)
+
+
+def check(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
+    """Check that ``cfg``'s rules and properties commute with every renaming (module text)."""
+    b = backend(cfg)
+    gens = generators(cfg)
+    props = _properties(cfg)
+    state_props = [p for p in props if p.scope == "state"]
+    step_props = [p for p in props if p.scope == "step"]
+    count, cut = 0, [False]
+    for s in _states(cfg, limit, cut):
+        count += 1
+        apart = _unsent_apart(cfg, s)
+        if apart is not None:
+            rule = f"slot order (unsent slot {apart} differs from its initial value)"
+            return SymmetryResult(cfg.label, count, False, Broken(rule, "-", s, "-"))
+        mine = [(m, _relaxed(cfg, s, m, b)) for m in moves(cfg)]
+        for pi in gens:
+            ps = rename_state(cfg, s, pi)
+            for p in state_props:
+                if _judge(p, b, cfg, None, s) != _judge(p, b, cfg, None, ps):
+                    return SymmetryResult(
+                        cfg.label, count, False, Broken(f"property {p.name}", str(pi), s, "-")
+                    )
+            for m, t in mine:
+                u = _relaxed(cfg, ps, rename_move(m, pi), b)
+                where = None
+                if (t is None) != (u is None):
+                    where = f"the guard of {m.action.name}"
+                elif t is not None and u is not None:
+                    if rename_state(cfg, t.post, pi) != u.post:
+                        where = f"the effect of {m.action.name}"
+                    elif _rename_out(t.out, pi) != u.out:
+                        where = f"the output of {m.action.name}"
+                    else:
+                        for p in step_props:
+                            if _judge(p, b, cfg, t, None) != _judge(p, b, cfg, u, None):
+                                where = f"property {p.name}"
+                                break
+                if where is not None:
+                    mv = f"{m.action.name}({', '.join(f'{k}={v}' for k, v in m.args.items())})"
+                    return SymmetryResult(cfg.label, count, False, Broken(where, str(pi), s, mv))
+    return SymmetryResult(cfg.label, count, not cut[0], None)
+
+
+def checked(cfg: Config, cache: str | None = "use") -> SymmetryResult:
+    """:func:`check` at ``CHECK_LIMIT``, read from the checkers' cache when the model and the
+    checkers are unchanged (``cache="refresh"`` recomputes, None neither reads nor writes)."""
+    return checked_all([cfg], cache, jobs=1)[0]
+
+
+def cell(cfg: Config, res: SymmetryResult) -> Any:
+    """The run-level cell of ``check`` for one configuration's symmetry check."""
+    from .outcome import Cell, Word
+
+    reach = "every reachable state" if res.complete else f"the first {res.states} states"
+    if res.ok:
+        msg = f"the rules and properties commute with renaming, on {reach}"
+        return Cell("session", cfg.design.name, cfg.label, PROP, None, Word.HOLDS, True, msg)
+    assert res.broken is not None
+    msg = f"{res.broken.text()}; explored and searched without the reduction"
+    return Cell(
+        "session", cfg.design.name, cfg.label, PROP, None, Word.FAILS, False, msg, [f"  {msg}"]
+    )
+
+
+#: the run-level property a symmetry cell reports on
+PROP = "symmetric_in_ids_and_instances"
+
+
+def checked_all(
+    cfgs: list[Config], cache: str | None = "use", jobs: int = 2
+) -> list[SymmetryResult]:
+    """:func:`checked` for each of ``cfgs``, those not in the cache spread over ``jobs``
+    processes (forked, so they check the rules of this process)."""
+    import multiprocessing as mp
+
+    from . import cache as store
+    from .pool import worker_pool
+
+    keys = [store.source_key("symmetry", c, CHECK_LIMIT) for c in cfgs]
+    out: list[SymmetryResult | None] = [
+        store.load("symmetry", k) if cache == "use" else None for k in keys
+    ]
+    todo = [n for n, r in enumerate(out) if not isinstance(r, SymmetryResult)]
+    if len(todo) > 1 and jobs > 1 and "fork" in mp.get_all_start_methods():
+        with worker_pool(min(jobs, len(todo)), mp.get_context("fork")) as pool:
+            futs = {n: pool.submit(check, cfgs[n], CHECK_LIMIT) for n in todo}
+            for n, f in futs.items():
+                out[n] = f.result()
+    else:
+        for n in todo:
+            out[n] = check(cfgs[n], CHECK_LIMIT)
+    for n in todo:
+        if cache is not None:
+            store.store("symmetry", keys[n], out[n])
+    return [r for r in out if r is not None]
