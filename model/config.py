@@ -64,6 +64,11 @@ class Design:
         itself (its handle and its response stream) and nothing keyed by id is shared between
         POSTs; otherwise one registry keyed by id serves every POST (a server that keeps one
         table for all of them).  No effect on the other profiles, whose scope is the session.
+    cancels_in_order
+        stdio: the server acts on the messages of its one channel in the order they were sent,
+        so a cancel is handled before any request sent after it; ``False``: cancels take a path
+        of their own (a queue, another task) that a later request may overtake.  No effect on
+        http, whose POSTs and cancels have no order to keep.
     stops_on_respond
         ``False`` is an injected bug for the liveness checks: a handler keeps running after it
         has written its response (its task is never reaped).
@@ -84,6 +89,7 @@ class Design:
     waits_on_answer: bool = False
     stops_on_respond: bool = True
     post_scopes: bool = False
+    cancels_in_order: bool = True
 
     def __post_init__(self) -> None:
         if self.claim not in ("overwrite", "split", "atomic"):
@@ -115,6 +121,7 @@ class Design:
             "releases_waiters": self.releases_waiters,
             "end_stops_writes": self.end_stops_writes,
             "post_scopes": self.post_scopes,
+            "cancels_in_order": self.cancels_in_order,
         }
 
 
@@ -158,6 +165,9 @@ def mutants() -> dict[str, Design]:
             ATOMIC, name="atomic-writes-after-end", end_stops_writes=False
         ),
         "atomic-shared-registry": replace(ATOMIC, name="atomic-shared-registry", post_scopes=False),
+        "atomic-cancels-out-of-order": replace(
+            ATOMIC, name="atomic-cancels-out-of-order", cancels_in_order=False
+        ),
     }
     for site in REMOVAL_SITES:
         name = f"atomic-unguarded-{site}"

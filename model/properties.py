@@ -483,20 +483,38 @@ def session_ended(b: Logic, s: Any, c: Config) -> Any:
 # --- hazards ------------------------------------------------------------------------------
 
 
-def stale_cancel_is_inert(
-    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
-) -> Any:
-    """A client's cancel that arrives after the instance it means has finished cancels no other
-    request of the client (cancellation: both sides MUST handle the race where the cancel
-    arrives after the response). Only a client that reuses an answered id can meet it: the
-    fresh client (2025-11-25's id rule) never sends the id again, so its stale cancel names no
-    request of its own."""
+def _stale_cancel_inert(b: Logic, pre: Any, post: Any, action: Action, r: Any) -> Any:
+    """A client's cancel delivered after the instance it means has finished changes no request
+    of the client."""
     if action.name != "deliver_cancel":
         return True
     return b.Implies(
         b.And(b.Not(pre.rogue[r]), b.Not(b.In(pre.life[r], LIVE))),
         b.ForAll("inst", lambda q: b.Implies(b.Not(pre.rogue[q]), post.life[q] == pre.life[q])),
     )
+
+
+def stale_cancel_is_inert(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """A client's cancel that arrives after the instance it means has finished cancels no other
+    request of the client (cancellation: both sides MUST handle the race where the cancel
+    arrives after the response). A hazard on 2025-11-25 http only, where a POST and a cancel
+    have no order: a later POST reusing the id may overtake the earlier cancel. Only a client
+    that reuses an answered id can meet it: the fresh client (2025-11-25's id rule) never sends
+    the id again, so its stale cancel names no request of its own."""
+    return _stale_cancel_inert(b, pre, post, action, r)
+
+
+def stale_cancel_is_inert_in_order(
+    b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+) -> Any:
+    """Where the transport orders a cancel before a later request under the same id, a client's
+    cancel that arrives after the instance it means has finished cancels no other request of
+    the client: on stdio one channel carries both in send order, and a server that acts on
+    them in that order meets the cancel before the request that reuses the id; on 2026-07-28
+    http the cancel is the close of the finished request's own POST."""
+    return _stale_cancel_inert(b, pre, post, action, r)
 
 
 def _other_sender_untouched(b: Logic, pre: Any, post: Any, r: Any) -> Any:
@@ -544,6 +562,10 @@ def _client_reuses(c: Config) -> bool:
     return c.client_reuses
 
 
+def _ordered_cancel(c: Config) -> bool:
+    return not (c.rev2025 and c.http)
+
+
 def _per_post(c: Config) -> bool:
     return c.per_post
 
@@ -576,6 +598,7 @@ PROPERTIES: tuple[Property, ...] = (
     invariant(no_hung_request, protects=CLIENT),
     invariant(cancel_stays_with_sender, "step", _close_is_cancel),
     invariant(no_refusal_across_posts, "step", _close_is_cancel),
+    invariant(stale_cancel_is_inert_in_order, "step", _ordered_cancel, CLIENT),
     witness(sequential_reuse, _client_reuses),
     witness(duplicate_refused, _shared_scope),
     witness(duplicate_served, _per_post),
@@ -584,7 +607,7 @@ PROPERTIES: tuple[Property, ...] = (
     witness(server_request_answered, _rev2025),
     witness(two_server_requests_pending, _rev2025),
     witness(session_ended),
-    hazard(stale_cancel_is_inert, REUSING_CLIENT),
+    hazard(stale_cancel_is_inert, REUSING_CLIENT, applies=_rev2025_http),
     hazard(foreign_cancel_is_inert, SECOND_SENDER, "step", _cancel_by_id, EVERY_SENDER),
     hazard(crossed_reply_is_impossible, SECOND_SENDER, "step", _stdio),
 )
@@ -618,6 +641,7 @@ BROKEN_BY: dict[str, tuple[str, ...]] = {
     "no_hung_request": ("unguarded@2026-07-28/http",),
     "cancel_stays_with_sender": ("unguarded@2026-07-28/http",),
     "no_refusal_across_posts": ("atomic-shared-registry@2026-07-28/http",),
+    "stale_cancel_is_inert_in_order": ("atomic-cancels-out-of-order@2026-07-28/stdio",),
     "settles": ("atomic-runs-after-respond@2026-07-28/http",),
     "no_deadlock": ("atomic-runs-after-respond@2026-07-28/http",),
     "requests_answered": ("atomic-waits-on-answer@2025-11-25/stdio",),

@@ -322,6 +322,8 @@ SAME_GRAPH = {
     "atomic-free-on-cancel": {("2026-07-28", "http")},
     "atomic-unguarded-write": {("2026-07-28", "http")},
     "atomic-cancel-by-id": set(profiles()),
+    # channel order is stdio's: http has none to keep
+    "atomic-cancels-out-of-order": {("2025-11-25", "http"), ("2026-07-28", "http")},
     **{f"atomic-unguarded-{site}": set(profiles()) for site in REMOVAL_SITES},
     # server-to-client requests exist on 2025-11-25 only
     **{

@@ -162,8 +162,11 @@ def test_stale_cancel_needs_the_reusing_client(design, transport):
     at the same bound (1 id: the reuse is all the trace needs)."""
     reusing = run(design, "2025-11-25", transport, ids=1, client="reusing")
     fresh = run(design, "2025-11-25", transport, ids=1, client="fresh")
-    assert reusing.verdict("stale_cancel_is_inert").ok == (transport == "stdio")
-    assert fresh.verdict("stale_cancel_is_inert").ok
+    # on stdio the channel's order makes it an invariant (stale_cancel_is_inert_in_order)
+    name = "stale_cancel_is_inert" if transport == "http" else "stale_cancel_is_inert_in_order"
+    assert reusing.verdict(name).applies and fresh.verdict(name).applies
+    assert reusing.verdict(name).ok == (transport == "stdio")
+    assert fresh.verdict(name).ok
     if transport == "http":
         sends = [s for s in reusing.verdict("stale_cancel_is_inert").trace if "sends" in s["story"]]
         assert [s["action"] for s in sends] == ["client_sends", "client_sends"]
@@ -242,8 +245,38 @@ def test_stale_cancel_hazard_fails_on_2025_http_under_every_design():
 @pytest.mark.parametrize(
     "revision,transport", [("2025-11-25", "stdio"), ("2026-07-28", "stdio"), ("2026-07-28", "http")]
 )
-def test_stale_cancel_hazard_holds_where_the_protocol_orders_it(revision, transport):
-    assert run("atomic", revision, transport).verdict("stale_cancel_is_inert").ok
+def test_stale_cancel_is_an_invariant_where_the_protocol_orders_it(revision, transport):
+    """Where the transport orders a cancel before a later request under its id, the rule is an
+    invariant (every design keeps it); the hazard speaks of 2025-11-25 http only."""
+    for design in ("atomic", "unguarded", "check_then_claim"):
+        r = run(design, revision, transport)
+        v = r.verdict("stale_cancel_is_inert_in_order")
+        assert v.applies and v.kind == "invariant" and v.ok, design
+        assert not r.verdict("stale_cancel_is_inert").applies
+
+
+def test_a_server_whose_cancels_lag_behind_later_requests_breaks_it_on_stdio():
+    """A stdio server that lets a later request overtake an earlier cancel (cancels on a path
+    of their own) cancels the request that reused the id: the 2025-11-25 http hazard, now the
+    server's own defect."""
+    from mcp_inflight.model.config import mutants
+    from mcp_inflight.proofs.explore import explore
+
+    cfg = Config(mutants()["atomic-cancels-out-of-order"], "2026-07-28", "stdio")
+    r = explore(cfg, progress=False)
+    v = r.verdict("stale_cancel_is_inert_in_order")
+    assert not v.ok and not r.ok
+    assert _actions(v.trace) == [
+        "client_sends",
+        "arrive",
+        "admit",
+        "send_cancel",
+        "respond",
+        "client_sends",
+        "arrive",
+        "admit",
+        "deliver_cancel",
+    ]
 
 
 def test_hazards_never_change_the_verdict():
@@ -340,8 +373,9 @@ def test_witness_names_are_the_documented_ones():
         "session_ended",
     ]
     # with no_crossed_reply_on_stdio, the five of server requests and the session's end, and
-    # no_refusal_across_posts of 2026-07-28 http
-    assert len({p.name for p in INVARIANTS}) == 18
+    # no_refusal_across_posts of 2026-07-28 http, and stale_cancel_is_inert_in_order where the
+    # transport orders a cancel before a later request
+    assert len({p.name for p in INVARIANTS}) == 19
 
 
 def test_every_backend_implements_the_logic_interface():
