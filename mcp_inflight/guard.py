@@ -12,6 +12,8 @@ model as they happen (counting and logging violations; the counts are at ``app.m
 the one channel's, as ``mcp-inflight record --stdio`` writes it from outside the process.
 """
 
+import sys
+import types
 from typing import Any
 
 from mcp_inflight.impl.guard import (
@@ -172,3 +174,21 @@ async def serve_stdio(
             if read.monitor is not None:
                 counts = read.monitor.close()
     return counts
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`guard`: ``from mcp_inflight import guard`` names the module
+    (the import system binds a submodule on its package), and ``guard(app)`` must still guard."""
+
+    def __call__(
+        self,
+        app: Any,
+        max_body: int = MAX_BODY,
+        trace: Any = None,
+        online: Any = False,
+        observer: Any = None,
+    ) -> Any:
+        return guard(app, max_body, trace, online, observer)
+
+
+sys.modules[__name__].__class__ = _CallableModule
