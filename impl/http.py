@@ -86,11 +86,12 @@ from .messages import (
     PARSE_ERROR,
     PROTOCOL_VERSION_META_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
+    Kind,
     dumps,
     error_reply,
     parse,
 )
-from .server import Server, Session
+from .server import Answered, Refused, Running, Server, Session
 from .stores import ASGIApp, SessionLookup, SessionStore
 from .streams import (
     MAX_STREAM_BUFFER,
@@ -382,13 +383,13 @@ class App:
         inc = parse(body)
         if unsupported is not None:  # the request's id, when it has a readable one
             return await self._unsupported(send, unsupported, inc.id)
-        if inc.kind == "invalid":
+        if inc.kind is Kind.INVALID:
             return await self._error(
                 send, 400, inc.error["code"], inc.error["message"], inc.id, inc.error.get("data")
             )
         msg = inc.msg
         if modern:
-            if inc.kind != "request":
+            if inc.kind is not Kind.REQUEST:
                 return await self._reply(send, 202)
             meta = (
                 (msg.get("params") or {}).get("_meta")
@@ -424,7 +425,7 @@ class App:
                     spare.append(session)
         store = self.store
         if (
-            inc.kind == "request"
+            inc.kind is Kind.REQUEST
             and msg["method"] == "initialize"
             and b"mcp-session-id" not in headers
         ):
@@ -432,9 +433,9 @@ class App:
         session, err = await store.find(headers)
         if err is not None:
             return await self._error(send, err[0], -32600, err[1])
-        if inc.kind == "request":
+        if inc.kind is Kind.REQUEST:
             return await store.request(session, msg, receive, send)
-        if inc.kind == "notification":
+        if inc.kind is Kind.NOTIFICATION:
             await store.notification(session, msg)
         else:
             await store.answer(session, msg)
@@ -454,17 +455,18 @@ class App:
             )
         kept = isinstance(session, HttpSession) and session.store is not None
         outlet = session.outlet() if kept else StreamOutlet()
-        status, value = session.request(msg, outlet)
-        if status == "refused":
-            return await self._reply(send, 409, dumps(error_reply(None, value)), extra)
+        arrival = session.request(msg, outlet)
+        if type(arrival) is Running:
+            return await self.start_stream(session, arrival.handle, outlet, receive, send, extra)
+        if type(arrival) is Refused:
+            return await self._reply(send, 409, dumps(error_reply(None, arrival.error)), extra)
+        value = arrival.reply
+        if value is None:  # the core routed the reply nowhere (not reachable on a fresh POST)
+            return await self._reply(send, 202, b"", extra)
         modern = session.revision == MODERN
-        if status == "reply":
-            if value is None:  # the core routed the reply nowhere (not reachable on a fresh POST)
-                return await self._reply(send, 202, b"", extra)
-            return await self._reply(
-                send, (modern and _error_status(value)) or 200, json_body(value), extra
-            )
-        await self.start_stream(session, value, outlet, receive, send, extra)
+        return await self._reply(
+            send, (modern and _error_status(value)) or 200, json_body(value), extra
+        )
 
     async def start_stream(self, session, handle, outlet, receive, send, extra=()):
         """An admitted request's POST stream, owned by this connection: one body when the
@@ -727,15 +729,16 @@ class MemorySessions:
         sid = secrets.token_urlsafe(24)
         session = HttpSession(app.server, sid, app.event_store)
         session.seen = now
-        status, value = session.request(msg, StreamOutlet())
-        if status == "reply" and value is not None and "result" in value:
-            app.sessions[sid] = session  # a session exists only once initialize succeeded
-            return await reply(send, 200, json_body(value), [(b"mcp-session-id", sid.encode())])
-        return await reply(
-            send,
-            200 if status == "reply" else 409,
-            json_body(value if status == "reply" else error_reply(None, value)),
-        )
+        arrival = session.request(msg, StreamOutlet())
+        if isinstance(arrival, Answered):
+            value = arrival.reply
+            if value is not None and "result" in value:
+                app.sessions[sid] = session  # a session exists only once initialize succeeded
+                headers = [(b"mcp-session-id", sid.encode())]
+                return await reply(send, 200, json_body(value), headers)
+            return await reply(send, 200, json_body(value))
+        assert isinstance(arrival, Refused)  # initialize is answered at once, never run
+        return await reply(send, 409, json_body(error_reply(None, arrival.error)))
 
     async def request(self, session, msg, receive, send) -> None:
         await self.app.run_request(session, msg, receive, send, ())

@@ -88,7 +88,7 @@ from .messages import (
 )
 from .redis_store import BROADCAST, Claimed, RedisStore
 from .request_state import StateRefused, call_binding
-from .server import RequestFailed, Server
+from .server import Answered, Arrival, Outlet, Refused, RequestFailed, Running, Server
 from .stores import ASGIApp, Host, Receive, Send, SessionLookup
 from .streams import (
     MEASURE_AFTER,
@@ -315,15 +315,15 @@ class _RedisSession(HttpSession):
         self._streams += 1
         return _KeptOutlet(self, f"{self.shared.worker}~p{self._streams}")
 
-    def request(self, msg: dict, outlet: Any) -> tuple[str, Any]:
-        status, value = super().request(msg, outlet)
+    def request(self, msg: dict[str, Any], outlet: Outlet) -> Arrival:
+        arrival = super().request(msg, outlet)
         c, self.pending_claim = self.pending_claim, None
-        if status == "running" and c is not None:
-            self.claims[value] = c
-            self.shared.hold(self, value, c)
+        if type(arrival) is Running and c is not None:
+            self.claims[arrival.handle] = c
+            self.shared.hold(self, arrival.handle, c)
             if isinstance(outlet, _KeptOutlet):
                 outlet.claim = c
-        return status, value
+        return arrival
 
     async def _announce(
         self, handle: Any, sid: Any, method: str
@@ -683,8 +683,9 @@ class RedisSessions:
             return await self.app.too_many_sessions(send, msg["id"])
         session = _RedisSession(self.app.server, sid, self)
         session.seen = now
-        status, value = session.request(msg, StreamOutlet())
-        if status == "reply" and value is not None and "result" in value:
+        arrival = session.request(msg, StreamOutlet())
+        value = arrival.reply if isinstance(arrival, Answered) else None
+        if value is not None and "result" in value:
             record = {
                 "revision": LEGACY,
                 "capabilities": session.client_capabilities,
@@ -696,11 +697,10 @@ class RedisSessions:
             return await reply(send, 200, dumps(value), [(b"mcp-session-id", sid.encode())])
         if self.app.max_sessions is not None:
             await self.store.forget_session(sid)
-        return await reply(
-            send,
-            200 if status == "reply" else 409,
-            dumps(value if status == "reply" else error_reply(None, value)),
-        )
+        if isinstance(arrival, Answered):
+            return await reply(send, 200, dumps(value))
+        assert isinstance(arrival, Refused)  # initialize is answered at once, never run
+        return await reply(send, 409, dumps(error_reply(None, arrival.error)))
 
     async def notification(self, session: HttpSession, msg: dict[str, Any]) -> None:
         params = msg.get("params")
@@ -872,12 +872,13 @@ class RedisSessions:
         c = self.store.held(session.sid, key, tok) if hold else None
         session.pending_claim = c
         outlet = session.outlet() if hold else StreamOutlet()
-        status, value = session.request(msg, outlet)
-        if status == "refused":  # pragma: no cover - the claim makes the local id free
+        arrival = session.request(msg, outlet)
+        if type(arrival) is Refused:  # pragma: no cover - the claim makes the local id free
             if c is not None:
                 await self.release(c)
-            return await reply(send, 409, dumps(error_reply(None, value)))
-        if status == "reply":
+            return await reply(send, 409, dumps(error_reply(None, arrival.error)))
+        if type(arrival) is Answered:
+            value = arrival.reply
             if c is not None:
                 why = await self.release(c)
                 if why is not None:
@@ -887,7 +888,8 @@ class RedisSessions:
             if method == "logging/setLevel" and "result" in value:
                 await self._set_level(session)
             return await reply(send, 200, dumps(value))
-        await self.app.start_stream(session, value, outlet, receive, send)
+        assert type(arrival) is Running
+        await self.app.start_stream(session, arrival.handle, outlet, receive, send)
 
     async def state_replayed(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         """2026-07-28: a retry's ``requestState`` is single-use over every worker and across

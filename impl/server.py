@@ -54,12 +54,13 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pydantic
 from mcp_types import methods as M
 
-from .core import Admitted, SessionCore
+from .core import Admitted, Handle, Refused, SessionCore
 from .messages import (
     CLIENT_CAPABILITIES_META_KEY,
     HANDSHAKE_VERSIONS,
@@ -91,6 +92,10 @@ from .request_state import RequestStates, StateLimit, StateRefused, call_binding
 
 #: the server API, and the messages' names (:mod:`.messages`), importable from here
 __all__ = [
+    "Answered",
+    "Outlet",
+    "Refused",
+    "Running",
     "Tool",
     "Server",
     "JsonRpcError",
@@ -123,6 +128,40 @@ __all__ = [
     "parse",
     "classify",
 ]
+
+# --- what a session writes to, and what an arrival comes to -----------------------------------
+
+
+class Outlet(Protocol):
+    """What an adapter gives a session for one request's channel: ``send`` writes a message on
+    it, ``close`` ends it (HTTP: the POST's response; stdio: nothing, the channel is shared).
+    The core decides which outlet gets what: ``handle.data`` is the outlet of the request that
+    handle stands for."""
+
+    def send(self, msg: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class Answered:
+    """A request answered at once, within the step that admitted it: ``reply`` is the message
+    to send (None: the core routed it nowhere)."""
+
+    reply: dict[str, Any] | None  # (not frozen: made per request, as the core's Admitted)
+
+
+@dataclass(slots=True)
+class Running:
+    """A request whose handler runs: it writes on its outlet, then closes it."""
+
+    handle: Handle  # (not frozen: made per request, as the core's Admitted)
+
+
+#: what :meth:`Session.request` comes to: :class:`~.core.Refused` (a duplicate of an id in
+#: flight: its ``error`` to send), :class:`Answered` or :class:`Running`
+Arrival = Refused | Answered | Running
+
 
 # --- tools -------------------------------------------------------------------------------------
 
@@ -419,9 +458,8 @@ class Session:
     """One MCP session (stdio: the process; HTTP 2025-11-25: an ``Mcp-Session-Id``; HTTP
     2026-07-28: one POST).  Messages in, replies out through each request's outlet.
 
-    An *outlet* is the adapter's object for one request's channel: ``send(msg: dict)`` writes a
-    message on it, ``close()`` ends it (HTTP: the POST's response).  The core decides which
-    outlet gets what: ``handle.data`` is the outlet of the request that handle stands for.
+    Each request's channel is the adapter's :class:`Outlet`; the core decides which outlet gets
+    what (``handle.data`` is the outlet of the request that handle stands for).
     """
 
     def __init__(self, server: Server, transport: str, revision: str | None = None):
@@ -499,10 +537,10 @@ class Session:
         return sid, None
 
     # --- reading ------------------------------------------------------------------------
-    def request(self, msg: dict, outlet):
-        """A request arrives.  Returns ``("refused", error)``, ``("reply", message)`` (answered
-        at once, within the step that admitted it) or ``("running", handle)`` (a handler runs
-        and will write on ``outlet``, then close it)."""
+    def request(self, msg: dict[str, Any], outlet: Outlet) -> Arrival:
+        """A request arrives.  Returns :class:`~.core.Refused` (its ``error``), :class:`Answered`
+        (at once, within the step that admitted it) or :class:`Running` (a handler runs and
+        will write on ``outlet``, then close it)."""
         if not self.negotiated and msg["method"] in ("initialize", "server/discover"):
             # the handshake picks the revision (and so the core's profile) before admission
             self._set_revision(MODERN if msg["method"] == "server/discover" else LEGACY)
@@ -511,7 +549,7 @@ class Session:
             observer.arriving(getattr(self, "sid", None), self.core, msg)
         verdict = self.core.arrive(msg["id"])
         if not isinstance(verdict, Admitted):
-            return "refused", verdict.error
+            return verdict
         h = verdict.handle
         h.data = outlet
         rid = msg["id"]
@@ -534,10 +572,10 @@ class Session:
             reply = error_reply(rid, error(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
         if reply is not None:
             target = self.core.finish(h)
-            return "reply", (reply if target is h else None)
+            return Answered(reply if target is h else None)
         task = asyncio.get_running_loop().create_task(job)
         self.tasks[h] = (task, ctx)
-        return "running", h
+        return Running(h)
 
     def _resume(self, ctx, rid, method, params, custom: bool):
         """2026-07-28: bind the call and, on a retry, verify its ``requestState`` and give the

@@ -15,8 +15,8 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator
 
-from .messages import INVALID_REQUEST, encode_message, error_reply, parse
-from .server import Server, Session
+from .messages import INVALID_REQUEST, Kind, encode_message, error_reply, parse
+from .server import Answered, Refused, Server, Session
 
 LINE_LIMIT = 16 * 1024 * 1024
 _CHUNK = 64 * 1024
@@ -44,15 +44,15 @@ def handle_line(session: Session, channel: _Channel, line: bytes) -> None:
     if not line:
         return
     inc = parse(line)
-    if inc.kind == "invalid":
+    if inc.kind is Kind.INVALID:
         channel.send(error_reply(inc.id, inc.error))
-    elif inc.kind == "request":
-        status, value = session.request(inc.msg, channel)
-        if status == "refused":
-            channel.send(error_reply(None, value))
-        elif status == "reply" and value is not None:
-            channel.send(value)
-    elif inc.kind == "notification":
+    elif inc.kind is Kind.REQUEST:
+        arrival = session.request(inc.msg, channel)
+        if type(arrival) is Refused:
+            channel.send(error_reply(None, arrival.error))
+        elif type(arrival) is Answered and arrival.reply is not None:
+            channel.send(arrival.reply)
+    elif inc.kind is Kind.NOTIFICATION:
         session.notification(inc.msg)
     else:
         session.response(inc.msg)
