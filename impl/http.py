@@ -63,6 +63,7 @@ import secrets
 from typing import Any
 
 from . import sse
+from .asgi_types import ASGIApp, Receive, Scope, Send
 from .events import EventStore, MemoryEventStore, ReplayRefused
 from .http_checks import (
     LOOPBACK,
@@ -92,7 +93,7 @@ from .messages import (
     parse,
 )
 from .server import Answered, Refused, Running, Server, Session
-from .stores import ASGIApp, SessionLookup, SessionStore
+from .stores import Host, SessionLookup, SessionStore
 from .streams import (
     MAX_STREAM_BUFFER,
     SERVER_BUSY,
@@ -115,7 +116,7 @@ __all__ = ["LOOPBACK", "MODERN_ERROR_STATUS", "SERVER_BUSY", "App", "create_app"
 #: The transport spec (basic/transports/streamable-http): -32601 is 404; -32020, -32022 and
 #: -32021 are 400.  The conformance suite (SEP-2575 checks): a request whose ``_meta`` the
 #: schema rejects (-32602) is 400.  The official ``mcp`` 2.3.0 server uses the same table.
-MODERN_ERROR_STATUS = {
+MODERN_ERROR_STATUS: dict[Any, int] = {
     PARSE_ERROR: 400,
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
@@ -129,7 +130,7 @@ MODERN_ERROR_STATUS = {
 _Outlet = StreamOutlet
 
 
-def _error_status(msg) -> int | None:
+def _error_status(msg: dict[str, Any]) -> int | None:
     """The 2026-07-28 HTTP status of ``msg`` if it is a JSON-RPC error with a mapped code."""
     err = msg.get("error") if "result" not in msg else None
     if isinstance(err, dict):
@@ -175,8 +176,8 @@ class App:
         self,
         server: Server,
         path: str = "/mcp",
-        allowed_hosts=None,
-        allowed_origins=None,
+        allowed_hosts: Any = None,
+        allowed_origins: Any = None,
         max_body: int | None = 4 * 1024 * 1024,
         max_sessions: int | None = 1024,
         session_idle_timeout: float | None = 3600.0,
@@ -188,7 +189,7 @@ class App:
         max_detached: int | None = 1024,
         detached_timeout: float | None = 600.0,
         store: SessionStore | None = None,
-    ):
+    ) -> None:
         self.server = server
         self.path = path
         self.hosts = HostCheck(allowed_hosts, allowed_origins)
@@ -241,7 +242,7 @@ class App:
     _reply = staticmethod(reply)
     _error = staticmethod(error_response)
 
-    async def _unsupported(self, send, version, rid=None):
+    async def _unsupported(self, send: Send, version: Any, rid: Any = None) -> None:
         await self._error(
             send,
             400,
@@ -252,7 +253,7 @@ class App:
         )
 
     # --- ASGI ------------------------------------------------------------------------------
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         kind = scope["type"]
         if kind == "lifespan":
             return await self._lifespan(receive, send)
@@ -260,7 +261,7 @@ class App:
             return
         return await self._exchange(scope, receive, send)
 
-    async def _serve(self, scope, receive, send):
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> Any:
         if scope["path"] != self.path:
             return await self._reply(
                 send, 404, b"Not Found", ctype=[(b"content-type", b"text/plain")]
@@ -324,7 +325,7 @@ class App:
             return await self._delete(send, headers)
         return await self._reply(send, 405, b"", [(b"allow", b"GET, POST, DELETE")])
 
-    async def _lifespan(self, receive, send):
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             m = await receive()
             if m["type"] == "lifespan.startup":
@@ -365,7 +366,15 @@ class App:
         if s.store is not None:
             s.store.forget(s.sid)
 
-    async def _post(self, scope, receive, send, headers, modern, unsupported=None):
+    async def _post(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: Headers,
+        modern: Any,
+        unsupported: Any = None,
+    ) -> Any:
         body = await self.bodies.read(receive, headers)
         if isinstance(body, int):
             if body == 413:
@@ -430,18 +439,21 @@ class App:
             and b"mcp-session-id" not in headers
         ):
             return await store.initialize(msg, send)
-        session, err = await store.find(headers)
-        if err is not None:
+        shared, err = await store.find(headers)
+        if err is not None or shared is None:
+            assert err is not None
             return await self._error(send, err[0], -32600, err[1])
         if inc.kind is Kind.REQUEST:
-            return await store.request(session, msg, receive, send)
+            return await store.request(shared, msg, receive, send)
         if inc.kind is Kind.NOTIFICATION:
-            await store.notification(session, msg)
+            await store.notification(shared, msg)
         else:
-            await store.answer(session, msg)
+            await store.answer(shared, msg)
         return await self._reply(send, 202)
 
-    async def run_request(self, session: Session, msg, receive, send, extra):
+    async def run_request(
+        self, session: Session, msg: dict[str, Any], receive: Receive, send: Send, extra: Any
+    ) -> Any:
         """The request path of one session's core: admitted (its stream, :meth:`start_stream`),
         answered at once, or refused (409)."""
         if self.max_in_flight is not None and len(session.tasks) >= self.max_in_flight:
@@ -453,12 +465,14 @@ class App:
                 msg["id"],
                 headers=extra,
             )
-        kept = isinstance(session, HttpSession) and session.store is not None
-        outlet = session.outlet() if kept else StreamOutlet()
+        if isinstance(session, HttpSession) and session.store is not None:
+            outlet = session.outlet()  # kept: resumable
+        else:
+            outlet = StreamOutlet()
         arrival = session.request(msg, outlet)
-        if type(arrival) is Running:
+        if isinstance(arrival, Running):
             return await self.start_stream(session, arrival.handle, outlet, receive, send, extra)
-        if type(arrival) is Refused:
+        if isinstance(arrival, Refused):
             return await self._reply(send, 409, dumps(error_reply(None, arrival.error)), extra)
         value = arrival.reply
         if value is None:  # the core routed the reply nowhere (not reachable on a fresh POST)
@@ -468,7 +482,15 @@ class App:
             send, (modern and _error_status(value)) or 200, json_body(value), extra
         )
 
-    async def start_stream(self, session, handle, outlet, receive, send, extra=()):
+    async def start_stream(
+        self,
+        session: Any,
+        handle: Any,
+        outlet: StreamOutlet,
+        receive: Receive,
+        send: Send,
+        extra: Any = (),
+    ) -> Any:
         """An admitted request's POST stream, owned by this connection: one body when the
         handler answers in its first step, else SSE as the handler writes."""
         modern = session.revision == MODERN
@@ -480,8 +502,8 @@ class App:
             await asyncio.sleep(0)  # let the handler take its first step
             if outlet.done:  # it has already answered: one body, no stream to watch
                 items = outlet.items
-                if modern and len(items) == 1 and _error_status(items[0]):
-                    status = _error_status(items[0])
+                status = _error_status(items[0]) if modern and len(items) == 1 else None
+                if status:
                     return await self._reply(send, status, json_body(items[0]), extra)
                 body = b"".join(sse_event(m) for m in items)
                 return await self._reply(send, 200, body, extra, ctype=SSE_HEADERS)
@@ -492,16 +514,27 @@ class App:
         # be silent for long before its first message
         await self.pump(session, handle, outlet, token, receive, send, SSE_HEADERS + list(extra))
 
-    async def pump(self, session, handle, outlet, token, receive, send, headers, first=b""):
+    async def pump(
+        self,
+        session: Any,
+        handle: Any,
+        outlet: StreamOutlet,
+        token: object,
+        receive: Receive,
+        send: Send,
+        headers: list[tuple[bytes, bytes]],
+        first: bytes = b"",
+    ) -> Any:
         """Own ``outlet`` on this connection: send the headers (and ``first``, a replay), then
         each message as it comes, until the stream ends, the connection drops, or (a kept
         stream) another connection resumes the stream."""
         loop = asyncio.get_running_loop()
         watcher = loop.create_task(self._watch(session, handle, outlet, token, receive))
         writer = asyncio.current_task()
+        assert writer is not None
         cut = False
 
-        def cut_off():  # the reader is too slow: this connection ends as a closed stream
+        def cut_off() -> None:  # the reader is too slow: this connection ends as a closed stream
             nonlocal cut
             if outlet.owner is token or outlet.keep is None:
                 cut = True
@@ -549,7 +582,7 @@ class App:
                 outlet.cut = None
             watcher.cancel()
 
-    def _dropped(self, session, handle, outlet, token):
+    def _dropped(self, session: Any, handle: Any, outlet: StreamOutlet, token: object) -> None:
         """The connection ``token`` that wrote ``outlet`` went away before the stream's end.
         Without a store the stream is broken (the core's ``close``: its later messages are
         dropped).  With one, and on 2025-11-25, a disconnect is not a cancel and the stream is
@@ -571,7 +604,7 @@ class App:
             session.closed(handle)
             self._detach(session, outlet)
 
-    def _detach(self, session, outlet):
+    def _detach(self, session: Any, outlet: StreamOutlet) -> None:
         """``outlet``'s handler runs on with no connection.  Once ``max_detached`` handlers are
         detached in this process, the next one is cancelled at once; a detached handler still
         running ``detached_timeout`` seconds later is cancelled then.  Either way the request
@@ -594,28 +627,30 @@ class App:
             )
         detached[outlet] = timer
 
-        def released(o):
+        def released(o: Any) -> None:
             t = detached.pop(o, None)
             if t is not None:
                 t.cancel()
 
         outlet.on_close = released
 
-    def _expire_detached(self, session, handle, outlet):
+    def _expire_detached(self, session: Any, handle: Any, outlet: StreamOutlet) -> None:
         self.detached.pop(outlet, None)
         outlet.on_close = None
         if handle in session.tasks:
             self.detached_cancelled += 1
             session._cancel_handler(handle)
 
-    async def _watch(self, session, handle, outlet, token, receive):
+    async def _watch(
+        self, session: Any, handle: Any, outlet: StreamOutlet, token: object, receive: Receive
+    ) -> None:
         while True:
             m = await receive()
             if m["type"] == "http.disconnect":
                 self._dropped(session, handle, outlet, token)
                 return
 
-    async def too_many_sessions(self, send, rid):
+    async def too_many_sessions(self, send: Send, rid: Any) -> Any:
         """``initialize`` beyond ``max_sessions``: 503 with ``Retry-After``."""
         return await self._error(
             send,
@@ -626,9 +661,10 @@ class App:
             headers=[(b"retry-after", b"1")],
         )
 
-    async def _get(self, receive, send, headers):
+    async def _get(self, receive: Receive, send: Send, headers: Headers) -> Any:
         session, err = await self.store.find(headers)
-        if err is not None:
+        if err is not None or session is None:
+            assert err is not None
             return await self._error(send, err[0], -32600, err[1])
         last = headers.get(b"last-event-id")
         if last is not None and await self.store.resume(
@@ -637,7 +673,9 @@ class App:
             return
         return await self.standalone_stream(session, receive, send)
 
-    async def standalone_stream(self, session, receive, send, first=b"", name=None):
+    async def standalone_stream(
+        self, session: Any, receive: Receive, send: Send, first: bytes = b"", name: Any = None
+    ) -> Any:
         if session.standalone is not None:
             return await self._error(
                 send, 409, -32600, "Conflict: this session already has a standalone stream"
@@ -645,7 +683,7 @@ class App:
         loop = asyncio.get_running_loop()
         closer = session.standalone = loop.create_future()
 
-        async def watch():
+        async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
             if not closer.done():
@@ -675,9 +713,10 @@ class App:
                 session.standalone = None
             session.seen = loop.time()
 
-    async def _delete(self, send, headers):
+    async def _delete(self, send: Send, headers: Headers) -> Any:
         session, err = await self.store.find(headers)
-        if err is not None:
+        if err is not None or session is None:
+            assert err is not None
             return await self._error(send, err[0], -32600, err[1])
         await self.store.delete(session)
         return await self._reply(send, 200)
@@ -689,7 +728,8 @@ class MemorySessions:
 
     app: App
 
-    def attach(self, app: App) -> None:
+    def attach(self, app: Host) -> None:
+        assert isinstance(app, App)  # this store reads the app's own expiry
         self.app = app
 
     def wrap(self, inner: ASGIApp) -> ASGIApp:
@@ -717,7 +757,7 @@ class MemorySessions:
         s.seen = now
         return s, None
 
-    async def initialize(self, msg, send) -> None:
+    async def initialize(self, msg: dict[str, Any], send: Send) -> None:
         app = self.app
         now = asyncio.get_running_loop().time()
         app.sweep(now)
@@ -740,22 +780,24 @@ class MemorySessions:
         assert isinstance(arrival, Refused)  # initialize is answered at once, never run
         return await reply(send, 409, json_body(error_reply(None, arrival.error)))
 
-    async def request(self, session, msg, receive, send) -> None:
+    async def request(
+        self, session: Any, msg: dict[str, Any], receive: Receive, send: Send
+    ) -> None:
         await self.app.run_request(session, msg, receive, send, ())
 
-    async def notification(self, session, msg) -> None:
+    async def notification(self, session: Any, msg: dict[str, Any]) -> None:
         session.notification(msg)
 
-    async def answer(self, session, msg) -> None:
+    async def answer(self, session: Any, msg: dict[str, Any]) -> None:
         session.response(msg)
 
-    async def resume(self, session, last, receive, send) -> bool:
+    async def resume(self, session: Any, last: Any, receive: Receive, send: Send) -> bool:
         if session.store is None:  # no event store: Last-Event-ID is ignored
             return False
         await self._replay(session, last, receive, send)
         return True
 
-    async def _replay(self, session, last_event_id, receive, send):
+    async def _replay(self, session: Any, last_event_id: Any, receive: Receive, send: Send) -> Any:
         """GET with ``Last-Event-ID``: that id's stream only.  The events after the id are
         written first, then (while the stream has not ended) its later events as they come, on
         this connection, which becomes the stream's owner.  The replay is read and the stream
@@ -779,10 +821,10 @@ class MemorySessions:
             outlet.wake = None
         await self.app.pump(session, None, outlet, token, receive, send, SSE_HEADERS, first)
 
-    async def delete(self, session) -> None:
+    async def delete(self, session: Any) -> None:
         self.app.end_session(session)
 
-    async def state_replayed(self, msg) -> None:
+    async def state_replayed(self, msg: dict[str, Any]) -> None:
         return None  # the server's own check (one process) is the whole of it
 
 

@@ -36,14 +36,14 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = J.MISSING_REQUIRED_CLIENT_CAPABILITY
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 
 
-def error(code: int, message: str, data=None) -> dict:
+def error(code: int, message: str, data: Any = None) -> dict:
     e = {"code": code, "message": message}
     if data is not None:
         e["data"] = data
     return e
 
 
-def error_reply(rid, err: dict) -> dict:
+def error_reply(rid: Any, err: dict) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "error": err}
 
 
@@ -90,7 +90,7 @@ _ENVELOPE = {
 }
 
 
-def parse(raw) -> Incoming:
+def parse(raw: Any) -> Incoming:
     """Decode one JSON-RPC message (bytes or str) and check its envelope with ``mcp_types``."""
     try:
         msg = loads(raw)
@@ -99,7 +99,7 @@ def parse(raw) -> Incoming:
     return classify(msg)
 
 
-def classify(msg) -> Incoming:
+def classify(msg: dict[str, Any]) -> Incoming:
     if isinstance(msg, list):
         return Incoming(
             Kind.INVALID,

@@ -74,6 +74,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import sse
+from .asgi_types import ASGIApp, Receive, Send
 from .core import Handle, InvalidId, typed_id
 from .http_checks import Headers
 from .messages import (
@@ -89,7 +90,7 @@ from .messages import (
 from .redis_store import BROADCAST, Claimed, RedisStore
 from .request_state import StateRefused, call_binding
 from .server import Answered, Arrival, Outlet, Refused, RequestFailed, Running, Server
-from .stores import ASGIApp, Host, Receive, Send, SessionLookup
+from .stores import Host, SessionLookup
 from .streams import (
     MEASURE_AFTER,
     SERVER_BUSY,
@@ -157,7 +158,7 @@ class _KeptOutlet(StreamOutlet):
         "reader",
     )
 
-    def __init__(self, session: _RedisSession, stream: str):
+    def __init__(self, session: _RedisSession, stream: str) -> None:
         super().__init__(_unused, stream, session.live)
         self.session = session
         self.n = 0
@@ -297,7 +298,7 @@ class _KeptOutlet(StreamOutlet):
 class _RedisSession(HttpSession):
     """This worker's view of a session shared through Redis."""
 
-    def __init__(self, server: Server, sid: str, shared: RedisSessions):
+    def __init__(self, server: Server, sid: str, shared: RedisSessions) -> None:
         super().__init__(server, sid, None)
         self.shared = shared
         self.claims: dict[Handle, Claimed] = {}
@@ -401,7 +402,7 @@ class RedisSessions:
         resumable: bool = True,
         store_timeout: float | None = 2.0,
         max_event_bytes: int | None = 16 * 1024 * 1024,
-    ):
+    ) -> None:
         self.store_timeout = store_timeout
         self.max_event_bytes = max_event_bytes
         self.redis_url = redis
@@ -742,7 +743,9 @@ class RedisSessions:
         await self._resume_kept(session, last, receive, send)
         return True
 
-    async def _resume_kept(self, session: _RedisSession, last: str, receive, send):
+    async def _resume_kept(
+        self, session: _RedisSession, last: str, receive: Receive, send: Send
+    ) -> Any:
         """GET with ``Last-Event-ID`` on any worker: the events after it, from this worker's
         memory when the stream runs here (this connection takes it over), else from Redis,
         then its later events as the owner appends them, until its last one."""
@@ -795,7 +798,7 @@ class RedisSessions:
         )
         gone = asyncio.Event()
 
-        async def watch():
+        async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
             gone.set()

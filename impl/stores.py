@@ -26,8 +26,9 @@ the app's public surface for stores.  This module imports neither the app nor a 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .asgi_types import ASGIApp, Receive, Scope, Send
 
 if TYPE_CHECKING:  # pragma: no cover - names for the annotations only
     from .events import EventStore
@@ -35,11 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover - names for the annotations only
     from .server import Server, Session
     from .streams import HttpSession, StreamOutlet
 
-__all__ = ["ASGIApp", "Host", "Receive", "Send", "SessionStore", "SessionLookup"]
+__all__ = ["ASGIApp", "Host", "Receive", "Scope", "Send", "SessionLookup", "SessionStore"]
 
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
 #: (the session, None) or (None, (HTTP status, message))
 SessionLookup = tuple["HttpSession | None", "tuple[int, str] | None"]
 

@@ -10,10 +10,12 @@ reply that both write (:func:`reply`, :func:`error_response`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import asyncio
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import sse
+from .asgi_types import Send
 from .messages import LEGACY, dumps, encode_message, error, error_reply
 from .server import Session
 
@@ -32,8 +34,6 @@ __all__ = [
     "sse_event",
 ]
 
-#: an ASGI ``send``
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 #: response headers
 HeaderList = list[tuple[bytes, bytes]]
 
@@ -92,22 +92,32 @@ class StreamOutlet:
         "on_close",
     )
 
-    def __init__(self, keep=None, stream=None, live=None, limit=None):
-        self.items = []
-        self.wake = None
+    def __init__(
+        self,
+        keep: Any = None,
+        stream: Any = None,
+        live: dict[str, StreamOutlet] | None = None,
+        limit: Any = None,
+    ) -> None:
+        self.items: list[Any] = []
+        self.wake: asyncio.Future[None] | None = None
         self.done = False
         self.broken = False
         self.keep = keep
         self.stream = stream
-        self.owner = None  # the writing connection's token (with a store)
+        self.owner: object | None = None  # the writing connection's token (with a store)
         self.live = live  # the session's kept streams not yet ended (this one leaves on close)
         self.limit = limit  # bytes queued for a writer, at most
         self.size = 0  # bytes of the items counted so far
         self.counted = 0  # how many of ``items`` are encoded and counted
-        self.cut = None  # called when the queue goes over ``limit`` (set by the writer)
-        self.on_close = None  # called with the outlet when it closes (a detached handler's)
+        self.cut: Callable[[], None] | None = (
+            None  # called when the queue goes over ``limit`` (set by the writer)
+        )
+        self.on_close: Callable[[StreamOutlet], None] | None = (
+            None  # called with the outlet when it closes (a detached handler's)
+        )
 
-    def send(self, msg):
+    def send(self, msg: Any) -> None:
         if self.broken or self.done:
             return
         keep = self.keep
@@ -125,7 +135,7 @@ class StreamOutlet:
             self.measure()
         self.wake_writer()
 
-    def measure(self):
+    def measure(self) -> None:
         items = self.items
         for i in range(self.counted, len(items)):
             data = items[i] = sse_event(items[i])
@@ -135,25 +145,25 @@ class StreamOutlet:
             cut, self.cut = self.cut, None
             cut()
 
-    def take(self):
+    def take(self) -> Any:
         """The queued items, for the writer (the queue starts again empty)."""
         items, self.items = self.items, []
         self.size = self.counted = 0
         return items
 
-    def prime(self, retry_ms):
+    def prime(self, retry_ms: Any) -> None:
         """The priming event (an id and empty data, with ``retry``) that starts a kept stream."""
         eid = self.keep(self.stream, b"")
         self.items.insert(0, sse.encode(b"", id=eid, retry=retry_ms))
         self.counted = 0
         self.size = 0
 
-    def wake_writer(self):
+    def wake_writer(self) -> None:
         w = self.wake
         if w is not None and not w.done():
             w.set_result(None)
 
-    def close(self):
+    def close(self) -> None:
         self.done = True
         if self.live is not None:
             self.live.pop(self.stream, None)
@@ -171,7 +181,7 @@ def attached(outlet: StreamOutlet) -> None:
 
 
 class HttpSession(Session):
-    def __init__(self, server, sid, store=None):
+    def __init__(self, server: Any, sid: Any, store: Any = None) -> None:
         super().__init__(server, "http", LEGACY)
         self.sid = sid
         self.standalone = None  # the GET stream's closer (a future), in a slot of its own

@@ -70,7 +70,7 @@ def guard_stdio(
     trace: Any = None,
     online: Any = False,
     observer: Any = None,
-):
+) -> Any:
     """:func:`mcp_inflight.impl.guard.guard_stdio` (the SDK's ``stdio_server()`` streams,
     guarded), with ``trace``, ``online`` and ``observer`` as for :func:`guard`.  The events are taken where
     the guard meets the SDK's stdio transport, outside the guard: each message the transport
@@ -86,7 +86,9 @@ def guard_stdio(
 
     writer = None if trace is None else trace if hasattr(trace, "write") else Writer(trace)
     monitor = online_check(online)
-    sinks = [s for s in (writer and writer.write, monitor and monitor.feed) if s is not None]
+    sinks: list[Any] = [
+        s for s in (writer and writer.write, monitor and monitor.feed) if s is not None
+    ]
     tap = StdioTap(sinks[0] if len(sinks) == 1 else fan_out(*sinks))
     read, write = _guard_stdio(_TapRead(read_stream, tap), _TapWrite(write_stream, tap), observer)
     for stream in (read, write):
