@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from itertools import count
+from typing import Any
 
 from mcp_inflight.model.codegen import Expr, Gen, compile_source, is_false, lift, maybe_negative
 from mcp_inflight.model.config import Config
@@ -31,17 +32,17 @@ from mcp_inflight.model.session import ACTION, FIELDS, SERVER_ACTIONS, SERVER_EF
 STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
 #: The scalar fields the core stores (attributes of the runtime state, ``S.<name>``).
 SCALARS = tuple(f.name for f in FIELDS if f.key is None and not (f.ghost or f.wire))
-_DEFAULT = {f.name: f.default for f in FIELDS}
+_DEFAULT: dict[str, Any] = {f.name: f.default for f in FIELDS}
 _SORT = {f.name: f.sort for f in FIELDS}
 
 
 class _Field:
     __slots__ = ("name",)
 
-    def __init__(self, name):
+    def __init__(self, name: Any) -> None:
         self.name = name
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: Any) -> Any:
         return Expr(
             f"T_{self.name}.get({lift(k)}, {int(_DEFAULT[self.name])!r})",
             _SORT[self.name] == "inst?",
@@ -53,17 +54,17 @@ class _Fixed:
 
     __slots__ = ("default",)
 
-    def __init__(self, default):
+    def __init__(self, default: Any) -> None:
         self.default = default
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: Any) -> Any:
         return self.default
 
 
 class RuntimeView:
     """The runtime state as the model reads it, producing source over the tables ``T_<field>``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         for f in FIELDS:
             if f.name in STORED:
                 setattr(self, f.name, _Field(f.name))
@@ -78,25 +79,25 @@ class RuntimeView:
 class RuntimeGen(Gen):
     """The source-producing logic with quantifiers over what is live at run time."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__({})
         self._names = count()
 
-    def _domain(self, sort):
+    def _domain(self, sort: Any) -> Any:
         return (
             "T_life"
             if sort == "inst"
             else "(*T_inflight, *T_stream, *T_waiter)"  # a union: all() and any() read it once
         )
 
-    def ForAll(self, sort, fn):
+    def ForAll(self, sort: Any, fn: Any) -> Any:
         v = f"q{next(self._names)}"
         body = fn(Expr(v, False))
         if not isinstance(body, Expr):
             return True if body else Expr(f"(not {self._domain(sort)})", False)
         return Expr(f"all({body.src} for {v} in {self._domain(sort)})", False)
 
-    def Exists(self, sort, fn):
+    def Exists(self, sort: Any, fn: Any) -> Any:
         v = f"q{next(self._names)}"
         body = fn(Expr(v, False))
         if not isinstance(body, Expr):
@@ -104,7 +105,7 @@ class RuntimeGen(Gen):
         return Expr(f"any({body.src} for {v} in {self._domain(sort)})", False)
 
 
-def _writes(lines, writes, ind):
+def _writes(lines: Any, writes: Any, ind: Any) -> None:
     """Source applying ``writes``: all keys, values and conditions first, then the assignments."""
     plan = []
     for n, w in enumerate(writes):
@@ -231,12 +232,12 @@ def source(cfg: Config) -> str:
 
 
 @cache
-def binder(cfg: Config):
+def binder(cfg: Config) -> Any:
     """``bind(*tables)`` for ``cfg`` (generated and compiled once per profile)."""
     src = source(cfg)
     return compile_source(src, f"<mcp-inflight runtime actions: {cfg.label}>")["bind"]
 
 
-def bind(cfg: Config, state) -> dict:
+def bind(cfg: Config, state: Any) -> dict:
     """The generated actions of ``cfg`` bound to a runtime state's tables."""
     return binder(cfg)(state, *(getattr(state, n) for n in STORED))

@@ -75,10 +75,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from typing import Any
 
 from mcp_inflight.model import ATOMIC
 
 from . import jsonio, sse
+from .asgi_types import Receive, Scope, Send
 from .core import InvalidId, Refused, SessionCore
 
 SESSION_HEADER = b"mcp-session-id"
@@ -106,14 +108,14 @@ def new_core(transport: str = "http") -> SessionCore:
 # =============================================================================================
 
 
-def _header(scope, name: bytes):
+def _header(scope: Scope, name: bytes) -> Any:
     for k, v in scope.get("headers", ()):
         if k.lower() == name:
             return v.decode("latin-1")
     return None
 
 
-def _sdk_slots(rid):
+def _sdk_slots(rid: Any) -> Any:
     """The SDK's keys for this id: its stream map's ``str(id)`` and its in-flight table's id,
     where a string that ``int()`` reads is taken as that integer."""
     coerced = rid
@@ -129,7 +131,7 @@ class _SSEWatch:
     """Finds the JSON-RPC messages in an SSE body as its chunks go by (``impl.sse``'s decoder);
     an event whose data is not JSON gives None."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.decoder = sse.Decoder()
 
     def feed(self, chunk: bytes) -> list:
@@ -148,7 +150,7 @@ INVALID_PARAMS = -32602
 
 
 @functools.cache
-def _sdk_reader():
+def _sdk_reader() -> Any:
     """The SDK's own reading of a POST body (``mcp.server.streamable_http``): pydantic-core's
     JSON parser, then the SDK's JSON-RPC message adapter; ``(None, None)`` without the SDK."""
     try:
@@ -159,7 +161,7 @@ def _sdk_reader():
     return pydantic_core.from_json, jsonrpc_message_adapter
 
 
-def judge(body: bytes):
+def judge(body: bytes) -> Any:
     """``(message, error)``: the body read exactly as the SDK will read it, so that the guard
     judges what the SDK serves (the SDK's parser accepts ``NaN``, ``Infinity``, numbers that
     overflow a double, and keeps the last of duplicate keys; a strict reader refuses the first
@@ -190,7 +192,7 @@ def judge(body: bytes):
     return msg, None
 
 
-def _is_own_response(msg, rid) -> bool:
+def _is_own_response(msg: Any, rid: Any) -> bool:
     if not isinstance(msg, dict) or "method" in msg or not ("result" in msg or "error" in msg):
         return False
     mid = msg.get("id")
@@ -200,7 +202,7 @@ def _is_own_response(msg, rid) -> bool:
 class Guard:
     """ASGI middleware in front of an official-SDK Streamable HTTP app; see the module text."""
 
-    def __init__(self, app, max_body: int = MAX_BODY, observer=None):
+    def __init__(self, app: Any, max_body: int = MAX_BODY, observer: Any = None) -> None:
         self.app = app
         self.max_body = max_body
         #: the lifecycle observer (e.g. :class:`mcp_inflight.otel.LifecycleTelemetry`): its
@@ -213,10 +215,10 @@ class Guard:
         self.waiting: dict = {}  # handle -> set when cancelled at the guard
         self.orphans: dict[str, list[asyncio.Event]] = {}  # session -> slots of abandoned handlers
 
-    def __getattr__(self, name):  # e.g. Starlette's .state, .router of the wrapped app
+    def __getattr__(self, name: Any) -> Any:  # e.g. Starlette's .state, .router of the wrapped app
         return getattr(self.app, name)
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         version = _header(scope, VERSION_HEADER)
@@ -247,11 +249,11 @@ class Guard:
             return await self.app(scope, replay.receive, self._observe(sid, send))
         return await self._request(sid, msg["id"], scope, replay, send, msg)
 
-    def _observe(self, sid, send, method="POST"):
+    def _observe(self, sid: Any, send: Send, method: Any = "POST") -> Any:
         """``send`` for a message that is not a request: the SDK's 404 for the session (or the
         success of its DELETE) tells the guard that the session is gone."""
 
-        async def observed(message):
+        async def observed(message: Any) -> None:
             if message["type"] == "http.response.start":
                 status = message.get("status", 200)
                 if status == 404 or (method == "DELETE" and 200 <= status < 300):
@@ -260,7 +262,7 @@ class Guard:
 
         return observed
 
-    def _forget(self, sid):
+    def _forget(self, sid: Any) -> None:
         """The SDK session is gone: drop its core and release its abandoned handlers' slots."""
         for ev in self.orphans.pop(sid, ()):
             ev.set()
@@ -271,7 +273,7 @@ class Guard:
             core.end()  # the model's session end: the SDK has already stopped its handlers
             del self.sessions[sid]
 
-    async def _cancel(self, sid, msg, scope, replay, send):
+    async def _cancel(self, sid: Any, msg: Any, scope: Scope, replay: Any, send: Send) -> Any:
         core = self.sessions.get(sid)
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         target = core.cancel(params.get("requestId")) if core is not None else None
@@ -284,7 +286,9 @@ class Guard:
             return await _reply(send, 202, None, sid)
         return await self.app(scope, replay.receive, self._observe(sid, send))
 
-    async def _request(self, sid, rid, scope, replay, send, msg=None):
+    async def _request(
+        self, sid: Any, rid: Any, scope: Scope, replay: Any, send: Send, msg: Any = None
+    ) -> Any:
         if isinstance(rid, str) and rid == SDK_STANDALONE_SLOT:
             return await _reply(
                 send,
@@ -350,11 +354,11 @@ class Guard:
                 core.finish(handle)  # no-op when its response already released it
                 self._drop_if_empty(sid, core)
 
-    def _drop_if_empty(self, sid, core):
+    def _drop_if_empty(self, sid: Any, core: Any) -> None:
         if core.empty() and self.sessions.get(sid) is core and not self.orphans.get(sid):
             del self.sessions[sid]
 
-    def _watch(self, core, handle, rid, replay, send):
+    def _watch(self, core: Any, handle: Any, rid: Any, replay: Any, send: Send) -> Any:
         """The SDK's ``send`` for this POST: every outgoing chunk goes out only where the model
         says it is deliverable (this request's own, open stream), and the request's own response
         releases its entry before the client can see it."""
@@ -364,7 +368,9 @@ class Guard:
 class _Watch:
     """See :meth:`Guard._watch`."""
 
-    def __init__(self, guard, core, handle, rid, replay, send):
+    def __init__(
+        self, guard: Any, core: Any, handle: Any, rid: Any, replay: Any, send: Send
+    ) -> None:
         self.guard = guard
         self.core = core
         self.handle = handle
@@ -383,7 +389,7 @@ class _Watch:
         if self.asking:
             self.replay.release()
 
-    async def __call__(self, message):
+    async def __call__(self, message: Any) -> None:
         replay, core, handle = self.replay, self.core, self.handle
         if replay.gone:
             core.close(handle)  # 2025-11-25: the stream broke, the handler goes on
@@ -419,11 +425,11 @@ class _Watch:
             await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def _is_server_request(msg) -> bool:
+def _is_server_request(msg: Any) -> bool:
     return isinstance(msg, dict) and "method" in msg and "id" in msg
 
 
-async def _first(events):
+async def _first(events: Any) -> None:
     """Wait until one of the asyncio events is set."""
     waiters = [asyncio.ensure_future(e.wait()) for e in events]
     try:
@@ -433,7 +439,7 @@ async def _first(events):
             w.cancel()
 
 
-async def _read_body(receive, limit: int):
+async def _read_body(receive: Receive, limit: int) -> Any:
     """``(body, state)``: state ``"whole"``, ``"gone"`` (the client left before its end) or
     ``"large"`` (over ``limit``; reading stopped there)."""
     chunks = []
@@ -456,7 +462,7 @@ class _Replay:
     kept from the SDK (its clean-up would remove streams by id); the guard records it, and
     lets it through when :meth:`release` is called."""
 
-    def __init__(self, body, receive):
+    def __init__(self, body: Any, receive: Receive) -> None:
         self.body = body
         self.inner = receive
         self.gone = False
@@ -469,7 +475,7 @@ class _Replay:
         self.released = True
         self.let_go.set()
 
-    async def receive(self):
+    async def receive(self) -> Any:
         if not self.sent:
             self.sent = True
             return {"type": "http.request", "body": self.body, "more_body": False}
@@ -484,7 +490,7 @@ class _Replay:
         return {"type": "http.disconnect"}
 
 
-async def _reply(send, status, error, sid):
+async def _reply(send: Send, status: Any, error: Any, sid: Any) -> None:
     headers = [(b"content-type", b"application/json"), (SESSION_HEADER, sid.encode("latin-1"))]
     body = b"" if error is None else jsonio.dumps({"jsonrpc": "2.0", "id": None, "error": error})
     headers.append((b"content-length", str(len(body)).encode()))
@@ -492,7 +498,7 @@ async def _reply(send, status, error, sid):
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def _cancelled_reply(send, rid, sid):
+async def _cancelled_reply(send: Send, rid: Any, sid: Any) -> None:
     """What the SDK writes for a request cancelled before it answered (2025-era wire)."""
     body = sse.encode(
         jsonio.dumps(
@@ -517,7 +523,7 @@ async def _cancelled_reply(send, rid, sid):
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def guard(app, max_body: int = MAX_BODY, observer=None) -> Guard:
+def guard(app: Any, max_body: int = MAX_BODY, observer: Any = None) -> Guard:
     """Wrap an official-SDK Streamable HTTP ASGI app (``server.streamable_http_app()``);
     ``max_body`` should match the SDK's ``max_request_body_size`` when that was changed;
     ``observer``: see :attr:`Guard.observer`."""

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from typing import Any
 
 from .core import Refused, SessionCore
 from .guard import _sdk_slots, new_core
 
 
-def guard_stdio(read_stream, write_stream, observer=None):
+def guard_stdio(read_stream: Any, write_stream: Any, observer: Any = None) -> Any:
     """Wrap the streams of the SDK's ``stdio_server()`` (2025-11-25 stdio, one session)::
 
         async with stdio_server() as (read, write):
@@ -43,7 +44,7 @@ def guard_stdio(read_stream, write_stream, observer=None):
     return _GuardedRead(read_stream, state, write_stream), _GuardedWrite(write_stream, state)
 
 
-async def serve_stdio(server, observer=None) -> None:
+async def serve_stdio(server: Any, observer: Any = None) -> None:
     """Serve an official-SDK server on stdin/stdout behind :func:`guard_stdio`: an ``MCPServer``
     (``server.run("stdio")``'s guarded equivalent: ``anyio.run(serve_stdio, server)``) or a
     low-level ``mcp.server.lowlevel.Server``.  ``MCPServer`` runs its stdio transport only on
@@ -59,7 +60,7 @@ async def serve_stdio(server, observer=None) -> None:
         await low.run(read, write, low.create_initialization_options())
 
 
-def _stdio_slots(rid) -> frozenset:
+def _stdio_slots(rid: Any) -> frozenset:
     return frozenset(s for s in _sdk_slots(rid) if s[0] == "inflight")
 
 
@@ -75,12 +76,12 @@ class _StdioState:
         self.wake = asyncio.Event()
         self.observer = None  # the lifecycle observer hook (see guard_stdio)
 
-    def enter(self, handle, slots) -> None:
+    def enter(self, handle: Any, slots: Any) -> None:
         for k in slots:
             self.busy[k] = handle
         self.slots[handle] = slots
 
-    def leave(self, handle) -> None:
+    def leave(self, handle: Any) -> None:
         """``handle`` has left the SDK: its slots are free; requests waiting for them go in."""
         for k in self.slots.pop(handle, ()):
             if self.busy.get(k) is handle:
@@ -101,21 +102,21 @@ class _Wrapped:
     """A stream of the SDK's transport, wrapped: what the wrapper does not define is the inner
     stream's (e.g. ``last_context``), and closing it closes the inner stream."""
 
-    def __init__(self, inner, state: _StdioState):
+    def __init__(self, inner: Any, state: _StdioState) -> None:
         self.inner = inner
         self.state = state
         self.core = state.core
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: Any) -> Any:
         return getattr(self.inner, name)
 
-    async def aclose(self):
+    async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Any:
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: Any) -> Any:
         await self.aclose()
         return None
 
@@ -123,12 +124,12 @@ class _Wrapped:
 class _GuardedRead(_Wrapped):
     """What the server reads: the client's messages, after the model's admission."""
 
-    def __init__(self, inner, state: _StdioState, write):
+    def __init__(self, inner: Any, state: _StdioState, write: Any) -> None:
         super().__init__(inner, state)
         self.write = write
         self._pending: asyncio.Future | None = None
 
-    async def _next(self):
+    async def _next(self) -> Any:
         """The next item of the inner stream, or None when woken because a held request may go
         in.  The inner read is kept across calls, so no item is lost when this one is not
         taken or the caller is cancelled."""
@@ -146,7 +147,7 @@ class _GuardedRead(_Wrapped):
         self.state.wake.clear()
         return None
 
-    def _hook(self, item, handle):
+    def _hook(self, item: Any, handle: Any) -> Any:
         from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
         meta = (
@@ -156,7 +157,7 @@ class _GuardedRead(_Wrapped):
         )
         inner_hook = meta.on_request_unanswered
 
-        async def unanswered(handle=handle, inner_hook=inner_hook):
+        async def unanswered(handle: Any = handle, inner_hook: Any = inner_hook) -> None:
             self.core.finish(handle)  # a cancelled handler stopped: unwind
             self.state.leave(handle)
             if inner_hook is not None:
@@ -165,7 +166,7 @@ class _GuardedRead(_Wrapped):
         meta.on_request_unanswered = unanswered
         return SessionMessage(item.message, metadata=meta)
 
-    async def receive(self):
+    async def receive(self) -> Any:
         from mcp.shared.message import SessionMessage
         from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCRequest
 
@@ -216,10 +217,10 @@ class _GuardedRead(_Wrapped):
                     continue
             return item
 
-    def __aiter__(self):
+    def __aiter__(self) -> Any:
         return self
 
-    async def __anext__(self):
+    async def __anext__(self) -> Any:
         import anyio
 
         try:
@@ -227,7 +228,7 @@ class _GuardedRead(_Wrapped):
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
-    async def aclose(self):
+    async def aclose(self) -> None:
         if self._pending is not None:
             self._pending.cancel()
             self._pending = None
@@ -238,7 +239,7 @@ class _GuardedWrite(_Wrapped):
     """What the server writes: a message of a request goes out only where the model says it is
     deliverable; the request's response releases its id."""
 
-    async def send(self, item):
+    async def send(self, item: Any) -> None:
         from mcp.shared.message import ServerMessageMetadata
         from mcp_types import JSONRPCError, JSONRPCResponse
 

@@ -60,8 +60,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from typing import Any
 
 from . import sse
+from .asgi_types import ASGIApp, Receive, Scope, Send
 from .events import EventStore, MemoryEventStore, ReplayRefused
 from .http_checks import (
     LOOPBACK,
@@ -85,29 +87,36 @@ from .messages import (
     PARSE_ERROR,
     PROTOCOL_VERSION_META_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
+    Kind,
     dumps,
-    encode_message,
-    error,
     error_reply,
     parse,
 )
-from .server import Server, Session
+from .server import Answered, Refused, Running, Server, Session
+from .stores import Host, SessionLookup, SessionStore
+from .streams import (
+    MAX_STREAM_BUFFER,
+    SERVER_BUSY,
+    SSE_HEADERS,
+    HttpSession,
+    StreamOutlet,
+    attached,
+    error_response,
+    json_body,
+    reply,
+    sse_event,
+)
 
 log = logging.getLogger("mcp_inflight.http")
 
 __all__ = ["LOOPBACK", "MODERN_ERROR_STATUS", "SERVER_BUSY", "App", "create_app"]
 
-_JSON = [(b"content-type", b"application/json")]
-_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
-#: JSON-RPC code of a request refused for a resource bound (too many sessions or requests); the
-#: implementation-defined server-error range of JSON-RPC 2.0.
-SERVER_BUSY = -32000
 
 #: 2026-07-28: the HTTP status of a request answered by a JSON-RPC error alone (other codes: 200).
 #: The transport spec (basic/transports/streamable-http): -32601 is 404; -32020, -32022 and
 #: -32021 are 400.  The conformance suite (SEP-2575 checks): a request whose ``_meta`` the
 #: schema rejects (-32602) is 400.  The official ``mcp`` 2.3.0 server uses the same table.
-MODERN_ERROR_STATUS = {
+MODERN_ERROR_STATUS: dict[Any, int] = {
     PARSE_ERROR: 400,
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
@@ -117,165 +126,16 @@ MODERN_ERROR_STATUS = {
     METHOD_NOT_FOUND: 404,
 }
 
-
-def _sse(msg) -> bytes:
-    if type(msg) is bytes:  # already an event (a kept stream's)
-        return msg
-    data = encode_message(msg)
-    return b"" if data is None else sse.encode(data)
+#: the name earlier releases gave the POST stream (kept for callers of this module)
+_Outlet = StreamOutlet
 
 
-def _error_status(msg) -> int | None:
+def _error_status(msg: dict[str, Any]) -> int | None:
     """The 2026-07-28 HTTP status of ``msg`` if it is a JSON-RPC error with a mapped code."""
     err = msg.get("error") if "result" not in msg else None
     if isinstance(err, dict):
         return MODERN_ERROR_STATUS.get(err.get("code"))
     return None
-
-
-def _json_body(msg) -> bytes:
-    data = encode_message(msg)
-    return b"" if data is None else data
-
-
-class _Outlet:
-    """One POST's response stream: messages queue here and the connection that owns the stream
-    writes them as SSE.
-
-    Without an event store, ``items`` holds messages and a dropped connection breaks the stream.
-    With one (``keep``: the session's :meth:`_HttpSession.keep`), each message is kept first and
-    ``items`` holds it encoded with its event id; a dropped connection only detaches the stream
-    (``owner`` None): what comes meanwhile is kept, not queued, and a resume attaches a new
-    connection as ``owner``.
-
-    The queue is bounded (``limit`` bytes, :data:`MAX_STREAM_BUFFER` by default): once more than
-    :data:`_MEASURE_AFTER` messages wait for the writer, they are encoded and counted; when they
-    take more than ``limit`` the reader is too slow and is cut off (``cut`` is called: the
-    writing connection ends as a closed stream)."""
-
-    __slots__ = (
-        "items",
-        "wake",
-        "done",
-        "broken",
-        "keep",
-        "stream",
-        "owner",
-        "live",
-        "limit",
-        "size",
-        "counted",
-        "cut",
-        "on_close",
-    )
-
-    def __init__(self, keep=None, stream=None, live=None, limit=None):
-        self.items = []
-        self.wake = None
-        self.done = False
-        self.broken = False
-        self.keep = keep
-        self.stream = stream
-        self.owner = None  # the writing connection's token (with a store)
-        self.live = live  # the session's kept streams not yet ended (this one leaves on close)
-        self.limit = limit  # bytes queued for a writer, at most
-        self.size = 0  # bytes of the items counted so far
-        self.counted = 0  # how many of ``items`` are encoded and counted
-        self.cut = None  # called when the queue goes over ``limit`` (set by the writer)
-        self.on_close = None  # called with the outlet when it closes (a detached handler's)
-
-    def send(self, msg):
-        if self.broken or self.done:
-            return
-        keep = self.keep
-        if keep is not None:
-            data = encode_message(msg)
-            if data is None:
-                return
-            eid = keep(self.stream, data)
-            if self.owner is None:  # detached: kept for a resume, written by nobody now
-                return
-            msg = sse.encode(data, id=eid)
-        items = self.items
-        items.append(msg)
-        if len(items) > _MEASURE_AFTER and self.limit is not None:
-            self._measure()
-        self._wake()
-
-    def _measure(self):
-        items = self.items
-        for i in range(self.counted, len(items)):
-            data = items[i] = _sse(items[i])
-            self.size += len(data)
-        self.counted = len(items)
-        if self.size > self.limit and self.cut is not None:
-            cut, self.cut = self.cut, None
-            cut()
-
-    def take(self):
-        """The queued items, for the writer (the queue starts again empty)."""
-        items, self.items = self.items, []
-        self.size = self.counted = 0
-        return items
-
-    def prime(self, retry_ms):
-        """The priming event (an id and empty data, with ``retry``) that starts a kept stream."""
-        eid = self.keep(self.stream, b"")
-        self.items.insert(0, sse.encode(b"", id=eid, retry=retry_ms))
-        self.counted = 0
-        self.size = 0
-
-    def _wake(self):
-        w = self.wake
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    def close(self):
-        self.done = True
-        if self.live is not None:
-            self.live.pop(self.stream, None)
-        if self.on_close is not None:
-            on_close, self.on_close = self.on_close, None
-            on_close(self)
-        self._wake()
-
-
-def _attached(outlet) -> None:
-    """A connection writes ``outlet`` again (a resume): its handler is no longer detached."""
-    if outlet.on_close is not None:
-        on_close, outlet.on_close = outlet.on_close, None
-        on_close(outlet)
-
-
-#: the default bound on the bytes queued for one stream's writer (a reader that slow is cut off)
-MAX_STREAM_BUFFER = 1024 * 1024
-#: how many queued messages are left uncounted (a writer that keeps up never pays for counting)
-_MEASURE_AFTER = 8
-
-
-class _HttpSession(Session):
-    def __init__(self, server, sid, store=None):
-        super().__init__(server, "http", LEGACY)
-        self.sid = sid
-        self.standalone = None  # the GET stream's closer (a future), in a slot of its own
-        self.seen = 0.0  # the loop's clock when a request of the session last came
-        self.store = store  # the app's event store, or None (streams not resumable)
-        self.live: dict[str, _Outlet] = {}  # kept POST streams not yet ended, by stream name
-        self._streams = 0
-
-    def keep(self, stream: str, data: bytes) -> str:
-        return self.store.append(self.sid, stream, data)
-
-    def outlet(self) -> _Outlet:
-        """A new POST stream: kept (with an event id per event) when there is a store."""
-        if self.store is None:
-            return _Outlet()
-        self._streams += 1
-        return _Outlet(self.keep, f"p{self._streams}", self.live)
-
-    def standalone_name(self) -> str:
-        self._streams += 1
-        return f"g{self._streams}"
 
 
 class App:
@@ -316,8 +176,8 @@ class App:
         self,
         server: Server,
         path: str = "/mcp",
-        allowed_hosts=None,
-        allowed_origins=None,
+        allowed_hosts: Any = None,
+        allowed_origins: Any = None,
         max_body: int | None = 4 * 1024 * 1024,
         max_sessions: int | None = 1024,
         session_idle_timeout: float | None = 3600.0,
@@ -328,7 +188,8 @@ class App:
         max_stream_buffer: int | None = MAX_STREAM_BUFFER,
         max_detached: int | None = 1024,
         detached_timeout: float | None = 600.0,
-    ):
+        store: SessionStore | None = None,
+    ) -> None:
         self.server = server
         self.path = path
         self.hosts = HostCheck(allowed_hosts, allowed_origins)
@@ -342,7 +203,7 @@ class App:
         self.detached_timeout = detached_timeout
         self.detached: dict = {}  # outlet of a handler running without its connection -> timer
         self.detached_cancelled = 0  # detached handlers cancelled by either bound
-        self.sessions: dict[str, _HttpSession] = {}
+        self.sessions: dict[str, HttpSession] = {}
         if event_store == "memory":
             event_store = MemoryEventStore()
         elif isinstance(event_store, str):
@@ -356,6 +217,9 @@ class App:
         # handlers still unwind; each leaves this set
         # when its last handler finishes (``on_idle``)
         self._next_sweep = 0.0
+        self.store: SessionStore = MemorySessions() if store is None else store
+        self.store.attach(self)
+        self._exchange = self.store.wrap(self._serve)
 
     def live_requests(self) -> int:
         """Requests admitted and not finished, over every session and every 2026-07-28 POST,
@@ -375,18 +239,10 @@ class App:
             self._left.add(s)
 
     # --- plumbing -------------------------------------------------------------------------
-    @staticmethod
-    async def _reply(send, status, body: bytes = b"", headers=(), ctype=_JSON):
-        h = (ctype if body else []) + [(b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": h + list(headers)})
-        await send({"type": "http.response.body", "body": body})
+    _reply = staticmethod(reply)
+    _error = staticmethod(error_response)
 
-    async def _error(self, send, status, code, message, rid=None, data=None, headers=()):
-        await self._reply(
-            send, status, dumps(error_reply(rid, error(code, message, data))), headers
-        )
-
-    async def _unsupported(self, send, version, rid=None):
+    async def _unsupported(self, send: Send, version: Any, rid: Any = None) -> None:
         await self._error(
             send,
             400,
@@ -397,12 +253,15 @@ class App:
         )
 
     # --- ASGI ------------------------------------------------------------------------------
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> Any:
         kind = scope["type"]
         if kind == "lifespan":
             return await self._lifespan(receive, send)
         if kind != "http":
             return
+        return await self._exchange(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> Any:
         if scope["path"] != self.path:
             return await self._reply(
                 send, 404, b"Not Found", ctype=[(b"content-type", b"text/plain")]
@@ -466,18 +325,22 @@ class App:
             return await self._delete(send, headers)
         return await self._reply(send, 405, b"", [(b"allow", b"GET, POST, DELETE")])
 
-    async def _lifespan(self, receive, send):
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             m = await receive()
             if m["type"] == "lifespan.startup":
+                try:
+                    await self.store.start()
+                except Exception as e:  # noqa: BLE001 - reported to the server, which stops
+                    await send({"type": "lifespan.startup.failed", "message": str(e)})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif m["type"] == "lifespan.shutdown":
-                for s in list(self.sessions.values()):
-                    self._end(s)
+                await self.store.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _expired(self, s: _HttpSession, now: float) -> bool:
+    def _expired(self, s: HttpSession, now: float) -> bool:
         return (
             self.session_idle_timeout is not None
             and now - s.seen > self.session_idle_timeout
@@ -485,30 +348,16 @@ class App:
             and s.idle()
         )
 
-    def _sweep(self, now: float) -> None:
+    def sweep(self, now: float) -> None:
         """End the sessions past their idle expiry (run at most once per second, lazily)."""
         if self.session_idle_timeout is None or now < self._next_sweep:
             return
         self._next_sweep = now + min(1.0, self.session_idle_timeout)
         for s in [s for s in self.sessions.values() if self._expired(s, now)]:
-            self._end(s)
+            self.end_session(s)
 
-    def _session(self, headers):
-        """(session, None) or (None, (status, message))."""
-        sid = headers.get(b"mcp-session-id")
-        if sid is None:
-            return None, (400, "Bad Request: Mcp-Session-Id header is required")
-        s = self.sessions.get(sid.decode("latin-1"))
-        if s is None:
-            return None, (404, "Session not found")
-        now = asyncio.get_running_loop().time()
-        if self._expired(s, now):
-            self._end(s)
-            return None, (404, "Session not found")
-        s.seen = now
-        return s, None
-
-    def _end(self, s: _HttpSession):
+    def end_session(self, s: HttpSession) -> None:
+        """``s`` ends here: its handlers are cancelled, its standalone stream closed."""
         self.sessions.pop(s.sid, None)
         s.end()
         self._leave(s)
@@ -517,7 +366,15 @@ class App:
         if s.store is not None:
             s.store.forget(s.sid)
 
-    async def _post(self, scope, receive, send, headers, modern, unsupported=None):
+    async def _post(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: Headers,
+        modern: Any,
+        unsupported: Any = None,
+    ) -> Any:
         body = await self.bodies.read(receive, headers)
         if isinstance(body, int):
             if body == 413:
@@ -535,13 +392,13 @@ class App:
         inc = parse(body)
         if unsupported is not None:  # the request's id, when it has a readable one
             return await self._unsupported(send, unsupported, inc.id)
-        if inc.kind == "invalid":
+        if inc.kind is Kind.INVALID:
             return await self._error(
                 send, 400, inc.error["code"], inc.error["message"], inc.id, inc.error.get("data")
             )
         msg = inc.msg
         if modern:
-            if inc.kind != "request":
+            if inc.kind is not Kind.REQUEST:
                 return await self._reply(send, 202)
             meta = (
                 (msg.get("params") or {}).get("_meta")
@@ -565,51 +422,40 @@ class App:
             session.peer = client[0] if client else None
             self._active.add(session)
             try:
-                return await self._request(session, msg, receive, send, ())
+                replayed = await self.store.state_replayed(msg)
+                if replayed is not None:
+                    return await self._reply(send, 400, dumps(replayed))
+                return await self.run_request(session, msg, receive, send, ())
             finally:
                 self._active.discard(session)
                 if not session.idle():
                     self._leave(session)
                 elif len(spare) < 256:
                     spare.append(session)
+        store = self.store
         if (
-            inc.kind == "request"
+            inc.kind is Kind.REQUEST
             and msg["method"] == "initialize"
             and b"mcp-session-id" not in headers
         ):
-            now = asyncio.get_running_loop().time()
-            self._sweep(now)
-            if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
-                for s in [s for s in self.sessions.values() if self._expired(s, now)]:
-                    self._end(s)
-                if len(self.sessions) >= self.max_sessions:
-                    return await self._too_many_sessions(send, msg["id"])
-            sid = secrets.token_urlsafe(24)
-            session = _HttpSession(self.server, sid, self.event_store)
-            session.seen = now
-            status, value = session.request(msg, _Outlet())
-            if status == "reply" and value is not None and "result" in value:
-                self.sessions[sid] = session  # a session exists only once initialize succeeded
-                return await self._reply(
-                    send, 200, _json_body(value), [(b"mcp-session-id", sid.encode())]
-                )
-            return await self._reply(
-                send,
-                200 if status == "reply" else 409,
-                _json_body(value if status == "reply" else error_reply(None, value)),
-            )
-        session, err = self._session(headers)
-        if err is not None:
+            return await store.initialize(msg, send)
+        shared, err = await store.find(headers)
+        if err is not None or shared is None:
+            assert err is not None
             return await self._error(send, err[0], -32600, err[1])
-        if inc.kind == "request":
-            return await self._request(session, msg, receive, send, ())
-        if inc.kind == "notification":
-            session.notification(msg)
+        if inc.kind is Kind.REQUEST:
+            return await store.request(shared, msg, receive, send)
+        if inc.kind is Kind.NOTIFICATION:
+            await store.notification(shared, msg)
         else:
-            session.response(msg)
+            await store.answer(shared, msg)
         return await self._reply(send, 202)
 
-    async def _request(self, session: Session, msg, receive, send, extra):
+    async def run_request(
+        self, session: Session, msg: dict[str, Any], receive: Receive, send: Send, extra: Any
+    ) -> Any:
+        """The request path of one session's core: admitted (its stream, :meth:`start_stream`),
+        answered at once, or refused (409)."""
         if self.max_in_flight is not None and len(session.tasks) >= self.max_in_flight:
             return await self._error(
                 send,
@@ -619,49 +465,76 @@ class App:
                 msg["id"],
                 headers=extra,
             )
-        kept = isinstance(session, _HttpSession) and session.store is not None
-        outlet = session.outlet() if kept else _Outlet()
-        status, value = session.request(msg, outlet)
-        if status == "refused":
-            return await self._reply(send, 409, dumps(error_reply(None, value)), extra)
+        if isinstance(session, HttpSession) and session.store is not None:
+            outlet = session.outlet()  # kept: resumable
+        else:
+            outlet = StreamOutlet()
+        arrival = session.request(msg, outlet)
+        if isinstance(arrival, Running):
+            return await self.start_stream(session, arrival.handle, outlet, receive, send, extra)
+        if isinstance(arrival, Refused):
+            return await self._reply(send, 409, dumps(error_reply(None, arrival.error)), extra)
+        value = arrival.reply
+        if value is None:  # the core routed the reply nowhere (not reachable on a fresh POST)
+            return await self._reply(send, 202, b"", extra)
         modern = session.revision == MODERN
-        if status == "reply":
-            if value is None:  # the core routed the reply nowhere (not reachable on a fresh POST)
-                return await self._reply(send, 202, b"", extra)
-            return await self._reply(
-                send, (modern and _error_status(value)) or 200, _json_body(value), extra
-            )
-        handle = value
+        return await self._reply(
+            send, (modern and _error_status(value)) or 200, json_body(value), extra
+        )
+
+    async def start_stream(
+        self,
+        session: Any,
+        handle: Any,
+        outlet: StreamOutlet,
+        receive: Receive,
+        send: Send,
+        extra: Any = (),
+    ) -> Any:
+        """An admitted request's POST stream, owned by this connection: one body when the
+        handler answers in its first step, else SSE as the handler writes."""
+        modern = session.revision == MODERN
         token = outlet.owner = object()  # this connection, as the stream's owner
-        if kept:
+        if outlet.keep is not None:  # kept: a priming event, and resumable until its end
             outlet.prime(self.retry_ms)
             session.live[outlet.stream] = outlet
         try:
             await asyncio.sleep(0)  # let the handler take its first step
             if outlet.done:  # it has already answered: one body, no stream to watch
                 items = outlet.items
-                if modern and len(items) == 1 and _error_status(items[0]):
-                    status = _error_status(items[0])
-                    return await self._reply(send, status, _json_body(items[0]), extra)
-                body = b"".join(_sse(m) for m in items)
-                return await self._reply(send, 200, body, extra, ctype=_SSE)
+                status = _error_status(items[0]) if modern and len(items) == 1 else None
+                if status:
+                    return await self._reply(send, status, json_body(items[0]), extra)
+                body = b"".join(sse_event(m) for m in items)
+                return await self._reply(send, 200, body, extra, ctype=SSE_HEADERS)
         except (OSError, asyncio.CancelledError):  # the client went away, or the server stops
             self._dropped(session, handle, outlet, token)
             raise
         # the headers go now: a client waits for them with a read timeout, and a handler may
         # be silent for long before its first message
-        await self._pump(session, handle, outlet, token, receive, send, _SSE + list(extra))
+        await self.pump(session, handle, outlet, token, receive, send, SSE_HEADERS + list(extra))
 
-    async def _pump(self, session, handle, outlet, token, receive, send, headers, first=b""):
+    async def pump(
+        self,
+        session: Any,
+        handle: Any,
+        outlet: StreamOutlet,
+        token: object,
+        receive: Receive,
+        send: Send,
+        headers: list[tuple[bytes, bytes]],
+        first: bytes = b"",
+    ) -> Any:
         """Own ``outlet`` on this connection: send the headers (and ``first``, a replay), then
         each message as it comes, until the stream ends, the connection drops, or (a kept
         stream) another connection resumes the stream."""
         loop = asyncio.get_running_loop()
         watcher = loop.create_task(self._watch(session, handle, outlet, token, receive))
         writer = asyncio.current_task()
+        assert writer is not None
         cut = False
 
-        def cut_off():  # the reader is too slow: this connection ends as a closed stream
+        def cut_off() -> None:  # the reader is too slow: this connection ends as a closed stream
             nonlocal cut
             if outlet.owner is token or outlet.keep is None:
                 cut = True
@@ -690,7 +563,7 @@ class App:
                     return
                 items = outlet.take()
                 last = outlet.done and not outlet.items
-                chunk = b"".join(_sse(m) for m in items)
+                chunk = b"".join(sse_event(m) for m in items)
                 await send({"type": "http.response.body", "body": chunk, "more_body": not last})
                 if last:
                     return
@@ -709,7 +582,7 @@ class App:
                 outlet.cut = None
             watcher.cancel()
 
-    def _dropped(self, session, handle, outlet, token):
+    def _dropped(self, session: Any, handle: Any, outlet: StreamOutlet, token: object) -> None:
         """The connection ``token`` that wrote ``outlet`` went away before the stream's end.
         Without a store the stream is broken (the core's ``close``: its later messages are
         dropped).  With one, and on 2025-11-25, a disconnect is not a cancel and the stream is
@@ -722,16 +595,16 @@ class App:
             if outlet.owner is token:
                 outlet.owner = None
                 outlet.take()  # all of it is kept: a resume replays it from the store
-                outlet._wake()
+                outlet.wake_writer()
                 self._detach(session, outlet)
             return
         if not outlet.broken:
             outlet.broken = True
-            outlet._wake()
+            outlet.wake_writer()
             session.closed(handle)
             self._detach(session, outlet)
 
-    def _detach(self, session, outlet):
+    def _detach(self, session: Any, outlet: StreamOutlet) -> None:
         """``outlet``'s handler runs on with no connection.  Once ``max_detached`` handlers are
         detached in this process, the next one is cancelled at once; a detached handler still
         running ``detached_timeout`` seconds later is cancelled then.  Either way the request
@@ -754,52 +627,30 @@ class App:
             )
         detached[outlet] = timer
 
-        def released(o):
+        def released(o: Any) -> None:
             t = detached.pop(o, None)
             if t is not None:
                 t.cancel()
 
         outlet.on_close = released
 
-    def _expire_detached(self, session, handle, outlet):
+    def _expire_detached(self, session: Any, handle: Any, outlet: StreamOutlet) -> None:
         self.detached.pop(outlet, None)
         outlet.on_close = None
         if handle in session.tasks:
             self.detached_cancelled += 1
             session._cancel_handler(handle)
 
-    async def _watch(self, session, handle, outlet, token, receive):
+    async def _watch(
+        self, session: Any, handle: Any, outlet: StreamOutlet, token: object, receive: Receive
+    ) -> None:
         while True:
             m = await receive()
             if m["type"] == "http.disconnect":
                 self._dropped(session, handle, outlet, token)
                 return
 
-    async def _resume(self, session, last_event_id, receive, send):
-        """GET with ``Last-Event-ID``: that id's stream only.  The events after the id are
-        written first, then (while the stream has not ended) its later events as they come, on
-        this connection, which becomes the stream's owner.  The replay is read and the stream
-        attached in one step of the event loop, so no event is both replayed and queued."""
-        try:
-            stream, events = session.store.replay(session.sid, last_event_id)
-        except ReplayRefused as e:
-            return await self._error(send, 400, INVALID_REQUEST, f"Bad Request: {e}")
-        first = b"".join(sse.encode(d, id=eid) for eid, d in events)
-        outlet = session.live.get(stream)
-        if stream.startswith("g"):  # the standalone stream: nothing was ever written on it
-            return await self._standalone(session, receive, send, first, stream)
-        if outlet is None or outlet.done:  # the stream has ended: what was kept, then the end
-            return await self._reply(send, 200, first, ctype=_SSE)
-        token = object()
-        previous, outlet.owner = outlet.owner, token
-        _attached(outlet)
-        outlet.take()  # queued for the previous owner, and so in the replay
-        if previous is not None:
-            outlet._wake()  # the previous connection ends its response
-            outlet.wake = None
-        await self._pump(session, None, outlet, token, receive, send, _SSE, first)
-
-    async def _too_many_sessions(self, send, rid):
+    async def too_many_sessions(self, send: Send, rid: Any) -> Any:
         """``initialize`` beyond ``max_sessions``: 503 with ``Retry-After``."""
         return await self._error(
             send,
@@ -810,16 +661,21 @@ class App:
             headers=[(b"retry-after", b"1")],
         )
 
-    async def _get(self, receive, send, headers):
-        session, err = self._session(headers)
-        if err is not None:
+    async def _get(self, receive: Receive, send: Send, headers: Headers) -> Any:
+        session, err = await self.store.find(headers)
+        if err is not None or session is None:
+            assert err is not None
             return await self._error(send, err[0], -32600, err[1])
         last = headers.get(b"last-event-id")
-        if last is not None and session.store is not None:
-            return await self._resume(session, last.decode("latin-1"), receive, send)
-        return await self._standalone(session, receive, send)
+        if last is not None and await self.store.resume(
+            session, last.decode("latin-1"), receive, send
+        ):
+            return
+        return await self.standalone_stream(session, receive, send)
 
-    async def _standalone(self, session, receive, send, first=b"", name=None):
+    async def standalone_stream(
+        self, session: Any, receive: Receive, send: Send, first: bytes = b"", name: Any = None
+    ) -> Any:
         if session.standalone is not None:
             return await self._error(
                 send, 409, -32600, "Conflict: this session already has a standalone stream"
@@ -827,7 +683,7 @@ class App:
         loop = asyncio.get_running_loop()
         closer = session.standalone = loop.create_future()
 
-        async def watch():
+        async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
             if not closer.done():
@@ -835,7 +691,7 @@ class App:
 
         watcher = loop.create_task(watch())
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             if session.store is not None and name is None:  # a new stream: its priming event
                 eid = session.keep(session.standalone_name(), b"")
                 first = sse.encode(b"", id=eid, retry=self.retry_ms)
@@ -857,20 +713,139 @@ class App:
                 session.standalone = None
             session.seen = loop.time()
 
-    async def _delete(self, send, headers):
-        session, err = self._session(headers)
-        if err is not None:
+    async def _delete(self, send: Send, headers: Headers) -> Any:
+        session, err = await self.store.find(headers)
+        if err is not None or session is None:
+            assert err is not None
             return await self._error(send, err[0], -32600, err[1])
-        self._end(session)
+        await self.store.delete(session)
         return await self._reply(send, 200)
 
 
-def create_app(server: Server, path: str = "/mcp", redis: str | None = None, **options) -> App:
-    """The Streamable HTTP ASGI app for ``server`` at ``path`` (options: ``allowed_hosts``,
-    ``allowed_origins``, and the resource bounds of :class:`App`).  ``redis``: a Redis URL, for
-    one of several workers sharing 2025-11-25 sessions (:mod:`.redis_http`; ``lease_ms``)."""
-    if redis is not None:
-        from .redis_http import RedisApp
+class MemorySessions:
+    """The default session store: 2025-11-25 sessions in this process (the app's ``sessions``),
+    resumable streams in the app's event store.  See :class:`.stores.SessionStore`."""
 
-        return RedisApp(server, path, redis=redis, **options)
-    return App(server, path, **options)
+    app: App
+
+    def attach(self, app: Host) -> None:
+        assert isinstance(app, App)  # this store reads the app's own expiry
+        self.app = app
+
+    def wrap(self, inner: ASGIApp) -> ASGIApp:
+        return inner
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        for s in list(self.app.sessions.values()):
+            self.app.end_session(s)
+
+    async def find(self, headers: Headers) -> SessionLookup:
+        """(session, None) or (None, (status, message))."""
+        sid = headers.get(b"mcp-session-id")
+        if sid is None:
+            return None, (400, "Bad Request: Mcp-Session-Id header is required")
+        s = self.app.sessions.get(sid.decode("latin-1"))
+        if s is None:
+            return None, (404, "Session not found")
+        now = asyncio.get_running_loop().time()
+        if self.app._expired(s, now):
+            self.app.end_session(s)
+            return None, (404, "Session not found")
+        s.seen = now
+        return s, None
+
+    async def initialize(self, msg: dict[str, Any], send: Send) -> None:
+        app = self.app
+        now = asyncio.get_running_loop().time()
+        app.sweep(now)
+        if app.max_sessions is not None and len(app.sessions) >= app.max_sessions:
+            for s in [s for s in app.sessions.values() if app._expired(s, now)]:
+                app.end_session(s)
+            if len(app.sessions) >= app.max_sessions:
+                return await app.too_many_sessions(send, msg["id"])
+        sid = secrets.token_urlsafe(24)
+        session = HttpSession(app.server, sid, app.event_store)
+        session.seen = now
+        arrival = session.request(msg, StreamOutlet())
+        if isinstance(arrival, Answered):
+            value = arrival.reply
+            if value is not None and "result" in value:
+                app.sessions[sid] = session  # a session exists only once initialize succeeded
+                headers = [(b"mcp-session-id", sid.encode())]
+                return await reply(send, 200, json_body(value), headers)
+            return await reply(send, 200, json_body(value))
+        assert isinstance(arrival, Refused)  # initialize is answered at once, never run
+        return await reply(send, 409, json_body(error_reply(None, arrival.error)))
+
+    async def request(
+        self, session: Any, msg: dict[str, Any], receive: Receive, send: Send
+    ) -> None:
+        await self.app.run_request(session, msg, receive, send, ())
+
+    async def notification(self, session: Any, msg: dict[str, Any]) -> None:
+        session.notification(msg)
+
+    async def answer(self, session: Any, msg: dict[str, Any]) -> None:
+        session.response(msg)
+
+    async def resume(self, session: Any, last: Any, receive: Receive, send: Send) -> bool:
+        if session.store is None:  # no event store: Last-Event-ID is ignored
+            return False
+        await self._replay(session, last, receive, send)
+        return True
+
+    async def _replay(self, session: Any, last_event_id: Any, receive: Receive, send: Send) -> Any:
+        """GET with ``Last-Event-ID``: that id's stream only.  The events after the id are
+        written first, then (while the stream has not ended) its later events as they come, on
+        this connection, which becomes the stream's owner.  The replay is read and the stream
+        attached in one step of the event loop, so no event is both replayed and queued."""
+        try:
+            stream, events = session.store.replay(session.sid, last_event_id)
+        except ReplayRefused as e:
+            return await error_response(send, 400, INVALID_REQUEST, f"Bad Request: {e}")
+        first = b"".join(sse.encode(d, id=eid) for eid, d in events)
+        outlet = session.live.get(stream)
+        if stream.startswith("g"):  # the standalone stream: nothing was ever written on it
+            return await self.app.standalone_stream(session, receive, send, first, stream)
+        if outlet is None or outlet.done:  # the stream has ended: what was kept, then the end
+            return await reply(send, 200, first, ctype=SSE_HEADERS)
+        token = object()
+        previous, outlet.owner = outlet.owner, token
+        attached(outlet)
+        outlet.take()  # queued for the previous owner, and so in the replay
+        if previous is not None:
+            outlet.wake_writer()  # the previous connection ends its response
+            outlet.wake = None
+        await self.app.pump(session, None, outlet, token, receive, send, SSE_HEADERS, first)
+
+    async def delete(self, session: Any) -> None:
+        self.app.end_session(session)
+
+    async def state_replayed(self, msg: dict[str, Any]) -> None:
+        return None  # the server's own check (one process) is the whole of it
+
+
+def create_app(
+    server: Server,
+    path: str = "/mcp",
+    redis: str | None = None,
+    store: SessionStore | None = None,
+    **options: Any,
+) -> App:
+    """The Streamable HTTP ASGI app for ``server`` at ``path`` (options: ``allowed_hosts``,
+    ``allowed_origins``, and the resource bounds of :class:`App`).
+
+    ``store``: where 2025-11-25 sessions are kept (a :class:`.stores.SessionStore`; default
+    :class:`MemorySessions`, this process).  ``redis``: a Redis URL, for one of several workers
+    sharing 2025-11-25 sessions: a :class:`.redis_http.RedisSessions` made with the options it
+    takes (``lease_ms``, ``resumable``, ``store_timeout``, ``max_event_bytes``)."""
+    if redis is not None:
+        if store is not None:
+            raise ValueError("create_app: give redis or store, not both")
+        from .redis_http import RedisSessions
+
+        store = RedisSessions.from_options(redis, options)
+    return App(server, path, store=store, **options)

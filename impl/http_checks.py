@@ -9,7 +9,10 @@ app's options alone, never on a session.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 from urllib.parse import urlsplit
+
+from .asgi_types import Receive
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -24,7 +27,7 @@ class Headers(dict):
 
     __slots__ = ("twice",)
 
-    def __init__(self, raw) -> None:
+    def __init__(self, raw: Any) -> None:
         super().__init__(raw)
         twice: set[bytes] = set()
         if len(self) != len(raw):
@@ -120,7 +123,7 @@ class HostCheck:
     """The Host and Origin a request may carry (DNS rebinding): ``allowed_hosts`` (names, or
     ``name:port``, default the loopback names) and ``allowed_origins``."""
 
-    def __init__(self, allowed_hosts=None, allowed_origins=None):
+    def __init__(self, allowed_hosts: Any = None, allowed_origins: Any = None) -> None:
         self.allowed_hosts = {h.lower() for h in (allowed_hosts or LOOPBACK)}
         self.allowed_origins = {o.lower().rstrip("/") for o in (allowed_origins or ())}
         self.verdicts: dict[tuple, bool] = {}
@@ -190,14 +193,14 @@ class BodyReader:
     """Reads a request's body within ``max_body`` bytes and ``body_timeout`` seconds (either
     ``None``: no bound)."""
 
-    def __init__(self, max_body: int | None, body_timeout: float | None):
+    def __init__(self, max_body: int | None, body_timeout: float | None) -> None:
         self.max_body = max_body
         self.body_timeout = body_timeout
         self.reading: dict[asyncio.Task, float] = {}  # body reads under way -> deadline
         self.overdue: set[asyncio.Task] = set()
         self.timer: asyncio.TimerHandle | None = None
 
-    async def read(self, receive, headers) -> bytes | int:
+    async def read(self, receive: Receive, headers: Any) -> bytes | int:
         """The whole body, or the HTTP status refusing it: 413 too large, 408 not all there
         within ``body_timeout``, 400 a body that never fully arrived (the client left mid-body:
         nothing of it is served)."""
@@ -214,7 +217,9 @@ class BodyReader:
         # request's reading): the task is noted with its deadline, and one timer for the whole
         # app, armed only while bodies are being read, cancels the reads past theirs.
         task = asyncio.current_task()
+        assert task is not None  # a body is read by a task
         loop = asyncio.get_running_loop()
+        assert self.body_timeout is not None
         self.reading[task] = loop.time() + self.body_timeout
         if self.timer is None:
             self.timer = loop.call_later(min(1.0, self.body_timeout / 4), self._sweep)
@@ -238,11 +243,11 @@ class BodyReader:
                 self.overdue.add(task)
                 task.cancel()
         self.timer = None
-        if self.reading:
+        if self.reading and self.body_timeout is not None:
             self.timer = loop.call_later(min(1.0, self.body_timeout / 4), self._sweep)
 
     @staticmethod
-    async def _read_body(receive, limit: int | None) -> bytes | int:
+    async def _read_body(receive: Receive, limit: int | None) -> bytes | int:
         chunks = []
         size = 0
         while True:

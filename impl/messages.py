@@ -7,6 +7,9 @@ Re-exported by :mod:`.server`, which routes what this module decodes.
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Any
+
 import pydantic
 from mcp_types import jsonrpc as J
 
@@ -33,14 +36,14 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = J.MISSING_REQUIRED_CLIENT_CAPABILITY
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 
 
-def error(code: int, message: str, data=None) -> dict:
+def error(code: int, message: str, data: Any = None) -> dict:
     e = {"code": code, "message": message}
     if data is not None:
         e["data"] = data
     return e
 
 
-def error_reply(rid, err: dict) -> dict:
+def error_reply(rid: Any, err: dict) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "error": err}
 
 
@@ -55,12 +58,21 @@ loads = _jsonio.loads
 # --- parsing -----------------------------------------------------------------------------------
 
 
+class Kind(StrEnum):
+    """What a decoded message is (a string enum: each compares equal to its name's text)."""
+
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESPONSE = "response"
+    INVALID = "invalid"
+
+
 class Incoming:
-    """One decoded message: ``kind`` is request, notification, response or invalid."""
+    """One decoded message: its :class:`Kind`, the message, its id, and (invalid) the error."""
 
     __slots__ = ("kind", "msg", "id", "error")
 
-    def __init__(self, kind, msg=None, rid=None, err=None):
+    def __init__(self, kind: Kind, msg: Any = None, rid: Any = None, err: Any = None) -> None:
         self.kind = kind
         self.msg = msg
         self.id = rid
@@ -78,19 +90,19 @@ _ENVELOPE = {
 }
 
 
-def parse(raw) -> Incoming:
+def parse(raw: Any) -> Incoming:
     """Decode one JSON-RPC message (bytes or str) and check its envelope with ``mcp_types``."""
     try:
         msg = loads(raw)
     except ValueError:
-        return Incoming("invalid", err=error(PARSE_ERROR, "Parse error: the body is not JSON"))
+        return Incoming(Kind.INVALID, err=error(PARSE_ERROR, "Parse error: the body is not JSON"))
     return classify(msg)
 
 
-def classify(msg) -> Incoming:
+def classify(msg: dict[str, Any]) -> Incoming:
     if isinstance(msg, list):
         return Incoming(
-            "invalid",
+            Kind.INVALID,
             err=error(
                 INVALID_REQUEST,
                 "Invalid Request: JSON-RPC batches are not supported (one message per body)",
@@ -98,35 +110,35 @@ def classify(msg) -> Incoming:
         )
     if not isinstance(msg, dict):
         return Incoming(
-            "invalid",
+            Kind.INVALID,
             err=error(INVALID_REQUEST, "Invalid Request: a message must be a JSON object"),
         )
     if "method" in msg:
-        kind = "request" if "id" in msg else "notification"
+        kind = Kind.REQUEST if "id" in msg else Kind.NOTIFICATION
     elif "id" in msg and ("result" in msg or "error" in msg):
-        kind = "response"
+        kind = Kind.RESPONSE
     else:
         return Incoming(
-            "invalid",
+            Kind.INVALID,
             err=error(
                 INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response"
             ),
         )
     rid = msg.get("id")
-    if kind == "request":
+    if kind is Kind.REQUEST:
         try:
             typed_id(rid)
         except InvalidId as e:
-            return Incoming("invalid", err=e.error)
-    validate = _ENVELOPE["error" if kind == "response" and "error" in msg else kind]
+            return Incoming(Kind.INVALID, err=e.error)
+    validate = _ENVELOPE["error" if kind is Kind.RESPONSE and "error" in msg else kind.value]
     try:
         validate(msg)
     except pydantic.ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "message"
-        good_id = rid if kind == "request" else None
+        good_id = rid if kind is Kind.REQUEST else None
         return Incoming(
-            "invalid",
+            Kind.INVALID,
             rid=good_id,
             err=error(INVALID_REQUEST, f"Invalid Request: {where}: {first['msg']}"),
         )

@@ -1,7 +1,7 @@
 """Streamable HTTP on several worker processes that share one Redis (the lease protocol).
 
-``create_app(server, redis="redis://host:port/0")`` (or :class:`RedisApp`) is the app of one
-worker; run as many as you like behind one port (``mcp-inflight serve --workers N --redis URL``,
+``create_app(server, redis="redis://host:port/0")`` (:class:`~.http.App` with a
+:class:`RedisSessions` store) is the app of one worker; run as many as you like behind one port (``mcp-inflight serve --workers N --redis URL``,
 or ``uvicorn --workers N``).  A 2025-11-25 session is usable from any worker; 2026-07-28 stays
 stateless (each POST its own scope, nothing in Redis).
 
@@ -74,9 +74,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import sse
+from .asgi_types import ASGIApp, Receive, Send
 from .core import Handle, InvalidId, typed_id
-from .http import _MEASURE_AFTER, SERVER_BUSY, App, _attached, _HttpSession, _Outlet, _sse
-from .http import _SSE as _SSE_HEADERS
 from .http_checks import Headers
 from .messages import (
     INTERNAL_ERROR,
@@ -87,13 +86,23 @@ from .messages import (
     encode_message,
     error,
     error_reply,
-    parse,
 )
 from .redis_store import BROADCAST, Claimed, RedisStore
 from .request_state import StateRefused, call_binding
-from .server import RequestFailed, Server, Session
+from .server import Answered, Arrival, Outlet, Refused, RequestFailed, Running, Server
+from .stores import Host, SessionLookup
+from .streams import (
+    MEASURE_AFTER,
+    SERVER_BUSY,
+    SSE_HEADERS,
+    HttpSession,
+    StreamOutlet,
+    attached,
+    error_response,
+    reply,
+)
 
-__all__ = ["RedisApp", "LEASE_LOST"]
+__all__ = ["LEASE_LOST", "RedisSessions"]
 
 LEASE_LOST = "lease lost"
 _WORKER_HEADER = b"mcp-inflight-worker"
@@ -114,7 +123,7 @@ def _shown(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-#: a worker's name as :meth:`RedisApp.start` makes it (the process id and 6 hex digits)
+#: a worker's name as :meth:`RedisSessions.start` makes it (the process id and 6 hex digits)
 _WORKER_NAME = re.compile(r"[0-9]{1,10}-[0-9a-f]{6}")
 #: the largest event number a ``Last-Event-ID`` may carry (a Redis stream entry's sequence)
 _MAX_EVENT = 2**63 - 1
@@ -130,7 +139,7 @@ def _unused(stream: str, data: bytes) -> str:  # pragma: no cover - _KeptOutlet 
     raise AssertionError("a kept outlet stores its events itself")
 
 
-class _KeptOutlet(_Outlet):
+class _KeptOutlet(StreamOutlet):
     """A resumable POST stream whose events are kept in Redis: each event is appended with a
     checked ``write`` (pipelined with the others pending) and written on the connection only
     once the store has it, so any worker can replay it from its id.  A write refused is a lost
@@ -149,7 +158,7 @@ class _KeptOutlet(_Outlet):
         "reader",
     )
 
-    def __init__(self, session: _RedisSession, stream: str):
+    def __init__(self, session: _RedisSession, stream: str) -> None:
         super().__init__(_unused, stream, session.live)
         self.session = session
         self.n = 0
@@ -177,7 +186,7 @@ class _KeptOutlet(_Outlet):
         ev = self._event(self.n, b"")
         self.confirmed.append((self.n, ev))
         self.items.insert(0, ev)
-        self._wake()
+        self.wake_writer()
 
     def send(self, msg: Any) -> None:
         if self.broken or self.done:
@@ -195,9 +204,9 @@ class _KeptOutlet(_Outlet):
     def local_data(self, data: bytes) -> None:
         if self.owner is not None:
             self.items.append(sse.encode(data))
-            if len(self.items) > _MEASURE_AFTER and self.limit is not None:
-                self._measure()
-            self._wake()
+            if len(self.items) > MEASURE_AFTER and self.limit is not None:
+                self.measure()
+            self.wake_writer()
 
     def over_budget(self, batch: list[tuple[int, bytes]]) -> None:
         """The session's event budget is spent: this stream's events are written live from
@@ -205,7 +214,7 @@ class _KeptOutlet(_Outlet):
         if not self.unkept:
             self.unkept = True
             _say(
-                f"worker {self.session.app.worker}: the event streams of session "
+                f"worker {self.session.shared.worker}: the event streams of session "
                 f"{self.session.sid[:8]}... are over their budget; a stream goes on unkept"
             )
         for _, data in batch:
@@ -221,7 +230,7 @@ class _KeptOutlet(_Outlet):
         if not self.flushing and self.claim is not None:
             self.flushing = True
             self.drained.clear()
-            self.session.app.spawn(self._flush())
+            self.session.shared.spawn(self._flush())
 
     def _deliver(self, n: int, data: bytes) -> None:
         if n == 1:  # the priming event: already out
@@ -230,12 +239,12 @@ class _KeptOutlet(_Outlet):
         self.confirmed.append((n, ev))
         if self.owner is not None:
             self.items.append(ev)
-            if len(self.items) > _MEASURE_AFTER and self.limit is not None:
-                self._measure()
-            self._wake()
+            if len(self.items) > MEASURE_AFTER and self.limit is not None:
+                self.measure()
+            self.wake_writer()
 
     async def _flush(self) -> None:
-        app = self.session.app
+        app = self.session.shared
         try:
             while self.queue and self.claim is not None:
                 batch, self.queue = self.queue, []
@@ -266,9 +275,9 @@ class _KeptOutlet(_Outlet):
         await self.drained.wait()
         data = encode_message(reply)
         if data is None:
-            return await self.session.app.release(c)
+            return await self.session.shared.release(c)
         self.n += 1
-        store = self.session.app.store
+        store = self.session.shared.store
         pending, self.queue = self.queue, []  # the priming event, when nothing came before
         try:
             wrote, released = await store.final(c, self.stream, self.n, data, pending)
@@ -286,67 +295,67 @@ class _KeptOutlet(_Outlet):
         return None
 
 
-class _RedisSession(_HttpSession):
+class _RedisSession(HttpSession):
     """This worker's view of a session shared through Redis."""
 
-    def __init__(self, server: Server, sid: str, app: RedisApp):
+    def __init__(self, server: Server, sid: str, shared: RedisSessions) -> None:
         super().__init__(server, sid, None)
-        self.app = app
+        self.shared = shared
         self.claims: dict[Handle, Claimed] = {}
         self.lost: set[Handle] = set()
         self.pending_claim: Claimed | None = None
 
     def next_stream(self) -> str:
         """The name of the next POST stream :meth:`outlet` makes."""
-        return f"{self.app.worker}~p{self._streams + 1}"
+        return f"{self.shared.worker}~p{self._streams + 1}"
 
-    def outlet(self) -> _Outlet:
+    def outlet(self) -> StreamOutlet:
         """A new POST stream: kept in Redis when the app keeps streams."""
-        if not self.app.resumable:
-            return _Outlet()
+        if not self.shared.resumable:
+            return StreamOutlet()
         self._streams += 1
-        return _KeptOutlet(self, f"{self.app.worker}~p{self._streams}")
+        return _KeptOutlet(self, f"{self.shared.worker}~p{self._streams}")
 
-    def request(self, msg: dict, outlet: Any) -> tuple[str, Any]:
-        status, value = super().request(msg, outlet)
+    def request(self, msg: dict[str, Any], outlet: Outlet) -> Arrival:
+        arrival = super().request(msg, outlet)
         c, self.pending_claim = self.pending_claim, None
-        if status == "running" and c is not None:
-            self.claims[value] = c
-            self.app.hold(self, value, c)
+        if type(arrival) is Running and c is not None:
+            self.claims[arrival.handle] = c
+            self.shared.hold(self, arrival.handle, c)
             if isinstance(outlet, _KeptOutlet):
                 outlet.claim = c
-        return status, value
+        return arrival
 
     async def _announce(
         self, handle: Any, sid: Any, method: str
     ) -> tuple[Any, Callable[[], None] | None]:
         """The waiter is recorded under the lease before the request goes out (an answer may
         come to another worker), and its wire id names this worker."""
-        store = self.app.store
+        store = self.shared.store
         c = self.claims.get(handle)
         waiter = store.waiter_key(self.sid, sid)
         if c is not None:
             try:
-                ok = await store.write(c, "set", waiter, self.app.worker, store.lease_ms)
+                ok = await store.write(c, "set", waiter, self.shared.worker, store.lease_ms)
             except _store_errors() as e:
                 raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: {e}")) from None
             if not ok:
                 self.core.withdraw(handle, sid)
-                self.app.lease_lost(self, handle, "write refused")
+                self.shared.lease_lost(self, handle, "write refused")
                 raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: {LEASE_LOST}"))
-        wire = f"{self.app.worker}/{sid}"
+        wire = f"{self.shared.worker}/{sid}"
         if c is None:
             return wire, None
-        return wire, lambda: self.app.spawn(self.app.forget_key(waiter))
+        return wire, lambda: self.shared.spawn(self.shared.forget_key(waiter))
 
     def _done(self, h: Any, reply: Any) -> None:
         c = self.claims.pop(h, None)
         if c is None:  # pragma: no cover - every running request here holds a claim
             return super()._done(h, reply)
         self.tasks.pop(h, None)
-        self.app.unhold(c)
+        self.shared.unhold(c)
         target = self.core.finish(h)
-        self.app.spawn(self._finish(h, target, reply, c))
+        self.shared.spawn(self._finish(h, target, reply, c))
 
     async def _finish(self, h: Any, target: Any, reply: Any, c: Claimed) -> None:
         """Release the claim, then write the response (or, the lease lost, an error)."""
@@ -358,7 +367,7 @@ class _RedisSession(_HttpSession):
             elif kept and target is not None and reply is not None:
                 why = await out.final(reply, c)
             else:
-                why = await self.app.release(c)
+                why = await self.shared.release(c)
                 if why is None and target is not None and reply is not None:
                     target.data.send(reply)
             if why is not None:
@@ -371,27 +380,29 @@ class _RedisSession(_HttpSession):
                 self.on_idle(self)
 
 
-class RedisApp(App):
-    """One worker's Streamable HTTP app over a shared Redis (see the module text).
+class RedisSessions:
+    """One worker's session store over a shared Redis (see the module text): a
+    :class:`.stores.SessionStore` for :class:`~.http.App`.
 
     ``redis``: the store's URL; ``lease_ms``: the claims' lease (renewed every third of it);
-    the other options are :class:`~.http.App`'s (``event_store`` is not: streams are not
-    resumable across workers yet, so there is none)."""
+    ``resumable``: POST streams kept in Redis; ``store_timeout``: the bound on one call of the
+    store; ``max_event_bytes``: a session's kept events, at most.  The app's ``event_store`` is
+    not used (the streams are kept in Redis)."""
+
+    #: the options of :func:`~.http.create_app` that are this store's
+    OPTIONS = ("lease_ms", "resumable", "store_timeout", "max_event_bytes")
+
+    app: Host
 
     def __init__(
         self,
-        server: Server,
-        path: str = "/mcp",
-        *,
         redis: str,
+        *,
         lease_ms: int = 10_000,
         resumable: bool = True,
         store_timeout: float | None = 2.0,
         max_event_bytes: int | None = 16 * 1024 * 1024,
-        **options: Any,
-    ):
-        options["event_store"] = None
-        super().__init__(server, path, **options)
+    ) -> None:
         self.store_timeout = store_timeout
         self.max_event_bytes = max_event_bytes
         self.redis_url = redis
@@ -406,18 +417,37 @@ class RedisApp(App):
         self._renewer: asyncio.Task | None = None
         self._listener: asyncio.Task | None = None
 
+    @classmethod
+    def from_options(cls, redis: str, options: dict[str, Any]) -> RedisSessions:
+        """The store for ``create_app(redis=...)``: takes its own keywords out of ``options``
+        (and the app's event store, which a worker does not use)."""
+        mine = {k: options.pop(k) for k in cls.OPTIONS if k in options}
+        options["event_store"] = None
+        return cls(redis, **mine)
+
+    def attach(self, app: Host) -> None:
+        self.app = app
+        app.event_store = None  # the streams are kept in Redis
+
     # --- start and stop -------------------------------------------------------------------
     async def start(self) -> None:
         """Connect to the store (at the ASGI lifespan's startup, in the worker's process)."""
+        try:
+            await self._connect()
+        except Exception as e:
+            raise RuntimeError(f"cannot reach the session store at {self.redis_url}: {e}") from e
+        _say(f"worker {self.worker} ready")
+
+    async def _connect(self) -> None:
         self.worker = f"{os.getpid()}-{secrets.token_hex(3)}"
-        ttl = int(self.session_idle_timeout * 1000) if self.session_idle_timeout else None
+        ttl = int(self.app.session_idle_timeout * 1000) if self.app.session_idle_timeout else None
         self.store = RedisStore(
             self.redis_url,
             self.worker,
             self.lease_ms,
             ttl,
-            max_in_flight=self.max_in_flight,
-            max_sessions=self.max_sessions,
+            max_in_flight=self.app.max_in_flight,
+            max_sessions=self.app.max_sessions,
             call_timeout=self.store_timeout,
             max_event_bytes=self.max_event_bytes,
         )
@@ -428,8 +458,8 @@ class RedisApp(App):
         self._renewer = asyncio.get_running_loop().create_task(self._renew_loop())
 
     async def stop(self) -> None:
-        for s in list(self.sessions.values()):
-            self._end(s)
+        for s in list(self.app.sessions.values()):
+            self.app.end_session(s)
         c = self.store.counters
         stats = {"round_trips": c.round_trips, "ops": c.by_op, "refused": c.refused}
         stats.update(errors=c.errors, lost_leases=self.lost_leases)
@@ -444,23 +474,6 @@ class RedisApp(App):
             await self.store.close()
         except Exception:  # noqa: BLE001 - stopping: the store may be gone already
             pass
-
-    async def _lifespan(self, receive, send):
-        while True:
-            m = await receive()
-            if m["type"] == "lifespan.startup":
-                try:
-                    await self.start()
-                except Exception as e:  # noqa: BLE001 - reported to the server, which stops
-                    msg = f"cannot reach the session store at {self.redis_url}: {e}"
-                    await send({"type": "lifespan.startup.failed", "message": msg})
-                    return
-                _say(f"worker {self.worker} ready")
-                await send({"type": "lifespan.startup.complete"})
-            elif m["type"] == "lifespan.shutdown":
-                await self.stop()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     def spawn(self, coro: Any) -> None:
         t = asyncio.get_running_loop().create_task(coro)
@@ -488,7 +501,7 @@ class RedisApp(App):
             return
         self.lost_leases += 1
         session.lost.add(h)
-        observer = getattr(self.server, "observer", None)
+        observer = getattr(self.app.server, "observer", None)
         if observer is not None:  # the lifecycle observer hook (e.g. mcp_inflight.otel)
             observer.lease_lost(session.sid, session.core, h, why, self.worker)
         _say(
@@ -508,11 +521,11 @@ class RedisApp(App):
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(period)
-            if self.max_sessions is not None:
+            if self.app.max_sessions is not None:
                 t = loop.time()
                 used = [
                     s.sid
-                    for s in self.sessions.values()
+                    for s in self.app.sessions.values()
                     if t - s.seen < 2 * period or not s.idle() or s.standalone is not None
                 ]
                 try:
@@ -571,12 +584,12 @@ class RedisApp(App):
             head, _, data = data.partition(b"|")
             claim = head.decode()
         m = json.loads(data)
-        s = self.sessions.get(m.get("s"))
+        s = self.app.sessions.get(m.get("s"))
         if s is None or not isinstance(s, _RedisSession):
             return
         kind = m.get("k")
         if kind == "end":
-            self._end(s)
+            self.app.end_session(s)
         elif kind == "level":
             s.log_level = m.get("level", s.log_level)
         elif kind == "answer":
@@ -601,113 +614,79 @@ class RedisApp(App):
         if current is not None and current != local.reader and local.owner is not None:
             local.owner = None
             local.take()
-            local._wake()
+            local.wake_writer()
 
     # --- sessions ----------------------------------------------------------------------------
-    async def _find(self, headers: Headers) -> tuple[Any, Any]:
+    async def find(self, headers: Headers) -> SessionLookup:
         """The local view of the request's session, made from the record when this worker has
         none: (session, None) or (None, (status, message))."""
         sid = headers.get(b"mcp-session-id")
         if sid is None:
             return None, (400, "Bad Request: Mcp-Session-Id header is required")
         name = sid.decode("latin-1")
-        s = self.sessions.get(name)
+        s = self.app.sessions.get(name)
         if s is not None:
             s.seen = asyncio.get_running_loop().time()
             return s, None
         record = await self.store.get_session(name)
         if record is None:
             return None, (404, "Session not found")
-        s = self.sessions.get(name)  # made meanwhile by another request
+        s = self.app.sessions.get(name)  # made meanwhile by another request
         if s is None:
-            s = _RedisSession(self.server, name, self)
+            s = _RedisSession(self.app.server, name, self)
             s.client_capabilities = record.get("capabilities")
             s.log_level = record.get("log_level", s.log_level)
-            self.sessions[name] = s
+            self.app.sessions[name] = s
         s.seen = asyncio.get_running_loop().time()
         return s, None
 
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or not self.worker:
-            return await super().__call__(scope, receive, send)
-        tag = (_WORKER_HEADER, self.worker.encode())
-        started = False
+    def wrap(self, inner: ASGIApp) -> ASGIApp:
+        """Each exchange names this worker in a response header; a store that fails before the
+        response started is 503."""
 
-        async def tagged(m):
-            nonlocal started
-            if m["type"] == "http.response.start":
-                started = True
-                m = {**m, "headers": [*m.get("headers", ()), tag]}
-            await send(m)
+        async def exchange(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+            if not self.worker:
+                return await inner(scope, receive, send)
+            tag = (_WORKER_HEADER, self.worker.encode())
+            started = False
 
-        try:
-            return await super().__call__(scope, receive, tagged)
-        except _store_errors() as e:
-            self.store.counters.errors += 1
-            if started:  # too late for a status: the response ends here
-                raise
-            return await self._error(
-                tagged, 503, SERVER_BUSY, f"Service Unavailable: the session store failed: {e}"
-            )
+            async def tagged(m: dict[str, Any]) -> None:
+                nonlocal started
+                if m["type"] == "http.response.start":
+                    started = True
+                    m = {**m, "headers": [*m.get("headers", ()), tag]}
+                await send(m)
 
-    async def _post(self, scope, receive, send, headers, modern, unsupported=None):
-        if modern or unsupported is not None:
-            return await super()._post(scope, receive, send, headers, modern, unsupported)
-        body = await self.bodies.read(receive, headers)
-        if isinstance(body, int):  # too large, too slow, or cut short
-            return await self._body_error(send, body)
-        inc = parse(body)
-        if inc.kind == "invalid":
-            return await self._error(
-                send, 400, inc.error["code"], inc.error["message"], inc.id, inc.error.get("data")
-            )
-        msg = inc.msg
-        if (
-            inc.kind == "request"
-            and msg["method"] == "initialize"
-            and b"mcp-session-id" not in headers
-        ):
-            return await self._initialize(send, msg)
-        session, err = await self._find(headers)
-        if err is not None:
-            return await self._error(send, err[0], -32600, err[1])
-        if inc.kind == "request":
-            return await self._request(session, msg, receive, send, ())
-        if inc.kind == "notification":
-            await self._notification(session, msg)
-        else:
-            await self._answer(session, msg)
-        return await self._reply(send, 202)
+            try:
+                return await inner(scope, receive, tagged)
+            except _store_errors() as e:
+                self.store.counters.errors += 1
+                if started:  # too late for a status: the response ends here
+                    raise
+                return await error_response(
+                    tagged, 503, SERVER_BUSY, f"Service Unavailable: the session store failed: {e}"
+                )
 
-    async def _body_error(self, send, body: int):
-        if body == 413:
-            return await self._error(send, 413, -32600, "Payload Too Large")
-        if body == 408:
-            return await self._error(send, 408, -32600, "Request Timeout: the body came too slowly")
-        return await self._error(
-            send,
-            400,
-            -32600,
-            "Bad Request: the body is incomplete or its Content-Length is not a number",
-        )
+        return exchange
 
-    async def _initialize(self, send, msg):
+    async def initialize(self, msg: dict[str, Any], send: Send) -> None:
         now = asyncio.get_running_loop().time()
-        self._sweep(now)
-        if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
+        self.app.sweep(now)
+        if self.app.max_sessions is not None and len(self.app.sessions) >= self.app.max_sessions:
             # this worker's views are a cache of the records: an idle one goes, and is made
             # again from its record when a request of its session comes
-            for s in [s for s in self.sessions.values() if s.idle() and s.standalone is None]:
-                self.sessions.pop(s.sid, None)
-        if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
-            return await self._too_many_sessions(send, msg["id"])
+            for s in [s for s in self.app.sessions.values() if s.idle() and s.standalone is None]:
+                self.app.sessions.pop(s.sid, None)
+        if self.app.max_sessions is not None and len(self.app.sessions) >= self.app.max_sessions:
+            return await self.app.too_many_sessions(send, msg["id"])
         sid = secrets.token_urlsafe(24)
-        if self.max_sessions is not None and not await self.store.open_session(sid):
-            return await self._too_many_sessions(send, msg["id"])
-        session = _RedisSession(self.server, sid, self)
+        if self.app.max_sessions is not None and not await self.store.open_session(sid):
+            return await self.app.too_many_sessions(send, msg["id"])
+        session = _RedisSession(self.app.server, sid, self)
         session.seen = now
-        status, value = session.request(msg, _Outlet())
-        if status == "reply" and value is not None and "result" in value:
+        arrival = session.request(msg, StreamOutlet())
+        value = arrival.reply if isinstance(arrival, Answered) else None
+        if value is not None and "result" in value:
             record = {
                 "revision": LEGACY,
                 "capabilities": session.client_capabilities,
@@ -715,17 +694,16 @@ class RedisApp(App):
                 "worker": self.worker,
             }
             await self.store.create_session(sid, record)
-            self.sessions[sid] = session
-            return await self._reply(send, 200, dumps(value), [(b"mcp-session-id", sid.encode())])
-        if self.max_sessions is not None:
+            self.app.sessions[sid] = session
+            return await reply(send, 200, dumps(value), [(b"mcp-session-id", sid.encode())])
+        if self.app.max_sessions is not None:
             await self.store.forget_session(sid)
-        return await self._reply(
-            send,
-            200 if status == "reply" else 409,
-            dumps(value if status == "reply" else error_reply(None, value)),
-        )
+        if isinstance(arrival, Answered):
+            return await reply(send, 200, dumps(value))
+        assert isinstance(arrival, Refused)  # initialize is answered at once, never run
+        return await reply(send, 409, dumps(error_reply(None, arrival.error)))
 
-    async def _notification(self, session: _RedisSession, msg: dict) -> None:
+    async def notification(self, session: HttpSession, msg: dict[str, Any]) -> None:
         params = msg.get("params")
         rid = params.get("requestId") if isinstance(params, dict) else None
         if msg["method"] != "notifications/cancelled" or session.core.in_flight(rid) is not None:
@@ -740,7 +718,7 @@ class RedisApp(App):
             session.sid, key, {"k": "cancel", "s": session.sid, "id": rid, "msg": msg}
         )
 
-    async def _answer(self, session: _RedisSession, msg: dict) -> None:
+    async def answer(self, session: HttpSession, msg: dict[str, Any]) -> None:
         wire = msg.get("id")
         if not isinstance(wire, str) or "/" not in wire:
             return  # not an id this server minted: it answers nothing
@@ -758,16 +736,16 @@ class RedisApp(App):
             await asyncio.sleep(delay)
         _say(f"worker {self.worker}: an answer for worker {_shown(worker)} found nobody listening")
 
-    async def _get(self, receive, send, headers):
-        session, err = await self._find(headers)
-        if err is not None:
-            return await self._error(send, err[0], -32600, err[1])
-        last = headers.get(b"last-event-id")
-        if last is not None and self.resumable:
-            return await self._resume_kept(session, last.decode("latin-1"), receive, send)
-        return await self._standalone(session, receive, send)
+    async def resume(self, session: HttpSession, last: str, receive: Receive, send: Send) -> bool:
+        if not self.resumable:
+            return False
+        assert isinstance(session, _RedisSession)
+        await self._resume_kept(session, last, receive, send)
+        return True
 
-    async def _resume_kept(self, session: _RedisSession, last: str, receive, send):
+    async def _resume_kept(
+        self, session: _RedisSession, last: str, receive: Receive, send: Send
+    ) -> Any:
         """GET with ``Last-Event-ID`` on any worker: the events after it, from this worker's
         memory when the stream runs here (this connection takes it over), else from Redis,
         then its later events as the owner appends them, until its last one."""
@@ -779,7 +757,7 @@ class RedisApp(App):
             or not (num.isascii() and num.isdigit() and len(num) <= 19)
             or int(num) > _MAX_EVENT
         ):
-            return await self._error(
+            return await error_response(
                 send,
                 400,
                 INVALID_REQUEST,
@@ -794,18 +772,20 @@ class RedisApp(App):
             token = object()
             local.reader = reader
             previous, local.owner = local.owner, token
-            _attached(local)
+            attached(local)
             local.take()
             if previous is not None:
-                local._wake()
+                local.wake_writer()
                 local.wake = None
-            return await self._pump(session, None, local, token, receive, send, _SSE_HEADERS, first)
+            return await self.app.pump(
+                session, None, local, token, receive, send, SSE_HEADERS, first
+            )
         entries = await self.store.replay(session.sid, stream, n)
         if entries is None and n == 1 and await self.store.stream_known(session.sid, stream):
             if await self.store.listening(worker):
                 entries = []  # nothing kept yet after its priming event: follow it
         if entries is None or (entries and entries[0][0] != n + 1):
-            return await self._error(
+            return await error_response(
                 send,
                 400,
                 INVALID_REQUEST,
@@ -818,14 +798,14 @@ class RedisApp(App):
         )
         gone = asyncio.Event()
 
-        async def watch():
+        async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
             gone.set()
 
         watcher = asyncio.get_running_loop().create_task(watch())
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             quiet = 0.0
             while True:
                 if entries:
@@ -849,23 +829,19 @@ class RedisApp(App):
         finally:
             watcher.cancel()
 
-    async def _delete(self, send, headers):
-        session, err = await self._find(headers)
-        if err is not None:
-            return await self._error(send, err[0], -32600, err[1])
+    async def delete(self, session: HttpSession) -> None:
         await self.store.end(session.sid)  # every worker is told, this one included
-        self._end(session)
-        return await self._reply(send, 200)
+        self.app.end_session(session)
 
     # --- one request ---------------------------------------------------------------------
-    async def _request(self, session: Session, msg, receive, send, extra):
-        if not isinstance(session, _RedisSession):
-            replayed = await self._state_replayed(msg)
-            if replayed is not None:
-                return await self._reply(send, 400, dumps(replayed), extra)
-            return await super()._request(session, msg, receive, send, extra)
-        if self.max_in_flight is not None and len(session.tasks) >= self.max_in_flight:
-            return await self._error(
+    async def request(
+        self, session: HttpSession, msg: dict[str, Any], receive: Receive, send: Send
+    ) -> None:
+        """A request of a shared session: the store's ``claim`` first (refused: 409 before
+        anything is registered), then the local core; its end releases the claim."""
+        assert isinstance(session, _RedisSession)
+        if self.app.max_in_flight is not None and len(session.tasks) >= self.app.max_in_flight:
+            return await error_response(
                 send,
                 429,
                 SERVER_BUSY,
@@ -875,11 +851,11 @@ class RedisApp(App):
         rid = msg["id"]
         key = typed_id(rid)
         method = msg["method"]
-        hold = method == "tools/call" or method in self.server.methods
+        hold = method == "tools/call" or method in self.app.server.methods
         stream = session.next_stream() if hold and self.resumable else None
         tok = await self.store.claim(session.sid, key, hold, stream)
         if tok == -2:
-            return await self._error(
+            return await error_response(
                 send,
                 429,
                 SERVER_BUSY,
@@ -887,55 +863,44 @@ class RedisApp(App):
                 msg["id"],
             )
         if tok < 0:
-            self._end(session)
-            return await self._error(send, 404, -32600, "Session not found")
+            self.app.end_session(session)
+            return await error_response(send, 404, -32600, "Session not found")
         if tok == 0:
             err = {
                 "code": INVALID_REQUEST,
                 "message": f"Invalid Request: id {json.dumps(rid)} is already in flight",
                 "data": {"id": rid},
             }
-            return await self._reply(send, 409, dumps(error_reply(None, err)))
+            return await reply(send, 409, dumps(error_reply(None, err)))
         c = self.store.held(session.sid, key, tok) if hold else None
         session.pending_claim = c
-        outlet = session.outlet() if hold else _Outlet()
-        status, value = session.request(msg, outlet)
-        if status == "refused":  # pragma: no cover - the claim makes the local id free
+        outlet = session.outlet() if hold else StreamOutlet()
+        arrival = session.request(msg, outlet)
+        if type(arrival) is Refused:  # pragma: no cover - the claim makes the local id free
             if c is not None:
                 await self.release(c)
-            return await self._reply(send, 409, dumps(error_reply(None, value)))
-        if status == "reply":
+            return await reply(send, 409, dumps(error_reply(None, arrival.error)))
+        if type(arrival) is Answered:
+            value = arrival.reply
             if c is not None:
                 why = await self.release(c)
                 if why is not None:
                     value = error_reply(rid, error(INTERNAL_ERROR, why))
             if value is None:
-                return await self._reply(send, 202)
+                return await reply(send, 202)
             if method == "logging/setLevel" and "result" in value:
                 await self._set_level(session)
-            return await self._reply(send, 200, dumps(value))
-        handle = value
-        token = outlet.owner = object()
-        if isinstance(outlet, _KeptOutlet):
-            outlet.prime(self.retry_ms)
-            session.live[outlet.stream] = outlet
-        try:
-            await asyncio.sleep(0)  # let the handler take its first step
-            if outlet.done:
-                body = b"".join(_sse(m) for m in outlet.items)
-                return await self._reply(send, 200, body, ctype=_SSE_HEADERS)
-        except (OSError, asyncio.CancelledError):
-            self._dropped(session, handle, outlet, token)
-            raise
-        await self._pump(session, handle, outlet, token, receive, send, list(_SSE_HEADERS))
+            return await reply(send, 200, dumps(value))
+        assert type(arrival) is Running
+        await self.app.start_stream(session, arrival.handle, outlet, receive, send)
 
-    async def _state_replayed(self, msg: dict) -> dict | None:
+    async def state_replayed(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         """2026-07-28: a retry's ``requestState`` is single-use over every worker and across
         restarts: once it passes every other check, its use is recorded in the store first;
         the error reply when another worker (or this one, before a restart) used it."""
         params = msg.get("params")
         token = params.get("requestState") if isinstance(params, dict) else None
-        states = self.server.request_states
+        states = self.app.server.request_states
         if token is None or not states.owns(token):
             return None
         try:

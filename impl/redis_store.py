@@ -382,7 +382,7 @@ class RedisStore:
         max_sessions: int | None = None,
         call_timeout: float | None = 2.0,
         max_event_bytes: int | None = None,
-    ):
+    ) -> None:
         """``max_in_flight``: claims held at once in one session, over every worker (the
         claim script counts them); ``max_sessions``: sessions open at once, over every worker
         (the ``open`` script counts them); ``call_timeout``: seconds any one call to the store

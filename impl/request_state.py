@@ -66,7 +66,7 @@ class StateRefused(Exception):
     """A ``requestState`` failed a check; ``reason`` names it (``size``, ``signature``,
     ``malformed``, ``expired``, ``call``, ``replayed``, ``capacity``)."""
 
-    def __init__(self, reason: str, message: str):
+    def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
 
@@ -74,7 +74,7 @@ class StateRefused(Exception):
 class StateLimit(Exception):
     """The state to seal would exceed a limit (``rounds`` or ``size``)."""
 
-    def __init__(self, limit: str, message: str):
+    def __init__(self, limit: str, message: str) -> None:
         super().__init__(message)
         self.limit = limit
 
@@ -101,7 +101,7 @@ class Sealer:
     """HMAC-SHA256 sealing of a JSON object under ``key``, with a ``kind`` label in clear (so a
     server can tell its own tokens from others) covered by the MAC."""
 
-    def __init__(self, key: bytes | str, kind: str):
+    def __init__(self, key: bytes | str, kind: str) -> None:
         if isinstance(key, str):
             key = key.encode()
         if len(key) < 16:
@@ -172,7 +172,7 @@ class RequestStates:
         max_live: int = 100_000,
         max_live_per_client: int | None = None,
         clock: Callable[[], float] = time.time,
-    ):
+    ) -> None:
         self._sealer = Sealer(secret if secret is not None else os.urandom(32), self.KIND)
         self.ttl = ttl
         self.max_rounds = max_rounds

@@ -54,12 +54,13 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pydantic
 from mcp_types import methods as M
 
-from .core import Admitted, SessionCore
+from .core import Admitted, Handle, Refused, SessionCore
 from .messages import (
     CLIENT_CAPABILITIES_META_KEY,
     HANDSHAKE_VERSIONS,
@@ -91,6 +92,10 @@ from .request_state import RequestStates, StateLimit, StateRefused, call_binding
 
 #: the server API, and the messages' names (:mod:`.messages`), importable from here
 __all__ = [
+    "Answered",
+    "Outlet",
+    "Refused",
+    "Running",
     "Tool",
     "Server",
     "JsonRpcError",
@@ -124,11 +129,45 @@ __all__ = [
     "classify",
 ]
 
+# --- what a session writes to, and what an arrival comes to -----------------------------------
+
+
+class Outlet(Protocol):
+    """What an adapter gives a session for one request's channel: ``send`` writes a message on
+    it, ``close`` ends it (HTTP: the POST's response; stdio: nothing, the channel is shared).
+    The core decides which outlet gets what: ``handle.data`` is the outlet of the request that
+    handle stands for."""
+
+    def send(self, msg: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class Answered:
+    """A request answered at once, within the step that admitted it: ``reply`` is the message
+    to send (None: the core routed it nowhere)."""
+
+    reply: dict[str, Any] | None  # (not frozen: made per request, as the core's Admitted)
+
+
+@dataclass(slots=True)
+class Running:
+    """A request whose handler runs: it writes on its outlet, then closes it."""
+
+    handle: Handle  # (not frozen: made per request, as the core's Admitted)
+
+
+#: what :meth:`Session.request` comes to: :class:`~.core.Refused` (a duplicate of an id in
+#: flight: its ``error`` to send), :class:`Answered` or :class:`Running`
+Arrival = Refused | Answered | Running
+
+
 # --- tools -------------------------------------------------------------------------------------
 
 
 class Tool:
-    def __init__(self, fn: Callable, name: str, description: str | None):
+    def __init__(self, fn: Callable, name: str, description: str | None) -> None:
         self.fn = fn
         self.name = name
         self.description = description or (inspect.getdoc(fn) or "").split("\n\n")[0] or None
@@ -138,7 +177,7 @@ class Tool:
             ann = Any if p.annotation is inspect.Parameter.empty else p.annotation
             default = ... if p.default is inspect.Parameter.empty else p.default
             fields[p.name] = (ann, default)
-        self.model = pydantic.create_model(f"{name}_arguments", **fields)
+        self.model = pydantic.create_model(f"{name}_arguments", **fields)  # type: ignore[call-overload]
         schema = self.model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -148,15 +187,15 @@ class Tool:
         if self.description:
             self.listing["description"] = self.description
 
-    def arguments(self, raw) -> dict:
+    def arguments(self, raw: Any) -> dict:
         return self._validate(raw if raw is not None else {}).__dict__
 
     @property
-    def _validate(self):
+    def _validate(self) -> Any:
         return self.model.__pydantic_validator__.validate_python
 
 
-def _content(value) -> dict:
+def _content(value: Any) -> dict:
     if isinstance(value, dict):
         return value
     if isinstance(value, str):
@@ -182,7 +221,7 @@ class Server:
         revision_capabilities: dict | None = None,
         request_states: RequestStates | None = None,
         max_client_capabilities: int | None = MAX_CLIENT_CAPABILITIES,
-    ):
+    ) -> None:
         """``capabilities``: capabilities advertised on every revision, besides ``tools`` and
         ``logging``.  ``revision_capabilities``: per revision (``"2025-11-25"``,
         ``"2026-07-28"``), capabilities that replace those of the same name on that revision
@@ -212,13 +251,13 @@ class Server:
         self.revision_capabilities = {rev: dict(per.get(rev) or {}) for rev in REVISIONS}
         self.request_states = request_states or RequestStates()
 
-    def method(self, name: str):
+    def method(self, name: str) -> Any:
         """Register ``async def handler(ctx, params) -> dict`` (the JSON-RPC result) for a request
         method, e.g. ``resources/read`` or ``prompts/get``; it replaces the built-in handling of
         that method (``tools/list``, ``tools/call``).  Raise :class:`JsonRpcError` to answer with
         an error.  Params are validated against the MCP schema when the method is in it."""
 
-        def register(fn):
+        def register(fn: Any) -> Any:
             if not inspect.iscoroutinefunction(fn):
                 raise TypeError(f"method {name!r}: the handler must be an async function")
             self.methods[name] = fn
@@ -226,10 +265,10 @@ class Server:
 
         return register
 
-    def tool(self, name: str | None = None, description: str | None = None):
+    def tool(self, name: str | None = None, description: str | None = None) -> Any:
         """Register an ``async def handler(ctx, **arguments)`` as a tool."""
 
-        def register(fn):
+        def register(fn: Any) -> Any:
             self.add_tool(fn, name, description)
             return fn
 
@@ -265,7 +304,7 @@ class Server:
 class JsonRpcError(Exception):
     """Raised by a handler: answer the request with this JSON-RPC error."""
 
-    def __init__(self, code: int, message: str, data=None):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.error = error(code, message, data)
 
@@ -273,7 +312,7 @@ class JsonRpcError(Exception):
 class RequestFailed(Exception):
     """A server-to-client request could not be made or was answered with an error."""
 
-    def __init__(self, err: dict):
+    def __init__(self, err: dict) -> None:
         self.error = err
         super().__init__(err.get("message", "request failed"))
 
@@ -282,7 +321,7 @@ class _InputRequired(Exception):
     """2026-07-28: the handler needs the client's input; the call returns InputRequiredResult
     (raised by the first question of this run that the answers so far do not cover)."""
 
-    def __init__(self, key: str, request: dict):
+    def __init__(self, key: str, request: dict) -> None:
         self.key = key
         self.request = request
 
@@ -292,6 +331,8 @@ _UNREAD = object()
 
 class Context:
     """What a tool handler gets: progress, log, elicit, sample and the cancellation signal."""
+
+    _caps: Any
 
     @property
     def client_capabilities(self) -> Any:
@@ -304,7 +345,7 @@ class Context:
     def client_capabilities(self, value: Any) -> None:
         self._caps = value
 
-    def __init__(self, session: Session, handle, params: dict):
+    def __init__(self, session: Session, handle: Any, params: dict) -> None:
         self.session = session
         self.handle = handle
         self.request_id = handle.id
@@ -314,7 +355,7 @@ class Context:
         self.progress_token = meta.get("progressToken")
         self.protocol_version = session.revision
         # 2026-07-28: the request's own; 2025-11-25: the session's, read when first asked for
-        self._caps: Any = (
+        self._caps = (
             meta.get(CLIENT_CAPABILITIES_META_KEY) if session.revision == MODERN else _UNREAD
         )
         self.cancelled = asyncio.Event()
@@ -344,9 +385,9 @@ class Context:
             params["message"] = message
         return self.session.notify(self.handle, "notifications/progress", params)
 
-    async def log(self, data, level: str = "info", logger: str | None = None) -> bool:
+    async def log(self, data: Any, level: str = "info", logger: str | None = None) -> bool:
         """A ``notifications/message`` on this request's stream (if the level passes)."""
-        floor = self.session.log_level
+        floor: Any = self.session.log_level
         if self.session.revision == MODERN:
             # 2026-07-28: only requests that opt in with a level in _meta get log messages
             floor = self.log_level
@@ -368,7 +409,7 @@ class Context:
         }
         return await self._ask("elicitation/create", params)
 
-    async def sample(self, messages: list, max_tokens: int = 256, **extra) -> dict:
+    async def sample(self, messages: list, max_tokens: int = 256, **extra: Any) -> dict:
         """Ask the client's model (``sampling/createMessage``); returns the CreateMessageResult."""
         params = {"messages": messages, "maxTokens": max_tokens, **extra}
         return await self._ask("sampling/createMessage", params)
@@ -387,7 +428,7 @@ class Context:
         """A notification on this request's stream (where the core routes it)."""
         return self.session.notify(self.handle, method, params or {})
 
-    async def _ask(self, method, params) -> dict:
+    async def _ask(self, method: Any, params: Any) -> dict:
         self._asked += 1
         if self.session.revision == MODERN:
             # The handler re-runs from its start on each retry: its n-th question has the same
@@ -399,7 +440,7 @@ class Context:
         return await self.session.server_request(self.handle, method, params)
 
 
-def _invalid_params(rid, method, version, params):
+def _invalid_params(rid: Any, method: Any, version: Any, params: Any) -> Any:
     """The error reply for a request the MCP schema of ``version`` rejects, else None."""
     try:
         M.validate_client_request(method, version, params)
@@ -419,12 +460,11 @@ class Session:
     """One MCP session (stdio: the process; HTTP 2025-11-25: an ``Mcp-Session-Id``; HTTP
     2026-07-28: one POST).  Messages in, replies out through each request's outlet.
 
-    An *outlet* is the adapter's object for one request's channel: ``send(msg: dict)`` writes a
-    message on it, ``close()`` ends it (HTTP: the POST's response).  The core decides which
-    outlet gets what: ``handle.data`` is the outlet of the request that handle stands for.
+    Each request's channel is the adapter's :class:`Outlet`; the core decides which outlet gets
+    what (``handle.data`` is the outlet of the request that handle stands for).
     """
 
-    def __init__(self, server: Server, transport: str, revision: str | None = None):
+    def __init__(self, server: Server, transport: str, revision: str | None = None) -> None:
         self.server = server
         self.transport = transport
         self.revision = revision or LEGACY
@@ -451,21 +491,21 @@ class Session:
     def client_capabilities(self, value: Any) -> None:
         self._client_capabilities = None if value is None else dumps(value)
 
-    def _set_revision(self, revision):
+    def _set_revision(self, revision: Any) -> None:
         if revision != self.revision and self.core.empty():
             self.revision = revision
             self.core = SessionCore(revision, self.transport)
         self.negotiated = True
 
     # --- writing ------------------------------------------------------------------------
-    def notify(self, handle, method, params) -> bool:
+    def notify(self, handle: Any, method: Any, params: Any) -> bool:
         target = self.core.emit(handle)
         if target is None:
             return False
         target.data.send({"jsonrpc": "2.0", "method": method, "params": params})
         return True
 
-    async def server_request(self, handle, method, params) -> dict:
+    async def server_request(self, handle: Any, method: Any, params: Any) -> dict:
         sent = self.core.server_request(handle)
         if sent is None:
             raise RequestFailed(
@@ -491,7 +531,9 @@ class Session:
             if after is not None:
                 after()
 
-    async def _announce(self, handle, sid, method) -> tuple[Any, Callable[[], None] | None]:
+    async def _announce(
+        self, handle: Any, sid: Any, method: Any
+    ) -> tuple[Any, Callable[[], None] | None]:
         """Before the server-to-client request ``sid`` of ``handle`` goes out: the id it carries
         on the wire, and what to do once it is no longer awaited (None: nothing).  A session
         whose answers may reach another process records the waiter here first (and raises
@@ -499,10 +541,10 @@ class Session:
         return sid, None
 
     # --- reading ------------------------------------------------------------------------
-    def request(self, msg: dict, outlet):
-        """A request arrives.  Returns ``("refused", error)``, ``("reply", message)`` (answered
-        at once, within the step that admitted it) or ``("running", handle)`` (a handler runs
-        and will write on ``outlet``, then close it)."""
+    def request(self, msg: dict[str, Any], outlet: Outlet) -> Arrival:
+        """A request arrives.  Returns :class:`~.core.Refused` (its ``error``), :class:`Answered`
+        (at once, within the step that admitted it) or :class:`Running` (a handler runs and
+        will write on ``outlet``, then close it)."""
         if not self.negotiated and msg["method"] in ("initialize", "server/discover"):
             # the handshake picks the revision (and so the core's profile) before admission
             self._set_revision(MODERN if msg["method"] == "server/discover" else LEGACY)
@@ -511,12 +553,12 @@ class Session:
             observer.arriving(getattr(self, "sid", None), self.core, msg)
         verdict = self.core.arrive(msg["id"])
         if not isinstance(verdict, Admitted):
-            return "refused", verdict.error
+            return verdict
         h = verdict.handle
         h.data = outlet
         rid = msg["id"]
         method = msg["method"]
-        params = msg.get("params")
+        params: Any = msg.get("params")
         try:
             custom = None
             reply = self._immediate(h, rid, method, params)
@@ -534,12 +576,12 @@ class Session:
             reply = error_reply(rid, error(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
         if reply is not None:
             target = self.core.finish(h)
-            return "reply", (reply if target is h else None)
+            return Answered(reply if target is h else None)
         task = asyncio.get_running_loop().create_task(job)
         self.tasks[h] = (task, ctx)
-        return "running", h
+        return Running(h)
 
-    def _resume(self, ctx, rid, method, params, custom: bool):
+    def _resume(self, ctx: Any, rid: Any, method: Any, params: Any, custom: bool) -> Any:
         """2026-07-28: bind the call and, on a retry, verify its ``requestState`` and give the
         context the answers so far; the error reply when the state is refused (the handler
         never runs), else None.  A registered method handler owns any ``requestState`` that is
@@ -571,7 +613,7 @@ class Session:
         ctx._round = resumed.round
         return None
 
-    def _input_required(self, rid, ctx, need: _InputRequired) -> dict:
+    def _input_required(self, rid: Any, ctx: Any, need: _InputRequired) -> dict:
         """The reply to a run that stopped at an unanswered question: InputRequiredResult with
         the next round's sealed state, or an error when the call is over a limit."""
         try:
@@ -587,7 +629,7 @@ class Session:
         }
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
-    def _immediate(self, h, rid, method, params):
+    def _immediate(self, h: Any, rid: Any, method: Any, params: Any) -> Any:
         """The reply to a request answered at once, or None for a tool call that runs."""
         if method == "initialize":
             if self.revision == MODERN:
@@ -668,7 +710,7 @@ class Session:
                 res.setdefault("cacheScope", "private")
         return {"jsonrpc": "2.0", "id": rid, "result": res}
 
-    async def _run_method(self, h, rid, fn, params, ctx):
+    async def _run_method(self, h: Any, rid: Any, fn: Any, params: Any, ctx: Any) -> None:
         ctx.started = True
         reply = None
         try:
@@ -690,7 +732,7 @@ class Session:
         finally:
             self._done(h, reply)
 
-    def _done(self, h, reply):
+    def _done(self, h: Any, reply: Any) -> None:
         self.tasks.pop(h, None)
         target = self.core.finish(h)
         try:
@@ -701,7 +743,7 @@ class Session:
             if self.on_idle is not None and self.idle():
                 self.on_idle(self)
 
-    async def _run(self, h, rid, tool, params, ctx):
+    async def _run(self, h: Any, rid: Any, tool: Any, params: Any, ctx: Any) -> None:
         ctx.started = True
         reply = None
         try:
@@ -716,7 +758,7 @@ class Session:
                 try:
                     res = _content(await tool.fn(ctx, **args))
                 except _InputRequired as need:
-                    res = None
+                    res = None  # type: ignore[assignment]
                     reply = self._input_required(rid, ctx, need)
                 except RequestFailed as e:
                     res = {"content": [{"type": "text", "text": str(e)}], "isError": True}
@@ -750,7 +792,7 @@ class Session:
             if target is not None:
                 self._cancel_handler(target)
 
-    def _cancel_handler(self, handle):
+    def _cancel_handler(self, handle: Any) -> None:
         entry = self.tasks.get(handle)
         if entry is not None:
             task, ctx = entry
@@ -761,7 +803,7 @@ class Session:
                 # would never release the request: release it now.
                 self._done(handle, None)
 
-    def closed(self, handle) -> None:
+    def closed(self, handle: Any) -> None:
         """The request's channel closed before its response (HTTP)."""
         if self.core.close(handle):
             self._cancel_handler(handle)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator
+from typing import Any
 
-from .messages import INVALID_REQUEST, encode_message, error_reply, parse
-from .server import Server, Session
+from .messages import INVALID_REQUEST, Kind, encode_message, error_reply, parse
+from .server import Answered, Refused, Server, Session
 
 LINE_LIMIT = 16 * 1024 * 1024
 _CHUNK = 64 * 1024
@@ -27,15 +28,15 @@ TOO_LONG = object()
 class _Channel:
     """The one output channel (stdout): every request's outlet."""
 
-    def __init__(self, write):
+    def __init__(self, write: Any) -> None:
         self.write = write
 
-    def send(self, msg):
+    def send(self, msg: dict[str, Any]) -> None:
         data = encode_message(msg)
         if data is not None:
             self.write(data + b"\n")
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
@@ -44,15 +45,15 @@ def handle_line(session: Session, channel: _Channel, line: bytes) -> None:
     if not line:
         return
     inc = parse(line)
-    if inc.kind == "invalid":
+    if inc.kind is Kind.INVALID:
         channel.send(error_reply(inc.id, inc.error))
-    elif inc.kind == "request":
-        status, value = session.request(inc.msg, channel)
-        if status == "refused":
-            channel.send(error_reply(None, value))
-        elif status == "reply" and value is not None:
-            channel.send(value)
-    elif inc.kind == "notification":
+    elif inc.kind is Kind.REQUEST:
+        arrival = session.request(inc.msg, channel)
+        if type(arrival) is Refused:
+            channel.send(error_reply(None, arrival.error))
+        elif type(arrival) is Answered and arrival.reply is not None:
+            channel.send(arrival.reply)
+    elif inc.kind is Kind.NOTIFICATION:
         session.notification(inc.msg)
     else:
         session.response(inc.msg)
@@ -61,7 +62,7 @@ def handle_line(session: Session, channel: _Channel, line: bytes) -> None:
 async def serve_stdio(
     server: Server,
     reader: asyncio.StreamReader | None = None,
-    write=None,
+    write: Any = None,
     session: Session | None = None,
 ) -> None:
     """Serve ``server`` on stdin/stdout (or the given reader and ``write(bytes)``; ``session``
@@ -73,7 +74,7 @@ async def serve_stdio(
     if write is None:
         out = sys.stdout.buffer
 
-        def write(data: bytes):
+        def write(data: bytes) -> None:
             out.write(data)
             out.flush()
 
@@ -97,7 +98,7 @@ async def serve_stdio(
             await asyncio.wait(tasks, timeout=5)
 
 
-async def lines(reader: asyncio.StreamReader, limit: int = LINE_LIMIT) -> AsyncIterator[object]:
+async def lines(reader: asyncio.StreamReader, limit: int = LINE_LIMIT) -> AsyncIterator[Any]:
     """The input's lines (bytes, without the newline); a line longer than ``limit`` is skipped
     to its end, however long, and :data:`TOO_LONG` stands for it (nothing of it is parsed).  A
     last line without a newline counts."""

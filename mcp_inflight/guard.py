@@ -12,6 +12,8 @@ model as they happen (counting and logging violations; the counts are at ``app.m
 the one channel's, as ``mcp-inflight record --stdio`` writes it from outside the process.
 """
 
+import sys
+import types
 from typing import Any
 
 from mcp_inflight.impl.guard import (
@@ -68,7 +70,7 @@ def guard_stdio(
     trace: Any = None,
     online: Any = False,
     observer: Any = None,
-):
+) -> Any:
     """:func:`mcp_inflight.impl.guard.guard_stdio` (the SDK's ``stdio_server()`` streams,
     guarded), with ``trace``, ``online`` and ``observer`` as for :func:`guard`.  The events are taken where
     the guard meets the SDK's stdio transport, outside the guard: each message the transport
@@ -84,7 +86,9 @@ def guard_stdio(
 
     writer = None if trace is None else trace if hasattr(trace, "write") else Writer(trace)
     monitor = online_check(online)
-    sinks = [s for s in (writer and writer.write, monitor and monitor.feed) if s is not None]
+    sinks: list[Any] = [
+        s for s in (writer and writer.write, monitor and monitor.feed) if s is not None
+    ]
     tap = StdioTap(sinks[0] if len(sinks) == 1 else fan_out(*sinks))
     read, write = _guard_stdio(_TapRead(read_stream, tap), _TapWrite(write_stream, tap), observer)
     for stream in (read, write):
@@ -172,3 +176,21 @@ async def serve_stdio(
             if read.monitor is not None:
                 counts = read.monitor.close()
     return counts
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`guard`: ``from mcp_inflight import guard`` names the module
+    (the import system binds a submodule on its package), and ``guard(app)`` must still guard."""
+
+    def __call__(
+        self,
+        app: Any,
+        max_body: int = MAX_BODY,
+        trace: Any = None,
+        online: Any = False,
+        observer: Any = None,
+    ) -> Any:
+        return guard(app, max_body, trace, online, observer)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -202,9 +202,8 @@ class _CoreWatch:
             )
             self.t.refused.add(1, {**metric, "mcp_inflight.reason": reason})
         elif name == "on_cancel":
-            by = (
-                "close" if self.core() is not None and self.core().cfg.close_is_cancel else "client"
-            )
+            core = self.core()
+            by = "close" if core is not None and core.cfg.close_is_cancel else "client"
             extra["mcp_inflight.cancelled_by"] = by
             extra["mcp_inflight.reason"] = (
                 "notifications/cancelled" if by == "client" else "the client closed its stream"

@@ -28,6 +28,7 @@ import importlib
 import importlib.util
 import socket
 import sys
+from typing import Any
 
 from mcp_inflight.cli import whole_number
 from mcp_inflight.impl.server import Server
@@ -39,7 +40,7 @@ def demo_server() -> Server:
     @server.tool(
         description="Report progress and a log line for each of `steps` steps, then return done:<label>."
     )
-    async def slow(ctx, label: str, steps: int = 3, delay: float = 0.1) -> str:
+    async def slow(ctx: Any, label: str, steps: int = 3, delay: float = 0.1) -> str:
         for k in range(1, steps + 1):
             await asyncio.sleep(delay)
             await ctx.progress(k, steps, f"{label}: step {k}/{steps}")
@@ -49,7 +50,7 @@ def demo_server() -> Server:
     @server.tool(
         description="After `delay` seconds ask the user (elicitation); return ask:<label>:<action>."
     )
-    async def ask(ctx, label: str, delay: float = 0.0) -> str:
+    async def ask(ctx: Any, label: str, delay: float = 0.0) -> str:
         if delay > 0:
             await asyncio.sleep(delay)
         answer = await ctx.elicit(
@@ -59,7 +60,7 @@ def demo_server() -> Server:
         return f"ask:{label}:{answer.get('action')}"
 
     @server.tool(description="Return the text unchanged.")
-    async def echo(ctx, text: str) -> str:
+    async def echo(ctx: Any, text: str) -> str:
         return text
 
     return server
@@ -333,7 +334,7 @@ def _with_header_timeout(base: type, timeout: float) -> type:
     last response) is closed.  uvicorn bounds the idle time between requests but not this, so
     slow clients could hold every file descriptor."""
 
-    class HeaderTimeout(base):  # type: ignore[misc, valid-type]
+    class HeaderTimeout(base):
         def _arm_headers(self) -> None:
             armed = self.cycle
 
@@ -343,7 +344,7 @@ def _with_header_timeout(base: type, timeout: float) -> type:
 
             self._header_timer = self.loop.call_later(timeout, expire)
 
-        def connection_made(self, transport) -> None:  # type: ignore[no-untyped-def]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._arm_headers()
 
@@ -354,7 +355,7 @@ def _with_header_timeout(base: type, timeout: float) -> type:
             super().on_response_complete()
             self._arm_headers()
 
-        def connection_lost(self, exc) -> None:  # type: ignore[no-untyped-def]
+        def connection_lost(self, exc: Any) -> None:
             timer = getattr(self, "_header_timer", None)
             if timer is not None:
                 timer.cancel()
@@ -363,7 +364,7 @@ def _with_header_timeout(base: type, timeout: float) -> type:
     return HeaderTimeout
 
 
-def http_protocol(header_timeout: float | None):
+def http_protocol(header_timeout: float | None) -> Any:
     """The uvicorn ``http`` setting for ``serve``: its default protocol, with the header
     deadline when one is set."""
     if header_timeout is None:
@@ -371,7 +372,7 @@ def http_protocol(header_timeout: float | None):
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
     except ImportError:  # pragma: no cover - httptools is optional for uvicorn
-        from uvicorn.protocols.http.h11_impl import H11Protocol as base
+        from uvicorn.protocols.http.h11_impl import H11Protocol as base  # type: ignore[assignment]
     return _with_header_timeout(base, header_timeout)
 
 
@@ -389,7 +390,7 @@ def uvicorn_settings() -> dict:
     }
 
 
-def _traced(app, args):
+def _traced(app: Any, args: Any) -> Any:
     """``app`` with the trace writer and the online check of ``--trace``/``--online-check``."""
     if not args.trace and not args.online_check:
         return app
@@ -408,7 +409,7 @@ def _traced(app, args):
     return tap
 
 
-def _listen(args) -> socket.socket:
+def _listen(args: Any) -> socket.socket:
     try:
         infos = socket.getaddrinfo(
             args.host, args.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -423,7 +424,7 @@ def _listen(args) -> socket.socket:
     return sock
 
 
-def _announce(sock: socket.socket, args) -> None:
+def _announce(sock: socket.socket, args: Any) -> None:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(
@@ -433,7 +434,7 @@ def _announce(sock: socket.socket, args) -> None:
     )
 
 
-async def _serve_http(server: Server, args, sock: socket.socket | None = None) -> None:
+async def _serve_http(server: Server, args: Any, sock: socket.socket | None = None) -> None:
     import uvicorn
 
     from mcp_inflight.impl.http import LOOPBACK, create_app
@@ -491,7 +492,7 @@ def _check_redis(url: str) -> None:
         raise ServeError(f"cannot reach Redis at {url}: {e}") from None
 
 
-def _serve_workers(server: Server, args) -> int:
+def _serve_workers(server: Server, args: Any) -> int:
     """``--workers N``: the parent binds and listens, then forks N workers that all accept on
     that one socket (one accept queue: a worker killed loses only the connections it had
     accepted, and the others go on serving the port), and starts a worker again when one dies
@@ -522,7 +523,7 @@ def _serve_workers(server: Server, args) -> int:
                 os._exit(code)
         children[pid] = time.monotonic()
 
-    def stop(signum, frame) -> None:  # type: ignore[no-untyped-def]
+    def stop(signum: Any, frame: Any) -> None:
         nonlocal stopping
         stopping = True
         for pid in list(children):
@@ -571,7 +572,9 @@ async def _serve_stdio(server: Server, trace: str | None, online: str | bool = F
 
     writer = Writer(trace) if trace is not None else None
     monitor = online_check(online)
-    sinks = [s for s in (writer and writer.write, monitor and monitor.feed) if s is not None]
+    sinks: list[Any] = [
+        s for s in (writer and writer.write, monitor and monitor.feed) if s is not None
+    ]
     tap = StdioTap(fan_out(*sinks))
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     loop = asyncio.get_running_loop()
@@ -594,7 +597,7 @@ async def _serve_stdio(server: Server, trace: str | None, online: str | bool = F
             print(f"mcp-inflight serve: online check: {counts}", file=sys.stderr, flush=True)
 
 
-def _run_loop(coro):
+def _run_loop(coro: Any) -> Any:
     """Run on uvloop when it is installed (faster I/O), else on asyncio's own loop."""
     try:
         import uvloop

@@ -25,7 +25,7 @@ from mcp_inflight.impl.request_state import (
     StateRefused,
     call_binding,
 )
-from mcp_inflight.impl.server import MODERN, Server, Session
+from mcp_inflight.impl.server import MODERN, Answered, Server, Session
 
 SUPPORT = pathlib.Path(__file__).parent / "support"
 
@@ -175,11 +175,11 @@ async def _call(server, rid, name, args, state=None, responses=None, method="too
         params["inputResponses"] = responses
     session = Session(server, "http", MODERN)
     out = _Outlet()
-    status, value = session.request(
+    arrival = session.request(
         {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}, out
     )
-    if status == "reply":
-        return value
+    if isinstance(arrival, Answered):
+        return arrival.reply
     await asyncio.wait_for(out.closed.wait(), 5)
     return out.sent[-1]
 

@@ -40,7 +40,7 @@ class AppRunner:
 
     def __init__(
         self,
-        app,
+        app: Any,
         *,
         lifespan: bool = True,
         client: tuple[str, int] = ("127.0.0.1", 50000),
@@ -62,7 +62,7 @@ class AppRunner:
             await self._startup()
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
     async def _run_lifespan(self) -> None:
@@ -118,7 +118,7 @@ class AppRunner:
     def transport(self) -> StreamingASGITransport:
         return StreamingASGITransport(self)
 
-    def _spawn(self, coro) -> asyncio.Task:
+    def _spawn(self, coro: Any) -> asyncio.Task:
         task = asyncio.ensure_future(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from typing import Any, NoReturn
 
 from . import records
 from .recording import Target
@@ -13,13 +14,13 @@ from .report import junit_xml, render, untested
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):
+    def error(self, message: Any) -> NoReturn:
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         sys.exit(2)
 
 
-def _json_object(text):
+def _json_object(text: Any) -> Any:
     try:
         v = json.loads(text)
     except ValueError as exc:
@@ -29,20 +30,20 @@ def _json_object(text):
     return v
 
 
-def _header(text):
+def _header(text: Any) -> Any:
     name, sep, value = text.partition(":")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"expected 'Name: value', got {text!r}")
     return name.strip(), value.strip()
 
 
-def _url(text):
+def _url(text: Any) -> Any:
     if not (text.startswith("http://") or text.startswith("https://")):
         raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
     return text
 
 
-def build_parser():
+def build_parser() -> Any:
     classes = "\n".join(f"  {c:<26} {records.CLASS_HELP[c]}" for c in records.CLASSES)
     scenarios = records.SCENARIOS
     p = _Parser(
@@ -202,7 +203,7 @@ def run(argv: list[str]) -> int:
         twice_args=args.twice_args,
     )
 
-    def say(text):
+    def say(text: Any) -> None:
         if not args.quiet:
             sys.stderr.write(text + "\n")
             sys.stderr.flush()
@@ -224,7 +225,7 @@ def run(argv: list[str]) -> int:
     return _emit(args, report)
 
 
-def _run_stdio(args, command: list[str]) -> int:
+def _run_stdio(args: Any, command: list[str]) -> int:
     from .records import STDIO_SCENARIOS
     from .stdio import StdioTarget, probe_stdio
 
@@ -238,7 +239,7 @@ def _run_stdio(args, command: list[str]) -> int:
         )
         return 2
 
-    def say(text):
+    def say(text: Any) -> None:
         if not args.quiet:
             sys.stderr.write(text + "\n")
             sys.stderr.flush()
@@ -256,7 +257,7 @@ def _run_stdio(args, command: list[str]) -> int:
     return _emit(args, report)
 
 
-def _run_stateless(args, t, say) -> int:
+def _run_stateless(args: Any, t: Any, say: Any) -> int:
     from .stateless import probe_stateless
 
     chosen = records.STATELESS_SCENARIOS
@@ -280,7 +281,7 @@ def _run_stateless(args, t, say) -> int:
     return _emit(args, report)
 
 
-def _emit(args, report) -> int:
+def _emit(args: Any, report: Any) -> int:
     if args.junit_xml:
         with open(args.junit_xml, "w") as fh:
             fh.write(junit_xml(report))

@@ -30,7 +30,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from .records import (
     DEFAULT_ARGS,
@@ -58,7 +58,11 @@ class _QuietClients(logging.Filter):
         return not _PROBING.get()
 
 
-IN_PROCESS_PACE_ARGS = {"lost_factor": 1.5, "lost_slack": 1.0, "calibrate_together": True}
+IN_PROCESS_PACE_ARGS: dict[str, Any] = {
+    "lost_factor": 1.5,
+    "lost_slack": 1.0,
+    "calibrate_together": True,
+}
 
 
 class LoopWatch:
@@ -113,7 +117,7 @@ class ProbeOptions(TypedDict, total=False):
 
 
 async def probe_app_async(
-    app,
+    app: Any,
     *,
     tool: str = DEFAULT_TOOL,
     args: dict | None = None,
@@ -174,7 +178,7 @@ async def probe_app_async(
     return Report(doc, records)
 
 
-def probe_app(app, **options: Unpack[ProbeOptions]) -> Report:
+def probe_app(app: Any, **options: Unpack[ProbeOptions]) -> Report:
     """Probe the ASGI ``app`` (a Streamable HTTP MCP endpoint at ``path``) in-process and return
     the :class:`.report.Report`: the same scenarios, controls and verdicts as
     ``mcp-inflight probe URL``, and in ``report.doc`` the same JSON.

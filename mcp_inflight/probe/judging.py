@@ -10,6 +10,7 @@ server, is not judged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .records import (
     ATTRIBUTE,
@@ -45,11 +46,11 @@ class Verdict:
     findings: list = field(default_factory=list)  # (class, evidence)
     refusal: dict | None = None
 
-    def add(self, cls, text):
+    def add(self, cls: Any, text: Any) -> None:
         assert cls in CLASSES, cls
         self.findings.append((cls, f"{self.scenario}: {text}"))
 
-    def to_json(self):
+    def to_json(self) -> Any:
         return {
             "scenario": self.scenario,
             "status": self.status,
@@ -59,7 +60,7 @@ class Verdict:
         }
 
 
-def _control_problems(run, cal, *, completes=(), tokens_complete=()):
+def _control_problems(run: Any, cal: Any, *, completes: Any = (), tokens_complete: Any = ()) -> Any:
     """Why a control run (distinct ids) did not behave; empty when it did."""
     problems = []
     problems.extend(crossed_tokens(run))
@@ -86,14 +87,16 @@ def _control_problems(run, cal, *, completes=(), tokens_complete=()):
     return problems
 
 
-def _judge_routing(v: Verdict, run, cal, names, *, tool_names, type_scenario=False):
+def _judge_routing(
+    v: Verdict, run: Any, cal: Any, names: Any, *, tool_names: Any, type_scenario: bool = False
+) -> None:
     """Tokens, responses and loss for posts ``names`` that should each get their own answer.
 
     ``tool_names``: the posts that call the slow tool (their responses are attributed by time).
     In the ``id_types`` scenario every problem is an ``id_type_confusion``.
     """
 
-    def cls(c):
+    def cls(c: Any) -> Any:
         return "id_type_confusion" if type_scenario else c
 
     for text in crossed_tokens(run):
@@ -146,7 +149,7 @@ def _judge_routing(v: Verdict, run, cal, names, *, tool_names, type_scenario=Fal
                 )
 
 
-def judge_duplicate_progress(control, test, cal) -> Verdict:
+def judge_duplicate_progress(control: Any, test: Any, cal: Any) -> Verdict:
     """A calls the slow tool; once it has reported half of its progress, B (the rogue) calls it
     under the same id.  Each stream must carry only its own token; A its own response; B its own
     response or a refusal."""
@@ -160,7 +163,7 @@ def judge_duplicate_progress(control, test, cal) -> Verdict:
     return v
 
 
-def judge_response_routing(control, test, cal) -> Verdict:
+def judge_response_routing(control: Any, test: Any, cal: Any) -> Verdict:
     """A calls the slow tool; during its progress B (the rogue) sends ``ping`` under A's id.  A's
     POST must get a tools/call result, B's a ping result (``{}``) or a refusal."""
     v = Verdict("response_routing")
@@ -197,7 +200,7 @@ def judge_response_routing(control, test, cal) -> Verdict:
     return v
 
 
-def _stopped(run, post, after, cal):
+def _stopped(run: Any, post: Any, after: Any, cal: Any) -> Any:
     """``post``'s request stopped at time ``after``: no progress of its token more than a grace
     period later, and no successful tools/call result attributed to it."""
     grace = max(0.5, 2.5 * cal["duration"] / max(1, cal["steps"]))
@@ -205,7 +208,7 @@ def _stopped(run, post, after, cal):
     return late, grace
 
 
-def judge_cancel_routing(control, test, cal) -> Verdict:
+def judge_cancel_routing(control: Any, test: Any, cal: Any) -> Verdict:
     """A calls the slow tool, B (the rogue) calls it under the same id, then the client cancels
     A's id.  A must stop; B (if admitted) must run to its result."""
     v = Verdict("cancel_routing")
@@ -261,7 +264,7 @@ def judge_cancel_routing(control, test, cal) -> Verdict:
     return v
 
 
-def judge_server_request_routing(control, test, cal) -> Verdict:
+def judge_server_request_routing(control: Any, test: Any, cal: Any) -> Verdict:
     """A calls the eliciting tool; B (the rogue) calls it under the same id before A asks.  Each
     elicitation must arrive on the stream of the request that made it (attributed by time)."""
     v = Verdict("server_request_routing")
@@ -302,7 +305,7 @@ def judge_server_request_routing(control, test, cal) -> Verdict:
     return v
 
 
-def judge_collateral_close(control, test, cal) -> Verdict:
+def judge_collateral_close(control: Any, test: Any, cal: Any) -> Verdict:
     """A and B (the rogue, same id) call the slow tool; the probe aborts A's POST.  B's stream
     must go on to B's result."""
     v = Verdict("collateral_close")
@@ -331,7 +334,7 @@ def judge_collateral_close(control, test, cal) -> Verdict:
     return v
 
 
-def judge_id_types(control, test, cal) -> Verdict:
+def judge_id_types(control: Any, test: Any, cal: Any) -> Verdict:
     """A calls the slow tool with id ``7``; during its progress B (the client, too) calls it with
     id ``"7"``: two different ids, both to be served, each on its own stream."""
     v = Verdict("id_types")
@@ -351,7 +354,7 @@ def judge_id_types(control, test, cal) -> Verdict:
     return v
 
 
-def judge_reuse(control, test, cal) -> Verdict:
+def judge_reuse(control: Any, test: Any, cal: Any) -> Verdict:
     """A calls the slow tool and gets its response; then B calls it under the same id."""
     v = Verdict("reuse")
     problems = _control_problems(control, cal, completes=("A", "B"))
@@ -376,7 +379,7 @@ def judge_reuse(control, test, cal) -> Verdict:
     return v
 
 
-def judge_two_elicitations(control, test, cal) -> Verdict:
+def judge_two_elicitations(control: Any, test: Any, cal: Any) -> Verdict:
     """Q calls the tool that elicits twice (the probe declines each elicitation as it comes).
     Its stream must carry two server-to-client requests under distinct ids, then a successful
     result.  No ids collide, so there is no control (``control`` is unused)."""
@@ -414,10 +417,10 @@ def judge_two_elicitations(control, test, cal) -> Verdict:
     return v
 
 
-def _replay_problems(run, a, r):
+def _replay_problems(run: Any, a: Any, r: Any) -> Any:
     """What R, the resumption of A's stream, carried that it must not: another token's
     progress, an event A's stream had already delivered, an event twice, a second response."""
-    out = []
+    out: list[Any] = []
     if r is None:
         return out
     foreign: dict = {}
@@ -445,13 +448,13 @@ def _replay_problems(run, a, r):
     return out
 
 
-def judge_replay_routing(control, test, cal) -> Verdict:
+def judge_replay_routing(control: Any, test: Any, cal: Any) -> Verdict:
     """A calls the slow tool; B (the rogue) calls it under A's id; A's connection is dropped; R
     resumes A's stream with ``Last-Event-ID``.  R must carry only A's events (its progress
     token, no event twice) and A's response; B's stream only B's."""
     v = Verdict("replay_routing")
 
-    def resumed(run):
+    def resumed(run: Any) -> Any:
         return next((p for p in run["posts"] if p["name"] == "R"), None)
 
     problems = []
@@ -490,7 +493,7 @@ def judge_replay_routing(control, test, cal) -> Verdict:
     return v
 
 
-def _cannot_judge(v: Verdict, problems, test, acted=None) -> Verdict | None:
+def _cannot_judge(v: Verdict, problems: Any, test: Any, acted: Any = None) -> Verdict | None:
     """The not-judged verdict of a scenario whose control run had ``problems``, or whose colliding
     run says nothing (with ``acted``, an ``(action, what)`` on A: :func:`_test_says_nothing`;
     without, :func:`_no_overlap`); None when the scenario can be judged."""
@@ -502,7 +505,7 @@ def _cannot_judge(v: Verdict, problems, test, acted=None) -> Verdict | None:
     return None
 
 
-def _not_judged(v: Verdict, problems, run="control") -> Verdict:
+def _not_judged(v: Verdict, problems: Any, run: str = "control") -> Verdict:
     v.status = "not_judged"
     v.note = (
         "the control run with distinct ids failed: "
@@ -512,7 +515,7 @@ def _not_judged(v: Verdict, problems, run="control") -> Verdict:
     return v
 
 
-def _no_overlap(run, a="A", b="B"):
+def _no_overlap(run: Any, a: str = "A", b: str = "B") -> Any:
     """Why the colliding run says nothing, or None: the server answered B's POST (its status
     line) only after A had its response, so the two never overlapped and B was rightly admitted."""
     pa, pb = post_named(run, a), post_named(run, b)
@@ -531,7 +534,7 @@ def _no_overlap(run, a="A", b="B"):
     return None
 
 
-def _test_says_nothing(test, action: str, what: str) -> str | None:
+def _test_says_nothing(test: Any, action: str, what: str) -> str | None:
     """Why the colliding run of a scenario that acts on A (``action``: ``cancels`` or
     ``aborts``) says nothing, or None: A had its response before the action, or the two
     requests never overlapped."""
@@ -542,13 +545,13 @@ def _test_says_nothing(test, action: str, what: str) -> str | None:
     return _no_overlap(test)
 
 
-def _finished_before(post, t) -> bool:
+def _finished_before(post: Any, t: Any) -> bool:
     """``post`` had its response before time ``t``."""
     r = first_response(post)
     return r is not None and r["t"] <= t
 
 
-def _too_late(what, post, t) -> str:
+def _too_late(what: Any, post: Any, t: Any) -> str:
     return (
         f"A (id {show(post['id'])}) had its response at "
         f"{first_response(post)['t']:.2f}s, before "
@@ -569,6 +572,6 @@ JUDGES = {
 }
 
 
-def judge(scenario, control, test, cal) -> Verdict:
+def judge(scenario: Any, control: Any, test: Any, cal: Any) -> Verdict:
     """The verdict of one scenario from its recorded control and test runs (pure)."""
     return JUDGES[scenario](control, test, cal)

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-_REPORTS = pytest.StashKey[list]()
+_REPORTS = pytest.StashKey[list[Any]]()
 _STDIO_OPTIONS = ("tool", "args", "env", "scenarios", "progress")
 MARKER = "mcp_probe"
 
@@ -70,7 +70,7 @@ def mcp_probe(request: pytest.FixtureRequest) -> Callable[..., Any]:
         defaults["scenarios"] = list(request.config.getoption("mcp_probe_scenarios"))
     reports: list = request.node.stash.setdefault(_REPORTS, [])
 
-    def run(app=None, *, stdio: list[str] | None = None, **options: Any):
+    def run(app: Any = None, *, stdio: list[str] | None = None, **options: Any) -> Any:
         if (app is None) == (stdio is None):
             raise TypeError("mcp_probe takes an ASGI app, or stdio=[command, ...]: one of them")
         if stdio is not None:
@@ -92,10 +92,11 @@ def mcp_probe(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     rep = yield
     if rep.when == "call" and rep.failed:
-        for n, report in enumerate(item.stash.get(_REPORTS, []), 1):
+        reports: list[Any] = item.stash.get(_REPORTS, [])
+        for n, report in enumerate(reports, 1):
             if not report.clean:
                 title = "mcp-inflight probe" + (f" ({n})" if n > 1 else "")
                 rep.sections.append((title, report.text()))

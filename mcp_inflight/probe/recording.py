@@ -43,7 +43,7 @@ class Target:
     def name(self) -> str:
         return self.label or self.url
 
-    def client(self, timeout):
+    def client(self, timeout: Any) -> Any:
         """A new httpx client for one POST (or one session's short requests)."""
         import httpx
 
@@ -51,16 +51,16 @@ class Target:
             return httpx.AsyncClient(timeout=timeout, headers=self.headers, verify=_tls())
         return httpx.AsyncClient(timeout=timeout, headers=self.headers, transport=self.transport())
 
-    def call(self, rid, token, tool=None, args=None):
+    def call(self, rid: Any, token: Any, tool: Any = None, args: Any = None) -> Any:
         params = {"name": tool or self.tool, "arguments": self.args if args is None else args}
         if token is not None:
             params["_meta"] = {"progressToken": token}
         return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
-    def ask(self, rid, token):
+    def ask(self, rid: Any, token: Any) -> Any:
         return self.call(rid, token, self.elicit_tool, self.elicit_args)
 
-    def ask_twice(self, rid, token):
+    def ask_twice(self, rid: Any, token: Any) -> Any:
         return self.call(rid, token, self.twice_tool, self.twice_args or {"label": "probe"})
 
 
@@ -69,26 +69,30 @@ class Post:
     SSE id when it has one).  With ``resume`` (an event id) it is instead a GET with
     ``Last-Event-ID``: the resumption of the stream that id belongs to."""
 
-    def __init__(self, session, name, msg, sender, token, resume=None):
+    def __init__(
+        self, session: Any, name: Any, msg: Any, sender: Any, token: Any, resume: Any = None
+    ) -> None:
         self.session = session
         self.name = name
         self.msg = msg
         self.sender = sender
         self.token = token
         self.resume = resume
-        self.last_event_id = None  # the last SSE event id this stream carried (a priming one too)
+        self.last_event_id: Any = (
+            None  # the last SSE event id this stream carried (a priming one too)
+        )
         self.sent = session.now()
-        self.status = None
-        self.head = None
-        self.content_type = None
-        self.body = None
+        self.status: Any = None
+        self.head: Any = None
+        self.content_type: Any = None
+        self.body: Any = None
         self.events: list[dict] = []
-        self.end = None
-        self.how = None
-        self.client = None
+        self.end: Any = None
+        self.how: Any = None
+        self.client: Any = None
         self._task = asyncio.ensure_future(self._run())
 
-    async def _run(self):
+    async def _run(self) -> Any:
         import httpx
 
         s = self.session
@@ -127,7 +131,7 @@ class Post:
         finally:
             await self.client.aclose()
 
-    def _got(self, m, eid=None):
+    def _got(self, m: Any, eid: Any = None) -> None:
         e = {"t": round(self.session.now(), 4), "msg": m}
         if eid is not None:
             e["id"] = eid
@@ -135,16 +139,16 @@ class Post:
         if is_server_request(m):
             self.session.answer(m)
 
-    def _saw_id(self, eid):
+    def _saw_id(self, eid: Any) -> None:
         self.last_event_id = eid
 
-    def _finish(self, how):
+    def _finish(self, how: Any) -> None:
         if self.end is None:
             self.end = round(self.session.now(), 4)
             self.how = how
 
     @property
-    def done(self):
+    def done(self) -> Any:
         return self._task.done()
 
     async def _stop(self, how: str) -> None:
@@ -156,16 +160,16 @@ class Post:
             pass
         self._finish(how)
 
-    async def abort(self):
+    async def abort(self) -> None:
         """Close this POST's connection, as a client that goes away does."""
         await self._stop("aborted")
 
-    async def give_up(self):
+    async def give_up(self) -> None:
         """Stop waiting for this POST (what has not come counts as lost)."""
         if not self.done:
             await self._stop("timeout")
 
-    def record(self):
+    def record(self) -> Any:
         return {
             "name": self.name,
             "sender": self.sender,
@@ -185,10 +189,10 @@ class Post:
         }
 
 
-_TLS = []
+_TLS: list[Any] = []
 
 
-def _tls():
+def _tls() -> Any:
     """One TLS context for every connection of the probe (building one per client costs more
     CPU than the probe's own work; each POST has its own client so that it can be aborted)."""
     if not _TLS:
@@ -198,7 +202,7 @@ def _tls():
     return _TLS[0]
 
 
-def _parse_json(raw: bytes):
+def _parse_json(raw: bytes) -> Any:
     try:
         return json.loads(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
@@ -215,7 +219,7 @@ class ReadBound(Exception):
     """A response went over :data:`MAX_READ` bytes or :data:`MAX_EVENTS` events."""
 
 
-async def read_body(response) -> bytes:
+async def read_body(response: Any) -> bytes:
     """A response's body, at most :data:`MAX_READ` bytes (:class:`ReadBound` beyond)."""
     chunks, size = [], 0
     async for chunk in response.aiter_bytes():
@@ -226,7 +230,7 @@ async def read_body(response) -> bytes:
     return b"".join(chunks)
 
 
-async def read_sse(response, on_message, on_id=None) -> None:
+async def read_sse(response: Any, on_message: Any, on_id: Any = None) -> None:
     """Read an SSE body as it arrives with the project's decoder (:class:`mcp_inflight.impl.sse.
     Decoder`); each event's data is one JSON-RPC message, passed to ``on_message`` (data that is
     not JSON as ``{"unparsable": text}``).  An event the server left without its closing blank
@@ -237,7 +241,7 @@ async def read_sse(response, on_message, on_id=None) -> None:
     decoder = Decoder()
     last = None
 
-    def deliver(evs) -> None:
+    def deliver(evs: Any) -> None:
         nonlocal last
         for e in evs:
             eid = e.id if on_id is not None and e.id != last else None
@@ -280,29 +284,29 @@ class Session:
         self.target = target
         self.url = target.url
         self.t0 = t0
-        self.sid = None
+        self.sid: Any = None
         self.version = PROTOCOL_VERSION
-        self.client = None
+        self.client: Any = None
         self.posts: list[Post] = []
         self.answers: list[asyncio.Task] = []
         self.cancels: list[dict] = []
         self.aborts: list[dict] = []
 
-    def now(self):
+    def now(self) -> Any:
         return time.monotonic() - self.t0
 
-    def headers(self):
+    def headers(self) -> Any:
         h = {"Accept": ACCEPT, "Content-Type": "application/json"}
         if self.sid is not None:
             h["Mcp-Session-Id"] = self.sid
             h["MCP-Protocol-Version"] = self.version
         return h
 
-    def headers_for(self, msg) -> dict:
+    def headers_for(self, msg: Any) -> dict:
         """The headers of a POST that carries ``msg``."""
         return self.headers()
 
-    async def open(self):
+    async def open(self) -> Any:
         import httpx
 
         self.client = self.target.client(10.0)
@@ -321,10 +325,10 @@ class Session:
                 status = r.status_code
                 ctype = r.headers.get("content-type", "")
                 sid = r.headers.get("mcp-session-id")
-                msgs = []
+                msgs: list[Any] = []
                 if "text/event-stream" in ctype:
 
-                    async def until_response():
+                    async def until_response() -> None:
                         await read_sse(r, msgs.append)
 
                     await asyncio.wait_for(until_response(), 10)
@@ -355,7 +359,7 @@ class Session:
             raise CannotTest(f"notifications/initialized got HTTP {r.status_code}")
         return self
 
-    async def request(self, msg, timeout=10.0):
+    async def request(self, msg: Any, timeout: float = 10.0) -> Any:
         """A short request: its answer (first response message)."""
         p = self.post("probe", msg, "client", None)
         end = time.monotonic() + timeout
@@ -370,21 +374,21 @@ class Session:
             )
         return r["msg"]
 
-    def answers_pending(self):
+    def answers_pending(self) -> Any:
         return any(not a.done() for a in self.answers)
 
-    def post(self, name, msg, sender, token) -> Post:
+    def post(self, name: Any, msg: Any, sender: Any, token: Any) -> Post:
         p = Post(self, name, msg, sender, token)
         self.posts.append(p)
         return p
 
-    def resume(self, name, of: Post) -> Post:
+    def resume(self, name: Any, of: Post) -> Post:
         """GET with ``Last-Event-ID``: the last event id ``of``'s stream carried."""
         p = Post(self, name, of.msg, "client", of.token, resume=of.last_event_id)
         self.posts.append(p)
         return p
 
-    def answer(self, msg):
+    def answer(self, msg: Any) -> None:
         """Answer a server-to-client request: elicitation declined, roots empty, ping."""
         method = msg.get("method")
         if method == "elicitation/create":
@@ -400,7 +404,7 @@ class Session:
                 "error": {"code": -32601, "message": f"the probe does not answer {method}"},
             }
 
-        async def send():
+        async def send() -> None:
             try:
                 await self.client.post(self.url, json=reply, headers=self.headers())
             except Exception:  # noqa: BLE001  (a lost answer shows up in the records)
@@ -408,7 +412,7 @@ class Session:
 
         self.answers.append(asyncio.ensure_future(send()))
 
-    async def cancel(self, rid, means):
+    async def cancel(self, rid: Any, means: Any) -> None:
         self.cancels.append({"t": round(self.now(), 4), "id": rid, "means": means})
         await self.client.post(
             self.url,
@@ -420,11 +424,11 @@ class Session:
             },
         )
 
-    async def abort(self, post: Post):
+    async def abort(self, post: Post) -> None:
         self.aborts.append({"t": round(self.now(), 4), "post": post.name})
         await post.abort()
 
-    async def close(self):
+    async def close(self) -> None:
         for p in self.posts:
             await p.give_up()
         for a in self.answers:
@@ -436,7 +440,7 @@ class Session:
             pass
         await self.client.aclose()
 
-    def record(self, scenario, variant):
+    def record(self, scenario: Any, variant: Any) -> Any:
         return {
             "scenario": scenario,
             "variant": variant,
@@ -446,7 +450,7 @@ class Session:
         }
 
 
-async def until(pred, deadline):
+async def until(pred: Any, deadline: Any) -> bool:
     """Wait until ``pred()`` or the monotonic ``deadline``; returns whether ``pred()`` held."""
     while not pred():
         if time.monotonic() >= deadline:

@@ -10,6 +10,7 @@ I/O, so that the verdicts (:mod:`.judging`) can be tested without a server.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 CLASSES = (
     "misrouted_notification",
@@ -89,67 +90,67 @@ class CannotTest(Exception):
     """The target cannot be probed (exit 2); the message says why."""
 
 
-def same_id(a, b) -> bool:
+def same_id(a: Any, b: Any) -> bool:
     """JSON-RPC id equality: ``7`` and ``"7"`` are different ids."""
     if isinstance(a, bool) or isinstance(b, bool):
         return False
     return type(a) is type(b) and a == b
 
 
-def loose_id(a, b) -> bool:
+def loose_id(a: Any, b: Any) -> bool:
     """Equal as text (what a server that stringifies ids would confuse)."""
     return a is not None and b is not None and str(a) == str(b)
 
 
-def show(v) -> str:
+def show(v: Any) -> str:
     return json.dumps(v)
 
 
-def is_response(msg) -> bool:
+def is_response(msg: Any) -> bool:
     return isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg)
 
 
-def is_server_request(msg) -> bool:
+def is_server_request(msg: Any) -> bool:
     return isinstance(msg, dict) and "method" in msg and "id" in msg
 
 
-def progress_token(msg):
+def progress_token(msg: Any) -> Any:
     if isinstance(msg, dict) and msg.get("method") == "notifications/progress":
         params = msg.get("params") or {}
         return params.get("progressToken")
     return None
 
 
-def is_progress(msg) -> bool:
+def is_progress(msg: Any) -> bool:
     return isinstance(msg, dict) and msg.get("method") == "notifications/progress"
 
 
-def is_call_result(msg) -> bool:
+def is_call_result(msg: Any) -> bool:
     """A tools/call result (``CallToolResult`` has ``content``), as opposed to e.g. ping's
     ``{}``."""
     return is_response(msg) and isinstance(msg.get("result"), dict) and "content" in msg["result"]
 
 
-def is_success(msg) -> bool:
+def is_success(msg: Any) -> bool:
     return is_call_result(msg) and not msg["result"].get("isError")
 
 
-def error_of(msg):
+def error_of(msg: Any) -> Any:
     if is_response(msg) and isinstance(msg.get("error"), dict):
         return msg["error"]
     return None
 
 
-def events(post, pred=None):
+def events(post: Any, pred: Any = None) -> Any:
     return [e for e in post.get("events", []) if pred is None or pred(e["msg"])]
 
 
-def first_response(post):
+def first_response(post: Any) -> Any:
     rs = events(post, is_response)
     return rs[0] if rs else None
 
 
-def progress_of(run, token):
+def progress_of(run: Any, token: Any) -> Any:
     """Every progress event for ``token`` on any POST of the run: ``(t, post name)``."""
     out = []
     for p in run["posts"]:
@@ -159,14 +160,14 @@ def progress_of(run, token):
     return sorted(out)
 
 
-def post_named(run, name):
+def post_named(run: Any, name: Any) -> Any:
     for p in run["posts"]:
         if p["name"] == name:
             return p
     raise KeyError(name)
 
 
-def refusal_of(post):
+def refusal_of(post: Any) -> Any:
     """How this POST was refused, or None: an HTTP error status, or a JSON-RPC Invalid Request
     error (or an error with ``id: null``) as its answer."""
     status = post.get("status")
@@ -192,7 +193,7 @@ def refusal_of(post):
     return None
 
 
-def describe_refusal(ref) -> str:
+def describe_refusal(ref: Any) -> str:
     if ref is None:
         return "not refused"
     parts = []
@@ -205,7 +206,7 @@ def describe_refusal(ref) -> str:
     return " ".join(parts) or "refused"
 
 
-def ended(post) -> str:
+def ended(post: Any) -> str:
     how = post.get("how", "closed")
     end = post.get("end")
     at = f" at {end:.2f}s" if end is not None else ""
@@ -217,12 +218,12 @@ def ended(post) -> str:
     }.get(how, how + at)
 
 
-def crossed_tokens(run):
+def crossed_tokens(run: Any) -> Any:
     """Progress notifications on a POST's stream that carry another POST's token."""
     tokens = {p["name"]: p.get("token") for p in run["posts"] if p.get("token") is not None}
     out = []
     for p in run["posts"]:
-        foreign = {}
+        foreign: dict[Any, Any] = {}
         for e in events(p, is_progress):
             tok = progress_token(e["msg"])
             if tok == p.get("token"):
@@ -239,7 +240,7 @@ def crossed_tokens(run):
     return out
 
 
-def attribute(items, candidates, min_after, per_request=1):
+def attribute(items: Any, candidates: Any, min_after: Any, per_request: int = 1) -> Any:
     """Attribute messages to the requests that could have sent them, by time.
 
     ``items``: ``(t, stream name, msg)`` in any order; ``candidates``: posts (name, id, sent);
@@ -267,7 +268,7 @@ def attribute(items, candidates, min_after, per_request=1):
     return out
 
 
-def duration_floor(cal) -> float:
+def duration_floor(cal: Any) -> float:
     return ATTRIBUTE * cal["duration"]
 
 

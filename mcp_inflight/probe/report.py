@@ -14,7 +14,7 @@ from typing import Any
 from .records import CLASS_HELP, CLASSES, SCENARIOS, describe_refusal
 
 
-def summarize(target, verdicts, skipped=None, cal=None) -> dict:
+def summarize(target: Any, verdicts: Any, skipped: Any = None, cal: Any = None) -> dict:
     """The report: ``{"ok", "target", "findings", "refusal", ...}``.
 
     ``ok`` is true only when no class was found and every scenario was judged; a scenario that
@@ -46,7 +46,7 @@ def summarize(target, verdicts, skipped=None, cal=None) -> dict:
     }
 
 
-def render_text(report) -> str:
+def render_text(report: Any) -> str:
     how = report.get("revision") or report.get("transport")
     lines = [f"mcp-inflight probe {report['target']}" + (f" ({how})" if how else "")]
     cal = report.get("calibration") or {}

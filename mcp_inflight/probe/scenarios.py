@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .judging import Verdict, judge
 from .recording import Post, Session, Target, until
@@ -91,7 +92,7 @@ def _own_progress(post: Post) -> int:
     return sum(1 for e in post.events if progress_token(e["msg"]) == post.token)
 
 
-def _token_seen(session: Session, token) -> int:
+def _token_seen(session: Session, token: Any) -> int:
     return sum(1 for p in session.posts for e in p.events if progress_token(e["msg"]) == token)
 
 
@@ -99,7 +100,7 @@ def _answered(post: Post) -> bool:
     return any(is_response(e["msg"]) for e in post.events)
 
 
-async def _finish(s: Session, cal, pace: Pace, posts=None) -> None:
+async def _finish(s: Session, cal: Any, pace: Pace, posts: Any = None) -> None:
     """Wait until every POST has ended, at most ``lost_factor`` times the tool's running time
     plus ``lost_slack`` (what has not come by then counts as lost)."""
     posts = s.posts if posts is None else posts
@@ -113,7 +114,7 @@ async def _session(t: Target, t0: float) -> Session:
     return s
 
 
-def _message(t: Target, kind: str, rid, token) -> dict:
+def _message(t: Target, kind: str, rid: Any, token: Any) -> dict:
     if kind == "call":
         return t.call(rid, token)
     if kind == "ask":
@@ -121,7 +122,7 @@ def _message(t: Target, kind: str, rid, token) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "method": "ping"}
 
 
-async def _until_b(sc: Scenario, a: Post, cal) -> None:
+async def _until_b(sc: Scenario, a: Post, cal: Any) -> None:
     """Wait until A is where B is to be sent."""
     if sc.b_when == "before_ask":
         await asyncio.sleep(0.5 * cal["elicit_after"])
@@ -136,7 +137,7 @@ async def _until_b(sc: Scenario, a: Post, cal) -> None:
 
 
 async def record_run(
-    sc: Scenario, t: Target, cal, variant: str, t0: float, pace: Pace = URL_PACE
+    sc: Scenario, t: Target, cal: Any, variant: str, t0: float, pace: Pace = URL_PACE
 ) -> dict:
     """Record one run of scenario ``sc``: ``variant`` ``control`` (distinct ids) or ``test``
     (colliding ids)."""
@@ -172,7 +173,7 @@ async def record_run(
     return s.record(sc.name, variant)
 
 
-async def record_twice(t: Target, cal, t0: float, pace: Pace = URL_PACE) -> dict:
+async def record_twice(t: Target, cal: Any, t0: float, pace: Pace = URL_PACE) -> dict:
     """``two_elicitations``: one call of the tool that elicits twice (each elicitation declined
     as it comes), until its POST ends."""
     s = await _session(t, t0)
@@ -184,7 +185,9 @@ async def record_twice(t: Target, cal, t0: float, pace: Pace = URL_PACE) -> dict
     return s.record("two_elicitations", "test")
 
 
-async def record_replay(t: Target, cal, variant: str, t0: float, pace: Pace = URL_PACE) -> dict:
+async def record_replay(
+    t: Target, cal: Any, variant: str, t0: float, pace: Pace = URL_PACE
+) -> dict:
     """``replay_routing``: A calls the slow tool; once A has its first progress, B calls it
     (under A's id in the test, another in the control); once B runs, A's connection is dropped;
     a moment later R resumes A's stream with ``Last-Event-ID`` (the last event id A's stream
@@ -299,7 +302,7 @@ def stall_budget(measured: float) -> float:
     return 0.5 * (1 / ATTRIBUTE - 1) * measured
 
 
-async def calibrate(t: Target, pace: Pace = URL_PACE, watch=None) -> tuple[dict, dict, dict]:
+async def calibrate(t: Target, pace: Pace = URL_PACE, watch: Any = None) -> tuple[dict, dict, dict]:
     """Check the target and measure its tools: how many progress notifications one call of the
     slow tool reports and how long it runs; when the eliciting tool asks.  Returns
     ``(calibration, not_applicable, unjudgeable)``; raises :class:`CannotTest`.
@@ -368,6 +371,7 @@ async def calibrate(t: Target, pace: Pace = URL_PACE, watch=None) -> tuple[dict,
             skipped["two_elicitations"] = "no tool that elicits twice given"
         elif t.twice_tool not in tools:
             skipped["two_elicitations"] = f"the target has no tool {t.twice_tool!r}"
+        q: dict[Any, Any] | None
         if asks and pace.calibrate_together:
             m, q = await asyncio.gather(slow(2), ask(3))
         else:
@@ -399,7 +403,11 @@ async def calibrate(t: Target, pace: Pace = URL_PACE, watch=None) -> tuple[dict,
 
 
 async def probe(
-    t: Target, scenarios=SCENARIOS, progress=None, pace: Pace = URL_PACE, watch=None
+    t: Target,
+    scenarios: Any = SCENARIOS,
+    progress: Any = None,
+    pace: Pace = URL_PACE,
+    watch: Any = None,
 ) -> dict:
     """Calibrate, then run every scenario (control, then test) concurrently; returns the report
     (with the recorded runs under ``records``)."""
@@ -417,7 +425,7 @@ async def probe(
     )
     todo = [n for n in scenarios if n not in skipped]
 
-    async def one(name):
+    async def one(name: Any) -> Any:
         if name in unjudgeable:
             v = Verdict(
                 name,

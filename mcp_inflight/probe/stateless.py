@@ -31,6 +31,7 @@ import asyncio
 import json
 import os
 import time
+from typing import Any
 
 from .judging import Verdict, _control_problems, _judge_routing
 from .recording import Post, Session, Target, until
@@ -87,7 +88,7 @@ class StatelessSession(Session):
             "MCP-Protocol-Version": self.version,
         }
 
-    def headers_for(self, msg) -> dict:
+    def headers_for(self, msg: Any) -> dict:
         h = self.headers()
         method = msg.get("method") if isinstance(msg, dict) else None
         if method:
@@ -97,18 +98,18 @@ class StatelessSession(Session):
                 h["Mcp-Name"] = name
         return h
 
-    async def open(self):
+    async def open(self) -> Any:
         self.client = self.target.client(10.0)
         return self
 
-    async def close(self):
+    async def close(self) -> None:
         for p in self.posts:
             await p.give_up()
         if self.client is not None:
             await self.client.aclose()
 
 
-def _call(rid, tool: str, args: dict, token=None, revision: str = MODERN) -> dict:
+def _call(rid: Any, tool: str, args: dict, token: Any = None, revision: str = MODERN) -> dict:
     meta = dict(META) if revision == MODERN else {}  # 2026-07-28 names the client per request
     if token is not None:
         meta["progressToken"] = token
@@ -120,7 +121,7 @@ def _call(rid, tool: str, args: dict, token=None, revision: str = MODERN) -> dic
     }
 
 
-def _outcome_of(msg) -> dict | None:
+def _outcome_of(msg: Any) -> dict | None:
     """The contract's outcome object in a probe_outcome result, or None."""
     result = msg.get("result") if isinstance(msg, dict) else None
     if not isinstance(result, dict):
@@ -165,7 +166,7 @@ class Probe:
     def label(self, scenario: str, variant: str, name: str) -> str:
         return f"{scenario}:{variant}:{name}:{self.nonce}"
 
-    def slow(self, s: Session, name: str, rid, label: str, sender: str = "client") -> Post:
+    def slow(self, s: Session, name: str, rid: Any, label: str, sender: str = "client") -> Post:
         args = {**self.t.args, "label": label}
         return s.post(name, _call(rid, self.t.tool, args, label, self.revision), sender, label)
 
@@ -327,7 +328,7 @@ def _cannot(v: Verdict, problems: list[str]) -> bool:
     return False
 
 
-def _refused(v: Verdict, run: dict, names, reuse: bool = False) -> list[str]:
+def _refused(v: Verdict, run: dict, names: Any, reuse: bool = False) -> list[str]:
     """Flags every named POST that was refused (2026-07-28 has no id to refuse across clients);
     returns the names of those admitted."""
     admitted = []
@@ -469,8 +470,8 @@ def judge_stateless(name: str, control: dict, test: dict, cal: dict) -> Verdict:
 
 async def probe_stateless(
     t: Target,
-    scenarios=STATELESS_SCENARIOS,
-    progress=None,
+    scenarios: Any = STATELESS_SCENARIOS,
+    progress: Any = None,
     pace: Pace = URL_PACE,
     revision: str = MODERN,
 ) -> dict:
@@ -488,7 +489,7 @@ async def probe_stateless(
         + ("yes" if cal["contract"] else "no")
     )
 
-    async def one(name: str):
+    async def one(name: str) -> Any:
         control = await pr.record(name, "control")
         test = await pr.record(name, "test")
         v = judge_stateless(name, control, test, cal)

@@ -32,6 +32,7 @@ import os
 import shlex
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from .judging import Verdict
 from .records import (
@@ -104,7 +105,7 @@ class StdioTarget:
     def name(self) -> str:
         return self.label or "stdio: " + shlex.join(self.argv)
 
-    def call(self, rid, token) -> dict:
+    def call(self, rid: Any, token: Any) -> dict:
         params: dict = {"name": self.tool, "arguments": self.args}
         if token is not None:
             params["_meta"] = {"progressToken": token}
@@ -218,7 +219,7 @@ class Channel:
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    async def request(self, name: str, msg: dict, sender: str, token) -> dict:
+    async def request(self, name: str, msg: dict, sender: str, token: Any) -> dict:
         entry = {
             "name": name,
             "sender": sender,
@@ -231,7 +232,7 @@ class Channel:
         await self.write(msg)
         return entry
 
-    async def cancel(self, rid, means: str) -> None:
+    async def cancel(self, rid: Any, means: str) -> None:
         self.cancels.append({"t": self.now(), "id": rid, "means": means})
         await self.write(
             {
@@ -241,13 +242,13 @@ class Channel:
             }
         )
 
-    def response_to(self, rid):
+    def response_to(self, rid: Any) -> Any:
         for e in self.received:
             if is_response(e["msg"]) and same_id(e["msg"].get("id"), rid):
                 return e
         return None
 
-    def progress(self, token) -> int:
+    def progress(self, token: Any) -> int:
         return sum(1 for e in self.received if progress_token(e["msg"]) == token)
 
     async def close(self) -> None:
@@ -281,7 +282,7 @@ class Channel:
         }
 
 
-async def until(pred, seconds: float) -> bool:
+async def until(pred: Any, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while not pred():
         if time.monotonic() >= deadline:
@@ -293,7 +294,7 @@ async def until(pred, seconds: float) -> bool:
 # --- reading a recorded stdio run (pure) --------------------------------------------------------
 
 
-def _progress(run: dict, token) -> list[float]:
+def _progress(run: dict, token: Any) -> list[float]:
     return [e["t"] for e in run["received"] if progress_token(e["msg"]) == token]
 
 
@@ -327,7 +328,7 @@ def _refusal(run: dict, req: dict) -> dict | None:
     return None
 
 
-def _typed(run: dict, rid) -> list[dict]:
+def _typed(run: dict, rid: Any) -> list[dict]:
     return [e for e in _responses(run) if same_id(e["msg"].get("id"), rid)]
 
 
@@ -559,7 +560,7 @@ async def calibrate_stdio(t: StdioTarget) -> dict:
 
 
 async def probe_stdio(
-    t: StdioTarget, scenarios=STDIO_SCENARIOS, progress=None, parallel: int = 3
+    t: StdioTarget, scenarios: Any = STDIO_SCENARIOS, progress: Any = None, parallel: int = 3
 ) -> dict:
     """Calibrate, then run each scenario (control, then test; each run its own process), at
     most ``parallel`` scenarios at once; returns the report (the runs under ``records``)."""
@@ -570,7 +571,7 @@ async def probe_stdio(
     say(f"  {cal['steps']} progress notifications in {cal['duration']:.2f}s")
     gate = asyncio.Semaphore(parallel)
 
-    async def one(name: str):
+    async def one(name: str) -> Any:
         async with gate:
             control = await _record(STDIO_TABLE[name], t, cal, "control")
             test = await _record(STDIO_TABLE[name], t, cal, "test")
@@ -595,8 +596,8 @@ def probe_command(
     tool: str = DEFAULT_TOOL,
     args: dict | None = None,
     env: dict | None = None,
-    scenarios=None,
-    progress=None,
+    scenarios: Any = None,
+    progress: Any = None,
 ) -> Report:
     """Probe the stdio server that ``argv`` starts and return the :class:`.report.Report` (the
     same report as ``mcp-inflight probe --stdio -- COMMAND ...``); a target that cannot be

@@ -1,0 +1,1 @@
+../../mcp_inflight/report.py
