@@ -27,7 +27,10 @@ A :class:`Spec` is:
 * ``domains``: the finite sorts ``ForAll``/``Exists`` range over (``{"tok": range(4)}``);
 * ``unbounded``: the sorts of ``domains`` the prover takes for any size (a keyed variable over
   one is a z3 array, an argument over one any natural), so that what it proves is ``proved``
-  for any number of them, not only at these bounds.
+  for any number of them, not only at these bounds; ``universes``: the finite sizes of those
+  sorts, smallest first, on which the prover looks for a counterexample to induction to show
+  (default: every sort 1 or 2);
+* ``run``: the bounds in words, when the model names them itself.
 
 What a model may say beyond that, every part optional, each with a default that keeps the plain
 declaration above meaning what it meant:
@@ -244,6 +247,8 @@ class Design:
     knobs: tuple[tuple[str, bool], ...] = ()
 
     def __getattr__(self, knob: str) -> bool:
+        if knob.startswith("__"):
+            raise AttributeError(knob)
         for k, v in self.__dict__.get("knobs", ()):
             if k == knob:
                 return bool(v)
@@ -284,6 +289,7 @@ class Spec:
     aux: tuple[Prop, ...] = ()
     unbounded: tuple[str, ...] = ()
     run: str = ""
+    universes: tuple[tuple[tuple[str, int], ...], ...] = ()
     state_type: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -332,11 +338,12 @@ class Spec:
                 return a
         raise KeyError(name)
 
+    def bounds_label(self) -> str:
+        """The run's bounds in words (``run`` when the model names them itself)."""
+        return self.run or ", ".join(f"{k}={v}" for k, v in self.bounds.items())
+
     def label(self) -> str:
-        if self.run:
-            return self.run
-        b = ", ".join(f"{k}={v}" for k, v in self.bounds.items())
-        return f"{self.model} {self.design} ({b})"
+        return f"{self.model} {self.design} ({self.bounds_label()})"
 
 
 def enabled(spec: Spec, s: Any, move: Move, b: Concrete | None = None) -> bool:
