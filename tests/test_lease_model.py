@@ -252,3 +252,29 @@ def test_the_prover_refutes_each_mutant_with_a_counterexample_to_induction(name,
         cti = res.ctis[n]
         assert cti["pre"] and cti["universe"] and isinstance(cti["changes"], dict), cti
     assert not res.ok
+
+
+# --- the declaration refuses what it cannot mean -------------------------------------------------
+
+
+def test_the_declaration_refuses_an_unknown_knob_fairness_or_sort():
+    from mcp_inflight.model.declare import Act, Spec, Var, eventually
+
+    with pytest.raises(ValueError, match="unknown knob"):
+        L.FENCED.mutant("typo", "a knob that does not exist", fenced_write=False)
+    assert L.MUTANTS["unfenced"].fenced_writes is False and L.FENCED.fenced_writes is True
+
+    def goal(b, s):
+        """x reaches 1."""
+        return s.x == 1
+
+    inc = Act("inc", (), lambda b, s: True, lambda b, s: [], lambda a: "inc")
+    with pytest.raises(ValueError, match="rests on the fairness of 'tick'"):
+        Spec("t", "one", {}, (Var("x", 0, 1, 0),), (inc,), (eventually("tick")(goal),), {})
+    with pytest.raises(ValueError, match="unbounded sort 'n'"):
+        Spec("t", "one", {}, (Var("x", 0, 1, 0),), (inc,), (), {}, unbounded=("n",))
+    with pytest.raises(ValueError, match="unknown fairness"):
+        Act("inc", (), inc.guard, inc.effect, inc.story, fair="strong")
+    # a ghost is a role, and the old flag still says it
+    assert Var("g", 0, 1, 0, ghost=True).role == "ghost"
+    assert Var("g", 0, 1, 0, role="ghost").ghost
