@@ -11,7 +11,6 @@ from typing import Any
 
 from mcp_inflight.cli_common import Parser, choice, positive, stop_on_signals
 from mcp_inflight.model import lease as L
-from mcp_inflight.model.trace import trace_lines
 
 DEFAULT = L.Config()
 
@@ -66,13 +65,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass
 class LeaseRun:
-    """The explorer's and the prover's results for each design, and the hazard run."""
+    """The one checker's results (``proofs.declared.Checked``: explored, proved) for each
+    design, and the hazard run (``proofs.declared.HazardRun``)."""
 
     cfg: L.Config
     designs: list[str]
-    explored: dict[str, Any] = field(default_factory=dict)
-    proved: dict[str, Any] = field(default_factory=dict)
+    checked: dict[str, Any] = field(default_factory=dict)
     hazard: Any = None
+
+    @property
+    def explored(self) -> dict[str, Any]:
+        return {d: c.explored for d, c in self.checked.items()}
+
+    @property
+    def proved(self) -> dict[str, Any]:
+        return {d: c.proved for d, c in self.checked.items() if c.proved is not None}
 
     @property
     def judged(self) -> str:
@@ -107,31 +114,37 @@ class LeaseRun:
 def run_lease(
     cfg: L.Config, designs: list[str], prove: bool = True, hazard: bool = True
 ) -> LeaseRun:
-    from mcp_inflight.proofs import lease as P
+    from mcp_inflight.proofs.declared import check
+    from mcp_inflight.proofs.declared import hazard as run_hazard
 
     out = LeaseRun(cfg, designs)
     for d in designs:
         c = L.Config(L.DESIGNS[d], cfg.workers, cfg.requests, cfg.ids)
-        out.explored[d] = P.explore(c)
-        if prove:
-            out.proved[d] = P.prove(c)
+        out.checked[d] = check(L.spec_of(c), with_proof=prove)
     if hazard:
-        out.hazard = P.hazard(L.Config(L.FENCED, cfg.workers, cfg.requests, cfg.ids))
+        h = L.Config(L.FENCED, cfg.workers, cfg.requests, cfg.ids, failover=True)
+        out.hazard = run_hazard(L.FAILOVER, L.spec_of(h))
     return out
 
 
-def _cell(run: LeaseRun, d: str, v: Any) -> str:
-    if v.kind == "witness":
-        return f"reached ({len(v.trace)})" if v.holds else "NOT REACHED"
-    text = "holds" if v.holds else f"FAILS ({len(v.trace)})"
+def _cell(run: LeaseRun, d: str, name: str) -> str:
+    ex = run.explored[d]
+    v = ex.verdicts[name]
+    n = len(ex.traces.get(name, ()))
+    if v in ("reached", "not reached"):
+        return f"reached ({n})" if v == "reached" else "NOT REACHED"
+    text = "holds" if v == "holds" else f"FAILS ({n})"
     pr = run.proved.get(d)
-    if pr is not None and v.kind == "invariant":
-        p = pr.proof(v.name)
-        text += {"proved": " proved", "cti": " cti", "unknown": " UNKNOWN"}[p.status]
+    if pr is not None and name in pr.verdicts:
+        text += {"proved": " proved", "not proved": " cti", "unknown": " UNKNOWN"}[
+            pr.verdicts[name]
+        ]
     return text
 
 
 def text(run: LeaseRun) -> str:
+    from mcp_inflight.proofs.declared import cti_lines, trace_text
+
     c = run.cfg
     lines = [
         f"The lease protocol: {c.workers} workers, {c.requests} request instances, {c.ids} "
@@ -147,7 +160,8 @@ def text(run: LeaseRun) -> str:
             f"depth {r.depth}, {r.seconds:.2f} s"
             + ("" if pr is None else f"; prover {pr.seconds:.2f} s, {pr.queries} queries")
         )
-    names = [v.name for v in run.explored[run.designs[0]].verdicts]
+    sp = run.explored[run.designs[0]].spec
+    names = [p.name for p in sp.props]
     width = max(len(n) for n in names) + 2
     cols = [max(len(d), 18) + 2 for d in run.designs]
     lines.append("")
@@ -158,43 +172,52 @@ def text(run: LeaseRun) -> str:
     for n in names:
         row = n.ljust(width)
         for d, w in zip(run.designs, cols, strict=True):
-            row += _cell(run, d, run.explored[d].verdict(n)).ljust(w)
+            row += _cell(run, d, n).ljust(w)
         lines.append(row.rstrip())
     lines.append("  (n): the length of the shortest trace; proved: by induction, for any number")
     for d in run.designs:
         r = run.explored[d]
         pr = run.proved.get(d)
-        for v in r.verdicts:
-            if v.kind == "witness" or v.holds:
+        for p in r.spec.props:
+            v = r.verdicts[p.name]
+            if v != "fails":
                 continue
-            lines += ["", f"{d}: counterexample: {v.name} ({v.kind}) -- {v.doc}"]
-            lines += trace_lines(v.trace)
-            if v.kind == "liveness":
-                lines.append(f"  from here no state where {v.name}'s goal holds is reachable")
-            if pr is not None and v.kind == "invariant" and pr.proof(v.name).cti is not None:
-                lines += pr.proof(v.name).cti.lines()
+            lines += ["", f"{d}: counterexample: {p.name} ({p.kind}) -- {p.doc}"]
+            lines += trace_text(r.traces[p.name])
+            if p.kind == "liveness":
+                lines.append(f"  from here no state where {p.name}'s goal holds is reachable")
+            if pr is not None and p.name in pr.ctis:
+                lines += cti_lines(pr.ctis[p.name])
         if pr is not None:
-            for p in pr.proofs:
-                if p.kind == "invariant" and p.status == "unknown":
-                    lines.append(f"{d}: UNKNOWN: {p.name}: {p.note}")
-        for v in r.verdicts:
-            if v.kind == "witness" and not v.holds:
-                lines.append(f"{d}: witness {v.name} not reached")
+            for name, v in pr.verdicts.items():
+                if v == "unknown":
+                    lines.append(f"{d}: UNKNOWN: {name}: {pr.notes.get(name, '')}")
+            if pr.verdicts.get("in_range") != "proved":
+                lines.append(f"{d}: in_range {pr.verdicts['in_range']}")
+                lines += cti_lines(pr.ctis["in_range"]) if "in_range" in pr.ctis else []
+        for p in r.spec.props:
+            if r.verdicts[p.name] == "not reached":
+                lines.append(f"{d}: witness {p.name} not reached")
+        lines += [f"{d}: ERROR {e}" for e in r.errors]
+        if r.dead_actions:
+            lines.append(f"{d}: dead actions (never fired): {', '.join(r.dead_actions)}")
     if run.hazard is not None:
         lines += ["", *hazard_lines(run.hazard)]
     return "\n".join(lines)
 
 
 def hazard_lines(h: Any) -> list[str]:
+    from mcp_inflight.proofs.declared import trace_text
+
     lines = [
-        f"Hazard {h.hazard.name} ({h.run.cfg.design.name}, the failover action enabled; "
+        f"Hazard {h.hazard.name} ({h.run.spec.design}, the failover action enabled; "
         f"{h.run.states:,} states): {h.hazard.doc}."
     ]
     if not h.broken:
         lines.append("  no invariant breaks within the bounds")
-    for v in h.broken:
-        lines.append(f"  breaks {v.name}:")
-        lines += trace_lines(v.trace)
+    for n in h.broken:
+        lines.append(f"  breaks {n}:")
+        lines += trace_text(h.run.traces[n])
     lines.append(f"  What a deployment must do: {h.hazard.remedy}.")
     return lines
 
@@ -226,9 +249,43 @@ def run(argv: list[str]) -> int:
 # --- the section of ``mcp-inflight check`` --------------------------------------------------
 
 
+@dataclass
+class Section:
+    """The lease's part of ``mcp-inflight check`` as plain data (its cells, its JSON and the
+    line above its table), so that it can be kept in the checkers' cache."""
+
+    designs: list[str]
+    states: int
+    proved: bool
+    cells: list[Any]  # proofs.outcome.Cell
+    json: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        from mcp_inflight.proofs.outcome import ok
+
+        return ok(self.cells)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.json
+
+
+def section(res: LeaseRun) -> Section:
+    """``res`` as :class:`Section` (its cells: the failover hazard is judged on fenced)."""
+    from mcp_inflight.proofs.outcome import lease_cells
+
+    cs = [
+        c
+        for d in res.designs
+        for c in lease_cells(res.checked[d], res.hazard if d == "fenced" else None)
+    ]
+    states = res.explored[res.designs[0]].states
+    return Section(list(res.designs), states, bool(res.proved), cs, res.to_json())
+
+
 def check_section(
     cache: str | None = "use", designs: list[str] | None = None, prove: bool = True
-) -> LeaseRun:
+) -> Section:
     """``designs`` (default: fenced) at the default bounds, explored and (unless ``prove`` is
     false) proved, and the failover hazard; fenced alone, proved, is read from the checkers'
     cache when the model and checkers are unchanged (``cache="use"``)."""
@@ -239,34 +296,25 @@ def check_section(
     key = store.source_key("lease-check", repr(DEFAULT))
     if cache == "use" and usual:
         found = store.load("lease", key)
-        if isinstance(found, LeaseRun):
+        if isinstance(found, Section):
             return found
     res = run_lease(DEFAULT, designs, prove=prove)
-    unknown = any(p.status == "unknown" for pr in res.proved.values() for p in pr.proofs)
+    unknown = any(v == "unknown" for pr in res.proved.values() for v in pr.verdicts.values())
+    out = section(res)
     if cache is not None and usual and not unknown:
-        store.store("lease", key, res)
-    return res
+        store.store("lease", key, out)
+    return out
 
 
-def cells(res: LeaseRun) -> list[Any]:
-    """The run's cells in the one result vocabulary (``proofs/outcome.py``); the failover
-    hazard is judged on fenced."""
-    from mcp_inflight.proofs.outcome import lease_cells
-
-    return [
-        c
-        for d in res.designs
-        for c in lease_cells(
-            res.explored[d], res.proved.get(d), res.hazard if d == "fenced" else None
-        )
-    ]
+def cells(res: Section) -> list[Any]:
+    """The section's cells in the one result vocabulary (``proofs/outcome.py``)."""
+    return res.cells
 
 
-def check_text(res: LeaseRun) -> str:
+def check_text(res: Section) -> str:
     from mcp_inflight.report import cells_text
 
-    r = res.explored[res.designs[0]]
-    c = res.cfg
+    c = DEFAULT
     how = (
         "invariants proved for any number of workers, instances and ids"
         if res.proved
@@ -274,7 +322,7 @@ def check_text(res: LeaseRun) -> str:
     )
     title = (
         f"Many workers, the lease protocol ({', '.join(res.designs)}; {c.workers} workers, "
-        f"{c.requests} instances, {c.ids} id explored: {r.states:,} states; {how}; "
+        f"{c.requests} instances, {c.ids} id explored: {res.states:,} states; {how}; "
         "'mcp-inflight lease' for more):"
     )
-    return cells_text(title, cells(res))
+    return cells_text(title, res.cells)

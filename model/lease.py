@@ -4,9 +4,11 @@ Several worker processes serve one session; a request's POST reaches whichever w
 balancer picks, and that worker runs the handler and holds the POST's response stream. The
 shared store (Redis) holds the claims: ``claim[I]`` is ``<token>:<worker>`` with a TTL (the
 lease), ``fence`` a counter whose values are the tokens. This file is the whole of that
-protocol's rules, in the manner of ``model/session.py``: the fields, the actions (guard, effect,
-output), the designs and the properties. The explorer and the z3 prover (``proofs/lease.py``)
-read these definitions and add none of their own; the action names are those of the store's
+protocol's rules, declared with the one declaration of ``model/declare.py``: the fields, the
+actions (guard, effect, output, story), the designs and the properties. The one checker of
+``proofs/`` (``proofs/explorer.py``, ``proofs/induction.py``) reads them and adds none of its
+own (the file is longer than most because it is one thing: one protocol's whole rule set,
+kept together as ``model/session.py`` keeps the session's); the action names are those of the store's
 scripts (``claim``, ``renew``, ``write``, ``release``, ``expire``) and of the worker faults
 (``crash``, ``pause``, ``resume``) and the hazard (``failover``).
 
@@ -14,7 +16,7 @@ Guards and effects are written against the state interface of ``model/logic.py``
 ``if`` on a state value, only on the configuration), so a concrete and a symbolic backend read
 the same text.
 
-State (``FIELDS``), keyed by worker, by request instance (``inst``), by id, or scalar:
+State (:func:`fields`), keyed by worker, by request instance (``inst``), by id, or scalar:
 
 * workers: ``wstate`` (alive, paused: a GC pause, SIGSTOP or a partition, dead: kill -9);
 * instances (one arrival of a request at one worker): ``life`` (unsent, received, in flight,
@@ -40,15 +42,27 @@ so their clients saw an error (``ended`` counts them as ended).
 
 from __future__ import annotations
 
-from collections import namedtuple
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from functools import cache
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
+from .declare import (
+    Act,
+    Bound,
+    Design,
+    Hazard,
+    Move,
+    Prop,
+    Spec,
+    Var,
+    always,
+    bind,
+    eventually,
+    sometimes,
+    step_output,
+)
 from .lifecycle import Domain
-from .logic import NONE, Concrete, Logic, Write, apply_writes
-from .trace import TraceStep
+from .logic import NONE, Logic, Write
 
 # --- value domains ------------------------------------------------------------------------
 
@@ -96,115 +110,60 @@ class Expiry(Domain):
         return {0: "no", 1: "while paused", 2: "while dead"}[int(self)]
 
 
-@dataclass(frozen=True)
-class Field:
-    """One field of the state. ``sort``: ``phase``, ``proc``, ``told``, ``expiry`` (finite,
-    ``domain``), ``id``, ``worker``, ``token``, ``count`` (naturals; token 0 is none), ``inst?``, ``worker?``, ``id?``
-    (a reference or ``NONE``), ``bool``."""
-
-    name: str
-    key: str | None  # "worker", "inst", "id" or None (scalar)
-    sort: str
-    ghost: bool
-    default: object
-    doc: str
-    domain: type[Domain] | None = None
-
-
-FIELDS: tuple[Field, ...] = (
-    Field("wstate", "worker", "proc", False, Proc.ALIVE, "alive, paused or dead", Proc),
-    Field("life", "inst", "phase", False, Phase.UNSENT, "the instance's lifecycle", Phase),
-    Field("rid", "inst", "id", False, 0, "its request id"),
-    Field("wk", "inst", "worker", False, 0, "the worker handling it"),
-    Field("tok", "inst", "token", False, 0, "the token it believes it holds (0: none)"),
-    Field("checked", "inst", "bool", False, False, "check-then-set: it passed the GET"),
-    Field("told", "inst", "told", True, Told.NONE, "the store refused its write or renewal", Told),
-    Field("expired", "inst", "expiry", True, Expiry.NO, "its claim expired", Expiry),
-    Field("ctok", "id", "token", False, 0, "the claim's token (0: no claim)"),
-    Field("cw", "id", "worker?", False, NONE, "the claim's worker"),
-    Field("holder", "id", "inst?", True, NONE, "the instance whose claim it is"),
-    Field("fence", None, "count", False, 0, "the fence counter (the last token handed out)"),
-    Field("lag", None, "id?", False, NONE, "failover runs: the claim not yet on the replica"),
-)
-FIELD = {f.name: f for f in FIELDS}
-
-if TYPE_CHECKING:
-    State = Any
-else:
-    State = namedtuple("LeaseState", [f.name for f in FIELDS])
-
-
 # --- designs and configurations -------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class Design:
-    """One way of running the lease protocol; each knob is one safeguard.
-
-    fenced_writes
-        Every shared write checks that the claim holds the writer's token (else: refused).
-    atomic_claim
-        The claim is one store operation (refuse, or INCR and SET); otherwise a GET, then an
-        INCR and a plain SET in a second step.
-    owned_release
-        A release deletes the claim only if it holds the releaser's token (compare-and-delete);
-        otherwise it deletes by id.
-    ttl
-        Claims carry a TTL, renewed by a live worker; otherwise they never expire.
-    stops_on_lost
-        A worker whose write or renewal is refused stops the handler and ends its POST with an
-        error; otherwise it logs the refusal and carries on.
-    """
-
-    name: str
-    doc: str
-    fenced_writes: bool = True
-    atomic_claim: bool = True
-    owned_release: bool = True
-    ttl: bool = True
-    stops_on_lost: bool = True
-
+#: The knobs of a design, each one safeguard (on in ``fenced``, the design built):
+#:
+#: ``fenced_writes``: every shared write checks that the claim holds the writer's token (else:
+#: refused). ``atomic_claim``: the claim is one store operation (refuse, or INCR and SET);
+#: otherwise a GET, then an INCR and a plain SET in a second step. ``owned_release``: a release
+#: deletes the claim only if it holds the releaser's token (compare-and-delete); otherwise it
+#: deletes by id. ``ttl``: claims carry a TTL, renewed by a live worker; otherwise they never
+#: expire. ``stops_on_lost``: a worker whose write or renewal is refused stops the handler and
+#: ends its POST with an error; otherwise it logs the refusal and carries on.
+KNOBS = ("fenced_writes", "atomic_claim", "owned_release", "ttl", "stops_on_lost")
 
 FENCED = Design(
     "fenced",
     "claim atomic, every write and release checked against the token, TTL with renewal",
+    tuple((k, True) for k in KNOBS),
 )
 MUTANTS: dict[str, Design] = {
     d.name: d
     for d in (
-        replace(
-            FENCED,
-            name="unfenced",
-            doc="writes not checked: a stale owner's late write is accepted",
+        FENCED.mutant(
+            "unfenced",
+            "writes not checked: a stale owner's late write is accepted",
             fenced_writes=False,
         ),
-        replace(
-            FENCED,
-            name="check-then-set",
-            doc="claim as GET then SET, two steps: two workers both pass the check",
+        FENCED.mutant(
+            "check-then-set",
+            "claim as GET then SET, two steps: two workers both pass the check",
             atomic_claim=False,
         ),
-        replace(
-            FENCED,
-            name="release-by-id",
-            doc="DEL without comparing the token: a stale owner deletes the new owner's claim",
+        FENCED.mutant(
+            "release-by-id",
+            "DEL without comparing the token: a stale owner deletes the new owner's claim",
             owned_release=False,
         ),
-        replace(
-            FENCED,
-            name="no-ttl",
-            doc="claims never expire: a crashed worker's ids are never freed",
-            ttl=False,
+        FENCED.mutant(
+            "no-ttl", "claims never expire: a crashed worker's ids are never freed", ttl=False
         ),
-        replace(
-            FENCED,
-            name="ignore-lost",
-            doc="a refused write or renewal is logged and the handler carries on",
+        FENCED.mutant(
+            "ignore-lost",
+            "a refused write or renewal is logged and the handler carries on",
             stops_on_lost=False,
         ),
     )
 }
 DESIGNS: dict[str, Design] = {"fenced": FENCED, **MUTANTS}
+DESIGN_DOCS = {k: d.doc for k, d in DESIGNS.items()}
+
+BOUNDS: dict[str, Bound] = {
+    "workers": Bound(2, "worker processes"),
+    "requests": Bound(2, "request instances a run may receive (every counterexample needs two)"),
+    "ids": Bound(1, "request ids"),
+}
 
 
 @dataclass(frozen=True)
@@ -219,28 +178,70 @@ class Config:
     failover: bool = False
 
     @property
-    def label(self) -> str:
-        run = " + failover" if self.failover else ""
+    def bounds_label(self) -> str:
         return (
-            f"{self.design.name}{run} ({self.workers} workers, {self.requests} instances, "
-            f"{self.ids} id{'s' if self.ids != 1 else ''})"
+            f"{self.workers} workers, {self.requests} instances, "
+            f"{self.ids} id{'s' if self.ids != 1 else ''}"
         )
 
-
-def size(cfg: Config, key: str | None) -> int | None:
-    return {"worker": cfg.workers, "inst": cfg.requests, "id": cfg.ids}.get(key or "")
-
-
-def initial(cfg: Config) -> State:
-    vals: list[object] = []
-    for f in FIELDS:
-        n = size(cfg, f.key)
-        vals.append(f.default if n is None else (f.default,) * n)
-    return State(*vals)
+    @property
+    def label(self) -> str:
+        run = " + failover" if self.failover else ""
+        return f"{self.design.name}{run} ({self.bounds_label})"
 
 
 def domains(cfg: Config) -> dict[str, range]:
     return {"worker": range(cfg.workers), "inst": range(cfg.requests), "id": range(cfg.ids)}
+
+
+# --- names, as traces and states show them --------------------------------------------------
+
+
+def inst_name(r: int) -> str:
+    return "-" if r == NONE else chr(ord("A") + r)
+
+
+def worker_name(w: int) -> str:
+    return "-" if w == NONE else f"w{w + 1}"
+
+
+def id_name(k: int) -> str:
+    return "-" if k == NONE else str(k + 1)
+
+
+def _token(v: int) -> str:
+    return "none" if v == 0 else str(v)
+
+
+def _flag(v: int) -> str:
+    return "true" if v else "false"
+
+
+def _label(domain: type[Domain]) -> Any:
+    return lambda v: domain(v).label
+
+
+def fields(cfg: Config) -> tuple[Var, ...]:
+    """The state at ``cfg``'s bounds: each field with its values, the sort of its keys (all
+    three symmetric) and its role; tokens and the fence grow without bound for the prover
+    (``hi`` is what a run of ``cfg`` can reach: one token per instance)."""
+    W, N, K = cfg.workers, cfg.requests, cfg.ids
+    P, I, D = _label(Phase), "inst", "id"
+    return (
+        Var("wstate", 0, 2, Proc.ALIVE, W, _label(Proc), worker_name, sort="worker"),
+        Var("life", 0, 5, Phase.UNSENT, N, P, inst_name, sort=I),
+        Var("rid", 0, K - 1, 0, N, id_name, inst_name, sort=I, ref="id"),
+        Var("wk", 0, W - 1, 0, N, worker_name, inst_name, sort=I, ref="worker"),
+        Var("tok", 0, N, 0, N, _token, inst_name, sort=I, grows=True),
+        Var("checked", 0, 1, False, N, _flag, inst_name, sort=I, boolean=True),
+        Var("told", 0, 2, Told.NONE, N, _label(Told), inst_name, sort=I, role="ghost"),
+        Var("expired", 0, 2, Expiry.NO, N, _label(Expiry), inst_name, sort=I, role="ghost"),
+        Var("ctok", 0, N, 0, K, _token, id_name, sort=D, grows=True),
+        Var("cw", NONE, W - 1, NONE, K, worker_name, id_name, sort=D, ref="worker"),
+        Var("holder", NONE, N - 1, NONE, K, inst_name, id_name, sort=D, ref=I, role="ghost"),
+        Var("fence", 0, N, 0, None, str, grows=True),
+        Var("lag", NONE, K - 1, NONE, None, id_name, ref="id"),
+    )
 
 
 # --- derived notions ------------------------------------------------------------------------
@@ -304,59 +305,6 @@ def _lost(b: Logic, s: Any, c: Config, r: Any, kind: Told, when: Any) -> list[Wr
 
 
 # --- actions --------------------------------------------------------------------------------
-
-#: ``fn(b, s, c, r, w, i)``: the arguments an action does not take are ``None``.
-Fn = Callable[[Logic, Any, Config, Any, Any, Any], Any]
-
-
-def _no_out(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> dict[str, Any]:
-    return {}
-
-
-def _always(c: Config) -> bool:
-    return True
-
-
-@dataclass(frozen=True)
-class Action:
-    """One kind of step. ``params``: which of ``r`` (instance), ``w`` (worker), ``i`` (id) it
-    takes. ``side``: ``worker`` (a worker's store operation: one script call, one round
-    trip), ``client`` (a request arrives), ``store`` (the store on its own), ``fault``.
-    The guard is ``phases`` (the phases ``r`` must be in), ``procs`` (the states worker ``w``
-    must be in) and ``condition``. ``output``: named values the step properties and the stories
-    read (``held``, ``accepted``, ``deleted``, ``granted``)."""
-
-    name: str
-    side: str
-    params: tuple[str, ...]
-    condition: Fn
-    effect: Callable[[Logic, Any, Config, Any, Any, Any], list[Write]]
-    story: str
-    phases: tuple[Phase, ...] = ()
-    procs: tuple[Proc, ...] = ()
-    applies: Callable[[Config], bool] = _always
-    output: Callable[[Logic, Any, Config, Any, Any, Any], dict[str, Any]] = _no_out
-
-    def guard(
-        self, b: Logic, s: Any, c: Config, r: Any = None, w: Any = None, i: Any = None
-    ) -> Any:
-        parts = []
-        if self.phases:
-            parts.append(b.In(s.life[r], self.phases))
-        if self.procs:
-            parts.append(b.In(s.wstate[w], self.procs))
-        parts.append(self.condition(b, s, c, r, w, i))
-        return b.And(*parts)
-
-    def run(
-        self, b: Logic, s: Any, c: Config, r: Any = None, w: Any = None, i: Any = None
-    ) -> tuple[Any, dict[str, Any], list[Write]]:
-        """(guard, outputs, writes) on pre-state ``s``."""
-        return (
-            self.guard(b, s, c, r, w, i),
-            self.output(b, s, c, r, w, i),
-            self.effect(b, s, c, r, w, i),
-        )
 
 
 def _arrive_guard(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> Any:
@@ -456,508 +404,138 @@ def _failover(b: Logic, s: Any, c: Config, r: Any, w: Any, i: Any) -> list[Write
     return [Write("fence", None, s.fence - 1, lagging)] + _remove(b, s, c, s.lag, lagging)
 
 
-ACTIONS: tuple[Action, ...] = (
-    Action(
-        "arrive",
-        "client",
-        ("r", "w", "i"),
-        _arrive_guard,
-        _arrive,
-        "request {r} (id={i}) arrives at worker {w}",
-        phases=(Phase.UNSENT,),
-        procs=(Proc.ALIVE,),
-    ),
-    Action(
-        "claim",
-        "worker",
-        ("r",),
-        _claim_guard,
-        _claim,
-        "{w} claims id={id} for {r}",
-        phases=(Phase.RECEIVED,),
-        output=_free,
-    ),
-    Action(
-        "claim_set",
-        "worker",
-        ("r",),
-        _claim_set_guard,
-        _claim_set,
-        "{w} sets the claim on id={id} for {r} (INCR, SET)",
-        phases=(Phase.RECEIVED,),
-        applies=lambda c: not c.design.atomic_claim,
-    ),
-    Action(
-        "renew",
-        "worker",
-        ("r",),
-        _working,
-        _renew,
-        "{w} renews {r}'s lease on id={id}",
-        phases=(Phase.IN_FLIGHT,),
-        output=_held_out,
-    ),
-    Action(
-        "write",
-        "worker",
-        ("r",),
-        _working,
-        _write,
-        "{r} makes a shared write for id={id} (event, waiter, publish)",
-        phases=(Phase.IN_FLIGHT,),
-        output=_write_out,
-    ),
-    Action(
-        "release",
-        "worker",
-        ("r",),
-        _working,
-        _release,
-        "{r} responds on its own POST and releases id={id}",
-        phases=(Phase.IN_FLIGHT,),
-        output=_release_out,
-    ),
-    Action(
-        "expire",
-        "store",
-        ("i",),
-        _expire_guard,
-        _expire,
-        "the claim on id={i} expires (its worker did not renew)",
-        applies=lambda c: c.design.ttl,
-    ),
-    Action(
-        "crash",
-        "fault",
-        ("w",),
-        _true,
-        _set_proc(Proc.DEAD),
-        "worker {w} crashes (kill -9)",
-        procs=(Proc.ALIVE, Proc.PAUSED),
-    ),
-    Action(
-        "pause",
-        "fault",
-        ("w",),
-        _true,
-        _set_proc(Proc.PAUSED),
-        "worker {w} pauses (GC, SIGSTOP, partition)",
-        procs=(Proc.ALIVE,),
-    ),
-    Action(
-        "resume",
-        "fault",
-        ("w",),
-        _true,
-        _set_proc(Proc.ALIVE),
-        "worker {w} resumes",
-        procs=(Proc.PAUSED,),
-    ),
-    Action(
-        "failover",
-        "store",
-        (),
-        _failover_guard,
-        _failover,
-        "the store fails over to a replica that missed the last claim",
-        applies=lambda c: c.failover,
-    ),
-)
-ACTION = {a.name: a for a in ACTIONS}
+_P, _W, _I = ("r",), ("w",), ("i",)
 
 
-@cache
-def actions_for(cfg: Config) -> tuple[Action, ...]:
-    return tuple(a for a in ACTIONS if a.applies(cfg))
-
-
-# --- properties -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Property:
-    """A named property. ``scope``: ``state`` (``fn(b, s, c)``), ``step`` (``fn(b, pre, post,
-    c, action, r, w, i, out)``, vacuously true for actions it does not speak of) or ``graph``
-    (liveness: ``fn(b, s, c)`` is the goal that must stay reachable from every reachable
-    state)."""
-
-    name: str
-    kind: str  # "invariant" | "witness" | "liveness" | "auxiliary"
-    scope: str
-    fn: Callable[..., Any]
-    doc: str
-    applies: Callable[[Config], bool] = field(default=_always)
-
-
-def _prop(kind: str, scope: str = "state") -> Callable[[Callable[..., Any]], Property]:
-    def make(fn: Callable[..., Any]) -> Property:
-        if not fn.__doc__:
-            raise ValueError(f"property {fn.__name__} has no docstring")
-        return Property(fn.__name__, kind, scope, fn, " ".join(fn.__doc__.split()))
-
-    return make
-
-
-def _writer(b: Logic, s: Any, c: Config, r: Any) -> Any:
-    """r believes it holds its id, can still act (its worker is not dead), and the store would
-    accept its writes."""
-    return b.And(s.life[r] == Phase.IN_FLIGHT, s.wstate[s.wk[r]] != Proc.DEAD, accepts(b, s, c, r))
-
-
-@_prop("invariant")
-def single_writer(b: Logic, s: Any, c: Config) -> Any:
-    """For each id, at most one instance whose shared writes the store accepts: never two
-    admitted instances under one id that can both write (the double admission after a lease
-    expiry when writes are not fenced)."""
-    return b.ForAll(
-        "inst",
-        lambda r: b.ForAll(
-            "inst",
-            lambda q: b.Implies(
-                b.And(r != q, s.rid[r] == s.rid[q], _writer(b, s, c, r)),
-                b.Not(_writer(b, s, c, q)),
-            ),
+def actions(c: Config) -> tuple[Act, ...]:
+    """The actions of run ``c``: each with its parameters' sorts, its side (a worker's store
+    operation or the store on its own: server; an arrival: client; a fault: environment), its
+    fairness, guard, effect, output and story."""
+    size = {"r": c.requests, "w": c.workers, "i": c.ids}
+    sort = {"r": "inst", "w": "worker", "i": "id"}
+    rows: list[tuple[Any, ...]] = [
+        (
+            "arrive",
+            "client",
+            ("r", "w", "i"),
+            (Phase.UNSENT,),
+            (Proc.ALIVE,),
+            _arrive_guard,
+            _arrive,
+            None,
+            True,
         ),
-    )
-
-
-@_prop("invariant", "step")
-def no_stale_write(
-    b: Logic, pre: Any, post: Any, c: Config, a: str, r: Any, w: Any, i: Any, out: Any
-) -> Any:
-    """No write is accepted from an instance whose claim is no longer the current one."""
-    if a != "write":
-        return True
-    return b.Implies(out["accepted"], held(b, pre, r))
-
-
-@_prop("invariant", "step")
-def owned_release(
-    b: Logic, pre: Any, post: Any, c: Config, a: str, r: Any, w: Any, i: Any, out: Any
-) -> Any:
-    """A release removes only the releaser's own claim."""
-    if a != "release":
-        return True
-    return b.ForAll(
-        "id",
-        lambda k: b.Implies(b.And(pre.ctok[k] != 0, post.ctok[k] == 0), pre.holder[k] == r),
-    )
-
-
-@_prop("invariant", "step")
-def exclusive_claim(
-    b: Logic, pre: Any, post: Any, c: Config, a: str, r: Any, w: Any, i: Any, out: Any
-) -> Any:
-    """A held claim is never replaced by another: a second claim on a held id is refused
-    (before any stream), and a claim ends only by a release or its expiry."""
-    return b.ForAll(
-        "id",
-        lambda k: b.Implies(pre.ctok[k] != 0, b.Or(post.ctok[k] == pre.ctok[k], post.ctok[k] == 0)),
-    )
-
-
-@_prop("invariant")
-def lost_lease_ends_request(b: Logic, s: Any, c: Config) -> Any:
-    """An instance whose write or renewal the store refused has lost its lease and ends at
-    once: lost, its own POST ended with an error; it never hangs, writes nothing more and never
-    writes its response."""
-    return b.ForAll("inst", lambda r: b.Implies(s.told[r] != Told.NONE, s.life[r] == Phase.LOST))
-
-
-def no_dead_claim(b: Logic, s: Any, c: Config) -> Any:
-    """No claim is held by a dead worker."""
-    return b.ForAll("id", lambda k: b.Or(s.ctok[k] == 0, s.wstate[s.cw[k]] != Proc.DEAD))
-
-
-@_prop("liveness", "graph")
-def ids_free_after_lease(b: Logic, s: Any, c: Config) -> Any:
-    """A crashed worker's claims are eventually freed: from every reachable state, a state in
-    which no claim is held by a dead worker is reachable. (A dead holder's claim can only be
-    removed, and its expiry stays enabled until it happens, so with expiry weakly fair this is
-    'eventually'.)"""
-    return no_dead_claim(b, s, c)
-
-
-@_prop("witness")
-def lease_expired_and_reclaimed(b: Logic, s: Any, c: Config) -> Any:
-    """An instance's claim expired and another worker's instance claimed the id after it."""
-    return b.Exists(
-        "inst",
-        lambda r: b.Exists(
-            "inst",
-            lambda q: b.And(
-                s.expired[r] != Expiry.NO,
-                s.rid[q] == s.rid[r],
-                s.wk[q] != s.wk[r],
-                s.tok[q] > s.tok[r],
-            ),
+        ("claim", "worker", _P, (Phase.RECEIVED,), (), _claim_guard, _claim, _free, True),
+        (
+            "claim_set",
+            "worker",
+            _P,
+            (Phase.RECEIVED,),
+            (),
+            _claim_set_guard,
+            _claim_set,
+            None,
+            not c.design.atomic_claim,
         ),
-    )
-
-
-@_prop("witness")
-def stale_write_refused(b: Logic, s: Any, c: Config) -> Any:
-    """A stale owner's write was refused and the instance ended with an error."""
-    return b.Exists("inst", lambda r: b.And(s.told[r] == Told.WRITE, s.life[r] == Phase.LOST))
-
-
-@_prop("witness")
-def crash_freed(b: Logic, s: Any, c: Config) -> Any:
-    """A dead worker's claim expired (the id is free again)."""
-    return b.Exists("inst", lambda r: s.expired[r] == Expiry.DEAD)
-
-
-@_prop("witness")
-def duplicate_refused(b: Logic, s: Any, c: Config) -> Any:
-    """A request under a claimed id was refused."""
-    return b.Exists("inst", lambda r: s.life[r] == Phase.REFUSED)
-
-
-@_prop("witness")
-def sequential_reuse(b: Logic, s: Any, c: Config) -> Any:
-    """An id was claimed again after its holder responded and released it (no expiry)."""
-    return b.Exists(
-        "inst",
-        lambda r: b.Exists(
-            "inst",
-            lambda q: b.And(
-                s.life[r] == Phase.RESPONDED,
-                s.expired[r] == Expiry.NO,
-                s.rid[q] == s.rid[r],
-                s.tok[q] > s.tok[r],
-            ),
+        ("renew", "worker", _P, (Phase.IN_FLIGHT,), (), _working, _renew, _held_out, True),
+        ("write", "worker", _P, (Phase.IN_FLIGHT,), (), _working, _write, _write_out, True),
+        ("release", "worker", _P, (Phase.IN_FLIGHT,), (), _working, _release, _release_out, True),
+        ("expire", "store", _I, (), (), _expire_guard, _expire, None, c.design.ttl),
+        (
+            "crash",
+            "fault",
+            _W,
+            (),
+            (Proc.ALIVE, Proc.PAUSED),
+            _true,
+            _set_proc(Proc.DEAD),
+            None,
+            True,
         ),
-    )
-
-
-# auxiliary invariants: facts the prover needs for induction (each proved inductive too)
-
-
-@_prop("auxiliary")
-def tokens_bounded(b: Logic, s: Any, c: Config) -> Any:
-    """Every token an instance or a claim holds is between 0 and the fence counter."""
-    return b.And(
-        s.fence >= 0,
-        b.ForAll("inst", lambda r: b.And(s.tok[r] >= 0, s.tok[r] <= s.fence)),
-        b.ForAll("id", lambda k: b.And(s.ctok[k] >= 0, s.ctok[k] <= s.fence)),
-    )
-
-
-@_prop("auxiliary")
-def tokens_unique(b: Logic, s: Any, c: Config) -> Any:
-    """No two instances hold the same token."""
-    return b.ForAll(
-        "inst",
-        lambda r: b.ForAll(
-            "inst", lambda q: b.Implies(b.And(r != q, s.tok[r] != 0), s.tok[r] != s.tok[q])
-        ),
-    )
-
-
-@_prop("auxiliary")
-def claim_has_holder(b: Logic, s: Any, c: Config) -> Any:
-    """A claim is its holder's: the holder is in flight under that id, on that worker, with
-    that token; no claim, no holder."""
-
-    def one(k: Any) -> Any:
-        h = s.holder[k]
-        absent = b.And(s.ctok[k] == 0, h == NONE, s.cw[k] == NONE)
-        present = b.And(
-            s.ctok[k] != 0,
-            h != NONE,
-            s.tok[h] == s.ctok[k],
-            s.rid[h] == k,
-            s.cw[k] == s.wk[h],
-            s.life[h] == Phase.IN_FLIGHT,
-        )
-        return b.Or(absent, present)
-
-    return b.ForAll("id", one)
-
-
-@_prop("auxiliary")
-def phase_tokens(b: Logic, s: Any, c: Config) -> Any:
-    """An unsent instance holds no token and was told nothing; an instance in flight holds a
-    token."""
-    return b.ForAll(
-        "inst",
-        lambda r: b.And(
-            b.Implies(s.life[r] == Phase.UNSENT, b.And(s.tok[r] == 0, s.told[r] == Told.NONE)),
-            b.Implies(s.life[r] == Phase.IN_FLIGHT, s.tok[r] != 0),
-        ),
-    )
-
-
-PROPERTIES: tuple[Property, ...] = (
-    single_writer,
-    no_stale_write,
-    owned_release,
-    exclusive_claim,
-    lost_lease_ends_request,
-    ids_free_after_lease,
-    lease_expired_and_reclaimed,
-    stale_write_refused,
-    crash_freed,
-    duplicate_refused,
-    sequential_reuse,
-)
-#: Sensitivity: the mutants that must break each invariant and liveness property at the
-#: default bounds (``check`` runs them; see ``model/properties.py``'s ``BROKEN_BY``).
-BROKEN_BY: dict[str, tuple[str, ...]] = {
-    "single_writer": ("unfenced",),
-    "no_stale_write": ("unfenced",),
-    "owned_release": ("release-by-id",),
-    "exclusive_claim": ("check-then-set",),
-    "lost_lease_ends_request": ("ignore-lost",),
-    "ids_free_after_lease": ("no-ttl",),
-}
-INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")
-LIVENESS = tuple(p for p in PROPERTIES if p.kind == "liveness")
-WITNESSES = tuple(p for p in PROPERTIES if p.kind == "witness")
-AUXILIARY: tuple[Property, ...] = (tokens_bounded, tokens_unique, claim_has_holder, phase_tokens)
-PROPERTY = {p.name: p for p in PROPERTIES + AUXILIARY}
-
-
-@dataclass(frozen=True)
-class Hazard:
-    """A trace the protocol cannot exclude under any design: the action that makes it possible
-    is enabled only in the hazard's own run, and the invariants are judged there."""
-
-    name: str
-    doc: str
-    remedy: str
-
-
-FAILOVER = Hazard(
-    "failover",
-    "asynchronous replication: a replica promoted before it saw the last claim and its INCR "
-    "hands the same token out again, so the id gets a second owner with a current token",
-    "WAIT / min-replicas-to-write narrow the window but do not close it; tokens that carry the "
-    "primary's identity (its replication id), so that every token issued before a failover is "
-    "refused after it, close it: treat a failover as the end of every lease",
-)
-HAZARDS: tuple[Hazard, ...] = (FAILOVER,)
-
-
-# --- concrete steps -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Move:
-    """An action with its arguments fixed (``None`` for those it does not take)."""
-
-    action: Action
-    r: int | None = None
-    w: int | None = None
-    i: int | None = None
-
-    @property
-    def args(self) -> dict[str, int]:
-        return {k: v for k, v in (("r", self.r), ("w", self.w), ("i", self.i)) if v is not None}
-
-
-@cache
-def moves(cfg: Config) -> tuple[Move, ...]:
+        ("pause", "fault", _W, (), (Proc.ALIVE,), _true, _set_proc(Proc.PAUSED), None, True),
+        ("resume", "fault", _W, (), (Proc.PAUSED,), _true, _set_proc(Proc.ALIVE), None, True),
+        ("failover", "store", (), (), (), _failover_guard, _failover, None, c.failover),
+    ]
+    side = {"client": "client", "worker": "server", "store": "server", "fault": "environment"}
     out = []
-    for a in actions_for(cfg):
-        rs = range(cfg.requests) if "r" in a.params else (None,)
-        ws = range(cfg.workers) if "w" in a.params else (None,)
-        ids = range(cfg.ids) if "i" in a.params else (None,)
-        out += [Move(a, r, w, i) for r in rs for w in ws for i in ids]
+    for name, actor, params, phases, procs, cond, effect, output, applies in rows:
+        if not applies:
+            continue
+        out.append(
+            Act(
+                name,
+                tuple((p, size[p]) for p in params),
+                _guard(c, phases, procs, cond),
+                _bound(c, effect),
+                _plain(name),
+                actor,
+                side=side[actor],
+                fair="weak" if name == "expire" else "none",
+                sorts=tuple((p, sort[p]) for p in params),
+                output=None if output is None else _bound(c, output),
+                tell=_teller(name),
+            )
+        )
     return tuple(out)
 
 
-def backend(cfg: Config) -> Concrete:
-    return Concrete(domains(cfg))
+def _guard(c: Config, phases: tuple[Phase, ...], procs: tuple[Proc, ...], cond: Any) -> Any:
+    """The phases ``r`` must be in, the states worker ``w`` must be in, and ``cond``."""
+
+    def guard(b: Logic, s: Any, r: Any = None, w: Any = None, i: Any = None) -> Any:
+        parts = []
+        if phases:
+            parts.append(b.In(s.life[r], phases))
+        if procs:
+            parts.append(b.In(s.wstate[w], procs))
+        parts.append(cond(b, s, c, r, w, i))
+        return b.And(*parts)
+
+    return guard
 
 
-def take(cfg: Config, s: State, m: Move, b: Concrete) -> tuple[State, dict[str, Any]] | None:
-    """``(post, outputs)`` of ``m`` from ``s`` if its guard holds, else None."""
-    a = m.action
-    if a.phases and s.life[m.r] not in a.phases:  # the cheap part of the guard first
-        return None
-    if a.procs and s.wstate[m.w] not in a.procs:
-        return None
-    if not a.guard(b, s, cfg, m.r, m.w, m.i):
-        return None
-    out = a.output(b, s, cfg, m.r, m.w, m.i)
-    return apply_writes(s, a.effect(b, s, cfg, m.r, m.w, m.i)), out
+def _bound(c: Config, fn: Any) -> Any:
+    def bound(b: Logic, s: Any, r: Any = None, w: Any = None, i: Any = None) -> Any:
+        return fn(b, s, c, r, w, i)
+
+    return bound
 
 
-def successors(cfg: Config, s: State, b: Concrete) -> Iterator[tuple[Move, State, dict[str, Any]]]:
-    for m in moves(cfg):
-        t = take(cfg, s, m, b)
-        if t is not None:
-            yield m, t[0], t[1]
+_STORIES = {
+    "arrive": "request {r} (id={i}) arrives at worker {w}",
+    "claim": "{w} claims id={id} for {r}",
+    "claim_set": "{w} sets the claim on id={id} for {r} (INCR, SET)",
+    "renew": "{w} renews {r}'s lease on id={id}",
+    "write": "{r} makes a shared write for id={id} (event, waiter, publish)",
+    "release": "{r} responds on its own POST and releases id={id}",
+    "expire": "the claim on id={i} expires (its worker did not renew)",
+    "crash": "worker {w} crashes (kill -9)",
+    "pause": "worker {w} pauses (GC, SIGSTOP, partition)",
+    "resume": "worker {w} resumes",
+    "failover": "the store fails over to a replica that missed the last claim",
+}
 
 
-def step_ok(
-    cfg: Config, b: Concrete, p: Property, pre: State, post: State, m: Move, out: Any
-) -> bool:
-    return bool(p.fn(b, pre, post, cfg, m.action.name, m.r, m.w, m.i, out))
+def _plain(name: str) -> Callable[[Mapping[str, int]], str]:
+    """The move as ``name(arg=value, ...)`` (its story before it is taken)."""
+    return lambda a: f"{name}({', '.join(f'{k}={v}' for k, v in a.items())})"
 
 
-# --- rendering ------------------------------------------------------------------------------
+def _teller(name: str) -> Any:
+    return lambda args, pre, post, out: tell(name, args, pre, post, out)
 
 
-def inst_name(r: int) -> str:
-    return "-" if r == NONE else chr(ord("A") + r)
-
-
-def worker_name(w: int) -> str:
-    return "-" if w == NONE else f"w{w + 1}"
-
-
-def id_name(k: int) -> str:
-    return "-" if k == NONE else str(k + 1)
-
-
-def render_value(f: Field, v: Any) -> str:
-    if f.domain is not None:
-        return f.domain(v).label
-    if f.sort == "inst?":
-        return inst_name(v)
-    if f.sort in ("worker", "worker?"):
-        return worker_name(v)
-    if f.sort in ("id", "id?"):
-        return id_name(v)
-    if f.sort == "token":
-        return "none" if v == 0 else str(v)
-    if f.sort == "bool":
-        return "true" if v else "false"
-    return str(v)
-
-
-_KEY_NAME = {"worker": worker_name, "inst": inst_name, "id": id_name}
-
-
-def changes(pre: State, post: State) -> dict[str, list[str]]:
-    """The fields that changed, as ``{"life[A]": ["received", "in_flight"]}``."""
-    out: dict[str, list[str]] = {}
-    for f in FIELDS:
-        a, b = getattr(pre, f.name), getattr(post, f.name)
-        if f.key is None:
-            if a != b:
-                out[f.name] = [render_value(f, a), render_value(f, b)]
-            continue
-        for k, (x, y) in enumerate(zip(a, b, strict=False)):
-            if x != y:
-                out[f"{f.name}[{_KEY_NAME[f.key](k)}]"] = [render_value(f, x), render_value(f, y)]
-    return out
-
-
-def story(m: Move, pre: State, post: State, out: dict[str, Any]) -> str:
-    a = m.action
-    r = m.r
-    w = m.w if m.w is not None else None if r is None else pre.wk[r]
-    text = a.story.format(
+def tell(name: str, args: Any, pre: Any, post: Any, out: Any) -> str:
+    """The story of move ``name(args)`` taken from ``pre`` to ``post`` with output ``out``."""
+    r, i = args.get("r"), args.get("i")
+    w = args.get("w", None if r is None else pre.wk[r])
+    text = _STORIES[name].format(
         r=inst_name(r) if r is not None else "",
         w=worker_name(w) if w is not None else "",
-        i=id_name(m.i) if m.i is not None else "",
+        i=id_name(i) if i is not None else "",
         id=id_name(pre.rid[r]) if r is not None else "",
     )
     notes = []
-    name = a.name
     if name == "claim":
         if not out["granted"]:
             notes.append("refused: the id is claimed (409)")
@@ -982,73 +560,286 @@ def story(m: Move, pre: State, post: State, out: dict[str, Any]) -> str:
         if post.life[r] == Phase.LOST:
             notes.append("its POST ends with an error")
     elif name == "release":
-        i = pre.rid[r]
+        k = pre.rid[r]
         if not out["deleted"]:
             notes.append("the claim is not its own: nothing deleted")
-        elif pre.holder[i] != r:
-            notes.append(f"deletes {inst_name(pre.holder[i])}'s claim  <-- not its own")
+        elif pre.holder[k] != r:
+            notes.append(f"deletes {inst_name(pre.holder[k])}'s claim  <-- not its own")
         else:
             notes.append("claim deleted")
     elif name == "expire":
-        notes.append(f"{inst_name(pre.holder[m.i])}'s token {pre.ctok[m.i]}")
+        notes.append(f"{inst_name(pre.holder[i])}'s token {pre.ctok[i]}")
     elif name == "failover":
         notes.append(f"claim on id={id_name(pre.lag)} lost, fence back to {post.fence}")
     return text + ("  ->  " + "; ".join(notes) if notes else "")
 
 
-def trace_step(m: Move, pre: State, post: State, out: dict[str, Any]) -> TraceStep:
-    args = {
-        k: (inst_name(v) if k == "r" else worker_name(v) if k == "w" else id_name(v))
-        for k, v in m.args.items()
-    }
-    return TraceStep(m.action.name, args, story(m, pre, post, out), changes(pre, post))
+# --- properties -----------------------------------------------------------------------------
+# Each is written against run ``c``'s configuration (its last argument), bound to it by
+# :func:`spec_of`; a step property reads the move and its output.
 
 
-def describe(s: State) -> dict[str, Any]:
-    """A state as ``{"workers": {...}, "instances": {...}, "claims": {...}, "fence": n}``."""
-    out: dict[str, Any] = {
-        "workers": {worker_name(w): Proc(v).label for w, v in enumerate(s.wstate)},
-        "instances": {
-            inst_name(n): {
-                f.name: render_value(f, getattr(s, f.name)[n]) for f in FIELDS if f.key == "inst"
-            }
-            for n in range(len(s.life))
-        },
-        "claims": {
-            id_name(k): {
-                f.name: render_value(f, getattr(s, f.name)[k]) for f in FIELDS if f.key == "id"
-            }
-            for k in range(len(s.ctok))
-        },
-    }
-    for f in FIELDS:
-        if f.key is None:
-            out[f.name] = render_value(f, getattr(s, f.name))
-    return out
+def _writer(b: Logic, s: Any, c: Config, r: Any) -> Any:
+    """r believes it holds its id, can still act (its worker is not dead), and the store would
+    accept its writes."""
+    return b.And(s.life[r] == Phase.IN_FLIGHT, s.wstate[s.wk[r]] != Proc.DEAD, accepts(b, s, c, r))
 
 
-def describe_lines(d: dict[str, Any]) -> list[str]:
-    """:func:`describe`'s dictionary as text lines."""
-    lines = ["workers: " + " ".join(f"{k}={v}" for k, v in d["workers"].items())]
-    for name, vals in d["instances"].items():
-        lines.append(f"{name}: " + " ".join(f"{k}={v}" for k, v in vals.items()))
-    for name, vals in d["claims"].items():
-        lines.append(f"id {name}: " + " ".join(f"{k}={v}" for k, v in vals.items()))
-    lines.append(f"fence={d['fence']} lag={d['lag']}")
-    return lines
+@always
+def single_writer(b: Logic, s: Any, c: Config) -> Any:
+    """For each id, at most one instance whose shared writes the store accepts: never two
+    admitted instances under one id that can both write (the double admission after a lease
+    expiry when writes are not fenced)."""
+    return b.ForAll(
+        "inst",
+        lambda r: b.ForAll(
+            "inst",
+            lambda q: b.Implies(
+                b.And(r != q, s.rid[r] == s.rid[q], _writer(b, s, c, r)),
+                b.Not(_writer(b, s, c, q)),
+            ),
+        ),
+    )
 
 
-def run_moves(cfg: Config, named: Iterable[tuple[str, dict[str, int]]]) -> list[TraceStep]:
-    """The trace of the moves ``(action, args)`` taken in order from the initial state;
-    ``ValueError`` at the first one not enabled."""
-    b = backend(cfg)
-    s = initial(cfg)
-    out = []
-    for n, (name, args) in enumerate(named):
-        m = Move(ACTION[name], args.get("r"), args.get("w"), args.get("i"))
-        t = take(cfg, s, m, b)
-        if t is None:
-            raise ValueError(f"move {n}: {name}({args}) is not enabled")
-        out.append(trace_step(m, s, t[0], t[1]))
-        s = t[0]
-    return out
+@step_output
+def no_stale_write(b: Logic, pre: Any, post: Any, m: Move, out: Any, c: Config) -> Any:
+    """No write is accepted from an instance whose claim is no longer the current one."""
+    a, r = m.name, m.kw.get("r")
+    if a != "write":
+        return True
+    return b.Implies(out["accepted"], held(b, pre, r))
+
+
+@step_output
+def owned_release(b: Logic, pre: Any, post: Any, m: Move, out: Any, c: Config) -> Any:
+    """A release removes only the releaser's own claim."""
+    a, r = m.name, m.kw.get("r")
+    if a != "release":
+        return True
+    return b.ForAll(
+        "id",
+        lambda k: b.Implies(b.And(pre.ctok[k] != 0, post.ctok[k] == 0), pre.holder[k] == r),
+    )
+
+
+@step_output
+def exclusive_claim(b: Logic, pre: Any, post: Any, m: Move, out: Any, c: Config) -> Any:
+    """A held claim is never replaced by another: a second claim on a held id is refused
+    (before any stream), and a claim ends only by a release or its expiry."""
+    return b.ForAll(
+        "id",
+        lambda k: b.Implies(pre.ctok[k] != 0, b.Or(post.ctok[k] == pre.ctok[k], post.ctok[k] == 0)),
+    )
+
+
+@always
+def lost_lease_ends_request(b: Logic, s: Any, c: Config) -> Any:
+    """An instance whose write or renewal the store refused has lost its lease and ends at
+    once: lost, its own POST ended with an error; it never hangs, writes nothing more and never
+    writes its response."""
+    return b.ForAll("inst", lambda r: b.Implies(s.told[r] != Told.NONE, s.life[r] == Phase.LOST))
+
+
+def no_dead_claim(b: Logic, s: Any, c: Config) -> Any:
+    """No claim is held by a dead worker."""
+    return b.ForAll("id", lambda k: b.Or(s.ctok[k] == 0, s.wstate[s.cw[k]] != Proc.DEAD))
+
+
+@eventually("expire")
+def ids_free_after_lease(b: Logic, s: Any, c: Config) -> Any:
+    """A crashed worker's claims are eventually freed: from every reachable state, a state in
+    which no claim is held by a dead worker is reachable. (A dead holder's claim can only be
+    removed, and its expiry stays enabled until it happens, so with expiry weakly fair this is
+    'eventually'.)"""
+    return no_dead_claim(b, s, c)
+
+
+@sometimes
+def lease_expired_and_reclaimed(b: Logic, s: Any, c: Config) -> Any:
+    """An instance's claim expired and another worker's instance claimed the id after it."""
+    return b.Exists(
+        "inst",
+        lambda r: b.Exists(
+            "inst",
+            lambda q: b.And(
+                s.expired[r] != Expiry.NO,
+                s.rid[q] == s.rid[r],
+                s.wk[q] != s.wk[r],
+                s.tok[q] > s.tok[r],
+            ),
+        ),
+    )
+
+
+@sometimes
+def stale_write_refused(b: Logic, s: Any, c: Config) -> Any:
+    """A stale owner's write was refused and the instance ended with an error."""
+    return b.Exists("inst", lambda r: b.And(s.told[r] == Told.WRITE, s.life[r] == Phase.LOST))
+
+
+@sometimes
+def crash_freed(b: Logic, s: Any, c: Config) -> Any:
+    """A dead worker's claim expired (the id is free again)."""
+    return b.Exists("inst", lambda r: s.expired[r] == Expiry.DEAD)
+
+
+@sometimes
+def duplicate_refused(b: Logic, s: Any, c: Config) -> Any:
+    """A request under a claimed id was refused."""
+    return b.Exists("inst", lambda r: s.life[r] == Phase.REFUSED)
+
+
+@sometimes
+def sequential_reuse(b: Logic, s: Any, c: Config) -> Any:
+    """An id was claimed again after its holder responded and released it (no expiry)."""
+    return b.Exists(
+        "inst",
+        lambda r: b.Exists(
+            "inst",
+            lambda q: b.And(
+                s.life[r] == Phase.RESPONDED,
+                s.expired[r] == Expiry.NO,
+                s.rid[q] == s.rid[r],
+                s.tok[q] > s.tok[r],
+            ),
+        ),
+    )
+
+
+# auxiliary invariants: facts the prover needs for induction (each proved inductive too)
+
+
+@always
+def tokens_bounded(b: Logic, s: Any, c: Config) -> Any:
+    """Every token an instance or a claim holds is between 0 and the fence counter."""
+    return b.And(
+        s.fence >= 0,
+        b.ForAll("inst", lambda r: b.And(s.tok[r] >= 0, s.tok[r] <= s.fence)),
+        b.ForAll("id", lambda k: b.And(s.ctok[k] >= 0, s.ctok[k] <= s.fence)),
+    )
+
+
+@always
+def tokens_unique(b: Logic, s: Any, c: Config) -> Any:
+    """No two instances hold the same token."""
+    return b.ForAll(
+        "inst",
+        lambda r: b.ForAll(
+            "inst", lambda q: b.Implies(b.And(r != q, s.tok[r] != 0), s.tok[r] != s.tok[q])
+        ),
+    )
+
+
+@always
+def claim_has_holder(b: Logic, s: Any, c: Config) -> Any:
+    """A claim is its holder's: the holder is in flight under that id, on that worker, with
+    that token; no claim, no holder."""
+
+    def one(k: Any) -> Any:
+        h = s.holder[k]
+        absent = b.And(s.ctok[k] == 0, h == NONE, s.cw[k] == NONE)
+        present = b.And(
+            s.ctok[k] != 0,
+            h != NONE,
+            s.tok[h] == s.ctok[k],
+            s.rid[h] == k,
+            s.cw[k] == s.wk[h],
+            s.life[h] == Phase.IN_FLIGHT,
+        )
+        return b.Or(absent, present)
+
+    return b.ForAll("id", one)
+
+
+@always
+def phase_tokens(b: Logic, s: Any, c: Config) -> Any:
+    """An unsent instance holds no token and was told nothing; an instance in flight holds a
+    token."""
+    return b.ForAll(
+        "inst",
+        lambda r: b.And(
+            b.Implies(s.life[r] == Phase.UNSENT, b.And(s.tok[r] == 0, s.told[r] == Told.NONE)),
+            b.Implies(s.life[r] == Phase.IN_FLIGHT, s.tok[r] != 0),
+        ),
+    )
+
+
+PROPERTIES: tuple[Prop, ...] = (
+    single_writer,
+    no_stale_write,
+    owned_release,
+    exclusive_claim,
+    lost_lease_ends_request,
+    ids_free_after_lease,
+    lease_expired_and_reclaimed,
+    stale_write_refused,
+    crash_freed,
+    duplicate_refused,
+    sequential_reuse,
+)
+#: Sensitivity: the mutants that must break each invariant and liveness property at the
+#: default bounds (``check`` runs them; see ``model/properties.py``'s ``BROKEN_BY``).
+BROKEN_BY: dict[str, tuple[str, ...]] = {
+    "single_writer": ("unfenced",),
+    "no_stale_write": ("unfenced",),
+    "owned_release": ("release-by-id",),
+    "exclusive_claim": ("check-then-set",),
+    "lost_lease_ends_request": ("ignore-lost",),
+    "ids_free_after_lease": ("no-ttl",),
+}
+INVARIANTS = tuple(p for p in PROPERTIES if p.kind in ("always", "step"))
+LIVENESS = tuple(p for p in PROPERTIES if p.kind == "liveness")
+WITNESSES = tuple(p for p in PROPERTIES if p.kind == "sometimes")
+#: auxiliary invariants: facts the prover needs for induction (each proved inductive too)
+AUXILIARY: tuple[Prop, ...] = (tokens_bounded, tokens_unique, claim_has_holder, phase_tokens)
+PROPERTY = {p.name: p for p in PROPERTIES + AUXILIARY}
+
+FAILOVER = Hazard(
+    "failover",
+    "asynchronous replication: a replica promoted before it saw the last claim and its INCR "
+    "hands the same token out again, so the id gets a second owner with a current token",
+    "WAIT / min-replicas-to-write narrow the window but do not close it; tokens that carry the "
+    "primary's identity (its replication id), so that every token issued before a failover is "
+    "refused after it, close it: treat a failover as the end of every lease",
+    "failover",
+)
+HAZARDS: tuple[Hazard, ...] = (FAILOVER,)
+
+
+def spec_of(cfg: Config) -> Spec:
+    """The lease model at run ``cfg``: proved for any number of workers, instances and ids
+    (the three sorts are unbounded for the prover; ``cfg``'s bounds size the explorer's run)."""
+    acts = actions(cfg)
+    names = {a.name for a in acts}
+    # a design without the action a liveness property rests on (no-ttl: no expiry) leaves it
+    # resting on nothing: the explorer judges whether it still holds
+    props = tuple(
+        replace(bind(p, cfg), fair=tuple(a for a in p.fair if a in names)) for p in PROPERTIES
+    )
+    return Spec(
+        "lease",
+        cfg.design.name,
+        {"workers": cfg.workers, "requests": cfg.requests, "ids": cfg.ids},
+        fields(cfg),
+        acts,
+        props,
+        domains(cfg),
+        aux=tuple(bind(p, cfg) for p in AUXILIARY),
+        unbounded=("worker", "inst", "id"),
+        run=cfg.bounds_label,
+        universes=tuple(
+            (("worker", w), ("inst", n), ("id", k))
+            for w, n, k in ((1, 1, 1), (1, 2, 1), (2, 2, 1), (2, 3, 1), (2, 2, 2), (2, 3, 2))
+        ),
+    )
+
+
+def spec(design: str = "fenced", **bounds: int) -> Spec:
+    """The lease model at ``design`` and ``bounds`` (defaults: :data:`BOUNDS`; ``failover=1``:
+    the hazard's run)."""
+    bad = set(bounds) - set(BOUNDS) - {"failover"}
+    if bad:
+        raise ValueError(f"unknown bound(s) of lease: {', '.join(sorted(bad))}")
+    bd = {k: bounds.get(k, v.default) for k, v in BOUNDS.items()}
+    return spec_of(Config(DESIGNS[design], failover=bool(bounds.get("failover", 0)), **bd))

@@ -1,254 +1,62 @@
-"""Small models: a protocol beside the session model, declared as data for ``proofs/small.py``.
-
-The session model (``model/session.py``) has its own explorer, prover and generated engines.  A
-*small* model is a protocol of its own (input-required rounds, ``model/rounds.py``; resumable
-streams, ``model/resume.py``) declared here as a :class:`Spec`, and read by the generic
-breadth-first explorer and z3 induction prover of ``proofs/small.py``.  Its rules follow the
-discipline of ``model/logic.py``: guards, effects and properties are plain functions of a logic
-``b`` and a state ``s`` (``s.var[k]`` for a keyed variable, ``s.var`` for a scalar), combining
-values with ``==``, ``!=``, ``<``, ``+`` and ``b.And``/``b.Or``/``b.Not``/``b.Implies``/``b.Ite``/
-``b.In``/``b.ForAll``/``b.Exists``; effects are lists of :class:`~.logic.Write`.  No Python
-``if`` on a state value: Python ``if`` and loops only on the design, the bounds, an action's
-arguments and the finite key ranges, so the same function is read concretely (the explorer, the
-runtime agreement tests) and symbolically (the prover).
-
-A :class:`Spec` is:
-
-* ``vars``: the state variables (:class:`Var`), every value an integer in ``lo..hi`` (flags are
-  0/1); a variable is a scalar (``keys=None``) or a tuple over ``0..keys-1``;
-* ``acts``: the actions (:class:`Act`), each with named parameters over finite ranges; a move is
-  an action with its arguments fixed;
-* ``props``: the properties (:class:`Prop`): ``always`` (every reachable state), ``step`` (every
-  transition: ``fn(b, pre, post, move)``), and the witnesses ``sometimes`` (some reachable
-  state) and ``happens`` (some reachable transition);
-* ``aux``: auxiliary invariants (``always``) that help the prover's induction; the explorer
-  checks them too, so a wrong one is reported, never assumed;
-* ``domains``: the finite sorts ``ForAll``/``Exists`` range over (``{"tok": range(4)}``).
-
-A model module gives ``DESIGNS`` (names, the safe design first), ``BOUNDS`` (bound name ->
-(default, help)) and ``spec(design, **bounds) -> Spec``.  This module also holds the one
-concrete step (:func:`take`) and the one rendering of a trace step (:func:`render_step`).
-"""
+"""The small models' first name for the one declaration (``model/declare.py``): every name a
+model module imports from here is the same object there."""
 
 from __future__ import annotations
 
-from collections import namedtuple
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import product
-from typing import Any
+from .declare import (
+    FAIRNESS,
+    KINDS,
+    ROLES,
+    SIDES,
+    Act,
+    Bound,
+    Design,
+    Hazard,
+    Move,
+    Prop,
+    Spec,
+    Var,
+    always,
+    bind,
+    changes,
+    describe,
+    enabled,
+    eventually,
+    happens,
+    out_of_range,
+    render_step,
+    sometimes,
+    step,
+    step_lines,
+    step_output,
+    take,
+)
 
-from .logic import Concrete, Write, apply_writes
-
-KINDS = ("always", "step", "sometimes", "happens")
-
-
-@dataclass(frozen=True)
-class Var:
-    """A state variable: a scalar (``keys=None``) or a tuple of ``keys`` slots, each an integer
-    in ``lo..hi``, ``init`` in every slot at the start.  ``show`` names a value and ``key`` a
-    slot in traces; ``ghost`` marks what only the properties read (no rule depends on it)."""
-
-    name: str
-    lo: int
-    hi: int
-    init: int
-    keys: int | None = None
-    show: Callable[[int], str] | None = None
-    key: Callable[[int], str] | None = None
-    ghost: bool = False
-
-    def label(self, v: int) -> str:
-        return self.show(v) if self.show is not None else str(v)
-
-    def slot(self, k: int) -> str:
-        return f"{self.name}[{self.key(k) if self.key is not None else k}]"
-
-
-@dataclass(frozen=True)
-class Act:
-    """An action: ``guard(b, s, **args)`` and ``effect(b, s, **args) -> [Write]``; ``params`` are
-    ``(name, size)`` pairs (an argument ranges over ``0..size-1``); ``story(args)`` tells the
-    move in words (``args`` as given, integers); ``actor`` names who takes it (a lane of the
-    drawn counterexamples)."""
-
-    name: str
-    params: tuple[tuple[str, int], ...]
-    guard: Callable[..., Any]
-    effect: Callable[..., list[Write]]
-    story: Callable[[Mapping[str, int]], str]
-    actor: str = "server"
-
-
-@dataclass(frozen=True)
-class Move:
-    """An action with its arguments fixed (``kw``: the arguments by name)."""
-
-    act: Act
-    args: tuple[tuple[str, int], ...]
-    name: str = field(init=False, compare=False)
-    kw: dict[str, int] = field(init=False, compare=False, hash=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "name", self.act.name)
-        object.__setattr__(self, "kw", dict(self.args))
-
-    def __str__(self) -> str:
-        return f"{self.act.name}({', '.join(f'{k}={v}' for k, v in self.args)})"
-
-
-@dataclass(frozen=True)
-class Prop:
-    """A property: ``kind`` one of ``always`` (``fn(b, s)`` in every reachable state), ``step``
-    (``fn(b, pre, post, move)`` on every transition), ``sometimes`` (``fn(b, s)`` in some
-    reachable state: a witness), ``happens`` (``fn(b, pre, post, move)`` on some reachable
-    transition: a witness of a move, such as a refusal that changes no variable).  ``doc``: what it says, in a sentence."""
-
-    name: str
-    kind: str
-    fn: Callable[..., Any]
-    doc: str
-
-
-def always(fn: Callable[..., Any]) -> Prop:
-    return _prop("always", fn)
-
-
-def step(fn: Callable[..., Any]) -> Prop:
-    return _prop("step", fn)
-
-
-def sometimes(fn: Callable[..., Any]) -> Prop:
-    return _prop("sometimes", fn)
-
-
-def happens(fn: Callable[..., Any]) -> Prop:
-    return _prop("happens", fn)
-
-
-def _prop(kind: str, fn: Callable[..., Any]) -> Prop:
-    if not fn.__doc__:
-        raise ValueError(f"property {fn.__name__} has no docstring")
-    return Prop(fn.__name__, kind, fn, " ".join(fn.__doc__.split()))
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One small model at one design and bounds (see the module text)."""
-
-    model: str
-    design: str
-    bounds: Mapping[str, int]
-    vars: tuple[Var, ...]
-    acts: tuple[Act, ...]
-    props: tuple[Prop, ...]
-    domains: Mapping[str, Sequence[int]]
-    aux: tuple[Prop, ...] = ()
-    state_type: Any = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        for p in self.props + self.aux:
-            if p.kind not in KINDS:
-                raise ValueError(f"{p.name}: unknown kind {p.kind!r}")
-        object.__setattr__(
-            self, "state_type", namedtuple(f"{self.model}_state", [v.name for v in self.vars])
-        )
-
-    def var(self, name: str) -> Var:
-        for v in self.vars:
-            if v.name == name:
-                return v
-        raise KeyError(name)
-
-    def prop(self, name: str) -> Prop:
-        for p in self.props:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
-    def initial(self) -> Any:
-        return self.state_type(
-            *[v.init if v.keys is None else (v.init,) * v.keys for v in self.vars]
-        )
-
-    def logic(self) -> Concrete:
-        return Concrete(self.domains)
-
-    def moves(self) -> Iterator[Move]:
-        for a in self.acts:
-            names = [n for n, _ in a.params]
-            for vals in product(*[range(size) for _, size in a.params]):
-                yield Move(a, tuple(zip(names, vals, strict=True)))
-
-    def label(self) -> str:
-        b = ", ".join(f"{k}={v}" for k, v in self.bounds.items())
-        return f"{self.model} {self.design} ({b})"
-
-
-def enabled(spec: Spec, s: Any, move: Move, b: Concrete | None = None) -> bool:
-    return bool(move.act.guard(b or spec.logic(), s, **move.kw))
-
-
-def take(spec: Spec, s: Any, move: Move, b: Concrete | None = None) -> Any | None:
-    """The successor of ``s`` by ``move``, or None when its guard does not hold."""
-    b = b or spec.logic()
-    if not move.act.guard(b, s, **move.kw):
-        return None
-    return apply_writes(s, move.act.effect(b, s, **move.kw))
-
-
-def out_of_range(spec: Spec, s: Any) -> str | None:
-    """The first slot of ``s`` outside its variable's range (a model bug), or None."""
-    for v in spec.vars:
-        vals = getattr(s, v.name)
-        for k, x in enumerate((vals,) if v.keys is None else vals):
-            if not v.lo <= x <= v.hi:
-                where = v.name if v.keys is None else v.slot(k)
-                return f"{where} = {x} is outside {v.lo}..{v.hi}"
-    return None
-
-
-def changes(spec: Spec, pre: Any, post: Any) -> dict[str, list[str]]:
-    """The slots that changed, as ``{"phase[c0]": ["holding", "running"]}``."""
-    out: dict[str, list[str]] = {}
-    for v in spec.vars:
-        a, z = getattr(pre, v.name), getattr(post, v.name)
-        if v.keys is None:
-            if a != z:
-                out[v.name] = [v.label(a), v.label(z)]
-            continue
-        for k, (x, y) in enumerate(zip(a, z, strict=True)):
-            if x != y:
-                out[v.slot(k)] = [v.label(x), v.label(y)]
-    return out
-
-
-def render_step(spec: Spec, move: Move, pre: Any, post: Any) -> dict[str, Any]:
-    """One step of a trace as JSON: the action, its arguments, its story, the changed slots."""
-    return {
-        "action": move.name,
-        "args": move.kw,
-        "story": move.act.story(move.kw),
-        "changes": changes(spec, pre, post),
-    }
-
-
-def describe(spec: Spec, s: Any) -> dict[str, Any]:
-    """A whole state as JSON (``{"phase[c0]": "holding", "clock": "0"}``)."""
-    out: dict[str, Any] = {}
-    for v in spec.vars:
-        vals = getattr(s, v.name)
-        if v.keys is None:
-            out[v.name] = v.label(vals)
-        else:
-            for k, x in enumerate(vals):
-                out[v.slot(k)] = v.label(x)
-    return out
-
-
-def step_lines(n: int, st: Mapping[str, Any]) -> list[str]:
-    """The text of one rendered step: its story, then its changes."""
-    out = [f"  {n}. {st['story']}"]
-    if st["changes"]:
-        out.append("       " + ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in st["changes"].items()))
-    return out
+__all__ = [
+    "FAIRNESS",
+    "KINDS",
+    "ROLES",
+    "SIDES",
+    "Act",
+    "Bound",
+    "Design",
+    "Hazard",
+    "Move",
+    "Prop",
+    "Spec",
+    "Var",
+    "always",
+    "bind",
+    "changes",
+    "describe",
+    "enabled",
+    "eventually",
+    "happens",
+    "out_of_range",
+    "render_step",
+    "sometimes",
+    "step",
+    "step_lines",
+    "step_output",
+    "take",
+]

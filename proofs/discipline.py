@@ -191,30 +191,7 @@ def session(cfg: Any, limit: int = SAMPLE) -> Cell:
 def lease(cfg: Any, limit: int = SAMPLE) -> Cell:
     from mcp_inflight.model import lease as L
 
-    ghosts = {f.name for f in L.FIELDS if f.ghost}
-    b = _Eager(L.domains(cfg))
-    states = _bfs(L.initial(cfg), lambda s: [post for _, post, _ in L.successors(cfg, s, b)], limit)
-    j = _Judge(ghosts, set())
-    for s in states:
-        for m in L.moves(cfg):
-            a, r, w, i = m.action, m.r, m.w, m.i
-            if a.side not in ("worker", "store"):
-                continue
-            j.reads(
-                f"{a.name}'s guard", lambda x, a=a, r=r, w=w, i=i: a.guard(b, x, cfg, r, w, i), s
-            )
-            j.reads(
-                f"{a.name}'s output", lambda x, a=a, r=r, w=w, i=i: a.output(b, x, cfg, r, w, i), s
-            )
-            if a.guard(b, s, cfg, r, w, i):
-                j.same_writes(
-                    f"{a.name}'s effect",
-                    lambda x, a=a, r=r, w=w, i=i: a.effect(b, x, cfg, r, w, i),
-                    s,
-                )
-    c = cfg
-    run = f"{c.workers} workers, {c.requests} instances, {c.ids} id{'s' if c.ids != 1 else ''}"
-    return _cell("lease", c.design.name, run, j.finish(), len(states))
+    return small(L.spec_of(cfg), limit)
 
 
 def small(spec: Any, limit: int = SAMPLE) -> Cell:
@@ -233,10 +210,11 @@ def small(spec: Any, limit: int = SAMPLE) -> Cell:
     j = _Judge(ghosts, set())
     for s in states:
         for m in moves:
-            if m.act.actor != "server":
+            if m.act.side != "server":
                 continue
             j.reads(f"{m.name}'s guard", lambda x, m=m: m.act.guard(b, x, **m.kw), s)
+            if m.act.output is not None:
+                j.reads(f"{m.name}'s output", lambda x, m=m: m.act.outputs(b, x, **m.kw), s)
             if m.act.guard(b, s, **m.kw):
                 j.same_writes(f"{m.name}'s effect", lambda x, m=m: m.act.effect(b, x, **m.kw), s)
-    run = ", ".join(f"{k}={v}" for k, v in spec.bounds.items())
-    return _cell(spec.model, spec.design, run, j.finish(), len(states))
+    return _cell(spec.model, spec.design, spec.bounds_label(), j.finish(), len(states))

@@ -235,23 +235,28 @@ def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -
     return out
 
 
-# --- the lease protocol ---------------------------------------------------------------------
+# --- the declared models (lease, rounds, resume) ---------------------------------------------
 
 
-def lease_cells(explored: Any, proved: Any | None, hazard: Any | None = None) -> list[Cell]:
-    """Cells of one lease design: its ``ExploreResult``, its ``ProveResult`` (or None) and the
-    failover hazard's ``HazardResult`` (or None)."""
-    from mcp_inflight.model import lease as L
+def declared_cells(explored: Any, proved: Any | None, hazard: Any | None = None) -> list[Cell]:
+    """Cells of one declared model's run (``proofs/declared.py``): its ``Explored``, its
+    ``Proved`` (or None) and a hazard's ``HazardRun`` (or None).  A proof is ``proved`` when
+    the prover took the model's unbounded sorts for any size, ``proved at bounds`` when it ran
+    on the model's finite bounds."""
+    from .stepping import cti_lines, trace_text
 
-    c = explored.cfg
-    d = c.design.name
-    run = f"{c.workers} workers, {c.requests} instances, {c.ids} id{'s' if c.ids != 1 else ''}"
+    ex, pr = explored, proved
+    sp = ex.spec
+    run = sp.bounds_label()
     out: list[Cell] = []
-    if not explored.complete:
+    for e in ex.errors:
+        detail = trace_text(ex.traces["range"]) if "range" in ex.traces else []
+        out.append(_cell(sp.model, sp.design, run, "in_range", None, Word.FAILS, detail, message=e))
+    if not ex.complete:
         out.append(
             _cell(
-                "lease",
-                d,
+                sp.model,
+                sp.design,
                 run,
                 "complete",
                 None,
@@ -259,39 +264,53 @@ def lease_cells(explored: Any, proved: Any | None, hazard: Any | None = None) ->
                 message="the search stopped before the end",
             )
         )
-    out += _dead("lease", d, run, explored.dead_actions if explored.complete else [])
-    for v in explored.verdicts:
-        kind = kind_of(v.kind, L.PROPERTY[v.name].scope)
-        detail = trace_lines(v.trace) if v.trace else []
+    out += _dead(sp.model, sp.design, run, ex.dead_actions if ex.complete else [])
+    unbounded = pr is not None and pr.unbounded
+    words = {
+        "proved": Word.PROVED if unbounded else Word.PROVED_AT_BOUNDS,
+        "not proved": Word.NOT_PROVED,
+        "unknown": Word.UNKNOWN,
+    }
+    for p in sp.props:
+        kind = kind_of(p.kind)
+        v = ex.verdicts[p.name]
+        detail = trace_text(ex.traces[p.name]) if p.name in ex.traces else []
         if kind is Kind.WITNESS:
-            word, detail = (Word.REACHED if v.holds else Word.NOT_REACHED), []
-        elif not v.holds:
+            word, detail = (Word.REACHED if v == "reached" else Word.NOT_REACHED), []
+        elif v == "fails":
             word = Word.FAILS
         else:
             word = Word.HOLDS
-            if proved is not None and kind.safety:
-                p = proved.proof(v.name)
-                word = _proof_word(p.status, True)
-                if p.cti is not None:
-                    detail = p.cti.lines()
-                elif p.note:
-                    detail = [f"  {p.note}"]
-        out.append(_cell("lease", d, run, v.name, kind, word, detail, explored.seconds))
-    if proved is not None and getattr(proved, "typed", "proved") != "proved":
+            if pr is not None and p.name in pr.verdicts:
+                word = words[pr.verdicts[p.name]]
+                if p.name in pr.ctis:
+                    detail = cti_lines(pr.ctis[p.name])
+                elif p.name in pr.notes:
+                    detail = [f"  {pr.notes[p.name]}"]
+        out.append(_cell(sp.model, sp.design, run, p.name, kind, word, detail, ex.seconds))
+    if pr is not None and pr.verdicts.get("in_range") != "proved":
         out.append(
-            _cell("lease", d, run, "well_typed", None, Word.NOT_PROVED, list(proved.typed_note))
+            _cell(
+                sp.model,
+                sp.design,
+                run,
+                "in_range",
+                None,
+                words[pr.verdicts["in_range"]],
+                cti_lines(pr.ctis["in_range"]) if "in_range" in pr.ctis else [],
+            )
         )
     if hazard is not None:
-        broken = [v.name for v in hazard.broken]
+        broken = hazard.broken
         detail = [
-            ln for v in hazard.broken for ln in [f"  breaks {v.name}:", *trace_lines(v.trace)]
+            ln for n in broken for ln in [f"  breaks {n}:", *trace_text(hazard.run.traces[n])]
         ]
         word = Word.FAILS if broken else Word.HOLDS
         msg = f"breaks {', '.join(broken)}; {hazard.hazard.remedy}" if broken else ""
         out.append(
             _cell(
-                "lease",
-                hazard.run.cfg.design.name,
+                sp.model,
+                hazard.run.spec.design,
                 run,
                 hazard.hazard.name,
                 Kind.HAZARD,
@@ -304,47 +323,11 @@ def lease_cells(explored: Any, proved: Any | None, hazard: Any | None = None) ->
     return out
 
 
-# --- the small models -----------------------------------------------------------------------
+def lease_cells(checked: Any, hazard: Any | None = None) -> list[Cell]:
+    """Cells of one lease design (``proofs.declared.Checked``) and the failover hazard's run."""
+    return declared_cells(checked.explored, checked.proved, hazard)
 
 
 def small_cells(checked: Any) -> list[Cell]:
-    """Cells of one small model's run (``proofs.small.Checked``): its prover runs at the
-    model's bounds only, so a proof is ``proved at bounds``."""
-    from .small import cti_lines, trace_text
-
-    ex, pr = checked.explored, checked.proved
-    sp = ex.spec
-    run = ", ".join(f"{k}={v}" for k, v in sp.bounds.items())
-    out: list[Cell] = []
-    for e in ex.errors:
-        detail = trace_text(ex.traces["range"]) if "range" in ex.traces else []
-        out.append(_cell(sp.model, sp.design, run, "in_range", None, Word.FAILS, detail, message=e))
-    out += _dead(sp.model, sp.design, run, [a for a, n in ex.coverage.items() if n == 0])
-    for p in sp.props:
-        kind = kind_of(p.kind)
-        v = ex.verdicts[p.name]
-        detail = trace_text(ex.traces[p.name]) if p.name in ex.traces else []
-        if kind is Kind.WITNESS:
-            word, detail = (Word.REACHED if v == "reached" else Word.NOT_REACHED), []
-        elif v == "fails":
-            word = Word.FAILS
-        else:
-            word = Word.HOLDS
-            if pr is not None and p.name in pr.verdicts:
-                word = Word.PROVED_AT_BOUNDS if pr.verdicts[p.name] == "proved" else Word.NOT_PROVED
-                if p.name in pr.ctis:
-                    detail = cti_lines(pr.ctis[p.name])
-        out.append(_cell(sp.model, sp.design, run, p.name, kind, word, detail, ex.seconds))
-    if pr is not None and pr.verdicts.get("in_range") != "proved":
-        out.append(
-            _cell(
-                sp.model,
-                sp.design,
-                run,
-                "in_range",
-                None,
-                Word.NOT_PROVED,
-                cti_lines(pr.ctis["in_range"]) if "in_range" in pr.ctis else [],
-            )
-        )
-    return out
+    """Cells of one small model's run (``proofs.declared.Checked``)."""
+    return declared_cells(checked.explored, checked.proved)

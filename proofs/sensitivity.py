@@ -145,27 +145,7 @@ def session(ids: int = 2, requests: int = 2) -> list[Cell]:
 
 
 def lease() -> list[Cell]:
-    from mcp_inflight.model import lease as L
-
-    from . import lease as P
-
-    props = {
-        p.name: kind_of(p.kind, p.scope)
-        for p in L.PROPERTIES
-        if p.kind in ("invariant", "liveness")
-    }
-
-    def broken(design: str) -> dict[str, str]:
-        if design not in L.DESIGNS:
-            return {}
-        r = P.explore(L.Config(L.DESIGNS[design]))
-        return {
-            v.name: f"fails on {r.cfg.label} ({len(v.trace or ())} steps)"
-            for v in r.verdicts
-            if v.kind != "witness" and not v.holds
-        }
-
-    return cells_from("lease", props, L.BROKEN_BY, broken)
+    return small("lease")
 
 
 def small(name: str) -> list[Cell]:
@@ -175,7 +155,9 @@ def small(name: str) -> list[Cell]:
 
     m = importlib.import_module(f"mcp_inflight.model.{name}")
     safe = m.spec(next(iter(m.DESIGNS)))
-    props = {p.name: kind_of(p.kind) for p in safe.props if p.kind in ("always", "step")}
+    props = {
+        p.name: kind_of(p.kind) for p in safe.props if p.kind in ("always", "step", "liveness")
+    }
 
     def broken(design: str) -> dict[str, str]:
         if design not in m.DESIGNS:

@@ -57,21 +57,17 @@ def test_a_server_check_labelled_as_an_obligation_fails(monkeypatch, fresh_table
 
 
 def test_a_lease_script_that_reads_a_ghost_fails(monkeypatch):
-    release = L.ACTION["release"]
-    bad = replace(
-        release,
-        condition=lambda b, s, c, r, w, i: b.And(s.wstate[s.wk[r]] == L.Proc.ALIVE, s.told[r] == 0),
-    )
+    real = L.actions
+
+    def bad(b, s, r=None, w=None, i=None):
+        return b.And(s.wstate[s.wk[r]] == L.Proc.ALIVE, s.told[r] == 0)
+
     monkeypatch.setattr(
         L,
-        "actions_for",
-        lambda cfg: tuple(bad if a is release else a for a in L.ACTIONS if a.applies(cfg)),
+        "actions",
+        lambda cfg: tuple(replace(a, guard=bad) if a.name == "release" else a for a in real(cfg)),
     )
-    L.moves.cache_clear()
-    try:
-        cell = discipline.lease(L.Config())
-    finally:
-        L.moves.cache_clear()
+    cell = discipline.lease(L.Config())
     assert not cell.passed and "release's guard reads the ghost field told" in cell.message
 
 
@@ -119,7 +115,6 @@ def test_python_and_on_a_symbolic_value_is_a_model_error_naming_the_rule(monkeyp
 def test_the_small_and_lease_provers_refuse_it_too(monkeypatch):
     from mcp_inflight.model.logic import ModelError
     from mcp_inflight.model.small import Act, Spec, Var, always
-    from mcp_inflight.proofs import lease as P
     from mcp_inflight.proofs.small import prove
 
     def g(b, s):
@@ -140,12 +135,12 @@ def test_the_small_and_lease_provers_refuse_it_too(monkeypatch):
     )
     with pytest.raises(ModelError, match=r"model error in g \(tests/test_discipline.py:"):
         prove(spec)
-    renew = L.ACTION["renew"]
-    bad = replace(renew, condition=lambda b, s, c, r, w, i: not s.wstate[s.wk[r]] == 0)
+    real = L.actions
+    bad = lambda b, s, r=None, w=None, i=None: not s.wstate[s.wk[r]] == 0  # noqa: E731
     monkeypatch.setattr(
         L,
-        "actions_for",
-        lambda cfg: tuple(bad if a is renew else a for a in L.ACTIONS if a.applies(cfg)),
+        "actions",
+        lambda cfg: tuple(replace(a, guard=bad) if a.name == "renew" else a for a in real(cfg)),
     )
     with pytest.raises(ModelError, match="model error in <lambda>"):
-        P.prove(L.Config())
+        prove(L.spec())

@@ -21,6 +21,7 @@ import pytest
 from mcp_inflight.impl.core import typed_id
 from mcp_inflight.impl.redis_store import RedisStore
 from mcp_inflight.model import lease as L
+from mcp_inflight.proofs.stepping import successors
 from support.redis_workers import REDIS_SERVER, Redis
 
 pytestmark = pytest.mark.skipif(
@@ -41,16 +42,17 @@ def redis():
 def cases(cfg: L.Config) -> dict:
     """Every distinct store case of the explored space: (action, the acting instance's id,
     worker and token, the claims, the fence) -> (model output, model's claims and fence after)."""
-    b = L.backend(cfg)
-    start = L.initial(cfg)
+    spec = L.spec_of(cfg)
+    b = spec.logic()
+    start = spec.initial()
     seen, queue, out = {start}, deque([start]), {}
     while queue:
         s = queue.popleft()
-        for m, post, o in L.successors(cfg, s, b):
-            if m.action.name in STORE_ACTIONS:
-                r = m.r
-                view = (s.rid[r], s.wk[r], s.tok[r]) if r is not None else (m.i, None, None)
-                key = (m.action.name, view, s.ctok, s.cw, s.fence)
+        for m, post, o in successors(spec, s, b):
+            if m.name in STORE_ACTIONS:
+                r = m.kw.get("r")
+                view = (s.rid[r], s.wk[r], s.tok[r]) if r is not None else (m.kw["i"], None, None)
+                key = (m.name, view, s.ctok, s.cw, s.fence)
                 out.setdefault(key, (o, (post.ctok, post.cw, post.fence)))
             if post not in seen:
                 seen.add(post)

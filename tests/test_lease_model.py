@@ -11,152 +11,172 @@ import z3
 
 from mcp_inflight import cli_lease
 from mcp_inflight.model import lease as L
-from mcp_inflight.proofs import lease as P
+from mcp_inflight.model.declare import Move
+from mcp_inflight.proofs import declared as P
+from mcp_inflight.proofs.induction import Universe
+from mcp_inflight.proofs.stepping import take
+from mcp_inflight.proofs.symbolic import to_bool
 
 INVARIANTS = {p.name for p in L.INVARIANTS}
 WITNESSES = {p.name for p in L.WITNESSES}
 
 
-def design(name: str, **bounds: int) -> L.Config:
-    return L.Config(L.DESIGNS[name], **bounds)
+def design(name: str, **bounds: int) -> P.Explored:
+    return P.explore(L.spec(name, **bounds))
 
 
 @pytest.fixture(scope="module")
-def fenced() -> P.ExploreResult:
-    return P.explore(L.Config())
+def fenced() -> P.Explored:
+    return P.explore(L.spec())
 
 
 @pytest.fixture(scope="module")
-def fenced_proof() -> P.ProveResult:
-    return P.prove(L.Config())
+def fenced_proof() -> P.Proved:
+    return P.prove(L.spec())
 
 
 @pytest.fixture(scope="module")
-def failover() -> P.HazardResult:
-    return P.hazard(L.Config())
+def failover() -> P.HazardRun:
+    return P.hazard(L.FAILOVER, L.spec(failover=1))
 
 
-def actions(v: P.Verdict) -> list[str]:
-    assert v.trace is not None
-    return [s.action for s in v.trace]
+def actions(res: P.Explored, name: str) -> list[str]:
+    return [s["action"] for s in res.traces[name]]
+
+
+def last(res: P.Explored, name: str, n: int = -1) -> dict:
+    return res.traces[name][n]
 
 
 # --- fenced: everything holds, is proved, and every witness is reached ------------------------
 
 
 def test_fenced_holds_every_property_and_reaches_every_witness(fenced):
-    assert fenced.complete and fenced.ok, [v.name for v in fenced.verdicts if not v.holds]
-    names = {v.name for v in fenced.verdicts}
+    assert fenced.complete and fenced.ok, fenced.broken()
+    assert not fenced.dead_actions and not fenced.errors
+    names = {k for k in fenced.verdicts if not k.startswith("aux:")}
     assert names == {p.name for p in L.PROPERTIES}
-    for v in fenced.verdicts:
-        if v.kind == "witness":
-            assert v.trace, v.name  # the path that reaches it
+    for p in L.WITNESSES:
+        assert fenced.traces[p.name], p.name  # the path that reaches it
     # the witness the double admission needs: A's claim expired, another worker claimed the id
-    assert actions(fenced.verdict("lease_expired_and_reclaimed"))[-2:] == ["expire", "claim"]
+    assert actions(fenced, "lease_expired_and_reclaimed")[-2:] == ["expire", "claim"]
+    # the liveness property names the fairness it rests on: the expiry's
+    (live,) = [p for p in fenced.spec.props if p.kind == "liveness"]
+    assert live.fair == ("expire",) and fenced.spec.act("expire").fair == "weak"
 
 
-def test_fenced_invariants_are_proved_by_induction_with_inductive_auxiliaries(fenced_proof):
+def test_fenced_invariants_are_proved_for_any_size_with_inductive_auxiliaries(fenced_proof):
     res = fenced_proof
-    assert res.ok and res.to_json()["ok"] is True
-    assert {p.name for p in res.proofs if p.kind == "invariant"} == INVARIANTS
-    assert all(p.status == "proved" for p in res.proofs), [
-        (p.name, p.status) for p in res.proofs if not p.proved
-    ]
-    assert {p.name for p in res.proofs if p.kind == "auxiliary"} == {a.name for a in L.AUXILIARY}
+    assert res.ok and res.unbounded and res.to_json()["ok"] is True
+    assert set(res.verdicts) == INVARIANTS | {"in_range"}
+    assert all(v == "proved" for v in res.verdicts.values()), res.verdicts
+    assert res.kept == [a.name for a in L.AUXILIARY] and not res.dropped
 
 
 # --- each mutant breaks what it should, with the expected shortest trace ---------------------
 
 
 def test_unfenced_double_admission_after_expiry_and_the_stale_write():
-    res = P.explore(design("unfenced"))
-    assert {v.name for v in res.broken()} == {"single_writer", "no_stale_write"}
-    sw = res.verdict("single_writer")
-    assert actions(sw)[-3:] == ["pause", "expire", "claim"]
+    res = design("unfenced")
+    assert set(res.broken()) == {"single_writer", "no_stale_write"}
+    assert actions(res, "single_writer")[-3:] == ["pause", "expire", "claim"]
     # the claim that makes the second writer is another worker's than the paused one
-    paused = sw.trace[-3].args["w"]
-    assert not sw.trace[-1].story.startswith(paused)
-    assert "granted token 2" in sw.trace[-1].story
-    stale = res.verdict("no_stale_write")
-    assert actions(stale)[-4:] == ["pause", "expire", "resume", "write"]
-    assert "its claim is not the current one" in stale.trace[-1].story
+    paused = L.worker_name(last(res, "single_writer", -3)["args"]["w"])
+    assert not last(res, "single_writer")["story"].startswith(paused)
+    assert "granted token 2" in last(res, "single_writer")["story"]
+    assert actions(res, "no_stale_write")[-4:] == ["pause", "expire", "resume", "write"]
+    assert "its claim is not the current one" in last(res, "no_stale_write")["story"]
 
 
 def test_check_then_set_lets_two_claims_pass_the_check():
-    res = P.explore(design("check-then-set", workers=1))
-    assert {v.name for v in res.broken()} == {"exclusive_claim"}
-    tr = actions(res.verdict("exclusive_claim"))
+    res = design("check-then-set", workers=1)
+    assert res.broken() == ["exclusive_claim"]
+    tr = actions(res, "exclusive_claim")
     assert tr == ["arrive", "arrive", "claim", "claim", "claim_set", "claim_set"]
-    assert "a held claim replaced" in res.verdict("exclusive_claim").trace[-1].story
+    assert "a held claim replaced" in last(res, "exclusive_claim")["story"]
 
 
 def test_release_by_id_lets_a_stale_owner_delete_the_new_claim():
-    res = P.explore(design("release-by-id", workers=1))
-    assert {v.name for v in res.broken()} == {"owned_release"}
-    v = res.verdict("owned_release")
-    assert actions(v)[2:] == ["claim", "pause", "expire", "resume", "claim", "release"]
-    assert "not its own" in v.trace[-1].story
+    res = design("release-by-id", workers=1)
+    assert res.broken() == ["owned_release"]
+    assert actions(res, "owned_release")[2:] == [
+        "claim",
+        "pause",
+        "expire",
+        "resume",
+        "claim",
+        "release",
+    ]
+    assert "not its own" in last(res, "owned_release")["story"]
 
 
 def test_ignore_lost_keeps_a_refused_instance_running():
-    res = P.explore(design("ignore-lost", workers=1, requests=1))
-    assert {v.name for v in res.broken()} == {"lost_lease_ends_request"}
-    assert actions(res.verdict("lost_lease_ends_request"))[-3:] == ["expire", "resume", "renew"]
+    res = design("ignore-lost", workers=1, requests=1)
+    assert res.broken() == ["lost_lease_ends_request"]
+    assert actions(res, "lost_lease_ends_request")[-3:] == ["expire", "resume", "renew"]
 
 
 def test_no_ttl_never_frees_a_crashed_workers_id(fenced):
-    res = P.explore(design("no-ttl", workers=1, requests=1))
-    v = res.verdict("ids_free_after_lease")
-    assert not v.holds
-    assert actions(v) == ["arrive", "claim", "crash"]
-    assert all(x.holds for x in res.verdicts if x.kind == "invariant")
-    assert not res.verdict("crash_freed").holds
-    assert fenced.verdict("ids_free_after_lease").holds
+    res = design("no-ttl", workers=1, requests=1)
+    assert res.broken() == ["ids_free_after_lease"]
+    assert actions(res, "ids_free_after_lease") == ["arrive", "claim", "crash"]
+    assert res.verdicts["crash_freed"] == "not reached"
+    assert fenced.verdicts["ids_free_after_lease"] == "holds"
+    # without the expiry the liveness property rests on no fairness at all
+    assert res.spec.prop("ids_free_after_lease").fair == ()
 
 
 def test_failover_hazard_breaks_single_writer_even_on_fenced(failover):
     h = failover
-    broken = {v.name: v for v in h.broken}
-    assert "single_writer" in broken
-    tr = broken["single_writer"].trace
-    assert [s.action for s in tr][-3:] == ["claim", "failover", "claim"]
-    assert "granted token 1" in tr[-1].story and "granted token 1" in tr[-3].story
+    assert "single_writer" in h.broken
+    tr = h.run.traces["single_writer"]
+    assert [s["action"] for s in tr][-3:] == ["claim", "failover", "claim"]
+    assert "granted token 1" in tr[-1]["story"] and "granted token 1" in tr[-3]["story"]
     # the action exists only in the hazard's run
-    assert "failover" not in {a.name for a in L.actions_for(L.Config())}
+    assert "failover" not in {a.name for a in L.spec().acts}
 
 
 # --- one text, two readings --------------------------------------------------------------------
 
 
 def test_the_z3_reading_agrees_with_the_concrete_one_on_explored_transitions():
-    cfg = L.Config(failover=True, requests=2, ids=2)
-    b = L.backend(cfg)
-    sb = P.Symbolic({k: v for k, v in L.domains(cfg).items()})
-    seen, frontier, checked = {L.initial(cfg)}, [L.initial(cfg)], 0
+    """The prover's reading (guard, output, writes as z3 terms on a finite universe) and the
+    explorer's (the concrete logic) agree on every move from the first explored states."""
+    spec = L.spec(failover=1, requests=2, ids=2)
+    U = Universe(spec, {}, "agree")
+    b = spec.logic()
+
+    def py(x):
+        x = z3.simplify(to_bool(x) if isinstance(x, bool) else x)
+        return True if z3.is_true(x) else False if z3.is_false(x) else x.as_long()
+
+    seen, frontier, checked = {spec.initial()}, [spec.initial()], 0
     while frontier and checked < 150:
         s = frontier.pop(0)
-        zs = P.from_concrete(s)
-        for m in L.moves(cfg):
-            g, out, writes = m.action.run(sb, zs, cfg, m.r, m.w, m.i)
-            t = L.take(cfg, s, m, b)
-            assert z3.is_true(z3.simplify(P.to_bool(g))) == (t is not None), (m, s)
+        zs = U.literal(s)
+        for m in spec.moves():
+            kw = m.kw
+            g = m.act.guard(U.b, zs, **kw)
+            t = take(spec, s, m, b)
+            assert py(g) == (t is not None), (m, s)
             if t is None:
                 continue
             checked += 1
-            post = P.apply_writes(zs, writes)
-            for f in L.FIELDS:
-                want = getattr(t[0], f.name)
-                got = getattr(post, f.name)
-                if f.key is None:
-                    assert P._py(z3.simplify(got)) == want, (m, f.name)
+            post = U.apply(zs, m.act.effect(U.b, zs, **kw))
+            for v in spec.vars:
+                want, got = getattr(t[0], v.name), getattr(post, v.name)
+                if v.keys is None:
+                    assert py(got) == want, (m, v.name)
                 else:
-                    assert tuple(P._py(z3.simplify(x)) for x in got.slots) == want, (m, f.name)
-            for k, v in t[1].items():
-                assert P._py(z3.simplify(P.to_bool(out[k]))) == bool(v), (m, k)
+                    assert tuple(py(x) for x in got.slots) == want, (m, v.name)
+            out = m.act.outputs(U.b, zs, **kw)
+            for k, val in t[1].items():
+                assert py(out[k]) == bool(val), (m, k)
             if t[0] not in seen:
                 seen.add(t[0])
                 frontier.append(t[0])
     assert checked >= 150
+    assert isinstance(Move(spec.act("claim"), (("r", 0),)), Move)
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -178,8 +198,8 @@ def test_lease_cli_json_and_usage(capsys):
     assert doc["bounds"] == {"workers": 1, "requests": 1, "ids": 1} and doc["hazards"] == []
     (d,) = doc["designs"]
     assert d["prove"] is None
-    props = {p["name"]: p for p in d["explore"]["properties"]}
-    assert props["lost_lease_ends_request"]["holds"] is False
+    props = d["explore"]["properties"]
+    assert props["lost_lease_ends_request"]["verdict"] == "fails"
     assert props["lost_lease_ends_request"]["trace"][-1]["action"] == "renew"
     assert props["lost_lease_ends_request"]["trace"][-1]["changes"] == {
         "told[A]": ["nothing", "renewal refused"]
@@ -195,8 +215,10 @@ def test_the_check_section_reports_fenced_and_the_hazard_and_is_cached(
     from mcp_inflight.proofs import cache
 
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
-    res = cli_lease.LeaseRun(L.Config(), ["fenced"], {"fenced": fenced}, {"fenced": fenced_proof})
-    res.hazard = failover
+    run = cli_lease.LeaseRun(L.Config(), ["fenced"], {"fenced": P.Checked(fenced, fenced_proof)})
+    run.hazard = failover
+    assert run.ok
+    res = cli_lease.section(run)
     assert res.ok
     text = cli_lease.check_text(res)
     # proved by induction for any number of workers, instances and ids: the exact word
@@ -223,11 +245,12 @@ def test_the_check_section_reports_fenced_and_the_hazard_and_is_cached(
     ],
 )
 def test_the_prover_refutes_each_mutant_with_a_counterexample_to_induction(name, broken):
-    res = P.prove(design(name))
-    assert {p.name for p in res.proofs if p.kind == "invariant" and not p.proved} == broken
+    res = P.prove(L.spec(name))
+    assert res.unbounded
+    assert {n for n, v in res.verdicts.items() if v != "proved"} == broken
     for n in broken:
-        cti = res.proof(n).cti
-        assert cti is not None and cti.pre is not None and cti.changes is not None
+        cti = res.ctis[n]
+        assert cti["pre"] and cti["universe"] and isinstance(cti["changes"], dict), cti
     assert not res.ok
 
 

@@ -15,7 +15,7 @@ import pytest
 from mcp_inflight.model import lease as L
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.small import Act, Spec, Var, always
-from mcp_inflight.proofs import lease as P
+from mcp_inflight.proofs import declared as P
 from mcp_inflight.proofs.small import prove
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "designs"
@@ -155,18 +155,18 @@ def test_a_failing_invariant_cannot_make_another_one_proved():
 
 
 def test_the_lease_prover_proves_that_states_stay_well_typed(monkeypatch):
-    assert P.prove(L.Config()).typed == "proved"
+    assert P.prove(L.spec()).verdicts["in_range"] == "proved"
     # a renewal that writes a negative fence: out of its sort, so nothing is proved
-    renew = L.ACTION["renew"]
-    bad = replace(renew, effect=lambda b, s, c, r, w, i: [Write("fence", None, -1)])
+    real = L.actions
+    bad = lambda b, s, r=None, w=None, i=None: [Write("fence", None, -1)]  # noqa: E731
     monkeypatch.setattr(
         L,
-        "actions_for",
-        lambda cfg: tuple(bad if a is renew else a for a in L.ACTIONS if a.applies(cfg)),
+        "actions",
+        lambda cfg: tuple(replace(a, effect=bad) if a.name == "renew" else a for a in real(cfg)),
     )
-    res = P.prove(L.Config())
-    assert res.typed == "cti" and not res.ok
-    assert all(not p.proved for p in res.proofs if p.kind == "invariant")
+    res = P.prove(L.spec())
+    assert res.verdicts["in_range"] == "not proved" and not res.ok
+    assert all(res.verdicts[p.name] != "proved" for p in L.INVARIANTS)
 
 
 @pytest.mark.parametrize("flag", ["--no-lease", "--no-paths"])

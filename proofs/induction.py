@@ -1,0 +1,558 @@
+"""The one z3 induction prover of the declared models (``model/declare.py``).
+
+:func:`prove` reads a :class:`~mcp_inflight.model.declare.Spec`'s guards, outputs, effects and
+properties with the z3 backend of ``proofs/symbolic.py``: a scalar is a z3 constant; a keyed
+variable over a sort the spec declares ``unbounded`` is a z3 array (and an argument over it any
+natural), so that what is proved holds for any number of them (``proved``); a keyed variable
+over a finite sort is one z3 constant per slot (:class:`~.symbolic.Vec`), so that what is proved
+holds at those bounds only (``proved at bounds``).  The writes are stores under their ``when``.
+
+The candidates are the ``always`` properties and the auxiliary invariants.  Houdini: each must
+hold initially and be preserved by every action from any well-typed state where every kept
+candidate holds; one that is not is dropped, with its counterexample to induction, and the rest
+tried again without it.  What is left is inductive as a whole, so no property is ever proved by
+assuming one that fails.  Then typedness is proved, not assumed: every slot keeps a value of its
+variable's range or sort after every action from such a state (it is assumed in each pre-state
+above, so nothing is proved unless this is); then each ``step`` property on every action from a
+state where the kept set holds.
+
+On an unbounded sort an obligation is first tried on a small resource budget; when it is not
+unsat at once, a counterexample is looked for on the spec's finite ``universes`` (smallest
+first: a counterexample to induction is shown as two concrete states and the move), and only
+when none has one is the unbounded query given the whole budget.  A query the solver gives up
+on is ``unknown``, never a pass.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+import z3
+
+from mcp_inflight.model.declare import Move, Prop, Spec, Var, changes, describe
+from mcp_inflight.model.logic import NONE, Concrete, Write
+
+from .bmc import solve
+from .symbolic import Symbolic, Vec, strict_truth, to_bool
+
+#: z3 resource units per query (millions) on an unbounded universe
+DEFAULT_BUDGET = 200
+DEFAULT_TIMEOUT = 60.0
+#: Resource units of the quick first attempt at an unbounded obligation (an unbounded query
+#: that is not unsat at once usually has a small counterexample, which a finite universe shows
+#: quickly).
+QUICK_UNITS = 300_000
+IN_RANGE = "in_range"
+
+
+class _Logic(Symbolic):
+    """The z3 backend over a universe where some sorts are finite (``domains``) and the others
+    range over every natural."""
+
+    def __init__(self, domains: Mapping[str, Iterable[int]], unbounded: Iterable[str]):
+        super().__init__(dict(domains))
+        self.unbounded = frozenset(unbounded)
+
+    def _quant(self, sort: str, fn: Callable[..., Any], forall: bool) -> Any:
+        if sort not in self.unbounded:
+            return super()._quant(sort, fn, forall)
+        saved, self.domains = self.domains, None
+        try:
+            return super()._quant(sort, fn, forall)
+        finally:
+            self.domains = saved
+
+    def finite(self, sort: str) -> tuple[int, ...] | None:
+        if sort in self.unbounded or self.domains is None:
+            return None
+        return self.domains[sort]
+
+
+class _State:
+    """A state of z3 terms read like a concrete one (``s.var[k]``, ``s.var``)."""
+
+    def __init__(self, vals: dict[str, Any]):
+        self.__dict__.update(vals)
+
+    def fields(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _z3sort(v: Var) -> z3.SortRef:
+    return z3.BoolSort() if v.boolean else z3.IntSort()
+
+
+def _lit(v: Var, x: Any) -> z3.ExprRef:
+    return z3.BoolVal(bool(x)) if v.boolean else z3.IntVal(int(x))
+
+
+def _py(v: z3.ExprRef) -> Any:
+    if z3.is_true(v):
+        return True
+    if z3.is_false(v):
+        return False
+    return v.as_long()  # type: ignore[attr-defined]
+
+
+class Universe:
+    """One reading of the spec: its sorts' sizes (``sizes``; an unbounded sort absent), a fresh
+    pre-state, the initial state, and one step per action (symbolic arguments) or, when every
+    sort is finite, per move (concrete arguments)."""
+
+    def __init__(
+        self, spec: Spec, sizes: Mapping[str, int] | None, tag: str, per_move: bool = False
+    ):
+        self.spec = spec
+        unbounded = spec.unbounded if sizes is None else ()
+        doms = {
+            s: range(sizes[s]) if sizes is not None and s in sizes else r
+            for s, r in spec.domains.items()
+            if s not in unbounded
+        }
+        self.b = _Logic(doms, unbounded)
+        self.sizes = {s: len(r) for s, r in doms.items()}
+        self.unbounded = tuple(unbounded)
+        self.pre = self._fresh(tag)
+        self.init = self._initial()
+        self.typed = to_bool(self.well_typed(self.pre))
+        self.steps = self._steps(tag, per_move)
+
+    # states
+
+    def _slots(self, v: Var) -> int | None:
+        """The number of slots of keyed ``v`` here, or None over an unbounded sort."""
+        assert v.keys is not None
+        if v.sort is None:
+            return v.keys
+        return None if v.sort in self.unbounded else self.sizes[v.sort]
+
+    def _fresh(self, tag: str) -> _State:
+        vals: dict[str, Any] = {}
+        for v in self.spec.vars:
+            if v.keys is None:
+                vals[v.name] = z3.Const(f"{tag}.{v.name}", _z3sort(v))
+                continue
+            n = self._slots(v)
+            if n is None:
+                vals[v.name] = z3.Array(f"{tag}.{v.name}", z3.IntSort(), _z3sort(v))
+            else:
+                slots = [z3.Const(f"{tag}.{v.name}[{k}]", _z3sort(v)) for k in range(n)]
+                vals[v.name] = Vec(slots, _lit(v, v.init))
+        return _State(vals)
+
+    def _initial(self) -> _State:
+        vals: dict[str, Any] = {}
+        for v in self.spec.vars:
+            d = _lit(v, v.init)
+            if v.keys is None:
+                vals[v.name] = d
+                continue
+            n = self._slots(v)
+            vals[v.name] = z3.K(z3.IntSort(), d) if n is None else Vec([d] * n, d)
+        return _State(vals)
+
+    def literal(self, s: Any) -> _State:
+        """A concrete state as z3 literals (every slot of a finite universe)."""
+        vals: dict[str, Any] = {}
+        for v in self.spec.vars:
+            x = getattr(s, v.name)
+            d = _lit(v, v.init)
+            vals[v.name] = _lit(v, x) if v.keys is None else Vec([_lit(v, y) for y in x], d)
+        return _State(vals)
+
+    def well_typed(self, s: _State) -> Any:
+        """Every slot holds a value of its variable: its range, or the sort it names, or (a
+        growing natural) at least its lower end."""
+        b = self.b
+
+        def slot(v: Var, x: Any) -> Any:
+            if v.boolean:
+                return True
+            if v.ref is not None:
+                none = (NONE,) if v.lo == NONE else ()
+                dom = b.finite(v.ref)
+                return x >= (NONE if none else 0) if dom is None else b.In(x, none + dom)
+            if v.grows:
+                return x >= v.lo
+            return b.And(x >= v.lo, x <= v.hi)
+
+        parts = []
+        for v in self.spec.vars:
+            x = getattr(s, v.name)
+            if v.keys is None:
+                parts.append(slot(v, x))
+            elif isinstance(x, Vec):
+                parts += [slot(v, t) for t in x.slots]
+            else:
+                assert v.sort is not None
+                parts.append(b.ForAll(v.sort, lambda k, v=v, x=x: slot(v, x[k])))
+        return b.And(*parts)
+
+    def apply(self, s: _State, writes: list[Write]) -> _State:
+        """Stores in list order, each under its ``when`` (``model/logic.py``'s semantics)."""
+        vals = s.fields()
+        for w in writes:
+            when = w.when
+            if isinstance(when, bool) and not when:
+                continue
+            v = self.spec.var(w.field)
+            value = w.value
+            if isinstance(value, (bool, int)):
+                value = _lit(v, value)
+            old = vals[w.field]
+            if isinstance(old, Vec):
+                vals[w.field] = old.store(w.key, value, when)
+                continue
+            new = value if w.key is None else z3.Store(old, w.key, value)
+            vals[w.field] = new if isinstance(when, bool) else z3.If(when, new, old)
+        return _State(vals)
+
+    # steps
+
+    def _steps(self, tag: str, per_move: bool) -> list[_Step]:
+        out = []
+        if per_move:
+            for m in self.spec.moves():
+                out.append(_Step(self, m.act.name, m, {}, True))
+            return out
+        for a in self.spec.acts:
+            args: dict[str, Any] = {}
+            params = []
+            for p, size in a.params:
+                x = z3.Int(f"{tag}.{a.name}.{p}")
+                args[p] = x
+                sort = a.sort_of(p)
+                if sort is None:
+                    if self.unbounded:
+                        raise ValueError(f"{a.name}: parameter {p} has no sort")
+                    params.append(self.b.And(x >= 0, x < size))
+                elif sort in self.unbounded:
+                    params.append(x >= 0)
+                else:
+                    params.append(self.b.In(x, self.b.finite(sort) or ()))
+            m = Move(a, tuple(args.items()))
+            out.append(_Step(self, a.name, m, args, self.b.And(*params)))
+        return out
+
+
+class _Step:
+    """One action (or move) on the universe's pre-state: its guard, output and post-state."""
+
+    def __init__(self, u: Universe, name: str, m: Move, args: dict[str, Any], params: Any):
+        self.name, self.move, self.args = name, m, args
+        kw = m.kw
+        self.guard = to_bool(m.act.guard(u.b, u.pre, **kw))
+        self.out = m.act.outputs(u.b, u.pre, **kw)
+        self.post = u.apply(u.pre, m.act.effect(u.b, u.pre, **kw))
+        self.params = to_bool(params)
+
+
+@dataclass
+class Proved:
+    """What :func:`prove` found: per ``always``/``step`` property and ``in_range`` (every slot
+    keeps a value of its variable) ``proved``, ``not proved`` (with a counterexample to
+    induction) or ``unknown``; the auxiliary invariants kept and dropped; whether the proof is
+    for any size (``unbounded``) or at the spec's bounds."""
+
+    spec: Spec
+    unbounded: bool = False
+    verdicts: dict[str, str] = field(default_factory=dict)
+    ctis: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    kept: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    queries: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return all(v == "proved" for v in self.verdicts.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.spec.model,
+            "design": self.spec.design,
+            "bounds": dict(self.spec.bounds),
+            "unbounded": list(self.spec.unbounded) if self.unbounded else [],
+            "properties": {
+                k: {
+                    "verdict": v,
+                    "counterexample_to_induction": self.ctis.get(k),
+                    **({"note": self.notes[k]} if k in self.notes else {}),
+                }
+                for k, v in self.verdicts.items()
+            },
+            "auxiliary_kept": self.kept,
+            "auxiliary_dropped": self.dropped,
+            "seconds": round(self.seconds, 3),
+            "queries": self.queries,
+            "ok": self.ok,
+        }
+
+
+def prove(
+    spec: Spec,
+    budget: float = DEFAULT_BUDGET,
+    timeout: float = DEFAULT_TIMEOUT,
+    unbounded: bool = True,
+) -> Proved:
+    """Induction over ``spec`` (see the module text): for any size of its ``unbounded`` sorts
+    (unless ``unbounded`` is false: then at its bounds)."""
+    with strict_truth():
+        return _Prover(spec, budget, timeout, unbounded).run()
+
+
+class _Prover:
+    def __init__(self, spec: Spec, budget: float, timeout: float, unbounded: bool):
+        self.spec = spec
+        self.rlimit = int(budget * 1_000_000)
+        self.timeout_ms = int(timeout * 1000)
+        self.queries = 0
+        self.unbounded = unbounded and bool(spec.unbounded)
+        # at the spec's own bounds, one step per move (concrete arguments); otherwise one per
+        # action, its arguments symbolic
+        self.U = (
+            Universe(spec, None, "pre")
+            if self.unbounded
+            else Universe(spec, {}, "pre", per_move=True)
+        )
+        self._finite: dict[tuple[tuple[str, int], ...], Universe] = {}
+        # at bounds: one solver per kept set (its assumptions asserted once), the terms of each
+        # property cached
+        self._solvers: dict[tuple[str, ...], z3.Solver] = {}
+        self._terms: dict[tuple[str, int, bool], Any] = {}
+
+    def _universes(self) -> Iterable[Universe]:
+        """The finite universes a counterexample is looked for on, smallest first."""
+        if not self.unbounded:
+            yield self.U
+            return
+        sizes = self.spec.universes or tuple(
+            sorted(
+                (tuple(zip(self.spec.unbounded, ns, strict=True)))
+                for ns in product((1, 2), repeat=len(self.spec.unbounded))
+            )
+        )
+        for fin in sizes:
+            if fin not in self._finite:
+                tag = "cti" + "".join(str(n) for _, n in fin)
+                self._finite[fin] = Universe(self.spec, dict(fin), tag)
+            yield self._finite[fin]
+
+    def _check(self, formulas: list[Any], quick: bool = False) -> tuple[Any, Any]:
+        s = z3.Solver()
+        if self.unbounded:
+            s.set("rlimit", min(self.rlimit, QUICK_UNITS) if quick else self.rlimit)
+        s.set("timeout", self.timeout_ms)
+        s.add(*formulas)
+        self.queries += 1
+        res = solve(s, self.timeout_ms)
+        return res, (s.model() if res == z3.sat else None)
+
+    def _goal(self, U: Universe, p: Prop | None, st: _Step, on_step: bool) -> Any:
+        if U is self.U:
+            key = (IN_RANGE if p is None else p.name, id(st), on_step)
+            if key not in self._terms:
+                self._terms[key] = self._make_goal(U, p, st, on_step)
+            return self._terms[key]
+        return self._make_goal(U, p, st, on_step)
+
+    def _make_goal(self, U: Universe, p: Prop | None, st: _Step, on_step: bool) -> Any:
+        if p is None:
+            return to_bool(U.well_typed(st.post))
+        if on_step:
+            return to_bool(p.on_step(U.b, U.pre, st.post, st.move, st.out))
+        return to_bool(p.fn(U.b, st.post))
+
+    def _hyps(self, U: Universe, st: _Step, kept: list[Prop]) -> list[Any]:
+        return [U.typed, st.params, st.guard] + [to_bool(h.fn(U.b, U.pre)) for h in kept]
+
+    def _obligation(
+        self, kept: list[Prop], p: Prop | None, idx: int, on_step: bool = False
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Whether ``p`` (None: typedness) holds after (``on_step``: on) step ``idx`` from every
+        well-typed state where ``kept`` holds: ``ok``, ``cti`` (with the counterexample, when
+        one is shown) or ``unknown``."""
+        U = self.U
+        st = U.steps[idx]
+        goal = self._goal(U, p, st, on_step)
+        if z3.is_true(z3.simplify(goal)):
+            return "ok", None
+        if not self.unbounded:
+            res, model = self._at_bounds(kept, st, goal)
+            if res == z3.unsat:
+                return "ok", None
+            if res == z3.sat:
+                return "cti", self._render(U, p, st, model)
+            return "unknown", None
+        formulas = self._hyps(U, st, kept) + [z3.Not(goal)]
+        res, model = self._check(formulas, quick=True)
+        if res == z3.unsat:
+            return "ok", None
+        for F in self._universes():
+            fst = F.steps[idx]
+            fgoal = self._goal(F, p, fst, on_step)
+            r2, m2 = self._check(self._hyps(F, fst, kept) + [z3.Not(fgoal)])
+            if r2 == z3.sat:
+                return "cti", self._render(F, p, fst, m2)
+        if res == z3.unknown:
+            res, _ = self._check(formulas)
+            if res == z3.unsat:
+                return "ok", None
+        if res == z3.sat:
+            return "cti", None
+        return "unknown", None
+
+    def _at_bounds(self, kept: list[Prop], st: _Step, goal: Any) -> tuple[Any, Any]:
+        """One obligation at the spec's bounds, on the solver that holds ``kept``."""
+        key = tuple(p.name for p in kept)
+        s = self._solvers.get(key)
+        if s is None:
+            U = self.U
+            s = z3.Solver()
+            s.set("timeout", self.timeout_ms)
+            s.add(U.typed, *[self._pre(h) for h in kept])
+            self._solvers = {key: s}
+        s.push()
+        s.add(st.params, st.guard, z3.Not(goal))
+        self.queries += 1
+        res = solve(s, self.timeout_ms)
+        model = s.model() if res == z3.sat else None
+        s.pop()
+        return res, model
+
+    def _pre(self, p: Prop) -> Any:
+        key = (p.name, -1, False)
+        if key not in self._terms:
+            self._terms[key] = to_bool(p.fn(self.U.b, self.U.pre))
+        return self._terms[key]
+
+    def _render(self, U: Universe, p: Prop | None, st: _Step, model: Any) -> dict[str, Any]:
+        spec = self.spec
+        a = self._concrete(U, model, U.pre)
+        z = self._concrete(U, model, st.post)
+        kw = {k: _py(model.eval(v, model_completion=True)) for k, v in st.args.items()}
+        kw = kw or st.move.kw
+        act = st.move.act
+        name = IN_RANGE if p is None else p.name
+        if act.tell is not None:
+            b = Concrete({s: range(n) for s, n in U.sizes.items()})
+            story = act.tell(kw, a, z, act.outputs(b, a, **kw))
+        else:
+            story = act.story(kw)
+        args = ", ".join(f"{k}={v}" for k, v in kw.items())
+        return {
+            "broken": name,
+            "action": act.name,
+            "args": kw,
+            "story": story,
+            "universe": dict(U.sizes),
+            "pre": describe(spec, a),
+            "post": describe(spec, z),
+            "changes": changes(spec, a, z),
+            "text": f"{name} is not inductive: from a state where the invariants hold, "
+            f"{act.name}({args}) leads to one where it fails",
+        }
+
+    def _concrete(self, U: Universe, model: Any, s: _State) -> Any:
+        vals = []
+        for v in self.spec.vars:
+            x = getattr(s, v.name)
+            if v.keys is None:
+                vals.append(_py(model.eval(x, model_completion=True)))
+                continue
+            if isinstance(x, Vec):
+                terms = x.slots
+            else:
+                terms = [x[k] for k in range(U.sizes.get(v.sort or "", v.keys))]
+            vals.append(tuple(_py(model.eval(t, model_completion=True)) for t in terms))
+        return self.spec.state_type(*vals)
+
+    def run(self) -> Proved:
+        t0 = time.perf_counter()
+        spec, U = self.spec, self.U
+        res = Proved(spec, unbounded=self.unbounded)
+        invs = [p for p in spec.props if p.kind == "always"]
+        steps = [p for p in spec.props if p.kind == "step"]
+        ctis: dict[str, dict[str, Any] | None] = {}
+        unknown: dict[str, str] = {}
+        kept: list[Prop] = []
+        for p in invs + list(spec.aux):
+            r, _ = self._check([z3.Not(to_bool(p.fn(U.b, U.init)))])
+            if r == z3.unsat:
+                kept.append(p)
+            elif r == z3.sat:
+                ctis[p.name] = {"initial": True, "text": f"{p.name} fails in the initial state"}
+            else:
+                unknown[p.name] = "initial state: the solver gave up"
+        # Houdini: drop a candidate not preserved from a state where every kept one holds, and
+        # try the rest again without it
+        changed = True
+        while changed:
+            changed = False
+            for idx, st in enumerate(U.steps):
+                for p in list(kept):
+                    verdict, cti = self._obligation(kept, p, idx)
+                    if verdict == "ok":
+                        continue
+                    kept.remove(p)
+                    changed = True
+                    if verdict == "cti":
+                        ctis[p.name] = cti or _no_cti(p.name, st.name)
+                    else:
+                        unknown[p.name] = f"preserved by {st.name}: the solver gave up"
+        res.kept = [p.name for p in spec.aux if p in kept]
+        res.dropped = [p.name for p in spec.aux if p not in kept]
+        # typedness: assumed in every pre-state above, so proved here under the kept set
+        typed = "proved"
+        for idx, st in enumerate(U.steps):
+            verdict, cti = self._obligation(kept, None, idx)
+            if verdict == "ok":
+                continue
+            if verdict == "cti":
+                typed = "not proved"
+                ctis[IN_RANGE] = cti or _no_cti(IN_RANGE, st.name)
+            else:
+                typed = "unknown"
+                unknown[IN_RANGE] = f"{st.name}: the solver gave up on the slots' ranges"
+            break
+        for p in steps:
+            for idx, st in enumerate(U.steps):
+                verdict, cti = self._obligation(kept, p, idx, on_step=True)
+                if verdict == "ok":
+                    continue
+                if verdict == "cti":
+                    ctis[p.name] = cti or _no_cti(p.name, st.name)
+                else:
+                    unknown[p.name] = f"on {st.name}: the solver gave up"
+                break
+        for name in [p.name for p in invs] + [IN_RANGE] + [p.name for p in steps]:
+            if name in unknown:
+                res.verdicts[name] = "unknown"
+                res.notes[name] = unknown[name]
+            elif name in ctis:
+                res.verdicts[name] = "not proved"
+                cti = ctis[name]
+                if cti is not None:
+                    res.ctis[name] = cti
+            elif typed != "proved":
+                res.verdicts[name] = typed
+                res.notes[name] = "rests on every slot keeping a value of its variable"
+                res.ctis[name] = {"initial": True, "text": f"{name} {res.notes[name]}, not proved"}
+            else:
+                res.verdicts[name] = "proved"
+        res.seconds = time.perf_counter() - t0
+        res.queries = self.queries
+        return res
+
+
+def _no_cti(name: str, action: str) -> dict[str, Any]:
+    return {
+        "initial": True,
+        "text": f"{name} is not preserved by {action} (no counterexample within the finite "
+        "universes tried)",
+    }
