@@ -67,7 +67,9 @@ def _available() -> dict:
 
 
 #: the models ``check`` knows, in the order it reports them
-MODELS = ("session", "lease", "rounds", "resume")
+MODELS = ("session", "lease", "rounds", "resume", "tasks")
+#: the small models (``mcp_inflight/cli_small.py``)
+SMALL = MODELS[2:]
 
 
 def _designs_of(model: str) -> list[str]:
@@ -115,7 +117,7 @@ def _plan(args: argparse.Namespace) -> dict[str, list[str]]:
     if args.no_lease:
         chosen = [m for m in chosen if m != "lease"]
     if args.no_paths:
-        chosen = [m for m in chosen if m not in ("rounds", "resume")]
+        chosen = [m for m in chosen if m not in SMALL]
     plan: dict[str, list[str]] = {}
     for m in chosen:
         names = _designs_of(m)
@@ -166,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="all",
         type=choice([*MODELS, "all"], "model"),
-        help="session | lease | rounds | resume | all (default: all)",
+        help=" | ".join([*MODELS, "all"]) + " (default: all)",
     )
     add_profile_options(
         c,
@@ -180,7 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
         + "; rounds: "
         + " | ".join(_designs_of("rounds"))
         + "; resume: "
-        + " | ".join(_designs_of("resume")),
+        + " | ".join(_designs_of("resume"))
+        + "; tasks: "
+        + " | ".join(_designs_of("tasks")),
         default_design=None,
     )
     c.add_argument(
@@ -348,11 +352,13 @@ def cmd_check(args) -> int:
         lease = cli_lease.check_section(cache, plan["lease"], prove=not args.no_prove)
         cells += cli_lease.cells(lease)
     paths = None
-    small = {m: d for m, d in plan.items() if m in ("rounds", "resume")}
+    small = {m: d for m, d in plan.items() if m in SMALL}
     if small:
         from mcp_inflight import cli_small
 
-        default = all(d == _designs_of(m)[:1] for m, d in small.items()) and len(small) == 2
+        default = all(d == _designs_of(m)[:1] for m, d in small.items()) and len(small) == len(
+            SMALL
+        )
         paths = cli_small.check_section(cache, None if default else small, not args.no_prove)
         cells += [c for r in paths for c in r.cells]
     from mcp_inflight.proofs import discipline

@@ -22,6 +22,7 @@ from mcp_inflight.proofs.small import Checked, check, cti_lines, trace_text
 MODELS = {
     "rounds": "mcp_inflight.model.rounds",
     "resume": "mcp_inflight.model.resume",
+    "tasks": "mcp_inflight.model.tasks",
 }
 
 
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="all",
         choices=[*MODELS, "all"],
-        help="rounds | resume | all (default: all)",
+        help=" | ".join([*MODELS, "all"]) + " (default: all)",
     )
     p.add_argument(
         "--design",
@@ -237,7 +238,7 @@ def check_text(section: list[Summary]) -> str:
     from mcp_inflight.report import cells_text
 
     title = (
-        "Input-required rounds and resumption, the small models (explored and proved by "
+        "The small models: input-required rounds, resumption, tasks, subscriptions (explored and proved by "
         "induction at their bounds only: 'proved at bounds'; 'mcp-inflight paths' for more):"
     )
     return cells_text(title, [c for r in section for c in r.cells])
