@@ -67,7 +67,7 @@ def _available() -> dict:
 
 
 #: the models ``check`` knows, in the order it reports them
-MODELS = ("session", "lease", "rounds", "resume", "tasks")
+MODELS = ("session", "lease", "rounds", "resume", "tasks", "subscriptions")
 #: the small models (``mcp_inflight/cli_small.py``)
 SMALL = MODELS[2:]
 
@@ -184,7 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
         + "; resume: "
         + " | ".join(_designs_of("resume"))
         + "; tasks: "
-        + " | ".join(_designs_of("tasks")),
+        + " | ".join(_designs_of("tasks"))
+        + "; subscriptions: "
+        + " | ".join(_designs_of("subscriptions")),
         default_design=None,
     )
     c.add_argument(

@@ -23,6 +23,7 @@ MODELS = {
     "rounds": "mcp_inflight.model.rounds",
     "resume": "mcp_inflight.model.resume",
     "tasks": "mcp_inflight.model.tasks",
+    "subscriptions": "mcp_inflight.model.subscriptions",
 }
 
 
