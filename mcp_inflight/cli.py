@@ -50,7 +50,7 @@ DELEGATED = {
     ),
     "paths": (
         "mcp_inflight.cli_small",
-        "check the small models: input-required rounds, resumption",
+        "check the small models: input-required rounds, resumption, tasks, subscriptions",
     ),
     "lease": (
         "mcp_inflight.cli_lease",
@@ -147,12 +147,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="explore every reachable state of every model and judge its properties",
         description="Check the models: the request lifecycle of one session (session), the "
         "lease protocol of many workers sharing a store (lease), 2026-07-28 input-required "
-        "rounds (rounds) and resumable 2025-11-25 streams (resume); by default all four, each "
+        "rounds (rounds), resumable 2025-11-25 streams (resume), the task lifecycle of both "
+        "revisions (tasks) and 2026-07-28 subscriptions/listen (subscriptions); by default all "
+        "six, each "
         "at its safe design and default bounds. Each is explored (every reachable state, "
         "breadth-first, so every counterexample is a shortest one) and its invariants are "
         "proved with z3. Every verdict is one of: 'proved' (inductive for any number of ids, "
         "instances and workers: the session and lease models), 'proved at bounds' (the "
-        "induction ran on the finite universe of the bounds: rounds, resume), 'holds "
+        "induction ran on the finite universe of the bounds: rounds, resume, tasks, "
+        "subscriptions), 'holds "
         "(explored)' (only the explorer judged it: liveness, or --no-prove), 'fails', 'not "
         "proved', 'unknown' (the solver gave up: never a pass), 'reached' / 'not reached' "
         "(witnesses), 'not applicable'. Exit 0 when every invariant holds and is proved and "
@@ -266,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--no-paths",
         action="store_true",
-        help="leave out the small models, rounds and resume (as --model would)",
+        help="leave out the small models: " + ", ".join(SMALL) + " (as --model would)",
     )
     add_prover_options(c, "prover: ")
     for name, (_, helptext) in _available().items():

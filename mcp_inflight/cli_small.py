@@ -1,4 +1,4 @@
-"""Command line: ``mcp-inflight paths`` (the small models: input-required rounds, resumption).
+"""Command line: ``mcp-inflight paths`` (the small models: rounds, resumption, tasks, subscriptions).
 
 Each small model (``model/rounds.py``, ``model/resume.py``) is explored exhaustively and proved
 by induction with ``proofs/small.py``, at one design or all of them.  The safe design (the first
@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="mcp-inflight paths",
         description="Check the small models beside the session model: 2026-07-28 "
-        "input-required rounds with a client-held requestState (rounds), and resumable "
-        "2025-11-25 streams (resume). Each is explored exhaustively (breadth first: shortest "
+        "input-required rounds with a client-held requestState (rounds), resumable "
+        "2025-11-25 streams (resume), the task lifecycle of both revisions (tasks) and "
+        "2026-07-28 subscriptions/listen (subscriptions). Each is explored exhaustively (breadth first: shortest "
         "traces) and proved by induction with z3 at the given bounds. Exit 0 when each safe "
         "design holds every property, reaches every witness and is proved, and each mutant "
         "asked for is caught; 1 otherwise; 2 on a usage error.",
