@@ -50,7 +50,7 @@ DELEGATED = {
     ),
     "paths": (
         "mcp_inflight.cli_small",
-        "check the small models: input-required rounds, resumption",
+        "check the small models: input-required rounds, resumption, tasks, subscriptions",
     ),
     "lease": (
         "mcp_inflight.cli_lease",
@@ -67,7 +67,9 @@ def _available() -> dict:
 
 
 #: the models ``check`` knows, in the order it reports them
-MODELS = ("session", "lease", "rounds", "resume")
+MODELS = ("session", "lease", "rounds", "resume", "tasks", "subscriptions")
+#: the small models (``mcp_inflight/cli_small.py``)
+SMALL = MODELS[2:]
 
 
 def _designs_of(model: str) -> list[str]:
@@ -115,7 +117,7 @@ def _plan(args: argparse.Namespace) -> dict[str, list[str]]:
     if args.no_lease:
         chosen = [m for m in chosen if m != "lease"]
     if args.no_paths:
-        chosen = [m for m in chosen if m not in ("rounds", "resume")]
+        chosen = [m for m in chosen if m not in SMALL]
     plan: dict[str, list[str]] = {}
     for m in chosen:
         names = _designs_of(m)
@@ -145,12 +147,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="explore every reachable state of every model and judge its properties",
         description="Check the models: the request lifecycle of one session (session), the "
         "lease protocol of many workers sharing a store (lease), 2026-07-28 input-required "
-        "rounds (rounds) and resumable 2025-11-25 streams (resume); by default all four, each "
+        "rounds (rounds), resumable 2025-11-25 streams (resume), the task lifecycle of both "
+        "revisions (tasks) and 2026-07-28 subscriptions/listen (subscriptions); by default all "
+        "six, each "
         "at its safe design and default bounds. Each is explored (every reachable state, "
         "breadth-first, so every counterexample is a shortest one) and its invariants are "
         "proved with z3. Every verdict is one of: 'proved' (inductive for any number of ids, "
         "instances and workers: the session and lease models), 'proved at bounds' (the "
-        "induction ran on the finite universe of the bounds: rounds, resume), 'holds "
+        "induction ran on the finite universe of the bounds: rounds, resume, tasks, "
+        "subscriptions), 'holds "
         "(explored)' (only the explorer judged it: liveness, or --no-prove), 'fails', 'not "
         "proved', 'unknown' (the solver gave up: never a pass), 'reached' / 'not reached' "
         "(witnesses), 'not applicable'. Exit 0 when every invariant holds and is proved and "
@@ -166,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="all",
         type=choice([*MODELS, "all"], "model"),
-        help="session | lease | rounds | resume | all (default: all)",
+        help=" | ".join([*MODELS, "all"]) + " (default: all)",
     )
     add_profile_options(
         c,
@@ -180,7 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
         + "; rounds: "
         + " | ".join(_designs_of("rounds"))
         + "; resume: "
-        + " | ".join(_designs_of("resume")),
+        + " | ".join(_designs_of("resume"))
+        + "; tasks: "
+        + " | ".join(_designs_of("tasks"))
+        + "; subscriptions: "
+        + " | ".join(_designs_of("subscriptions")),
         default_design=None,
     )
     c.add_argument(
@@ -260,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--no-paths",
         action="store_true",
-        help="leave out the small models, rounds and resume (as --model would)",
+        help="leave out the small models: " + ", ".join(SMALL) + " (as --model would)",
     )
     add_prover_options(c, "prover: ")
     for name, (_, helptext) in _available().items():
@@ -358,11 +367,13 @@ def cmd_check(args) -> int:
         lease = cli_lease.check_section(cache, plan["lease"], prove=not args.no_prove)
         cells += cli_lease.cells(lease)
     paths = None
-    small = {m: d for m, d in plan.items() if m in ("rounds", "resume")}
+    small = {m: d for m, d in plan.items() if m in SMALL}
     if small:
         from mcp_inflight import cli_small
 
-        default = all(d == _designs_of(m)[:1] for m, d in small.items()) and len(small) == 2
+        default = all(d == _designs_of(m)[:1] for m, d in small.items()) and len(small) == len(
+            SMALL
+        )
         paths = cli_small.check_section(cache, None if default else small, not args.no_prove)
         cells += [c for r in paths for c in r.cells]
     from mcp_inflight.proofs import discipline

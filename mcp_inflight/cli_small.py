@@ -1,4 +1,4 @@
-"""Command line: ``mcp-inflight paths`` (the small models: input-required rounds, resumption).
+"""Command line: ``mcp-inflight paths`` (the small models: rounds, resumption, tasks, subscriptions).
 
 Each small model (``model/rounds.py``, ``model/resume.py``) is explored exhaustively and proved
 by induction with ``proofs/small.py``, at one design or all of them.  The safe design (the first
@@ -22,6 +22,8 @@ from mcp_inflight.proofs.small import Checked, check, cti_lines, trace_text
 MODELS = {
     "rounds": "mcp_inflight.model.rounds",
     "resume": "mcp_inflight.model.resume",
+    "tasks": "mcp_inflight.model.tasks",
+    "subscriptions": "mcp_inflight.model.subscriptions",
 }
 
 
@@ -48,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="mcp-inflight paths",
         description="Check the small models beside the session model: 2026-07-28 "
-        "input-required rounds with a client-held requestState (rounds), and resumable "
-        "2025-11-25 streams (resume). Each is explored exhaustively (breadth first: shortest "
+        "input-required rounds with a client-held requestState (rounds), resumable "
+        "2025-11-25 streams (resume), the task lifecycle of both revisions (tasks) and "
+        "2026-07-28 subscriptions/listen (subscriptions). Each is explored exhaustively (breadth first: shortest "
         "traces) and proved by induction with z3 at the given bounds. Exit 0 when each safe "
         "design holds every property, reaches every witness and is proved, and each mutant "
         "asked for is caught; 1 otherwise; 2 on a usage error.",
@@ -60,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="all",
         choices=[*MODELS, "all"],
-        help="rounds | resume | all (default: all)",
+        help=" | ".join([*MODELS, "all"]) + " (default: all)",
     )
     p.add_argument(
         "--design",
@@ -237,7 +240,7 @@ def check_text(section: list[Summary]) -> str:
     from mcp_inflight.report import cells_text
 
     title = (
-        "Input-required rounds and resumption, the small models (explored and proved by "
+        "The small models: input-required rounds, resumption, tasks, subscriptions (explored and proved by "
         "induction at their bounds only: 'proved at bounds'; 'mcp-inflight paths' for more):"
     )
     return cells_text(title, [c for r in section for c in r.cells])

@@ -99,9 +99,10 @@ def test_the_verdict_words_say_how_far_each_guarantee_reaches():
     # unbounded induction: session and lease; induction on the bounds' universe: the small ones
     assert words["session"] <= {"proved", "not applicable"} and "proved" in words["session"]
     assert words["lease"] == {"proved"}
-    assert words["rounds"] == words["resume"] == {"proved at bounds"}
+    for small in ("rounds", "resume", "tasks", "subscriptions"):
+        assert words[small] == {"proved at bounds"}
     assert (
-        "(proved: session, lease; proved at bounds: rounds, resume)"
+        "(proved: session, lease; proved at bounds: rounds, resume, tasks, subscriptions)"
         in check("--revision", "2026-07-28", "--transport", "stdio").stdout
     )
     q = check("--model", "resume", "--no-prove", "--json")
