@@ -21,6 +21,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +33,8 @@ MERMAID_CACHE = Path(
 )
 #: The width help texts are wrapped at on the reference page.
 HELP_COLUMNS = "100"
+#: The link trees made by this build, removed after it.
+LAYOUTS: list[Path] = []
 
 
 def commands() -> list[str]:
@@ -103,6 +106,74 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+JUNIT_COMMAND = [
+    "check",
+    "--model",
+    "session",
+    "--design",
+    "unguarded",
+    "--revision",
+    "2026-07-28",
+    "--transport",
+    "stdio",
+    "--no-prove",
+    "--no-sensitivity",
+    "--no-progress",
+]
+
+
+def junit_example(cases: int = 3) -> str:
+    """The first test cases of a JUnit file that ``check`` writes, indented for reading."""
+    import xml.etree.ElementTree as ET
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "check.xml"
+        subprocess.run(
+            [sys.executable, "-m", "mcp_inflight", *JUNIT_COMMAND, "--junit-xml", str(out)],
+            capture_output=True,
+            cwd=ROOT,
+            timeout=300,
+        )
+        suite = ET.parse(out).getroot()
+    for case in list(suite)[cases:]:
+        suite.remove(case)
+    ET.indent(suite)
+    return "```xml\n" + ET.tostring(suite, encoding="unicode") + "\n```\n"
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    if "<!-- junit-example -->" in markdown:
+        markdown = markdown.replace("<!-- junit-example -->", junit_example())
+    return markdown
+
+
+def installed_layout() -> Path:
+    """A directory in which ``mcp_inflight`` is laid out as installed (pyproject's package-dir
+    maps ``impl/``, ``model/`` and ``proofs/`` into it), of links to the sources, so that the
+    API reference finds ``mcp_inflight.impl`` where an import does."""
+    import tomllib
+
+    dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    top = Path(tempfile.mkdtemp(prefix="mcp-inflight-api-"))
+    package = top / "mcp_inflight"
+    package.mkdir()
+    for entry in (ROOT / dirs["mcp_inflight"]).iterdir():
+        (package / entry.name).symlink_to(entry)
+    for name, folder in dirs.items():
+        if name != "mcp_inflight":
+            (package / name.split(".", 1)[1]).symlink_to(ROOT / folder)
+    return top
+
+
+@event_priority(100)  # before mkdocstrings makes its handler, which reads the paths once
+def on_config(config):
+    handlers = config["plugins"]["mkdocstrings"].config["handlers"]
+    layout = installed_layout()
+    LAYOUTS.append(layout)
+    handlers.setdefault("python", {})["paths"] = [str(layout)]
+    return config
+
+
 def on_files(files: Files, config) -> Files:
     site = config["site_dir"]
     urls = config["use_directory_urls"]
@@ -120,3 +191,5 @@ def on_files(files: Files, config) -> Files:
 def on_post_build(config) -> None:
     # the hooks are not part of the site
     shutil.rmtree(Path(config["site_dir"]) / "_hooks", ignore_errors=True)
+    while LAYOUTS:
+        shutil.rmtree(LAYOUTS.pop(), ignore_errors=True)
