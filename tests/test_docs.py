@@ -8,8 +8,9 @@ A tutorial marks what the test does with an HTML comment (invisible on the site)
   ``<!-- run slow needs=PROGRAM -->``: the fenced shell block is run there with bash (in page
   order, after every file is written), and must exit 0 (or N); ``slow`` blocks run with
   ``-m slow``, and a block whose PROGRAM is not installed is skipped, saying so;
-- ``<!-- output -->``: every line of the fenced block must appear in what the run block just
-  before it printed (a line ``...`` stands for lines left out).
+- ``<!-- output -->``: every line of the fenced block must appear (within a printed line, so a
+  time can be left out) in what the run block just before it printed; a line ``...`` stands for
+  lines left out.
 
 ``.venv/bin/`` in a command means this interpreter's folder, so the commands run as printed in
 any virtual environment. The working folder is a fresh temporary one.
@@ -86,7 +87,7 @@ def blocks(page: Path) -> list[Block]:
     for kind, opts, body in MARK.findall(page.read_text()):
         words = opts.split()
         if kind == "file":
-            options = {"path": words[0].lstrip(":").strip()} if words else {}
+            options = {"path": opts.strip().lstrip(":").strip()}
             flags: set[str] = set()
         else:
             options = dict(w.split("=", 1) for w in words if "=" in w)
@@ -130,8 +131,8 @@ def run_tutorial(page: Path, tmp_path: Path, slow: bool) -> int:
             f"{page.name}: exit {done.returncode}, not {want}, from\n{b.body}\n"
             f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
         )
-        printed = {line.rstrip() for line in done.stdout.splitlines()}
-        missing = [line for line in b.output if line.rstrip() not in printed]
+        printed = [line.rstrip() for line in done.stdout.splitlines()]
+        missing = [line for line in b.output if not any(line.strip() in got for got in printed)]
         assert missing == [], f"{page.name}: not printed by\n{b.body}\n{missing}\n{done.stdout}"
         ran += 1
     return ran
