@@ -8,6 +8,7 @@ import json
 import os
 import sys
 
+from mcp_inflight import __version__
 from mcp_inflight.cli_common import (
     DEFAULT_IDS,
     DEFAULT_REQUESTS,
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mcp-inflight",
         description="The request lifecycle of MCP servers as one verified state machine.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     c = sub.add_parser(
         "check",

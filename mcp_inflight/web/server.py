@@ -53,6 +53,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from urllib.parse import parse_qs, urlsplit
 
+from mcp_inflight.cli_common import DEFAULT_IDS, DEFAULT_REQUESTS
 from mcp_inflight.web import model_api as api
 from mcp_inflight.web import views
 from mcp_inflight.web.jobs import EXPLORE_BUDGET, Busy, Explorations
@@ -358,9 +359,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--transport", default="http", choices=api.transports(), help="transport (default: http)"
     )
-    p.add_argument("--ids", type=int, default=2, help="distinct request ids (default: 2)")
     p.add_argument(
-        "--requests", type=int, default=3, help="request instances (default: 3, as check)"
+        "--ids",
+        type=int,
+        default=DEFAULT_IDS,
+        help=f"distinct request ids (default: {DEFAULT_IDS}, as check)",
+    )
+    p.add_argument(
+        "--requests",
+        type=int,
+        default=DEFAULT_REQUESTS,
+        help=f"request instances (default: {DEFAULT_REQUESTS}, as check)",
     )
     p.add_argument(
         "--port",

@@ -88,6 +88,35 @@ def _step_json(cfg, st) -> dict[str, Any]:
     }
 
 
+def _enabled_rows(cfg, succ, nxt) -> list[dict[str, Any]]:
+    """The enabled moves, one row each, except that moves which differ only in an argument the
+    story does not show (the session's end, taken "by" any of its requests) and lead to the same
+    state are listed once; those that lead to different states say their arguments."""
+    groups: dict[str, list] = {}
+    for st in succ:
+        groups.setdefault(api.step_story(cfg, st), []).append(st)
+    keep: set[str] = set()
+    named: set[str] = set()
+    for steps in groups.values():
+        distinct: dict[Any, Any] = {}
+        # the move the path takes next stands for the others that reach its state
+        for st in sorted(steps, key=lambda st: st.move.token != nxt):
+            distinct.setdefault(st.post, st)
+        keep |= {st.move.token for st in distinct.values()}
+        if len(distinct) > 1:
+            named |= {st.move.token for st in distinct.values()}
+    rows = []
+    for st in succ:
+        if st.move.token not in keep:
+            continue
+        row = dict(_step_json(cfg, st), next=st.move.token == nxt)
+        if st.move.token in named:
+            shown = ", ".join(f"{k}={v}" for k, v in st.move.shown_args().items())
+            row["story"] = f"{row['story']} ({shown})"
+        rows.append(row)
+    return rows
+
+
 def view(q: dict, defaults: dict) -> dict:
     """The page at position ``at`` (default: the end) of ``path`` on the query's configuration.
 
@@ -114,7 +143,7 @@ def view(q: dict, defaults: dict) -> dict:
         "story": api.step_story(cfg, last) if last else "the initial state: nothing sent yet",
         "state": api.state_table(cfg, s, prev),
         "lifecycle": api.lifecycle(cfg, here),
-        "enabled": [dict(_step_json(cfg, st), next=st.move.token == nxt) for st in succ],
+        "enabled": _enabled_rows(cfg, succ, nxt),
         "properties": api.judge(cfg, s, last),
         "diagram": api.diagram(cfg, steps),
     }
