@@ -8,7 +8,9 @@ oracle without asking for it:
 * an app served in process (``support/http_server.py``'s ``start``, the load test's server)
   is wrapped in the trace tap (:func:`tapped`), whose sink only appends each event to a list;
 * a server in its own process (``serve --trace``, the guard in front of the SDK, the stdio
-  server) writes its trace to a file (:func:`trace_file`), read as it grows.
+  server) writes its trace to a file (:func:`trace_file`), read as it grows; a pool of
+  workers sharing sessions through Redis writes one file per worker, read as one trace in the
+  order of the events' times (:func:`pool`).
 
 After each test's call (``tests/conftest.py``'s hook), every live oracle feeds the events it has
 not checked yet to its monitor, and the test fails on a new violation, named with the event no
@@ -56,7 +58,10 @@ class Oracle:
         self.monitor = Monitor(requests=3, ids=1)
         self.events: list[dict[str, Any]] = []
         self._done = 0  # events of ``events`` fed to the monitor
-        self._offset = 0  # bytes of ``path`` read
+        self._offsets: dict[Path, int] = {}  # bytes of each trace file read
+        #: the trace files of a pool of workers, ``path`` with the worker's number appended
+        #: (one session's exchanges go to several workers), checked as one trace
+        self.parts: list[Path] = []
         self._reported = 0  # violations already reported
         self.seen = 0  # violations found so far (reported or expected)
         with _LOCK:
@@ -69,18 +74,30 @@ class Oracle:
     write = feed  # the tap writes to an object with a ``write`` method
 
     def _read(self) -> None:
-        if self.path is None or not self.path.exists():
+        if self.path is None:
             return
-        with open(self.path, "rb") as f:
-            f.seek(self._offset)
-            data = f.read()
-        end = data.rfind(b"\n")
-        if end < 0:
-            return
-        self._offset += end + 1
-        for line in data[:end].split(b"\n"):
-            if line.strip():
-                self.events.append(orjson.loads(line))
+        paths = self.parts or [self.path]
+        new: list[dict[str, Any]] = []
+        for k, path in enumerate(paths):
+            if not path.exists():
+                continue
+            with open(path, "rb") as f:
+                f.seek(self._offsets.get(path, 0))
+                data = f.read()
+            end = data.rfind(b"\n")
+            if end < 0:
+                continue
+            self._offsets[path] = self._offsets.get(path, 0) + end + 1
+            for line in data[:end].split(b"\n"):
+                if line.strip():
+                    ev = orjson.loads(line)
+                    if self.parts and type(ev["exchange"]) is int:
+                        # each worker numbers its POSTs from 1: one name per worker's POST
+                        ev["exchange"] = ev["exchange"] * len(paths) + k
+                    new.append(ev)
+        if self.parts:  # the workers' events in the order they happened
+            new.sort(key=lambda ev: ev["t"])
+        self.events += new
 
     def check(self) -> list[str]:
         """Feed what is new to the monitor; the violations found since the last check."""
@@ -107,8 +124,9 @@ class Oracle:
             if self in _LIVE:
                 _LIVE.remove(self)
         _PENDING.extend(self.check())
-        if self.path is not None:
-            self.path.unlink(missing_ok=True)
+        for path in [self.path, *self.parts]:
+            if path is not None:
+                path.unlink(missing_ok=True)
 
 
 def check_all() -> list[str]:
@@ -150,6 +168,13 @@ def traced_argv(argv: list[str], name: str) -> tuple[list[str], Oracle]:
     new oracle; give the oracle its process: :func:`watch`."""
     o = trace_file(name)
     return [*argv, "--trace", str(o.path)], o
+
+
+def pool(o: Oracle, n: int) -> Oracle:
+    """``o`` reads the traces of ``n`` workers, ``PATH.0`` ... (``redis_pool.py --trace``)."""
+    assert o.path is not None
+    o.parts = [o.path.with_name(f"{o.path.name}.{k}") for k in range(n)]
+    return o
 
 
 def watch(o: Oracle, proc: Any) -> Any:
