@@ -100,3 +100,18 @@ def test_the_transport_answers_under_id_null_are_outside(status):
 
     assert outside(status, call=True) and outside(409, call=False)
     assert not outside(409, call=True) and not outside(200, call=False)
+
+
+def test_a_deeply_nested_id_leaves_its_session_unchecked_not_the_check_dead():
+    """A tool call under an id nested deeper than the mapping can key (the bad-input tests send
+    one): the session is counted unchecked and the check goes on with the others."""
+    from mcp_inflight.trace.format import C2S, event
+
+    deep: object = 1
+    for _ in range(5000):
+        deep = [deep]
+    m = Monitor()
+    m.feed(event("message", 1, C2S, "s", message=tool_call(deep, "echo", {})))
+    m.feed(event("message", 2, C2S, "s", message=tool_call(1, "echo", {})))
+    m.feed(event("message", 3, C2S, "t", message=tool_call(1, "echo", {})))
+    assert m.unchecked == 1 and m.violations == 0 and "t" in m._sessions

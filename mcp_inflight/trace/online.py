@@ -456,16 +456,14 @@ class Monitor:
         if len(self._cut) > 4 * self.max_sessions:
             self._cut.popitem(last=False)
 
-    def _cut_off(self, sid: Any) -> None:
+    def _cut_off(self, sid: Any, why: str = "events lost before the online check") -> None:
         if sid in self._cut:
             return
         session = self._sessions.pop(sid, None)
         if session is not None:
             self._steps_done += session.steps
         self._cut_mark(sid)
-        log.warning(
-            "session %s: events lost before the online check, not checked further", shown(sid)
-        )
+        log.warning("session %s: %s, not checked further", shown(sid), why)
 
     def _stateless(self, events: list[dict[str, Any]]) -> None:
         """A 2026-07-28 POST, once it is closed: a run of its own (``check_stateless``)."""
@@ -499,7 +497,11 @@ class Monitor:
         else:
             self._sessions.move_to_end(sid)
         restarts = session.restarts
-        _, bad, past = session.feed(ev)
+        try:
+            _, bad, past = session.feed(ev)
+        except RecursionError:  # a value nested past what the mapping can key (an id, a token)
+            self._cut_off(sid, "a value nested too deep to follow")  # counted, never clean
+            return
         if session.restarts != restarts:
             self.restarts += 1
         if past:
