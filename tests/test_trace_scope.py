@@ -115,3 +115,15 @@ def test_a_deeply_nested_id_leaves_its_session_unchecked_not_the_check_dead():
     m.feed(event("message", 2, C2S, "s", message=tool_call(1, "echo", {})))
     m.feed(event("message", 3, C2S, "t", message=tool_call(1, "echo", {})))
     assert m.unchecked == 1 and m.violations == 0 and "t" in m._sessions
+
+
+def test_a_call_whose_params_are_not_an_object_leaves_its_session_unchecked():
+    from mcp_inflight.trace.format import C2S, S2C, event
+
+    m = Monitor()
+    bad = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [1]}
+    m.feed(event("message", 1, C2S, "s", message=bad))
+    m.feed(event("message", 1, S2C, "s", message=PROGRESS))  # not the plain call-response shape
+    m.feed(event("message", 1, S2C, "s", message={"jsonrpc": "2.0", "id": 1, "result": {}}))
+    m.feed(event("close", 1, S2C, "s", by="server"))
+    assert m.unchecked == 1 and m.violations == 0

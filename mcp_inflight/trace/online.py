@@ -499,8 +499,10 @@ class Monitor:
         restarts = session.restarts
         try:
             _, bad, past = session.feed(ev)
-        except RecursionError:  # a value nested past what the mapping can key (an id, a token)
-            self._cut_off(sid, "a value nested too deep to follow")  # counted, never clean
+        except (RecursionError, AttributeError, TypeError):
+            # a client's message the mapping (model/observe.py) cannot read: a value nested
+            # past what it can key, params that are not an object; counted, never clean
+            self._cut_off(sid, "a message the check cannot read")
             return
         if session.restarts != restarts:
             self.restarts += 1
