@@ -41,3 +41,44 @@ def run_tmp(tmp_path_factory):
     base directory of its own under the run's)."""
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "oracle_expects_violation: the test's server is broken on purpose; the oracle "
+        "(tests/support/oracle.py) must find its trace unexplained by the model",
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """After each test's call: the wire traces of the servers it used, checked by the model
+    (tests/support/oracle.py); an unexplained trace fails the test."""
+    outcome = yield
+    from support import oracle
+
+    bad = oracle.check_all()
+    if item.get_closest_marker("oracle_expects_violation") is not None:
+        if not bad and outcome.excinfo is None:
+            outcome.force_exception(
+                oracle.OracleViolation("the oracle did not see the violation this test expects")
+            )
+        return
+    if bad and outcome.excinfo is None:
+        outcome.force_exception(
+            oracle.OracleViolation("the model does not explain the trace:\n" + "\n".join(bad))
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    """After a test's teardown: what the servers its fixtures stopped wrote last."""
+    outcome = yield
+    from support import oracle
+
+    bad = oracle.check_all()
+    if bad and outcome.excinfo is None:
+        outcome.force_exception(
+            oracle.OracleViolation("the model does not explain the trace:\n" + "\n".join(bad))
+        )

@@ -13,12 +13,15 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
+from support import oracle
+
 SERVE = [sys.executable, "-m", "mcp_inflight", "serve"]
 
 
 @pytest.fixture(scope="module")
 def http_url():
-    proc = subprocess.Popen(SERVE + ["--port", "0"], stderr=subprocess.PIPE, text=True)
+    argv, o = oracle.traced_argv(SERVE + ["--port", "0"], "serve")  # checked by the model
+    proc = oracle.watch(o, subprocess.Popen(argv, stderr=subprocess.PIPE, text=True))
     try:
         line = proc.stderr.readline()
         m = re.search(r"listening on (http://\S+)", line)
@@ -29,10 +32,10 @@ def http_url():
         proc.wait(timeout=10)
 
 
-def _stdio():
+def _stdio(o: oracle.Oracle):
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "mcp_inflight", "serve", "--transport", "stdio"],
+        args=["-m", "mcp_inflight", "serve", "--transport", "stdio", "--trace", str(o.path)],
         env=dict(os.environ),
     )
 
@@ -82,7 +85,11 @@ def test_official_client_over_http(http_url, mode, expected):
 
 @pytest.mark.parametrize("mode,expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
 def test_official_client_over_stdio(mode, expected):
-    assert asyncio.run(_scenario(_stdio(), mode)) == expected
+    o = oracle.trace_file("serve --transport stdio")  # its trace, checked by the model
+    try:
+        assert asyncio.run(_scenario(_stdio(o), mode)) == expected
+    finally:
+        o.retire()  # the client has stopped the server
 
 
 def test_serve_help_and_fixture_errors(capsys):

@@ -563,3 +563,200 @@ def test_many_server_requests_per_request_each_under_its_own_id():
     assert core.finish(a) is a  # its last waiter is withdrawn as it ends
     assert core.answer(ids[3]) is None
     assert core.finish(b) is b and core.empty()
+
+
+# --- the core's composite operations, on every explored state -------------------------------
+
+
+def _core_at(cfg, pre):
+    """A core whose runtime state is the model state ``pre`` (server fields), with a handle for
+    every instance the runtime would still hold: the model's id ``i`` is the JSON id ``i``
+    (typed), a server-minted id ``j`` the string ``s{j}``."""
+    from mcp_inflight.impl.core import Handle
+    from mcp_inflight.model.session import FIELD
+
+    core = SessionCore(cfg.revision, cfg.transport)
+    ids = {i: typed_id(i) for i in range(cfg.ids)}
+
+    def key(f, k):
+        return ids.get(k, f"s{k}") if f.key == "id" else k
+
+    for name, items in _stored(pre).items():
+        if name == "ended":
+            core.s.ended = items
+            continue
+        f = FIELD[name]
+        table = getattr(core.s, name)
+        for k, v in items.items():
+            table[key(f, k)] = ids[v] if name == "rid" else v
+    core.s.rid.clear()  # the model's default id 0 is an id too
+    core.s.rid.update(
+        {r: ids[pre.rid[r]] for r in range(cfg.requests) if pre.life[r] != Life.UNSENT}
+    )
+    for r in range(cfg.requests):
+        life = pre.life[r]
+        if life in (Life.UNSENT, Life.SENT):  # not (yet) in the server
+            continue
+        if life in FINAL_LIVES and not pre.running[r]:  # finished: the core forgot it
+            for name in STORED:
+                getattr(core.s, name).pop(r, None)
+            continue
+        core._handles[r] = Handle(r, pre.rid[r], ids[pre.rid[r]])
+    return core, ids
+
+
+FINAL_LIVES = frozenset(v for v in Life if v.name in ("RESPONDED", "CANCELLED", "REFUSED"))
+
+
+def _model_view(cfg, s, ids):
+    """The model state ``s`` as the core keeps it: ids typed, finished instances forgotten."""
+    from mcp_inflight.model.session import FIELD
+
+    forget = {r for r in range(cfg.requests) if s.life[r] in FINAL_LIVES and not s.running[r]}
+    out = {}
+    for name, items in _stored(s).items():
+        if name == "ended":
+            out[name] = items
+            continue
+        f = FIELD[name]
+        out[name] = {
+            (ids.get(k, f"s{k}") if f.key == "id" else k): (ids[v] if name == "rid" else v)
+            for k, v in items.items()
+            if not (f.key == "inst" and k in forget)
+        }
+    out["rid"] = {  # the model's default id 0 is an id too
+        r: ids[s.rid[r]]
+        for r in range(cfg.requests)
+        if s.life[r] != Life.UNSENT and r not in forget
+    }
+    return out
+
+
+def _follow(cfg, b, s, steps):
+    """The model run of the core's ``steps`` (action, instance, output) from ``s``: each must be
+    enabled with the output the core got; the state after them."""
+    for name, r, out in steps:
+        a = ACTION[name]
+        i = None
+        if name == "withdraw":  # the core withdraws the handler's waiters in id order
+            i = next(j for j in range(cfg.ids) if s.waiter[j] == r)
+        assert bool(a.guard(b, s, cfg, r, i, server=True)), (name, r, "not enabled", s)
+        o = a.output(b, s, cfg, r, i)
+        assert (next(iter(o.values())) if o else None) == out, (name, r, o, out)
+        s = apply_writes(s, a.effect(b, s, cfg, r, i, o))
+    return s
+
+
+def _composites_agree(revision, transport, ids, every=1):
+    """For every explored state (``every``-th when thinned): the core's ``arrive`` (of a fresh
+    request under each id), ``finish`` (of each running handler) and ``end`` take actions the
+    model allows at each point, in order, and land in the model's state after them; ``arrive``
+    always decides (admit, refuse or reject) and ``finish`` always finishes (respond or
+    unwind).  Returns how many composite steps were compared."""
+    cfg = Config(ATOMIC, revision, transport, ids=ids, requests=2)
+    b = Concrete(domains(cfg))
+    send = ACTION["rogue_sends"]
+    compared = 0
+    for pre in sorted(expanded(cfg))[::every]:
+        fresh = [r for r in range(cfg.requests) if pre.life[r] == Life.UNSENT]
+        if cfg.stdio and (Life.SENT in pre.life or any(pre.cmsg)):
+            # one channel: the adapter hands the core each message as it reads it, so no
+            # request or cancel waits unread while a later request arrives (channel order)
+            fresh = []
+        for i in range(cfg.ids) if fresh else ():
+            core, tid = _core_at(cfg, pre)
+            r = fresh[0]
+            core._next = iter([r])
+            steps = []
+            core.on_step = lambda n, q, out: steps.append((n, q, out))  # noqa: B023
+            v = core.arrive(i)
+            s = apply_writes(pre, send.effect(b, pre, cfg, r, i, {}))
+            post = _follow(cfg, b, s, steps)
+            names = [n for n, _, _ in steps]
+            assert names[0] == "arrive" and names[1:] in (["admit"], ["refuse"], ["reject"])
+            assert isinstance(v, Admitted) == (names[-1] == "admit")
+            assert core.s.snapshot() | {"ended": bool(core.s.ended)} == _model_view(
+                cfg, post, tid
+            ), (pre, names)
+            compared += 1
+        for r in range(cfg.requests):
+            if not pre.running[r]:
+                continue
+            core, tid = _core_at(cfg, pre)
+            steps = []
+            core.on_step = lambda n, q, out: steps.append((n, q, out))  # noqa: B023
+            core.finish(core._handles[r])
+            post = _follow(cfg, b, pre, [(n, q, out) for n, q, out in steps])
+            names = [n for n, _, _ in steps]
+            assert names and names[-1] in ("respond", "unwind"), (pre, names)
+            assert set(names[:-1]) <= {"withdraw"}, names
+            assert not post.running[r] and post.life[r] in FINAL_LIVES, (pre, names)
+            assert core.s.snapshot() | {"ended": bool(core.s.ended)} == _model_view(
+                cfg, post, tid
+            ), (pre, names)
+            compared += 1
+        core, tid = _core_at(cfg, pre)
+        steps = []
+        core.on_step = lambda n, q, out: steps.append((n, q, out))  # noqa: B023
+        live = set(core._handles)
+        core.end()
+        post = _follow(cfg, b, pre, steps)
+        names = [n for n, _, _ in steps]
+        assert names[:1] == ["end_session"] or pre.ended, (pre, names)
+        assert set(names[1:]) <= {"end_request"} and {q for n, q, _ in steps[1:]} <= live
+        end_request = ACTION["end_request"]
+        assert not any(  # every live request ended
+            end_request.guard(b, post, cfg, q, None, server=True) for q in live
+        ), (pre, names)
+        assert core.s.snapshot() | {"ended": bool(core.s.ended)} == _model_view(cfg, post, tid), (
+            pre,
+            names,
+        )
+        compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("revision,transport", profiles())
+def test_core_composites_follow_the_model_one_id(revision, transport):
+    assert _composites_agree(revision, transport, ids=1) > 500
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("revision,transport", profiles())
+def test_core_composites_follow_the_model_at_the_default_bound(revision, transport):
+    assert _composites_agree(revision, transport, ids=2) > 1000
+
+
+def _admit_unguarded(core):
+    """``admit`` whatever its guard says (a duplicate admitted over the request in flight)."""
+    a, b, s, c = ACTION["admit"], core.b, core.s, core.cfg
+
+    def admit(r, i=None):
+        if s.life[r] != Life.RECEIVED:
+            return False, None
+        out = a.output(b, s, c, r, i)
+        apply_runtime(s, a.effect(b, s, c, r, i, out))
+        return True, (next(iter(out.values())) if out else None)
+
+    core._plain["admit"] = admit
+    core._bind(core._plain)
+
+
+def _no_end_request(core):
+    core._plain["end_request"] = lambda r, i=None: (False, None)
+    core._bind(core._plain)
+
+
+@pytest.mark.parametrize("broken", [_admit_unguarded, _no_end_request])
+def test_the_composite_check_catches_a_broken_orchestration(monkeypatch, broken):
+    """A core that admits a duplicate and one whose ``end`` leaves its requests running: the
+    agreement above fails on each."""
+    made = SessionCore.__init__
+
+    def init(self, *a, **k):
+        made(self, *a, **k)
+        broken(self)
+
+    monkeypatch.setattr(SessionCore, "__init__", init)
+    with pytest.raises(AssertionError):
+        _composites_agree("2025-11-25", "http", ids=1, every=7)

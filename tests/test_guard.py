@@ -12,6 +12,7 @@ import pytest
 
 from mcp_inflight import probe as P
 from mcp_inflight.impl import sse
+from support import oracle
 from support.servers import SDK_SERVER, sdk_server
 from support.sessions import INITIALIZED, initialize
 
@@ -111,6 +112,9 @@ class _Stdio:
         import threading
 
         argv = [sys.executable, str(SDK_SERVER), "--stdio"] + (["--guard"] if guarded else [])
+        o = None
+        if guarded:  # the guard's wire trace, checked by the model (support/oracle.py)
+            argv, o = oracle.traced_argv(argv, "guarded SDK on stdio")
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -119,6 +123,8 @@ class _Stdio:
             text=True,
             bufsize=1,
         )
+        if o is not None:
+            oracle.watch(o, self.proc)
         self.lines = queue.Queue()
         self.seen = []
         threading.Thread(target=self._pump, daemon=True).start()

@@ -636,3 +636,114 @@ def test_live_requests_sees_modern_requests_and_handlers_after_their_post():
     finally:
         s.stop()
     assert ("cancelled", "L3") in app.server.events
+
+
+# --- a handler that swallows its cancellation ------------------------------------------------
+
+
+def _swallowing_server():
+    """The test tools plus ``swallow``: on its cancellation it catches ``CancelledError`` and
+    returns a result anyway (a handler the runtime cannot stop)."""
+    from support.http_server import build_server
+
+    server = build_server()
+
+    @server.tool()
+    async def swallow(ctx, label: str) -> str:
+        try:
+            await ctx.progress(0, None, f"{label}: holding")
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            server.events.append(("swallowed", label))
+            return f"swallowed:{label}"
+        return f"slept:{label}"
+
+    return server
+
+
+def _swallowed(end: str) -> tuple[list, list]:
+    """A call whose handler swallows its cancellation, ended by ``end`` (``"cancel"``: the
+    client's ``notifications/cancelled``; ``"delete"``: the session's DELETE): the messages of
+    its POST and the server's record."""
+    s = start(_swallowing_server())
+    try:
+
+        async def go():
+            async with opened(s) as (c, h):
+                async with Stream(c, s.url, call(1, "swallow", {"label": "a"}, 1), h) as a:
+                    await a.next()
+                    if end == "cancel":
+                        cancel = {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": 1},
+                        }
+                        r = await c.post(s.url, json=cancel, headers=h)
+                        assert r.status_code == 202
+                    else:
+                        assert (await c.delete(s.url, headers=h)).status_code == 200
+                    return await a.rest()
+
+        msgs = run(go())
+        deadline = time.monotonic() + 5
+        while not s.app.server.events and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)  # anything the swallowed handler's end would write
+        return msgs, list(s.app.server.events)
+    finally:
+        s.stop()
+
+
+def _responses(msgs: list) -> list:
+    return [m for m in msgs if "id" in m and ("result" in m or "error" in m)]
+
+
+def _ignore_the_drop(monkeypatch) -> None:
+    """Patch the adapter to ignore the core's drop: when ``finish`` names no stream, the
+    handler's result is written on the request's own stream anyway."""
+    from mcp_inflight.impl import server as server_mod
+
+    def ignores_the_drop(self, h, reply):
+        self.tasks.pop(h, None)
+        target = self.core.finish(h) or h  # the drop ignored
+        try:
+            if reply is not None:
+                target.data.send(reply)
+        finally:
+            h.data.close()
+
+    monkeypatch.setattr(server_mod.Session, "_done", ignores_the_drop)
+
+
+@pytest.mark.parametrize("end", ["cancel", "delete"])
+def test_a_handler_that_swallows_its_cancellation_gets_no_response_written(end):
+    """The core drops the result of a cancelled handler (and of one cut off by DELETE): the
+    adapter writes nothing after the cancel nor after the DELETE, though the handler returned."""
+    msgs, events = _swallowed(end)
+    assert events == [("swallowed", "a")]
+    assert _responses(msgs) == []
+
+
+@pytest.mark.oracle_expects_violation
+def test_an_adapter_writing_after_delete_is_caught_by_both(monkeypatch):
+    """After DELETE, on an adapter that ignores the drop: the direct assertion sees the
+    response, and so does the oracle (the session's run ends at its DELETE; no move of the
+    model writes a response after it)."""
+    _ignore_the_drop(monkeypatch)
+    msgs, _ = _swallowed("delete")
+    assert [m["id"] for m in _responses(msgs)] == [1]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the trace mapping (model/observe.py) keeps a cancel's delivery internal, so a "
+    "response after an accepted cancel is explained as written before the cancel arrived; "
+    "the 202 on the cancel's POST would make the delivery observed",
+)
+@pytest.mark.oracle_expects_violation
+def test_an_adapter_writing_after_a_cancel_is_caught_by_both(monkeypatch):
+    """After a cancel, on an adapter that ignores the drop: the direct assertion sees the
+    response (asserted first, so only the oracle's part is the expected failure)."""
+    _ignore_the_drop(monkeypatch)
+    msgs, _ = _swallowed("cancel")
+    assert [m["id"] for m in _responses(msgs)] == [1]

@@ -397,6 +397,7 @@ def test_load_and_faults(srv):
     )
 
 
+@pytest.mark.oracle_expects_violation  # the model sees the unguarded core's misrouting too
 def test_the_checks_catch_an_unguarded_server(monkeypatch):
     """The same load, smaller, against the same app whose sessions run the model's ``unguarded``
     design (overwrite on arrival, remove by id: the official SDKs' keying): the checks above

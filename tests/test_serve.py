@@ -12,6 +12,7 @@ import time
 import httpx
 import pytest
 
+from support import oracle
 from support.sessions import initialize
 
 LISTEN = re.compile(r"listening on (http://\S+)")
@@ -20,12 +21,20 @@ H = {"accept": "application/json, text/event-stream", "content-type": "applicati
 
 
 def serve(*flags: str, preexec_fn=None):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0", *flags],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        preexec_fn=preexec_fn,
+    """``mcp-inflight serve`` on a free port: (process, URL); its wire trace is checked by the
+    model after each test (``support/oracle.py``)."""
+    argv, o = oracle.traced_argv(
+        [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0", *flags], "serve"
+    )
+    proc = oracle.watch(
+        o,
+        subprocess.Popen(
+            argv,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            preexec_fn=preexec_fn,
+        ),
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -126,10 +126,10 @@ class Beside:
 
     def feed(self, ev: dict[str, Any]) -> None:
         """Queue ``ev`` for the check, or drop it (and count it) when the queue is full.  An
-        event the check counts and skips (an ``open``, a status other than 409: see
+        event the check counts and skips (an ``open``, a status below 400: see
         :meth:`~mcp_inflight.trace.online.Monitor.feed`) is counted here and not queued."""
         kind = ev["kind"]
-        if kind == "open" or (kind == "status" and ev["status"] != 409):
+        if kind == "open" or (kind == "status" and ev["status"] < 400):
             self.skipped += 1
             return
         q = self._q
@@ -183,7 +183,7 @@ class Beside:
 
     def _feed_pipe(self, ev: dict[str, Any]) -> None:
         kind = ev["kind"]
-        if kind == "open" or (kind == "status" and ev["status"] != 409):
+        if kind == "open" or (kind == "status" and ev["status"] < 400):
             self.skipped += 1
             return
         buf = self._buf

@@ -32,6 +32,7 @@ from ..model.observe import (
 from ..model.session import State, settled
 from ..model.step import backend, start
 from .format import S2C
+from .scope import outside, transport_answer
 
 log = logging.getLogger("mcp_inflight.trace")
 
@@ -380,6 +381,8 @@ class Monitor:
     _sessions: OrderedDict[str, _Session] = field(default_factory=OrderedDict)
     _steps_done: int = 0
     _early: dict[Any, list[dict[str, Any]]] = field(default_factory=dict)
+    _calls: set[Any] = field(default_factory=set)  # open exchanges that carry a tools/call
+    _outside: set[Any] = field(default_factory=set)  # open exchanges outside the model
 
     @property
     def steps(self) -> int:
@@ -388,12 +391,26 @@ class Monitor:
     def feed(self, ev: dict[str, Any]) -> None:
         self.events += 1
         kind = ev.get("kind")
-        if kind == "open" or (kind == "status" and ev.get("status") != 409):
+        if kind == "open" or (kind == "status" and ev.get("status", 0) < 400):
             # no observed step, no tool call's POST opened or closed: the check's state after
             # the event is its state before (model/observe.py maps neither), so it is skipped
             return
         sid = ev.get("session")
         ex = ev.get("exchange")
+        if self._outside and ex in self._outside:  # an exchange outside the model's account
+            if kind == "close":
+                self._outside.discard(ex)
+            elif transport_answer(ev):  # its answer: dropped (trace/scope.py)
+                return
+        if kind == "message" and ex != "stdio" and is_call(ev):
+            self._calls.add(ex)
+        elif kind == "status":
+            if outside(ev["status"], ex in self._calls):  # trace/scope.py
+                self._calls.discard(ex)
+                self._outside.add(ex)
+                return
+        elif kind == "close":
+            self._calls.discard(ex)
         if self._cut:
             if sid in self._cut:
                 return
@@ -439,16 +456,14 @@ class Monitor:
         if len(self._cut) > 4 * self.max_sessions:
             self._cut.popitem(last=False)
 
-    def _cut_off(self, sid: Any) -> None:
+    def _cut_off(self, sid: Any, why: str = "events lost before the online check") -> None:
         if sid in self._cut:
             return
         session = self._sessions.pop(sid, None)
         if session is not None:
             self._steps_done += session.steps
         self._cut_mark(sid)
-        log.warning(
-            "session %s: events lost before the online check, not checked further", shown(sid)
-        )
+        log.warning("session %s: %s, not checked further", shown(sid), why)
 
     def _stateless(self, events: list[dict[str, Any]]) -> None:
         """A 2026-07-28 POST, once it is closed: a run of its own (``check_stateless``)."""
@@ -482,7 +497,13 @@ class Monitor:
         else:
             self._sessions.move_to_end(sid)
         restarts = session.restarts
-        _, bad, past = session.feed(ev)
+        try:
+            _, bad, past = session.feed(ev)
+        except (RecursionError, AttributeError, TypeError):
+            # a client's message the mapping (model/observe.py) cannot read: a value nested
+            # past what it can key, params that are not an object; counted, never clean
+            self._cut_off(sid, "a message the check cannot read")
+            return
         if session.restarts != restarts:
             self.restarts += 1
         if past:

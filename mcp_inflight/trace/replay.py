@@ -34,6 +34,7 @@ from ..model.observe import (
 )
 from ..model.trace import build_trace
 from .format import TraceError, read
+from .scope import within
 
 
 def sessions(events: list[dict[str, Any]]) -> dict[str | None, list[int]]:
@@ -211,7 +212,10 @@ def _run(args) -> int:
     except OSError as e:
         sys.stderr.write(f"mcp-inflight replay: {e}\n")
         return 2
-    groups = sessions(events)
+    keep = within(events)  # the exchanges the model speaks of (trace/scope.py)
+    groups = {
+        sid: [keep[n] for n in idx] for sid, idx in sessions([events[n] for n in keep]).items()
+    }
     several = len([k for k in groups if k is not None]) > 1
     reps: list[tuple[dict[str, Any], Verdict]] = []
     for sid, idx in groups.items():
@@ -226,7 +230,7 @@ def _run(args) -> int:
         others = [] if v.clean else explains(ab)
         reps.append((report(ab, v, others, sid if several else None), v))
     if not reps:
-        ab = abstract(events)
+        ab = abstract([events[n] for n in keep])
         v = check(ab)
         reps.append((report(ab, v, []), v))
     bad = [(r, v) for r, v in reps if not r["clean"]]

@@ -66,7 +66,7 @@ class Tap:
         self.app = app
         self.sink = sink
         #: with no trace to write, only the online check's sink: the events it counts and
-        #: skips (``open``, a status other than 409) are not made, only counted in
+        #: skips (``open``, a status below 400) are not made, only counted in
         #: ``lean.skipped``
         self.lean = lean
         self.exchanges = Exchanges()
@@ -183,7 +183,7 @@ class Tap:
                         session = v.decode("latin-1")
                     elif k == b"content-type":
                         state["sse"] = v.startswith(b"text/event-stream")
-                if lean is None or m["status"] == 409:
+                if lean is None or m["status"] >= 400:
                     sink(
                         {
                             "t": time.time(),

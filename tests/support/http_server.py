@@ -9,6 +9,7 @@ import uvicorn
 from mcp_inflight.impl import sse
 from mcp_inflight.impl.http import create_app
 from mcp_inflight.serve import demo_server
+from support import oracle
 
 
 def build_server():
@@ -53,8 +54,13 @@ def build_server():
 
 
 class Running:
+    """``app`` served by uvicorn on a loopback port, behind the trace tap: its wire trace is
+    checked by the model after each test (``support/oracle.py``)."""
+
     def __init__(self, app):
         self.app = app
+        app = self.tapped = oracle.tapped(app, "in-process HTTP server")
+        self.oracle = app.oracle
         self.config = uvicorn.Config(
             app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"
         )
@@ -72,6 +78,7 @@ class Running:
     def stop(self):
         self.server.should_exit = True
         self.thread.join(10)
+        self.oracle.retire()
 
 
 def start(server=None, **options):

@@ -1,7 +1,8 @@
 """Workers of ``mcp-inflight serve --redis URL``, each on a port of its own, forked from one
 process (the imports are paid once): ``python redis_pool.py N [serve options]``.  Each worker
 prints ``pool worker PID listening on URL``; the serve's own ``worker NAME ready`` follows.
-SIGTERM stops them all.  The tests pick the worker of each request by its port."""
+SIGTERM stops them all.  The tests pick the worker of each request by its port.  With
+``--trace FILE`` worker k writes its wire trace to ``FILE.k``."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ def main() -> None:
     server = demo_server()
     socks = [_listen(args) for _ in range(n)]
     children = []
-    for sock in socks:
+    for k, sock in enumerate(socks):
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if args.trace:  # one trace file per worker: TRACE.0, TRACE.1, ...
+                args.trace = f"{args.trace}.{k}"
             port = sock.getsockname()[1]
             line = f"pool worker {os.getpid()} listening on http://127.0.0.1:{port}{args.path}\n"
             os.write(2, line.encode())  # one write: the workers' lines do not interleave

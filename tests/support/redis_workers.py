@@ -18,6 +18,8 @@ import time
 
 import httpx2
 
+from support import oracle
+
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 LISTEN = re.compile(r"listening on (http://\S+)")
 READY = re.compile(r"worker (\d+)-[0-9a-f]+ ready")
@@ -180,8 +182,11 @@ class Pool(Serve):
         self.n = n
         here = os.path.dirname(os.path.abspath(__file__))
         argv = [sys.executable, os.path.join(here, "redis_pool.py"), str(n), *args]
-        self.proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        # the workers' wire traces, checked by the model as one (support/oracle.py)
+        argv, o = oracle.traced_argv(argv, f"pool of {n} workers")
+        self.proc = oracle.watch(
+            oracle.pool(o, n),
+            subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
         )
         self.log = []
         self.url = ""

@@ -108,9 +108,11 @@ def build_app(
     idle_timeout: float | None = None,
     event_store: bool = False,
     sdk_max_body: int | None = None,
+    trace: str | None = None,
 ):
-    """The SDK's Streamable HTTP ASGI app, wrapped by the guard if ``guarded``; with
-    ``event_store``, resumable (:class:`StreamIdEventStore`, ``retry_interval`` 100 ms)."""
+    """The SDK's Streamable HTTP ASGI app, wrapped by the guard if ``guarded`` (writing its
+    wire trace to ``trace``); with ``event_store``, resumable (:class:`StreamIdEventStore`,
+    ``retry_interval`` 100 ms)."""
     extra: dict = {} if idle_timeout is None else {"session_idle_timeout": idle_timeout}
     if event_store:
         extra.update(event_store=StreamIdEventStore(), retry_interval=100)
@@ -120,7 +122,7 @@ def build_app(
     if guarded:
         from mcp_inflight.guard import guard
 
-        app = guard(app)
+        app = guard(app, trace=trace)
     return app
 
 
@@ -142,7 +144,7 @@ def main(argv=None) -> int:
     p.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     p.add_argument("--guard", action="store_true", help="wrap the SDK's app in mcp_inflight.guard")
     p.add_argument("--stdio", action="store_true", help="serve stdin/stdout instead of HTTP")
-    p.add_argument("--trace", help="with --stdio --guard: the guard's wire trace, to this file")
+    p.add_argument("--trace", help="with --guard: the guard's wire trace, to this file")
     p.add_argument(
         "--online-check", action="store_true", help="with --stdio --guard: the online check"
     )
@@ -166,7 +168,12 @@ def main(argv=None) -> int:
     logging.getLogger("mcp").setLevel(logging.WARNING)
     sock, port = bind(args.host, args.port)
     app = build_app(
-        args.guard, args.json_response, args.idle_timeout, args.event_store, args.sdk_max_body
+        args.guard,
+        args.json_response,
+        args.idle_timeout,
+        args.event_store,
+        args.sdk_max_body,
+        args.trace,
     )
     return serve(app, sock, f"http://{args.host}:{port}/mcp")
 

@@ -29,8 +29,17 @@ def start(argv, env=None):
 
 
 def sdk_server(*flags: str):
-    """The official SDK's test server (``tests/support/sdk_server.py``) with ``flags``."""
-    return start([sys.executable, str(SDK_SERVER), *flags])
+    """The official SDK's test server (``tests/support/sdk_server.py``) with ``flags``; behind
+    the guard (``--guard``), its wire trace is checked by the model after each test
+    (``support/oracle.py``): the guard's promise is that the guarded SDK is the model's."""
+    argv = [sys.executable, str(SDK_SERVER), *flags]
+    if "--guard" not in flags:
+        return start(argv)
+    from support import oracle
+
+    argv, o = oracle.traced_argv(argv, "guarded SDK server")
+    proc, url = start(argv)
+    return oracle.watch(o, proc), url
 
 
 def stop(proc) -> None:

@@ -35,18 +35,20 @@ def initialize(rid: Any = 0, name: str = "t", version: str = "1") -> dict[str, A
 
 async def spawn_stdio_server(**kwargs: Any) -> asyncio.subprocess.Process:
     """``python -m mcp_inflight serve --transport stdio`` as a real subprocess with piped stdin
-    and stdout; ``kwargs`` go to :func:`asyncio.create_subprocess_exec` (e.g. ``limit``)."""
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "mcp_inflight",
-        "serve",
-        "--transport",
-        "stdio",
+    and stdout; ``kwargs`` go to :func:`asyncio.create_subprocess_exec` (e.g. ``limit``).  Its
+    wire trace is checked by the model after each test (``support/oracle.py``)."""
+    from support import oracle
+
+    argv, o = oracle.traced_argv(
+        [sys.executable, "-m", "mcp_inflight", "serve", "--transport", "stdio"], "stdio server"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         **kwargs,
     )
+    return oracle.watch(o, proc)
 
 
 def tool_call(rid: Any, name: str, args: dict[str, Any], token: Any = None) -> dict[str, Any]:
