@@ -43,6 +43,18 @@ def run_tmp(tmp_path_factory):
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
+@pytest.fixture
+def fresh_tables():
+    """The session model's cached action tables, cleared around a test that patches them."""
+    from mcp_inflight.model import session, step
+
+    session.actions_for.cache_clear()
+    step.moves.cache_clear()
+    yield
+    session.actions_for.cache_clear()
+    step.moves.cache_clear()
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",

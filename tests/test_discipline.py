@@ -16,16 +16,6 @@ from mcp_inflight.proofs import discipline
 CFG = Config(DESIGNS["atomic"], "2025-11-25", "http", 2, 2)
 
 
-@pytest.fixture
-def fresh_tables():
-    """The model's cached action tables, cleared around a test that patches them."""
-    S.actions_for.cache_clear()
-    step.moves.cache_clear()
-    yield
-    S.actions_for.cache_clear()
-    step.moves.cache_clear()
-
-
 def test_the_models_as_written_keep_the_discipline():
     for design in DESIGNS.values():
         assert discipline.session(replace(CFG, design=design)).passed

@@ -17,36 +17,18 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("MCP_INFLIGHT_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from support.browser import SKIPS, chromium
 
+ROOT = Path(__file__).resolve().parent.parent
 try:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
 except ImportError:
-    sync_playwright = None
+    PlaywrightTimeout = None
 
 pytestmark = [
     # about 80 s on two shared cores: each of ~40 pages loads, and Mermaid renders
     pytest.mark.slow,
-    pytest.mark.skipif(
-        sync_playwright is None,
-        reason="Playwright for Python is not installed (pip install playwright)",
-    ),
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK),
-        reason=f"no Chromium at {CHROMIUM} (apt-get install -y chromium)",
-    ),
+    *SKIPS,
 ]
 
 #: Material renders each Mermaid block into a closed shadow root; this script, run before the
@@ -104,16 +86,9 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def browser():
-    profile = tempfile.mkdtemp(prefix="mcp-inflight-chromium-")
-    with sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=ARGS
-        )
-        ctx.set_default_timeout(20_000)
+    with chromium() as ctx:
         ctx.add_init_script(OPEN_SHADOWS)
         yield ctx
-        ctx.close()
-    shutil.rmtree(profile, ignore_errors=True)
 
 
 def pages(folder: Path) -> list[str]:

@@ -20,16 +20,6 @@ CFG = Config(DESIGNS["atomic"], "2026-07-28", "stdio", 2, 2)
 
 
 @pytest.fixture
-def fresh_tables():
-    """The model's cached action tables, cleared around a test that patches them."""
-    S.actions_for.cache_clear()
-    step.moves.cache_clear()
-    yield
-    S.actions_for.cache_clear()
-    step.moves.cache_clear()
-
-
-@pytest.fixture
 def id_one_unguarded(monkeypatch, fresh_tables):
     """A claim that guards every id but 1 (a rule not symmetric in ids)."""
     monkeypatch.setitem(

@@ -9,38 +9,17 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 
 import pytest
 
-CHROMIUM = os.environ.get("MCP_INFLIGHT_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from support.browser import SKIPS, chromium
 
 try:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 except ImportError:
-    sync_playwright = None
+    expect = None
 
-pytestmark = [
-    pytest.mark.skipif(
-        sync_playwright is None,
-        reason="Playwright for Python is not installed (pip install playwright)",
-    ),
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK),
-        reason=f"no Chromium at {CHROMIUM} (apt-get install -y chromium)",
-    ),
-]
+pytestmark = SKIPS
 
 from test_web import DEFAULTS, start_server, stop_server  # noqa: E402  (after the skips)
 
@@ -54,19 +33,8 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser_context():
-    profile = tempfile.mkdtemp(prefix="mcp-inflight-chromium-")
-    with sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            headless=True,
-            args=ARGS,
-            viewport={"width": 1400, "height": 1000},
-        )
-        ctx.set_default_timeout(20_000)
+    with chromium(viewport={"width": 1400, "height": 1000}) as ctx:
         yield ctx
-        ctx.close()
-    shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture
