@@ -417,19 +417,21 @@ def test_arrow_check_catches_a_diagram_that_departs_from_its_trace():
     assert _mismatches(cfg, v.trace, "\n".join(l for n, l in enumerate(lines) if n != arrows[2]))
 
 
-def test_small_models_counterexamples_are_drawn():
-    """Every property a small model's mutant fails is drawn with its shortest trace, one note
-    per step on its actor's lane and the last in the red box; the safe designs draw nothing."""
+def test_declared_models_counterexamples_are_drawn():
+    """Every state or step property a declared model's mutant fails is drawn with its shortest
+    trace, one note per step on its actor's lane and the last in the red box; the safe designs
+    draw nothing; a mutant that fails only liveness is named in the index, not drawn."""
     from mcp_inflight.draw import paths
-    from mcp_inflight.model import resume, rounds
 
-    drawn = paths.counterexamples()
-    safe = {("rounds", next(iter(rounds.DESIGNS))), ("resume", next(iter(resume.DESIGNS)))}
-    assert safe == {("rounds", "sealed"), ("resume", "named-streams")}
-    assert not [d for d in drawn if (d.model, d.design) in safe]
-    for mod, name in ((rounds, "rounds"), (resume, "resume")):
-        mutants = [d for d in mod.DESIGNS if (name, d) not in safe]
-        assert {d.design for d in drawn if d.model == name} == set(mutants)
+    drawn, lassos = paths.counterexamples(), paths.lassos()
+    assert set(paths.MODELS) == {"lease", "rounds", "resume", "tasks", "subscriptions"}
+    safe = {(name, next(iter(mod.DESIGNS))) for name, mod in paths.MODELS.items()}
+    assert ("rounds", "sealed") in safe and ("tasks", "fresh-bound") in safe
+    assert not [d for d in [*drawn, *lassos] if (d.model, d.design) in safe]
+    for name, mod in paths.MODELS.items():
+        mutants = {d for d in mod.DESIGNS if (name, d) not in safe}
+        assert {d.design for d in [*drawn, *lassos] if d.model == name} == mutants, name
+    assert [(x.model, x.design) for x in lassos] == [("lease", "no-ttl")]
     d = next(x for x in drawn if x.name == "rounds-unsigned-forged_refused")
     text = paths.mermaid(d)
     notes = [line for line in text.splitlines() if line.startswith("    Note over ")]
@@ -437,5 +439,6 @@ def test_small_models_counterexamples_are_drawn():
     assert "forged_refused breaks on this step" in text
     assert text.index("rect rgb(") < text.index(f"{len(d.trace)}. the rogue presents a forged")
     assert "participant rogue" in text and "participant caller" in text
-    index = paths.index(drawn)
+    index = paths.index(drawn, lassos)
     assert all(f"({x.name}.mmd)" in index for x in drawn)
+    assert "ids_free_after_lease fails on lease `no-ttl`" in index

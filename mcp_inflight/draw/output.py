@@ -54,7 +54,7 @@ def clear_caches() -> None:
     session.graph.cache_clear()
     session.bound.cache_clear()
     sequence.clear()
-    paths.counterexamples.cache_clear()
+    paths._explored.cache_clear()
 
 
 #: Subdirectories of the output directory that hold nothing but generated files.

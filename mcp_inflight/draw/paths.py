@@ -1,10 +1,12 @@
-"""Sequence diagrams of the small models' counterexamples (input-required rounds, resumable
-streams), as Mermaid.
+"""Sequence diagrams of the declared models' counterexamples (the lease, input-required
+rounds, resumable streams, tasks, subscriptions), as Mermaid.
 
-Each small model (``model/rounds.py``, ``model/resume.py``) is explored by ``proofs/small.py``
-at its default bounds, once per design: the safe design (every property holds, so it draws
-nothing) and each mutant.  Every property a design fails gets one diagram of its shortest trace:
-``diagrams/paths/<model>-<design>-<property>.mmd``, listed in ``diagrams/paths/index.md``.
+Each model of the one declaration (``model/declare.py``) is explored by the one checker
+(``proofs/declared.py``) at its default bounds, once per design: the safe design (every property
+holds, so it draws nothing) and each mutant.  Every state or step property a design fails gets
+one diagram of its shortest trace: ``diagrams/paths/<model>-<design>-<property>.mmd``, listed in
+``diagrams/paths/index.md``.  A liveness failure is a lasso, not a path: the index names it and
+``mcp-inflight check --model NAME --design DESIGN`` prints it.
 
 Lanes are the actors of the model's actions (``Act.actor``: the caller, the server, the rogue,
 the clock; the client, the server, the network), in the order they first act.  Every step of the
@@ -19,13 +21,19 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from mcp_inflight.model import resume, rounds
+from mcp_inflight.model import lease, resume, rounds, subscriptions, tasks
 from mcp_inflight.proofs.small import explore
 
 from .sequence import _mm
 
-#: The small models drawn: name -> module (``DESIGNS``, ``BOUNDS``, ``spec``).
-MODELS = {"rounds": rounds, "resume": resume}
+#: The models drawn: name -> module (``DESIGNS``, ``BOUNDS``, ``spec``).
+MODELS = {
+    "lease": lease,
+    "rounds": rounds,
+    "resume": resume,
+    "tasks": tasks,
+    "subscriptions": subscriptions,
+}
 RED_RGB = "255, 214, 214"
 
 
@@ -44,21 +52,53 @@ class Drawn:
         return f"{self.model}-{self.design}-{self.prop}"
 
 
+@dataclass(frozen=True)
+class Lasso:
+    """A liveness property a design fails: named in the index, not drawn."""
+
+    model: str
+    design: str
+    prop: str
+
+
 @cache
-def counterexamples() -> tuple[Drawn, ...]:
-    """Every failing property of every design of every small model, with its shortest trace
-    (explored once per process)."""
-    out = []
+def _explored() -> tuple[tuple[Drawn, ...], tuple[Lasso, ...]]:
+    """Every failing property of every design of every model, with its shortest trace (explored
+    once per process, and read from the checkers' cache while the models are unchanged)."""
+    from mcp_inflight.proofs import cache as store
+
+    key = store.source_key("paths-draw", tuple(MODELS))
+    found = store.load("paths-draw", key)
+    if isinstance(found, tuple) and len(found) == 2:
+        return found
+    drawn, lassos = [], []
     for model, mod in MODELS.items():
         for design in mod.DESIGNS:
             spec = mod.spec(design)
             res = explore(spec)
             actors = {a.name: a.actor for a in spec.acts}
             for p in spec.props:
-                if p.kind in ("always", "step") and res.verdicts.get(p.name) == "fails":
+                if res.verdicts.get(p.name) != "fails":
+                    continue
+                if p.kind in ("always", "step"):
                     trace = res.traces[p.name]
-                    out.append(Drawn(model, design, p.name, p.kind, p.doc, trace, actors))
-    return tuple(out)
+                    drawn.append(Drawn(model, design, p.name, p.kind, p.doc, trace, actors))
+                elif p.kind == "liveness":
+                    lassos.append(Lasso(model, design, p.name))
+    out = (tuple(drawn), tuple(lassos))
+    store.store("paths-draw", key, out)
+    return out
+
+
+def counterexamples() -> tuple[Drawn, ...]:
+    """Every failing state or step property of every design of every model, with its shortest
+    trace."""
+    return _explored()[0]
+
+
+def lassos() -> tuple[Lasso, ...]:
+    """Every failing liveness property of every design of every model (not drawn)."""
+    return _explored()[1]
 
 
 def _text(n: int, st: dict[str, Any]) -> str:
@@ -94,14 +134,16 @@ def mermaid(d: Drawn) -> str:
     return "\n".join(out) + "\n"
 
 
-def index(drawn: tuple[Drawn, ...]) -> str:
+def index(drawn: tuple[Drawn, ...], lasso: tuple[Lasso, ...] = ()) -> str:
+    safe = ", ".join(f"`{next(iter(mod.DESIGNS))}`" for mod in MODELS.values())
+    sources = ", ".join(f"`model/{name}.py`" for name in MODELS)
     out = [
-        "# Counterexamples of the small models",
+        "# Counterexamples of the declared models",
         "",
-        "Generated from `model/rounds.py` and `model/resume.py` by `mcp-inflight diagrams`: the",
-        "shortest trace of every property each mutant fails, at the model's default bounds (the",
-        "safe designs, `sealed` and `named-streams`, fail none). `mcp-inflight paths` prints the",
-        "same traces as text.",
+        f"Generated from {sources} by `mcp-inflight diagrams`: the shortest trace of every state",
+        "or step property each mutant fails, at the model's default bounds (the safe designs,",
+        f"{safe}, fail none). `mcp-inflight check --model NAME --design DESIGN` prints the same",
+        "traces as text.",
         "",
     ]
     for d in drawn:
@@ -113,6 +155,13 @@ def index(drawn: tuple[Drawn, ...]) -> str:
             f"[Mermaid]({d.name}.mmd), {len(d.trace)} steps",
             "",
         ]
+    if lasso:
+        out += [
+            "## Liveness failures (lassos, not drawn)",
+            "",
+            *[f"- {x.prop} fails on {x.model} `{x.design}`" for x in lasso],
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -120,5 +169,5 @@ def files() -> dict[str, str]:
     """``paths/<name>.mmd`` for every counterexample, and ``paths/index.md``."""
     drawn = counterexamples()
     out = {f"paths/{d.name}.mmd": mermaid(d) for d in drawn}
-    out["paths/index.md"] = index(drawn)
+    out["paths/index.md"] = index(drawn, lassos())
     return out
