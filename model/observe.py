@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -543,7 +543,7 @@ def explains(ab: Abstraction) -> list[Verdict]:
 # --- long traces -----------------------------------------------------------------------------
 
 
-def segments(events: list[Mapping[str, Any]]) -> list[list[int]]:
+def segments(events: Sequence[Mapping[str, Any]]) -> list[list[int]]:
     """The indices of ``events`` cut at the points where the session is at rest on the wire:
     every tools/call seen since the last cut has been answered (or refused) and its POST closed
     by the server, and no cancel and no client's close was seen since.  On ``atomic`` such a
@@ -585,7 +585,7 @@ def segments(events: list[Mapping[str, Any]]) -> list[list[int]]:
 
 
 def check_trace(
-    events: list[Mapping[str, Any]], numbers: list[int] | None = None, design: Design = ATOMIC
+    events: Sequence[Mapping[str, Any]], numbers: list[int] | None = None, design: Design = ATOMIC
 ) -> tuple[Abstraction, Verdict]:
     """:func:`check` of a session's events part by part (:func:`segments`): the first part that
     is not clean, or the last, with its abstraction."""
@@ -603,7 +603,7 @@ def check_trace(
 
 
 def check_stateless(
-    events: list[Mapping[str, Any]], numbers: list[int] | None = None, design: Design = ATOMIC
+    events: Sequence[Mapping[str, Any]], numbers: list[int] | None = None, design: Design = ATOMIC
 ) -> tuple[Abstraction, Verdict]:
     """2026-07-28 traffic checked POST by POST, each a run of its own on the 2026-07-28 http
     profile: the first POST that is not clean, or the last, with its abstraction."""

@@ -13,7 +13,7 @@ import pathlib
 import sys
 import tempfile
 
-from mcp_inflight.model import lifecycle as lc
+from mcp_inflight.model.config import REVISIONS
 
 from . import lifecycle, paths, render, sequence, session
 
@@ -24,24 +24,24 @@ DEFAULT_OUT = "diagrams"
 def _contents(have_dot: bool, progress: bool | None = None) -> dict[str, bytes]:
     prog = render.Progress(progress)
     files: dict[str, bytes] = {}
-    for rev in lc.REVISIONS:
-        dot_text = lifecycle.dot_lifecycle(rev)
-        files[f"lifecycle-{rev}.dot"] = dot_text.encode("utf-8")
+    for rev in REVISIONS:
+        lifecycle_dot = lifecycle.dot_lifecycle(rev)
+        files[f"lifecycle-{rev}.dot"] = lifecycle_dot.encode("utf-8")
         files[f"lifecycle-{rev}.mmd"] = lifecycle.mermaid_lifecycle(rev).encode("utf-8")
         if have_dot:
-            files[f"lifecycle-{rev}.svg"] = render.render_svg(dot_text)
+            files[f"lifecycle-{rev}.svg"] = render.render_svg(lifecycle_dot)
     prog("exploring the session state graphs")
-    for name, text in session.files().items():
-        files[name] = text.encode("utf-8")
+    for name, graph in session.files().items():
+        files[name] = graph.encode("utf-8")
         if have_dot and name.endswith("-reduced.dot"):
             prog(f"rendering {name[:-4]}.svg")
-            files[name[:-4] + ".svg"] = render.render_svg(text)
+            files[name[:-4] + ".svg"] = render.render_svg(graph)
     for name, (text, dot_text) in sequence.files(progress=prog).items():
         files[name] = text.encode("utf-8")
         if have_dot and dot_text is not None:
             prog(f"rendering {name[:-4]}.svg")
             files[name[:-4] + ".svg"] = render.render_svg(dot_text)
-    prog("drawing the small models' counterexamples")
+    prog("drawing the declared models' counterexamples")
     for name, text in paths.files().items():
         files[name] = text.encode("utf-8")
     prog.done()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import Any
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config, liveness_mutants, profiles
@@ -146,7 +147,7 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
             senders[r] = "R" if a.name == "rogue_sends" else "C"
             insts.append(r)
     res = []
-    uses = set()
+    uses: set[str] = set()
     for n, (a, r, i, pre, post, out) in enumerate(steps, 1):
         R = inst_name(r)
         sender = senders.get(r, "C")
@@ -238,7 +239,8 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
         lanes.append(("C", "client"))
     if "R" in uses or "R" in senders.values():
         lanes.append(("R", "rogue"))
-    for r in sorted(set(insts) | {_lane_inst(x) for x in uses if _lane_inst(x) is not None}):
+    used = {k for k in map(_lane_inst, uses) if k is not None}
+    for r in sorted(set(insts) | used):
         who = {"C": "client", "R": "rogue"}.get(senders.get(r, ""), "")
         if cfg.http:
             title = f"{inst_name(r)}: {who} POST stream"
@@ -249,7 +251,7 @@ def arrows(cfg: Config, trace: list) -> tuple[list, list]:
     return lanes, res
 
 
-def _lane_inst(key: str):
+def _lane_inst(key: str) -> int | None:
     if key.startswith("S") and len(key) == 2:
         return _inst(key[1])
     return None
@@ -263,11 +265,11 @@ def clear() -> None:
     _RESULTS.clear()
 
 
-def _explore(cfg: Config):
+def _explore(cfg: Config) -> Any:
     return explore(cfg, progress=False, liveness=cfg.design.name in LIVENESS_DRAWN)
 
 
-def results(cfgs: list[Config], progress=None) -> list:
+def results(cfgs: list[Config], progress: Any = None) -> list[Any]:
     """``explore(cfg)`` for each of ``cfgs`` (in that order), run in parallel processes when the
     machine has more than one CPU; each result is the explorer's, whichever process ran it."""
     todo = [c for c in dict.fromkeys(cfgs) if c not in _RESULTS]
@@ -276,7 +278,7 @@ def results(cfgs: list[Config], progress=None) -> list:
     workers = min(len(todo), os.cpu_count() or 1)
     done = 0
 
-    def tick(cfg):
+    def tick(cfg: Config) -> None:
         nonlocal done
         done += 1
         if progress is not None:
@@ -302,7 +304,7 @@ def configs() -> list[Config]:
     ]
 
 
-def sequences(cfgs=None, progress=None) -> list[Sequence]:
+def sequences(cfgs: list[Config] | None = None, progress: Any = None) -> list[Sequence]:
     """One :class:`Sequence` per failing invariant or hazard, design and profile, in a fixed
     order (designs, then profiles, then properties as ``model/properties.py`` lists them)."""
     out = []
@@ -509,10 +511,10 @@ def index(seqs: list[Sequence]) -> str:
     return "\n".join(lines)
 
 
-def files(progress=None) -> dict[str, tuple[str, str | None]]:
+def files(progress: Any = None) -> dict[str, tuple[str, str | None]]:
     """``{relative name: (text, dot text to render or None)}``."""
     seqs = sequences(progress=progress)
-    out = {}
+    out: dict[str, tuple[str, str | None]] = {}
     for seq in seqs:
         d = dot(seq)
         out[f"counterexamples/{seq.name}.mmd"] = (mermaid(seq), None)

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config
@@ -80,7 +81,7 @@ class Graph:
         return f"{self.cfg.design.name}-{self.cfg.revision}-{self.cfg.transport}"
 
 
-def _edge_key(e):
+def _edge_key(e: tuple[Any, ...]) -> tuple[int, int, int]:
     _, a, args, _, _ = e
     return (_ORDER[a.name], args["r"], args.get("i", -1))
 
@@ -93,7 +94,7 @@ def graph(cfg: Config) -> Graph:
     step_inv = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "step"]
     succ: dict = {}
 
-    def on_edge(pre, action, args, post, out):
+    def on_edge(pre: Any, action: Any, args: dict[str, int], post: Any, out: Any) -> None:
         broken = [
             p.name
             for p in step_inv
@@ -156,7 +157,7 @@ _INST_FIELDS = [f for f in FIELDS if f.key == "inst"]
 _ID_FIELDS = [f for f in FIELDS if f.key == "id"]
 
 
-def state_text(cfg: Config, s) -> str:
+def state_text(cfg: Config, s: Any) -> str:
     """The full state on one line (the tooltip of a node of the complete graph)."""
     parts = []
     for r in range(cfg.requests):
@@ -178,12 +179,12 @@ def state_text(cfg: Config, s) -> str:
     return " | ".join(parts)
 
 
-def project(cfg: Config, s) -> tuple:
+def project(cfg: Config, s: Any) -> tuple[Any, ...]:
     """The reduced view's node: lifecycle state per instance, registry owners per id."""
     return (s.life, s.inflight, s.stream if cfg.http else ())
 
 
-def project_label(cfg: Config, p) -> str:
+def project_label(cfg: Config, p: tuple[Any, ...]) -> str:
     life, inflight, stream = p
     lines = [" ".join(f"{inst_name(r)}:{Life(v).label}" for r, v in enumerate(life))]
     regs = []
@@ -195,7 +196,7 @@ def project_label(cfg: Config, p) -> str:
     return _NL.join(lines)
 
 
-def _edge_text(a, args) -> str:
+def _edge_text(a: Any, args: dict[str, int]) -> str:
     t = f"{a.name} {inst_name(args['r'])}"
     if "i" in args:
         t += f" id={id_name(args['i'])}"
@@ -274,7 +275,7 @@ def dot_full(g: Graph) -> str:
 # --- the reduced view ---------------------------------------------------------------------
 
 
-def reduced(g: Graph):
+def reduced(g: Graph) -> tuple[list[Any], list[Any]]:
     """``(nodes, edges)`` of the reduced view, in a stable order.
 
     ``nodes``: ``[(projection, n_states, n_bad, {invariant: count})]`` in order of the lowest

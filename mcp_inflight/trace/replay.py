@@ -199,11 +199,11 @@ class OverBudget(Exception):
     """The check went over ``--budget``."""
 
 
-def _over_budget(signum, frame) -> None:
+def _over_budget(signum: int, frame: object) -> None:
     raise OverBudget()
 
 
-def _run(args) -> int:
+def _run(args: argparse.Namespace) -> int:
     try:
         events = read(args.trace)
     except TraceError as e:

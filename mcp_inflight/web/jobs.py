@@ -12,6 +12,7 @@ import multiprocessing as mp
 import threading
 import time
 from dataclasses import asdict
+from typing import Any
 
 from mcp_inflight.web import model_api as api
 
@@ -27,7 +28,7 @@ class Busy(Exception):
     """The server cannot take this now (503)."""
 
 
-def _child(spec: Spec, max_states: int | None, conn) -> None:
+def _child(spec: Spec, max_states: int | None, conn: Any) -> None:
     try:
         conn.send(("ok", asdict(api.explored(spec, max_states))))
     except BaseException as e:  # reported to the page, not lost with the process
@@ -48,7 +49,7 @@ class Explorations:
         self._queue: list[Spec] = []
         self._running: Spec | None = None
         self._started: float = 0.0
-        self._proc = None
+        self._proc: Any = None
         self._closed = False
         self._thread = threading.Thread(target=self._work, name="explorations", daemon=True)
         self._thread.start()

@@ -197,7 +197,8 @@ def successors(cfg: Config, s: State) -> list[Step]:
     """Every enabled move at ``s`` with its post-state (computed now: nothing is stored)."""
     out = []
     for m in _moves(cfg):
-        if m.action.sources(cfg) is not None and s.life[m.r] not in m.action.sources(cfg):
+        sources = m.action.sources(cfg)
+        if sources is not None and s.life[m.r] not in sources:
             continue
         if enabled(cfg, s, m):
             t, o = fire(cfg, s, m)
@@ -329,6 +330,7 @@ def judge(cfg: Config, s: State, last: Step | None) -> list[dict]:
             if p.scope == "state":
                 v = bool(p.fn(b, s, cfg))
             else:
+                assert last is not None  # a step property with no step is "no step yet"
                 m = last.move
                 v = bool(p.fn(b, last.pre, last.post, cfg, m.action, m.r, m.i, last.out))
             if p.kind == "witness":
@@ -348,7 +350,7 @@ def judge(cfg: Config, s: State, last: Step | None) -> list[dict]:
                 if ex["value"] != v:
                     raise AssertionError(f"{p.name}: explaining evaluation disagrees")
                 row["where"], row["reads"] = ex["where"], ex["reads"]
-                if p.scope == "step":
+                if p.scope == "step" and last is not None:
                     row["outputs"] = outputs(last)
         res.append(row)
     return res

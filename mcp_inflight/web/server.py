@@ -51,6 +51,7 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from mcp_inflight.cli_common import DEFAULT_IDS, DEFAULT_REQUESTS
@@ -100,7 +101,7 @@ def _limit_memory(limit: int | None) -> None:
         pass
 
 
-def _check_child(name: str, text: str, memory: int | None, conn) -> None:
+def _check_child(name: str, text: str, memory: int | None, conn: Any) -> None:
     _limit_memory(memory)
     try:
         conn.send(("ok", views.recorded(name, text)))
@@ -120,14 +121,14 @@ class Handler(BaseHTTPRequestHandler):
     timeout = SOCKET_TIMEOUT  # the connection's socket timeout (the socketserver reads it)
 
     def setup(self) -> None:
-        self.timeout = self.server.socket_timeout
+        self.timeout = self.server.socket_timeout  # type: ignore[misc,assignment]  # per server
         super().setup()
 
     # headers and body go out as separate writes: with Nagle's algorithm on, the body waits
     # for the client's delayed acknowledgement (about 40 ms a step on Linux)
     disable_nagle_algorithm = True
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
         if self.server.verbose:
             super().log_message(format, *args)
 
@@ -139,7 +140,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _json(self, status: int, obj) -> None:
+    def _json(self, status: int, obj: Any) -> None:
         self._send(status, json.dumps(obj).encode(), "application/json")
 
     def _refused(self, changes: bool) -> bool:
@@ -456,7 +457,7 @@ def run(argv: list[str]) -> int:
     sys.stderr.write(f"mcp-inflight explore: listening on {srv.url}\n")
     sys.stderr.flush()
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: object) -> None:
         threading.Thread(target=srv.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)

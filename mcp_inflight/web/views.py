@@ -41,7 +41,7 @@ def _int(q: dict, name: str, default: int, lo: int, hi: int) -> int:
     return n
 
 
-def config_of(q: dict, defaults: dict):
+def config_of(q: dict[str, Any], defaults: dict[str, Any]) -> Any:
     """The configuration a query names, falling back on the server's defaults."""
     try:
         return api.config(
@@ -75,7 +75,7 @@ def meta(defaults: dict) -> dict:
     }
 
 
-def _step_json(cfg, st) -> dict[str, Any]:
+def _step_json(cfg: Any, st: Any) -> dict[str, Any]:
     return {
         "token": st.move.token,
         "action": st.move.action.name,
@@ -88,7 +88,7 @@ def _step_json(cfg, st) -> dict[str, Any]:
     }
 
 
-def _enabled_rows(cfg, succ, nxt) -> list[dict[str, Any]]:
+def _enabled_rows(cfg: Any, succ: Any, nxt: Any) -> list[dict[str, Any]]:
     """The enabled moves, one row each, except that moves which differ only in an argument the
     story does not show (the session's end, taken "by" any of its requests) and lead to the same
     state are listed once; those that lead to different states say their arguments."""
