@@ -53,10 +53,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import mcp_types as T
 import pydantic
 from mcp_types import methods as M
 
@@ -89,6 +91,13 @@ from .messages import (
     parse,
 )
 from .request_state import RequestStates, StateLimit, StateRefused, call_binding
+from .task_runtime import (
+    CANCELLED,
+    RELATED_TASK,
+    TaskError,
+    TaskRuntime,
+    cancelled_error,
+)
 
 #: the server API, and the messages' names (:mod:`.messages`), importable from here
 __all__ = [
@@ -166,10 +175,22 @@ Arrival = Refused | Answered | Running
 # --- tools -------------------------------------------------------------------------------------
 
 
+#: the values of a tool's ``execution.taskSupport`` (2025-11-25 tasks, tool-level negotiation)
+TASK_SUPPORT = ("forbidden", "optional", "required")
+
+
 class Tool:
-    def __init__(self, fn: Callable, name: str, description: str | None) -> None:
+    def __init__(
+        self, fn: Callable, name: str, description: str | None, task_support: str | None = None
+    ) -> None:
+        if task_support is not None and task_support not in TASK_SUPPORT:
+            raise ValueError(
+                f"tool {name!r}: task_support must be one of {', '.join(TASK_SUPPORT)}"
+            )
         self.fn = fn
         self.name = name
+        #: whether a call may (``optional``) or must (``required``) run as a task
+        self.task_support = task_support
         self.description = description or (inspect.getdoc(fn) or "").split("\n\n")[0] or None
         params = list(inspect.signature(fn).parameters.values())[1:]
         fields = {}
@@ -186,6 +207,8 @@ class Tool:
         self.listing = {"name": name, "inputSchema": schema}
         if self.description:
             self.listing["description"] = self.description
+        if task_support is not None:
+            self.listing["execution"] = {"taskSupport": task_support}
 
     def arguments(self, raw: Any) -> dict:
         return self._validate(raw if raw is not None else {}).__dict__
@@ -193,6 +216,20 @@ class Tool:
     @property
     def _validate(self) -> Any:
         return self.model.__pydantic_validator__.validate_python
+
+
+def _tool_error(text: str) -> dict:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+#: the 2025-11-25 task methods, and the schema of their params (``mcp_types``)
+PARAMS_OF: dict[str, Any] = {
+    "tasks/get": T.GetTaskRequestParams,
+    "tasks/result": T.GetTaskPayloadRequestParams,
+    "tasks/cancel": T.CancelTaskRequestParams,
+    "tasks/list": T.PaginatedRequestParams,
+}
+TASK_METHODS = frozenset(PARAMS_OF)
 
 
 def _content(value: Any) -> dict:
@@ -221,6 +258,7 @@ class Server:
         revision_capabilities: dict | None = None,
         request_states: RequestStates | None = None,
         max_client_capabilities: int | None = MAX_CLIENT_CAPABILITIES,
+        max_task_ttl_ms: int = 3_600_000,
     ) -> None:
         """``capabilities``: capabilities advertised on every revision, besides ``tools`` and
         ``logging``.  ``revision_capabilities``: per revision (``"2025-11-25"``,
@@ -233,8 +271,12 @@ class Server:
         ``max_client_capabilities``: the largest ``capabilities`` an ``initialize`` may carry,
         in bytes of compact JSON (default 16 KiB; None: no bound); a larger one is refused
         (-32602) and no session is made.  A session keeps the client's capabilities as that
-        compact JSON text, never as the parsed tree (which costs about 24 times as much)."""
+        compact JSON text, never as the parsed tree (which costs about 24 times as much).
+        ``max_task_ttl_ms``: the longest a 2025-11-25 task is kept (a task asks for its ttl; a
+        longer one, or none, gets this)."""
         self.max_client_capabilities = max_client_capabilities
+        self.max_task_ttl_ms = max_task_ttl_ms
+        self._task_runtime: TaskRuntime | None = None
         self.name = name
         self.version = version
         self.instructions = instructions
@@ -265,23 +307,46 @@ class Server:
 
         return register
 
-    def tool(self, name: str | None = None, description: str | None = None) -> Any:
-        """Register an ``async def handler(ctx, **arguments)`` as a tool."""
+    def tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        task_support: str | None = None,
+    ) -> Any:
+        """Register an ``async def handler(ctx, **arguments)`` as a tool.  ``task_support``
+        (2025-11-25 tasks): ``"optional"`` lets a client run a call as a task (its params carry
+        ``task``), ``"required"`` makes every call one; None or ``"forbidden"``: never."""
 
         def register(fn: Any) -> Any:
-            self.add_tool(fn, name, description)
+            self.add_tool(fn, name, description, task_support)
             return fn
 
         return register
 
     def add_tool(
-        self, fn: Callable, name: str | None = None, description: str | None = None
+        self,
+        fn: Callable,
+        name: str | None = None,
+        description: str | None = None,
+        task_support: str | None = None,
     ) -> Tool:
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"tool {fn.__name__!r}: the handler must be an async function")
-        t = Tool(fn, name or fn.__name__, description)
+        t = Tool(fn, name or fn.__name__, description, task_support)
         self.tools[t.name] = t
         return t
+
+    @property
+    def serves_tasks(self) -> bool:
+        """Whether some tool may run as a 2025-11-25 task (the ``tasks`` capability)."""
+        return any(t.task_support in ("optional", "required") for t in self.tools.values())
+
+    @property
+    def task_runtime(self) -> TaskRuntime:
+        """The server's tasks, shared by its sessions (made when first needed)."""
+        if self._task_runtime is None:
+            self._task_runtime = TaskRuntime(self.max_task_ttl_ms)
+        return self._task_runtime
 
     @property
     def info(self) -> dict:
@@ -295,7 +360,14 @@ class Server:
     def capabilities_for(self, revision: str) -> dict:
         """The capabilities advertised on ``revision`` (initialize's result on 2025-11-25,
         server/discover's on 2026-07-28)."""
-        return {**self.capabilities, **self.revision_capabilities.get(revision, {})}
+        caps = {**self.capabilities, **self.revision_capabilities.get(revision, {})}
+        if revision == LEGACY and self.serves_tasks and "tasks" not in caps:
+            caps["tasks"] = TASK_CAPABILITY
+        return caps
+
+
+#: the ``tasks`` capability of a server serving task-augmented ``tools/call`` (2025-11-25)
+TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
 
 # --- the handler's view ----------------------------------------------------------------------
@@ -383,7 +455,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        return self.session.notify(self.handle, "notifications/progress", params)
+        return self._emit("notifications/progress", params)
 
     async def log(self, data: Any, level: str = "info", logger: str | None = None) -> bool:
         """A ``notifications/message`` on this request's stream (if the level passes)."""
@@ -398,7 +470,7 @@ class Context:
         params = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        return self.session.notify(self.handle, "notifications/message", params)
+        return self._emit("notifications/message", params)
 
     async def elicit(self, message: str, schema: dict | None = None) -> dict:
         """Ask the user (``elicitation/create``, form mode); returns the ElicitResult dict."""
@@ -426,7 +498,10 @@ class Context:
 
     async def notify(self, method: str, params: dict | None = None) -> bool:
         """A notification on this request's stream (where the core routes it)."""
-        return self.session.notify(self.handle, method, params or {})
+        return self._emit(method, params or {})
+
+    def _emit(self, method: str, params: dict) -> bool:
+        return self.session.notify(self.handle, method, params)
 
     async def _ask(self, method: Any, params: Any) -> dict:
         self._asked += 1
@@ -438,6 +513,27 @@ class Context:
                 return self._answers[key]
             raise _InputRequired(key, {"method": method, "params": params})
         return await self.session.server_request(self.handle, method, params)
+
+
+class TaskContext(Context):
+    """The context of a tool call running as a 2025-11-25 task.  Its request was answered with
+    ``CreateTaskResult``, so the request's stream is gone: progress and log messages carry the
+    ``io.modelcontextprotocol/related-task`` key and go where the task's status notifications go
+    (the session's channel on stdio; on HTTP a ``tasks/result`` stream waiting on the task).
+    ``cancelled`` is set by ``tasks/cancel``, the session's end and the ttl."""
+
+    task_id = ""
+
+    def _emit(self, method: str, params: dict) -> bool:
+        meta = dict(params.get("_meta") or {})
+        meta[RELATED_TASK] = {"taskId": self.task_id}
+        msg = {"jsonrpc": "2.0", "method": method, "params": {**params, "_meta": meta}}
+        return self.session.task_message(self.task_id, msg)
+
+    async def _ask(self, method: Any, params: Any) -> dict:
+        raise RequestFailed(
+            error(INTERNAL_ERROR, f"{method}: a tool running as a task cannot ask the client yet")
+        )
 
 
 def _invalid_params(rid: Any, method: Any, version: Any, params: Any) -> Any:
@@ -479,6 +575,11 @@ class Session:
         self.peer: str | None = None
         #: called with the session when its last handler has finished (adapters prune with it)
         self.on_idle: Callable[[Session], None] | None = None
+        #: 2025-11-25 tasks: the key binding this session's tasks to it (fresh, never shown)
+        self.task_owner = secrets.token_urlsafe(12)
+        self._task_works = 0  # tasks of this session whose work runs
+        self._waiting: dict[str, set[Any]] = {}  # task id -> tasks/result handles waiting on it
+        self._channel: Any = None  # stdio: the one channel, for messages of no request
 
     @property
     def client_capabilities(self) -> Any:
@@ -561,17 +662,26 @@ class Session:
         params: Any = msg.get("params")
         try:
             custom = None
-            reply = self._immediate(h, rid, method, params)
-            if reply is None:
+            if method in TASK_METHODS and self._serves_task_methods(method):
                 ctx = Context(self, h, params if isinstance(params, dict) else {})
-                custom = self.server.methods.get(method)
-                if self.revision == MODERN:
-                    reply = self._resume(ctx, rid, method, params, custom is not None)
-            if reply is None:
-                if custom is not None:
-                    job = self._run_method(h, rid, custom, params or {}, ctx)
-                else:
-                    job = self._run(h, rid, self.server.tools[params["name"]], params, ctx)
+                reply = self._task_method(h, rid, method, params)
+                if reply is None:
+                    job = self._task_result(h, rid, params["taskId"], ctx)
+            else:
+                reply = self._immediate(h, rid, method, params)
+                if reply is None:
+                    ctx = Context(self, h, params if isinstance(params, dict) else {})
+                    custom = self.server.methods.get(method)
+                    if self.revision == MODERN:
+                        reply = self._resume(ctx, rid, method, params, custom is not None)
+                if reply is None:
+                    if custom is not None:
+                        job = self._run_method(h, rid, custom, params or {}, ctx)
+                    else:
+                        tool = self.server.tools[params["name"]]
+                        reply = self._task_call(h, rid, tool, params)
+                        if reply is None:
+                            job = self._run(h, rid, tool, params, ctx)
         except Exception as e:  # an admitted request always ends: its id must not stay in flight
             reply = error_reply(rid, error(INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
         if reply is not None:
@@ -580,6 +690,143 @@ class Session:
         task = asyncio.get_running_loop().create_task(job)
         self.tasks[h] = (task, ctx)
         return Running(h)
+
+    # --- 2025-11-25 tasks ----------------------------------------------------------------
+    def _serves_task_methods(self, method: str) -> bool:
+        return (
+            self.revision == LEGACY
+            and method not in self.server.methods
+            and self.server.serves_tasks
+        )
+
+    def _task_call(self, h: Any, rid: Any, tool: Tool, params: dict) -> dict | None:
+        """A 2025-11-25 ``tools/call`` as a task: its ``CreateTaskResult`` (the tool runs on
+        as the task's work), an error reply when the call and the tool's ``taskSupport``
+        disagree, or None for an ordinary call.  A server with no tool that runs as a task
+        declares no ``tasks`` capability and ignores ``params.task`` (2025-11-25 tasks: task
+        support and handling)."""
+        if self.revision != LEGACY or not self.server.serves_tasks:
+            return None
+        asked = params.get("task")
+        support = tool.task_support
+        if asked is None:
+            if support == "required":
+                return error_reply(
+                    rid,
+                    error(METHOD_NOT_FOUND, f"Tool {tool.name!r} must be called as a task"),
+                )
+            return None
+        if support not in ("optional", "required"):
+            return error_reply(
+                rid, error(METHOD_NOT_FOUND, f"Tool {tool.name!r} does not run as a task")
+            )
+        runtime = self.server.task_runtime
+        runtime.listeners[self.task_owner] = self.task_message
+        if self.transport == "stdio":
+            self._channel = h.data
+        ctx = TaskContext(self, h, params)
+        view = runtime.create(
+            self.task_owner, asked.get("ttl"), self._task_work(tool, params, ctx), ctx.cancelled
+        )
+        ctx.task_id = view["taskId"]
+        return {"jsonrpc": "2.0", "id": rid, "result": {"task": view}}
+
+    async def _task_work(self, tool: Tool, params: dict, ctx: TaskContext) -> tuple[bool, Any]:
+        """A task's work: the tool's result, a tool error being a result (``isError``), as in
+        an ordinary call."""
+        ctx.started = True
+        self._task_works += 1
+        try:
+            try:
+                args = tool.arguments(params.get("arguments"))
+            except pydantic.ValidationError as e:
+                return True, _tool_error(f"invalid arguments: {e}")
+            try:
+                return True, _content(await tool.fn(ctx, **args))
+            except RequestFailed as e:
+                return True, _tool_error(str(e))
+            except Exception as e:
+                return True, _tool_error(f"{type(e).__name__}: {e}")
+        finally:
+            self._task_works -= 1
+            if self.on_idle is not None and self.idle():
+                self.on_idle(self)
+
+    def _task_method(self, h: Any, rid: Any, method: str, params: Any) -> dict | None:
+        """``tasks/get``, ``tasks/list``, ``tasks/cancel`` answered at once; ``tasks/result``
+        of a task this session may read: None (it waits, :meth:`_task_result`).  Another
+        session's task id gets the answer of an unknown one (-32602)."""
+        try:
+            PARAMS_OF[method].model_validate(params or {}, by_name=False)
+        except pydantic.ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            return error_reply(
+                rid, error(INVALID_PARAMS, f"Invalid params: {where}: {first['msg']}")
+            )
+        runtime = self.server.task_runtime
+        owner = self.task_owner
+        if self.transport == "stdio":
+            self._channel = h.data
+        try:
+            if method == "tasks/list":
+                res: dict = {"tasks": runtime.list(owner)}
+            elif method == "tasks/get":
+                res = runtime.get(owner, params["taskId"])
+            elif method == "tasks/cancel":
+                res = runtime.cancel(owner, params["taskId"])
+            else:
+                runtime.get(owner, params["taskId"])  # refused here when not this session's
+                return None
+        except TaskError as e:
+            return error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {e}"))
+        return {"jsonrpc": "2.0", "id": rid, "result": res}
+
+    async def _task_result(self, h: Any, rid: Any, tid: str, ctx: Context) -> None:
+        """``tasks/result``: waits until the task is terminal, then answers what its
+        ``tools/call`` would have (a cancelled task: an error).  Status notifications of the
+        task go on this request's stream while it waits."""
+        ctx.started = True
+        reply = None
+        waiting = self._waiting.setdefault(tid, set())
+        waiting.add(h)
+        try:
+            try:
+                status, res = await self.server.task_runtime.result(self.task_owner, tid)
+            except TaskError as e:
+                reply = error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {e}"))
+            else:
+                if status == CANCELLED:
+                    reply = error_reply(rid, cancelled_error())
+                elif status == "failed":
+                    reply = error_reply(rid, res)
+                else:
+                    meta = {**(res.get("_meta") or {}), RELATED_TASK: {"taskId": tid}}
+                    reply = {"jsonrpc": "2.0", "id": rid, "result": {**res, "_meta": meta}}
+        except asyncio.CancelledError:
+            reply = None
+        finally:
+            waiting.discard(h)
+            if not waiting:
+                self._waiting.pop(tid, None)
+            self._done(h, reply)
+
+    def task_message(self, tid: str, msg: dict[str, Any]) -> bool:
+        """A message of task ``tid`` (its status, its work's progress and logs), which belongs
+        to no open request: on stdio the channel; on HTTP each ``tasks/result`` stream waiting
+        on the task (where the core routes it), else nowhere (the spec makes status
+        notifications optional, and a client polls).  Returns whether it was written."""
+        if self.ended:
+            return False
+        if self.transport == "stdio":
+            if self._channel is None:
+                return False
+            self._channel.send(msg)
+            return True
+        sent = False
+        for handle in list(self._waiting.get(tid, ())):
+            sent = self.notify(handle, msg["method"], msg["params"]) or sent
+        return sent
 
     def _resume(self, ctx: Any, rid: Any, method: Any, params: Any, custom: bool) -> Any:
         """2026-07-28: bind the call and, on a retry, verify its ``requestState`` and give the
@@ -825,8 +1072,12 @@ class Session:
         return True
 
     def end(self) -> None:
-        """The session ends: cancel every handler (through the core) and release every waiter."""
+        """The session ends: cancel every handler (through the core) and release every waiter;
+        its tasks are cancelled (the task store)."""
         self.ended = True
+        runtime = self.server._task_runtime
+        if runtime is not None:
+            runtime.end_session(self.task_owner)
         for h in self.core.end():
             self._cancel_handler(h)
         for fut in list(self.pending.values()):
@@ -834,4 +1085,4 @@ class Session:
                 fut.set_exception(RequestFailed(error(INTERNAL_ERROR, "the session ended")))
 
     def idle(self) -> bool:
-        return self.core.empty() and not self.pending and not self.tasks
+        return self.core.empty() and not self.pending and not self.tasks and not self._task_works

@@ -1,0 +1,202 @@
+"""2025-11-25 tasks at run time: the task store (:mod:`.tasks`, the model's ``fresh-bound``
+design) with the work, the clock and the waiters beside it.
+
+Every decision on a task (its id, who may read, cancel or list it, its status, what a late
+completion does, what the session's end and the ttl do) is the store's, that is the model's;
+this module runs what the store decides:
+
+* the work of a task is an ``asyncio`` task; its end is the store's ``finish`` (a task already
+  cancelled stays cancelled), ``tasks/cancel`` and the session's end also stop it (the spec's
+  "SHOULD attempt to stop the task execution");
+* the ttl is a timer calling the store's ``expire``, capped by the store's ``max_ttl_ms``;
+* ``tasks/result`` waits on the task's event, set when the store first reports it terminal (or
+  deletes it), then asks the store again;
+* every status change the store puts on its outbox becomes a ``notifications/tasks/status``
+  whose params are the full ``Task`` (2025-11-25 ``basic/utilities/tasks``, task status
+  notification), handed to the owner's listener (its session), which decides the stream;
+* the wire's ``createdAt`` and ``lastUpdatedAt`` (ISO 8601, required in every task response)
+  and ``pollInterval`` are kept here, as the store has no clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
+from typing import Any
+
+from .tasks import CANCELLED, REV_2025, TERMINAL, NotReady, TaskError, TaskStore
+
+__all__ = ["TaskRuntime", "TaskError", "Listener", "STATUS_METHOD", "RELATED_TASK"]
+
+STATUS_METHOD = "notifications/tasks/status"
+#: the ``_meta`` key associating a message with a task (2025-11-25 tasks)
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+#: ``listener(task_id, message)``: a message for the owner of ``task_id``
+Listener = Callable[[str, dict[str, Any]], Any]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class TaskRuntime:
+    """The tasks of one :class:`~.server.Server`, shared by its sessions; each task is bound to
+    the owner that created it (a session's own key)."""
+
+    def __init__(self, max_ttl_ms: int = 3_600_000, poll_interval_ms: int | None = 500) -> None:
+        self.store = TaskStore(max_ttl_ms=max_ttl_ms)
+        self.poll_interval_ms = poll_interval_ms
+        self.works: dict[str, asyncio.Task[Any]] = {}
+        self.stops: dict[str, asyncio.Event] = {}  # the work's context's ``cancelled``
+        self.terminal: dict[str, asyncio.Event] = {}
+        self.times: dict[str, list[str]] = {}  # task id -> [createdAt, lastUpdatedAt]
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.listeners: dict[str, Listener] = {}
+
+    # --- views ----------------------------------------------------------------------------
+
+    def _wire(self, view: dict[str, Any]) -> dict[str, Any]:
+        """The store's view of a task with the times and poll interval the wire requires."""
+        created, updated = self.times.get(view["taskId"], ["", ""])
+        out = {**view, "createdAt": created, "lastUpdatedAt": updated}
+        if self.poll_interval_ms is not None:
+            out["pollInterval"] = self.poll_interval_ms
+        return out
+
+    def _flush(self) -> None:
+        """Send what the store's last move put on its outbox: one status notification per
+        status change, to the owner; a terminal status wakes the task's waiters."""
+        store = self.store
+        out, store.outbox = store.outbox, []
+        for owner, view in out:
+            tid = view["taskId"]
+            times = self.times.get(tid)
+            if times is not None:
+                times[1] = _now()
+            listener = self.listeners.get(owner)
+            if listener is not None:
+                listener(
+                    tid, {"jsonrpc": "2.0", "method": STATUS_METHOD, "params": self._wire(view)}
+                )
+            if view["status"] in TERMINAL:
+                self._wake(tid)
+
+    def _wake(self, tid: str) -> None:
+        ev = self.terminal.get(tid)
+        if ev is not None:
+            ev.set()
+
+    # --- the server -----------------------------------------------------------------------
+
+    def create(
+        self,
+        owner: str,
+        ttl_ms: int | None,
+        work: Coroutine[Any, Any, tuple[bool, Any]],
+        cancelled: asyncio.Event | None = None,
+    ) -> dict[str, Any]:
+        """A task for ``owner`` running ``work`` (which returns ``(ok, result)``: the tool's
+        result, or a JSON-RPC error when ``ok`` is False); the ``Task`` of its
+        ``CreateTaskResult``."""
+        t = self.store.create(owner, REV_2025, ttl_ms)
+        tid = t.task_id
+        now = _now()
+        self.times[tid] = [now, now]
+        self.terminal[tid] = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self.timers[tid] = loop.call_later(t.ttl_ms / 1000, self.expire, tid)
+        if cancelled is not None:
+            self.stops[tid] = cancelled
+        self.works[tid] = loop.create_task(self._run(tid, work))
+        return self._wire(t.view())
+
+    async def _run(self, tid: str, work: Coroutine[Any, Any, tuple[bool, Any]]) -> None:
+        ok, result = False, None
+        try:
+            ok, result = await work
+        except asyncio.CancelledError:
+            ok, result = False, {"code": -32603, "message": "the task's work was stopped"}
+        except Exception as e:  # pragma: no cover - the session's work catches the tool's errors
+            ok, result = False, {"code": -32603, "message": f"{type(e).__name__}: {e}"}
+        finally:
+            self.works.pop(tid, None)
+            self.stops.pop(tid, None)
+            self.store.finish(tid, ok, result)
+            self._flush()
+
+    def _stop(self, tid: str) -> None:
+        stop = self.stops.get(tid)
+        if stop is not None:
+            stop.set()
+        work = self.works.get(tid)
+        if work is not None:
+            work.cancel()
+
+    def expire(self, tid: str) -> None:
+        """The ttl ran out: the store deletes the task; its work stops, its waiters wake."""
+        self.store.expire(tid)
+        self._stop(tid)
+        self._wake(tid)
+        self.terminal.pop(tid, None)
+        self.times.pop(tid, None)
+        timer = self.timers.pop(tid, None)
+        if timer is not None:
+            timer.cancel()
+
+    def end_session(self, owner: str) -> None:
+        """The owner's session ended: the store cancels its live tasks; their work stops."""
+        self.listeners.pop(owner, None)
+        self.store.end_session(owner)
+        self._flush()
+        for tid, t in list(self.store.tasks.items()):
+            if t.owner == owner:
+                self._stop(tid)
+                self._wake(tid)
+
+    def close(self) -> None:
+        """Stop every timer and work (the server stops)."""
+        for tid in list(self.store.tasks):
+            self.expire(tid)
+
+    # --- the requester's methods ----------------------------------------------------------
+
+    def get(self, owner: str, tid: str) -> dict[str, Any]:
+        """``tasks/get``; raises :class:`TaskError` for an unknown or another owner's id."""
+        return self._wire(self.store.get(owner, tid))
+
+    def list(self, owner: str) -> list[dict[str, Any]]:
+        """``tasks/list``: the owner's tasks."""
+        return [self._wire(v) for v in self.store.list(owner)]
+
+    def cancel(self, owner: str, tid: str) -> dict[str, Any]:
+        """``tasks/cancel``: the task is ``cancelled`` before the answer (the store), then its
+        work is asked to stop; raises :class:`TaskError` (unknown, another's, terminal)."""
+        view = self.store.cancel(owner, tid)
+        self._flush()
+        self._stop(tid)
+        return self._wire(view)
+
+    async def result(self, owner: str, tid: str) -> tuple[str, Any]:
+        """``tasks/result``: waits until the task is terminal, then ``(status, result)``;
+        raises :class:`TaskError` for an unknown or another owner's id (also when the task
+        is deleted or its session ends while waiting)."""
+        while True:
+            try:
+                res = self.store.result(owner, tid)
+            except NotReady:
+                ev = self.terminal.get(tid)
+                if ev is None:  # pragma: no cover - a stored task always has its event
+                    raise TaskError(f"unknown task {tid!r}") from None
+                await ev.wait()
+                continue
+            return self.store.tasks[tid].status, res
+
+
+def cancelled_error() -> dict[str, Any]:
+    """``tasks/result``'s error for a cancelled task (its request has no result)."""
+    return {"code": -32603, "message": "the task was cancelled"}
+
+
+__all__ += ["cancelled_error", "CANCELLED"]
