@@ -517,18 +517,16 @@ class Context:
 
 class TaskContext(Context):
     """The context of a tool call running as a 2025-11-25 task.  Its request was answered with
-    ``CreateTaskResult``, so the request's stream is gone: progress and log messages carry the
-    ``io.modelcontextprotocol/related-task`` key and go where the task's status notifications go
-    (the session's channel on stdio; on HTTP a ``tasks/result`` stream waiting on the task).
-    ``cancelled`` is set by ``tasks/cancel``, the session's end and the ttl."""
+    ``CreateTaskResult``, so the request's stream is gone and, in the request lifecycle the
+    core follows (``model/session.py``), so are the request's notifications: ``progress``,
+    ``log`` and ``notify`` send nothing and return False (the tasks page lets a task's
+    progress token live on; the models do not say where such messages go yet).  ``cancelled``
+    is set by ``tasks/cancel``, the session's end and the ttl."""
 
     task_id = ""
 
     def _emit(self, method: str, params: dict) -> bool:
-        meta = dict(params.get("_meta") or {})
-        meta[RELATED_TASK] = {"taskId": self.task_id}
-        msg = {"jsonrpc": "2.0", "method": method, "params": {**params, "_meta": meta}}
-        return self.session.task_message(self.task_id, msg)
+        return False
 
     async def _ask(self, method: Any, params: Any) -> dict:
         raise RequestFailed(
