@@ -94,6 +94,7 @@ from .request_state import RequestStates, StateLimit, StateRefused, call_binding
 from .task_runtime import (
     CANCELLED,
     RELATED_TASK,
+    REV_2026,
     TaskError,
     TaskRuntime,
     cancelled_error,
@@ -230,6 +231,15 @@ PARAMS_OF: dict[str, Any] = {
     "tasks/list": T.PaginatedRequestParams,
 }
 TASK_METHODS = frozenset(PARAMS_OF)
+#: the methods of the 2026-07-28 tasks extension (``tasks/result`` and ``tasks/list`` are gone)
+PARAMS_OF_2026: dict[str, Any] = {
+    "tasks/get": T.GetTaskRequestParams,
+    "tasks/cancel": T.CancelTaskRequestParams,
+    "tasks/update": pydantic.create_model(
+        "UpdateTaskParams", taskId=(str, ...), inputResponses=(dict[str, Any], ...)
+    ),
+}
+ALL_TASK_METHODS = TASK_METHODS | frozenset(PARAMS_OF_2026)
 
 
 def _content(value: Any) -> dict:
@@ -361,11 +371,20 @@ class Server:
         """The capabilities advertised on ``revision`` (initialize's result on 2025-11-25,
         server/discover's on 2026-07-28)."""
         caps = {**self.capabilities, **self.revision_capabilities.get(revision, {})}
-        if revision == LEGACY and self.serves_tasks and "tasks" not in caps:
-            caps["tasks"] = TASK_CAPABILITY
+        if self.serves_tasks:
+            if revision == LEGACY and "tasks" not in caps:
+                caps["tasks"] = TASK_CAPABILITY
+            elif revision == MODERN:
+                caps["extensions"] = {TASKS_EXTENSION: {}, **(caps.get("extensions") or {})}
         return caps
 
 
+#: the 2026-07-28 tasks extension (SEP-2663), advertised under ``capabilities.extensions``
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: 2026-07-28: whose tasks a request's are.  SEP-2663 binds a task to the authorization
+#: context of its requester; this server has none, so every 2026-07-28 request shares one, and
+#: a task is protected by its unguessable id alone (as the extension allows without auth)
+UNAUTHENTICATED = "2026-07-28: no authorization context"
 #: the ``tasks`` capability of a server serving task-augmented ``tools/call`` (2025-11-25)
 TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
@@ -660,7 +679,7 @@ class Session:
         params: Any = msg.get("params")
         try:
             custom = None
-            if method in TASK_METHODS and self._serves_task_methods(method):
+            if method in ALL_TASK_METHODS and self._serves_task_methods(method):
                 ctx = Context(self, h, params if isinstance(params, dict) else {})
                 reply = self._task_method(h, rid, method, params)
                 if reply is None:
@@ -670,6 +689,8 @@ class Session:
                 if reply is None:
                     ctx = Context(self, h, params if isinstance(params, dict) else {})
                     custom = self.server.methods.get(method)
+                    if custom is not None and method == "tools/call" and self._own_tool(params):
+                        custom = None  # a tool registered with server.tool runs as registered
                     if self.revision == MODERN:
                         reply = self._resume(ctx, rid, method, params, custom is not None)
                 if reply is None:
@@ -692,9 +713,29 @@ class Session:
     # --- 2025-11-25 tasks ----------------------------------------------------------------
     def _serves_task_methods(self, method: str) -> bool:
         return (
-            self.revision == LEGACY
+            method in (TASK_METHODS if self.revision == LEGACY else PARAMS_OF_2026)
             and method not in self.server.methods
             and self.server.serves_tasks
+        )
+
+    def _own_tool(self, params: Any) -> bool:
+        return isinstance(params, dict) and params.get("name") in self.server.tools
+
+    def _declares_tasks(self, params: Any) -> bool:
+        """2026-07-28: whether the request's client capabilities name the tasks extension."""
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        caps = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+        ext = caps.get("extensions") if isinstance(caps, dict) else None
+        return isinstance(ext, dict) and TASKS_EXTENSION in ext
+
+    def _missing_tasks(self, rid: Any, what: str) -> dict:
+        return error_reply(
+            rid,
+            error(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"{what} needs the client capability extensions.{TASKS_EXTENSION}",
+                {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+            ),
         )
 
     def _task_call(self, h: Any, rid: Any, tool: Tool, params: dict) -> dict | None:
@@ -703,8 +744,10 @@ class Session:
         disagree, or None for an ordinary call.  A server with no tool that runs as a task
         declares no ``tasks`` capability and ignores ``params.task`` (2025-11-25 tasks: task
         support and handling)."""
-        if self.revision != LEGACY or not self.server.serves_tasks:
+        if not self.server.serves_tasks:
             return None
+        if self.revision == MODERN:
+            return self._task_call_2026(h, rid, tool, params)
         asked = params.get("task")
         support = tool.task_support
         if asked is None:
@@ -729,9 +772,29 @@ class Session:
         ctx.task_id = view["taskId"]
         return {"jsonrpc": "2.0", "id": rid, "result": {"task": view}}
 
+    def _task_call_2026(self, h: Any, rid: Any, tool: Tool, params: dict) -> dict | None:
+        """2026-07-28 (SEP-2663): the server decides.  A tool that may run as a task runs as
+        one when the request's client capabilities name the extension (``params.task`` is
+        ignored); without it the call is ordinary, and a tool that must be a task is refused
+        (-32021, the extension named in ``requiredCapabilities``)."""
+        support = tool.task_support
+        if support not in ("optional", "required"):
+            return None
+        if not self._declares_tasks(params):
+            if support == "required":
+                return self._missing_tasks(rid, f"Tool {tool.name!r}")
+            return None
+        ctx = TaskContext(self, h, params)
+        view = self.server.task_runtime.create(
+            UNAUTHENTICATED, None, self._task_work(tool, params, ctx), ctx.cancelled, REV_2026
+        )
+        ctx.task_id = view["taskId"]
+        return {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "task", **view}}
+
     async def _task_work(self, tool: Tool, params: dict, ctx: TaskContext) -> tuple[bool, Any]:
         """A task's work: the tool's result, a tool error being a result (``isError``), as in
-        an ordinary call."""
+        an ordinary call.  2026-07-28: a :class:`JsonRpcError` raised by the tool is a protocol
+        error, and the task fails with it (SEP-2663, error semantics)."""
         ctx.started = True
         self._task_works += 1
         try:
@@ -741,6 +804,10 @@ class Session:
                 return True, _tool_error(f"invalid arguments: {e}")
             try:
                 return True, _content(await tool.fn(ctx, **args))
+            except JsonRpcError as e:
+                if self.revision == MODERN:
+                    return False, e.error
+                return True, _tool_error(str(e))
             except RequestFailed as e:
                 return True, _tool_error(str(e))
             except Exception as e:
@@ -754,6 +821,8 @@ class Session:
         """``tasks/get``, ``tasks/list``, ``tasks/cancel`` answered at once; ``tasks/result``
         of a task this session may read: None (it waits, :meth:`_task_result`).  Another
         session's task id gets the answer of an unknown one (-32602)."""
+        if self.revision == MODERN:
+            return self._task_method_2026(rid, method, params)
         try:
             PARAMS_OF[method].model_validate(params or {}, by_name=False)
         except pydantic.ValidationError as e:
@@ -779,6 +848,35 @@ class Session:
         except TaskError as e:
             return error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {e}"))
         return {"jsonrpc": "2.0", "id": rid, "result": res}
+
+    def _task_method_2026(self, rid: Any, method: str, params: Any) -> dict:
+        """``tasks/get`` (the task, its result or error inlined once terminal), ``tasks/update``
+        and ``tasks/cancel`` (empty acknowledgements), all answered at once; refused (-32021)
+        unless the request's client capabilities name the extension."""
+        if not self._declares_tasks(params):
+            return self._missing_tasks(rid, method)
+        try:
+            PARAMS_OF_2026[method].model_validate(params or {}, by_name=False)
+        except pydantic.ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            return error_reply(
+                rid, error(INVALID_PARAMS, f"Invalid params: {where}: {first['msg']}")
+            )
+        runtime = self.server.task_runtime
+        tid = params["taskId"]
+        try:
+            if method == "tasks/get":
+                res: dict = runtime.get(UNAUTHENTICATED, tid)
+            elif method == "tasks/cancel":
+                runtime.cancel(UNAUTHENTICATED, tid)
+                res = {}
+            else:
+                runtime.update(UNAUTHENTICATED, tid)
+                res = {}
+        except TaskError as e:
+            return error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {e}"))
+        return {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", **res}}
 
     async def _task_result(self, h: Any, rid: Any, tid: str, ctx: Context) -> None:
         """``tasks/result``: waits until the task is terminal, then answers what its

@@ -1,4 +1,4 @@
-"""2025-11-25 tasks at run time: the task store (:mod:`.tasks`, the model's ``fresh-bound``
+"""Tasks at run time (2025-11-25 tasks and the 2026-07-28 tasks extension): the task store (:mod:`.tasks`, the model's ``fresh-bound``
 design) with the work, the clock and the waiters beside it.
 
 Every decision on a task (its id, who may read, cancel or list it, its status, what a late
@@ -25,7 +25,7 @@ from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
-from .tasks import CANCELLED, REV_2025, TERMINAL, NotReady, TaskError, TaskStore
+from .tasks import CANCELLED, REV_2025, REV_2026, TERMINAL, NotReady, TaskError, TaskStore
 
 __all__ = ["TaskRuntime", "TaskError", "Listener", "STATUS_METHOD", "RELATED_TASK"]
 
@@ -62,7 +62,8 @@ class TaskRuntime:
         created, updated = self.times.get(view["taskId"], ["", ""])
         out = {**view, "createdAt": created, "lastUpdatedAt": updated}
         if self.poll_interval_ms is not None:
-            out["pollInterval"] = self.poll_interval_ms
+            # SEP-2663 renames the field (pollIntervalMs, as ttlMs)
+            out["pollIntervalMs" if "ttlMs" in view else "pollInterval"] = self.poll_interval_ms
         return out
 
     def _flush(self) -> None:
@@ -96,11 +97,12 @@ class TaskRuntime:
         ttl_ms: int | None,
         work: Coroutine[Any, Any, tuple[bool, Any]],
         cancelled: asyncio.Event | None = None,
+        revision: str = REV_2025,
     ) -> dict[str, Any]:
         """A task for ``owner`` running ``work`` (which returns ``(ok, result)``: the tool's
         result, or a JSON-RPC error when ``ok`` is False); the ``Task`` of its
         ``CreateTaskResult``."""
-        t = self.store.create(owner, REV_2025, ttl_ms)
+        t = self.store.create(owner, revision, ttl_ms)
         tid = t.task_id
         now = _now()
         self.times[tid] = [now, now]
@@ -117,6 +119,10 @@ class TaskRuntime:
         try:
             ok, result = await work
         except asyncio.CancelledError:
+            # a 2026-07-28 cancellation requested of the task takes effect (the store's honour)
+            t = self.store.tasks.get(tid)
+            if t is not None and t.cancel_requested:
+                self.store.honour(tid)
             ok, result = False, {"code": -32603, "message": "the task's work was stopped"}
         except Exception as e:  # pragma: no cover - the session's work catches the tool's errors
             ok, result = False, {"code": -32603, "message": f"{type(e).__name__}: {e}"}
@@ -171,12 +177,21 @@ class TaskRuntime:
         return [self._wire(v) for v in self.store.list(owner)]
 
     def cancel(self, owner: str, tid: str) -> dict[str, Any]:
-        """``tasks/cancel``: the task is ``cancelled`` before the answer (the store), then its
-        work is asked to stop; raises :class:`TaskError` (unknown, another's, terminal)."""
+        """``tasks/cancel``.  2025-11-25: the task is ``cancelled`` before the answer (the
+        store), then its work is asked to stop; raises :class:`TaskError` (unknown, another's,
+        terminal).  2026-07-28: the store records the request and answers ``{}`` (a terminal
+        task too); the work is asked to stop, and its stopping is the store's ``honour``."""
         view = self.store.cancel(owner, tid)
         self._flush()
-        self._stop(tid)
-        return self._wire(view)
+        t = self.store.tasks[tid]
+        if t.revision == REV_2025 or t.cancel_requested:
+            self._stop(tid)
+        return self._wire(view) if view else {}
+
+    def update(self, owner: str, tid: str) -> None:
+        """``tasks/update`` (2026-07-28): the requester's input (the store's ``answer``)."""
+        self.store.answer(owner, tid)
+        self._flush()
 
     async def result(self, owner: str, tid: str) -> tuple[str, Any]:
         """``tasks/result``: waits until the task is terminal, then ``(status, result)``;
@@ -199,4 +214,4 @@ def cancelled_error() -> dict[str, Any]:
     return {"code": -32603, "message": "the task was cancelled"}
 
 
-__all__ += ["cancelled_error", "CANCELLED"]
+__all__ += ["cancelled_error", "CANCELLED", "REV_2025", "REV_2026"]
