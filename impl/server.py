@@ -548,9 +548,18 @@ class TaskContext(Context):
         return False
 
     async def _ask(self, method: Any, params: Any) -> dict:
-        raise RequestFailed(
-            error(INTERNAL_ERROR, f"{method}: a tool running as a task cannot ask the client yet")
-        )
+        """2026-07-28: the task goes ``input_required`` and the question waits, under a key
+        of its own, for ``tasks/update`` (SEP-2663); questions asked at once wait together.
+        2025-11-25 (answers through ``tasks/result``'s stream) is not served: the question
+        fails."""
+        if self.session.revision != MODERN:
+            raise RequestFailed(
+                error(INTERNAL_ERROR, f"{method}: a 2025-11-25 task cannot ask the client")
+            )
+        self._asked += 1
+        key = f"{method}#{self._asked}"
+        request = {"method": method, "params": params}
+        return await self.session.server.task_runtime.ask(self.task_id, key, request)
 
 
 def _invalid_params(rid: Any, method: Any, version: Any, params: Any) -> Any:
@@ -872,7 +881,7 @@ class Session:
                 runtime.cancel(UNAUTHENTICATED, tid)
                 res = {}
             else:
-                runtime.update(UNAUTHENTICATED, tid)
+                runtime.update(UNAUTHENTICATED, tid, params["inputResponses"])
                 res = {}
         except TaskError as e:
             return error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {e}"))

@@ -25,7 +25,16 @@ from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
-from .tasks import CANCELLED, REV_2025, REV_2026, TERMINAL, NotReady, TaskError, TaskStore
+from .tasks import (
+    CANCELLED,
+    INPUT_REQUIRED,
+    REV_2025,
+    REV_2026,
+    TERMINAL,
+    NotReady,
+    TaskError,
+    TaskStore,
+)
 
 __all__ = ["TaskRuntime", "TaskError", "Listener", "STATUS_METHOD", "RELATED_TASK"]
 
@@ -54,6 +63,8 @@ class TaskRuntime:
         self.times: dict[str, list[str]] = {}  # task id -> [createdAt, lastUpdatedAt]
         self.timers: dict[str, asyncio.TimerHandle] = {}
         self.listeners: dict[str, Listener] = {}
+        #: 2026-07-28: a task's questions not answered yet, by key: (the request, its waiter)
+        self.inputs: dict[str, dict[str, tuple[dict[str, Any], asyncio.Future[Any]]]] = {}
 
     # --- views ----------------------------------------------------------------------------
 
@@ -61,6 +72,9 @@ class TaskRuntime:
         """The store's view of a task with the times and poll interval the wire requires."""
         created, updated = self.times.get(view["taskId"], ["", ""])
         out = {**view, "createdAt": created, "lastUpdatedAt": updated}
+        pending = self.inputs.get(view["taskId"])
+        if pending and view["status"] == INPUT_REQUIRED and "ttlMs" in view:
+            out["inputRequests"] = {k: req for k, (req, _) in pending.items()}
         if self.poll_interval_ms is not None:
             # SEP-2663 renames the field (pollIntervalMs, as ttlMs)
             out["pollIntervalMs" if "ttlMs" in view else "pollInterval"] = self.poll_interval_ms
@@ -188,10 +202,37 @@ class TaskRuntime:
             self._stop(tid)
         return self._wire(view) if view else {}
 
-    def update(self, owner: str, tid: str) -> None:
-        """``tasks/update`` (2026-07-28): the requester's input (the store's ``answer``)."""
-        self.store.answer(owner, tid)
-        self._flush()
+    async def ask(self, tid: str, key: str, request: dict[str, Any]) -> Any:
+        """2026-07-28: the work of ``tid`` needs the requester's input (the store's ``ask``:
+        ``input_required``); ``request`` is shown under ``key`` in ``tasks/get``'s
+        ``inputRequests`` until ``tasks/update`` answers it, and its answer is returned."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        pending = self.inputs.setdefault(tid, {})
+        pending[key] = (request, fut)
+        try:
+            self.store.ask(tid)
+            self._flush()
+            return await fut
+        finally:
+            if pending.get(key, (None, None))[1] is fut:
+                del pending[key]
+            if not pending:
+                self.inputs.pop(tid, None)
+
+    def update(self, owner: str, tid: str, responses: dict[str, Any]) -> None:
+        """``tasks/update`` (2026-07-28): the requester's answers, by key.  Each answers its
+        question; once none is left the task works again (the store's ``answer``), so a
+        partial update leaves it ``input_required`` with the unanswered keys.  Keys that
+        name no pending question are ignored."""
+        self.store.get(owner, tid)  # unknown, deleted or another's: refused here
+        pending = self.inputs.get(tid, {})
+        for key, answer in responses.items():
+            entry = pending.pop(key, None)
+            if entry is not None and not entry[1].done():
+                entry[1].set_result(answer)
+        if not pending:
+            self.store.answer(owner, tid)
+            self._flush()
 
     async def result(self, owner: str, tid: str) -> tuple[str, Any]:
         """``tasks/result``: waits until the task is terminal, then ``(status, result)``;
