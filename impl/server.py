@@ -287,6 +287,8 @@ class Server:
         self.max_client_capabilities = max_client_capabilities
         self.max_task_ttl_ms = max_task_ttl_ms
         self._task_runtime: TaskRuntime | None = None
+        self._tasks_known: tuple[int, int] = (0, -1)
+        self._serves_tasks = False
         self.name = name
         self.version = version
         self.instructions = instructions
@@ -344,12 +346,21 @@ class Server:
             raise TypeError(f"tool {fn.__name__!r}: the handler must be an async function")
         t = Tool(fn, name or fn.__name__, description, task_support)
         self.tools[t.name] = t
+        self._tasks_known = (0, -1)  # a tool of the same name may have been replaced
         return t
 
     @property
     def serves_tasks(self) -> bool:
-        """Whether some tool may run as a 2025-11-25 task (the ``tasks`` capability)."""
-        return any(t.task_support in ("optional", "required") for t in self.tools.values())
+        """Whether some tool may run as a task (the ``tasks`` capability on 2025-11-25, the
+        tasks extension on 2026-07-28); read on every ``tools/call``, so kept until the
+        tools change."""
+        tools = self.tools
+        if self._tasks_known != (id(tools), len(tools)):
+            self._tasks_known = (id(tools), len(tools))
+            self._serves_tasks = any(
+                t.task_support in ("optional", "required") for t in tools.values()
+            )
+        return self._serves_tasks
 
     @property
     def task_runtime(self) -> TaskRuntime:

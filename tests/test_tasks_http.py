@@ -295,3 +295,19 @@ def test_a_server_without_task_tools_ignores_the_task_field():
         run(go())
     finally:
         s.stop()
+
+
+def test_the_tasks_capability_follows_the_tools():
+    server = Server("later")
+
+    @server.tool()
+    async def f(ctx) -> str:
+        return "f"
+
+    assert not server.serves_tasks and "tasks" not in server.capabilities_for("2025-11-25")
+    server.tool(name="f", task_support="optional")(f)  # replaced under the same name
+    assert server.serves_tasks and "tasks" in server.capabilities_for("2025-11-25")
+    ext = server.capabilities_for("2026-07-28")["extensions"]
+    assert "io.modelcontextprotocol/tasks" in ext
+    with pytest.raises(ValueError, match="task_support"):
+        server.tool(name="g", task_support="sometimes")(f)
