@@ -559,14 +559,13 @@ class TaskContext(Context):
         return False
 
     async def _ask(self, method: Any, params: Any) -> dict:
-        """2026-07-28: the task goes ``input_required`` and the question waits, under a key
-        of its own, for ``tasks/update`` (SEP-2663); questions asked at once wait together.
-        2025-11-25 (answers through ``tasks/result``'s stream) is not served: the question
-        fails."""
+        """The task goes ``input_required`` until the question is answered.  2026-07-28: it
+        waits, under a key of its own, for ``tasks/update`` (SEP-2663); questions asked at once
+        wait together.  2025-11-25: it is sent on a ``tasks/result`` stream waiting on the task
+        (the requester calls ``tasks/result`` on ``input_required``), with the task's
+        ``related-task`` key, and answered there."""
         if self.session.revision != MODERN:
-            raise RequestFailed(
-                error(INTERNAL_ERROR, f"{method}: a 2025-11-25 task cannot ask the client")
-            )
+            return await self.session.task_question(self.task_id, method, params)
         self._asked += 1
         key = f"{method}#{self._asked}"
         request = {"method": method, "params": params}
@@ -617,6 +616,7 @@ class Session:
         self._task_works = 0  # tasks of this session whose work runs
         self._waiting: dict[str, set[Any]] = {}  # task id -> tasks/result handles waiting on it
         self._channel: Any = None  # stdio: the one channel, for messages of no request
+        self._result_watchers: set[asyncio.Event] = set()  # set when a tasks/result arrives
 
     @property
     def client_capabilities(self) -> Any:
@@ -906,6 +906,8 @@ class Session:
         reply = None
         waiting = self._waiting.setdefault(tid, set())
         waiting.add(h)
+        for watcher in self._result_watchers:
+            watcher.set()
         try:
             try:
                 status, res = await self.server.task_runtime.result(self.task_owner, tid)
@@ -926,6 +928,28 @@ class Session:
             if not waiting:
                 self._waiting.pop(tid, None)
             self._done(h, reply)
+
+    async def task_question(self, tid: str, method: str, params: dict) -> dict:
+        """2025-11-25: a question of task ``tid``'s work.  The task goes ``input_required``;
+        the question waits for a ``tasks/result`` of the task, is sent on its stream with the
+        ``related-task`` key, and its answer makes the task work again.  Raises
+        :class:`RequestFailed` when the client answers with an error or the stream goes."""
+        runtime = self.server.task_runtime
+        runtime.asking(tid)
+        while True:
+            handle = next(iter(self._waiting.get(tid, ())), None)
+            if handle is not None:
+                break
+            called = asyncio.Event()
+            self._result_watchers.add(called)
+            try:
+                await called.wait()
+            finally:
+                self._result_watchers.discard(called)
+        meta = {**(params.get("_meta") or {}), RELATED_TASK: {"taskId": tid}}
+        answer = await self.server_request(handle, method, {**params, "_meta": meta})
+        runtime.answered(self.task_owner, tid)
+        return answer
 
     def task_message(self, tid: str, msg: dict[str, Any]) -> bool:
         """A message of task ``tid`` (its status, its work's progress and logs), which belongs

@@ -202,6 +202,18 @@ class TaskRuntime:
             self._stop(tid)
         return self._wire(view) if view else {}
 
+    def asking(self, tid: str) -> None:
+        """2025-11-25: the work of ``tid`` needs the requester's input (the store's ``ask``);
+        the question itself goes on a ``tasks/result`` stream (the session's part)."""
+        self.store.ask(tid)
+        self._flush()
+
+    def answered(self, owner: str, tid: str) -> None:
+        """2025-11-25: the requester answered through ``tasks/result``'s stream (the store's
+        ``answer``): the task works again."""
+        self.store.answer(owner, tid)
+        self._flush()
+
     async def ask(self, tid: str, key: str, request: dict[str, Any]) -> Any:
         """2026-07-28: the work of ``tid`` needs the requester's input (the store's ``ask``:
         ``input_required``); ``request`` is shown under ``key`` in ``tasks/get``'s

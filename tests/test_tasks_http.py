@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from mcp_inflight.impl.server import Server
-from support.http_server import sse_messages, start
+from support.http_server import sse_messages, sse_stream, start
 from support.sessions import http_session as session
 
 #: what the tools did, seen from the test's thread
@@ -55,6 +55,12 @@ def build() -> Server:
             await asyncio.sleep(seconds)
         note(f"stubborn {label} ends")
         return f"late:{label}"
+
+    @server.tool(task_support="optional")
+    async def confirm(ctx, label: str) -> str:
+        """Ask the user (the task goes input_required), then answer."""
+        answer = await ctx.elicit(f"go on with {label}?")
+        return f"{label}:{answer['action']}"
 
     @server.tool(task_support="required")
     async def batch(ctx) -> str:
@@ -311,3 +317,53 @@ def test_the_tasks_capability_follows_the_tools():
     assert "io.modelcontextprotocol/tasks" in ext
     with pytest.raises(ValueError, match="task_support"):
         server.tool(name="g", task_support="sometimes")(f)
+
+
+def test_a_question_of_the_task_goes_on_the_tasks_result_stream(srv):
+    """2025-11-25: the work asks, the task is input_required; the client calls tasks/result,
+    whose stream carries the question (with the task's related-task key); the answer makes the
+    task work again, and the same stream ends with the status changes and the result."""
+
+    async def go():
+        async with client(srv) as cl:
+            tid = (await cl.task("confirm", {"label": "q"}))["taskId"]
+            deadline = time.monotonic() + 5
+            while True:
+                got, _ = await cl.ask("tasks/get", {"taskId": tid})
+                if got["result"]["status"] == "input_required" or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.05)
+            assert got["result"]["status"] == "input_required"
+            body = {
+                "jsonrpc": "2.0",
+                "id": 900,
+                "method": "tasks/result",
+                "params": {"taskId": tid},
+            }
+            seen = []
+            async with cl.c.stream("POST", cl.url, json=body, headers=cl.h) as resp:
+                async for msg in sse_stream(resp):
+                    seen.append(msg)
+                    if msg.get("method") == "elicitation/create":
+                        related = msg["params"]["_meta"]["io.modelcontextprotocol/related-task"]
+                        assert related == {"taskId": tid}
+                        answer = {
+                            "jsonrpc": "2.0",
+                            "id": msg["id"],
+                            "result": {"action": "accept", "content": {}},
+                        }
+                        r = await cl.c.post(cl.url, json=answer, headers=cl.h)
+                        assert r.status_code == 202
+                    if msg.get("id") == 900:
+                        break
+            kinds = [m.get("method") or "response" for m in seen]
+            statuses = [
+                m["params"]["status"]
+                for m in seen
+                if m.get("method") == "notifications/tasks/status"
+            ]
+            assert kinds[0] == "elicitation/create" and kinds[-1] == "response"
+            assert statuses == ["working", "completed"]
+            assert seen[-1]["result"]["content"][0]["text"] == "q:accept"
+
+    run(go())

@@ -131,6 +131,25 @@ def test_tasks_over_stdio():
             assert got["result"]["status"] == "cancelled"
             notes = [m["params"]["status"] for m in a.seen if status_of(tid2)(m)]
             assert notes == ["cancelled"]  # nothing after a terminal status
+            # a question of the task: input_required, then asked on tasks/result's stream
+            made = await a.ask(
+                7, "tools/call", {"name": "confirm", "arguments": {"label": "u"}, "task": {}}
+            )
+            tid3 = made["result"]["task"]["taskId"]
+            note = await a.until(status_of(tid3))
+            assert note["params"]["status"] == "input_required"
+            a.send(
+                {"jsonrpc": "2.0", "id": 8, "method": "tasks/result", "params": {"taskId": tid3}}
+            )
+            question = await a.until(lambda m: m.get("method") == "elicitation/create")
+            assert question["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {
+                "taskId": tid3
+            }
+            a.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}})
+            res = await a.until(lambda m: m.get("id") == 8 and "method" not in m)
+            assert res["result"]["content"][0]["text"] == "u:decline"
+            notes = [m["params"]["status"] for m in a.seen if status_of(tid3)(m)]
+            assert notes == ["input_required", "working", "completed"]
         finally:
             await a.close()
             await b.close()
