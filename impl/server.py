@@ -614,6 +614,7 @@ class Session:
         #: 2025-11-25 tasks: the key binding this session's tasks to it (fresh, never shown)
         self.task_owner = secrets.token_urlsafe(12)
         self._task_works = 0  # tasks of this session whose work runs
+        self._made_tasks = False  # whether this session (2025-11-25) created a task
         self._waiting: dict[str, set[Any]] = {}  # task id -> tasks/result handles waiting on it
         self._channel: Any = None  # stdio: the one channel, for messages of no request
         self._result_watchers: set[asyncio.Event] = set()  # set when a tasks/result arrives
@@ -783,6 +784,7 @@ class Session:
             )
         runtime = self.server.task_runtime
         runtime.listeners[self.task_owner] = self.task_message
+        self._made_tasks = True
         if self.transport == "stdio":
             self._channel = h.data
         ctx = TaskContext(self, h, params)
@@ -1215,9 +1217,8 @@ class Session:
         """The session ends: cancel every handler (through the core) and release every waiter;
         its tasks are cancelled (the task store)."""
         self.ended = True
-        runtime = self.server._task_runtime
-        if runtime is not None:
-            runtime.end_session(self.task_owner)
+        if self._made_tasks:
+            self.server.task_runtime.end_session(self.task_owner)
         for h in self.core.end():
             self._cancel_handler(h)
         for fut in list(self.pending.values()):

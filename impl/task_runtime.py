@@ -125,26 +125,28 @@ class TaskRuntime:
         self.timers[tid] = loop.call_later(t.ttl_ms / 1000, self.expire, tid)
         if cancelled is not None:
             self.stops[tid] = cancelled
-        self.works[tid] = loop.create_task(self._run(tid, work))
+        task = self.works[tid] = loop.create_task(work)
+        task.add_done_callback(lambda done: self._work_done(tid, done))
         return self._wire(t.view())
 
-    async def _run(self, tid: str, work: Coroutine[Any, Any, tuple[bool, Any]]) -> None:
-        ok, result = False, None
-        try:
-            ok, result = await work
-        except asyncio.CancelledError:
-            # a 2026-07-28 cancellation requested of the task takes effect (the store's honour)
+    def _work_done(self, tid: str, task: asyncio.Task[Any]) -> None:
+        """The work of ``tid`` ended (a done callback, so that a work cancelled before its
+        first step ends too): the store's ``finish`` (a 2026-07-28 cancellation requested of
+        the task takes effect first, the store's ``honour``)."""
+        self.works.pop(tid, None)
+        self.stops.pop(tid, None)
+        if task.cancelled():
             t = self.store.tasks.get(tid)
             if t is not None and t.cancel_requested:
                 self.store.honour(tid)
             ok, result = False, {"code": -32603, "message": "the task's work was stopped"}
-        except Exception as e:  # pragma: no cover - the session's work catches the tool's errors
+        elif task.exception() is not None:  # the session's work catches the tool's errors
+            e = task.exception()
             ok, result = False, {"code": -32603, "message": f"{type(e).__name__}: {e}"}
-        finally:
-            self.works.pop(tid, None)
-            self.stops.pop(tid, None)
-            self.store.finish(tid, ok, result)
-            self._flush()
+        else:
+            ok, result = task.result()
+        self.store.finish(tid, ok, result)
+        self._flush()
 
     def _stop(self, tid: str) -> None:
         stop = self.stops.get(tid)
@@ -155,8 +157,13 @@ class TaskRuntime:
             work.cancel()
 
     def expire(self, tid: str) -> None:
-        """The ttl ran out: the store deletes the task; its work stops, its waiters wake."""
+        """The ttl ran out: the store deletes the task; its work stops, its waiters wake.  An
+        ended session whose last task this was is forgotten (its key is never used again)."""
+        t = self.store.tasks.get(tid)
         self.store.expire(tid)
+        if t is not None and t.owner in self.store.ended:
+            if not any(o.owner == t.owner for o in self.store.tasks.values()):
+                self.store.ended.discard(t.owner)
         self._stop(tid)
         self._wake(tid)
         self.terminal.pop(tid, None)
@@ -166,8 +173,11 @@ class TaskRuntime:
             timer.cancel()
 
     def end_session(self, owner: str) -> None:
-        """The owner's session ended: the store cancels its live tasks; their work stops."""
+        """The owner's session ended: the store cancels its live tasks; their work stops.  An
+        owner with no task is not recorded."""
         self.listeners.pop(owner, None)
+        if not any(t.owner == owner for t in self.store.tasks.values()):
+            return
         self.store.end_session(owner)
         self._flush()
         for tid, t in list(self.store.tasks.items()):
