@@ -859,7 +859,7 @@ class Session:
             self._channel = h.data
         try:
             if method == "tasks/list":
-                res: dict = {"tasks": runtime.list(owner)}
+                res: dict = runtime.list(owner, (params or {}).get("cursor"))
             elif method == "tasks/get":
                 res = runtime.get(owner, params["taskId"])
             elif method == "tasks/cancel":

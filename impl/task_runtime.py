@@ -54,8 +54,11 @@ class TaskRuntime:
     """The tasks of one :class:`~.server.Server`, shared by its sessions; each task is bound to
     the owner that created it (a session's own key)."""
 
-    def __init__(self, max_ttl_ms: int = 3_600_000, poll_interval_ms: int | None = 500) -> None:
+    def __init__(
+        self, max_ttl_ms: int = 3_600_000, poll_interval_ms: int | None = 500, page: int = 100
+    ) -> None:
         self.store = TaskStore(max_ttl_ms=max_ttl_ms)
+        self.page = page  # tasks/list: tasks per page
         self.poll_interval_ms = poll_interval_ms
         self.works: dict[str, asyncio.Task[Any]] = {}
         self.stops: dict[str, asyncio.Event] = {}  # the work's context's ``cancelled``
@@ -196,9 +199,23 @@ class TaskRuntime:
         """``tasks/get``; raises :class:`TaskError` for an unknown or another owner's id."""
         return self._wire(self.store.get(owner, tid))
 
-    def list(self, owner: str) -> list[dict[str, Any]]:
-        """``tasks/list``: the owner's tasks."""
-        return [self._wire(v) for v in self.store.list(owner)]
+    def list(self, owner: str, cursor: str | None = None) -> dict[str, Any]:
+        """``tasks/list``: a page of the owner's tasks (the store's list), in the order they
+        were created; ``nextCursor`` when more follow (the last task id of the page; a cursor
+        naming no task of the owner, or one deleted since, is refused with
+        :class:`TaskError`)."""
+        views = self.store.list(owner)
+        start = 0
+        if cursor is not None:
+            ids = [v["taskId"] for v in views]
+            if cursor not in ids:
+                raise TaskError("unknown cursor")
+            start = ids.index(cursor) + 1
+        page = views[start : start + self.page]
+        out: dict[str, Any] = {"tasks": [self._wire(v) for v in page]}
+        if start + self.page < len(views):
+            out["nextCursor"] = page[-1]["taskId"]
+        return out
 
     def cancel(self, owner: str, tid: str) -> dict[str, Any]:
         """``tasks/cancel``.  2025-11-25: the task is ``cancelled`` before the answer (the

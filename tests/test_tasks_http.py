@@ -163,6 +163,7 @@ def test_a_task_is_created_polled_and_its_result_read_by_its_requester(srv):
             assert got["result"]["status"] == "working"
             listed, _ = await cl.ask("tasks/list", {})
             assert [t["taskId"] for t in listed["result"]["tasks"]] == [tid]
+            assert "nextCursor" not in listed["result"]
             # tasks/result blocks until the task is terminal; the task's messages come first
             res, before = await cl.ask("tasks/result", {"taskId": tid})
             assert res["result"]["content"] == [{"type": "text", "text": "done:a"}]

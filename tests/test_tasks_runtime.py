@@ -44,3 +44,26 @@ def test_the_ttl_wakes_a_waiting_result_with_the_unknown_id_error():
         assert tid not in rt.times and tid not in rt.terminal and tid not in rt.timers
 
     asyncio.run(go())
+
+
+def test_tasks_list_pages_with_an_opaque_cursor():
+    async def go():
+        rt = TaskRuntime(page=2)
+        ids = [rt.create("s", None, _work(5))["taskId"] for _ in range(5)]
+        rt.create("other", None, _work(5))
+        seen, cursor, pages = [], None, 0
+        while True:
+            page = rt.list("s", cursor)
+            pages += 1
+            seen += [t["taskId"] for t in page["tasks"]]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        assert seen == ids and pages == 3
+        with pytest.raises(TaskError):
+            rt.list("s", "not-a-cursor")
+        with pytest.raises(TaskError):
+            rt.list("other", ids[0])  # another owner's task id is no cursor of its list
+        rt.close()
+
+    asyncio.run(go())
