@@ -282,8 +282,8 @@ class Server:
         in bytes of compact JSON (default 16 KiB; None: no bound); a larger one is refused
         (-32602) and no session is made.  A session keeps the client's capabilities as that
         compact JSON text, never as the parsed tree (which costs about 24 times as much).
-        ``max_task_ttl_ms``: the longest a 2025-11-25 task is kept (a task asks for its ttl; a
-        longer one, or none, gets this)."""
+        ``max_task_ttl_ms``: the longest a task is kept (a 2025-11-25 task asks for its ttl; a
+        longer one, or none, gets this; a 2026-07-28 task gets this)."""
         self.max_client_capabilities = max_client_capabilities
         self.max_task_ttl_ms = max_task_ttl_ms
         self._task_runtime: TaskRuntime | None = None
@@ -325,9 +325,10 @@ class Server:
         description: str | None = None,
         task_support: str | None = None,
     ) -> Any:
-        """Register an ``async def handler(ctx, **arguments)`` as a tool.  ``task_support``
-        (2025-11-25 tasks): ``"optional"`` lets a client run a call as a task (its params carry
-        ``task``), ``"required"`` makes every call one; None or ``"forbidden"``: never."""
+        """Register an ``async def handler(ctx, **arguments)`` as a tool.  ``task_support`` (the
+        tool's ``execution.taskSupport``): ``"optional"`` lets a call run as a task (2025-11-25:
+        when its params carry ``task``; 2026-07-28: when the request names the tasks
+        extension), ``"required"`` makes every call one; None or ``"forbidden"``: never."""
 
         def register(fn: Any) -> Any:
             self.add_tool(fn, name, description, task_support)
@@ -546,7 +547,7 @@ class Context:
 
 
 class TaskContext(Context):
-    """The context of a tool call running as a 2025-11-25 task.  Its request was answered with
+    """The context of a tool call running as a task.  Its request was answered with
     ``CreateTaskResult``, so the request's stream is gone and, in the request lifecycle the
     core follows (``model/session.py``), so are the request's notifications: ``progress``,
     ``log`` and ``notify`` send nothing and return False (the tasks page lets a task's
@@ -731,7 +732,7 @@ class Session:
         self.tasks[h] = (task, ctx)
         return Running(h)
 
-    # --- 2025-11-25 tasks ----------------------------------------------------------------
+    # --- tasks (2025-11-25; the 2026-07-28 extension) ----------------------------------------
     def _serves_task_methods(self, method: str) -> bool:
         return (
             method in (TASK_METHODS if self.revision == LEGACY else PARAMS_OF_2026)
