@@ -783,6 +783,9 @@ class Session:
             return error_reply(
                 rid, error(METHOD_NOT_FOUND, f"Tool {tool.name!r} does not run as a task")
             )
+        ttl = asked.get("ttl")
+        if ttl is not None and ttl < 0:
+            return error_reply(rid, error(INVALID_PARAMS, "Invalid params: task.ttl is negative"))
         runtime = self.server.task_runtime
         runtime.listeners[self.task_owner] = self.task_message
         self._made_tasks = True
@@ -790,7 +793,7 @@ class Session:
             self._channel = h.data
         ctx = TaskContext(self, h, params)
         view = runtime.create(
-            self.task_owner, asked.get("ttl"), self._task_work(tool, params, ctx), ctx.cancelled
+            self.task_owner, ttl, self._task_work(tool, params, ctx), ctx.cancelled
         )
         ctx.task_id = view["taskId"]
         return {"jsonrpc": "2.0", "id": rid, "result": {"task": view}}

@@ -240,6 +240,10 @@ def test_the_ttl_deletes_a_task_and_a_long_ttl_is_capped(srv):
             assert capped["ttl"] == 60_000
             unbounded = await cl.task("work", {"label": "f", "seconds": 0}, ttl=None)
             assert unbounded["ttl"] == 60_000
+            res, _ = await cl.ask(
+                "tools/call", {"name": "work", "arguments": {"label": "n"}, "task": {"ttl": -1}}
+            )
+            assert res["error"]["code"] == -32602
 
     run(go())
 
