@@ -39,7 +39,7 @@ from collections import deque
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.properties import PROPERTIES, judged
 from mcp_inflight.model.session import State, actions_for, settled
 from mcp_inflight.model.trace import build_trace
 from mcp_inflight.proofs.compiled_model import Compiled
@@ -357,8 +357,9 @@ def _explore_interpreted(
     b = step.backend(cfg)
     acts = actions_for(cfg)
     props = [(p, p.applies(cfg)) for p in properties]
-    state_props = [p for p, ap in props if ap and p.scope == "state"]
-    step_props = [p for p, ap in props if ap and p.scope == "step"]
+    on_runs = [(p, ap) for p, ap in zip(judged(properties), (ap for _, ap in props), strict=True)]
+    state_props = [p for p, ap in on_runs if ap and p.scope == "state"]
+    step_props = [p for p, ap in on_runs if ap and p.scope == "step"]
     first_bad: dict[str, tuple] = {}
     canon = Canonicalizer(cfg).key if symmetry else (lambda s: s)
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
@@ -400,8 +401,10 @@ def _explore_interpreted(
             res.coverage[a.name] += 1
             if on_edge is not None:
                 on_edge(s, a, args, t, out)
-            for p in step_props:
-                if p.name not in first_bad and not p.fn(b, s, t, cfg, a, r, i, out):
+            for p in step_props:  # a step invariant fails; a step witness is reached
+                if p.name not in first_bad and bool(p.fn(b, s, t, cfg, a, r, i, out)) == (
+                    p.kind == "witness"
+                ):
                     first_bad[p.name] = ("step", key, a, args, t)
             tk = canon(t)
             if tk in parent:
@@ -461,7 +464,9 @@ def _judge(res, cfg, props, first_bad, path, deadlock_key, step_steps) -> None:
         if hit is not None:
             trace = build_trace(cfg, path(hit[1]) if hit[0] == "state" else step_steps(hit))
         ok = (hit is not None) if p.kind == "witness" else (hit is None)
-        res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
+        res.verdicts.append(
+            Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc, through=p.through)
+        )
 
 
 def _explore_job(args):
