@@ -21,7 +21,7 @@ from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS, Proof, ProveResult
 _SECTIONS = (
     ("Invariants and witnesses", ("invariant", "witness")),
     ("Protocol hazards (reported, never fail the check)", ("hazard",)),
-    ("Liveness (explored graph; weak fairness of server and delivery)", ("liveness",)),
+    ("Liveness (explored graph; weak fairness of the actions each rests on)", ("liveness",)),
 )
 #: the kinds the prover judges too (liveness is judged on the explored graph only)
 _PROVED_KINDS = ("invariant", "hazard")

@@ -102,13 +102,19 @@ def witness(
     fn: Callable[..., Any], through: tuple[str, ...], applies: Callable[[Config], bool] = _always
 ) -> Property:
     """Must be made true, in some reachable run, by a step of one of the actions ``through``
-    (the path its name says), so that no invariant holds vacuously."""
+    (the path its name says), so that no invariant holds vacuously.  Not applicable where none
+    of those actions is part of the design or profile (``Action.applies``: no refusal in
+    ``unguarded``), where no path could reach it."""
     if not through:
         raise ValueError(f"witness {fn.__name__} must name the actions of its path")
     unknown = [a for a in through if a not in ACTION]
     if unknown:
         raise ValueError(f"witness {fn.__name__}: no action {', '.join(unknown)}")
-    return replace(_property("witness", fn, "state", applies), through=tuple(through))
+
+    def on_path(c: Config) -> bool:
+        return applies(c) and any(ACTION[a].applies(c) for a in through)
+
+    return replace(_property("witness", fn, "state", on_path), through=tuple(through))
 
 
 def reached_on_step(p: Property) -> Callable[..., Any]:

@@ -11,7 +11,7 @@ default), per-action coverage, deadlock detection, traces, and progress on stder
 (``proofs/progress.py``).  ``engine="native"`` runs the whole search in C generated from the
 same rules (``proofs/native.py``).  With ``liveness=True`` (compiled engine) it also keeps the
 graph's edges and judges the liveness properties of ``proofs/liveness.py`` (weak fairness of the
-server and of delivery) on the explored graph.
+actions each rests on, as ``model/session.py`` declares them) on the explored graph.
 
 States are flat tuples while they wait in the queue; the visited set keeps only a compact key
 (bytes) per state and the move that first reached it.  A trace is rebuilt by replaying those
@@ -44,7 +44,7 @@ from mcp_inflight.model.session import State, actions_for, settled
 from mcp_inflight.model.trace import build_trace
 from mcp_inflight.proofs.compiled_model import Compiled
 from mcp_inflight.proofs.flat import Layout, decode_key, key_function
-from mcp_inflight.proofs.liveness import Graph, is_fair, judge_liveness
+from mcp_inflight.proofs.liveness import Graph, fair_actions, judge_liveness
 from mcp_inflight.proofs.progress import Display, Tracker, sink_for, worker_init, worker_sink
 
 # --- symmetry -----------------------------------------------------------------------------
@@ -167,7 +167,8 @@ def _explore_compiled(
     events = comp.event_function(list(range(len(pending_state))))
     graph = Graph() if liveness else None
     index: dict = {k0: 0}
-    fair = [is_fair(mv.action) for mv in moves]
+    fair_names = set(fair_actions("requests_answered", cfg))
+    fair = [mv.action.name in fair_names for mv in moves]
 
     def judge_state(key, s):
         nonlocal pending_state, events

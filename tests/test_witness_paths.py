@@ -48,9 +48,15 @@ def _kill(monkeypatch, name: str) -> None:
     step.moves.cache_clear()
 
 
-def _without_path(name: str):
-    """The witness judged as before paths: reached on any state where it holds."""
-    return [replace(p, through=()) if p.name == name else p for p in PROPERTIES]
+def _without_path(name: str, everywhere: bool = False):
+    """The witness judged as before paths: reached on any state where it holds (``everywhere``:
+    on every design and profile, as it applied then)."""
+    return [
+        replace(p, through=(), **({"applies": lambda c: True} if everywhere else {}))
+        if p.name == name
+        else p
+        for p in PROPERTIES
+    ]
 
 
 def test_every_witness_names_a_path_of_actions_of_the_model():
@@ -165,3 +171,16 @@ def test_check_as_written_reaches_every_witness_through_its_path(tmp_path, monke
     assert doc["runs"][0]["states"] == 3026
     assert _check(tmp_path, monkeypatch) == 0
     assert "through deliver_cancel" in capsys.readouterr().out
+
+
+def test_a_witness_whose_path_is_not_in_the_design_does_not_apply():
+    # unguarded never refuses: its duplicates are served, and the only refusals are those at
+    # the session's end, which are not the path duplicate_refused names
+    cfg = replace(CFG, design=DESIGNS["unguarded"])
+    assert not S.ACTION["refuse"].applies(cfg)
+    assert not PROPERTY["duplicate_refused"].applies(cfg)
+    assert PROPERTY["duplicate_refused"].applies(CFG)
+    r = explore(cfg, progress=False)
+    assert not r.verdict("duplicate_refused").applies
+    plain = explore(cfg, progress=False, properties=_without_path("duplicate_refused", True))
+    assert plain.verdict("duplicate_refused").trace[-1].action == "reject"
