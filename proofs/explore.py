@@ -167,6 +167,8 @@ def _explore_compiled(
     events = comp.event_function(list(range(len(pending_state))))
     graph = Graph() if liveness else None
     index: dict = {k0: 0}
+    # the fair moves of the graph: those requests_answered rests on (the only property whose
+    # judge, ``liveness.unanswered``, reads fairness)
     fair_names = set(fair_actions("requests_answered", cfg))
     fair = [mv.action.name in fair_names for mv in moves]
 
@@ -358,9 +360,9 @@ def _explore_interpreted(
     b = step.backend(cfg)
     acts = actions_for(cfg)
     props = [(p, p.applies(cfg)) for p in properties]
-    on_runs = [(p, ap) for p, ap in zip(judged(properties), (ap for _, ap in props), strict=True)]
-    state_props = [p for p, ap in on_runs if ap and p.scope == "state"]
-    step_props = [p for p, ap in on_runs if ap and p.scope == "step"]
+    on_run = [p for p in judged(properties) if p.applies(cfg)]  # witnesses with a path: steps
+    state_props = [p for p in on_run if p.scope == "state"]
+    step_props = [p for p in on_run if p.scope == "step"]
     first_bad: dict[str, tuple] = {}
     canon = Canonicalizer(cfg).key if symmetry else (lambda s: s)
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
