@@ -21,7 +21,7 @@ from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS, Proof, ProveResult
 _SECTIONS = (
     ("Invariants and witnesses", ("invariant", "witness")),
     ("Protocol hazards (reported, never fail the check)", ("hazard",)),
-    ("Liveness (explored graph; weak fairness of server and delivery)", ("liveness",)),
+    ("Liveness (explored graph; weak fairness of the actions each rests on)", ("liveness",)),
 )
 #: the kinds the prover judges too (liveness is judged on the explored graph only)
 _PROVED_KINDS = ("invariant", "hazard")
@@ -42,6 +42,16 @@ def verdict_mark(v: Verdict) -> str:
     if v.kind == "witness":
         return "reached" if v.ok else "UNREACHED"
     return "holds" if v.ok else "FAILS"
+
+
+def rests_on(v: Verdict) -> str:
+    """What a verdict rests on, in words: a witness's path (the actions that must reach it), a
+    liveness property's fairness (the actions it assumes weakly fair on this run)."""
+    if v.kind == "witness" and v.through:
+        return "through " + ", ".join(v.through)
+    if v.kind == "liveness" and v.fair is not None:
+        return "fair: " + (", ".join(v.fair) if v.fair else "none")
+    return ""
 
 
 def proof_mark(p: Proof) -> str:
@@ -91,7 +101,8 @@ def _verdict_sections(results: Sequence[RunResult]) -> list[str]:
     for section, kinds in _SECTIONS:
         lines.append(section)
         rows = [
-            f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {verdict_mark(v)}"
+            f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {verdict_mark(v):<10}"
+            f" {rests_on(v)}".rstrip()
             for r in results
             for v in r.verdicts
             if v.kind in kinds
@@ -122,7 +133,9 @@ def _explore_traces(results: Sequence[RunResult]) -> list[str]:
                 lines.extend(_trace_text(v))
                 lines.append("")
             if v.applies and v.kind == "witness" and not v.ok:
-                lines.append(f"witness unreachable: {v.name} on {r.cfg.label} at this bound")
+                lines.append(
+                    f"witness unreachable: {v.name} {rests_on(v)} on {r.cfg.label} at this bound"
+                )
                 lines.append("")
     return lines
 
@@ -217,7 +230,8 @@ def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
                     z = proof_mark(pr.proof(v.name)) if v.kind in _PROVED_KINDS else "-"
                     rows.append(
                         f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
-                        f"{verdict_mark(v):<10} {z:<34} {word[r.cfg.label, v.name]}"
+                        f"{verdict_mark(v):<10} {z:<34} {word[r.cfg.label, v.name]:<16} "
+                        f"{rests_on(v)}".rstrip()
                     )
         if rows:
             lines.append(
@@ -257,8 +271,9 @@ def write_junit(
         _write(path, "mcp-inflight check", _check_cases(results, proofs))
 
 
-_Case = tuple[str, str, float, str | None, str | None, str | None]
-# (classname, name, seconds, outcome: None | "skipped" | "failure" | "system-out", message, text)
+_Case = tuple[str, str, float, str | None, str | None, str | None, str]
+# (classname, name, seconds, outcome: None | "skipped" | "failure" | "system-out", message, text,
+#  what the verdict rests on: a witness's path, a liveness property's fairness, or "")
 
 
 def _check_cases(results: Sequence[RunResult], proofs: Sequence[ProveResult] | None) -> list[_Case]:
@@ -271,7 +286,7 @@ def _check_cases(results: Sequence[RunResult], proofs: Sequence[ProveResult] | N
             if not v.applies:
                 outcome, message = "skipped", "does not apply to this profile"
             elif not v.ok and v.kind != "hazard":
-                outcome, message = "failure", f"{v.name} {verdict_mark(v)}"
+                outcome, message = "failure", f"{v.name} {verdict_mark(v)} {rests_on(v)}".rstrip()
                 text = "\n".join(_trace_text(v)) if v.trace else ""
             elif not v.ok:
                 outcome, text = "system-out", "\n".join(trace_lines(v.trace or ()))
@@ -288,6 +303,7 @@ def _check_cases(results: Sequence[RunResult], proofs: Sequence[ProveResult] | N
                     outcome,
                     message,
                     text,
+                    rests_on(v),
                 )
             )
     return cases
@@ -318,6 +334,7 @@ def _prove_cases(results: Sequence[ProveResult]) -> list[_Case]:
                     outcome,
                     message,
                     text,
+                    "",
                 )
             )
     return cases
@@ -326,10 +343,14 @@ def _prove_cases(results: Sequence[ProveResult]) -> list[_Case]:
 def _write(path: str, suite_name: str, cases: list[_Case]) -> None:
     suite = ET.Element("testsuite", name=suite_name)
     fails = skipped = 0
-    for classname, name, seconds, outcome, message, text in cases:
+    for classname, name, seconds, outcome, message, text, basis in cases:
         case = ET.SubElement(
             suite, "testcase", classname=classname, name=name, time=f"{seconds:.3f}"
         )
+        if basis:  # a witness's path or a liveness property's fairness
+            props = ET.SubElement(case, "properties")
+            key, _, value = basis.partition(" ")
+            ET.SubElement(props, "property", name=key.rstrip(":"), value=value)
         if outcome is None:
             continue
         el = ET.SubElement(case, outcome, **({"message": message} if message else {}))
@@ -362,7 +383,8 @@ def cells_text(title: str, cells: Sequence[Cell]) -> str:
                 note = "  (hazard: reported, never fails the check)"
             elif not c.passed:
                 note = "  FAILED"
-            lines.append(f"    {str(c.kind or 'run'):<10} {c.prop:<{width}} {c.word}{note}")
+            basis = f"  ({c.rests_on})" if c.rests_on else ""
+            lines.append(f"    {str(c.kind or 'run'):<10} {c.prop:<{width}} {c.word}{note}{basis}")
     for c in cells:
         if c.detail and (not c.passed or (c.kind is not None and c.kind.value == "hazard")):
             head = "hazard" if c.passed else "counterexample"
@@ -434,8 +456,9 @@ def write_junit_cells(path: str, cells: Sequence[Cell]) -> None:
         if c.word.value == "not applicable":
             outcome, message = "skipped", "does not apply to this profile"
         elif not c.passed:
-            outcome, message, text = "failure", f"{c.prop} {c.word}", "\n".join(c.detail)
+            outcome, message = "failure", f"{c.prop} {c.word} {c.rests_on}".rstrip()
+            text = "\n".join(c.detail)
         elif c.detail:
             outcome, text = "system-out", "\n".join(c.detail)
-        out.append((cls, name, c.seconds, outcome, message, text))
+        out.append((cls, name, c.seconds, outcome, message, text, c.rests_on))
     _write(path, "mcp-inflight check", out)

@@ -8,6 +8,13 @@ Each property is a predicate written against the state interface (``model/logic.
   where ``out`` is the action's output (where each message it writes goes, ``Action.output``);
   it is written so that it is vacuously true for actions it does not speak of.
 
+A witness names the path its name says (``through``: the actions of that path).  It is reached
+only on a step of one of those actions that makes it true (false before the step, true after):
+reached by another path, it says nothing about the path it names (``duplicate_refused`` reached
+through ``reject`` at the session's end says nothing of ``refuse``).  The explorers judge such a
+witness on transitions (:func:`judged`), a check as cheap as a step invariant, rather than on
+whole traces.
+
 ``applies(c)`` says whether the property means anything on a profile; one that does not apply
 is reported as such and counts neither way.
 
@@ -19,14 +26,14 @@ a hazard is the protocol's only given the sender it names.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .config import Config
 from .lifecycle import LIVE, Life
 from .logic import NONE, Logic, Outputs
-from .session import REGISTRIES, WAITERS, Action, Cmsg, Sreq, answered, quiescent
+from .session import ACTION, REGISTRIES, WAITERS, Action, Cmsg, Sreq, answered, quiescent
 
 #: Whose requests a property protects.
 EVERY_SENDER = "every sender's requests"  # the client's and the rogue's alike
@@ -45,6 +52,9 @@ class Property:
     doc: str
     protects: str = ""  # one of PROTECTS (invariants and hazards)
     needs: str = ""  # hazards: the sender without which the protocol cannot produce the trace
+    #: witnesses: the actions of the path the witness names; it is reached only on a step of
+    #: one of them that makes it true (``judged``)
+    through: tuple[str, ...] = ()
 
 
 def _always(c: Config) -> bool:
@@ -88,9 +98,51 @@ def invariant(
     return _property("invariant", fn, scope, applies, protects)
 
 
-def witness(fn: Callable[..., Any], applies: Callable[[Config], bool] = _always) -> Property:
-    """Must hold in some reachable state (so that no invariant holds vacuously)."""
-    return _property("witness", fn, "state", applies)
+def witness(
+    fn: Callable[..., Any], through: tuple[str, ...], applies: Callable[[Config], bool] = _always
+) -> Property:
+    """Must be made true, in some reachable run, by a step of one of the actions ``through``
+    (the path its name says), so that no invariant holds vacuously.  Not applicable where none
+    of those actions is part of the design or profile (``Action.applies``: no refusal in
+    ``unguarded``), where no path could reach it."""
+    if not through:
+        raise ValueError(f"witness {fn.__name__} must name the actions of its path")
+    unknown = [a for a in through if a not in ACTION]
+    if unknown:
+        raise ValueError(f"witness {fn.__name__}: no action {', '.join(unknown)}")
+
+    def on_path(c: Config) -> bool:
+        return applies(c) and any(ACTION[a].applies(c) for a in through)
+
+    return replace(_property("witness", fn, "state", on_path), through=tuple(through))
+
+
+def reached_on_step(p: Property) -> Callable[..., Any]:
+    """The step form of witness ``p``: a step of one of its actions ``through`` from a state where
+    it does not hold to one where it does."""
+    through = p.through
+
+    def step(
+        b: Logic, pre: Any, post: Any, c: Config, action: Action, r: Any, i: Any, out: Outputs
+    ) -> Any:
+        if action.name not in through:
+            return False
+        return b.And(b.Not(p.fn(b, pre, c)), p.fn(b, post, c))
+
+    step.__name__ = p.name
+    return step
+
+
+def judged(properties: Iterable[Property]) -> list[Property]:
+    """The properties as the explorers judge them: a witness with a path becomes a witness of
+    scope ``step``, whose ``fn`` (``reached_on_step``) is true on a step that reaches it (a step
+    witness's event is the step where ``fn`` holds; a step invariant's, where it fails)."""
+    return [
+        replace(p, scope="step", fn=reached_on_step(p))
+        if p.kind == "witness" and p.through and p.scope == "state"
+        else p
+        for p in properties
+    ]
 
 
 def hazard(
@@ -436,7 +488,8 @@ def _some_life(b: Logic, s: Any, state: Life) -> Any:
 
 
 def duplicate_refused(b: Logic, s: Any, c: Config) -> Any:
-    """Some duplicate is refused."""
+    """Some duplicate is refused by the server, as an id in flight (not turned away because
+    the session has ended)."""
     return _some_life(b, s, Life.REFUSED)
 
 
@@ -449,7 +502,8 @@ def duplicate_served(b: Logic, s: Any, c: Config) -> Any:
 
 
 def cancelled(b: Logic, s: Any, c: Config) -> Any:
-    """Some request is cancelled."""
+    """Some request is cancelled by a cancel the server gets (``notifications/cancelled``, or
+    the close of its stream where that is a cancel), not by the session's end."""
     return _some_life(b, s, Life.CANCELLED)
 
 
@@ -599,14 +653,14 @@ PROPERTIES: tuple[Property, ...] = (
     invariant(cancel_stays_with_sender, "step", _close_is_cancel),
     invariant(no_refusal_across_posts, "step", _close_is_cancel),
     invariant(stale_cancel_is_inert_in_order, "step", _ordered_cancel, CLIENT),
-    witness(sequential_reuse, _client_reuses),
-    witness(duplicate_refused, _shared_scope),
-    witness(duplicate_served, _per_post),
-    witness(cancelled),
-    witness(stream_broken, _rev2025_http),
-    witness(server_request_answered, _rev2025),
-    witness(two_server_requests_pending, _rev2025),
-    witness(session_ended),
+    witness(sequential_reuse, ("admit",), _client_reuses),
+    witness(duplicate_refused, ("refuse",), _shared_scope),
+    witness(duplicate_served, ("admit",), _per_post),
+    witness(cancelled, ("deliver_cancel",)),
+    witness(stream_broken, ("break_stream",), _rev2025_http),
+    witness(server_request_answered, ("answer",), _rev2025),
+    witness(two_server_requests_pending, ("server_request",), _rev2025),
+    witness(session_ended, ("end_request",)),
     hazard(stale_cancel_is_inert, REUSING_CLIENT, applies=_rev2025_http),
     hazard(foreign_cancel_is_inert, SECOND_SENDER, "step", _cancel_by_id, EVERY_SENDER),
     hazard(crossed_reply_is_impossible, SECOND_SENDER, "step", _stdio),

@@ -67,12 +67,13 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from . import lifecycle as lc
 from .config import Config
+from .declare import FAIRNESS
 from .lifecycle import LIVE, Domain, Life
 from .logic import NONE, Logic, Outputs, Write
 
@@ -459,6 +460,10 @@ class Action:
     the server cannot see (an answer comes from whoever saw the request), or the server's own,
     kept by construction (a server id is fresh because the server mints it from a counter); the
     runtime runs the action without them.
+    ``fair`` (declared by every action, the vocabulary of ``model/declare.py``): ``weak``, a
+    liveness property may rest on it (a move of it that stays enabled is eventually taken), or
+    ``none``, nothing forces it (the senders owe nothing; a stream breaking is the network's
+    doing; the session's end may never come).  The side does not decide it.
     """
 
     name: str
@@ -472,6 +477,11 @@ class Action:
     removal: bool = False
     output: Output = _no_output
     obligations: tuple[str, ...] = ()
+    fair: str = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.fair not in FAIRNESS:
+            raise ValueError(f"{self.name}: fairness must be one of {FAIRNESS}, not {self.fair!r}")
 
     def run(
         self, b: Logic, s: Any, c: Config, r: Any, i: Any = None
@@ -686,6 +696,7 @@ ACTIONS: tuple[Action, ...] = (
         _send_effect(False),
         _always,
         "client sends tools/call id={i} (instance {r})",
+        fair="none",
     ),
     Action(
         "rogue_sends",
@@ -696,6 +707,7 @@ ACTIONS: tuple[Action, ...] = (
         _send_effect(True),
         _always,
         "rogue sends tools/call id={i} (instance {r})",
+        fair="none",
     ),
     Action(
         "arrive",
@@ -706,6 +718,7 @@ ACTIONS: tuple[Action, ...] = (
         _arrive,
         _always,
         "server reads {r}'s request (id={id})",
+        fair="weak",
     ),
     Action(
         "check",
@@ -716,6 +729,7 @@ ACTIONS: tuple[Action, ...] = (
         _check,
         lambda c: c.design.claim == "split",
         "transport checks id={id} for {r}: not in flight",
+        fair="weak",
     ),
     Action(
         "claim_stream",
@@ -726,8 +740,19 @@ ACTIONS: tuple[Action, ...] = (
         _claim_stream,
         lambda c: c.design.claim == "split" and c.http,
         "transport stores {r}'s stream under id={id}",
+        fair="weak",
     ),
-    Action("admit", "server", ("r",), "admit", (), _admit, _always, "server admits {r} (id={id})"),
+    Action(
+        "admit",
+        "server",
+        ("r",),
+        "admit",
+        (),
+        _admit,
+        _always,
+        "server admits {r} (id={id})",
+        fair="weak",
+    ),
     Action(
         "refuse",
         "server",
@@ -739,6 +764,7 @@ ACTIONS: tuple[Action, ...] = (
         "server refuses {r}: id={id} is in flight",
         removal=True,
         output=_out_own,
+        fair="weak",
     ),
     Action(
         "emit",
@@ -750,6 +776,7 @@ ACTIONS: tuple[Action, ...] = (
         _always,
         "{r} emits progress/log",
         output=_out_routed("progress"),
+        fair="weak",
     ),
     Action(
         "server_request",
@@ -762,6 +789,7 @@ ACTIONS: tuple[Action, ...] = (
         "{r} sends elicitation/create to the client under server id {i}",
         output=_out_routed("server_request"),
         obligations=("fresh_server_id",),
+        fair="weak",
     ),
     Action(
         "answer",
@@ -774,6 +802,8 @@ ACTIONS: tuple[Action, ...] = (
         "{sender} of {r} answers server request {i}",
         output=_out_answer,
         obligations=("server_request_seen",),
+        # the client's: it owes the server no answer (a handler may stop waiting instead)
+        fair="none",
     ),
     Action(
         "withdraw",
@@ -784,6 +814,7 @@ ACTIONS: tuple[Action, ...] = (
         _withdraw,
         lambda c: c.rev2025,
         "{r} stops waiting on server request {i}",
+        fair="weak",
     ),
     Action(
         "respond",
@@ -796,6 +827,7 @@ ACTIONS: tuple[Action, ...] = (
         "{r} responds",
         removal=True,
         output=_out_routed("response"),
+        fair="weak",
     ),
     Action(
         "send_cancel",
@@ -806,6 +838,7 @@ ACTIONS: tuple[Action, ...] = (
         _send_cancel,
         _always,
         "{sender} cancels {r} (id={id})",
+        fair="none",
     ),
     Action(
         "deliver_cancel",
@@ -817,6 +850,7 @@ ACTIONS: tuple[Action, ...] = (
         _always,
         "server gets the cancel meant for {r} (id={id})",
         removal=True,
+        fair="weak",
     ),
     Action(
         "unwind",
@@ -828,6 +862,7 @@ ACTIONS: tuple[Action, ...] = (
         _always,
         "cancelled handler {r} stops",
         removal=True,
+        fair="weak",
     ),
     Action(
         "break_stream",
@@ -839,6 +874,9 @@ ACTIONS: tuple[Action, ...] = (
         lambda c: c.rev2025 and c.http,
         "{r}'s POST stream breaks",
         removal=True,
+        # the network's doing, not a step the server owes: were it fair, every waiting POST
+        # would end up broken, and a broken stream counts as an end of the request
+        fair="none",
     ),
     Action(
         "end_session",
@@ -849,6 +887,9 @@ ACTIONS: tuple[Action, ...] = (
         _end_session,
         _always,
         "the session ends (DELETE, idle expiry or shutdown)",
+        # the client's DELETE, an idle timer or a shutdown, which may never come: were it fair,
+        # every request would end up cancelled by it (what the server owes after it is fair)
+        fair="none",
     ),
     Action(
         "end_request",
@@ -860,6 +901,7 @@ ACTIONS: tuple[Action, ...] = (
         _always,
         "the session's end cancels {r}",
         removal=True,
+        fair="weak",
     ),
     Action(
         "reject",
@@ -871,6 +913,7 @@ ACTIONS: tuple[Action, ...] = (
         _always,
         "server turns {r} away: the session has ended",
         output=_out_own,
+        fair="weak",
     ),
 )
 ACTION = {a.name: a for a in ACTIONS}

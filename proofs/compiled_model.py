@@ -21,7 +21,7 @@ from mcp_inflight.model.codegen import Expr, Gen, Source, compile_source, lift
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.properties import PROPERTIES, judged
 from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, initial, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout
 
@@ -203,7 +203,8 @@ class Compiled:
     ``expand(s)`` returns, for flat state ``s``, the list of ``(move index, successor, outputs,
     failed step properties)`` of every enabled move (successor already clock-canonical on stdio;
     outputs a tuple ``(t0, d0, t1, d1, ...)`` in the move's ``kinds`` order; failed step
-    properties as indices into ``step_props``).  ``state_checks[j](s)`` evaluates state property
+    properties as indices into ``step_props``: a step invariant or hazard that fails, a step
+    witness reached; a witness with a path is judged on steps, ``model.properties.judged``).  ``state_checks[j](s)`` evaluates state property
     ``state_props[j]``; ``settled(s)`` is the model's ``settled``.
     """
 
@@ -214,7 +215,7 @@ class Compiled:
         pre = View(lay, "s", unpacked="x")
         post = View(lay, "t")
         self._unpack = unpack_line(lay)
-        props = [p for p in properties if p.applies(cfg)]
+        props = [p for p in judged(properties) if p.applies(cfg)]
         self.step_props = [p for p in props if p.scope == "step"]
         self.state_props = [p for p in props if p.scope == "state"]
         self.moves: list[Move] = []
@@ -279,18 +280,19 @@ class Compiled:
         _writes_source(self.layout, writes, src, d, "w", unpacked="x")
         if cfg.stdio:
             _clock_source(self.layout, cfg, src, "t", d)
-        failed = []
+        events = []  # a step invariant or hazard that fails, a step witness reached
         for j, p in enumerate(self.step_props):
             v = p.fn(b, pre, post, cfg, a, r, i, hoisted)
+            wit = p.kind == "witness"
             if isinstance(v, Expr):
-                failed.append((j, v.src))
-            elif not v:
-                failed.append((j, "False"))
+                events.append((j, f"({v.src})" if wit else f"not ({v.src})"))
+            elif bool(v) == wit:
+                events.append((j, "True"))
         outs = "(" + "".join(x + ", " for x in flat_out) + ")"
-        if failed:
+        if events:
             src.emit(d, "bad = []")
-            for j, cond in failed:
-                src.emit(d, f"if not {cond}: bad.append({j})")
+            for j, cond in events:
+                src.emit(d, f"if {cond}: bad.append({j})")
             src.emit(d, f"res.append(({m}, t, {outs}, bad))")
         else:
             src.emit(d, f"res.append(({m}, t, {outs}, ()))")

@@ -11,7 +11,7 @@ default), per-action coverage, deadlock detection, traces, and progress on stder
 (``proofs/progress.py``).  ``engine="native"`` runs the whole search in C generated from the
 same rules (``proofs/native.py``).  With ``liveness=True`` (compiled engine) it also keeps the
 graph's edges and judges the liveness properties of ``proofs/liveness.py`` (weak fairness of the
-server and of delivery) on the explored graph.
+actions each rests on, as ``model/session.py`` declares them) on the explored graph.
 
 States are flat tuples while they wait in the queue; the visited set keeps only a compact key
 (bytes) per state and the move that first reached it.  A trace is rebuilt by replaying those
@@ -39,12 +39,12 @@ from collections import deque
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.properties import PROPERTIES, judged
 from mcp_inflight.model.session import State, actions_for, settled
 from mcp_inflight.model.trace import build_trace
 from mcp_inflight.proofs.compiled_model import Compiled
 from mcp_inflight.proofs.flat import Layout, decode_key, key_function
-from mcp_inflight.proofs.liveness import Graph, is_fair, judge_liveness
+from mcp_inflight.proofs.liveness import Graph, fair_actions, judge_liveness
 from mcp_inflight.proofs.progress import Display, Tracker, sink_for, worker_init, worker_sink
 
 # --- symmetry -----------------------------------------------------------------------------
@@ -167,7 +167,10 @@ def _explore_compiled(
     events = comp.event_function(list(range(len(pending_state))))
     graph = Graph() if liveness else None
     index: dict = {k0: 0}
-    fair = [is_fair(mv.action) for mv in moves]
+    # the fair moves of the graph: those requests_answered rests on (the only property whose
+    # judge, ``liveness.unanswered``, reads fairness)
+    fair_names = set(fair_actions("requests_answered", cfg))
+    fair = [mv.action.name in fair_names for mv in moves]
 
     def judge_state(key, s):
         nonlocal pending_state, events
@@ -357,8 +360,9 @@ def _explore_interpreted(
     b = step.backend(cfg)
     acts = actions_for(cfg)
     props = [(p, p.applies(cfg)) for p in properties]
-    state_props = [p for p, ap in props if ap and p.scope == "state"]
-    step_props = [p for p, ap in props if ap and p.scope == "step"]
+    on_run = [p for p in judged(properties) if p.applies(cfg)]  # witnesses with a path: steps
+    state_props = [p for p in on_run if p.scope == "state"]
+    step_props = [p for p in on_run if p.scope == "step"]
     first_bad: dict[str, tuple] = {}
     canon = Canonicalizer(cfg).key if symmetry else (lambda s: s)
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
@@ -400,8 +404,10 @@ def _explore_interpreted(
             res.coverage[a.name] += 1
             if on_edge is not None:
                 on_edge(s, a, args, t, out)
-            for p in step_props:
-                if p.name not in first_bad and not p.fn(b, s, t, cfg, a, r, i, out):
+            for p in step_props:  # a step invariant fails; a step witness is reached
+                if p.name not in first_bad and bool(p.fn(b, s, t, cfg, a, r, i, out)) == (
+                    p.kind == "witness"
+                ):
                     first_bad[p.name] = ("step", key, a, args, t)
             tk = canon(t)
             if tk in parent:
@@ -461,7 +467,9 @@ def _judge(res, cfg, props, first_bad, path, deadlock_key, step_steps) -> None:
         if hit is not None:
             trace = build_trace(cfg, path(hit[1]) if hit[0] == "state" else step_steps(hit))
         ok = (hit is not None) if p.kind == "witness" else (hit is None)
-        res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
+        res.verdicts.append(
+            Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc, through=p.through)
+        )
 
 
 def _explore_job(args):

@@ -12,9 +12,10 @@ keys under symmetry) and whose edges are the moves between them:
     ``deadlocks`` count, states with no move at all, is kept as it was.)
 ``requests_answered``
     Every client request is eventually answered, refused, cancelled or its stream broken, on
-    every run that is *weakly fair* to the server's actions and the wire's deliveries (sides
-    ``server`` and ``wire``, except a stream breaking, which is the network's doing): a move of
-    those kinds that stays enabled is eventually taken.  The
+    every run that is *weakly fair* to the actions it rests on (:data:`RESTS_ON`: the server's
+    steps and the wire's deliveries, each declared ``fair="weak"`` in ``model/session.py``; not a
+    stream breaking, which is the network's doing, nor the session's end): a move of those
+    actions that stays enabled is eventually taken.  The
     clients and the rogue owe nothing (they may stop sending at any point), and stuttering is
     always allowed.  A violation is a strongly connected component (a state with stuttering
     counts as one) that a fair run can stay in forever with a client request pending throughout:
@@ -37,18 +38,52 @@ from typing import Any
 
 from mcp_inflight.model.lifecycle import Life
 
-FAIR_SIDES = ("server", "wire")
-#: Moves of those sides that fairness does not force: a POST stream breaking is the network's
-#: doing, not a step the server owes (were it fair, every waiting POST would end up broken, and a
-#: broken stream counts as an end of the request); the session's end is the client's DELETE, an
-#: idle timer or a shutdown, which may never come (were it fair, every request would end up
-#: cancelled by it).  What the server owes after the end (``end_request``, ``reject``) is fair.
-UNFORCED = ("break_stream", "end_session")
-
 
 def is_fair(action: Any) -> bool:
-    """Weak fairness covers this action: the server's steps and the wire's deliveries."""
-    return action.side in FAIR_SIDES and action.name not in UNFORCED
+    """The model declares this action weakly fair (``Action.fair``; its side does not count)."""
+    return bool(action.fair == "weak")
+
+
+#: The actions whose weak fairness each liveness property rests on: the fairness under which
+#: it is judged, no more (``settles`` and ``no_deadlock`` are about the graph alone and rest on
+#: none).  Each must be declared ``fair="weak"`` in ``model/session.py`` (:func:`fair_actions`
+#: refuses one that is not: a property cannot assume what the model does not grant).
+RESTS_ON: dict[str, tuple[str, ...]] = {
+    "settles": (),
+    "no_deadlock": (),
+    "requests_answered": (
+        "arrive",
+        "check",
+        "claim_stream",
+        "admit",
+        "refuse",
+        "emit",
+        "server_request",
+        "withdraw",
+        "respond",
+        "deliver_cancel",
+        "unwind",
+        "end_request",
+        "reject",
+    ),
+}
+
+
+def fair_actions(name: str, cfg: Any) -> tuple[str, ...]:
+    """The actions of ``cfg``'s run that liveness property ``name`` rests on (its
+    :data:`RESTS_ON` entry, those that apply to the run, in the model's order)."""
+    from mcp_inflight.model.session import ACTION, actions_for
+
+    listed = RESTS_ON[name]
+    for a in listed:
+        if a not in ACTION:
+            raise ValueError(f"{name} rests on the fairness of {a!r}, not an action")
+        if not is_fair(ACTION[a]):
+            raise ValueError(
+                f"{name} rests on the weak fairness of {a}, which model/session.py does not "
+                f"declare (fair={ACTION[a].fair!r})"
+            )
+    return tuple(a.name for a in actions_for(cfg) if a.name in listed)
 
 
 #: A client request is pending in these lifecycle states (unless its channel has its response).
@@ -60,8 +95,8 @@ DOCS = {
     "no_deadlock": "Every state that is not settled has a move that changes it (a pure-output "
     "self-loop such as emit is not progress).",
     "requests_answered": "Every client request is eventually answered, refused, cancelled or its "
-    "stream broken, under weak fairness of the server's actions and of "
-    "message delivery.",
+    "stream broken, under weak fairness of the actions it rests on (the server's and message "
+    "delivery).",
 }
 NAMES = tuple(DOCS)
 
@@ -277,6 +312,7 @@ def judge_liveness(
                 True,
                 None,
                 DOCS[n] + " (not judged: the search stopped at --max-states)",
+                fair=fair_actions(n, cfg),
             )
             for n in NAMES
         ]
@@ -292,9 +328,11 @@ def judge_liveness(
     def state_of(n: int) -> Any:
         return lay.unflatten(flat_of(n))
 
+    fair = set(fair_actions("requests_answered", cfg))
+
     def enabled_fair(n: int) -> set[int]:
         x = flat_of(n)
-        return {m for m, t, _, _ in comp.expand(x) if is_fair(comp.moves[m].action) and t != x}
+        return {m for m, t, _, _ in comp.expand(x) if comp.moves[m].action.name in fair and t != x}
 
     never = settle_unreachable(g)
     bad_never = set(never)
@@ -319,7 +357,11 @@ def judge_liveness(
     for name in NAMES:
         hit = found[name]
         if hit is None:
-            out.append(Verdict(name, "liveness", True, True, None, DOCS[name]))
+            out.append(
+                Verdict(
+                    name, "liveness", True, True, None, DOCS[name], fair=fair_actions(name, cfg)
+                )
+            )
             continue
         n, allowed = hit
         prefix, x = start_of(n)
@@ -336,6 +378,7 @@ def judge_liveness(
                 build_trace(cfg, prefix + loop),
                 doc,
                 loop_start=len(prefix) + at,
+                fair=fair_actions(name, cfg),
             )
         )
     return out

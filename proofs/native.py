@@ -54,7 +54,7 @@ from mcp_inflight.model.codegen import Gen, Source
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.properties import PROPERTIES, judged
 from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout, canonical_source
 
@@ -490,7 +490,7 @@ class Generated:
         b = CGen(domains(cfg))
         pre = CView(lay, "s")
         post = CView(lay, "t")
-        props = [p for p in properties if p.applies(cfg)]
+        props = [p for p in judged(properties) if p.applies(cfg)]
         self.step_props = [p for p in props if p.scope == "step"]
         self.state_props = [p for p in props if p.scope == "state"]
         if len(self.step_props) > 30:
@@ -560,10 +560,12 @@ class Generated:
             _clock(self.layout, cfg, src, d)
         src.emit(d, "int bad = 0;")
         for j, p in enumerate(self.step_props):
+            # the event: a step invariant or hazard fails, a step witness is reached
             v = p.fn(b, pre, post, cfg, a, r, i, hoisted)
+            wit = p.kind == "witness"
             if isinstance(v, codegen.Expr):
-                src.emit(d, f"if (!({v.src})) bad |= {1 << j};")
-            elif not v:
+                src.emit(d, f"if ({'' if wit else '!'}({v.src})) bad |= {1 << j};")
+            elif bool(v) == wit:
                 src.emit(d, f"bad |= {1 << j};")
         src.emit(d, f"n++; edge(R, t, si, {m}, bad);")
         src.emit(d, "if (R->error) return -1;")
@@ -751,7 +753,9 @@ def explore_native(
             hit = first.get(p.name) if ap else None
             trace = build_trace(cfg, replay(hit)) if hit is not None else None
             ok = (hit is not None) if p.kind == "witness" else (hit is None)
-            res.verdicts.append(Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc))
+            res.verdicts.append(
+                Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc, through=p.through)
+            )
         res.seconds = time.monotonic() - t0
         return res
     finally:

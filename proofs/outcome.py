@@ -71,6 +71,10 @@ class Cell:
     message: str = ""
     detail: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: a witness: the actions of the path it names (reached only on a step of one of them)
+    through: list[str] = field(default_factory=list)
+    #: a liveness property: the actions whose weak fairness it rests on, on this run
+    fairness: list[str] | None = None
 
     @property
     def case(self) -> tuple[str, str]:
@@ -79,18 +83,32 @@ class Cell:
         return cls, f"{self.kind or 'run'}:{self.prop}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "design": self.design,
-            "run": self.run,
-            "property": self.prop,
-            "kind": None if self.kind is None else str(self.kind),
-            "verdict": str(self.word),
-            "passed": self.passed,
-            "message": self.message,
-            "detail": self.detail,
-            "seconds": round(self.seconds, 3),
-        }
+        return (
+            {
+                "model": self.model,
+                "design": self.design,
+                "run": self.run,
+                "property": self.prop,
+                "kind": None if self.kind is None else str(self.kind),
+                "verdict": str(self.word),
+                "passed": self.passed,
+                "message": self.message,
+                "detail": self.detail,
+                "seconds": round(self.seconds, 3),
+            }
+            | ({"through": self.through} if self.through else {})
+            | ({"fairness": self.fairness} if self.fairness is not None else {})
+        )
+
+    @property
+    def rests_on(self) -> str:
+        """What the verdict rests on, in words: a witness's path, a liveness property's
+        fairness (empty for the other kinds)."""
+        if self.through:
+            return "through " + ", ".join(self.through)
+        if self.fairness is not None:
+            return "fair: " + (", ".join(self.fairness) if self.fairness else "none")
+        return ""
 
 
 def _cell(
@@ -103,13 +121,29 @@ def _cell(
     detail: Sequence[str] = (),
     seconds: float = 0.0,
     message: str = "",
+    through: Sequence[str] = (),
+    fairness: Sequence[str] | None = None,
 ) -> Cell:
     passed = kind is Kind.HAZARD or kind is Kind.AUXILIARY or word in PASSING
     if kind is Kind.WITNESS:
         passed = word in (Word.REACHED, Word.NA)
     if not passed and not message:
-        message = f"{prop} {word} on {model} {design} {run}"
-    return Cell(model, design, run, prop, kind, word, passed, message, list(detail), seconds)
+        path = f" through {', '.join(through)}" if through else ""
+        message = f"{prop} {word}{path} on {model} {design} {run}"
+    return Cell(
+        model,
+        design,
+        run,
+        prop,
+        kind,
+        word,
+        passed,
+        message,
+        list(detail),
+        seconds,
+        list(through),
+        None if fairness is None else list(fairness),
+    )
 
 
 def ok(cells: Iterable[Cell]) -> bool:
@@ -231,7 +265,20 @@ def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -
                         detail = trace_lines(p.trace)
                     elif p.cti:
                         detail = p.cti.lines()
-            out.append(_cell("session", d, run, v.name, kind, word, detail, seconds))
+            out.append(
+                _cell(
+                    "session",
+                    d,
+                    run,
+                    v.name,
+                    kind,
+                    word,
+                    detail,
+                    seconds,
+                    through=v.through,
+                    fairness=v.fair if kind is Kind.LIVENESS else None,
+                )
+            )
     return out
 
 

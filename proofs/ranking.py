@@ -15,7 +15,8 @@ lexicographically:
 
 Each state where ``r`` is pending falls in one *case* (``_Universe.cases``, each checked to
 meet some state, so that none holds vacuously), and each case names its
-*helpful* moves, all of sides ``server`` or ``wire`` (fair under ``proofs/liveness.py:is_fair``):
+*helpful* moves, each declared weakly fair and among those ``requests_answered`` rests on
+(``proofs/liveness.py:RESTS_ON``):
 the delivery of ``r`` on http, of the earliest message on stdio (the request or the cancel sent
 at ``mu``); the server's decision on ``r`` once received (``admit`` or ``refuse``: in
 ``atomic`` one atomic step that claims the id or turns the duplicate away, so the two moves are
@@ -59,7 +60,7 @@ from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import Cmsg, State, actions_for
 from mcp_inflight.model.trace import changes, describe_state, inst_name
 from mcp_inflight.proofs import symbolic as sym
-from mcp_inflight.proofs.liveness import PENDING, is_fair
+from mcp_inflight.proofs.liveness import PENDING, fair_actions, is_fair
 
 #: The rank's first component: the lifecycle level of the pending request.
 LEVELS: dict[Life, int] = {Life.SENT: 2, Life.RECEIVED: 1, Life.IN_FLIGHT: 0}
@@ -439,9 +440,10 @@ def _run(cfg: Config, levels: dict[Life, int], helpful: dict[Life, tuple[str, ..
         )
         return v
     acts = {a.name: a for a in actions_for(cfg)}
+    fair = fair_actions("requests_answered", cfg)
     for names in helpful.values():
         for n in names:
-            if n in acts and not is_fair(acts[n]):
+            if n in acts and (not is_fair(acts[n]) or n not in fair):
                 raise ValueError(f"helpful move {n} is not covered by fairness")
     lems = lemmas(cfg)
     top = _Universe(cfg, levels, helpful, sym.Symbolic(), "u")

@@ -24,6 +24,10 @@ class Verdict:
     doc: str = ""
     #: liveness: the step of ``trace`` where its loop starts (the rest repeats forever)
     loop_start: int | None = None
+    #: witness: the actions of the path it names (reached only on a step of one of them)
+    through: tuple[str, ...] = ()
+    #: liveness: the actions whose weak fairness it rests on, on this run
+    fair: tuple[str, ...] | None = None
 
     def to_json(self) -> dict:
         key = "reached" if self.kind == "witness" else "holds"
@@ -33,8 +37,11 @@ class Verdict:
             key: self.ok,
             "trace": trace_to_json(self.trace),
         }
+        if self.kind == "witness":
+            out["through"] = list(self.through)
         if self.kind == "liveness":
             out["loop_start"] = self.loop_start
+            out["fairness"] = None if self.fair is None else list(self.fair)
         return out
 
 

@@ -49,7 +49,9 @@ def test_check_passes_on_atomic_and_prints_one_json_object():
     inv = {v["name"]: v for v in run["invariants"]}
     assert inv["no_misrouted_server_request"]["applies"] is False
     assert all(set(v) == {"name", "applies", "holds", "trace", "proof"} for v in run["invariants"])
-    assert all(set(v) == {"name", "applies", "reached", "trace"} for v in run["witnesses"])
+    assert all(
+        set(v) == {"name", "applies", "reached", "trace", "through"} for v in run["witnesses"]
+    )
 
 
 def test_check_fails_on_unguarded_with_traces_and_junit(tmp_path):

@@ -56,7 +56,12 @@ def disagreements(cfg, comp, states, limit=5):
                 k: (v[0], bool(v[1])) for k, v in co.items()
             }:
                 out.append((s, a.name, r, i, "outputs", o, co))
-            bad = {j for j, p in enumerate(step_props) if not p.fn(b, s, t, cfg, a, r, i, o)}
+            # the events: a step invariant or hazard fails, a step witness is reached
+            bad = {
+                j
+                for j, p in enumerate(step_props)
+                if bool(p.fn(b, s, t, cfg, a, r, i, o)) == (p.kind == "witness")
+            }
             if bad != cbad:
                 out.append(
                     (
