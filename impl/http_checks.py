@@ -9,6 +9,7 @@ app's options alone, never on a session.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -190,9 +191,9 @@ class HostCheck:
 
 
 try:  # the running task of a loop, without the call through asyncio.current_task (3.11)
-    from asyncio.tasks import _current_tasks
+    from asyncio.tasks import _current_tasks  # type: ignore[attr-defined]
 
-    _current_task = _current_tasks.get
+    _current_task: Callable[[asyncio.AbstractEventLoop], asyncio.Task | None] = _current_tasks.get
 except ImportError:  # pragma: no cover - a Python without the table
     _current_task = asyncio.current_task
 
