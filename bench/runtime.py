@@ -354,6 +354,19 @@ def print_summary(out: dict, rows: list[dict]) -> None:
             )
             if "ours" in cpu and "bare" in cpu:
                 print(f"  bare / ours in CPU time per call: {cpu['bare'] / cpu['ours']:.2f}")
+        rounds = out.get("http_rounds", {})
+        for other in ("ours-base", "bare"):
+            if other in rounds and "ours" in rounds and other != "ours":
+                per = [
+                    x["calls_per_s"] / y["calls_per_s"]
+                    for x, y in zip(rounds["ours"], rounds[other], strict=True)
+                    if y["calls_per_s"]
+                ]
+                if per and other == "ours-base":
+                    print(
+                        f"  ours / ours-base (the server before, --online-base), calls/s: "
+                        f"{median(per):.2f}x (per round: {', '.join(f'{x:.2f}' for x in per)})"
+                    )
         ours = by.get("ours")
         for other in ("bare", "sdk"):
             ratio = (ours or {}).get("ratios", {}).get(other)
@@ -516,8 +529,9 @@ def main(argv=None) -> int:
     p.add_argument(
         "--online-base",
         metavar="REV",
-        help="the git revision whose serve --online-check the server ours-online-base runs "
-        "(its package laid out as installed, in a temporary directory)",
+        help="the git revision whose serve the server ours-base runs, and whose serve "
+        "--online-check ours-online-base runs (its package laid out as installed, in a "
+        "temporary directory)",
     )
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
