@@ -156,34 +156,49 @@ def test_the_record_command_closes_a_connection_with_slow_headers(upstream, tmp_
 # --- the probe's reads --------------------------------------------------------------------------
 
 
+async def _until_gone(receive, send, start, chunk):
+    """Send ``start``, then ``chunk`` after ``chunk`` until the client goes away (a server whose
+    ``send`` does not block on a gone client would otherwise spin on, in the test's process)."""
+    gone = asyncio.Event()
+
+    async def watch():
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    watcher = asyncio.create_task(watch())
+    await send(start)
+    try:
+        while not gone.is_set():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await asyncio.sleep(0)
+    finally:
+        watcher.cancel()
+
+
 async def _endless(scope, receive, send):
     """A hostile target: an SSE stream that never ends, as fast as it can be read."""
     if scope["type"] != "http":
         return
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", b"text/event-stream")],
-        }
-    )
+    start = {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [(b"content-type", b"text/event-stream")],
+    }
     event = b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n' * 100
-    while True:
-        await send({"type": "http.response.body", "body": event, "more_body": True})
+    await _until_gone(receive, send, start, event)
 
 
 async def _huge(scope, receive, send):
+    """A hostile target: a JSON error body that never ends."""
     if scope["type"] != "http":
         return
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 400,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
-    while True:
-        await send({"type": "http.response.body", "body": b" " * 65536, "more_body": True})
+    start = {
+        "type": "http.response.start",
+        "status": 400,
+        "headers": [(b"content-type", b"application/json")],
+    }
+    await _until_gone(receive, send, start, b" " * 65536)
 
 
 @pytest.mark.parametrize("target", [_endless, _huge])

@@ -260,6 +260,47 @@ def test_tap_reads_sse_chunks_whole_or_split_as_the_decoder_does():
     assert [e["message"] for e in seen if e["kind"] == "message"] == [{"a": "\ufffd"}, *msgs]
 
 
+@pytest.mark.parametrize("size", ["small", "past the bound"])
+def test_tap_holds_a_json_body_up_to_its_bound_and_passes_a_larger_one_on(size, monkeypatch):
+    """A JSON response is read whole to trace its message, up to ``MAX_RECORDED``: a larger one
+    is passed on byte for byte, its message not traced, and the tap does not hold it."""
+    import asyncio
+
+    from mcp_inflight.trace import tap
+
+    monkeypatch.setattr(tap, "MAX_RECORDED", 1000)
+    message = {"jsonrpc": "2.0", "id": 1, "result": {"pad": "x" * 200}}
+    body = json.dumps(message).encode() + b" " * (2000 if size == "past the bound" else 0)
+    chunks = [body[k : k + 100] for k in range(0, len(body), 100)]
+
+    async def app(scope, receive, send):
+        await receive()
+        start = {"status": 200, "headers": [(b"content-type", b"application/json")]}
+        await send({"type": "http.response.start", **start})
+        for c in chunks:
+            await send({"type": "http.response.body", "body": c, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    seen: list[dict] = []
+    sent: list[bytes] = []
+
+    async def go():
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(m):
+            sent.append(m.get("body", b""))
+
+        scope = {"type": "http", "method": "POST", "headers": []}
+        await tap.Tap(app, seen.append)(scope, receive, send)
+
+    asyncio.run(go())
+    assert b"".join(sent) == body
+    traced_messages = [e["message"] for e in seen if e["kind"] == "message"]
+    assert traced_messages == ([message] if size == "small" else [])
+    assert [e["by"] for e in seen if e["kind"] == "close"] == ["server"]
+
+
 class _Stalled(Monitor):
     """A checker that stops at its first event until let go: the queue in front of it fills."""
 

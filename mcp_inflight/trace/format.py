@@ -37,6 +37,9 @@ from typing import IO, Any
 C2S = "client->server"
 S2C = "server->client"
 KINDS = ("open", "message", "status", "close")
+#: the largest JSON response body read whole to trace its messages (a larger one is passed on,
+#: its messages not traced): the recording proxy's and the in-process tap's bound alike
+MAX_RECORDED = 16 * 1024 * 1024
 
 
 class TraceError(ValueError):

@@ -20,7 +20,7 @@ import httpx
 
 from ..impl import sse
 from ..impl.http_checks import LOOPBACK, split_host
-from .format import C2S, S2C, Exchanges, Writer, event
+from .format import C2S, MAX_RECORDED, S2C, Exchanges, Writer, event
 
 _HOP = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
 #: the largest request body the proxy forwards (413 beyond), and how long a body may take
@@ -28,8 +28,6 @@ MAX_BODY = 4 * 1024 * 1024
 BODY_TIMEOUT = 30.0
 #: how long a request's headers may take (the connection is closed then)
 HEADER_TIMEOUT = 10.0
-#: the largest JSON response body the proxy reads to record its messages (it forwards any)
-MAX_RECORDED = 16 * 1024 * 1024
 
 
 class Recorder:

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from ..impl import sse
-from .format import C2S, S2C, Exchanges, Writer
+from .format import C2S, MAX_RECORDED, S2C, Exchanges, Writer
 
 Sink = Callable[[dict[str, Any]], None]
 
@@ -143,7 +143,8 @@ class Tap:
         body: list[bytes] = []
         state = {"closed": False, "sse": False, "read": False}
         dec: sse.Decoder | None = None  # made at the first chunk the plain shape does not fit
-        whole: list[bytes] = []
+        whole: list[bytes] | None = []  # a JSON body's chunks; None once past MAX_RECORDED
+        kept = 0
 
         def close(by: str) -> None:
             if not state["closed"]:
@@ -173,7 +174,7 @@ class Tap:
             return m
 
         async def tx(m: Any) -> None:
-            nonlocal session, dec
+            nonlocal session, dec, whole, kept
             if state["closed"]:
                 return await send(m)
             if m["type"] == "http.response.start":
@@ -207,8 +208,11 @@ class Tap:
                         dec = dec or sse.Decoder()
                         for e in dec.feed(chunk):
                             self._messages(ex, S2C, session, e.data)
-                elif chunk:
+                elif chunk and whole is not None:
                     whole.append(chunk)
+                    kept += len(chunk)
+                    if kept > MAX_RECORDED:
+                        whole = None  # passed on whole, too large to trace as messages
             try:
                 await send(m)
             except OSError:

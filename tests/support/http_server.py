@@ -78,6 +78,8 @@ class Running:
     def stop(self):
         self.server.should_exit = True
         self.thread.join(10)
+        # a server left running (an app that never yields) would go on in this test process
+        assert not self.thread.is_alive(), "uvicorn did not stop within 10 s"
         self.oracle.retire()
 
 
