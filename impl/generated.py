@@ -7,10 +7,14 @@ functions.  Generation calls each action of ``model/session.py`` once per profil
 code-producing logic backend (the generator of ``model/codegen.py``) and a view of
 the runtime state whose reads are source text: ``s.life[r]`` becomes ``life.get(r, 0)``, a ghost
 or wire field becomes its default (the core never stores them, so the constant folds away),
-``ForAll("inst", ...)`` becomes ``all(... for q in life)`` over the live instances.  The writes
-become assignments into the runtime tables, every key and value computed before the first is
-applied, as ``model.logic`` specifies.  Nothing here states a rule; the text of every guard and
-effect comes from ``model/``.
+``ForAll("inst", ...)`` becomes ``all(... for q in life)`` over the live instances, and a
+quantifier over ids runs over the ids of the registries (over one registry's keys alone when
+its body reads the id only there, with the body's value at that registry's default standing
+for every other id).  The writes become assignments into the runtime tables, every key and
+value computed before the first is applied, as ``model.logic`` specifies.  The client's send and
+the model's ``arrive`` and ``admit``, which the core takes in a row for every request, are also
+generated as one function (``arrival``), their bodies in turn.  Nothing here states a rule; the
+text of every guard and effect comes from ``model/``.
 
 ``tests/test_core.py`` checks that the generated actions and the model's own (``Concrete`` with
 ``apply_writes``) agree on every transition of explored state spaces: guard, output, post-state.
