@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/runtime.py [--duration 10] [--warmup 2] [--rounds 3] [--connections 10]
 
-1. **Core, in process** (``time.perf_counter_ns`` over many iterations): one 2025-11-25 http
+1. **Core, in process** (CPU time, ``time.thread_time_ns``, over many iterations; the lifecycle
+   the median of five runs): one 2025-11-25 http
    session core; per request lifecycle ``arrive`` (admitted), ``emit`` (a progress notification
    routed to its own stream), ``finish`` (the response routed, entries released); a refused
    duplicate (``arrive`` under an id in flight); and a new ``SessionCore`` (what 2026-07-28 http
@@ -13,6 +14,12 @@
    ``tools/call echo`` (open, the call, status 200, the response, close; one session, each
    call under its own id, as the load below sends them); its counts must show every call
    checked and no violation.
+   ``--core-base-rev REV`` (or ``--core-baseline PATH``) times the core of another revision in
+   turns with this one, in one process: the lifecycle before and now, side by side.
+   Then the **ASGI apps alone, in process** (``bench/asgi_inproc.py``: our app as ``serve``
+   builds it and the bare one, CPU time per ``tools/call echo``, no socket and no HTTP parser)
+   and the **memory** per idle session and per in-flight request (``bench/churn.py``'s
+   ``tracemalloc`` figures, in a process of its own); ``--no-asgi`` and ``--no-memory`` skip them.
 2. **HTTP, over loopback** (``bench/runtime_http.py``), one server at a time, each a subprocess run the same way (uvicorn,
    one worker, ``log_level=warning``, no access log, lifespan on, no proxy headers, no
    ``server`` or ``date`` header, uvloop when installed: the settings of ``mcp-inflight serve``):
@@ -86,12 +93,15 @@ NUMBERS = (
 
 #: The core's aim per request lifecycle (arrive, emit, finish), in microseconds.
 CORE_AIM_US = 10.0
+#: The clock of the in-process figures: this thread's CPU time, which a shared machine's load
+#: disturbs far less than wall time (the core does no I/O and never waits).
+CLOCK = time.thread_time_ns
 
 
 def lifecycles(core, n: int) -> float:
     """``n`` request lifecycles (arrive, emit, finish) on ``core``, each message checked to go
     to its own request's stream: nanoseconds per lifecycle."""
-    pc = time.perf_counter_ns
+    pc = CLOCK
     t0 = pc()
     for i in range(n):
         h = core.arrive(i).handle
@@ -103,7 +113,7 @@ def lifecycles(core, n: int) -> float:
 def bench_core(n: int) -> dict:
     from mcp_inflight.impl.core import Admitted, Refused, SessionCore
 
-    pc = time.perf_counter_ns
+    pc = CLOCK
     # the timer's own cost, subtracted from the per-step figures
     t0 = pc()
     for _ in range(n):
@@ -112,7 +122,9 @@ def bench_core(n: int) -> dict:
 
     core = SessionCore("2025-11-25", "http")
     lifecycles(core, min(n, 2000))  # warm-up
-    lifecycle = lifecycles(core, n)  # the whole lifecycle, untimed inside the loop
+    # the whole lifecycle, untimed inside the loop: the median of five runs
+    runs = sorted(lifecycles(core, n) for _ in range(5))
+    lifecycle = runs[2]
 
     # step by step, every verdict checked
     ta = te = tf = 0
@@ -160,6 +172,7 @@ def bench_core(n: int) -> dict:
     return {
         "iterations": n,
         "lifecycle_us": lifecycle / us,
+        "lifecycle_runs_us": [x / us for x in runs],
         "arrive_admit_us": max(0.0, ta / n - timer) / us,
         "emit_us": max(0.0, te / n - timer) / us,
         "finish_us": max(0.0, tf / n - timer) / us,
@@ -259,6 +272,118 @@ def base_package(rev: str) -> str:
     return str(out)
 
 
+def base_impl(rev: str) -> str:
+    """``impl/`` of git revision ``rev`` unpacked to a temporary directory: its path."""
+    import tempfile
+
+    root = Path(__file__).resolve().parent.parent
+    out = Path(tempfile.mkdtemp(prefix="mcp-inflight-core-"))
+    tar = subprocess.run(
+        ["git", "-C", str(root), "archive", rev, "impl"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=tar, check=True)
+    return str(out / "impl")
+
+
+def bench_memory(sessions: int = 500, inflight: int = 500) -> dict:
+    """Memory per idle session and per in-flight request: ``bench/churn.py`` (a short churn,
+    then ``tracemalloc`` over sessions and requests held), in a process of its own."""
+    import re
+
+    here = Path(__file__).resolve().parent
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(here / "churn.py"),
+            "--cycles",
+            "1000",
+            "--sessions",
+            str(sessions),
+            "--inflight",
+            str(inflight),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    got: dict = {"sessions": sessions, "inflight": inflight}
+    for key, label in (
+        ("idle_session_bytes", "memory per idle session"),
+        ("inflight_request_bytes", "memory per in-flight request"),
+    ):
+        m = re.search(rf"{label}: ([0-9,]+) bytes", run.stdout)
+        if m:
+            got[key] = int(m.group(1).replace(",", ""))
+    return got
+
+
+def print_summary(out: dict, rows: list[dict]) -> None:
+    """The figures of this run side by side."""
+    from statistics import median
+
+    print("\nsummary")
+    c = out.get("core")
+    if c:
+        line = f"  core lifecycle (arrive + emit + finish): {c['lifecycle_us']:.2f} us"
+        ab = out.get("core_against")
+        if ab:
+            line += (
+                f"; in turns with {ab['baseline']}: before {ab['baseline_us']:.2f} us, now "
+                f"{ab['current_us']:.2f} us, now / before {ab['ratio']:.2f}"
+            )
+        print(line + f"  (aim < {CORE_AIM_US:g} us)")
+    a = out.get("asgi")
+    if a:
+        print(
+            f"  the ASGI app alone, in process (CPU us per call): ours {a['ours_us']:.1f}, bare "
+            f"{a['bare_us']:.1f}, ours - bare {a['added_us']:.1f}"
+        )
+    by = {r["server"]: r for r in rows}
+    if by:
+        calls = ", ".join(f"{n} {r['calls_per_s']:,.0f}" for n, r in by.items())
+        print(f"  HTTP calls/s (medians): {calls}")
+        cpu = {
+            n: median(x["cpu_us_per_call"] for x in runs)
+            for n, runs in out.get("http_rounds", {}).items()
+            if runs
+        }
+        if cpu:
+            print(
+                "  server CPU time per call (us, medians; steadier than calls/s on a shared "
+                "machine): " + ", ".join(f"{n} {v:.0f}" for n, v in cpu.items())
+            )
+            if "ours" in cpu and "bare" in cpu:
+                print(f"  bare / ours in CPU time per call: {cpu['bare'] / cpu['ours']:.2f}")
+        rounds = out.get("http_rounds", {})
+        for other in ("ours-base", "bare"):
+            if other in rounds and "ours" in rounds and other != "ours":
+                per = [
+                    x["calls_per_s"] / y["calls_per_s"]
+                    for x, y in zip(rounds["ours"], rounds[other], strict=True)
+                    if y["calls_per_s"]
+                ]
+                if per and other == "ours-base":
+                    print(
+                        f"  ours / ours-base (the server before, --online-base), calls/s: "
+                        f"{median(per):.2f}x (per round: {', '.join(f'{x:.2f}' for x in per)})"
+                    )
+        ours = by.get("ours")
+        for other in ("bare", "sdk"):
+            ratio = (ours or {}).get("ratios", {}).get(other)
+            if ratio:
+                print(
+                    f"  ours / {other}: {ratio['median']:.2f}x (median of the per-round ratios; "
+                    f"aim >= {ratio['aim']:g}x)"
+                )
+    m = out.get("memory")
+    if m:
+        print(
+            f"  memory per idle session {m.get('idle_session_bytes', 0):,} bytes, per "
+            f"in-flight request {m.get('inflight_request_bytes', 0):,} bytes"
+        )
+    print(f"  load: before {out['uptime_before']}; after {out['uptime_after']}")
+
+
 # --- report --------------------------------------------------------------------------------
 
 
@@ -326,7 +451,8 @@ def uptime() -> str:
 
 def print_core(c: dict) -> None:
     print(
-        f"core (SessionCore 2025-11-25 http, {c['iterations']:,} iterations, perf_counter_ns; "
+        f"core (SessionCore 2025-11-25 http, {c['iterations']:,} iterations, CPU time (thread_time_ns), "
+        f"the lifecycle the median of 5 runs; "
         f"timer cost {c['timer_ns']:.0f} ns subtracted per step)"
     )
     verdict = "meets" if c["lifecycle_us"] < CORE_AIM_US else "MISSES"
@@ -385,10 +511,27 @@ def main(argv=None) -> int:
     )
     p.add_argument("--core-baseline", metavar="PATH", help=BASELINE_HELP)
     p.add_argument(
+        "--core-base-rev",
+        metavar="REV",
+        help="the same as --core-baseline with the core of git revision REV (its impl/ unpacked "
+        "to a temporary directory): the lifecycle before and now, side by side",
+    )
+    p.add_argument(
+        "--no-asgi",
+        action="store_true",
+        help="skip the in-process figures of the ASGI apps alone (bench/asgi_inproc.py)",
+    )
+    p.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="skip the memory per idle session and per in-flight request (bench/churn.py)",
+    )
+    p.add_argument(
         "--online-base",
         metavar="REV",
-        help="the git revision whose serve --online-check the server ours-online-base runs "
-        "(its package laid out as installed, in a temporary directory)",
+        help="the git revision whose serve the server ours-base runs, and whose serve "
+        "--online-check ours-online-base runs (its package laid out as installed, in a "
+        "temporary directory)",
     )
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
@@ -413,16 +556,34 @@ def main(argv=None) -> int:
         out["core"] = bench_core(args.core_iterations)
         out["core"]["online"] = bench_online(max(1000, args.core_iterations // 20))
         print_core(out["core"])
-        if args.core_baseline:
+        baseline = args.core_baseline
+        if baseline is None and args.core_base_rev:
+            baseline = base_impl(args.core_base_rev)
+        if baseline:
             ab = out["core_against"] = bench_core_against(
-                load_core(args.core_baseline), max(1000, args.core_iterations // 5)
+                load_core(baseline), max(1000, args.core_iterations // 5)
             )
-            ab["baseline"] = args.core_baseline
+            ab["baseline"] = args.core_base_rev or baseline
             print(
-                f"  lifecycle against {args.core_baseline} ({ab['pairs']} turns each, "
+                f"  lifecycle against {ab['baseline']} ({ab['pairs']} turns each, "
                 f"{ab['iterations']:,} lifecycles a turn): baseline {ab['baseline_us']:.2f} us, "
                 f"current {ab['current_us']:.2f} us, current / baseline {ab['ratio']:.2f}"
             )
+    if not args.no_asgi:
+        from asgi_inproc import bench as bench_asgi
+        from asgi_inproc import print_bench as print_asgi
+
+        print()
+        out["asgi"] = bench_asgi(20000, 5)
+        print_asgi(out["asgi"])
+    if not args.no_memory:
+        out["memory"] = bench_memory()
+        m = out["memory"]
+        print(
+            f"\nmemory (bench/churn.py, tracemalloc, server side): per idle session "
+            f"{m.get('idle_session_bytes', 0):,} bytes, per in-flight request "
+            f"{m.get('inflight_request_bytes', 0):,} bytes"
+        )
     rows = []
     if not args.no_http:
         runs = {name: [] for name in servers}
@@ -444,6 +605,7 @@ def main(argv=None) -> int:
         out["http_rounds"] = runs
         print_http(rows, runs, args)
     out["uptime_after"] = uptime()
+    print_summary(out, rows)
     print(f"\nload after: {out['uptime_after']}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")

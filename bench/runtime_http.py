@@ -33,13 +33,16 @@ ONLINE = {
 }
 #: ``serve --online-check`` of another version (``--online-base REV``), the check before
 BASE = "ours-online-base"
-SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE, BASE)
+#: ``serve`` of another version (``--online-base REV``), without the check: the server before
+PLAIN_BASE = "ours-base"
+SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE, BASE, PLAIN_BASE)
 TITLES = {
     "ours": "mcp-inflight serve",
     "ours-online": "serve --online-check (process)",
     "ours-online-thread": "serve --online-check (thread)",
     "ours-online-inline": "serve --online-check (inline)",
     BASE: "serve --online-check (base rev)",
+    PLAIN_BASE: "mcp-inflight serve (base rev)",
     "ours-app": "mcp-inflight app (bench runner)",
     "sdk": "official mcp 2.3.0 SDK",
     "bare": "bare ASGI (ceiling)",
@@ -115,10 +118,12 @@ class Running:
     def __init__(self, name: str, loop: str, base: str | None = None):
         self.name = name
         env, cwd = None, str(ROOT)
-        if name == BASE:
+        if name in (BASE, PLAIN_BASE):
             if base is None:
                 raise RuntimeError(f"{name} needs --online-base REV")
-            cmd = [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0", "--online-check"]
+            cmd = [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0"]
+            if name == BASE:
+                cmd.append("--online-check")
             # that version's package first on the path, and as the working directory
             env, cwd = dict(os.environ, PYTHONPATH=base), base
         elif name == "ours" or name in ONLINE:

@@ -311,6 +311,7 @@ ENGINES = ("generated", "model")
 #: entries of an engine's action table that are not the model's server actions: the client's
 #: send and close effects, and the cancel (reported to ``on_step`` by :meth:`_cancel_with`)
 _UNOBSERVED = frozenset(("send", "close", "on_cancel"))
+#: ``arrival`` (send, arrive and admit in one call) is not in an observed table at all
 
 
 def _model_engine(core: SessionCore) -> dict[str, Callable[..., Any]]:
@@ -396,6 +397,9 @@ class SessionCore:
         self._admit = acts["admit"]
         self._emit = acts["emit"]
         self._respond = acts["respond"]
+        # send, arrive and admit as one generated function (absent when observed: on_step is
+        # told of each step, so they are taken one by one)
+        self._arrival = acts.get("arrival")
 
     @property
     def on_step(self) -> Callable[[str, Any, Any], None] | None:
@@ -423,6 +427,7 @@ class SessionCore:
             {
                 name: act if name in _UNOBSERVED else observed(name, act)
                 for name, act in self._plain.items()
+                if name != "arrival"
             }
         )
 
@@ -465,13 +470,23 @@ class SessionCore:
         else:
             raise InvalidId(rid)
         r = next(self._next)
-        self._send(r, key)
-        if not self._arrive(r, None)[0]:  # pragma: no cover - a fresh ``sent`` always arrives
-            raise RuntimeError("the model did not let a fresh request arrive")
-        h = Handle(r, rid, key)
-        self._handles[r] = h
-        if self._admit(r, None)[0]:
-            return Admitted(h)
+        arrival = self._arrival
+        if arrival is not None:  # the three steps in one generated call
+            taken = arrival(r, key)
+            if not taken:  # pragma: no cover - a fresh ``sent`` always arrives
+                raise RuntimeError("the model did not let a fresh request arrive")
+            h = Handle(r, rid, key)
+            self._handles[r] = h
+            if taken == 2:
+                return Admitted(h)
+        else:
+            self._send(r, key)
+            if not self._arrive(r, None)[0]:  # pragma: no cover - a fresh ``sent`` arrives
+                raise RuntimeError("the model did not let a fresh request arrive")
+            h = Handle(r, rid, key)
+            self._handles[r] = h
+            if self._admit(r, None)[0]:
+                return Admitted(h)
         ok, _ = self._run("refuse", r)
         message = f"Invalid Request: id {_show(rid)} is already in flight"
         if not ok:
@@ -540,8 +555,12 @@ class SessionCore:
         if self._waiter:
             self._withdraw_all(h)
         ok, out = self._respond(r, None)
-        if ok:
-            target = self._target(out)
+        if ok:  # _target, inline
+            if out[1]:
+                target = self._handles.get(out[0])
+            else:
+                self.dropped += 1
+                target = None
         else:
             self._run("unwind", r)
             target = None

@@ -109,20 +109,26 @@ class MemoryEventStore:
         k = self._sessions.get(session)
         if k is None:
             k = self._sessions[session] = _Kept()
-        k.seq += 1
-        n = k.seq
-        k.streams.setdefault(stream, {})[n] = data
-        k.order.append((stream, n))
+        n = k.seq = k.seq + 1
+        events = k.streams.get(stream)
+        if events is None:
+            events = k.streams[stream] = {}
+        events[n] = data
+        order = k.order
+        order.append((stream, n))
         self._order.append((k, stream, n))
         self.events += 1
         self.bytes += len(data)
-        while len(k.order) > self.max_per_session:
-            s, m = k.order.popleft()
-            self._drop(k, s, m)
-        while self.events > self.max_events or self.bytes > self.max_bytes:
-            owner, s, m = self._order.popleft()
-            if self._drop(owner, s, m):
-                owner.order.popleft()  # the oldest of all is its session's oldest
+        if len(order) > self.max_per_session:
+            drop = self._drop
+            while len(order) > self.max_per_session:
+                s, m = order.popleft()
+                drop(k, s, m)
+        if self.events > self.max_events or self.bytes > self.max_bytes:
+            while self.events > self.max_events or self.bytes > self.max_bytes:
+                owner, s, m = self._order.popleft()
+                if self._drop(owner, s, m):
+                    owner.order.popleft()  # the oldest of all is its session's oldest
         if len(self._order) > 2 * self.events + 1024:  # entries of dropped events: compact
             self._order = deque(e for e in self._order if e[2] in e[0].streams.get(e[1], ()))
         return f"{k.tag}.{stream}.{n}"

@@ -7,10 +7,14 @@ functions.  Generation calls each action of ``model/session.py`` once per profil
 code-producing logic backend (the generator of ``model/codegen.py``) and a view of
 the runtime state whose reads are source text: ``s.life[r]`` becomes ``life.get(r, 0)``, a ghost
 or wire field becomes its default (the core never stores them, so the constant folds away),
-``ForAll("inst", ...)`` becomes ``all(... for q in life)`` over the live instances.  The writes
-become assignments into the runtime tables, every key and value computed before the first is
-applied, as ``model.logic`` specifies.  Nothing here states a rule; the text of every guard and
-effect comes from ``model/``.
+``ForAll("inst", ...)`` becomes ``all(... for q in life)`` over the live instances, and a
+quantifier over ids runs over the ids of the registries (over one registry's keys alone when
+its body reads the id only there, with the body's value at that registry's default standing
+for every other id).  The writes become assignments into the runtime tables, every key and
+value computed before the first is applied, as ``model.logic`` specifies.  The client's send and
+the model's ``arrive`` and ``admit``, which the core takes in a row for every request, are also
+generated as one function (``arrival``), their bodies in turn.  Nothing here states a rule; the
+text of every guard and effect comes from ``model/``.
 
 ``tests/test_core.py`` checks that the generated actions and the model's own (``Concrete`` with
 ``apply_writes``) agree on every transition of explored state spaces: guard, output, post-state.
@@ -95,6 +99,16 @@ class RuntimeGen(Gen):
         body = fn(Expr(v, False))
         if not isinstance(body, Expr):
             return True if body else Expr(f"(not {self._domain(sort)})", False)
+        narrow = _narrowed(sort, v, body.src)
+        if narrow is not None:
+            # over the ids of the registries the body reads, and, for every other id (where
+            # each of those reads gives its default), the body at defaults
+            read, absent, others = narrow
+            rest = f"all({v} in {read} for {v} in ({others}))" if others else "True"
+            return Expr(
+                f"((not {read} or all({body.src} for {v} in {read})) and ({absent} or {rest}))",
+                False,
+            )
         return Expr(f"all({body.src} for {v} in {self._domain(sort)})", False)
 
     def Exists(self, sort: Any, fn: Any) -> Any:
@@ -102,7 +116,47 @@ class RuntimeGen(Gen):
         body = fn(Expr(v, False))
         if not isinstance(body, Expr):
             return Expr(f"bool({self._domain(sort)})", False) if body else False
+        narrow = _narrowed(sort, v, body.src)
+        if narrow is not None:
+            read, absent, others = narrow
+            rest = f"any({v} not in {read} for {v} in ({others}))" if others else "False"
+            return Expr(
+                f"((bool({read}) and any({body.src} for {v} in {read})) or ({absent} and {rest}))",
+                False,
+            )
         return Expr(f"any({body.src} for {v} in {self._domain(sort)})", False)
+
+
+#: the registries whose keys make up the domain of the sort ``id`` at run time
+_ID_TABLES = ("inflight", "stream", "waiter")
+
+
+def _narrowed(sort: Any, v: str, src: str) -> tuple[str, str, str] | None:
+    """A quantifier over ids whose body reads the id ``v`` only as a key of one registry
+    (``T_x.get(v, d)``): (the domain to iterate, that registry; the body's source with every
+    such read replaced by its default ``d``, its value at every id absent from that registry;
+    the other registries of the domain, as source).  None when the body uses ``v`` otherwise.
+    An id absent from ``T_x`` reads ``d`` there, so the body is the same at every such id, and
+    the quantifier over the whole domain is the one over ``T_x``'s keys combined with that
+    value when the domain holds an id that ``T_x`` does not."""
+    if sort != "id":
+        return None
+    reads = list(re.finditer(rf"\bT_(\w+)\.get\({v}, (-?\d+)\)", src))
+    tables = {m.group(1) for m in reads}
+    if len(tables) != 1 or len(re.findall(rf"\b{v}\b", src)) != len(reads):
+        return None
+    (table,) = tables
+    if table not in _ID_TABLES:
+        return None
+    absent = src
+    for m in reads:
+        absent = absent.replace(m.group(0), m.group(2))
+    others = ", ".join(f"*T_{t}" for t in _ID_TABLES if t != table)
+    return f"T_{table}", absent, others
+
+
+#: source that names a local of a generated function or is a constant
+_SIMPLE = re.compile(r"(?:r|i|conn|o_t|o_d|g\d+|-?\d+|True|False)\Z")
 
 
 def _writes(lines: Any, writes: Any, ind: Any) -> None:
@@ -112,9 +166,19 @@ def _writes(lines: Any, writes: Any, ind: Any) -> None:
         if (w.field not in STORED and w.field not in SCALARS) or is_false(w.when):
             continue
         k, v = f"k{n}", f"v{n}"
+        # a key or value that is a local or a constant is used as it is (no write changes it);
+        # anything else is computed first, from the state before the writes
         if w.key is not None:
-            lines.append(f"{ind}{k} = {lift(w.key)}")
-        lines.append(f"{ind}{v} = {lift(w.value)}")
+            src = lift(w.key)
+            if _SIMPLE.match(src):
+                k = src
+            else:
+                lines.append(f"{ind}{k} = {src}")
+        src = lift(w.value)
+        if _SIMPLE.match(src):
+            v = src
+        else:
+            lines.append(f"{ind}{v} = {src}")
         cond = None
         if isinstance(w.when, Expr):
             cond = f"c{n}"
@@ -181,6 +245,7 @@ def source(cfg: Config) -> str:
     r, i = Expr("r", False), Expr("i", False)
     args = ", ".join(["S"] + [f"T_{n}" for n in STORED])
     lines = [f"def bind({args}):", "    out = {}"]
+    bodies: dict[str, list[str]] = {}  # the body of each action taken with an effect
     for name in SERVER_ACTIONS:
         a = ACTION[name]
         if not a.applies(cfg):
@@ -211,14 +276,20 @@ def source(cfg: Config) -> str:
         writes = a.effect(b, s, cfg, r, i, names)
         _writes(body, writes, "        ")
         body.append("        return True, " + ("(o_t, o_d)" if names else "None"))
-        lines += _hoist_reads(body, "        ")
+        body = _hoist_reads(body, "        ")
+        bodies[name] = body
+        lines += body
         lines.append(f"    out[{name!r}] = act_{name}")
     for short, name in SERVER_EFFECTS.items():
         a = ACTION[name]
         b = RuntimeGen()
         lines.append(f"    def eff_{short}(r, i=None):")
-        _writes(lines, a.effect(b, s, cfg, r, i, {}), "        ")
+        body = []
+        _writes(body, a.effect(b, s, cfg, r, i, {}), "        ")
+        bodies[short] = body
+        lines += body
         lines.append(f"    out[{short!r}] = eff_{short}")
+    lines += _arrival(bodies)
     b = RuntimeGen()
     tgt, hit, writes = on_cancel(b, s, cfg, i, Expr("conn", False))
     lines.append("    def act_on_cancel(i, conn):")
@@ -229,6 +300,35 @@ def source(cfg: Config) -> str:
     lines.append("    out['on_cancel'] = act_on_cancel")
     lines.append("    return out")
     return "\n".join(lines) + "\n"
+
+
+#: the steps of a request's arrival, in order: the client's send, then ``arrive`` and ``admit``
+ARRIVAL = ("send", "arrive", "admit")
+
+
+def _arrival(bodies: dict[str, list[str]]) -> list[str]:
+    """``arrival(r, key)``: the steps of :data:`ARRIVAL` as one function, each step's generated
+    body in turn (each reads the state its predecessors wrote, as separate calls would); it
+    returns how many of ``arrive`` and ``admit`` were taken (0, 1 or 2), stopping at the first
+    whose guard is false.  Left out (the core then calls the steps one by one) when a step has
+    no body here (it does not apply to the profile), has an output, or reads its second
+    argument (which the core passes as None to ``arrive`` and ``admit``)."""
+    parts = [bodies.get(name) for name in ARRIVAL]
+    send, arrive, admit = parts
+    if send is None or arrive is None or admit is None:
+        return []
+    out = ["    def arrival(r, i):", *send]
+    for taken, body in enumerate((arrive, admit)):
+        if body[-1] != "        return True, None" or any(re.search(r"\bi\b", ln) for ln in body):
+            return []
+        for ln in body[:-1]:
+            if ln.strip() == "return False, None":
+                ln = ln.replace("return False, None", f"return {taken}")
+            elif "return" in ln:
+                return []
+            out.append(ln)
+    out += ["        return 2", "    out['arrival'] = arrival"]
+    return out
 
 
 @cache

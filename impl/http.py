@@ -60,6 +60,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Coroutine
 from typing import Any
 
 from . import sse
@@ -505,7 +506,7 @@ class App:
                 status = _error_status(items[0]) if modern and len(items) == 1 else None
                 if status:
                     return await self._reply(send, status, json_body(items[0]), extra)
-                body = b"".join(sse_event(m) for m in items)
+                body = b"".join([sse_event(m) for m in items])
                 return await self._reply(send, 200, body, extra, ctype=SSE_HEADERS)
         except (OSError, asyncio.CancelledError):  # the client went away, or the server stops
             self._dropped(session, handle, outlet, token)
@@ -780,10 +781,11 @@ class MemorySessions:
         assert isinstance(arrival, Refused)  # initialize is answered at once, never run
         return await reply(send, 409, json_body(error_reply(None, arrival.error)))
 
-    async def request(
+    def request(
         self, session: Any, msg: dict[str, Any], receive: Receive, send: Send
-    ) -> None:
-        await self.app.run_request(session, msg, receive, send, ())
+    ) -> Coroutine[Any, Any, None]:
+        # the app's request path itself (awaited by the app), not a coroutine around it
+        return self.app.run_request(session, msg, receive, send, ())
 
     async def notification(self, session: Any, msg: dict[str, Any]) -> None:
         session.notification(msg)

@@ -9,6 +9,7 @@ app's options alone, never on a session.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -189,6 +190,14 @@ class HostCheck:
 # --- the body ---------------------------------------------------------------------------------
 
 
+try:  # the running task of a loop, without the call through asyncio.current_task (3.11)
+    from asyncio.tasks import _current_tasks  # type: ignore[attr-defined]
+
+    _current_task: Callable[[asyncio.AbstractEventLoop], asyncio.Task | None] = _current_tasks.get
+except ImportError:  # pragma: no cover - a Python without the table
+    _current_task = asyncio.current_task
+
+
 class BodyReader:
     """Reads a request's body within ``max_body`` bytes and ``body_timeout`` seconds (either
     ``None``: no bound)."""
@@ -216,9 +225,9 @@ class BodyReader:
         # No timer per request (arming and cancelling one costs more than the rest of a small
         # request's reading): the task is noted with its deadline, and one timer for the whole
         # app, armed only while bodies are being read, cancels the reads past theirs.
-        task = asyncio.current_task()
-        assert task is not None  # a body is read by a task
         loop = asyncio.get_running_loop()
+        task = _current_task(loop)
+        assert task is not None  # a body is read by a task
         assert self.body_timeout is not None
         self.reading[task] = loop.time() + self.body_timeout
         if self.timer is None:

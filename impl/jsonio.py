@@ -81,6 +81,10 @@ def encode_message(msg: dict) -> bytes | None:
     """``msg`` as JSON text; a response that cannot be written becomes a -32603 error under its
     id; any other message that cannot be written gives None (drop it)."""
     try:
+        return orjson.dumps(msg)  # the common case, without a call through dumps
+    except TypeError:
+        pass
+    try:
         return dumps(msg)
     except Unserialisable as e:
         if "method" not in msg and "id" in msg:

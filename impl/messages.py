@@ -90,6 +90,9 @@ _ENVELOPE = {
 }
 
 
+_VALIDATE_REQUEST = _ENVELOPE["request"]
+
+
 def parse(raw: Any) -> Incoming:
     """Decode one JSON-RPC message (bytes or str) and check its envelope with ``mcp_types``."""
     try:
@@ -126,11 +129,15 @@ def classify(msg: dict[str, Any]) -> Incoming:
         )
     rid = msg.get("id")
     if kind is Kind.REQUEST:
-        try:
-            typed_id(rid)
-        except InvalidId as e:
-            return Incoming(Kind.INVALID, err=e.error)
-    validate = _ENVELOPE["error" if kind is Kind.RESPONSE and "error" in msg else kind.value]
+        t = type(rid)
+        if t is not str and t is not int:  # (the test of ``typed_id``, without making the key)
+            try:
+                typed_id(rid)
+            except InvalidId as e:
+                return Incoming(Kind.INVALID, err=e.error)
+        validate = _VALIDATE_REQUEST
+    else:
+        validate = _ENVELOPE["error" if kind is Kind.RESPONSE and "error" in msg else kind.value]
     try:
         validate(msg)
     except pydantic.ValidationError as e:

@@ -146,12 +146,24 @@ def encode(
     indentation never does)."""
     if b"\n" in data or b"\r" in data:
         raise ValueError("SSE data must be one line")
-    if event == "message" and retry is None:  # every message event: one concatenation
+    if event == "message":  # every message event, and a priming one: one concatenation
         if id is None:
-            return b"event: message\ndata: " + data + b"\n\n"
-        if "\n" in id or "\r" in id or "\0" in id:
-            raise ValueError("an SSE id may not hold CR, LF or NUL")
-        return b"event: message\nid: " + id.encode() + b"\ndata: " + data + b"\n\n"
+            if retry is None:
+                return b"event: message\ndata: " + data + b"\n\n"
+        else:
+            if "\n" in id or "\r" in id or "\0" in id:
+                raise ValueError("an SSE id may not hold CR, LF or NUL")
+            if retry is None:
+                return b"event: message\nid: " + id.encode() + b"\ndata: " + data + b"\n\n"
+            return (
+                b"event: message\nid: "
+                + id.encode()
+                + b"\nretry: "
+                + str(int(retry)).encode()
+                + b"\ndata: "
+                + data
+                + b"\n\n"
+            )
     parts = []
     if event is not None:
         parts.append(b"event: " + event.encode() + b"\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from . import sse
@@ -189,6 +190,7 @@ class HttpSession(Session):
         self.store = store  # the app's event store, or None (streams not resumable)
         self.live: dict[str, StreamOutlet] = {}  # kept POST streams not yet ended, by stream name
         self._streams = 0
+        self._keeper: Callable[[str, bytes], str] | None = None  # what outlets keep events with
 
     def keep(self, stream: str, data: bytes) -> str:
         return self.store.append(self.sid, stream, data)
@@ -198,7 +200,16 @@ class HttpSession(Session):
         if self.store is None:
             return StreamOutlet()
         self._streams += 1
-        return StreamOutlet(self.keep, f"p{self._streams}", self.live)
+        keep = self._keeper
+        if keep is None:
+            # the store's append bound to this session (one call per event, not two), unless a
+            # subclass keeps events its own way
+            keep = self._keeper = (
+                partial(self.store.append, self.sid)
+                if type(self).keep is HttpSession.keep
+                else self.keep
+            )
+        return StreamOutlet(keep, f"p{self._streams}", self.live)
 
     def standalone_name(self) -> str:
         self._streams += 1
@@ -213,8 +224,9 @@ async def reply(
     ctype: HeaderList = JSON_HEADERS,
 ) -> None:
     """A whole HTTP response: ``status``, ``body`` (typed ``ctype`` when not empty)."""
-    h = (ctype if body else []) + [(b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": h + list(headers)})
+    length = (b"content-length", b"%d" % len(body))
+    h = [*ctype, length, *headers] if body else [length, *headers]
+    await send({"type": "http.response.start", "status": status, "headers": h})
     await send({"type": "http.response.body", "body": body})
 
 
