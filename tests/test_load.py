@@ -397,7 +397,11 @@ def test_load_and_faults(srv):
     )
 
 
-@pytest.mark.oracle_expects_violation  # the model sees the unguarded core's misrouting too
+@pytest.mark.oracle_out_of_scope(
+    "under this load the online check beside the server may drop events when its queue is "
+    "full (it then calls nothing clean, and may see no violation); the test's own checks "
+    "judge the misrouting"
+)
 def test_the_checks_catch_an_unguarded_server(monkeypatch):
     """The same load, smaller, against the same app whose sessions run the model's ``unguarded``
     design (overwrite on arrival, remove by id: the official SDKs' keying): the checks above
