@@ -573,6 +573,13 @@ class TaskContext(Context):
         return await self.session.server.task_runtime.ask(self.task_id, key, request)
 
 
+def _refused_params(rid: Any, e: pydantic.ValidationError) -> Any:
+    """The -32602 reply naming the first place where ``e`` found the params wrong."""
+    first = e.errors()[0]
+    where = ".".join(str(x) for x in first["loc"])
+    return error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {where}: {first['msg']}"))
+
+
 def _invalid_params(rid: Any, method: Any, version: Any, params: Any) -> Any:
     """The error reply for a request the MCP schema of ``version`` rejects, else None."""
     try:
@@ -580,9 +587,7 @@ def _invalid_params(rid: Any, method: Any, version: Any, params: Any) -> Any:
     except KeyError:
         return error_reply(rid, error(METHOD_NOT_FOUND, f"Method not found: {method} ({version})"))
     except pydantic.ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        return error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {where}: {first['msg']}"))
+        return _refused_params(rid, e)
     return None
 
 
@@ -852,11 +857,7 @@ class Session:
         try:
             PARAMS_OF[method].model_validate(params or {}, by_name=False)
         except pydantic.ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(x) for x in first["loc"])
-            return error_reply(
-                rid, error(INVALID_PARAMS, f"Invalid params: {where}: {first['msg']}")
-            )
+            return _refused_params(rid, e)
         runtime = self.server.task_runtime
         owner = self.task_owner
         if self.transport == "stdio":
@@ -884,11 +885,7 @@ class Session:
         try:
             PARAMS_OF_2026[method].model_validate(params or {}, by_name=False)
         except pydantic.ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(x) for x in first["loc"])
-            return error_reply(
-                rid, error(INVALID_PARAMS, f"Invalid params: {where}: {first['msg']}")
-            )
+            return _refused_params(rid, e)
         runtime = self.server.task_runtime
         tid = params["taskId"]
         try:
