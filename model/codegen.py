@@ -17,7 +17,7 @@ operations into text.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,7 +135,7 @@ class Gen:
     symbolic = False
     expr: type[Expr] = Expr
 
-    def __init__(self, domains: dict[str, Iterable[int]]):
+    def __init__(self, domains: Mapping[str, Iterable[int]]):
         self.domains = {k: tuple(v) for k, v in domains.items()}
 
     @property

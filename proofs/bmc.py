@@ -17,16 +17,28 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from mcp_inflight.model import step
-from mcp_inflight.model.session import actions_for
+from mcp_inflight.model.properties import Property
+from mcp_inflight.model.session import Action, actions_for
 from mcp_inflight.model.trace import Trace, build_trace
 from mcp_inflight.proofs import symbolic as sym
 
+if TYPE_CHECKING:
+    from mcp_inflight.proofs.prove import Prover
 
-def search(pr, props, depth=None, requests=None, ids=None):
+
+def search(
+    pr: Prover,
+    props: Sequence[Property],
+    depth: int | None = None,
+    requests: int | None = None,
+    ids: int | None = None,
+) -> tuple[dict[str, Trace], dict[str, str]]:
     """Shortest traces (at most ``depth`` steps) breaking each of ``props``.
 
     Returns ``{name: trace}`` for those broken, and the names the solver could not decide."""
@@ -41,7 +53,7 @@ def search(pr, props, depth=None, requests=None, ids=None):
     s = z3.Solver()  # collects the unrolling; each query is solved afresh (faster here)
     cur = sym.initial_finite_state(n, m)
     top_id = z3.IntVal(-1)
-    choices = []
+    choices: list[tuple[Any, Any, Any]] = []
     last_steps = None
     found: dict[str, Trace] = {}
     unknown: dict[str, str] = {}
@@ -130,7 +142,9 @@ def search(pr, props, depth=None, requests=None, ids=None):
     return found, unknown
 
 
-def shortest(pr, props, n, m, depth) -> dict[str, int] | None:
+def shortest(
+    pr: Prover, props: Sequence[Property], n: int, m: int, depth: int
+) -> dict[str, int] | None:
     """The length of the shortest violation of each of ``props`` within ``depth`` steps, on
     the universe of the bounded search (``n`` instances, ``m`` ids), found by the explorer's
     exhaustive breadth-first search (``None``: the explorer could not run).  The bounded
@@ -159,7 +173,13 @@ def shortest(pr, props, n, m, depth) -> dict[str, int] | None:
     }
 
 
-def replay(pr, model, choices, acts, prop):
+def replay(
+    pr: Prover,
+    model: z3.ModelRef,
+    choices: list[tuple[Any, Any, Any]],
+    acts: list[Action],
+    prop: Property,
+) -> Trace:
     """The trace in ``model``, replayed on the concrete backend and rendered as the explorer
     renders its traces.  A disagreement between the two readings is an error, not a result."""
     raw = []
@@ -202,7 +222,7 @@ def replay(pr, model, choices, acts, prop):
     return build_trace(cfg, [(a, args, pre, post) for a, args, pre, post, _ in steps])
 
 
-def solve(solver, timeout_ms) -> z3.CheckSatResult:
+def solve(solver: z3.Solver, timeout_ms: int) -> z3.CheckSatResult:
     """``solver.check()``, interrupted if it overruns its own timeout (z3 does not always notice
     a timeout inside quantifier instantiation); an interrupted query is ``unknown``."""
     timer = threading.Timer(timeout_ms / 1000 + 0.2, z3.main_ctx().interrupt)
@@ -216,7 +236,7 @@ def solve(solver, timeout_ms) -> z3.CheckSatResult:
         timer.cancel()
 
 
-def choose(a_t, options, unchanged):
+def choose(a_t: Any, options: Sequence[Any], unchanged: Any) -> Any:
     """``options[a_t]``, skipping the actions that leave the slot as it was."""
     term = unchanged
     for k in range(len(options) - 1, -1, -1):

@@ -38,6 +38,7 @@ def _sources() -> str:
 
     h = hashlib.sha256()
     for pkg in (model, proofs):
+        assert pkg.__file__ is not None
         base = Path(pkg.__file__).parent
         for f in sorted(base.rglob("*.py")):
             h.update(str(f.relative_to(base)).encode() + b"\0" + f.read_bytes() + b"\0")

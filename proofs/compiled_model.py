@@ -14,6 +14,7 @@ Successor states are built by copying the tuple and applying the writes in list 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,14 +22,14 @@ from mcp_inflight.model.codegen import Expr, Gen, Source, compile_source, lift
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.properties import PROPERTIES, judged
-from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, initial, settled
+from mcp_inflight.model.properties import PROPERTIES, Property, judged
+from mcp_inflight.model.session import FIELDS, Action, Cmsg, actions_for, domains, initial, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout
 
 # --- reading the flat state ------------------------------------------------------------
 
 
-def _index_src(base: int, stride: int, n: int, k) -> str:
+def _index_src(base: int, stride: int, n: int, k: Expr) -> str:
     """Source of the flat position of key ``k`` (an expression) of a field."""
     if k.maybe_neg:
         # tuple indexing semantics of the concrete reading: s.f[-1] is the last slot
@@ -40,11 +41,13 @@ def _index_src(base: int, stride: int, n: int, k) -> str:
 class _FieldView(FieldCode):
     __slots__ = ("unpacked",)
 
-    def __init__(self, var, base, n, sort, stride, unpacked=None):
+    def __init__(
+        self, var: str, base: int, n: int, sort: str, stride: int, unpacked: str | None = None
+    ) -> None:
         super().__init__(var, base, n, sort, stride)
         self.unpacked = unpacked
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: Any) -> Expr:
         neg = self.sort == "inst?"
         if isinstance(k, Expr):
             return Expr(f"{self.var}[{_index_src(self.base, self.stride, self.n, k)}]", neg)
@@ -97,7 +100,7 @@ class Move:
         return {"r": self.r} if self.i is None else {"r": self.r, "i": self.i}
 
 
-def _clock_source(lay: Layout, cfg: Config, src: Source, var: str, depth: int):
+def _clock_source(lay: Layout, cfg: Config, src: Source, var: str, depth: int) -> None:
     """stdio: ``model.session.canonical_clock`` on the flat tuple ``var`` (rebinds ``var``).
 
     The same renumbering (send times replaced by their rank among undelivered messages), kept
@@ -175,7 +178,7 @@ def _writes_source(
         for _, pos, _, _, cond, check, _ in live
     ):
         # every write lands on a fixed slot: build the successor as one tuple display
-        slots = {int(pos): val for _, pos, _, val, _, _, _ in live}
+        slots = {int(pos): val for _, pos, _, val, _, _, _ in live if pos is not None}
         src.emit(
             d, "t = (" + ", ".join(slots.get(k, f"{unpacked}{k}") for k in range(lay.width)) + ",)"
         )
@@ -208,7 +211,7 @@ class Compiled:
     ``state_props[j]``; ``settled(s)`` is the model's ``settled``.
     """
 
-    def __init__(self, cfg: Config, properties=PROPERTIES):
+    def __init__(self, cfg: Config, properties: Sequence[Property] = PROPERTIES):
         self.cfg = cfg
         self.layout = lay = Layout(cfg)
         b = Gen(domains(cfg))
@@ -250,7 +253,17 @@ class Compiled:
         self.clock = ns["clock"]
         self.state_checks = [ns[f"state_check_{j}"] for j in range(len(self.state_props))]
 
-    def _move(self, b, pre, post, cfg, a, r, i, src: Source):
+    def _move(
+        self,
+        b: Gen,
+        pre: View,
+        post: View,
+        cfg: Config,
+        a: Action,
+        r: int,
+        i: int | None,
+        src: Source,
+    ) -> None:
         m = len(self.moves)
         guard = a.guard(b, pre, cfg, r, i)
         out = a.output(b, pre, cfg, r, i)
@@ -264,17 +277,17 @@ class Compiled:
             src.emit(d, f"if {guard.src}:")
             d += 1
         hoisted = {}
-        flat_out = []
+        flat_out: list[str] = []
         for n, kind in enumerate(kinds):
             t_, d_ = out[kind]
-            names = []
+            names: list[Any] = []
             for part, val in (("t", t_), ("d", d_)):
                 if isinstance(val, Expr):
                     src.emit(d, f"o{part}{n} = {val.src}")
                     names.append(Expr(f"o{part}{n}", val.maybe_neg))
                 else:
                     names.append(val)
-            hoisted[kind] = tuple(names)
+            hoisted[kind] = (names[0], names[1])
             flat_out.extend(lift(x) for x in names)
         writes = a.effect(b, pre, cfg, r, i, hoisted)
         _writes_source(self.layout, writes, src, d, "w", unpacked="x")
@@ -297,7 +310,7 @@ class Compiled:
         else:
             src.emit(d, f"res.append(({m}, t, {outs}, ()))")
 
-    def event_function(self, pending: list[int]):
+    def event_function(self, pending: list[int]) -> Callable[[tuple[Any, ...]], bool]:
         """One function telling whether any of the state properties ``pending`` (indices into
         ``state_props``) has an event in ``s``: an invariant or hazard fails, a witness holds."""
         parts = []

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any
 
 from mcp_inflight.model.logic import Concrete
@@ -157,6 +158,21 @@ def _cell(model: str, design: str, run: str, problems: list[str], states: int) -
 # --- the models ---------------------------------------------------------------------------------
 
 
+def _read(fn: Callable[..., Any], b: Any, cfg: Any, r: Any, i: Any) -> Callable[[Any], Any]:
+    """``fn`` of a session rule, read on a state ``x`` with the move's arguments fixed."""
+    return lambda x: fn(b, x, cfg, r, i)
+
+
+def _effect_of(a: Any) -> Callable[..., Any]:
+    """A session action's effect as a rule of ``(b, s, cfg, r, i)``: its writes given its output."""
+    return lambda b, x, cfg, r, i: a.effect(b, x, cfg, r, i, a.output(b, x, cfg, r, i))
+
+
+def _read_move(fn: Callable[..., Any], b: Any, kw: dict[str, int]) -> Callable[[Any], Any]:
+    """``fn`` of a declared action, read on a state ``x`` with the move's arguments fixed."""
+    return lambda x: fn(b, x, **kw)
+
+
 def session(cfg: Any, limit: int = SAMPLE) -> Cell:
     from mcp_inflight.model import step
     from mcp_inflight.model.session import CONDITIONS, FIELDS
@@ -170,21 +186,13 @@ def session(cfg: Any, limit: int = SAMPLE) -> Cell:
         for m in step.moves(cfg):
             a, r, i = m.action, m.r, m.i
             for name in a.obligations:
-                j.obligation(name, lambda x, n=name, r=r, i=i: CONDITIONS[n](b, x, cfg, r, i), s)
+                j.obligation(name, _read(CONDITIONS[name], b, cfg, r, i), s)
             if a.side == "client":
                 continue
-            j.reads(
-                f"{a.name}'s guard",
-                lambda x, a=a, r=r, i=i: a.guard(b, x, cfg, r, i, server=True),
-                s,
-            )
-            j.reads(f"{a.name}'s output", lambda x, a=a, r=r, i=i: a.output(b, x, cfg, r, i), s)
+            j.reads(f"{a.name}'s guard", _read(partial(a.guard, server=True), b, cfg, r, i), s)
+            j.reads(f"{a.name}'s output", _read(a.output, b, cfg, r, i), s)
             if a.guard(b, s, cfg, r, i, server=True):
-                j.same_writes(
-                    f"{a.name}'s effect",
-                    lambda x, a=a, r=r, i=i: a.effect(b, x, cfg, r, i, a.output(b, x, cfg, r, i)),
-                    s,
-                )
+                j.same_writes(f"{a.name}'s effect", _read(_effect_of(a), b, cfg, r, i), s)
     return _cell("session", cfg.design.name, cfg.label, j.finish(), len(states))
 
 
@@ -212,9 +220,9 @@ def small(spec: Any, limit: int = SAMPLE) -> Cell:
         for m in moves:
             if m.act.side != "server":
                 continue
-            j.reads(f"{m.name}'s guard", lambda x, m=m: m.act.guard(b, x, **m.kw), s)
+            j.reads(f"{m.name}'s guard", _read_move(m.act.guard, b, m.kw), s)
             if m.act.output is not None:
-                j.reads(f"{m.name}'s output", lambda x, m=m: m.act.outputs(b, x, **m.kw), s)
+                j.reads(f"{m.name}'s output", _read_move(m.act.outputs, b, m.kw), s)
             if m.act.guard(b, s, **m.kw):
-                j.same_writes(f"{m.name}'s effect", lambda x, m=m: m.act.effect(b, x, **m.kw), s)
+                j.same_writes(f"{m.name}'s effect", _read_move(m.act.effect, b, m.kw), s)
     return _cell(spec.model, spec.design, spec.bounds_label(), j.finish(), len(states))

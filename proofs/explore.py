@@ -36,16 +36,25 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.properties import PROPERTIES, judged
+from mcp_inflight.model.properties import PROPERTIES, Property, judged
 from mcp_inflight.model.session import State, actions_for, settled
 from mcp_inflight.model.trace import build_trace
 from mcp_inflight.proofs.compiled_model import Compiled
 from mcp_inflight.proofs.flat import Layout, decode_key, key_function
 from mcp_inflight.proofs.liveness import Graph, fair_actions, judge_liveness
-from mcp_inflight.proofs.progress import Display, Tracker, sink_for, worker_init, worker_sink
+from mcp_inflight.proofs.progress import (
+    Display,
+    Sink,
+    Tracker,
+    sink_for,
+    worker_init,
+    worker_sink,
+)
 
 # --- symmetry -----------------------------------------------------------------------------
 
@@ -72,6 +81,9 @@ class Canonicalizer:
 
 from mcp_inflight.proofs.records import RunResult, Verdict  # noqa: E402
 
+#: ``on_edge(pre, action, args, post, out)``: called for every transition a search takes
+OnEdge = Callable[[Any, Any, Any, Any, Any], Any]
+
 __all__ = ["RunResult", "Verdict", "explore", "explore_many"]
 
 
@@ -79,9 +91,9 @@ def explore(
     cfg: Config,
     symmetry: bool = True,
     max_states: int | None = None,
-    progress: bool | None = None,
-    properties=PROPERTIES,
-    on_edge=None,
+    progress: bool | Sink | None = None,
+    properties: Sequence[Property] = PROPERTIES,
+    on_edge: OnEdge | None = None,
     engine: str = "compiled",
     liveness: bool = False,
 ) -> RunResult:
@@ -131,9 +143,9 @@ def _explore_compiled(
     cfg: Config,
     symmetry: bool,
     max_states: int | None,
-    progress: bool | None,
-    properties,
-    on_edge,
+    progress: bool | Sink | None,
+    properties: Sequence[Property],
+    on_edge: OnEdge | None,
     liveness: bool = True,
 ) -> RunResult:
     t0 = time.monotonic()
@@ -172,7 +184,7 @@ def _explore_compiled(
     fair_names = set(fair_actions("requests_answered", cfg))
     fair = [mv.action.name in fair_names for mv in moves]
 
-    def judge_state(key, s):
+    def judge_state(key: Any, s: tuple[Any, ...]) -> None:
         nonlocal pending_state, events
         for name, chk, wit in pending_state:
             if bool(chk(s)) == wit:
@@ -189,7 +201,7 @@ def _explore_compiled(
     expanded = 0
     while level:
         level_end = expanded + len(level)  # queue: the rest of this level and the next
-        nxt = []
+        nxt: list[tuple[Any, tuple[Any, ...]]] = []
         # successors already met in this sweep are skipped before their (costlier) key is made
         met: dict = {}
         nxt_append = nxt.append
@@ -277,13 +289,13 @@ def _explore_compiled(
         level = nxt
     prog.done(len(parent), n_trans, depth, complete)
 
-    def successor(s, m):
+    def successor(s: tuple[Any, ...], m: int) -> tuple[Any, ...]:
         for mm, t, _, _ in expand(s):
             if mm == m:
                 return t
         raise AssertionError("a stored move is no longer enabled (explorer bug)")
 
-    def path(key) -> list:
+    def path(key: Any) -> list[Any]:
         ms = []
         while parent[key] is not None:
             key, m = parent[key]
@@ -299,7 +311,7 @@ def _explore_compiled(
 
     flat_memo: dict = {k0: s0}
 
-    def flat_of(key) -> tuple:
+    def flat_of(key: Any) -> tuple[Any, ...]:
         """The concrete state the search expanded for ``key`` (replayed, remembered)."""
         chain = []
         while key not in flat_memo:
@@ -310,7 +322,7 @@ def _explore_compiled(
             s = flat_memo[k] = successor(s, parent[k][1])
         return s
 
-    def step_path(key, m) -> list:
+    def step_path(key: Any, m: int) -> list[Any]:
         steps = path(key)
         s = lay.flatten(steps[-1][3]) if steps else s0
         mv = moves[m]
@@ -347,9 +359,9 @@ def _explore_interpreted(
     cfg: Config,
     symmetry: bool = True,
     max_states: int | None = None,
-    progress: bool | None = None,
-    properties=PROPERTIES,
-    on_edge=None,
+    progress: bool | Sink | None = None,
+    properties: Sequence[Property] = PROPERTIES,
+    on_edge: OnEdge | None = None,
 ) -> RunResult:
     """Explore every reachable state of ``cfg`` and judge every property on it.
 
@@ -382,7 +394,7 @@ def _explore_interpreted(
     deadlock_key = None
     deadlocks = 0
 
-    def judge_state(key, s):
+    def judge_state(key: Any, s: State) -> None:
         for p in state_props:
             if p.name in first_bad:
                 continue
@@ -434,7 +446,7 @@ def _explore_interpreted(
             prog.tick(len(parent), d, len(queue), levels[-1] if res.depth > d else 0)
     prog.done(len(parent), n_trans, res.depth, complete)
 
-    def path(key) -> list:
+    def path(key: Any) -> list[Any]:
         steps = []
         while parent[key] is not None:
             pk, a, args = parent[key]
@@ -448,7 +460,7 @@ def _explore_interpreted(
     res.complete = complete
     res.deadlocks = deadlocks
 
-    def step_steps(hit):
+    def step_steps(hit: tuple[Any, ...]) -> list[Any]:
         _, pk, a, args, t = hit
         return path(pk) + [(a, args, concrete[pk], t)]
 
@@ -456,7 +468,15 @@ def _explore_interpreted(
     return res
 
 
-def _judge(res, cfg, props, first_bad, path, deadlock_key, step_steps) -> None:
+def _judge(
+    res: RunResult,
+    cfg: Config,
+    props: list[tuple[Property, bool]],
+    first_bad: dict[str, tuple[Any, ...]],
+    path: Callable[[Any], list[Any]],
+    deadlock_key: Any,
+    step_steps: Callable[[tuple[Any, ...]], list[Any]],
+) -> None:
     """The verdicts of a finished search into ``res``, with the traces of the first violations
     (``first_bad``: a state property's state key, or a step property's hit, which
     ``step_steps`` turns into the steps of the run that ends with it), and the deadlock's."""
@@ -472,14 +492,16 @@ def _judge(res, cfg, props, first_bad, path, deadlock_key, step_steps) -> None:
         )
 
 
-def _explore_job(args):
+def _explore_job(args: tuple[Config, dict[str, Any]]) -> RunResult:
     cfg, kwargs = args
     if kwargs.pop("progress_to_parent", False):
         kwargs["progress"] = worker_sink() or False
     return explore(cfg, **kwargs)
 
 
-def explore_many(cfgs, jobs: int | None = None, progress=None, **kwargs) -> list[RunResult]:
+def explore_many(
+    cfgs: Iterable[Config], jobs: int | None = None, progress: Any = None, **kwargs: Any
+) -> list[RunResult]:
     """``explore(cfg, **kwargs)`` for each of ``cfgs``, in that order, the runs spread over up
     to ``jobs`` processes (default: the number of CPUs) when there is more than one.  Results
     are the same as one run after another; only the wall time differs.

@@ -9,6 +9,9 @@ canonical name of its orbit under renaming of ids and instances (:func:`canonica
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
 from mcp_inflight.model.codegen import Source, compile_source
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
@@ -57,11 +60,11 @@ class Layout:
     def pos(self, field: str, k: int = 0) -> int:
         return self.base[field] + k * self.stride[field]
 
-    def flatten(self, s: State) -> tuple:
+    def flatten(self, s: State) -> tuple[Any, ...]:
         """The flat tuple of ``s``.  Enumeration members become plain ints (the same values):
         the generated code compares and hashes them on every step, and Python's fast paths are
         for exact ints."""
-        out = [None] * self.width
+        out: list[Any] = [None] * self.width
         for f in FIELDS:
             v = getattr(s, f.name)
             if f.key is None:
@@ -71,7 +74,7 @@ class Layout:
                     out[self.pos(f.name, k)] = _plain(x)
         return tuple(out)
 
-    def unflatten(self, t) -> State:
+    def unflatten(self, t: Sequence[Any]) -> State:
         vals = []
         for f in FIELDS:
             if f.key is None:
@@ -90,23 +93,23 @@ class FieldCode:
 
     __slots__ = ("var", "base", "n", "sort", "stride")
 
-    def __init__(self, var, base, n, sort, stride):
+    def __init__(self, var: str, base: Any, n: int, sort: str, stride: int) -> None:
         self.var, self.base, self.n, self.sort, self.stride = var, base, n, sort, stride
 
-    def __getitem__(self, k):  # pragma: no cover - every engine spells its own
+    def __getitem__(self, k: Any) -> Any:  # pragma: no cover - every engine spells its own
         raise NotImplementedError
 
-    def position(self, k) -> int:
+    def position(self, k: Any) -> int:
         """The flat position of a constant key (negative keys count from the end)."""
         k = int(k)
         if not -self.n <= k < self.n:
             raise IndexError(f"key {k} out of range")
         return self.base + (k % self.n) * self.stride
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.n
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return (self[k] for k in range(self.n))
 
 
@@ -158,7 +161,7 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
         flags = "".join(f"s[{lay.base[g]} + r{r}] == {r}, " for g in regs)
         src.emit(1, f"h{r} = s[{r * W}:{r * W + W - 1}] + ({flags})")
 
-    def finish(depth, pi, prid):
+    def finish(depth: int, pi: Sequence[int], prid: Callable[[int], str]) -> None:
         """Sort the instances under id renaming ``pi`` and return the encoded state."""
         gs = ", ".join(f"h{r} + ({prid(r)}, {r})" for r in range(n))
         src.emit(depth, f"o = sorted(({gs},))")
@@ -252,7 +255,7 @@ def raw_source(lay: Layout) -> str:
     )
 
 
-def key_function(cfg: Config, lay: Layout, symmetry: bool):
+def key_function(cfg: Config, lay: Layout, symmetry: bool) -> Callable[[tuple[Any, ...]], Any]:
     text = canonical_source(cfg, lay) if symmetry else raw_source(lay)
     ns = compile_source(text, f"<state key: {cfg.label}>")
     return ns["canon" if symmetry else "raw"]

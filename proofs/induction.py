@@ -95,7 +95,7 @@ def _py(v: z3.ExprRef) -> Any:
         return True
     if z3.is_false(v):
         return False
-    return v.as_long()  # type: ignore[attr-defined]
+    return v.as_long()
 
 
 class Universe:
@@ -189,7 +189,11 @@ class Universe:
                 parts += [slot(v, t) for t in x.slots]
             else:
                 assert v.sort is not None
-                parts.append(b.ForAll(v.sort, lambda k, v=v, x=x: slot(v, x[k])))
+
+                def at(k: Any, v: Var = v, x: Any = x) -> Any:
+                    return slot(v, x[k])
+
+                parts.append(b.ForAll(v.sort, at))
         return b.And(*parts)
 
     def apply(self, s: _State, writes: list[Write]) -> _State:

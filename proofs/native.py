@@ -46,17 +46,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_inflight.model import codegen, step
 from mcp_inflight.model.codegen import Gen, Source
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.properties import PROPERTIES, judged
+from mcp_inflight.model.properties import PROPERTIES, Property, judged
 from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout, canonical_source
+
+if TYPE_CHECKING:
+    from mcp_inflight.proofs.records import RunResult
 
 C_SYNTAX = codegen.Syntax("1", "0", " && ", " || ", "(!{x})", "({c} ? {a} : {b})", False)
 CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-w"]
@@ -91,7 +95,7 @@ def lit(x: object) -> str:
 class _Field(FieldCode):
     __slots__ = ()
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: Any) -> codegen.Expr:
         neg = self.sort == "inst?"
         if isinstance(k, codegen.Expr):
             if k.maybe_neg:  # Python's s[-1]: the last slot
@@ -128,7 +132,7 @@ class CView:
 
 def _writes(lay: Layout, writes: list[Write], src: Source, d: int, m: int) -> None:
     """Keys, values and conditions from ``s``, then ``t`` = ``s`` with the writes in order."""
-    live = []
+    live: list[tuple[str | None, str | None, str, str | None]] = []
     for j, w in enumerate(writes):
         if not isinstance(w.when, codegen.Expr) and not w.when:
             continue
@@ -155,15 +159,15 @@ def _writes(lay: Layout, writes: list[Write], src: Source, d: int, m: int) -> No
             else:
                 live.append((str(lay.pos(f, k)), None, val, cond))
     src.emit(d, "memcpy(t, s, W);")
-    for pos, check, val, cond in live:
+    for at, check, val, cond in live:
         dd = d
         if cond is not None:
             src.emit(dd, f"if ({cond}) {{")
             dd += 1
         if check is not None:
             src.emit(dd, f"if ({check} < 0) {{ R->error = {m + 1}; return -1; }}")
-        if pos is not None:
-            src.emit(dd, f"t[{pos}] = (sc)({val});")
+        if at is not None:
+            src.emit(dd, f"t[{at}] = (sc)({val});")
         if cond is not None:
             src.emit(d, "}")
 
@@ -210,7 +214,7 @@ def _canonical(cfg: Config, lay: Layout) -> tuple[int, str]:
     sigw = W - 1 + len(regs)
     kw = n * (sigw + 1) + ids * (len(regs) + len(others)) + len(scalars)
 
-    def arr(name, xs):
+    def arr(name: str, xs: list[int]) -> str:
         return f"static const int {name}[{max(len(xs), 1)}] = {{{', '.join(map(str, xs)) or '0'}}};"
 
     text = f"""
@@ -483,7 +487,9 @@ void nb_free(void *p) {
 class Generated:
     """The C source of one configuration, and what its indices mean."""
 
-    def __init__(self, cfg: Config, properties=PROPERTIES, symmetry: bool = False):
+    def __init__(
+        self, cfg: Config, properties: Sequence[Property] = PROPERTIES, symmetry: bool = False
+    ):
         self.cfg = cfg
         self.symmetry = symmetry
         self.layout = lay = Layout(cfg)
@@ -534,7 +540,9 @@ class Generated:
         src.emit(0, "}")
         self.source = head.text() + _RUNTIME + src.text() + _API
 
-    def _move(self, b, pre, post, cfg, m, mv, src: Source) -> None:
+    def _move(
+        self, b: CGen, pre: CView, post: CView, cfg: Config, m: int, mv: Any, src: Source
+    ) -> None:
         a, r, i = mv.action, mv.r, mv.i
         guard = a.guard(b, pre, cfg, r, i)
         if not isinstance(guard, codegen.Expr) and not guard:
@@ -623,7 +631,7 @@ def build(source: str) -> Path:
 _loaded: dict[str, Any] = {}
 
 
-def load(source: str):
+def load(source: str) -> ctypes.CDLL:
     so = build(source)
     lib = _loaded.get(str(so))
     if lib is None:
@@ -656,9 +664,9 @@ def explore_native(
     symmetry: bool = False,
     max_states: int | None = None,
     progress: Any = None,
-    properties=PROPERTIES,
-    on_edge=None,
-):
+    properties: Sequence[Property] = PROPERTIES,
+    on_edge: Any = None,
+) -> RunResult:
     """``proofs.explore.explore`` with ``engine="native"`` (see the module docstring)."""
     from mcp_inflight.model.trace import build_trace
     from mcp_inflight.proofs.progress import Tracker, sink_for

@@ -70,7 +70,7 @@ def worker_pool(
             "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
         )
         if context.get_start_method() == "forkserver":
-            context.set_forkserver_preload(list(fresh))  # type: ignore[attr-defined]
+            context.set_forkserver_preload(list(fresh))
         tasks = 1
     pool = ProcessPoolExecutor(
         max_workers=jobs,

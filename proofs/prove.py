@@ -37,14 +37,17 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import z3
 
 from mcp_inflight.model.auxiliary import AUXILIARY
 from mcp_inflight.model.config import DESIGNS, Config
-from mcp_inflight.model.properties import PROPERTIES, SPEAKS_OF
-from mcp_inflight.model.session import State, actions_for
+from mcp_inflight.model.properties import PROPERTIES, SPEAKS_OF, Property
+from mcp_inflight.model.session import Action, State, actions_for
 from mcp_inflight.model.trace import (
     CounterexampleToInduction,
     Trace,
@@ -150,10 +153,10 @@ class ProveResult:
     #: invariant): they cannot fail, whatever the design
     vacuous: list = field(default_factory=list)
 
-    def of(self, kind) -> list:
+    def of(self, kind: str) -> list[Proof]:
         return [p for p in self.proofs if p.kind == kind]
 
-    def proof(self, name) -> Proof:
+    def proof(self, name: str) -> Proof:
         for p in self.proofs:
             if p.name == name:
                 return p
@@ -163,10 +166,10 @@ class ProveResult:
     def ok(self) -> bool:
         return all(p.proved for p in self.of("invariant") if p.applies)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         c = self.cfg
 
-        def entry(p):
+        def entry(p: Proof) -> dict[str, Any]:
             return {
                 "name": p.name,
                 "applies": p.applies,
@@ -199,7 +202,9 @@ class SolverUnknown(Exception):
 class _Step:
     """One action instantiated on a symbolic pre-state with symbolic arguments."""
 
-    def __init__(self, b, pre, cfg, action, r, i):
+    def __init__(
+        self, b: sym.Symbolic, pre: sym.SymState, cfg: Config, action: Action, r: Any, i: Any
+    ) -> None:
         self.action = action
         self.r = r
         self.i = i if "i" in action.params else None
@@ -213,7 +218,7 @@ class _Step:
 class _Universe:
     """A pre-state and every action on it, read by one backend (unbounded or finite)."""
 
-    def __init__(self, cfg, b, tag):
+    def __init__(self, cfg: Config, b: sym.Symbolic, tag: str) -> None:
         self.cfg = cfg
         self.b = b
         if b.domains is None:
@@ -222,21 +227,21 @@ class _Universe:
             self.pre = sym.fresh_finite_state(tag, len(b.domains["inst"]), len(b.domains["id"]))
         self.r = z3.Int(f"{tag}.r")
         self.i = z3.Int(f"{tag}.i")
-        self._cache = {}
+        self._cache: dict[tuple[str, int], tuple[Any, Any]] = {}
         self.typed = sym.to_bool(sym.well_typed(b, self.pre))
         self.steps = {a.name: _Step(b, self.pre, cfg, a, self.r, self.i) for a in actions_for(cfg)}
 
-    def state(self, prop, s):
+    def state(self, prop: Property, s: sym.SymState) -> z3.BoolRef:
         key = (prop.name, id(s))
         if key not in self._cache:
             self._cache[key] = (s, sym.to_bool(prop.fn(self.b, s, self.cfg)))
         return self._cache[key][1]
 
-    def step_prop(self, prop, st: _Step):
+    def step_prop(self, prop: Property, st: _Step) -> Any:
         v = prop.fn(self.b, self.pre, st.post, self.cfg, st.action, st.r, st.i, st.out)
         return v if isinstance(v, bool) else v
 
-    def hypotheses(self, st: _Step, hyps):
+    def hypotheses(self, st: _Step, hyps: Iterable[Property]) -> list[z3.BoolRef]:
         return [self.typed, sym.to_bool(st.params), sym.to_bool(st.guard)] + [
             self.state(h, self.pre) for h in hyps
         ]
@@ -248,12 +253,12 @@ class Prover:
         cfg: Config,
         depth: int = DEFAULT_DEPTH,
         timeout: float = DEFAULT_TIMEOUT,
-        progress=None,
+        progress: Callable[[str], Any] | None = None,
         requests: int = BMC_REQUESTS,
         budget: float = DEFAULT_BUDGET,
         ids: int = BMC_IDS,
         batch: bool = True,
-        auxiliary=None,
+        auxiliary: Iterable[Property] | None = None,
         guide: bool = True,
         symmetric: bool = True,
     ):
@@ -269,7 +274,7 @@ class Prover:
         self.ids = ids
         self.batch = batch
         self.guide = guide
-        self._universes = {}
+        self._universes: dict[tuple[int, int], _Universe] = {}
         self.auxiliary = AUXILIARY if auxiliary is None else tuple(auxiliary)
         self.queries = 0
         self.slowest = (0.0, "")
@@ -278,7 +283,9 @@ class Prover:
         self.vacuous: list[str] = []
 
     # -- solving
-    def _check(self, formulas, what: str, name: str, quick=False) -> z3.CheckSatResult:
+    def _check(
+        self, formulas: Iterable[Any], what: str, name: str | list[str], quick: bool = False
+    ) -> z3.CheckSatResult:
         s = self._solver(quick)
         s.add(*formulas)
         t0 = time.monotonic()
@@ -294,7 +301,7 @@ class Prover:
         self._reason = self._why(s) if res == z3.unknown else ""
         return res
 
-    def _solver(self, quick=False) -> z3.Solver:
+    def _solver(self, quick: bool = False) -> z3.Solver:
         """A solver on the budget; a quick attempt has a small budget of its own (a heuristic:
         its running out only leads to the search for a small counterexample, then to the full
         query, so no verdict depends on it).  Budgets count the solver's work, not seconds, so
@@ -316,7 +323,13 @@ class Prover:
         return why or "unknown"
 
     # -- induction
-    def _obligation(self, formulas, what, name, finite):
+    def _obligation(
+        self,
+        formulas: Iterable[Any],
+        what: str,
+        name: str | list[str],
+        finite: Callable[[], CounterexampleToInduction | None],
+    ) -> tuple[str, Any]:
         """Decide one proof obligation (``formulas`` unsatisfiable).  A quick unbounded attempt
         first; if it is not unsat, a counterexample on a small finite universe; then, if still
         undecided, the unbounded query with the full timeout.  Returns ``(verdict, cti)`` with
@@ -335,7 +348,9 @@ class Prover:
             return "cti", None
         return "unknown", f"{what}: {self._reason or 'unknown'}"
 
-    def induction(self, targets, hazards):
+    def induction(
+        self, targets: Sequence[Property], hazards: Sequence[Property]
+    ) -> tuple[list[Property], dict[str, Any], dict[str, str], set[str]]:
         """Houdini over the state candidates, then the step properties under what survives.
 
         Auxiliary invariants must be preserved by every action.  A state invariant is proved
@@ -346,10 +361,10 @@ class Prover:
         U = _Universe(cfg, sym.Symbolic(), "pre")
         init = sym.initial_state()
         aux = [p for p in self.auxiliary if p.applies(cfg)]
-        state_targets = [p for p in targets + hazards if p.scope == "state"]
+        state_targets = [p for p in [*targets, *hazards] if p.scope == "state"]
         ctis: dict[str, CounterexampleToInduction] = {}
         unknown: dict[str, str] = {}
-        kept = []
+        kept: list[Property] = []
         for p in aux + state_targets:
             res = self._check([z3.Not(U.state(p, init))], f"{p.name}: initial state", p.name)
             if res == z3.unsat:
@@ -398,7 +413,7 @@ class Prover:
                         U.hypotheses(st, hyps) + [goal],
                         f"{p.name} preserved by {name}",
                         p.name,
-                        lambda hyps=hyps, p=p, name=name: self._finite_cti(hyps, p, name),
+                        partial(self._finite_cti, hyps, p, name),
                     )
                     if verdict == "ok":
                         continue
@@ -408,33 +423,33 @@ class Prover:
                         unknown[p.name] = cti
                     else:
                         ctis[p.name] = cti or self._raw_cti(st, p)
-        step_props = [p for p in targets + hazards if p.scope == "step"]
+        step_props = [p for p in [*targets, *hazards] if p.scope == "step"]
         for name, st in U.steps.items():
-            todo = []
+            pending: list[tuple[Property, Any]] = []
             for p in step_props:
                 if p.name in ctis or p.name in unknown:
                     continue
                 v = U.step_prop(p, st)
                 if v is not True:
-                    todo.append((p, sym.to_bool(v)))
-            if not todo:
+                    pending.append((p, sym.to_bool(v)))
+            if not pending:
                 continue
-            batch = [v for p, v in todo if p.kind == "invariant"]
-            if self.batch and len(batch) > 1 and len(batch) == len(todo):
+            batch = [v for p, v in pending if p.kind == "invariant"]
+            if self.batch and len(batch) > 1 and len(batch) == len(pending):
                 res = self._check(
                     U.hypotheses(st, kept) + [z3.Not(z3.And(*batch))],
                     f"every step property on {name}",
-                    [p.name for p, _ in todo],
+                    [p.name for p, _ in pending],
                     quick=True,
                 )
                 if res == z3.unsat:
                     continue
-            for p, v in todo:
+            for p, v in pending:
                 verdict, cti = self._obligation(
                     U.hypotheses(st, kept) + [z3.Not(v)],
                     f"{p.name} on {name}",
                     p.name,
-                    lambda kept=kept, p=p, name=name: self._finite_cti(kept, p, name),
+                    partial(self._finite_cti, kept, p, name),
                 )
                 if verdict == "ok":
                     continue
@@ -445,7 +460,7 @@ class Prover:
         self._vacuity(U, kept, [p for p in targets if p.kind == "invariant"])
         return kept, ctis, unknown, implied
 
-    def _vacuity(self, U, kept, invariants) -> None:
+    def _vacuity(self, U: _Universe, kept: list[Property], invariants: list[Property]) -> None:
         """Each action's guard satisfiable where the proved invariants hold (else the action is
         dead, and everything said about it holds vacuously); each invariant not a constant."""
         self.dead, self.vacuous = [], []
@@ -472,7 +487,9 @@ class Prover:
             if folds:
                 self.vacuous.append(p.name)
 
-    def _finite_cti(self, hyps, prop, action_name):
+    def _finite_cti(
+        self, hyps: list[Property], prop: Property, action_name: str
+    ) -> CounterexampleToInduction | None:
         """A counterexample to induction on the smallest finite universe that has one."""
         for n, m in CTI_UNIVERSES:
             if (n, m) not in self._universes:
@@ -498,7 +515,7 @@ class Prover:
                 return self._render_cti(self._model, U, st, prop, list(range(n)), list(range(m)))
         return None
 
-    def _raw_cti(self, st, prop):
+    def _raw_cti(self, st: _Step, prop: Property) -> CounterexampleToInduction:
         return CounterexampleToInduction(
             prop.name,
             f"{prop.name} is not preserved by {st.action.name}; the counterexample "
@@ -507,7 +524,15 @@ class Prover:
             action=st.action.name,
         )
 
-    def _render_cti(self, model, U, st, prop, insts, ids):
+    def _render_cti(
+        self,
+        model: z3.ModelRef,
+        U: _Universe,
+        st: _Step,
+        prop: Property,
+        insts: list[int],
+        ids: list[int],
+    ) -> CounterexampleToInduction:
         pre = sym.concrete_state(model, U.pre, insts, ids, State)
         post = sym.concrete_state(model, st.post, insts, ids, State)
         r = model.eval(st.r, model_completion=True).as_long()
@@ -526,13 +551,19 @@ class Prover:
         )
 
     # -- bounded model checking (proofs/bmc.py)
-    def bmc(self, props, depth=None, requests=None, ids=None):
+    def bmc(
+        self,
+        props: Sequence[Property],
+        depth: int | None = None,
+        requests: int | None = None,
+        ids: int | None = None,
+    ) -> tuple[dict[str, Trace], dict[str, str]]:
         """Shortest traces (at most ``depth`` steps) breaking each of ``props``: see
         :func:`mcp_inflight.proofs.bmc.search`."""
         return bmc.search(self, props, depth, requests, ids)
 
     # -- everything for one configuration
-    def run(self, names=None) -> ProveResult:
+    def run(self, names: Iterable[str] | None = None) -> ProveResult:
         cfg = self.cfg
         t0 = time.monotonic()
         res = ProveResult(cfg, self.depth)
@@ -598,8 +629,8 @@ def prove(
     cfg: Config,
     depth: int = DEFAULT_DEPTH,
     timeout: float = DEFAULT_TIMEOUT,
-    names=None,
-    progress=None,
+    names: Iterable[str] | None = None,
+    progress: Callable[[str], Any] | None = None,
     budget: float = DEFAULT_BUDGET,
     symmetric: bool = True,
 ) -> ProveResult:
@@ -617,28 +648,28 @@ def prove(
         ).run(names)
 
 
-def all_designs() -> dict:
+def all_designs() -> dict[str, Any]:
     """The designs by name, and the mutants of ``atomic`` (one safeguard removed each)."""
     from mcp_inflight.model.config import mutants
 
     return {**DESIGNS, **mutants()}
 
 
-def _prove_one(args):
+def _prove_one(args: tuple[Config, int, float, float, bool]) -> ProveResult:
     cfg, depth, timeout, budget, symmetric = args
     return prove(cfg, depth=depth, timeout=timeout, budget=budget, symmetric=symmetric)
 
 
 def prove_all(
-    cfgs,
-    depth=DEFAULT_DEPTH,
-    timeout=DEFAULT_TIMEOUT,
-    jobs=1,
-    progress=False,
-    budget=DEFAULT_BUDGET,
+    cfgs: Sequence[Config],
+    depth: int = DEFAULT_DEPTH,
+    timeout: float = DEFAULT_TIMEOUT,
+    jobs: int = 1,
+    progress: bool = False,
+    budget: float = DEFAULT_BUDGET,
     cache: str | None = None,
-    symmetric=None,
-):
+    symmetric: Sequence[bool] | None = None,
+) -> list[ProveResult]:
     """Prove every configuration, in ``jobs`` processes (one fresh process per configuration
     when there are several); results in the order given.
 
@@ -661,7 +692,7 @@ def prove_all(
     t0 = time.monotonic()
     done = 0
 
-    def note(n, r):
+    def note(n: int, r: ProveResult) -> None:
         nonlocal done
         done += 1
         if cache is not None and all(p.status != "unknown" for p in r.proofs):

@@ -484,8 +484,8 @@ def _run(cfg: Config, levels: dict[Life, int], helpful: dict[Life, tuple[str, ..
         v.queries += 1
         if s.check() == z3.unsat:
             continue
-        for n, m in UNIVERSES:  # a failing case on the smallest universe that has one
-            U, (fs, post, q) = small(n, m, key)
+        for n_inst, n_id in UNIVERSES:  # a failing case on the smallest universe that has one
+            U, (fs, post, q) = small(n_inst, n_id, key)
             s = _solver(quick=False)
             s.add(*fs)
             v.queries += 1

@@ -59,10 +59,10 @@ class RunResult:
     deadlocks: int = 0
     deadlock_trace: Trace | None = None
 
-    def of(self, kind):
+    def of(self, kind: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.kind == kind]
 
-    def verdict(self, name) -> Verdict:
+    def verdict(self, name: str) -> Verdict:
         for v in self.verdicts:
             if v.name == name:
                 return v

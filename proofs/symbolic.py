@@ -24,21 +24,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import count
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from mcp_inflight.model.logic import NONE, Write, truth_refused
-from mcp_inflight.model.session import FIELDS
+from mcp_inflight.model.session import FIELDS, Field
 
 _fresh = count()
 
 
-def _is_py(x) -> bool:
+def _is_py(x: Any) -> bool:
     return isinstance(x, (bool, int)) and not isinstance(x, z3.ExprRef)
 
 
-def to_bool(x) -> z3.BoolRef:
+def to_bool(x: Any) -> z3.BoolRef:
     """A z3 Boolean for a backend value (which may be a Python ``bool``)."""
     if isinstance(x, bool):
         return z3.BoolVal(x)
@@ -61,11 +61,11 @@ def strict_truth() -> Iterator[None]:
     is "false" for two different variables), so ``a and b`` in a rule would drop a conjunct
     from every proof; the provers read the model inside this."""
     old = z3.AstRef.__bool__
-    z3.AstRef.__bool__ = _strict_bool  # type: ignore[method-assign]
+    z3.AstRef.__bool__ = _strict_bool
     try:
         yield
     finally:
-        z3.AstRef.__bool__ = old  # type: ignore[method-assign]
+        z3.AstRef.__bool__ = old
 
 
 class Symbolic:
@@ -78,7 +78,7 @@ class Symbolic:
         self.domains = None if domains is None else {k: tuple(v) for k, v in domains.items()}
 
     @staticmethod
-    def And(*xs):
+    def And(*xs: Any) -> Any:
         out = []
         for x in xs:
             if isinstance(x, bool):
@@ -91,7 +91,7 @@ class Symbolic:
         return out[0] if len(out) == 1 else z3.And(*out)
 
     @staticmethod
-    def Or(*xs):
+    def Or(*xs: Any) -> Any:
         out = []
         for x in xs:
             if isinstance(x, bool):
@@ -104,13 +104,13 @@ class Symbolic:
         return out[0] if len(out) == 1 else z3.Or(*out)
 
     @staticmethod
-    def Not(x):
+    def Not(x: Any) -> Any:
         if isinstance(x, bool):
             return not x
         return z3.Not(x)
 
     @staticmethod
-    def Implies(a, c):
+    def Implies(a: Any, c: Any) -> Any:
         if isinstance(a, bool):
             return Symbolic.Or(not a, c)
         if isinstance(c, bool):
@@ -118,7 +118,7 @@ class Symbolic:
         return z3.Implies(a, c)
 
     @staticmethod
-    def Ite(c, a, other):
+    def Ite(c: Any, a: Any, other: Any) -> Any:
         if isinstance(c, bool):
             return a if c else other
         if isinstance(a, bool) and isinstance(other, bool):
@@ -126,12 +126,12 @@ class Symbolic:
         return z3.If(c, a, other)
 
     @staticmethod
-    def In(x, values):
+    def In(x: Any, values: Iterable[Any]) -> Any:
         if _is_py(x):
             return x in values
         return Symbolic.Or(*[x == v for v in values])
 
-    def _quant(self, sort: str, fn: Callable, forall: bool):
+    def _quant(self, sort: str, fn: Callable[[Any], Any], forall: bool) -> Any:
         if self.domains is not None:
             parts = [fn(v) for v in self.domains[sort]]
             return self.And(*parts) if forall else self.Or(*parts)
@@ -143,10 +143,10 @@ class Symbolic:
             return z3.ForAll([x], z3.Implies(x >= 0, body))
         return z3.Exists([x], z3.And(x >= 0, body))
 
-    def ForAll(self, sort: str, fn: Callable[[Any], Any]):
+    def ForAll(self, sort: str, fn: Callable[[Any], Any]) -> Any:
         return self._quant(sort, fn, True)
 
-    def Exists(self, sort: str, fn: Callable[[Any], Any]):
+    def Exists(self, sort: str, fn: Callable[[Any], Any]) -> Any:
         return self._quant(sort, fn, False)
 
 
@@ -159,15 +159,19 @@ class SymState:
 
     __slots__ = tuple(f.name for f in FIELDS)
 
-    def __init__(self, **fields):
+    def __init__(self, **fields: Any) -> None:
         for f in FIELDS:
             setattr(self, f.name, fields[f.name])
 
-    def fields(self) -> dict:
+    def fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in FIELDS}
 
+    if TYPE_CHECKING:  # the fields, one attribute each, named by ``FIELDS``
 
-def _sort(f):
+        def __getattr__(self, name: str) -> Any: ...
+
+
+def _sort(f: Field) -> z3.SortRef:
     return z3.BoolSort() if f.sort == "bool" else z3.IntSort()
 
 
@@ -182,7 +186,7 @@ def fresh_state(prefix: str) -> SymState:
     return SymState(**vals)
 
 
-def _lit(f, v):
+def _lit(f: Field, v: Any) -> z3.ExprRef:
     return z3.BoolVal(bool(v)) if f.sort == "bool" else z3.IntVal(int(v))
 
 
@@ -195,7 +199,7 @@ def initial_state() -> SymState:
     return SymState(**vals)
 
 
-def from_concrete(state, default_tail: bool = True) -> SymState:
+def from_concrete(state: Any, default_tail: bool = True) -> SymState:
     """A concrete ``State`` as z3 terms: each array holds the tuple's values at 0..n-1 and the
     field's default elsewhere (the instances and ids a bounded run never uses)."""
     vals = {}
@@ -219,11 +223,11 @@ class Vec:
 
     __slots__ = ("slots", "default")
 
-    def __init__(self, slots, default):
+    def __init__(self, slots: Iterable[Any], default: Any) -> None:
         self.slots = list(slots)
         self.default = default
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: Any) -> Any:
         if _is_py(k):
             return self.slots[k] if 0 <= k < len(self.slots) else self.default
         term = self.default
@@ -231,10 +235,10 @@ class Vec:
             term = z3.If(k == j, self.slots[j], term)
         return term
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.slots)
 
-    def store(self, k, v, when):
+    def store(self, k: Any, v: Any, when: Any) -> Vec:
         slots = list(self.slots)
         for j in range(len(slots)):
             if _is_py(k):
@@ -274,7 +278,7 @@ def initial_finite_state(n_inst: int, n_id: int) -> SymState:
     return SymState(**vals)
 
 
-def finite_from_concrete(state) -> SymState:
+def finite_from_concrete(state: Any) -> SymState:
     """A concrete ``State`` as a finite symbolic state (every slot a literal)."""
     vals = {}
     for f in FIELDS:
@@ -304,7 +308,7 @@ def apply_writes(state: SymState, writes: list[Write]) -> SymState:
     return SymState(**vals)
 
 
-def _coerce(f, v):
+def _coerce(f: Field, v: Any) -> Any:
     if _is_py(v):
         return _lit(f, v)
     return v
@@ -313,11 +317,11 @@ def _coerce(f, v):
 _FIELD = {f.name: f for f in FIELDS}
 
 
-def well_typed(b: Symbolic, s: SymState):
+def well_typed(b: Symbolic, s: SymState) -> Any:
     """Each slot holds a value of its field's sort: lifecycle and small enumerations in range,
     ids natural, instance references natural or ``NONE`` (with finite domains: within them)."""
 
-    def inst_slot(x):
+    def inst_slot(x: Any) -> Any:
         parts = []
         for f in FIELDS:
             if f.key != "inst":
@@ -329,7 +333,7 @@ def well_typed(b: Symbolic, s: SymState):
                 parts.append(b.In(v, b.domains["id"]) if b.domains is not None else v >= 0)
         return b.And(*parts)
 
-    def id_slot(k):
+    def id_slot(k: Any) -> Any:
         parts = []
         for f in FIELDS:
             if f.key != "id":
@@ -352,7 +356,7 @@ def well_typed(b: Symbolic, s: SymState):
     return b.And(b.ForAll("inst", inst_slot), b.ForAll("id", id_slot), *scalars)
 
 
-def param_ok(b: Symbolic, sort: str, x):
+def param_ok(b: Symbolic, sort: str, x: Any) -> Any:
     """An action argument of ``sort`` ("inst" or "id") is a member of that sort."""
     if b.domains is not None:
         return b.In(x, b.domains[sort])
@@ -362,7 +366,9 @@ def param_ok(b: Symbolic, sort: str, x):
 # --- reading values back out of a model ---------------------------------------------------
 
 
-def concrete_state(model: z3.ModelRef, s: SymState, insts: list, ids: list, State):
+def concrete_state(
+    model: z3.ModelRef, s: SymState, insts: list[int], ids: list[int], State: Any
+) -> Any:
     """The finite view of ``s`` in ``model`` on the given instances and ids, as a concrete
     ``State`` whose instance number n is ``insts[n]`` and id number m is ``ids[m]``; instance
     references and ids outside the view become ``NONE``/the raw value (callers close the view
@@ -389,7 +395,7 @@ def concrete_state(model: z3.ModelRef, s: SymState, insts: list, ids: list, Stat
     return State(*out)
 
 
-def _py(v):
+def _py(v: Any) -> Any:
     if z3.is_true(v):
         return True
     if z3.is_false(v):
