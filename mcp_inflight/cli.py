@@ -7,6 +7,8 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from mcp_inflight import __version__
 from mcp_inflight.cli_common import (
@@ -30,6 +32,10 @@ from mcp_inflight.model.config import (
     client_for,
     profiles,
 )
+
+if TYPE_CHECKING:
+    from mcp_inflight.model.config import Design
+    from mcp_inflight.proofs.outcome import Cell
 
 __all__ = ["main", "build_parser", "whole_number", "writable_file"]
 
@@ -92,7 +98,7 @@ def _all_designs() -> list[str]:
 _FILED: dict = {}
 
 
-def _design_file(path: str):
+def _design_file(path: str) -> Design:
     """The design a ``--design-file`` describes, or a usage error."""
     from mcp_inflight.model.config import design_from_knobs
 
@@ -280,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _runs(args, names: list[str]):
+def _runs(args: argparse.Namespace, names: list[str]) -> list[Config]:
     designs = [_FILED.get(n) or DESIGNS[n] for n in names]
     return [
         Config(d, rev, tr, args.ids, args.requests, client_for(args.client, rev))
@@ -289,13 +295,13 @@ def _runs(args, names: list[str]):
     ]
 
 
-def _liveness(args) -> bool:
+def _liveness(args: argparse.Namespace) -> bool:
     """Liveness is judged when asked, and by default at --requests 2 or fewer (where keeping
     the graph is cheap), except on ``--engine native``, which keeps no graph."""
     return args.liveness or (args.requests <= 2 and args.engine != "native")
 
 
-def cmd_check(args) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
     from mcp_inflight import report
 
     if args.no_prove and args.no_explore:
@@ -440,7 +446,7 @@ def cmd_check(args) -> int:
         sys.stdout.write(report.discipline_text(rules) + "\n\n")
         if sens:
             sys.stdout.write(report.sensitivity_text(sens) + "\n\n")
-        sys.stdout.write(unknown_note(proofs))
+        sys.stdout.write(unknown_note(proofs or ()))
         sys.stdout.write(
             _summary_line(cells) if ok else "FAILED: see the table and counterexamples above\n"
         )
@@ -449,7 +455,7 @@ def cmd_check(args) -> int:
     return 0 if ok else 1
 
 
-def _summary_line(cells) -> str:
+def _summary_line(cells: Iterable[Cell]) -> str:
     """The last line of a passing check: what was shown, in the verdict words of the cells."""
     by_word: dict[str, list[str]] = {}
     for c in cells:
@@ -465,7 +471,7 @@ def _summary_line(cells) -> str:
     return "OK: every invariant holds and every witness is reached (" + "; ".join(parts) + ")\n"
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in _available():
         module = importlib.import_module(DELEGATED[argv[0]][0])

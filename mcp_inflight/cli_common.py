@@ -13,22 +13,27 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from mcp_inflight.model.config import CLIENTS, REVISIONS, TRANSPORTS
+
+if TYPE_CHECKING:
+    from mcp_inflight.proofs.prove import ProveResult
 
 DEFAULT_IDS = 2
 DEFAULT_REQUESTS = 2
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         sys.exit(2)
 
 
-def choice(valid, what):
-    def parse(v):
+def choice(valid: Sequence[str], what: str) -> Callable[[str], str]:
+    def parse(v: str) -> str:
         if v not in valid:
             raise argparse.ArgumentTypeError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
         return v
@@ -43,7 +48,7 @@ def whole_number(v: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {v!r}") from None
 
 
-def positive(v):
+def positive(v: str) -> int:
     n = whole_number(v)
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {v!r}")
@@ -152,7 +157,7 @@ def prover_usage_error(parser: argparse.ArgumentParser, args: argparse.Namespace
             parser.error(f"--{opt} must be positive")
 
 
-def unknown_note(proofs) -> str:
+def unknown_note(proofs: Iterable[ProveResult]) -> str:
     """The line saying which invariants the solver gave up on, or ``""``."""
     unknown = [
         f"{p.name} on {r.cfg.label} ({p.note})"

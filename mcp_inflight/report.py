@@ -88,7 +88,7 @@ def _width(runs: Sequence[RunResult] | Sequence[ProveResult]) -> int:
 def _per_run(title: str, runs: Sequence[_R], rows: Callable[[_R, int], Iterable[str]]) -> list[str]:
     """A titled table: ``rows(run, width)`` for each run (``width``: that of the longest run
     label), then a blank line."""
-    width = _width(runs)
+    width: int = _width(runs)
     return [title, *(line for r in runs for line in rows(r, width)), ""]
 
 
@@ -353,7 +353,7 @@ def _write(path: str, suite_name: str, cases: list[_Case]) -> None:
             ET.SubElement(props, "property", name=key.rstrip(":"), value=value)
         if outcome is None:
             continue
-        el = ET.SubElement(case, outcome, **({"message": message} if message else {}))
+        el = ET.SubElement(case, outcome, {"message": message} if message else {})
         if text is not None:
             el.text = text
         skipped += outcome == "skipped"
