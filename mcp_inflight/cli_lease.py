@@ -293,7 +293,7 @@ def check_section(
 
     designs = designs or ["fenced"]
     usual = designs == ["fenced"] and prove
-    key = store.source_key("lease-check", repr(DEFAULT))
+    key = store.source_key("lease-check", DEFAULT)
     if cache == "use" and usual:
         found = store.load("lease", key)
         if isinstance(found, Section):

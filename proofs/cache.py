@@ -12,6 +12,7 @@ ignored.  Deleting the directory is always safe.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import pickle
@@ -46,11 +47,36 @@ def _sources() -> str:
 
 
 def source_key(*parts: object) -> str:
-    """A key for a result computed from the model's and the checkers' source and ``parts``."""
+    """A key for a result computed from the model's and the checkers' source and ``parts``
+    (each rendered by :func:`stable`, so the same parts give the same key in every process)."""
     import z3
 
-    text = "\0".join([_sources(), z3.get_full_version(), *map(repr, parts)])
+    text = "\0".join([_sources(), z3.get_full_version(), *map(stable, parts)])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def stable(x: object) -> str:
+    """``repr(x)`` with every set's members and every dict's items in sorted order.  A set's
+    ``repr`` follows its hash order, and a string's hash differs between processes
+    (``PYTHONHASHSEED``), so a key made of ``repr`` of a configuration holding a frozenset
+    differs from run to run and the cache would never be read back."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        inner = ", ".join(
+            f"{f.name}={stable(getattr(x, f.name))}" for f in dataclasses.fields(x) if f.compare
+        )  # the fields that make its equality: equal values, one key
+        return f"{type(x).__qualname__}({inner})"
+    if isinstance(x, set | frozenset):
+        return "{" + ", ".join(sorted(stable(v) for v in x)) + "}"
+    if isinstance(x, dict):
+        return "{" + ", ".join(sorted(f"{stable(k)}: {stable(v)}" for k, v in x.items())) + "}"
+    if isinstance(x, list):
+        return "[" + ", ".join(map(stable, x)) + "]"
+    if isinstance(x, tuple):
+        return "(" + ", ".join(map(stable, x)) + ")"
+    text = repr(x)
+    if " at 0x" in text:  # an object's address: never the same twice
+        raise ValueError(f"no stable key for {text}")
+    return text
 
 
 def load(kind: str, key: str) -> Any | None:

@@ -684,7 +684,7 @@ def prove_all(
     sym_ok = [True] * len(cfgs) if symmetric is None else list(symmetric)
     work = [(c, depth, timeout, budget, y) for c, y in zip(cfgs, sym_ok, strict=True)]
     keys = [
-        store.source_key("prove", repr(w[0]), depth, budget, timeout, w[4])  # the whole run
+        store.source_key("prove", w[0], depth, budget, timeout, w[4])  # the whole run
         for w in work
     ]
     out: list = [store.load("proofs", k) if cache == "use" else None for k in keys]

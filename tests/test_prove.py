@@ -1,6 +1,8 @@
 """The z3 prover: one definition read two ways, inductive proofs, counterexamples, traces."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 import z3
@@ -468,3 +470,26 @@ def test_bounded_search_guided_by_the_explorer_finds_what_z3_alone_finds():
     assert not unknown and not unknown_alone
     assert {n: len(t) for n, t in guided.items()} == {n: len(t) for n, t in alone.items()}
     assert set(guided) == {"unique_in_flight", "no_orphan"}  # cancel_hits_target needs 8
+
+
+def test_a_configurations_cache_key_is_the_same_in_every_process():
+    """The checkers' cache is keyed by the configuration; a key made of a set's ``repr`` would
+    follow the process's string hashing and never be read back by the next run."""
+    code = (
+        "from mcp_inflight.model.config import DESIGNS, Config, client_for\n"
+        "from mcp_inflight.proofs.cache import source_key\n"
+        "c = Config(DESIGNS['atomic'], '2026-07-28', 'http', 2, 2, client_for('reusing', '2026-07-28'))\n"
+        "print(source_key('symmetry', c, 1), source_key('prove', c, 3))\n"
+    )
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(keys) == 1, keys
+    assert "guarded" in repr(DESIGNS["atomic"]) and isinstance(DESIGNS["atomic"].guarded, frozenset)
