@@ -17,19 +17,38 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import z3
 
 from mcp_inflight.model import step
+from mcp_inflight.model.config import Config
 from mcp_inflight.model.properties import Property
 from mcp_inflight.model.session import Action, actions_for
 from mcp_inflight.model.trace import Trace, build_trace
 from mcp_inflight.proofs import symbolic as sym
 
-if TYPE_CHECKING:
-    from mcp_inflight.proofs.prove import Prover
+
+class Prover(Protocol):
+    """What the bounded search reads of the prover (``proofs.prove.Prover``), named here so
+    that this module does not import the one that imports it."""
+
+    cfg: Config
+    depth: int
+    requests: int
+    ids: int
+    guide: bool
+    symmetric: bool
+    timeout_ms: int
+    queries: int
+    slowest: tuple[float, str]
+    spent: dict[str, float]
+    progress: Callable[[str], Any]
+
+    def _solver(self, quick: bool = False) -> z3.Solver: ...
+
+    def _why(self, s: z3.Solver) -> str: ...
 
 
 def search(
