@@ -287,23 +287,31 @@ def check_section(
     cache: str | None = "use", designs: list[str] | None = None, prove: bool = True
 ) -> Section:
     """``designs`` (default: fenced) at the default bounds, explored and (unless ``prove`` is
-    false) proved, and the failover hazard; fenced alone, proved, is read from the checkers'
-    cache when the model and checkers are unchanged (``cache="use"``)."""
+    false) proved, and the failover hazard; read from the checkers' cache when the model and
+    checkers are unchanged (``cache="use"``; :func:`section_key`), computed afresh and stored
+    with ``"refresh"``, neither read nor stored with ``None``.  A section with a verdict the
+    solver could not decide is never stored."""
     from mcp_inflight.proofs import cache as store
 
     designs = designs or ["fenced"]
-    usual = designs == ["fenced"] and prove
-    key = store.source_key("lease-check", DEFAULT)
-    if cache == "use" and usual:
+    key = section_key(designs, prove)
+    if cache == "use":
         found = store.load("lease", key)
         if isinstance(found, Section):
             return found
     res = run_lease(DEFAULT, designs, prove=prove)
     unknown = any(v == "unknown" for pr in res.proved.values() for v in pr.verdicts.values())
     out = section(res)
-    if cache is not None and usual and not unknown:
+    if cache is not None and not unknown:
         store.store("lease", key, out)
     return out
+
+
+def section_key(designs: list[str], prove: bool) -> str:
+    """The cache key of :func:`check_section` for ``designs`` (default bounds)."""
+    from mcp_inflight.proofs import cache as store
+
+    return store.source_key("lease-check", DEFAULT, tuple(designs), prove)
 
 
 def cells(res: Section) -> list[Any]:

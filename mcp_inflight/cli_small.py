@@ -216,24 +216,30 @@ def check_section(
 ) -> list[Summary]:
     """``mcp-inflight check``'s section: the small models and designs of ``plan`` (default:
     each model's safe design) at their default bounds, explored and (unless ``prove`` is false)
-    proved; the default is read from the checkers' cache when the model and the checkers are
-    unchanged (``cache="use"``), computed afresh with ``"refresh"``."""
+    proved.  Each model and design is read from the checkers' cache when the model and the
+    checkers are unchanged (``cache="use"``; :func:`section_key`), computed afresh and stored
+    with ``"refresh"``, neither read nor stored with ``None``."""
     from mcp_inflight.proofs import cache as store
 
-    usual = plan is None and prove
     plan = plan or {name: [next(iter(_module(name).DESIGNS))] for name in MODELS}
-    key = store.source_key("paths-check", tuple(MODELS))
-    if cache == "use" and usual:
-        found = store.load("paths", key)
-        if isinstance(found, list) and all(isinstance(x, Summary) for x in found):
-            return found
     out = []
     for name, designs in plan.items():
-        m = _module(name)
-        out += [_summary(check(m.spec(d), with_proof=prove)) for d in designs]
-    if cache is not None and usual:
-        store.store("paths", key, out)
+        for d in designs:
+            key = section_key(name, d, prove)
+            found = store.load("paths", key) if cache == "use" else None
+            if not isinstance(found, Summary):
+                found = _summary(check(_module(name).spec(d), with_proof=prove))
+                if cache is not None:
+                    store.store("paths", key, found)
+            out.append(found)
     return out
+
+
+def section_key(model: str, design: str, prove: bool) -> str:
+    """The cache key of one model and design of :func:`check_section` (default bounds)."""
+    from mcp_inflight.proofs import cache as store
+
+    return store.source_key("paths-check", model, design, prove)
 
 
 def check_text(section: list[Summary]) -> str:

@@ -226,8 +226,7 @@ def test_the_check_section_reports_fenced_and_the_hazard_and_is_cached(
     assert re.search(r"liveness\s+ids_free_after_lease\s+holds \(explored\)\n", text)
     assert re.search(r"hazard\s+failover\s+fails\s+\(hazard: reported, never fails", text)
     assert "breaks single_writer, owned_release" in text
-    key = cache.source_key("lease-check", L.Config())
-    cache.store("lease", key, res)
+    cache.store("lease", cli_lease.section_key(["fenced"], True), res)
     assert cli_lease.check_section("use").to_json() == res.to_json()
 
 
