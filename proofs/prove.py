@@ -28,8 +28,9 @@ exits 1.  z3's answers also depend on the terms its process made before, so ``pr
 each configuration a fresh process: the same CTIs and traces whatever the load or ``--jobs``.
 Finished results are cached on disk (``proofs/cache.py``).
 
-Induction and its counterexamples stay in one module (about 630 lines): they share the
-prover's universes, solver bookkeeping and result records.
+Induction and its counterexamples stay in one module: they share the prover's universes and
+solver bookkeeping.  Its result records (:class:`Proof`, :class:`ProveResult`) live in
+``proofs/records.py`` beside the explorer's, and are imported from here as before.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -55,11 +55,11 @@ from mcp_inflight.model.trace import (
     describe_state,
     id_name,
     inst_name,
-    trace_to_json,
 )
 from mcp_inflight.proofs import bmc
 from mcp_inflight.proofs import symbolic as sym
 from mcp_inflight.proofs.bmc import solve
+from mcp_inflight.proofs.records import Proof, ProveResult
 
 DEFAULT_DEPTH = 12
 #: z3 resource units per query, in millions.  The slowest query of the default runs (a
@@ -78,118 +78,6 @@ BMC_REQUESTS = 2
 BMC_IDS = 2
 #: Finite universes (instances, ids) tried, smallest first, to show a counterexample to induction.
 CTI_UNIVERSES = ((1, 1), (2, 1), (2, 2), (3, 2), (3, 3), (4, 3))
-
-
-# --- results ------------------------------------------------------------------------------
-
-
-@dataclass
-class Proof:
-    """The prover's verdict on one property of one configuration.
-
-    ``status``: ``proved`` (inductive, for any number of ids and instances), ``trace`` (a
-    reachable violation within the depth), ``cti`` (not proved inductive and no violation within
-    the depth), ``unknown`` (the solver gave up), ``n/a`` (does not apply to the profile).
-    """
-
-    name: str
-    kind: str
-    applies: bool
-    status: str = "n/a"
-    seconds: float = 0.0
-    auxiliary: list = field(default_factory=list)
-    cti: CounterexampleToInduction | None = None
-    trace: Trace | None = None
-    depth: int | None = None
-    note: str = ""
-    doc: str = ""
-
-    @property
-    def method(self) -> str | None:
-        if not self.applies:
-            return None
-        return "induction" if self.status == "proved" else "bmc"
-
-    @property
-    def proved(self) -> bool:
-        return self.status == "proved"
-
-    @property
-    def holds(self) -> bool | None:
-        """True: proved, or no violation within the depth; False: a trace; None: unknown."""
-        if self.status == "unknown":
-            return None
-        return self.status != "trace"
-
-    def to_json(self) -> dict:
-        return {
-            "method": self.method,
-            "proved": self.proved,
-            "status": self.status,
-            "seconds": round(self.seconds, 3),
-            "auxiliary": list(self.auxiliary),
-            "cti": None if self.cti is None else self.cti.to_json(),
-            "trace": trace_to_json(self.trace),
-            "depth": self.depth,
-            **({"note": self.note} if self.note else {}),
-        }
-
-
-@dataclass
-class ProveResult:
-    cfg: Config
-    depth: int
-    proofs: list = field(default_factory=list)
-    seconds: float = 0.0
-    queries: int = 0
-    slowest: tuple = (0.0, "")
-    #: read from the cache (``seconds`` and ``queries`` are those of the run that stored it)
-    cached: bool = False
-    #: actions whose guard cannot hold in any state where the proved invariants hold (they
-    #: never fire: what the properties say about them holds vacuously), and those the solver
-    #: could not decide
-    dead: list = field(default_factory=list)
-    #: invariants that fold to true before the solver sees them (on every action, for a step
-    #: invariant): they cannot fail, whatever the design
-    vacuous: list = field(default_factory=list)
-
-    def of(self, kind: str) -> list[Proof]:
-        return [p for p in self.proofs if p.kind == kind]
-
-    def proof(self, name: str) -> Proof:
-        for p in self.proofs:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
-    @property
-    def ok(self) -> bool:
-        return all(p.proved for p in self.of("invariant") if p.applies)
-
-    def to_json(self) -> dict[str, Any]:
-        c = self.cfg
-
-        def entry(p: Proof) -> dict[str, Any]:
-            return {
-                "name": p.name,
-                "applies": p.applies,
-                "proof": p.to_json() if p.applies else None,
-            }
-
-        return {
-            "design": c.design.name,
-            "revision": c.revision,
-            "transport": c.transport,
-            "depth": self.depth,
-            "seconds": round(self.seconds, 3),
-            "queries": self.queries,
-            "slowest_query": {"seconds": round(self.slowest[0], 3), "query": self.slowest[1]},
-            **({"cached": True} if self.cached else {}),
-            "ok": self.ok,
-            "invariants": [entry(p) for p in self.of("invariant")],
-            "hazards": [entry(p) for p in self.of("hazard")],
-            "auxiliary": [dict(entry(p), doc=p.doc) for p in self.of("auxiliary")],
-        }
 
 
 class SolverUnknown(Exception):
