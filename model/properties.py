@@ -22,6 +22,11 @@ Each invariant and hazard says whose requests it protects (``protects``: every s
 client's alone, or no request's but the server's own registries), and each hazard which sender
 it needs to be reached (``needs``): the invariants hold with either client (``Config.client``);
 a hazard is the protocol's only given the sender it names.
+
+Why one module of this length: it is one table, the session model's every named property with
+the few-line predicate that defines it and the shared helpers they read (``_registries``,
+``_goes_only_to_own``...); the explorers, the prover, the reports and the sensitivity check read
+the table whole, and a reviewer checks it against the design brief's list in one place.
 """
 
 from __future__ import annotations

@@ -61,6 +61,11 @@ Rules encoded, with their source (the modelcontextprotocol/modelcontextprotocol 
 ``every_task_ends`` is judged as a bounded invariant, not as liveness (the small checker has no
 liveness): in every reachable state each live task has a move that ends or advances it without
 its client (its work finishing, a cancellation honoured, or its ttl).
+
+Why one module of this length: :func:`spec` is one closure over a design and its bounds; the
+helpers at its top (``served``, ``cancel_writes``...), the actions, the properties and the
+auxiliary invariants all read the same design knobs and bound ranges, as the session's rules
+do in ``model/session.py``.  Split, every part would need the others' closure back.
 """
 
 from __future__ import annotations
