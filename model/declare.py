@@ -46,8 +46,10 @@ declaration above meaning what it meant:
   properties and the runtime agreement tests) and ``tell`` (``fn(args, pre, post, out)``: the
   move's story once taken, when it says more than ``story(args)``);
 * properties of kind ``liveness`` (:func:`eventually`: from every reachable state a goal state
-  stays reachable, resting on the weak fairness of the actions it names) and ``hazard``; a step
-  property declared ``with_output`` reads the move's output as a fifth argument;
+  stays reachable, resting on the weak fairness of the actions it names) and ``hazard`` (a step
+  property the protocol cannot guarantee, given a sender it names: judged and reported like a
+  step invariant, its failure never fails the run); a step property declared ``with_output``
+  reads the move's output as a fifth argument;
 * a model module's designs as :class:`Design` knobs with their mutants, its bounds as
   :class:`Bound` (default and help), its hazards as :class:`Hazard` (a run in which a bound
   enables the action that the protocol cannot exclude).
@@ -177,7 +179,7 @@ class Prop:
     @property
     def scope(self) -> str:
         """``step`` for a property of transitions, else ``state``."""
-        return "step" if self.kind in ("step", "happens") else "state"
+        return "step" if self.kind in ("step", "happens", "hazard") else "state"
 
     def on_step(self, b: Any, pre: Any, post: Any, move: Any, out: Mapping[str, Any]) -> Any:
         """A step property (or ``happens`` witness) on one transition."""
@@ -290,6 +292,10 @@ class Spec:
     unbounded: tuple[str, ...] = ()
     run: str = ""
     universes: tuple[tuple[tuple[str, int], ...], ...] = ()
+    #: an exact abstraction of states (every guard, effect and property reads the same before
+    #: and after it), applied to the initial state and to every successor: the session's stdio
+    #: send times renumbered by rank.  None: states are kept as the effects write them.
+    canon: Callable[[Any], Any] | None = field(default=None, compare=False)
     state_type: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -319,9 +325,13 @@ class Spec:
         raise KeyError(name)
 
     def initial(self) -> Any:
-        return self.state_type(
-            *[v.init if v.keys is None else (v.init,) * v.keys for v in self.vars]
-        )
+        s = self.state_type(*[v.init if v.keys is None else (v.init,) * v.keys for v in self.vars])
+        return s if self.canon is None else self.canon(s)
+
+    def post(self, s: Any, writes: list[Write]) -> Any:
+        """The successor of ``s`` by ``writes`` (then :attr:`canon`, if the model has one)."""
+        t = apply_writes(s, writes)
+        return t if self.canon is None else self.canon(t)
 
     def logic(self) -> Concrete:
         return Concrete(self.domains)
@@ -355,7 +365,7 @@ def take(spec: Spec, s: Any, move: Move, b: Concrete | None = None) -> Any | Non
     b = b or spec.logic()
     if not move.act.guard(b, s, **move.kw):
         return None
-    return apply_writes(s, move.act.effect(b, s, **move.kw))
+    return spec.post(s, move.act.effect(b, s, **move.kw))
 
 
 def out_of_range(spec: Spec, s: Any) -> str | None:

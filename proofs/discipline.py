@@ -203,7 +203,6 @@ def lease(cfg: Any, limit: int = SAMPLE) -> Cell:
 
 
 def small(spec: Any, limit: int = SAMPLE) -> Cell:
-    from mcp_inflight.model.logic import apply_writes
 
     ghosts = {v.name for v in spec.vars if v.ghost}
     b = _Eager(spec.domains)
@@ -211,7 +210,7 @@ def small(spec: Any, limit: int = SAMPLE) -> Cell:
 
     def succ(s: Any) -> list[Any]:
         return [
-            apply_writes(s, m.act.effect(b, s, **m.kw)) for m in moves if m.act.guard(b, s, **m.kw)
+            spec.post(s, m.act.effect(b, s, **m.kw)) for m in moves if m.act.guard(b, s, **m.kw)
         ]
 
     states = _bfs(spec.initial(), succ, limit)

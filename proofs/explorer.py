@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
-from mcp_inflight.model.logic import apply_writes
 
 from .stepping import take
 
@@ -58,13 +57,14 @@ class Explored:
 
     @property
     def ok(self) -> bool:
+        hazards = {p.name for p in self.spec.props if p.kind == "hazard"}
         return (
             self.complete
             and not self.errors
             and all(
                 v in ("holds", "reached")
                 for k, v in self.verdicts.items()
-                if not k.startswith("aux:")
+                if not k.startswith("aux:") and k not in hazards
             )
         )
 
@@ -106,7 +106,7 @@ def explore(spec: Spec, max_states: int = 2_000_000) -> Explored:
     b = spec.logic()
     res = Explored(spec)
     always = [p for p in spec.props if p.kind == "always"] + list(spec.aux)
-    steps = [p for p in spec.props if p.kind == "step"]
+    steps = [p for p in spec.props if p.kind in ("step", "hazard")]
     witnesses = [p for p in spec.props if p.kind == "sometimes"]
     happens = [p for p in spec.props if p.kind == "happens"]
     live = [p for p in spec.props if p.kind == "liveness"]
@@ -145,7 +145,7 @@ def explore(spec: Spec, max_states: int = 2_000_000) -> Explored:
             if not guard(b, s, **kw):
                 continue
             out = {} if output is None else output(b, s, **kw)
-            post = apply_writes(s, effect(b, s, **kw))
+            post = spec.post(s, effect(b, s, **kw))
             res.transitions += 1
             coverage[m.name] += 1
             for p in steps:

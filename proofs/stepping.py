@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from mcp_inflight.model.declare import Move, Spec, changes, describe, render_step, step_lines
-from mcp_inflight.model.logic import Concrete, apply_writes
+from mcp_inflight.model.logic import Concrete
 
 __all__ = [
     "changes",
@@ -45,7 +45,7 @@ def take(spec: Spec, s: Any, m: Move, b: Concrete) -> tuple[Any, Mapping[str, An
     if not a.guard(b, s, **kw):
         return None
     out = a.outputs(b, s, **kw)
-    return apply_writes(s, a.effect(b, s, **kw)), out
+    return spec.post(s, a.effect(b, s, **kw)), out
 
 
 def successors(

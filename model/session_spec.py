@@ -1,0 +1,174 @@
+"""The session model in the one declaration: :func:`spec` reads one configuration of
+``model/session.py`` (its fields, its actions, the properties of ``model/properties.py`` and the
+auxiliary invariants of ``model/auxiliary.py``) as a :class:`~.declare.Spec`.
+
+Nothing here states a rule.  Every guard, output and effect is the session action's own, called
+with the configuration and the move's arguments (``r``, the request instance; ``i``, the id of
+a move that takes one); every property is the session property's own predicate.  What the
+declaration says of them is read from the session's tables:
+
+* each field is a variable, keyed by instance (``inst``), by id (``id``) or scalar, its values
+  the range of its sort (a lifecycle or another enumeration, an id, an instance or ``NONE``, a
+  flag, a send time: at most one per request and one per cancel), its role ``ghost``, ``wire``
+  or ``server`` as the field says, its symmetric sort the kind of its key;
+* each action is an action of the same name, side (the wire's moves are the environment's) and
+  fairness, with the parameters ``r`` and, for a send, ``i``;
+* an invariant is an ``always`` property (state) or a ``step`` property reading the move's
+  output; a witness is a ``happens`` property on the steps of the path it names (the session's
+  ``reached_on_step``); a hazard is a ``hazard``; a property that does not apply to the profile
+  is left out, as the session's explorers report it ``n/a``;
+* the stdio clock's renumbering (``canonical_clock``, an exact abstraction) is the declaration's
+  ``canon``.
+
+The liveness properties of the session are judged by its own engines (``proofs/liveness.py``)
+and are not part of this reading.  ``tests/test_session_spec.py`` checks that the one explorer
+of ``proofs/explorer.py`` finds, on this reading, the states, transitions, coverage and verdicts
+of the session's own explorer (without its symmetry reduction) on every design and profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import trace
+from .auxiliary import AUXILIARY
+from .config import Config
+from .declare import Act, Prop, Spec, Var
+from .logic import NONE, Logic, Outputs
+from .properties import PROPERTIES, Property, reached_on_step
+from .session import ACTION, FIELDS, Action, Field, actions_for, canonical_clock, domains
+from .trace import id_name, inst_name
+
+#: the session's sides in the declaration's words
+SIDE = {"client": "client", "server": "server", "wire": "environment"}
+
+
+def _range(f: Field, cfg: Config) -> tuple[int, int]:
+    if f.domain is not None:
+        return int(min(f.domain)), int(max(f.domain))
+    if f.sort == "bool":
+        return 0, 1
+    if f.sort == "id":
+        return 0, cfg.ids - 1
+    if f.sort == "inst?":
+        return NONE, cfg.requests - 1
+    if f.sort == "time":  # a rank among the undelivered requests and cancels
+        return 0, 2 * cfg.requests
+    raise ValueError(f"field {f.name}: no range for sort {f.sort!r}")
+
+
+def _int(x: object) -> int:
+    """A field's default as the integer the declaration keeps (enumerations, flags, ``NONE``)."""
+    if not isinstance(x, int):
+        raise ValueError(f"a default that is not an integer: {x!r}")
+    return int(x)
+
+
+def _show(f: Field) -> Callable[[int], str] | None:
+    dom = f.domain
+    if dom is not None:
+
+        def label(v: int) -> str:
+            assert dom is not None
+            return dom(v).label
+
+        return label
+    if f.sort == "inst?":
+        return lambda v: "none" if v == NONE else inst_name(v)
+    if f.sort == "id":
+        return id_name
+    return None
+
+
+def _var(f: Field, cfg: Config) -> Var:
+    lo, hi = _range(f, cfg)
+    keys = None if f.key is None else cfg.requests if f.key == "inst" else cfg.ids
+    return Var(
+        f.name,
+        lo,
+        hi,
+        _int(f.default),
+        keys,
+        show=_show(f),
+        key=None if f.key is None else inst_name if f.key == "inst" else id_name,
+        role="ghost" if f.ghost else "wire" if f.wire else "server",
+        sort=f.key,
+        ref="inst" if f.sort == "inst?" else None,
+        boolean=f.sort == "bool",
+    )
+
+
+def _act(a: Action, cfg: Config) -> Act:
+    takes_id = "i" in a.params
+    params = (("r", cfg.requests),) + ((("i", cfg.ids),) if takes_id else ())
+
+    def guard(b: Logic, s: Any, r: int, i: int | None = None) -> Any:
+        return a.guard(b, s, cfg, r, i)
+
+    def output(b: Logic, s: Any, r: int, i: int | None = None) -> Outputs:
+        return a.output(b, s, cfg, r, i)
+
+    def effect(b: Logic, s: Any, r: int, i: int | None = None) -> Any:
+        return a.effect(b, s, cfg, r, i, a.output(b, s, cfg, r, i))
+
+    def story(args: Mapping[str, int]) -> str:
+        """The move in words without its states (the sender and the id as the move names them)."""
+        i = id_name(args["i"]) if "i" in args else ""
+        return a.story.format(r=inst_name(args["r"]), i=i, id=i or "its id", sender="a sender")
+
+    def tell(args: Mapping[str, int], pre: Any, post: Any, out: Mapping[str, Any]) -> str:
+        """The move in words once taken, as the session's traces tell it."""
+        return trace.story(a, dict(args), pre, post, dict(out), cfg.stdio)
+
+    return Act(
+        a.name,
+        params,
+        guard,
+        effect,
+        story,
+        actor=a.side,
+        side=SIDE[a.side],
+        fair=a.fair,
+        sorts=(("r", "inst"), ("i", "id")) if takes_id else (("r", "inst"),),
+        output=output,
+        tell=tell,
+    )
+
+
+def _on_step(fn: Callable[..., Any], cfg: Config) -> Callable[..., Any]:
+    """A session step predicate ``fn(b, pre, post, c, action, r, i, out)`` read as the
+    declaration's ``fn(b, pre, post, move, out)``."""
+
+    def judged(b: Logic, pre: Any, post: Any, m: Any, out: Outputs) -> Any:
+        return fn(b, pre, post, cfg, ACTION[m.name], m.kw["r"], m.kw.get("i"), out)
+
+    return judged
+
+
+def _prop(p: Property, cfg: Config) -> Prop:
+    if p.kind == "witness":
+        return Prop(p.name, "happens", _on_step(reached_on_step(p), cfg), p.doc, with_output=True)
+    if p.scope == "step":
+        kind = "hazard" if p.kind == "hazard" else "step"
+        return Prop(p.name, kind, _on_step(p.fn, cfg), p.doc, with_output=True)
+    if p.kind != "invariant" and p.kind != "auxiliary":
+        raise ValueError(f"{p.name}: a state {p.kind} has no reading in the declaration")
+    fn = p.fn
+    return Prop(p.name, "always", lambda b, s: fn(b, s, cfg), p.doc)
+
+
+def spec(cfg: Config) -> Spec:
+    """``cfg`` (a design at a profile and bounds) in the one declaration."""
+    return Spec(
+        model="session",
+        design=cfg.design.name,
+        bounds={"ids": cfg.ids, "requests": cfg.requests},
+        vars=tuple(_var(f, cfg) for f in FIELDS),
+        acts=tuple(_act(a, cfg) for a in actions_for(cfg)),
+        props=tuple(_prop(p, cfg) for p in PROPERTIES if p.applies(cfg)),
+        domains=domains(cfg),
+        aux=tuple(_prop(p, cfg) for p in AUXILIARY if p.applies(cfg)),
+        run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",
+        canon=(lambda s: canonical_clock(cfg, s)) if cfg.stdio else None,
+    )

@@ -1,0 +1,109 @@
+"""The session model in the one declaration (``model/session_spec.py``), checked by the one
+explorer (``proofs/explorer.py``): the same states, transitions, coverage, verdicts and
+counterexamples as the session's own explorer without its symmetry reduction.
+
+The default run takes the safe design on the four profiles and a mutant at small bounds (2025-11-25
+at one id); the slow run takes every design and mutant of ``check --design all``, and three of
+them with the fresh client.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_inflight.model.config import Config, client_for, profiles
+from mcp_inflight.model.declare import KINDS
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.session import FIELDS, actions_for
+from mcp_inflight.model.session_spec import spec
+from mcp_inflight.model.trace import id_name, inst_name
+from mcp_inflight.proofs.explore import explore as session_explore
+from mcp_inflight.proofs.explorer import explore as one_explore
+from mcp_inflight.proofs.prove import all_designs
+
+PROFILES = profiles()
+
+
+def _cfg(design: str, revision: str, transport: str, client: str = "reusing") -> Config:
+    ids = 2 if revision == "2026-07-28" else 1  # 2025-11-25 at 2 x 2: the slow run
+    return Config(all_designs()[design], revision, transport, ids, 2, client_for(client, revision))
+
+
+def _words(res) -> dict[str, str]:
+    """The session explorer's verdicts in the one explorer's words (liveness left out)."""
+    out = {}
+    for v in res.verdicts:
+        if not v.applies or v.kind == "liveness":
+            continue
+        if v.kind == "witness":
+            out[v.name] = "reached" if v.ok else "not reached"
+        else:
+            out[v.name] = "holds" if v.ok else "fails"
+    return out
+
+
+def _named(step) -> tuple[str, dict[str, str]]:
+    args = {"r": inst_name(step["args"]["r"])}
+    if "i" in step["args"]:
+        args["i"] = id_name(step["args"]["i"])
+    return step["action"], args
+
+
+def agree(cfg: Config) -> None:
+    one = one_explore(spec(cfg))
+    ref = session_explore(cfg, symmetry=False, progress=False)
+    assert not one.errors, one.errors
+    assert (one.states, one.transitions) == (ref.states, ref.transitions), cfg.label
+    assert one.coverage == ref.coverage
+    words = {k: v for k, v in one.verdicts.items() if not k.startswith("aux:")}
+    assert words == _words(ref), cfg.label
+    if cfg.design.name == "atomic":  # its proofs rest on every auxiliary invariant
+        assert all(v == "holds" for k, v in one.verdicts.items() if k.startswith("aux:"))
+    for v in ref.verdicts:  # the same shortest counterexamples and witness runs, step by step
+        if v.trace is None or v.kind == "liveness":
+            continue
+        mine = one.traces[v.name]
+        assert [_named(s) for s in mine] == [(s.action, s.args) for s in v.trace], v.name
+        assert [s["story"] for s in mine] == [s.story for s in v.trace], v.name
+
+
+def test_the_declaration_reads_every_field_action_and_property():
+    cfg = _cfg("atomic", "2025-11-25", "stdio")
+    sp = spec(cfg)
+    assert [v.name for v in sp.vars] == [f.name for f in FIELDS]
+    assert [a.name for a in sp.acts] == [a.name for a in actions_for(cfg)]
+    applying = [p.name for p in PROPERTIES if p.applies(cfg)]
+    assert [p.name for p in sp.props] == applying
+    assert {p.kind for p in sp.props} <= set(KINDS)
+    assert {v.role for v in sp.vars} == {"server", "wire", "ghost"}
+    assert sp.canon is not None and spec(_cfg("atomic", "2026-07-28", "http")).canon is None
+
+
+@pytest.mark.parametrize(
+    "design, revision, transport",
+    [("atomic", r, t) for r, t in PROFILES] + [("unguarded", "2026-07-28", t) for t in ("http",)],
+)
+def test_the_one_explorer_agrees_with_the_session_explorer(design, revision, transport):
+    agree(_cfg(design, revision, transport))
+
+
+def test_a_mutant_fails_in_both_with_the_same_trace():
+    cfg = _cfg("unguarded", "2026-07-28", "stdio")
+    one = one_explore(spec(cfg))
+    assert one.verdicts["unique_in_flight"] == "fails"
+    assert not one.ok
+    agree(cfg)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("revision, transport", PROFILES)
+@pytest.mark.parametrize("design", sorted(all_designs()))
+def test_every_design_and_mutant_agrees(design, revision, transport):
+    agree(_cfg(design, revision, transport))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("revision, transport", PROFILES)
+@pytest.mark.parametrize("design", ["atomic", "unguarded", "check_then_claim"])
+def test_the_fresh_client_agrees_too(design, revision, transport):
+    agree(_cfg(design, revision, transport, "fresh"))
