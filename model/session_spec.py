@@ -20,10 +20,19 @@ declaration says of them is read from the session's tables:
 * the stdio clock's renumbering (``canonical_clock``, an exact abstraction) is the declaration's
   ``canon``.
 
-The liveness properties of the session are judged by its own engines (``proofs/liveness.py``)
-and are not part of this reading.  ``tests/test_session_spec.py`` checks that the one explorer
-of ``proofs/explorer.py`` finds, on this reading, the states, transitions, coverage and verdicts
-of the session's own explorer (without its symmetry reduction) on every design and profile.
+What this reading is checked by, and what it is not yet (``tests/test_session_spec.py``):
+
+* the one explorer (``proofs/explorer.py``) finds on it the states, transitions, coverage,
+  verdicts and shortest traces of the session's own explorer without its symmetry reduction,
+  on every design, mutant and profile: the session's compiled and native engines are its
+  accelerators, compared with it;
+* the one prover (``proofs/induction.py``) proves every invariant of ``atomic`` on both http
+  profiles at these bounds ("proved at bounds"; the session's own prover proves them for any
+  number of ids and instances), and leaves unproved what the explorer finds broken; on stdio
+  it proves nothing yet, because it reads the effects' raw send times, which the ``canon``
+  renumbering keeps in range and the prover does not apply;
+* the session's liveness properties are judged by its own engines (``proofs/liveness.py``)
+  and are not part of this reading.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from mcp_inflight.model.session_spec import spec
 from mcp_inflight.model.trace import id_name, inst_name
 from mcp_inflight.proofs.explore import explore as session_explore
 from mcp_inflight.proofs.explorer import explore as one_explore
+from mcp_inflight.proofs.induction import prove
 from mcp_inflight.proofs.prove import all_designs
 
 PROFILES = profiles()
@@ -107,3 +108,28 @@ def test_every_design_and_mutant_agrees(design, revision, transport):
 @pytest.mark.parametrize("design", ["atomic", "unguarded", "check_then_claim"])
 def test_the_fresh_client_agrees_too(design, revision, transport):
     agree(_cfg(design, revision, transport, "fresh"))
+
+
+@pytest.mark.parametrize(
+    "revision", ["2026-07-28", pytest.param("2025-11-25", marks=pytest.mark.slow)]
+)
+def test_the_one_prover_proves_the_session_on_http_at_its_bounds(revision):
+    """The one prover (``proofs/induction.py``) on the declaration: on http every invariant of
+    ``atomic`` is proved at the bounds (the session's own prover proves them for any size)."""
+    sp = spec(
+        Config(all_designs()["atomic"], revision, "http", 2, 2, client_for("reusing", revision))
+    )
+    res = prove(sp)
+    assert res.ok, {k: v for k, v in res.verdicts.items() if v != "proved"}
+    assert {p.name for p in sp.props if p.kind in ("always", "step")} <= set(res.verdicts)
+    assert set(res.verdicts.values()) == {"proved"}
+
+
+def test_the_one_prover_does_not_prove_a_broken_invariant_of_the_session():
+    """On ``unguarded`` every invariant the explorer finds broken is left unproved."""
+    sp = spec(_cfg("unguarded", "2026-07-28", "http"))
+    broken = [k for k, v in one_explore(sp).verdicts.items() if v == "fails" and ":" not in k]
+    assert "no_misrouted_response" in broken
+    res = prove(sp)
+    assert not res.ok
+    assert all(res.verdicts[k] != "proved" for k in broken), res.verdicts
