@@ -9,7 +9,7 @@ declaration says of them is read from the session's tables:
 
 * each field is a variable, keyed by instance (``inst``), by id (``id``) or scalar, its values
   the range of its sort (a lifecycle or another enumeration, an id, an instance or ``NONE``, a
-  flag, a send time: at most one per request and one per cancel), its role ``ghost``, ``wire``
+  flag, a send time: a rank among the requests and cancels on the wire), its role ``ghost``, ``wire``
   or ``server`` as the field says, its symmetric sort the kind of its key;
 * each action is an action of the same name, side (the wire's moves are the environment's) and
   fairness, with the parameters ``r`` and, for a send, ``i``;
@@ -26,11 +26,11 @@ What this reading is checked by, and what it is not yet (``tests/test_session_sp
   verdicts and shortest traces of the session's own explorer without its symmetry reduction,
   on every design, mutant and profile: the session's compiled and native engines are its
   accelerators, compared with it;
-* the one prover (``proofs/induction.py``) proves every invariant of ``atomic`` on both http
+* the one prover (``proofs/induction.py``) proves every invariant of ``atomic`` on the four
   profiles at these bounds ("proved at bounds"; the session's own prover proves them for any
-  number of ids and instances), and leaves unproved what the explorer finds broken; on stdio
-  it proves nothing yet, because it reads the effects' raw send times, which the ``canon``
-  renumbering keeps in range and the prover does not apply;
+  number of ids and instances), and leaves unproved what the explorer finds broken.  It does
+  not apply ``canon``: it reads the effects' send times as written, so those are declared
+  ``grows`` (naturals without an upper bound for the prover; the explorer checks the bound);
 * the session's liveness properties are judged by its own engines (``proofs/liveness.py``)
   and are not part of this reading.
 """
@@ -105,6 +105,7 @@ def _var(f: Field, cfg: Config) -> Var:
         sort=f.key,
         ref="inst" if f.sort == "inst?" else None,
         boolean=f.sort == "bool",
+        grows=f.sort == "time",
     )
 
 

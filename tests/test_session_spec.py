@@ -111,14 +111,15 @@ def test_the_fresh_client_agrees_too(design, revision, transport):
 
 
 @pytest.mark.parametrize(
-    "revision", ["2026-07-28", pytest.param("2025-11-25", marks=pytest.mark.slow)]
+    "revision, transport",
+    [("2026-07-28", "http"), ("2026-07-28", "stdio")]
+    + [pytest.param("2025-11-25", t, marks=pytest.mark.slow) for t in ("http", "stdio")],
 )
-def test_the_one_prover_proves_the_session_on_http_at_its_bounds(revision):
-    """The one prover (``proofs/induction.py``) on the declaration: on http every invariant of
+def test_the_one_prover_proves_the_session_at_its_bounds(revision, transport):
+    """The one prover (``proofs/induction.py``) on the declaration: every invariant of
     ``atomic`` is proved at the bounds (the session's own prover proves them for any size)."""
-    sp = spec(
-        Config(all_designs()["atomic"], revision, "http", 2, 2, client_for("reusing", revision))
-    )
+    client = client_for("reusing", revision)
+    sp = spec(Config(all_designs()["atomic"], revision, transport, 2, 2, client))
     res = prove(sp)
     assert res.ok, {k: v for k, v in res.verdicts.items() if v != "proved"}
     assert {p.name for p in sp.props if p.kind in ("always", "step")} <= set(res.verdicts)
