@@ -189,7 +189,7 @@ def junit_xml(report: dict, suite: str = "mcp-inflight probe") -> str:
             elif s["status"] != "judged":
                 case("scenario", name, "error", f"not judged: {s['note']}")
             elif s["findings"]:
-                found = sorted({f["class"] for f in s["findings"]}, key=CLASSES.index)
+                found = sorted({f["class"] for f in s["findings"]}, key=list(CLASS_HELP).index)
                 case(
                     "scenario",
                     name,
