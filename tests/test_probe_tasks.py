@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -187,3 +188,39 @@ def test_id_rules():
     )
     assert from_request_id("42", 42) and from_request_id("task-42-x", 42)
     assert not from_request_id("task-421", 42) and not from_request_id("abc", 42)
+
+
+TS = Path(__file__).parent / "ts_sdk"
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None
+    or not (TS / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir(),
+    reason="needs node and `npm ci` in tests/ts_sdk",
+)
+def test_the_typescript_sdk_task_server_passes():
+    """The official TypeScript SDK 1.32.2 (``tests/ts_sdk/task_server.mjs``, the SDK example's
+    style: one task store for every session) binds tasks to the session, mints random ids and
+    keeps terminal statuses: every task scenario passes."""
+    proc = subprocess.Popen(
+        ["node", str(TS / "task_server.mjs")],
+        cwd=TS,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("listening on "), line
+        r = probe(line.split()[-1], tool="job")
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert r["status"] == "clean", render(r)
+    ids = [
+        e["response"]["result"]["task"]["taskId"]
+        for e in r["records"]["task_ids"]
+        if e["request"]["method"] == "tools/call"
+    ]
+    assert len(ids) == 2 and all(len(i) == 32 for i in ids)  # 128 random bits, as hex
