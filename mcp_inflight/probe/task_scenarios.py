@@ -134,7 +134,7 @@ def neighbours(tid: str) -> list[str]:
     """Ids next to ``tid``: its trailing decimal number (else hex digits) plus or minus one and
     two, keeping its width and case (a UUID's last group gives a UUID-shaped neighbour); an id
     with neither at its end, its last character's neighbours."""
-    out = []
+    out: list[str] = []
     m = re.search(r"(\d+)$", tid) or _TAIL.search(tid)
     if m is None:  # a token: its last character's neighbours in the alphabet
         return [tid[:-1] + chr(ord(tid[-1]) + d) for d in (-1, 1)] if tid else out
