@@ -33,6 +33,8 @@ The package, by job (the I/O kept apart so that the verdicts can be tested witho
 * :mod:`.stateless`: 2026-07-28 stateless POSTs of two clients under one id (``--revision
   2026-07-28``), the close judged through the fixture contract (:mod:`mcp_inflight.fixtures.
   contract`);
+* :mod:`.task_scenarios`: 2025-11-25 tasks (``--tasks``): another session's reads, lists,
+  cancels and results by leaked or guessed task ids, guessable ids, terminal statuses that change;
 * :mod:`.repro`: a standalone reproduction script for a finding (``bench/probe_table.py``);
 * :mod:`.cli`: ``mcp-inflight probe URL``;
 * :mod:`.inprocess` and :mod:`.asgi`: :func:`probe_app`, the same probe of an ASGI app with no

@@ -98,6 +98,26 @@ def build_parser() -> Any:
         "and spoken to on its stdin and stdout (mcp-inflight probe --stdio -- COMMAND ...)",
     )
     p.add_argument(
+        "--tasks",
+        action="store_true",
+        help="probe 2025-11-25 tasks instead: another session reads, lists, cancels or takes "
+        "the result of a task by a leaked or guessed id; ids guessable; a terminal status that "
+        "changes (" + ", ".join(records.TASK_SCENARIOS) + ")",
+    )
+    p.add_argument(
+        "--task-tool",
+        metavar="NAME",
+        help="with --tasks: the tool to run as a task (default: the first whose "
+        "execution.taskSupport allows it)",
+    )
+    p.add_argument(
+        "--task-args",
+        type=_json_object,
+        metavar="JSON",
+        help='with --tasks: its arguments, to run at least a second (default: {"label": '
+        '"probe", "seconds": 2.0})',
+    )
+    p.add_argument(
         "--tool",
         default=records.DEFAULT_TOOL,
         metavar="NAME",
@@ -150,7 +170,10 @@ def build_parser() -> Any:
     p.add_argument(
         "--only",
         action="append",
-        choices=records.SCENARIOS + ("id_types_cancel",) + records.STATELESS_SCENARIOS,
+        choices=records.SCENARIOS
+        + ("id_types_cancel",)
+        + records.STATELESS_SCENARIOS
+        + records.TASK_SCENARIOS,
         metavar="SCENARIO",
         help="run only this scenario (repeatable): "
         + ", ".join(records.SCENARIOS)
@@ -210,6 +233,8 @@ def run(argv: list[str]) -> int:
 
     from .scenarios import probe
 
+    if args.tasks:
+        return _run_tasks(args, t, say)
     if args.revision == records.MODERN or args.stateless:
         return _run_stateless(args, t, say)
     try:
@@ -273,6 +298,30 @@ def _run_stateless(args: Any, t: Any, say: Any) -> int:
         report = asyncio.run(probe_stateless(t, only, say, revision=args.revision))
     except records.CannotTest as exc:
         report = dict(untested(args.url, str(exc)), revision=args.revision)
+    else:
+        recorded = report.pop("records")
+        if args.records:
+            with open(args.records, "w") as fh:
+                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+    return _emit(args, report)
+
+
+def _run_tasks(args: Any, t: Any, say: Any) -> int:
+    from .task_scenarios import TaskTarget, probe_tasks
+
+    only = tuple(n for n in (args.only or records.TASK_SCENARIOS) if n in records.TASK_SCENARIOS)
+    if not only:
+        sys.stderr.write(
+            "mcp-inflight probe: none of the chosen scenarios is a task scenario; these are: "
+            + ", ".join(records.TASK_SCENARIOS)
+            + "\n"
+        )
+        return 2
+    tt = TaskTarget(t, args.task_tool, args.task_args)
+    try:
+        report = asyncio.run(probe_tasks(tt, only, say))
+    except records.CannotTest as exc:
+        report = dict(untested(args.url, str(exc)), planned=list(records.TASK_SCENARIOS))
     else:
         recorded = report.pop("records")
         if args.records:

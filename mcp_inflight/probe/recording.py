@@ -286,6 +286,7 @@ class Session:
         self.t0 = t0
         self.sid: Any = None
         self.version = PROTOCOL_VERSION
+        self.init_result: dict = {}  # initialize's result (capabilities, serverInfo)
         self.client: Any = None
         self.posts: list[Post] = []
         self.answers: list[asyncio.Task] = []
@@ -349,6 +350,7 @@ class Session:
                 "server; ids only collide within a session)"
             )
         self.sid = sid
+        self.init_result = result
         self.version = result.get("protocolVersion") or PROTOCOL_VERSION
         r = await self.client.post(
             self.url,

@@ -43,7 +43,27 @@ CLASS_HELP = {
     "client's POST in flight had the same id",
     "close_not_cancelled": "2026-07-28: closing a POST's stream did not cancel its request "
     "(it ran on, by the fixture contract's probe_outcome)",
+    # 2025-11-25 tasks (:mod:`.task_scenarios`)
+    "task_read_across_sessions": "another session learned a task's status (tasks/get)",
+    "task_result_across_sessions": "another session took a task's result (tasks/result)",
+    "task_cancel_across_sessions": "another session cancelled a task (tasks/cancel)",
+    "task_listed_across_sessions": "another session's tasks/list showed a task",
+    "task_id_guessable": "a task id equals or derives from the request id, or two "
+    "consecutive task ids are sequential",
+    "task_terminal_changed": "a task in a terminal status (completed, failed, cancelled) "
+    "later showed another status",
 }
+#: 2025-11-25 tasks (:mod:`.task_scenarios`): who may read, take the result of, list or cancel
+#: a task, whether its id can be guessed, whether a terminal status stays
+TASK_CLASSES = (
+    "task_read_across_sessions",
+    "task_result_across_sessions",
+    "task_cancel_across_sessions",
+    "task_listed_across_sessions",
+    "task_id_guessable",
+    "task_terminal_changed",
+)
+TASK_SCENARIOS = ("task_isolation", "task_guessing", "task_ids", "task_terminal")
 
 #: the scenarios of two requests under one id (a control with distinct ids, then the test)
 COLLISIONS = (

@@ -122,8 +122,14 @@ def render_untested(report: dict) -> str:
 
 
 def render(report: dict) -> str:
-    """The text of either kind of report."""
-    return render_untested(report) if "reason" in report else render_text(report)
+    """The text of either kind of report (a task probe's has its own, :mod:`.task_scenarios`)."""
+    if "reason" in report:
+        return render_untested(report)
+    if report.get("kind") == "tasks":
+        from .task_scenarios import render_tasks
+
+        return render_tasks(report)
+    return render_text(report)
 
 
 def verdicts(report: dict) -> dict:
@@ -183,7 +189,7 @@ def junit_xml(report: dict, suite: str = "mcp-inflight probe") -> str:
             elif s["status"] != "judged":
                 case("scenario", name, "error", f"not judged: {s['note']}")
             elif s["findings"]:
-                found = sorted({f["class"] for f in s["findings"]}, key=CLASSES.index)
+                found = sorted({f["class"] for f in s["findings"]}, key=list(CLASS_HELP).index)
                 case(
                     "scenario",
                     name,
