@@ -182,3 +182,26 @@ def test_closing_the_stream_ends_the_subscription(srv):
             assert registry.live == set()
 
     run(go())
+
+
+def test_the_official_client_listens_and_sees_a_graceful_close(srv):
+    """The official ``mcp`` client's ``Client.listen`` (2026-07-28): acknowledged (its honoured
+    subset), a typed event per notification, and the server's end closes its loop gracefully
+    (an abrupt drop would raise ``SubscriptionLost``)."""
+    from mcp.client import Client
+    from mcp.shared.subscriptions import ToolsListChanged
+
+    async def go():
+        async with Client(srv.url) as client:
+            assert client.session.protocol_version == MODERN
+            async with client.listen(tools_list_changed=True) as sub:
+                res = await client.call_tool("changed", {"kind": "tools"})
+                assert res.content[0].text == "told:1"
+                events = []
+                async for event in sub:
+                    events.append(event)
+                    res = await client.call_tool("changed", {"end": True})
+                    assert res.content[0].text == "ended:1"
+            assert len(events) == 1 and isinstance(events[0], ToolsListChanged)
+
+    run(go())
