@@ -91,6 +91,7 @@ from .messages import (
     parse,
 )
 from .request_state import RequestStates, StateLimit, StateRefused, call_binding
+from .subscriptions import LISTEN, UPDATED, Subscriptions, listen
 from .task_runtime import (
     CANCELLED,
     RELATED_TASK,
@@ -304,6 +305,21 @@ class Server:
             )
         self.revision_capabilities = {rev: dict(per.get(rev) or {}) for rev in REVISIONS}
         self.request_states = request_states or RequestStates()
+        self.subscriptions = Subscriptions()
+
+    # --- 2026-07-28 subscriptions/listen (impl/subscriptions.py) ---------------------------------
+    def list_changed(self, kind: str) -> int:
+        """The ``kind`` list (``"tools"``, ``"prompts"``, ``"resources"``) changed: tell every
+        live subscription that asked for it; how many were told."""
+        return self.subscriptions.announce(f"notifications/{kind}/list_changed")
+
+    def resource_updated(self, uri: str) -> int:
+        """The resource ``uri`` changed: tell every live subscription that names it."""
+        return self.subscriptions.announce(UPDATED, uri)
+
+    def end_subscriptions(self) -> int:
+        """End every live subscription; each listen request is answered (graceful closure)."""
+        return self.subscriptions.end_all()
 
     def method(self, name: str) -> Any:
         """Register ``async def handler(ctx, params) -> dict`` (the JSON-RPC result) for a request
@@ -716,6 +732,8 @@ class Session:
                 if reply is None:
                     ctx = Context(self, h, params if isinstance(params, dict) else {})
                     custom = self.server.methods.get(method)
+                    if custom is None and method == LISTEN and self.revision == MODERN:
+                        custom = self._listener(rid)
                     if custom is not None and method == "tools/call" and self._own_tool(params):
                         custom = None  # a tool registered with server.tool runs as registered
                     if self.revision == MODERN:
@@ -736,6 +754,15 @@ class Session:
         task = asyncio.get_running_loop().create_task(job)
         self.tasks[h] = (task, ctx)
         return Running(h)
+
+    def _listener(self, rid: Any) -> Callable:
+        async def run(ctx: Context, params: dict) -> dict:
+            def send(m: str, p: dict) -> bool:
+                return self.notify(ctx.handle, m, p)
+
+            return await listen(self.server.subscriptions, rid, params, send, ctx.cancelled)
+
+        return run
 
     # --- tasks (2025-11-25; the 2026-07-28 extension) ----------------------------------------
     def _serves_task_methods(self, method: str) -> bool:
@@ -1091,6 +1118,8 @@ class Session:
             if params["name"] in self.server.tools:
                 return None
             return error_reply(rid, error(INVALID_PARAMS, f"Unknown tool: {params['name']}"))
+        elif method == LISTEN and modern:
+            return None  # runs until its subscription ends (impl/subscriptions.py)
         else:
             return error_reply(rid, error(METHOD_NOT_FOUND, f"Method not found: {method}"))
         if modern:
