@@ -434,6 +434,25 @@ def _announce(sock: socket.socket, args: Any) -> None:
     )
 
 
+def _uvicorn_server(config: Any, server: Server) -> Any:
+    """uvicorn's server for ``server``, which, when told to stop (SIGINT, SIGTERM), first ends
+    every live ``subscriptions/listen`` (each answered, its stream closed): uvicorn waits for
+    open connections before the app hears of the shutdown, and a listen never ends by itself."""
+    import uvicorn
+
+    class Stopping(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # not on the loop's thread: nothing live to end
+                loop = None
+            if loop is not None and not self.should_exit:
+                loop.call_soon_threadsafe(server.end_subscriptions)
+            super().handle_exit(sig, frame)
+
+    return Stopping(config)
+
+
 async def _serve_http(server: Server, args: Any, sock: socket.socket | None = None) -> None:
     import uvicorn
 
@@ -467,7 +486,7 @@ async def _serve_http(server: Server, args: Any, sock: socket.socket | None = No
     )
     app = _traced(app, args)
     config = uvicorn.Config(app, **uvicorn_settings(), http=http_protocol(args.header_timeout))
-    userver = uvicorn.Server(config)
+    userver = _uvicorn_server(config, server)
     if sock is None:
         sock = _listen(args)
         _announce(sock, args)

@@ -205,3 +205,44 @@ def test_the_official_client_listens_and_sees_a_graceful_close(srv):
             assert len(events) == 1 and isinstance(events[0], ToolsListChanged)
 
     run(go())
+
+
+def test_stopping_mcp_inflight_serve_answers_an_open_listen():
+    """``mcp-inflight serve`` told to stop (SIGTERM) ends each live subscription first: the
+    listen gets its completion result and the process exits, instead of uvicorn waiting on a
+    stream that never ends by itself."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_inflight", "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        url = None
+        deadline = time.monotonic() + 30
+        while url is None and time.monotonic() < deadline:
+            m = re.search(r"listening on (http://\S+)", proc.stderr.readline())
+            url = m and m.group(1)
+        assert url, "serve did not start"
+
+        async def go():
+            async with httpx.AsyncClient(timeout=10) as c:
+                async with Listen(c, url, listen_body(1, toolsListChanged=True)) as ls:
+                    ack = await ls.next()
+                    assert ack["method"] == "notifications/subscriptions/acknowledged"
+                    proc.send_signal(signal.SIGTERM)
+                    end = await ls.next(timeout=10)
+                    assert end["id"] == 1 and end["result"]["resultType"] == "complete"
+                    assert end["result"]["_meta"][SUB] == 1
+
+        run(go())
+        assert proc.wait(10) in (0, -signal.SIGTERM)  # uvicorn raises the signal again on exit
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
