@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcp_inflight import __version__
 from mcp_inflight.cli_common import (
@@ -98,6 +98,32 @@ def _all_designs() -> list[str]:
 _FILED: dict = {}
 
 
+def _bounds_of(model: str) -> dict[str, Any]:
+    """The bounds a declared model names (its ``BOUNDS``: name -> (default, help))."""
+    return dict(importlib.import_module(f"mcp_inflight.model.{model}").BOUNDS)
+
+
+def _bound(text: str) -> tuple[str, int]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"not NAME=N: {text!r}")
+    return name, positive(value)
+
+
+def _bounds(args: argparse.Namespace, plan: dict[str, list[str]]) -> dict[str, int]:
+    """``--bound`` as a dict; a usage error for a name no selected declared model has."""
+    given = dict(args.bound)
+    known = {n for m in plan if m != "session" for n in _bounds_of(m)}
+    bad = sorted(set(given) - known)
+    if bad:
+        where = "; ".join(f"{m}: {', '.join(_bounds_of(m))}" for m in plan if m != "session")
+        build_parser().error(
+            f"--bound {', '.join(bad)}: not a bound of the selected models"
+            + (f" ({where})" if where else " (the session model takes --ids and --requests)")
+        )
+    return given
+
+
 def _design_file(path: str) -> Design:
     """The design a ``--design-file`` describes, or a usage error."""
     from mcp_inflight.model.config import design_from_knobs
@@ -172,8 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         "JUnit file has a test case per model x design x run x property and fails exactly "
         "where the exit code does. --revision, --transport, --client, --ids, --requests, "
         "--engine, --liveness and --no-explore apply to the session model; the other models "
-        "run at their default bounds ('mcp-inflight lease' and 'mcp-inflight paths' take "
-        "theirs).",
+        "run at their default bounds, or at those --bound names.",
     )
     c.add_argument(
         "--model",
@@ -211,6 +236,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive,
         default=DEFAULT_REQUESTS,
         help=f"request instances a run may send (default: {DEFAULT_REQUESTS})",
+    )
+    c.add_argument(
+        "--bound",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        type=_bound,
+        help="a bound of the lease and small models, as 'mcp-inflight lease' and 'mcp-inflight "
+        "paths' take them (repeatable; each selected model takes the names it has, and every "
+        "name must be one of a selected model's): "
+        + "; ".join(f"{m}: {', '.join(_bounds_of(m))}" for m in MODELS[1:]),
     )
     c.add_argument(
         "--no-symmetry",
@@ -326,6 +362,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             return 2
     stop_on_signals()
     plan = _plan(args)
+    bounds = _bounds(args, plan)
     cache = "refresh" if args.no_cache else "use"
     cells = []
     results = proofs = None
@@ -372,17 +409,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     if "lease" in plan:
         from mcp_inflight import cli_lease
 
-        lease = cli_lease.check_section(cache, plan["lease"], prove=not args.no_prove)
+        lease = cli_lease.check_section(cache, plan["lease"], not args.no_prove, bounds)
         cells += cli_lease.cells(lease)
     paths = None
     small = {m: d for m, d in plan.items() if m in SMALL}
     if small:
         from mcp_inflight import cli_small
 
-        default = all(d == _designs_of(m)[:1] for m, d in small.items()) and len(small) == len(
-            SMALL
-        )
-        paths = cli_small.check_section(cache, None if default else small, not args.no_prove)
+        paths = cli_small.check_section(cache, small, not args.no_prove, bounds)
         cells += [c for r in paths for c in r.cells]
     from mcp_inflight.proofs import discipline
 
@@ -390,12 +424,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     if "session" in plan:
         rules += [discipline.session(c) for c in cfgs]
     if "lease" in plan:
+        from mcp_inflight import cli_lease
         from mcp_inflight.model import lease as L
 
-        rules += [discipline.lease(L.Config(L.DESIGNS[d])) for d in plan["lease"]]
+        at = cli_lease.config(bounds)
+        rules += [
+            discipline.lease(L.Config(L.DESIGNS[d], at.workers, at.requests, at.ids))
+            for d in plan["lease"]
+        ]
     for m, designs in small.items():
+        from mcp_inflight import cli_small
+
         spec = importlib.import_module(f"mcp_inflight.model.{m}").spec
-        rules += [discipline.small(spec(d)) for d in designs]
+        mine = cli_small.bounds_of(m, bounds)
+        rules += [discipline.small(spec(d, **mine)) for d in designs]
     cells += rules
     sens = []
     if not args.no_sensitivity and not args.no_explore:

@@ -259,6 +259,7 @@ class Section:
     proved: bool
     cells: list[Any]  # proofs.outcome.Cell
     json: dict[str, Any]
+    config: L.Config = DEFAULT  # the bounds it ran at
 
     @property
     def ok(self) -> bool:
@@ -280,26 +281,31 @@ def section(res: LeaseRun) -> Section:
         for c in lease_cells(res.checked[d], res.hazard if d == "fenced" else None)
     ]
     states = res.explored[res.designs[0]].states
-    return Section(list(res.designs), states, bool(res.proved), cs, res.to_json())
+    return Section(list(res.designs), states, bool(res.proved), cs, res.to_json(), res.cfg)
 
 
 def check_section(
-    cache: str | None = "use", designs: list[str] | None = None, prove: bool = True
+    cache: str | None = "use",
+    designs: list[str] | None = None,
+    prove: bool = True,
+    bounds: dict[str, int] | None = None,
 ) -> Section:
-    """``designs`` (default: fenced) at the default bounds, explored and (unless ``prove`` is
-    false) proved, and the failover hazard; read from the checkers' cache when the model and
-    checkers are unchanged (``cache="use"``; :func:`section_key`), computed afresh and stored
-    with ``"refresh"``, neither read nor stored with ``None``.  A section with a verdict the
-    solver could not decide is never stored."""
+    """``designs`` (default: fenced) at ``bounds`` (default: the model's defaults; names from
+    ``model/lease.py``'s ``BOUNDS``), explored and (unless ``prove`` is false) proved, and the
+    failover hazard; read from the checkers' cache when the model and checkers are unchanged
+    (``cache="use"``; :func:`section_key`), computed afresh and stored with ``"refresh"``,
+    neither read nor stored with ``None``.  A section with a verdict the solver could not
+    decide is never stored."""
     from mcp_inflight.proofs import cache as store
 
     designs = designs or ["fenced"]
-    key = section_key(designs, prove)
+    cfg = config(bounds)
+    key = section_key(designs, prove, cfg)
     if cache == "use":
         found = store.load("lease", key)
         if isinstance(found, Section):
             return found
-    res = run_lease(DEFAULT, designs, prove=prove)
+    res = run_lease(cfg, designs, prove=prove)
     unknown = any(v == "unknown" for pr in res.proved.values() for v in pr.verdicts.values())
     out = section(res)
     if cache is not None and not unknown:
@@ -307,11 +313,20 @@ def check_section(
     return out
 
 
-def section_key(designs: list[str], prove: bool) -> str:
-    """The cache key of :func:`check_section` for ``designs`` (default bounds)."""
+def config(bounds: dict[str, int] | None = None) -> L.Config:
+    """The run at ``bounds`` (the names of ``model/lease.py``'s ``BOUNDS``), else the defaults."""
+    b = bounds or {}
+    d = DEFAULT
+    return L.Config(
+        d.design, b.get("workers", d.workers), b.get("requests", d.requests), b.get("ids", d.ids)
+    )
+
+
+def section_key(designs: list[str], prove: bool, cfg: L.Config = DEFAULT) -> str:
+    """The cache key of :func:`check_section` for ``designs`` at ``cfg``'s bounds."""
     from mcp_inflight.proofs import cache as store
 
-    return store.source_key("lease-check", DEFAULT, tuple(designs), prove)
+    return store.source_key("lease-check", cfg, tuple(designs), prove)
 
 
 def cells(res: Section) -> list[Any]:
@@ -322,15 +337,15 @@ def cells(res: Section) -> list[Any]:
 def check_text(res: Section) -> str:
     from mcp_inflight.report import cells_text
 
-    c = DEFAULT
+    c = res.config
     how = (
         "invariants proved for any number of workers, instances and ids"
         if res.proved
         else ("explored only")
     )
     title = (
-        f"Many workers, the lease protocol ({', '.join(res.designs)}; {c.workers} workers, "
-        f"{c.requests} instances, {c.ids} id explored: {res.states:,} states; {how}; "
+        f"Many workers, the lease protocol ({', '.join(res.designs)}; {c.bounds_label} "
+        f"explored: {res.states:,} states; {how}; "
         "'mcp-inflight lease' for more):"
     )
     return cells_text(title, res.cells)

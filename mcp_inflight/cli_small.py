@@ -212,34 +212,45 @@ def _summary(checked: Checked) -> Summary:
 
 
 def check_section(
-    cache: str | None = "use", plan: dict[str, list[str]] | None = None, prove: bool = True
+    cache: str | None = "use",
+    plan: dict[str, list[str]] | None = None,
+    prove: bool = True,
+    bounds: dict[str, int] | None = None,
 ) -> list[Summary]:
     """``mcp-inflight check``'s section: the small models and designs of ``plan`` (default:
-    each model's safe design) at their default bounds, explored and (unless ``prove`` is false)
-    proved.  Each model and design is read from the checkers' cache when the model and the
-    checkers are unchanged (``cache="use"``; :func:`section_key`), computed afresh and stored
-    with ``"refresh"``, neither read nor stored with ``None``."""
+    each model's safe design) at ``bounds`` (each model takes the names of its ``BOUNDS``;
+    default: its defaults), explored and (unless ``prove`` is false) proved.  Each model and
+    design is read from the checkers' cache when the model and the checkers are unchanged
+    (``cache="use"``; :func:`section_key`), computed afresh and stored with ``"refresh"``,
+    neither read nor stored with ``None``."""
     from mcp_inflight.proofs import cache as store
 
     plan = plan or {name: [next(iter(_module(name).DESIGNS))] for name in MODELS}
     out = []
     for name, designs in plan.items():
+        mine = bounds_of(name, bounds)
         for d in designs:
-            key = section_key(name, d, prove)
+            key = section_key(name, d, prove, mine)
             found = store.load("paths", key) if cache == "use" else None
             if not isinstance(found, Summary):
-                found = _summary(check(_module(name).spec(d), with_proof=prove))
+                found = _summary(check(_module(name).spec(d, **mine), with_proof=prove))
                 if cache is not None:
                     store.store("paths", key, found)
             out.append(found)
     return out
 
 
-def section_key(model: str, design: str, prove: bool) -> str:
-    """The cache key of one model and design of :func:`check_section` (default bounds)."""
+def bounds_of(model: str, bounds: dict[str, int] | None) -> dict[str, int]:
+    """The part of ``bounds`` that names bounds of ``model`` (its ``BOUNDS``)."""
+    own = _module(model).BOUNDS
+    return {k: v for k, v in (bounds or {}).items() if k in own}
+
+
+def section_key(model: str, design: str, prove: bool, bounds: dict[str, int] | None = None) -> str:
+    """The cache key of one model and design of :func:`check_section` at ``bounds``."""
     from mcp_inflight.proofs import cache as store
 
-    return store.source_key("paths-check", model, design, prove)
+    return store.source_key("paths-check", model, design, prove, bounds or {})
 
 
 def check_text(section: list[Summary]) -> str:

@@ -296,7 +296,10 @@ def declared_cells(explored: Any, proved: Any | None, hazard: Any | None = None)
     sp = ex.spec
     run = sp.bounds_label()
     out: list[Cell] = []
+    limit = [e for e in ex.errors if not e.startswith("model bug")]  # the search's own bound
     for e in ex.errors:
+        if e in limit:
+            continue
         detail = trace_text(ex.traces["range"]) if "range" in ex.traces else []
         out.append(_cell(sp.model, sp.design, run, "in_range", None, Word.FAILS, detail, message=e))
     if not ex.complete:
@@ -308,7 +311,7 @@ def declared_cells(explored: Any, proved: Any | None, hazard: Any | None = None)
                 "complete",
                 None,
                 Word.UNKNOWN,
-                message="the search stopped before the end",
+                message="; ".join(["the search stopped before the end", *limit]),
             )
         )
     out += _dead(sp.model, sp.design, run, ex.dead_actions if ex.complete else [])

@@ -4,6 +4,7 @@ agrees with the exit code, and provers that assume nothing they have not proved.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -332,3 +333,40 @@ def test_a_design_file_with_an_unknown_knob_is_a_usage_error(tmp_path):
     f.write_text('{"name": "x", "guard_write": "yes"}')
     p = check("--design-file", str(f))
     assert p.returncode == 2 and "guard_write must be true or false" in p.stderr
+
+
+def test_check_takes_the_declared_models_bounds(tmp_path, monkeypatch):
+    """``check --bound NAME=N``: each selected declared model takes the names it has (the
+    lease at 3 workers explores more states than at 2, and says so); a name no selected model
+    has is a usage error, and the session model's bounds stay --ids and --requests."""
+    from mcp_inflight import cli_lease, cli_small
+
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    two = cli_lease.check_section("use", ["fenced"], prove=False)
+    three = cli_lease.check_section("use", ["fenced"], prove=False, bounds={"workers": 3})
+    assert three.states > two.states
+    assert "3 workers" in cli_lease.check_text(three) and "2 workers" in cli_lease.check_text(two)
+    assert cli_lease.section_key(["fenced"], False) != cli_lease.section_key(
+        ["fenced"], False, cli_lease.config({"workers": 3})
+    )
+    rounds = cli_small.check_section("use", {"rounds": ["sealed"]}, False, {"questions": 1})
+    assert "questions=1" in rounds[0].label
+    p = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "check", "--model", "lease"]
+        + ["--bound", "workers=3", "--no-prove", "--no-sensitivity", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MCP_INFLIGHT_CACHE": str(tmp_path)},
+    )
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["lease"]["bounds"]["workers"] == 3
+    for argv, says in (
+        (["--model", "tasks", "--bound", "workers=3"], "tasks: requests, ids"),
+        (["--model", "session", "--bound", "ids=3"], "takes --ids and --requests"),
+        (["--bound", "workers"], "not NAME=N"),
+        (["--bound", "workers=0"], "at least 1"),
+    ):
+        q = subprocess.run(
+            [sys.executable, "-m", "mcp_inflight", "check", *argv], capture_output=True, text=True
+        )
+        assert q.returncode == 2 and says in q.stderr, (argv, q.stderr)
