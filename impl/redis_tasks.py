@@ -90,7 +90,6 @@ local function set(st, res)
   if not LIVE[old] or old == st then return false end
   redis.call('HSET', k, 'st', st, 'u', now)
   if res then redis.call('HSET', k, 'res', res) end
-  if not LIVE[st] then redis.call('HSET', k, 'run', '0') end
   redis.call('PUBLISH', ARGV[1], view())
   return true
 end
@@ -98,6 +97,7 @@ local function lost()
   if redis.call('EXISTS', k) == 0 then return end
   if LIVE[redis.call('HGET', k, 'st')] and tonumber(redis.call('HGET', k, 'dl')) < now then
     set('failed', ARGV[2])
+    redis.call('HSET', k, 'run', '0')
   end
 end
 lost()
@@ -138,6 +138,7 @@ elseif move == 'finish' then
 elseif move == 'honour' then
   if redis.call('HGET', k, 'creq') ~= '1' or not LIVE[st] then return {0, view()} end
   set('cancelled')
+  redis.call('HSET', k, 'run', '0')
 end
 return {1, view()}
 """
@@ -154,7 +155,7 @@ local st = redis.call('HGET', k, 'st')
 if move == 'answer' then
   if st == 'input_required' then set('working') end
 elseif move == 'cancel' then
-  local h = redis.call('HMGET', k, 'w', 'tok', 'run')  -- before the change stops the work
+  local h = redis.call('HMGET', k, 'w', 'tok', 'run')
   if rev == '2025-11-25' then
     if not LIVE[st] then return {2, view()} end
     set('cancelled')
