@@ -19,7 +19,9 @@ Keys (all under the owner's hash tag ``{O}``, so each script touches one slot):
   so the ttl's end deletes it on every worker at once;
 * ``mcpi:{O}:tasks``: the owner's task ids by creation time (``tasks/list``; an id whose task
   has expired is dropped when met);
-* ``mcpi:{O}:tfence``: the fencing counter of the owner's tasks (INCR only);
+* ``mcpi:{O}:tfence``: the fencing counter of the owner's tasks (INCR only; it expires with
+  the index, when no task of the owner is left, as a token is checked against its own task's
+  hash only);
 * ``mcpi:{O}:tended``: the owner (a 2025-11-25 session) has ended.
 
 The work of a task runs on the worker that created it, which holds a lease on the task: the
@@ -112,6 +114,7 @@ redis.call('PEXPIRE', k, ARGV[4])
 redis.call('ZADD', KEYS[2], now, string.match(k, ':task:(.*)$'))
 redis.call('PEXPIRE', KEYS[2], ARGV[4], 'GT')
 if redis.call('TTL', KEYS[2]) < 0 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+redis.call('PEXPIRE', KEYS[3], redis.call('PTTL', KEYS[2]))
 return {tok, view()}
 """
 

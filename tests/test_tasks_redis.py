@@ -363,3 +363,16 @@ def test_renewal_extends_the_lease_and_survives_a_script_flush(redis):
         await _close(one, two)
 
     run(go())
+
+
+def test_an_owner_leaves_no_key_behind_once_its_tasks_expired(redis):
+    async def go():
+        one, two = await _pair(redis.url)
+        await one.create(A, OLD, 200)
+        await one.create(A, NEW, 100)
+        assert await one.redis.keys("mcpi:{session-a}:*")
+        await asyncio.sleep(0.35)
+        assert await one.redis.keys("mcpi:{session-a}:*") == []
+        await _close(one, two)
+
+    run(go())
