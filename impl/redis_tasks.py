@@ -283,11 +283,14 @@ class RedisTasks:
 
     # --- the server (the worker running the work) -----------------------------------------
 
-    async def create(self, owner: str, revision: str, ttl_ms: int | None = None) -> dict[str, Any]:
+    async def create(
+        self, owner: str, revision: str, ttl_ms: int | None = None, tid: str | None = None
+    ) -> dict[str, Any]:
         """A new task for ``owner``, run by this worker (which now holds its lease); its
-        ``Task``.  The ttl asked for is capped at ``max_ttl_ms`` (none asked: the cap)."""
+        ``Task``.  The ttl asked for is capped at ``max_ttl_ms`` (none asked: the cap).
+        ``tid``: the id an in-process store already minted fresh (:mod:`.redis_task_link`)."""
         ttl = self.max_ttl_ms if ttl_ms is None else min(ttl_ms, self.max_ttl_ms)
-        tid = secrets.token_urlsafe(16)
+        tid = tid or secrets.token_urlsafe(16)
         keys = [
             self.task_key(owner, tid),
             f"mcpi:{{{owner}}}:tasks",

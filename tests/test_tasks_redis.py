@@ -376,3 +376,132 @@ def test_an_owner_leaves_no_key_behind_once_its_tasks_expired(redis):
         await _close(one, two)
 
     run(go())
+
+
+# --- the server: two worker processes on one Redis ------------------------------------------
+
+H = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+LEASE_MS = 900
+
+
+@pytest.fixture
+def pair(redis):
+    """Two ``serve --redis`` processes (one worker each, a port each) serving the tasks
+    fixture; the test picks the worker of every request."""
+    from support.redis_workers import Serve
+
+    args = ("--redis", redis.url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS))
+    one = Serve(*args)
+    two = Serve(*args)
+    try:
+        yield one, two
+    finally:
+        one.stop()
+        two.stop()
+
+
+def _open(client, url: str) -> dict:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": OLD,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    r = client.post(url, headers=H, json=init)
+    assert r.status_code == 200, r.text
+    h = {**H, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": OLD}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert client.post(url, headers=h, json=note).status_code == 202
+    return h
+
+
+def _rpc(client, url: str, h: dict, rid: int, method: str, params: dict) -> dict:
+    r = client.post(
+        url, headers=h, json={"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+    )
+    text = r.text
+    if text.lstrip().startswith("{"):
+        return json.loads(text)
+    msgs = [json.loads(x[5:]) for x in text.splitlines() if x.startswith("data:") and x[5:].strip()]
+    return next(m for m in msgs if m.get("id") == rid)
+
+
+def _task(client, url: str, h: dict, rid: int, tool: str, args: dict) -> str:
+    params = {"name": tool, "arguments": args, "task": {"ttl": 60_000}}
+    out = _rpc(client, url, h, rid, "tools/call", params)
+    return out["result"]["task"]["taskId"]
+
+
+def test_a_task_made_through_one_worker_is_served_by_another(pair):
+    import httpx
+
+    one, two = pair
+    with httpx.Client(timeout=30) as c:
+        h = _open(c, one.url)
+        tid = _task(c, one.url, h, 1, "job", {"label": "x", "seconds": 1.0})
+        got = _rpc(c, two.url, h, 2, "tasks/get", {"taskId": tid})
+        assert got["result"]["status"] == "working"
+        listed = _rpc(c, two.url, h, 3, "tasks/list", {})
+        assert [t["taskId"] for t in listed["result"]["tasks"]] == [tid]
+        res = _rpc(c, two.url, h, 4, "tasks/result", {"taskId": tid})
+        assert res["result"]["content"][0]["text"] == "job:x"
+        assert _rpc(c, one.url, h, 5, "tasks/get", {"taskId": tid})["result"]["status"] == (
+            "completed"
+        )
+        # another session, on either worker, gets the answer of an unknown id
+        other = _open(c, two.url)
+        for url, rid, method in ((two.url, 6, "tasks/get"), (one.url, 7, "tasks/cancel")):
+            out = _rpc(c, url, other, rid, method, {"taskId": tid})
+            assert out["error"]["code"] == -32602
+        assert _rpc(c, two.url, other, 8, "tasks/list", {})["result"]["tasks"] == []
+
+
+def test_a_cancel_through_another_worker_stops_the_work_and_stays(pair):
+    import httpx
+
+    one, two = pair
+    with httpx.Client(timeout=30) as c:
+        h = _open(c, one.url)
+        # stubborn: when cancelled, it finishes anyway a little later (a late completion)
+        tid = _task(c, one.url, h, 1, "stubborn", {"label": "y", "seconds": 0.5})
+        out = _rpc(c, two.url, h, 2, "tasks/cancel", {"taskId": tid})
+        assert out["result"]["status"] == "cancelled"
+        time.sleep(1.5)  # past the stubborn work's late end
+        for url, rid in ((one.url, 3), (two.url, 4)):
+            got = _rpc(c, url, h, rid, "tasks/get", {"taskId": tid})
+            assert got["result"]["status"] == "cancelled"
+        res = _rpc(c, two.url, h, 5, "tasks/result", {"taskId": tid})
+        assert "error" in res
+        again = _rpc(c, two.url, h, 6, "tasks/cancel", {"taskId": tid})
+        assert again["error"]["code"] == -32602
+
+
+def test_a_killed_worker_leaves_its_task_failed_within_the_lease(pair):
+    import httpx
+
+    one, two = pair
+    with httpx.Client(timeout=30) as c:
+        h = _open(c, one.url)
+        tid = _task(c, one.url, h, 1, "job", {"label": "z", "seconds": 60})
+        time.sleep(2 * LEASE_MS / 1000)  # renewed: still working past two leases
+        got = _rpc(c, two.url, h, 2, "tasks/get", {"taskId": tid})
+        assert got["result"]["status"] == "working"
+        os.kill(one.pid, signal.SIGKILL)
+        one.proc.wait(5)
+        killed = time.monotonic()
+        rid = 3
+        while time.monotonic() < killed + 5:
+            got = _rpc(c, two.url, h, rid, "tasks/get", {"taskId": tid})
+            rid += 1
+            if got["result"]["status"] != "working":
+                break
+            time.sleep(0.02)
+        took = time.monotonic() - killed
+        assert got["result"]["status"] == "failed"
+        assert took <= LEASE_MS / 1000 + 0.3, took
+        res = _rpc(c, two.url, h, rid, "tasks/result", {"taskId": tid})
+        assert res["error"] == LOST
