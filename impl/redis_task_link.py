@@ -47,6 +47,7 @@ class Mirror:
         self.runtime = runtime
         self.queue: asyncio.Queue[Callable[[], Awaitable[Any]]] = asyncio.Queue()
         self.copied: set[str] = set()
+        self.owners: set[str] = set()  # sessions with a task created on this worker
         self._runner: asyncio.Task[None] | None = None
         self._renewer: asyncio.Task[None] | None = None
         self.failures = 0
@@ -96,6 +97,7 @@ class Mirror:
         if revision != REV_2025:
             return
         self.copied.add(tid)
+        self.owners.add(owner)
         self.queue.put_nowait(lambda: self.tasks.create(owner, revision, ttl_ms, tid))
 
     def changed(self, owner: str, tid: str, status: str, result: Any) -> None:
@@ -112,7 +114,12 @@ class Mirror:
             self.queue.put_nowait(lambda: t.cancel(owner, tid))
 
     def ended(self, owner: str) -> None:
-        self.queue.put_nowait(lambda: self.tasks.end_session(owner))
+        """The session ended (every worker's view ends it): the workers that created tasks
+        in it cancel them in Redis (the same script on each, idempotent); a session without
+        a task leaves nothing in Redis."""
+        if owner in self.owners:
+            self.owners.discard(owner)
+            self.queue.put_nowait(lambda: self.tasks.end_session(owner))
 
     # --- a cancel decided on another worker ----------------------------------------------
 

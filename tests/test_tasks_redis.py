@@ -505,3 +505,30 @@ def test_a_killed_worker_leaves_its_task_failed_within_the_lease(pair):
         assert took <= LEASE_MS / 1000 + 0.3, took
         res = _rpc(c, two.url, h, rid, "tasks/result", {"taskId": tid})
         assert res["error"] == LOST
+
+
+def test_a_session_deleted_on_another_worker_ends_its_tasks(pair):
+    import httpx
+
+    one, two = pair
+    with httpx.Client(timeout=30) as c:
+        h = _open(c, one.url)
+        tid = _task(c, one.url, h, 1, "job", {"label": "d", "seconds": 30})
+        assert c.delete(two.url, headers=h).status_code in (200, 204)
+        deadline = time.monotonic() + 3
+        state: dict = {}
+        while time.monotonic() < deadline:
+            state = asyncio.run(_raw(two, h["mcp-session-id"], tid))
+            if state.get("st") != "working":
+                break
+            time.sleep(0.05)
+        assert state.get("st") == "cancelled" and state.get("run") == "0"
+
+
+async def _raw(serve, sid: str, tid: str) -> dict:
+    url = next(a for a in serve.proc.args if a.startswith("redis://"))
+    tasks = RedisTasks(RedisStore(url, "reader"))
+    try:
+        return await tasks.state(sid, tid)
+    finally:
+        await tasks.store.close()
