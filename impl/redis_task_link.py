@@ -76,8 +76,10 @@ class Mirror:
                 self.queue.task_done()
 
     async def _renew(self) -> None:
-        """The lease of every task this worker runs, every third of the lease; a refused
-        renewal (the task is terminal or failed as lost in Redis) stops its work here."""
+        """The lease of every task this worker runs, every third of the lease.  A refused
+        renewal (the task is terminal in Redis: cancelled by a cancel whose message was lost,
+        or failed as lost after a pause of this worker) stops its work here, the local store
+        taking the status Redis has."""
         while True:
             await asyncio.sleep(self.tasks.lease_ms / 3000)
             try:
@@ -85,7 +87,17 @@ class Mirror:
             except Exception:  # noqa: BLE001 - the store is away: the next round tries again
                 continue
             for tid in refused:
-                self._stop_local(tid)
+                t = self.runtime.store.tasks.get(tid)
+                if t is None:
+                    continue
+                try:
+                    st = (await self.tasks.state(t.owner, tid)).get("st")
+                except Exception:  # noqa: BLE001 - stopping the work is what matters
+                    st = None
+                if st == CANCELLED:
+                    self._stop_local(tid)
+                else:
+                    self.runtime._stop(tid)  # its end is the local store's failed
 
     async def drain(self) -> None:
         """Wait until every move made so far is in Redis."""

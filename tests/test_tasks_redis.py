@@ -532,3 +532,29 @@ async def _raw(serve, sid: str, tid: str) -> dict:
         return await tasks.state(sid, tid)
     finally:
         await tasks.store.close()
+
+
+def test_a_paused_worker_finds_its_task_lost_and_stops_the_work(pair):
+    """SIGSTOP past the lease: another worker reads the task failed; once resumed, the runner's
+    renewal is refused and it stops the work, so ``tasks/result`` on the runner (answered by
+    its own runtime) ends at once instead of after the work's 60 s."""
+    import httpx
+
+    one, two = pair
+    with httpx.Client(timeout=30) as c:
+        h = _open(c, one.url)
+        tid = _task(c, one.url, h, 1, "job", {"label": "p", "seconds": 60})
+        os.kill(one.pid, signal.SIGSTOP)
+        try:
+            time.sleep(1.5 * LEASE_MS / 1000)
+            got = _rpc(c, two.url, h, 2, "tasks/get", {"taskId": tid})
+            assert got["result"]["status"] == "failed"
+        finally:
+            os.kill(one.pid, signal.SIGCONT)
+        started = time.monotonic()
+        with httpx.Client(timeout=10) as waiting:
+            res = _rpc(waiting, one.url, h, 3, "tasks/result", {"taskId": tid})
+        assert "error" in res and time.monotonic() - started < 5
+        assert _rpc(c, one.url, h, 4, "tasks/get", {"taskId": tid})["result"]["status"] == (
+            "failed"
+        )
