@@ -48,6 +48,10 @@ stream over, on any other worker replays from Redis and then follows the stream 
 until its end mark, or until its worker has been silent for a lease and no longer listens.
 The session's end deletes its streams; each also expires with the session's idle timeout.
 
+2025-11-25 tasks: kept in Redis (:mod:`.redis_tasks`), the work on the worker that created
+the task, under a lease of its own; the task methods answered from Redis on any worker
+(:mod:`.redis_task_link`).
+
 Not shared: the standalone GET stream (one per worker and session); ``logging/setLevel``
 reaches the other workers' views by a published message (a view made later reads the record).
 
@@ -88,6 +92,8 @@ from .messages import (
     error_reply,
 )
 from .redis_store import BROADCAST, Claimed, RedisStore
+from .redis_task_link import SHARED_METHODS, Mirror, answer
+from .redis_tasks import RedisTasks
 from .request_state import StateRefused, call_binding
 from .server import Answered, Arrival, Outlet, Refused, RequestFailed, Running, Server
 from .stores import Host, SessionLookup
@@ -304,6 +310,7 @@ class _RedisSession(HttpSession):
         self.claims: dict[Handle, Claimed] = {}
         self.lost: set[Handle] = set()
         self.pending_claim: Claimed | None = None
+        self.task_owner = sid  # a 2025-11-25 task is bound to its session, on every worker
 
     def next_stream(self) -> str:
         """The name of the next POST stream :meth:`outlet` makes."""
@@ -416,6 +423,7 @@ class RedisSessions:
         self._tasks: set[asyncio.Task] = set()
         self._renewer: asyncio.Task | None = None
         self._listener: asyncio.Task | None = None
+        self.mirror: Mirror | None = None
 
     @classmethod
     def from_options(cls, redis: str, options: dict[str, Any]) -> RedisSessions:
@@ -456,6 +464,10 @@ class RedisSessions:
         await self._pubsub.subscribe(self.store.channel, BROADCAST)
         self._listener = asyncio.get_running_loop().create_task(self._listen())
         self._renewer = asyncio.get_running_loop().create_task(self._renew_loop())
+        server = self.app.server
+        tasks = RedisTasks(self.store, server.max_task_ttl_ms, self.lease_ms)
+        self.mirror = Mirror(tasks, server.task_runtime)
+        self.mirror.start()
 
     async def stop(self) -> None:
         for s in list(self.app.sessions.values()):
@@ -467,6 +479,8 @@ class RedisSessions:
         for t in (self._renewer, self._listener):
             if t is not None:
                 t.cancel()
+        if self.mirror is not None:
+            self.mirror.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=2)
         try:
@@ -584,6 +598,8 @@ class RedisSessions:
             head, _, data = data.partition(b"|")
             claim = head.decode()
         m = json.loads(data)
+        if "task_cancel" in m and self.mirror is not None:  # from a task script (redis_tasks)
+            return self.mirror.cancelled(m["task_cancel"], m["token"])
         s = self.app.sessions.get(m.get("s"))
         if s is None or not isinstance(s, _RedisSession):
             return
@@ -851,6 +867,9 @@ class RedisSessions:
         rid = msg["id"]
         key = typed_id(rid)
         method = msg["method"]
+        shared = await self._shared_task_method(session, msg)
+        if shared is not None:
+            return await reply(send, 200, dumps(shared))
         hold = method == "tools/call" or method in self.app.server.methods
         stream = session.next_stream() if hold and self.resumable else None
         tok = await self.store.claim(session.sid, key, hold, stream)
@@ -888,11 +907,33 @@ class RedisSessions:
                     value = error_reply(rid, error(INTERNAL_ERROR, why))
             if value is None:
                 return await reply(send, 202)
+            if self.mirror is not None and method == "tools/call":
+                await self.mirror.drain()  # a task it created is readable on every worker
             if method == "logging/setLevel" and "result" in value:
                 await self._set_level(session)
             return await reply(send, 200, dumps(value))
         assert type(arrival) is Running
         await self.app.start_stream(session, arrival.handle, outlet, receive, send)
+
+    async def _shared_task_method(
+        self, session: _RedisSession, msg: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A 2025-11-25 task method answered from Redis (:mod:`.redis_task_link`), after the
+        store's check of the id (a duplicate refused as any request's); None: the session's
+        own handling."""
+        server = self.app.server
+        if (
+            self.mirror is None
+            or msg["method"] not in SHARED_METHODS
+            or session.revision != LEGACY
+            or not server.serves_tasks
+            or msg["method"] in server.methods
+        ):
+            return None
+        tok = await self.store.claim(session.sid, typed_id(msg["id"]), False, None)
+        if tok <= 0:
+            return None  # refused: the ordinary path claims again and answers the refusal
+        return await answer(self.mirror.tasks, server.task_runtime, session.sid, msg)
 
     async def state_replayed(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         """2026-07-28: a retry's ``requestState`` is single-use over every worker and across

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from .tasks import (
     CANCELLED,
@@ -44,6 +44,17 @@ RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 #: ``listener(task_id, message)``: a message for the owner of ``task_id``
 Listener = Callable[[str, dict[str, Any]], Any]
+
+
+class Mirror(Protocol):
+    """Where a runtime shared by several workers copies its tasks' moves (the Redis store of
+    :mod:`.redis_tasks`): called in the order the store made them, without waiting."""
+
+    def created(self, owner: str, tid: str, revision: str, ttl_ms: int) -> None: ...
+
+    def changed(self, owner: str, tid: str, status: str, result: Any) -> None: ...
+
+    def ended(self, owner: str) -> None: ...
 
 
 def _now() -> str:
@@ -68,6 +79,8 @@ class TaskRuntime:
         self.listeners: dict[str, Listener] = {}
         #: 2026-07-28: a task's questions not answered yet, by key: (the request, its waiter)
         self.inputs: dict[str, dict[str, tuple[dict[str, Any], asyncio.Future[Any]]]] = {}
+        #: the shared store this runtime's moves are copied to (several workers), if any
+        self.mirror: Mirror | None = None
 
     # --- views ----------------------------------------------------------------------------
 
@@ -90,6 +103,9 @@ class TaskRuntime:
         out, store.outbox = store.outbox, []
         for owner, view in out:
             tid = view["taskId"]
+            if self.mirror is not None:
+                t = store.tasks.get(tid)
+                self.mirror.changed(owner, tid, view["status"], t.result if t else None)
             times = self.times.get(tid)
             if times is not None:
                 times[1] = _now()
@@ -121,6 +137,8 @@ class TaskRuntime:
         ``CreateTaskResult``."""
         t = self.store.create(owner, revision, ttl_ms)
         tid = t.task_id
+        if self.mirror is not None:
+            self.mirror.created(owner, tid, revision, t.ttl_ms)
         now = _now()
         self.times[tid] = [now, now]
         self.terminal[tid] = asyncio.Event()
@@ -179,6 +197,8 @@ class TaskRuntime:
         """The owner's session ended: the store cancels its live tasks; their work stops.  An
         owner with no task is not recorded."""
         self.listeners.pop(owner, None)
+        if self.mirror is not None:
+            self.mirror.ended(owner)
         if not any(t.owner == owner for t in self.store.tasks.values()):
             return
         self.store.end_session(owner)

@@ -3,11 +3,15 @@
 whether a 2026-07-28 cancellation is pending), answers the requester's methods as the model
 does, refuses every call on another client's task id, and sends exactly one
 ``notifications/tasks/status`` per status change, to the owner.  Driven with the moves of a
-mutant, the same store disagrees somewhere: the test can fail."""
+mutant, the same store disagrees somewhere: the test can fail.  The same check runs against
+the store kept in Redis (``impl/redis_tasks.py``), on a real ``redis-server``."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
+import os
 
 import pytest
 
@@ -179,3 +183,251 @@ def test_the_store_agrees_with_fresh_bound_on_every_transition():
 def test_the_store_disagrees_with_a_mutant(design):
     problems = drive(M.spec(design), World, step(set()), World.copy)
     assert problems
+
+
+# --- the same check, the store in Redis ----------------------------------------------------
+#
+# ``impl/redis_tasks.py`` against the model: each explored state's world is a namespace of
+# owners in one real ``redis-server`` (``w<n>-c0``, ``w<n>-c1``), copied key by key (DUMP and
+# RESTORE, TTLs kept) when the exploration branches.  The ttl's end is Redis deleting the task's
+# key, done here as that DEL.  The status messages are read from the owners' channels, up to a
+# marker published after the move (Redis delivers in order).  The lease is long: no worker is
+# lost here (``tests/test_tasks_redis.py`` checks that rule).  One request slot by default
+# (1,168 transitions); the model's default bounds (two, 329,680 transitions) are ``slow``.
+
+
+class RedisWorld:
+    n = 0
+
+    def __init__(self, rig: RedisRig) -> None:
+        RedisWorld.n += 1
+        self.rig = rig
+        self.ns = f"w{RedisWorld.n}"
+        self.ids: dict[int, str] = {}
+        self.held: dict[str, tuple[str, str]] = {}
+
+    def owner(self, c: int) -> str:
+        return f"{self.ns}-c{c}"
+
+    def copy(self) -> RedisWorld:
+        w = RedisWorld(self.rig)
+        w.ids = dict(self.ids)
+        w.held = {t: (o.replace(self.ns, w.ns, 1), k) for t, (o, k) in self.held.items()}
+        self.rig.run(self.rig.clone(self.ns, w.ns))
+        return w
+
+
+class RedisRig:
+    """One event loop, one ``redis-server``, one :class:`RedisTasks` (its ``held`` swapped for
+    the world's before each move), one subscriber to every owner's status channel."""
+
+    def __init__(self, url: str) -> None:
+        from mcp_inflight.impl.redis_store import RedisStore
+        from mcp_inflight.impl.redis_tasks import RedisTasks
+
+        self.loop = asyncio.new_event_loop()
+        self.tasks = RedisTasks(RedisStore(url, "agree", 3_600_000), max_ttl_ms=60_000)
+        self.r = self.tasks.redis
+        self.run(self.r.flushall())
+        self.sub = self.r.pubsub()
+        self.run(self.sub.psubscribe("mcpi:ts:*"))
+        self.marks = 0
+
+    def run(self, coro):
+        return self.loop.run_until_complete(coro)
+
+    async def clone(self, old: str, new: str) -> None:
+        async for key in self.r.scan_iter(match=f"mcpi:{{{old}-c*", count=200):
+            ttl = await self.r.pttl(key)
+            dumped = await self.r.dump(key)
+            to = key.decode().replace(old, new, 1)
+            await self.r.restore(to, max(ttl, 0), dumped)
+
+    async def messages(self) -> list[tuple[str, str, str]]:
+        """The status messages published since the last call, as (owner, id, status)."""
+        self.marks += 1
+        mark = str(self.marks)
+        await self.r.publish("mcpi:ts:mark", mark)
+        out = []
+        deadline = self.loop.time() + 5
+        while True:
+            m = await self.sub.get_message(ignore_subscribe_messages=True, timeout=1)
+            if m is None:  # a subscription's confirmation, skipped, also answers None
+                assert self.loop.time() < deadline, "the marker did not arrive"
+                continue
+            channel = m["channel"].decode()[len("mcpi:ts:") :]
+            if channel == "mark":
+                if m["data"].decode() == mark:
+                    return out
+                continue
+            v = json.loads(m["data"])
+            out.append((channel, v["taskId"], v["status"]))
+
+    def close(self) -> None:
+        self.run(self.sub.aclose())
+        self.run(self.tasks.store.close())
+        self.loop.close()
+
+
+def redis_step(seen: set[str]):
+    def run(w: RedisWorld, pre, m, post) -> list[str]:
+        rig, k = w.rig, m.kw
+        rt = rig.tasks
+        rt.held = w.held
+        out: list[str] = []
+
+        def call(coro):
+            return rig.run(coro)
+
+        def refused(coro) -> bool:
+            try:
+                call(coro)
+            except TaskError:
+                return True
+            return False
+
+        if m.name == "create":
+            r = k["r"]
+            rev = REV[pre.rev[r]]
+            t = call(rt.create(w.owner(pre.who[r]), rev, None if pre.nottl[r] else 30_000))
+            w.ids[r] = t["taskId"]
+            if t.get("ttl", t.get("ttlMs")) != (60_000 if pre.nottl[r] else 30_000):
+                out.append(f"ttl {t}")
+        elif m.name == "ask":
+            call(rt.ask(w.ids[k["r"]]))
+        elif m.name == "finish":
+            call(rt.finish(w.ids[k["r"]], bool(k["ok"]), {"r": k["r"]}))
+        elif m.name == "honour":
+            call(rt.honour(w.ids[k["r"]]))
+        elif m.name == "expire":
+            tid = w.ids[k["r"]]
+            call(rt.redis.delete(rt.task_key(w.owner(pre.who[k["r"]]), tid)))
+            w.held.pop(tid, None)
+        elif m.name == "end":
+            call(rt.end_session(w.owner(k["c"])))
+        elif m.name in ("read", "answer", "tcancel"):
+            r = k["r"]
+            who, tid = w.owner(pre.who[r]), w.ids[r]
+            gone = pre.ts[r] == M.GONE
+            kept = pre.rgone[r] == 0
+            if m.name == "read" and k["op"] == M.GET:
+                try:
+                    got = call(rt.get(who, tid))
+                    seen.add("get")
+                    if gone or got["status"] != STATUS[pre.ts[r]]:
+                        out.append(f"tasks/get answered {got['status']}")
+                    if pre.rev[r] == M.NEW and pre.ts[r] == M.COMPLETED:
+                        if ("result" in got) != kept:
+                            out.append("tasks/get and the model disagree on the result")
+                except TaskError:
+                    if not gone:
+                        out.append("tasks/get refused a live task")
+            elif m.name == "read":
+                try:
+                    _, res = call(rt.result_now(who, tid))
+                    seen.add("result")
+                    if gone or not kept:
+                        out.append("tasks/result answered where the model has no result")
+                    elif pre.ts[r] != M.CANCELLED and res != {"r": r}:
+                        out.append(f"tasks/result answered {res}")
+                except TaskError:
+                    if not gone:
+                        out.append("tasks/result refused")
+                except NotReady:
+                    out.append("tasks/result not ready on a terminal task")
+            elif m.name == "answer":
+                try:
+                    call(rt.answer(who, tid))
+                except TaskError:
+                    pass
+            else:
+                try:
+                    call(rt.cancel(who, tid))
+                except TaskError:
+                    seen.add("cancel refused")
+                    if not (gone or pre.ts[r] in M.TERMINAL):
+                        out.append("tasks/cancel refused a live task")
+        elif m.name == "list":
+            c = k["c"]
+            listed = {t["taskId"] for t in call(rt.list(w.owner(c)))}
+            want = set()
+            if not pre.ended[c]:
+                want = {
+                    w.ids[x]
+                    for x in range(len(pre.ts))
+                    if pre.who[x] == c
+                    and pre.rev[x] == M.OLD
+                    and pre.ts[x] not in (M.NOTASK, M.GONE)
+                }
+            if listed != want:
+                out.append(f"tasks/list gave {len(listed)} tasks, the model {len(want)}")
+        elif m.name == "foreign":
+            x = pre.tab[k["k"]]
+            c = w.owner(k["c"])
+            coro = {M.GET: rt.get, M.RESULT: rt.answer, M.CANCEL: rt.cancel}[k["op"]](c, w.ids[x])
+            if refused(coro):
+                seen.add("foreign refused")
+            else:
+                out.append(f"{M.OPS[k['op']]} by c{k['c']} on another's task accepted")
+        sent = []
+        for x, tid in w.ids.items():
+            t = call(rt.state(w.owner(post.who[x]), tid))
+            if post.ts[x] == M.GONE:
+                if t:
+                    out.append(f"r{x}'s task is still stored")
+                continue
+            if not t:
+                out.append(f"r{x}'s task is gone")
+                continue
+            if t["st"] != STATUS[post.ts[x]]:
+                out.append(f"r{x}: {t['st']}, the model {STATUS[post.ts[x]]}")
+            running, creq = t["run"] == "1", t["creq"] == "1"
+            if running != bool(post.wrun[x]) or creq != bool(post.creq[x]):
+                out.append(f"r{x}: running {running}, cancel requested {creq}")
+            if pre.ts[x] not in (M.NOTASK, post.ts[x]):
+                sent.append((w.owner(post.who[x]), tid, STATUS[post.ts[x]]))
+        got = call(rig.messages())
+        if sorted(got) != sorted(sent):
+            out.append(f"status notifications {got}, the model {sent}")
+        if got:
+            seen.add("notified")
+        return out
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def rig():
+    from support.redis_workers import REDIS_SERVER, Redis
+
+    if not os.path.exists(REDIS_SERVER):
+        pytest.skip("redis-server is not installed")
+    server = Redis()
+    r = RedisRig(server.url)
+    yield r
+    r.close()
+    server.kill()
+
+
+def _redis_drive(rig: RedisRig, design: str, seen: set[str], **bounds: int) -> list[str]:
+    rig.run(rig.r.flushall())
+    return drive(
+        M.spec(design, **bounds), lambda: RedisWorld(rig), redis_step(seen), RedisWorld.copy
+    )
+
+
+def test_the_redis_store_agrees_with_fresh_bound_on_one_request(rig):
+    seen: set[str] = set()
+    assert _redis_drive(rig, "fresh-bound", seen, requests=1) == []
+    assert seen == {"get", "result", "cancel refused", "foreign refused", "notified"}
+
+
+@pytest.mark.slow
+def test_the_redis_store_agrees_with_fresh_bound_at_the_model_bounds(rig):
+    seen: set[str] = set()
+    assert _redis_drive(rig, "fresh-bound", seen) == []
+
+
+@pytest.mark.parametrize("design", ["not-sticky", "global", "result-once"])
+def test_the_redis_store_disagrees_with_a_mutant(rig, design):
+    assert _redis_drive(rig, design, set(), requests=1)
