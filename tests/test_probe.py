@@ -15,10 +15,6 @@ import pytest
 
 from mcp_inflight import probe as P
 
-#: one worker runs this module: its three servers and their probes (``probe_runs``, a module
-#: fixture) are then started once per test run, not once per worker
-pytestmark = pytest.mark.xdist_group("probe-servers")
-
 HERE = pathlib.Path(__file__).parent
 CAL = {
     "tool": "slow",

@@ -16,10 +16,6 @@ from mcp_inflight.model import tasks
 from mcp_inflight.proofs import small as checker
 from mcp_inflight.proofs.small import explore, prove, trace_text
 
-#: one worker runs this module, so its explorations (every design, shared through
-#: ``_explored``) are made once per test run, not once per worker
-pytestmark = pytest.mark.xdist_group("tasks-model")
-
 _EXPLORED: dict[str, checker.Explored] = {}
 
 
