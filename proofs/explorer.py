@@ -291,13 +291,16 @@ def drive(
     step: Callable[[W, Any, Move, Any], list[str]],
     copy: Callable[[W], W],
     stop_at: int = 1,
+    limit: int | None = None,
 ) -> list[str]:
     """Drive another implementation (the runtime) along every transition of ``spec``'s
     reachable space, breadth first: ``fresh()`` is its world in the initial state, ``step(world,
     pre, move, post)`` takes the move's counterpart in ``world`` (a copy of the world of the
     first run that reached ``pre``; the call may change it) and returns the disagreements
     it saw.  Stops after ``stop_at`` transitions with disagreements; returns them, each
-    prefixed with the run that led to it."""
+    prefixed with the run that led to it.  ``limit``: drive only the first ``limit``
+    transitions, in breadth-first order (the shortest runs first), for an implementation
+    whose steps are too slow for the whole space."""
     b = spec.logic()
     moves = list(spec.moves())
     init = spec.initial()
@@ -305,12 +308,16 @@ def drive(
     parent: dict[Any, Any] = {init: None}
     queue = deque([init])
     problems: list[str] = []
+    driven = 0
     while queue:
         s = queue.popleft()
         for m in moves:
             t = take(spec, s, m, b)
             if t is None:
                 continue
+            if limit is not None and driven >= limit:
+                return problems
+            driven += 1
             post = t[0]
             world = copy(worlds[s])
             seen = step(world, s, m, post)
