@@ -36,6 +36,18 @@ TASK_TTL = 1_800_000
 MAX_TTL = 3_600_000
 
 
+def _listed(pre, ids, c) -> set:
+    """The task ids ``tasks/list`` gives client ``c`` in the model's state ``pre``: its
+    2025-11-25 tasks that exist, none once its session has ended."""
+    if pre.ended[c]:
+        return set()
+    return {
+        ids[x]
+        for x in range(len(pre.ts))
+        if pre.who[x] == c and pre.rev[x] == M.OLD and pre.ts[x] not in (M.NOTASK, M.GONE)
+    }
+
+
 class World:
     def __init__(self) -> None:
         self.store = TaskStore(max_ttl_ms=MAX_TTL)
@@ -129,15 +141,7 @@ def step(seen: set[str]):
         elif m.name == "list":
             c = k["c"]
             listed = {t["taskId"] for t in st.list(owner(c))}
-            want = set()
-            if not pre.ended[c]:
-                want = {
-                    w.ids[x]
-                    for x in range(len(pre.ts))
-                    if pre.who[x] == c
-                    and pre.rev[x] == M.OLD
-                    and pre.ts[x] not in (M.NOTASK, M.GONE)
-                }
+            want = _listed(pre, w.ids, c)
             if listed != want:
                 out.append(f"tasks/list gave {len(listed)} tasks, the model {len(want)}")
         elif m.name == "foreign":
@@ -357,15 +361,7 @@ def redis_step(seen: set[str]):
         elif m.name == "list":
             c = k["c"]
             listed = {t["taskId"] for t in call(rt.list(w.owner(c)))}
-            want = set()
-            if not pre.ended[c]:
-                want = {
-                    w.ids[x]
-                    for x in range(len(pre.ts))
-                    if pre.who[x] == c
-                    and pre.rev[x] == M.OLD
-                    and pre.ts[x] not in (M.NOTASK, M.GONE)
-                }
+            want = _listed(pre, w.ids, c)
             if listed != want:
                 out.append(f"tasks/list gave {len(listed)} tasks, the model {len(want)}")
         elif m.name == "foreign":

@@ -243,10 +243,7 @@ def run(argv: list[str]) -> int:
     except records.CannotTest as exc:
         report = untested(args.url, str(exc))
     else:
-        recorded = report.pop("records")
-        if args.records:
-            with open(args.records, "w") as fh:
-                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+        _save_records(args, report)
     return _emit(args, report)
 
 
@@ -275,10 +272,7 @@ def _run_stdio(args: Any, command: list[str]) -> int:
         report = untested(t.name, str(exc))
         report["transport"] = "stdio"
     else:
-        recorded = report.pop("records")
-        if args.records:
-            with open(args.records, "w") as fh:
-                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+        _save_records(args, report)
     return _emit(args, report)
 
 
@@ -299,10 +293,7 @@ def _run_stateless(args: Any, t: Any, say: Any) -> int:
     except records.CannotTest as exc:
         report = dict(untested(args.url, str(exc)), revision=args.revision)
     else:
-        recorded = report.pop("records")
-        if args.records:
-            with open(args.records, "w") as fh:
-                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+        _save_records(args, report)
     return _emit(args, report)
 
 
@@ -323,11 +314,16 @@ def _run_tasks(args: Any, t: Any, say: Any) -> int:
     except records.CannotTest as exc:
         report = dict(untested(args.url, str(exc)), planned=list(records.TASK_SCENARIOS))
     else:
-        recorded = report.pop("records")
-        if args.records:
-            with open(args.records, "w") as fh:
-                json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
+        _save_records(args, report)
     return _emit(args, report)
+
+
+def _save_records(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Take the wire records out of ``report`` and write them to ``--records``, if given."""
+    recorded = report.pop("records")
+    if args.records:
+        with open(args.records, "w") as fh:
+            json.dump({"calibration": report["calibration"], "records": recorded}, fh, indent=1)
 
 
 def _emit(args: Any, report: Any) -> int:
