@@ -13,6 +13,12 @@ guards, outputs and effects with the concrete logic (``proofs/stepping.py``).  I
 * coverage: how often each action fired (an action that never fires is dead, and every
   property about it holds vacuously: the report fails such a run).
 
+``until`` names properties whose failure is all a caller wants to see (the sensitivity check:
+does this mutant still break what it must?).  The search then stops at the first breadth-first
+level after which each of them has failed, their traces still shortest ones; the run is marked
+incomplete, and every verdict it could not settle (a property not yet failed, a witness not yet
+reached, liveness) reads ``not judged``.
+
 A failure comes back as a trace: the moves from the initial state, each with its story and only
 the variables it changed.  :func:`drive` walks another implementation (the runtime) along every
 transition, for agreement tests; :func:`transitions` and :func:`path_to` give the space's
@@ -100,8 +106,15 @@ class Explored:
         }
 
 
-def explore(spec: Spec, max_states: int = 2_000_000) -> Explored:
-    """Every reachable state of ``spec``, breadth first (see the module text)."""
+#: the verdict of a property an early-stopped run (``until``) could not settle
+NOT_JUDGED = "not judged"
+
+
+def explore(
+    spec: Spec, max_states: int = 2_000_000, until: Iterable[str] | None = None
+) -> Explored:
+    """Every reachable state of ``spec``, breadth first (see the module text); with ``until``,
+    only until each property it names has failed."""
     t0 = time.perf_counter()
     b = spec.logic()
     res = Explored(spec)
@@ -121,6 +134,8 @@ def explore(spec: Spec, max_states: int = 2_000_000) -> Explored:
     depth = [0]
     preds: list[list[int]] = [[]]
     goal: dict[str, list[bool]] = {p.name: [] for p in live}
+    wanted = _stoppable(spec, until)
+    stopped = False
 
     def judge_state(n: int, s: Any) -> None:
         bad = out_of_range(spec, s)
@@ -138,8 +153,14 @@ def explore(spec: Spec, max_states: int = 2_000_000) -> Explored:
 
     judge_state(0, init)
     queue = deque([0])
+    level_end = 0  # the last state of the level being expanded
     while queue:
         n = queue.popleft()
+        if n > level_end:
+            if wanted is not None and wanted <= failed.keys():
+                stopped = True
+                break
+            level_end = len(states) - 1
         s = states[n]
         for m, guard, effect, output, kw in table:
             if not guard(b, s, **kw):
@@ -175,6 +196,7 @@ def explore(spec: Spec, max_states: int = 2_000_000) -> Explored:
     res.states = len(states)
     res.depth = max(depth)
     res.coverage = coverage
+    res.complete = res.complete and not stopped
 
     def trace(n: int, last: tuple[Any, Any, Any, Any] | None = None) -> list[dict[str, Any]]:
         tr = _trace(spec, states, parent, n)
@@ -185,7 +207,9 @@ def explore(spec: Spec, max_states: int = 2_000_000) -> Explored:
 
     for p in spec.props + spec.aux:
         key = p.name if p in spec.props else "aux:" + p.name
-        if p.kind in ("sometimes", "happens"):
+        if stopped and p.name not in failed and p.name not in reached:
+            res.verdicts[key] = NOT_JUDGED
+        elif p.kind in ("sometimes", "happens"):
             res.verdicts[key] = "reached" if p.name in reached else "not reached"
             if p.name in reached:
                 res.traces[key] = trace(reached[p.name][0], reached[p.name])
@@ -204,6 +228,21 @@ def explore(spec: Spec, max_states: int = 2_000_000) -> Explored:
         res.traces["range"] = trace(failed["range"][0])
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _stoppable(spec: Spec, until: Iterable[str] | None) -> set[str] | None:
+    """The properties an early stop waits for, or None when the run must be whole: no
+    ``until``, or one of them is liveness (judged only on the whole graph)."""
+    if until is None:
+        return None
+    names = set(until)
+    kinds = {p.name: p.kind for p in spec.props}
+    unknown = sorted(names - kinds.keys())
+    if unknown:
+        raise ValueError(f"until names no property of {spec.model}: {', '.join(unknown)}")
+    if not names or any(kinds[n] == "liveness" for n in names):
+        return None
+    return names
 
 
 def _trace(

@@ -246,6 +246,36 @@ def test_a_property_nothing_breaks_is_untested(monkeypatch):
     assert "BROKEN_BY" in cells[0].message
 
 
+@pytest.mark.parametrize("design", ["derived-ids", "not-sticky", "global"])
+def test_a_search_stopped_once_its_properties_fail_finds_the_same_shortest_traces(design):
+    from mcp_inflight.model import tasks as T
+    from mcp_inflight.proofs.explorer import NOT_JUDGED, explore
+
+    spec = T.spec(design)
+    targets = [p for p, es in T.BROKEN_BY.items() if design in es]
+    whole = explore(spec)
+    early = explore(spec, until=targets)
+    assert targets and early.states < whole.states and not early.complete and not early.ok
+    for name in targets:
+        assert early.verdicts[name] == whole.verdicts[name] == "fails"
+        assert early.traces[name] == whole.traces[name]
+    # what the stopped search could not settle is said so, never "holds"
+    assert "holds" not in early.verdicts.values()
+    unsettled = [k for k, v in whole.verdicts.items() if v == "holds"]
+    assert unsettled and all(early.verdicts[k] == NOT_JUDGED for k in unsettled)
+
+
+def test_a_search_that_waits_for_liveness_runs_whole():
+    from mcp_inflight.proofs.explorer import explore
+
+    spec = L.spec("ignore-lost")
+    live = [p.name for p in spec.props if p.kind == "liveness"]
+    assert live
+    assert explore(spec, until=live[:1]).complete
+    with pytest.raises(ValueError, match="no property"):
+        explore(spec, until=["no_such_property"])
+
+
 def test_the_sensitivity_table_is_in_the_text_the_json_and_the_junit_file(tmp_path):
     junit = tmp_path / "s.xml"
     p = check("--model", "resume", "--junit-xml", str(junit), "--json")
