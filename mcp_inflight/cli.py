@@ -7,8 +7,9 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_inflight import __version__
 from mcp_inflight.cli_common import (
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from mcp_inflight.proofs.outcome import Cell
 
 __all__ = ["main", "build_parser", "whole_number", "writable_file"]
+
+T = TypeVar("T")
 
 
 # Subcommands with their own parser, in their own module: name -> (module, help).
@@ -367,84 +370,37 @@ def cmd_check(args: argparse.Namespace) -> int:
     cells = []
     results = proofs = None
     sym_cells: list = []
-    if "session" in plan:
-        cfgs = _runs(args, plan["session"])
-        # --no-symmetry: no reduction anywhere (the explorer's, the bounded search's id order)
-        symmetric = [False] * len(cfgs)
-        if not args.no_symmetry:
-            from mcp_inflight.proofs import symmetry
+    rules: list[Any] = []
+    sens: list[Any] = []
+    with ExitStack() as stack:
+        # the declared models are checked in a process of their own while the session's runs
+        # use this one and their own pools: the two share nothing but the cache on disk
+        declared = (
+            _beside(stack, _declared_sections, args, plan, bounds, cache)
+            if any(m != "session" for m in plan)
+            else None
+        )
+        if "session" in plan:
+            from mcp_inflight.proofs import discipline
+            from mcp_inflight.proofs.outcome import session_cells
 
-            checked = symmetry.checked_all(cfgs, cache, jobs=min(2, os.cpu_count() or 1))
-            symmetric = [r.ok for r in checked]
-            sym_cells = [symmetry.cell(c, r) for c, r in zip(cfgs, checked, strict=True)]
-        if not args.no_explore:
-            from mcp_inflight.proofs.explore import explore_many
-            from mcp_inflight.proofs.progress import Display
+            cfgs = _runs(args, plan["session"])
+            results, proofs, sym_cells = _session_section(args, cfgs, cache)
+            cells += session_cells(results, proofs) + sym_cells
+            rules = [discipline.session(c) for c in cfgs]
+            if not args.no_sensitivity and not args.no_explore:
+                from mcp_inflight.proofs.sensitivity import sensitivity
 
-            results = explore_many(
-                cfgs,
-                symmetry=symmetric,
-                max_states=args.max_states,
-                progress=False if args.no_progress else Display(sys.stderr),
-                engine=args.engine,
-                liveness=_liveness(args),
-            )
-        if not args.no_prove:
-            from mcp_inflight.proofs.prove import prove_all
+                sens = sensitivity(["session"], cache)
+        lease, paths, their_rules, their_sens = declared() if declared else (None, None, [], [])
+    from mcp_inflight import cli_lease, cli_small
 
-            proofs = prove_all(
-                cfgs,
-                depth=args.depth,
-                timeout=args.timeout,
-                budget=args.budget,
-                jobs=min(2, os.cpu_count() or 1),
-                progress=not args.json and sys.stderr.isatty(),
-                cache=cache,
-                symmetric=symmetric,
-            )
-        from mcp_inflight.proofs.outcome import session_cells
-
-        cells += session_cells(results, proofs) + sym_cells
-    lease = None
-    if "lease" in plan:
-        from mcp_inflight import cli_lease
-
-        lease = cli_lease.check_section(cache, plan["lease"], not args.no_prove, bounds)
+    if lease is not None:
         cells += cli_lease.cells(lease)
-    paths = None
-    small = {m: d for m, d in plan.items() if m in SMALL}
-    if small:
-        from mcp_inflight import cli_small
-
-        paths = cli_small.check_section(cache, small, not args.no_prove, bounds)
-        cells += [c for r in paths for c in r.cells]
-    from mcp_inflight.proofs import discipline
-
-    rules = []
-    if "session" in plan:
-        rules += [discipline.session(c) for c in cfgs]
-    if "lease" in plan:
-        from mcp_inflight import cli_lease
-        from mcp_inflight.model import lease as L
-
-        at = cli_lease.config(bounds)
-        rules += [
-            discipline.lease(L.Config(L.DESIGNS[d], at.workers, at.requests, at.ids))
-            for d in plan["lease"]
-        ]
-    for m, designs in small.items():
-        from mcp_inflight import cli_small
-
-        spec = importlib.import_module(f"mcp_inflight.model.{m}").spec
-        mine = cli_small.bounds_of(m, bounds)
-        rules += [discipline.small(spec(d, **mine)) for d in designs]
-    cells += rules
-    sens = []
-    if not args.no_sensitivity and not args.no_explore:
-        from mcp_inflight.proofs.sensitivity import sensitivity
-
-        sens = sensitivity(plan, cache)
-        cells += sens
+    cells += [c for r in paths or () for c in r.cells]
+    rules += their_rules
+    sens += their_sens
+    cells += rules + sens
     from mcp_inflight.proofs.outcome import ok as all_passed
 
     ok = all_passed(cells)
@@ -495,6 +451,102 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.junit_xml:
         report.write_junit_cells(args.junit_xml, cells)
     return 0 if ok else 1
+
+
+def _session_section(
+    args: argparse.Namespace, cfgs: list[Config], cache: str
+) -> tuple[Any, Any, list[Any]]:
+    """The session model's runs: the symmetry check, then the explorer and the prover (each
+    spread over worker processes); returns (explored, proved, symmetry cells)."""
+    # --no-symmetry: no reduction anywhere (the explorer's, the bounded search's id order)
+    symmetric = [False] * len(cfgs)
+    sym_cells: list[Any] = []
+    results = proofs = None
+    if not args.no_symmetry:
+        from mcp_inflight.proofs import symmetry
+
+        checked = symmetry.checked_all(cfgs, cache, jobs=min(2, os.cpu_count() or 1))
+        symmetric = [r.ok for r in checked]
+        sym_cells = [symmetry.cell(c, r) for c, r in zip(cfgs, checked, strict=True)]
+    if not args.no_explore:
+        from mcp_inflight.proofs.explore import explore_many
+        from mcp_inflight.proofs.progress import Display
+
+        results = explore_many(
+            cfgs,
+            symmetry=symmetric,
+            max_states=args.max_states,
+            progress=False if args.no_progress else Display(sys.stderr),
+            engine=args.engine,
+            liveness=_liveness(args),
+        )
+    if not args.no_prove:
+        from mcp_inflight.proofs.prove import prove_all
+
+        proofs = prove_all(
+            cfgs,
+            depth=args.depth,
+            timeout=args.timeout,
+            budget=args.budget,
+            jobs=min(2, os.cpu_count() or 1),
+            progress=not args.json and sys.stderr.isatty(),
+            cache=cache,
+            symmetric=symmetric,
+        )
+    return results, proofs, sym_cells
+
+
+def _declared_sections(
+    args: argparse.Namespace, plan: dict[str, list[str]], bounds: dict[str, int], cache: str
+) -> tuple[Any, Any, list[Any], list[Any]]:
+    """Every model of ``plan`` but the session: the lease and small-model sections, their
+    rule discipline and their sensitivity; returns (lease, small models, discipline cells,
+    sensitivity cells)."""
+    from mcp_inflight.proofs import discipline
+
+    lease = paths = None
+    rules: list[Any] = []
+    if "lease" in plan:
+        from mcp_inflight import cli_lease
+        from mcp_inflight.model import lease as L
+
+        lease = cli_lease.check_section(cache, plan["lease"], not args.no_prove, bounds)
+        at = cli_lease.config(bounds)
+        rules += [
+            discipline.lease(L.Config(L.DESIGNS[d], at.workers, at.requests, at.ids))
+            for d in plan["lease"]
+        ]
+    small = {m: d for m, d in plan.items() if m in SMALL}
+    if small:
+        from mcp_inflight import cli_small
+
+        paths = cli_small.check_section(cache, small, not args.no_prove, bounds)
+        for m, designs in small.items():
+            spec = importlib.import_module(f"mcp_inflight.model.{m}").spec
+            mine = cli_small.bounds_of(m, bounds)
+            rules += [discipline.small(spec(d, **mine)) for d in designs]
+    sens: list[Any] = []
+    others = [m for m in plan if m != "session"]
+    if not args.no_sensitivity and not args.no_explore and others:
+        from mcp_inflight.proofs.sensitivity import sensitivity
+
+        sens = sensitivity(others, cache)
+    return lease, paths, rules, sens
+
+
+def _beside(stack: ExitStack, fn: Callable[..., T], *fargs: Any) -> Callable[[], T]:
+    """Start ``fn(*fargs)`` in a forked process (kept to ``stack``'s block, stopped with it) and
+    return what waits for its result; where fork is missing, or on one core, the call runs
+    when its result is asked for."""
+    import multiprocessing as mp
+
+    if (os.cpu_count() or 1) < 2 or "fork" not in mp.get_all_start_methods():
+        return lambda: fn(*fargs)
+    from mcp_inflight.proofs.pool import worker_pool
+
+    pool = stack.enter_context(worker_pool(1, mp.get_context("fork")))
+    fut = pool.submit(fn, *fargs)
+    return fut.result
 
 
 def _summary_line(cells: Iterable[Cell]) -> str:

@@ -204,12 +204,41 @@ def _states(cfg: Config, limit: int, cut: list[bool]) -> Iterator[Any]:
 
 
 def check(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
-    """Check that ``cfg``'s rules and properties commute with every renaming (module text)."""
+    """Check that ``cfg``'s rules and properties commute with every renaming (module text).
+
+    A renamed reachable state is itself reachable, so most states are met twice, as a state
+    of the search and as another's renaming: each state's relaxed moves and property
+    verdicts are computed once and kept for the run."""
     b = backend(cfg)
     gens = generators(cfg)
     props = _properties(cfg)
     state_props = [p for p in props if p.scope == "state"]
     step_props = [p for p in props if p.scope == "step"]
+    ms = list(moves(cfg))
+    at = {m: k for k, m in enumerate(ms)}
+    renamed = [[at[rename_move(m, pi)] for m in ms] for pi in gens]
+    relaxed: dict[Any, list[Transition | None]] = {}
+    judged: dict[Any, list[bool]] = {}
+    judged_steps: dict[tuple[Any, int], list[bool]] = {}
+
+    def steps_of(s: Any) -> list[Transition | None]:
+        found = relaxed.get(s)
+        if found is None:
+            found = relaxed[s] = [_relaxed(cfg, s, m, b) for m in ms]
+        return found
+
+    def verdicts_of(s: Any) -> list[bool]:
+        found = judged.get(s)
+        if found is None:
+            found = judged[s] = [_judge(p, b, cfg, None, s) for p in state_props]
+        return found
+
+    def step_verdicts_of(s: Any, k: int, t: Transition) -> list[bool]:
+        found = judged_steps.get((s, k))
+        if found is None:
+            found = judged_steps[s, k] = [_judge(p, b, cfg, t, None) for p in step_props]
+        return found
+
     count, cut = 0, [False]
     for s in _states(cfg, limit, cut):
         count += 1
@@ -217,16 +246,18 @@ def check(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
         if apart is not None:
             rule = f"slot order (unsent slot {apart} differs from its initial value)"
             return SymmetryResult(cfg.label, count, False, Broken(rule, "-", s, "-"))
-        mine = [(m, _relaxed(cfg, s, m, b)) for m in moves(cfg)]
-        for pi in gens:
+        mine = steps_of(s)
+        for g, pi in enumerate(gens):
             ps = rename_state(cfg, s, pi)
-            for p in state_props:
-                if _judge(p, b, cfg, None, s) != _judge(p, b, cfg, None, ps):
+            for p, v, w in zip(state_props, verdicts_of(s), verdicts_of(ps), strict=True):
+                if v != w:
                     return SymmetryResult(
                         cfg.label, count, False, Broken(f"property {p.name}", str(pi), s, "-")
                     )
-            for m, t in mine:
-                u = _relaxed(cfg, ps, rename_move(m, pi), b)
+            theirs = steps_of(ps)
+            for k, t in enumerate(mine):
+                m = ms[k]
+                u = theirs[renamed[g][k]]
                 where = None
                 if (t is None) != (u is None):
                     where = f"the guard of {m.action.name}"
@@ -236,8 +267,12 @@ def check(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
                     elif _rename_out(t.out, pi) != u.out:
                         where = f"the output of {m.action.name}"
                     else:
-                        for p in step_props:
-                            if _judge(p, b, cfg, t, None) != _judge(p, b, cfg, u, None):
+                        here, there = (
+                            step_verdicts_of(s, k, t),
+                            step_verdicts_of(ps, renamed[g][k], u),
+                        )
+                        for p, v, w in zip(step_props, here, there, strict=True):
+                            if v != w:
                                 where = f"property {p.name}"
                                 break
                 if where is not None:

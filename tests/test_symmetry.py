@@ -49,6 +49,28 @@ def test_a_rule_that_treats_one_id_differently_is_named(id_one_unguarded):
     assert "ids 0->1, 1->0" in res.broken.text()
 
 
+@pytest.mark.parametrize("scope", ["state", "step"])
+def test_a_property_that_treats_one_id_differently_is_named(scope, monkeypatch):
+    from dataclasses import replace
+
+    from mcp_inflight.model import properties as P
+
+    # an invariant (or a step property) that holds everywhere but tells id 1 apart: it reads
+    # "true" on a state where id 1 is in flight and "false" where only id 0 is
+    if scope == "state":
+        fn = lambda b, s, c: b.Or(s.inflight[1] != NONE, s.inflight[0] == NONE)  # noqa: E731
+    else:
+        fn = lambda b, pre, post, c, a, r, i, out: b.Or(  # noqa: E731
+            post.inflight[1] != NONE, post.inflight[0] == NONE
+        )
+    odd = replace(P.PROPERTIES[0], name="id_one_special", scope=scope, fn=fn)
+    monkeypatch.setattr(symmetry, "PROPERTIES", (*P.PROPERTIES, odd))
+    res = symmetry.check(CFG, limit=1500)
+    assert not res.ok and res.broken is not None
+    assert res.broken.rule == "property id_one_special"
+    assert "ids 0->1, 1->0" in res.broken.text()
+
+
 def test_renaming_is_a_bijection_on_states():
     b = step.backend(CFG)
     s = step.start(CFG)
