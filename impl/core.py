@@ -13,6 +13,14 @@ default) runs Python generated once per profile from those functions (``impl/gen
 ``tests/test_core.py`` checks that both agree with the model on explored state spaces and runs
 the side-by-side state machine on both.
 
+One module on purpose, though longer than the project's modules usually are: all of it is the
+one mapping from the model's actions to the calls an adapter makes, namely the admission API
+below, the runtime form of the model's state that those actions read and write, and the
+binding of the two engines that run them.  The parts keep each other's invariants (instance
+numbers never reused, so identity comparisons stay sound; a write of a field's default deletes
+the entry, so the tables hold only what is live).  Its code is about 400 lines; the rest is
+this text, the API's and blank lines.
+
 The admission API (stable; other adapters build on it)
 -------------------------------------------------------
 ::

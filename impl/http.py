@@ -1,7 +1,9 @@
 """Streamable HTTP as a plain ASGI callable over the session core (run it with uvicorn).
 
-A reader follows one POST from headers to response here: the routing, the sessions, the
-streams and every status code.  What a request must pass before a session sees it (headers
+A reader follows one POST from headers to response here: the routing, the sessions and every
+status code.  How an admitted request's stream is written to its connection (and what a dropped
+or slow connection does to it) is :mod:`.http_writer`, a base class of the app; the default
+session store, sessions in this process, is :mod:`.memory_sessions`.  What a request must pass before a session sees it (headers
 given once, content negotiation, Host and Origin, the body's size and time bounds) is
 :mod:`.http_checks`, verdicts on the request's bytes and the app's options alone.
 
@@ -57,15 +59,10 @@ timeout waiting for them.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import secrets
-from collections.abc import Coroutine
 from typing import Any
 
-from . import sse
-from .asgi_types import ASGIApp, Receive, Scope, Send
-from .events import EventStore, MemoryEventStore, ReplayRefused
+from .asgi_types import Receive, Scope, Send
+from .events import EventStore, MemoryEventStore
 from .http_checks import (
     LOOPBACK,
     SINGLE,
@@ -76,16 +73,14 @@ from .http_checks import (
     accepts_post,
     is_json,
 )
+from .http_writer import MODERN_ERROR_STATUS, StreamWriting, error_status
+from .memory_sessions import MemorySessions
 from .messages import (
     HANDSHAKE_VERSIONS,
     HEADER_MISMATCH,
-    INVALID_PARAMS,
     INVALID_REQUEST,
     LEGACY,
-    METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
     MODERN,
-    PARSE_ERROR,
     PROTOCOL_VERSION_META_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
     Kind,
@@ -93,53 +88,31 @@ from .messages import (
     error_reply,
     parse,
 )
-from .server import Answered, Refused, Running, Server, Session
-from .stores import Host, SessionLookup, SessionStore
+from .server import Refused, Running, Server, Session
+from .stores import SessionStore
 from .streams import (
     MAX_STREAM_BUFFER,
     SERVER_BUSY,
-    SSE_HEADERS,
     HttpSession,
     StreamOutlet,
-    attached,
-    error_response,
     json_body,
-    reply,
-    sse_event,
 )
 
-log = logging.getLogger("mcp_inflight.http")
+__all__ = [
+    "LOOPBACK",
+    "MODERN_ERROR_STATUS",
+    "SERVER_BUSY",
+    "App",
+    "MemorySessions",
+    "create_app",
+]
 
-__all__ = ["LOOPBACK", "MODERN_ERROR_STATUS", "SERVER_BUSY", "App", "create_app"]
-
-
-#: 2026-07-28: the HTTP status of a request answered by a JSON-RPC error alone (other codes: 200).
-#: The transport spec (basic/transports/streamable-http): -32601 is 404; -32020, -32022 and
-#: -32021 are 400.  The conformance suite (SEP-2575 checks): a request whose ``_meta`` the
-#: schema rejects (-32602) is 400.  The official ``mcp`` 2.3.0 server uses the same table.
-MODERN_ERROR_STATUS: dict[Any, int] = {
-    PARSE_ERROR: 400,
-    INVALID_REQUEST: 400,
-    INVALID_PARAMS: 400,
-    HEADER_MISMATCH: 400,
-    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-    UNSUPPORTED_PROTOCOL_VERSION: 400,
-    METHOD_NOT_FOUND: 404,
-}
 
 #: the name earlier releases gave the POST stream (kept for callers of this module)
 _Outlet = StreamOutlet
 
 
-def _error_status(msg: dict[str, Any]) -> int | None:
-    """The 2026-07-28 HTTP status of ``msg`` if it is a JSON-RPC error with a mapped code."""
-    err = msg.get("error") if "result" not in msg else None
-    if isinstance(err, dict):
-        return MODERN_ERROR_STATUS.get(err.get("code"))
-    return None
-
-
-class App:
+class App(StreamWriting):
     """The ASGI app; see the module text.
 
     Resource bounds (each a keyword of :func:`create_app`; ``None`` turns a bound off):
@@ -240,9 +213,6 @@ class App:
             self._left.add(s)
 
     # --- plumbing -------------------------------------------------------------------------
-    _reply = staticmethod(reply)
-    _error = staticmethod(error_response)
-
     async def _unsupported(self, send: Send, version: Any, rid: Any = None) -> None:
         await self._error(
             send,
@@ -341,7 +311,7 @@ class App:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _expired(self, s: HttpSession, now: float) -> bool:
+    def expired(self, s: HttpSession, now: float) -> bool:
         return (
             self.session_idle_timeout is not None
             and now - s.seen > self.session_idle_timeout
@@ -354,7 +324,7 @@ class App:
         if self.session_idle_timeout is None or now < self._next_sweep:
             return
         self._next_sweep = now + min(1.0, self.session_idle_timeout)
-        for s in [s for s in self.sessions.values() if self._expired(s, now)]:
+        for s in [s for s in self.sessions.values() if self.expired(s, now)]:
             self.end_session(s)
 
     def end_session(self, s: HttpSession) -> None:
@@ -480,176 +450,8 @@ class App:
             return await self._reply(send, 202, b"", extra)
         modern = session.revision == MODERN
         return await self._reply(
-            send, (modern and _error_status(value)) or 200, json_body(value), extra
+            send, (modern and error_status(value)) or 200, json_body(value), extra
         )
-
-    async def start_stream(
-        self,
-        session: Any,
-        handle: Any,
-        outlet: StreamOutlet,
-        receive: Receive,
-        send: Send,
-        extra: Any = (),
-    ) -> Any:
-        """An admitted request's POST stream, owned by this connection: one body when the
-        handler answers in its first step, else SSE as the handler writes."""
-        modern = session.revision == MODERN
-        token = outlet.owner = object()  # this connection, as the stream's owner
-        if outlet.keep is not None:  # kept: a priming event, and resumable until its end
-            outlet.prime(self.retry_ms)
-            session.live[outlet.stream] = outlet
-        try:
-            await asyncio.sleep(0)  # let the handler take its first step
-            if outlet.done:  # it has already answered: one body, no stream to watch
-                items = outlet.items
-                status = _error_status(items[0]) if modern and len(items) == 1 else None
-                if status:
-                    return await self._reply(send, status, json_body(items[0]), extra)
-                body = b"".join([sse_event(m) for m in items])
-                return await self._reply(send, 200, body, extra, ctype=SSE_HEADERS)
-        except (OSError, asyncio.CancelledError):  # the client went away, or the server stops
-            self._dropped(session, handle, outlet, token)
-            raise
-        # the headers go now: a client waits for them with a read timeout, and a handler may
-        # be silent for long before its first message
-        await self.pump(session, handle, outlet, token, receive, send, SSE_HEADERS + list(extra))
-
-    async def pump(
-        self,
-        session: Any,
-        handle: Any,
-        outlet: StreamOutlet,
-        token: object,
-        receive: Receive,
-        send: Send,
-        headers: list[tuple[bytes, bytes]],
-        first: bytes = b"",
-    ) -> Any:
-        """Own ``outlet`` on this connection: send the headers (and ``first``, a replay), then
-        each message as it comes, until the stream ends, the connection drops, or (a kept
-        stream) another connection resumes the stream."""
-        loop = asyncio.get_running_loop()
-        watcher = loop.create_task(self._watch(session, handle, outlet, token, receive))
-        writer = asyncio.current_task()
-        assert writer is not None
-        cut = False
-
-        def cut_off() -> None:  # the reader is too slow: this connection ends as a closed stream
-            nonlocal cut
-            if outlet.owner is token or outlet.keep is None:
-                cut = True
-                self.slow_readers_cut += 1
-                writer.cancel()
-
-        outlet.limit = self.max_stream_buffer
-        outlet.cut = cut_off
-        try:
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            if first:
-                await send({"type": "http.response.body", "body": first, "more_body": True})
-            while True:
-                if not outlet.items and not outlet.done and outlet.owner is token:
-                    wake = outlet.wake = loop.create_future()
-                    await wake
-                    if outlet.wake is wake:
-                        outlet.wake = None
-                if outlet.broken:
-                    return
-                if outlet.owner is not token:  # detached, or resumed on another connection
-                    try:
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    except OSError:
-                        pass
-                    return
-                items = outlet.take()
-                last = outlet.done and not outlet.items
-                chunk = b"".join(sse_event(m) for m in items)
-                await send({"type": "http.response.body", "body": chunk, "more_body": not last})
-                if last:
-                    return
-        except (OSError, asyncio.CancelledError):  # the client went away, or the server stops
-            self._dropped(session, handle, outlet, token)
-            if cut and writer.uncancel() == 0:
-                # cut off: the response is left unfinished, so the server closes the connection
-                log.warning(
-                    "a stream's reader was too slow (over %d bytes queued): cut off",
-                    self.max_stream_buffer,
-                )
-                return
-            raise
-        finally:
-            if outlet.cut is cut_off:
-                outlet.cut = None
-            watcher.cancel()
-
-    def _dropped(self, session: Any, handle: Any, outlet: StreamOutlet, token: object) -> None:
-        """The connection ``token`` that wrote ``outlet`` went away before the stream's end.
-        Without a store the stream is broken (the core's ``close``: its later messages are
-        dropped).  With one, and on 2025-11-25, a disconnect is not a cancel and the stream is
-        not lost: it is detached, its handler goes on, and what it sends is kept for a resume.
-        A handler left running without its connection is *detached*: bounded in number and in
-        time (:meth:`_detach`)."""
-        if outlet.done:
-            return
-        if outlet.keep is not None:
-            if outlet.owner is token:
-                outlet.owner = None
-                outlet.take()  # all of it is kept: a resume replays it from the store
-                outlet.wake_writer()
-                self._detach(session, outlet)
-            return
-        if not outlet.broken:
-            outlet.broken = True
-            outlet.wake_writer()
-            session.closed(handle)
-            self._detach(session, outlet)
-
-    def _detach(self, session: Any, outlet: StreamOutlet) -> None:
-        """``outlet``'s handler runs on with no connection.  Once ``max_detached`` handlers are
-        detached in this process, the next one is cancelled at once; a detached handler still
-        running ``detached_timeout`` seconds later is cancelled then.  Either way the request
-        ends as a cancelled handler does (the core's ``finish``), and its id is free again."""
-        handle = next((h for h in session.tasks if h.data is outlet), None)
-        if handle is None or outlet.on_close is not None:
-            return  # no handler runs (or it is already counted)
-        _, ctx = session.tasks[handle]
-        if ctx.cancelled.is_set():
-            return  # cancelled by the closed stream (2026-07-28): it ends on its own
-        detached = self.detached
-        if self.max_detached is not None and len(detached) >= self.max_detached:
-            self.detached_cancelled += 1
-            session._cancel_handler(handle)
-            return
-        timer = None
-        if self.detached_timeout is not None:
-            timer = asyncio.get_running_loop().call_later(
-                self.detached_timeout, self._expire_detached, session, handle, outlet
-            )
-        detached[outlet] = timer
-
-        def released(o: Any) -> None:
-            t = detached.pop(o, None)
-            if t is not None:
-                t.cancel()
-
-        outlet.on_close = released
-
-    def _expire_detached(self, session: Any, handle: Any, outlet: StreamOutlet) -> None:
-        self.detached.pop(outlet, None)
-        outlet.on_close = None
-        if handle in session.tasks:
-            self.detached_cancelled += 1
-            session._cancel_handler(handle)
-
-    async def _watch(
-        self, session: Any, handle: Any, outlet: StreamOutlet, token: object, receive: Receive
-    ) -> None:
-        while True:
-            m = await receive()
-            if m["type"] == "http.disconnect":
-                self._dropped(session, handle, outlet, token)
-                return
 
     async def too_many_sessions(self, send: Send, rid: Any) -> Any:
         """``initialize`` beyond ``max_sessions``: 503 with ``Retry-After``."""
@@ -674,46 +476,6 @@ class App:
             return
         return await self.standalone_stream(session, receive, send)
 
-    async def standalone_stream(
-        self, session: Any, receive: Receive, send: Send, first: bytes = b"", name: Any = None
-    ) -> Any:
-        if session.standalone is not None:
-            return await self._error(
-                send, 409, -32600, "Conflict: this session already has a standalone stream"
-            )
-        loop = asyncio.get_running_loop()
-        closer = session.standalone = loop.create_future()
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            if not closer.done():
-                closer.set_result(None)
-
-        watcher = loop.create_task(watch())
-        try:
-            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-            if session.store is not None and name is None:  # a new stream: its priming event
-                eid = session.keep(session.standalone_name(), b"")
-                first = sse.encode(b"", id=eid, retry=self.retry_ms)
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": first or b": stream open\n\n",
-                    "more_body": True,
-                }
-            )
-            await closer
-            try:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-            except OSError:
-                pass
-        finally:
-            watcher.cancel()
-            if session.standalone is closer:
-                session.standalone = None
-            session.seen = loop.time()
-
     async def _delete(self, send: Send, headers: Headers) -> Any:
         session, err = await self.store.find(headers)
         if err is not None or session is None:
@@ -721,113 +483,6 @@ class App:
             return await self._error(send, err[0], -32600, err[1])
         await self.store.delete(session)
         return await self._reply(send, 200)
-
-
-class MemorySessions:
-    """The default session store: 2025-11-25 sessions in this process (the app's ``sessions``),
-    resumable streams in the app's event store.  See :class:`.stores.SessionStore`."""
-
-    app: App
-
-    def attach(self, app: Host) -> None:
-        assert isinstance(app, App)  # this store reads the app's own expiry
-        self.app = app
-
-    def wrap(self, inner: ASGIApp) -> ASGIApp:
-        return inner
-
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        for s in list(self.app.sessions.values()):
-            self.app.end_session(s)
-
-    async def find(self, headers: Headers) -> SessionLookup:
-        """(session, None) or (None, (status, message))."""
-        sid = headers.get(b"mcp-session-id")
-        if sid is None:
-            return None, (400, "Bad Request: Mcp-Session-Id header is required")
-        s = self.app.sessions.get(sid.decode("latin-1"))
-        if s is None:
-            return None, (404, "Session not found")
-        now = asyncio.get_running_loop().time()
-        if self.app._expired(s, now):
-            self.app.end_session(s)
-            return None, (404, "Session not found")
-        s.seen = now
-        return s, None
-
-    async def initialize(self, msg: dict[str, Any], send: Send) -> None:
-        app = self.app
-        now = asyncio.get_running_loop().time()
-        app.sweep(now)
-        if app.max_sessions is not None and len(app.sessions) >= app.max_sessions:
-            for s in [s for s in app.sessions.values() if app._expired(s, now)]:
-                app.end_session(s)
-            if len(app.sessions) >= app.max_sessions:
-                return await app.too_many_sessions(send, msg["id"])
-        sid = secrets.token_urlsafe(24)
-        session = HttpSession(app.server, sid, app.event_store)
-        session.seen = now
-        arrival = session.request(msg, StreamOutlet())
-        if isinstance(arrival, Answered):
-            value = arrival.reply
-            if value is not None and "result" in value:
-                app.sessions[sid] = session  # a session exists only once initialize succeeded
-                headers = [(b"mcp-session-id", sid.encode())]
-                return await reply(send, 200, json_body(value), headers)
-            return await reply(send, 200, json_body(value))
-        assert isinstance(arrival, Refused)  # initialize is answered at once, never run
-        return await reply(send, 409, json_body(error_reply(None, arrival.error)))
-
-    def request(
-        self, session: Any, msg: dict[str, Any], receive: Receive, send: Send
-    ) -> Coroutine[Any, Any, None]:
-        # the app's request path itself (awaited by the app), not a coroutine around it
-        return self.app.run_request(session, msg, receive, send, ())
-
-    async def notification(self, session: Any, msg: dict[str, Any]) -> None:
-        session.notification(msg)
-
-    async def answer(self, session: Any, msg: dict[str, Any]) -> None:
-        session.response(msg)
-
-    async def resume(self, session: Any, last: Any, receive: Receive, send: Send) -> bool:
-        if session.store is None:  # no event store: Last-Event-ID is ignored
-            return False
-        await self._replay(session, last, receive, send)
-        return True
-
-    async def _replay(self, session: Any, last_event_id: Any, receive: Receive, send: Send) -> Any:
-        """GET with ``Last-Event-ID``: that id's stream only.  The events after the id are
-        written first, then (while the stream has not ended) its later events as they come, on
-        this connection, which becomes the stream's owner.  The replay is read and the stream
-        attached in one step of the event loop, so no event is both replayed and queued."""
-        try:
-            stream, events = session.store.replay(session.sid, last_event_id)
-        except ReplayRefused as e:
-            return await error_response(send, 400, INVALID_REQUEST, f"Bad Request: {e}")
-        first = b"".join(sse.encode(d, id=eid) for eid, d in events)
-        outlet = session.live.get(stream)
-        if stream.startswith("g"):  # the standalone stream: nothing was ever written on it
-            return await self.app.standalone_stream(session, receive, send, first, stream)
-        if outlet is None or outlet.done:  # the stream has ended: what was kept, then the end
-            return await reply(send, 200, first, ctype=SSE_HEADERS)
-        token = object()
-        previous, outlet.owner = outlet.owner, token
-        attached(outlet)
-        outlet.take()  # queued for the previous owner, and so in the replay
-        if previous is not None:
-            outlet.wake_writer()  # the previous connection ends its response
-            outlet.wake = None
-        await self.app.pump(session, None, outlet, token, receive, send, SSE_HEADERS, first)
-
-    async def delete(self, session: Any) -> None:
-        self.app.end_session(session)
-
-    async def state_replayed(self, msg: dict[str, Any]) -> None:
-        return None  # the server's own check (one process) is the whole of it
 
 
 def create_app(

@@ -32,6 +32,10 @@ worker that never comes back.  The cost: a message published while the worker's 
 is reconnecting is lost; the sender cannot tell (a cancel is advisory, an unanswered
 server-to-client request is withdrawn by its handler's timeout, and a session's end is also
 enforced by ``claim``, which refuses requests of a session whose record is gone).
+
+The scripts themselves, with the key and channel names, are :mod:`.redis_scripts`; the plain
+connection that carries the scripts on the request path is :mod:`.redis_resp`.  This module is
+the Python side: each operation's keys and arguments, its round trips and its counters.
 """
 
 from __future__ import annotations
@@ -39,184 +43,35 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import socket
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from .core import IdKey
-
-__all__ = ["RedisStore", "Claimed", "StoreCounters", "id_field", "CLAIM", "RENEW", "WRITE"]
-
-#: claim(w, I): KEYS session, fence, claim[I], and optionally the session's in-flight set and
-#: its set of streams; ARGV worker, ttl ms, hold (1: keep the claim; 0: an answer given at
-#: once, admitted and finished in one step, so only the check), session idle ms, then
-#: optionally the in-flight cap (0: none) and the event stream this request will write (its key,
-#: named in the session's set of streams so a resume can tell it from one that never was).
-#: Returns the token, 0 for a duplicate, -1 for an ended session, -2 when the session already
-#: has ``cap`` claims held (counted in the set, each until its lease runs out).  The fence and
-#: the sets live as long as the session record (its idle TTL).
-CLAIM = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local idle = tonumber(ARGV[4])
-if idle > 0 then redis.call('PEXPIRE', KEYS[1], idle) end
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-if ARGV[3] == '0' then return 1 end
-local cap = tonumber(ARGV[5] or '0')
-if cap > 0 then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-  if redis.call('ZCARD', KEYS[4]) >= cap then return -2 end
-  redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), KEYS[3])
-  if idle > 0 then redis.call('PEXPIRE', KEYS[4], idle) end
-end
-local tok = redis.call('INCR', KEYS[2])
-if idle > 0 then redis.call('PEXPIRE', KEYS[2], idle) end
-redis.call('SET', KEYS[3], tok .. ':' .. ARGV[1], 'PX', ARGV[2])
-if ARGV[6] and ARGV[6] ~= '' then
-  redis.call('SADD', KEYS[5], ARGV[6])
-  if idle > 0 then redis.call('PEXPIRE', KEYS[5], idle) end
-end
-return tok
-"""
-
-#: a refusal is counted in ``refused`` while the session exists (KEYS[2] refused, KEYS[3]
-#: session), so an ended session leaves no counter behind
-_REFUSE = """
-local function refuse()
-  local ttl = redis.call('PTTL', KEYS[3])
-  if ttl ~= -2 then
-    redis.call('INCR', KEYS[2])
-    if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
-  end
-  return 0
-end
-"""
-
-#: renew(w, I, tok): KEYS claim[I], refused, session, optionally the in-flight set (the claim's
-#: count there lasts as long as its lease); ARGV tok:w, ttl ms.  1 ok, 0 lost.
-RENEW = (
-    _REFUSE
-    + """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if KEYS[4] then
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    redis.call('ZADD', KEYS[4], 'XX', now + tonumber(ARGV[2]), KEYS[1])
-  end
-  return 1
-end
-return refuse()
-"""
+from .redis_resp import Lean, RespError, checked_reply
+from .redis_scripts import (
+    BROADCAST,
+    CLAIM,
+    READER_TTL_MS,
+    RENEW,
+    SCRIPTS,
+    SESSIONS,
+    WORKER_CHANNEL,
+    WRITE,
 )
 
-#: write(w, I, tok, ...): KEYS claim[I], refused, session, target; ARGV tok:w, kind, then the
-#: kind's arguments: 'set' value ttl-ms (register a waiter), 'del' (withdraw it), 'publish'
-#: channel message (the target key is unused then), 'xadd' entry-id data end ttl-ms (append an
-#: event to a POST stream's Redis stream, KEYS[4], the first one also naming it in the
-#: session's set of streams, KEYS[5]; with a cap, ARGV[7], the bytes of every event kept in the
-#: session are counted in KEYS[6], and an event that would go over the cap is not kept: -3).
-#: 1 written, 0 refused (stale owner), -3 over the session's event budget.
-WRITE = (
-    _REFUSE
-    + """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return refuse() end
-if ARGV[2] == 'set' then
-  redis.call('SET', KEYS[4], ARGV[3], 'PX', ARGV[4])
-elseif ARGV[2] == 'del' then
-  redis.call('DEL', KEYS[4])
-elseif ARGV[2] == 'publish' then
-  redis.call('PUBLISH', ARGV[3], ARGV[4])
-elseif ARGV[2] == 'xadd' then
-  local cap = tonumber(ARGV[7] or '0')
-  if cap > 0 then
-    local used = redis.call('INCRBY', KEYS[6], #ARGV[4])
-    redis.call('PEXPIRE', KEYS[6], ARGV[6])
-    if used > cap then
-      redis.call('DECRBY', KEYS[6], #ARGV[4])
-      return -3
-    end
-  end
-  redis.call('XADD', KEYS[4], ARGV[3], 'd', ARGV[4], 'e', ARGV[5])
-  redis.call('PEXPIRE', KEYS[4], ARGV[6])
-  if ARGV[3] == '0-1' then
-    redis.call('SADD', KEYS[5], KEYS[4])
-    redis.call('PEXPIRE', KEYS[5], ARGV[6])
-  end
-end
-return 1
-"""
-)
-
-#: release(w, I, tok): KEYS claim[I], refused, session, optionally the in-flight set; ARGV
-#: tok:w.  Compare-and-delete: 1 released, 0 refused (the claim is another's, or gone).
-RELEASE = (
-    _REFUSE
-    + """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  if KEYS[4] then redis.call('ZREM', KEYS[4], KEYS[1]) end
-  return 1
-end
-return refuse()
-"""
-)
-
-#: end(S): KEYS session, fence, refused, streams, in-flight set, event bytes.  1 if the session existed.  The session's
-#: event streams are named in its set of streams, under the same hash tag (so in the same slot;
-#: they are not declared in KEYS, being known only from the set).
-END = """
-local existed = redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[2], KEYS[3])
-if KEYS[5] then redis.call('DEL', KEYS[5]) end
-if KEYS[6] then redis.call('DEL', KEYS[6]) end
-for _, k in ipairs(redis.call('SMEMBERS', KEYS[4])) do redis.call('DEL', k) end
-redis.call('DEL', KEYS[4])
-return existed
-"""
-
-#: route(I, message): KEYS claim[I]; ARGV channel prefix, message.  Publishes "<claim>|<message>" to the worker that
-#: holds the claim; returns the holder's value ('' when nobody holds it).
-ROUTE = """
-local v = redis.call('GET', KEYS[1])
-if not v then return '' end
-local w = string.match(v, '^%d+:(.*)$')
-redis.call('PUBLISH', ARGV[1] .. w, v .. '|' .. ARGV[2])
-return v
-"""
-
-#: open(S): KEYS the set of every session (one key of its own, outside any session's slot);
-#: ARGV S, cap (0: none), session idle ms (0: none).  Each session counts until its idle
-#: expiry (refreshed by the workers that serve it); 1 counted, 0 refused (``cap`` reached).
-OPEN = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local cap = tonumber(ARGV[2])
-if cap > 0 and redis.call('ZCARD', KEYS[1]) >= cap then return 0 end
-local idle = tonumber(ARGV[3])
-redis.call('ZADD', KEYS[1], idle > 0 and (now + idle) or '+inf', ARGV[1])
-return 1
-"""
-
-SCRIPTS = {
-    "open": OPEN,
-    "claim": CLAIM,
-    "renew": RENEW,
-    "write": WRITE,
-    "release": RELEASE,
-    "end": END,
-    "route": ROUTE,
-}
-BROADCAST = "mcpi:all"
-#: how long a resumed stream's reader keeps its claim without refreshing it
-READER_TTL_MS = 30_000
-#: the set of every open session, with its idle expiry as score (the session cap's count)
-SESSIONS = "mcpi:sessions"
-WORKER_CHANNEL = "mcpi:w:"
+__all__ = [
+    "BROADCAST",
+    "CLAIM",
+    "RENEW",
+    "SCRIPTS",
+    "WORKER_CHANNEL",
+    "WRITE",
+    "Claimed",
+    "RedisStore",
+    "StoreCounters",
+    "id_field",
+]
 
 
 def id_field(key: IdKey) -> str:
@@ -227,119 +82,6 @@ def id_field(key: IdKey) -> str:
 
 def _k(session: str, part: str) -> str:
     return f"mcpi:{{{session}}}:{part}"
-
-
-class _Lean(asyncio.Protocol):
-    """One plain connection for the scripts on the request path (claim, release, the checked
-    writes): commands written as RESP2, replies read in order into the futures that wait for
-    them, so coroutines sharing it pipeline by themselves.  redis-py's asyncio client spends
-    about three times as long per command on this path; everything else (pub/sub, reads,
-    loading the scripts) goes through it."""
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
-        self.waiting: deque[asyncio.Future] = deque()
-        self.closed = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def data_received(self, data: bytes) -> None:
-        self.buf += data
-        pos = 0
-        while self.waiting:
-            got = _parse(self.buf, pos)
-            if got is None:
-                break
-            value, pos = got
-            fut = self.waiting.popleft()
-            if not fut.done():
-                fut.set_result(value)
-        del self.buf[:pos]
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        from redis.exceptions import ConnectionError as Lost
-
-        while self.waiting:
-            fut = self.waiting.popleft()
-            if not fut.done():
-                fut.set_exception(Lost(f"the connection to Redis was lost: {exc or 'closed'}"))
-
-    def send(self, commands: list[list[Any]]) -> list[asyncio.Future]:
-        """Write ``commands`` at once; one future per reply."""
-        from redis.exceptions import ConnectionError as Lost
-
-        if self.closed or self.transport is None:
-            raise Lost("the connection to Redis is closed")
-        loop = asyncio.get_running_loop()
-        futs = [loop.create_future() for _ in commands]
-        self.waiting.extend(futs)
-        self.transport.write(b"".join(_command(c) for c in commands))
-        return futs
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
-
-
-def _command(args: list[Any]) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        b = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
-    return b"".join(out)
-
-
-class _Error(str):
-    """A RESP error reply."""
-
-
-def _parse(buf: bytearray, i: int) -> tuple[Any, int] | None:
-    """One RESP2 reply at ``buf[i:]``: (value, end), or None while incomplete."""
-    end = buf.find(b"\r\n", i)
-    if end < 0:
-        return None
-    kind, line = buf[i : i + 1], bytes(buf[i + 1 : end])
-    nxt = end + 2
-    if kind == b"+":
-        return line, nxt
-    if kind == b"-":
-        return _Error(line.decode(errors="replace")), nxt
-    if kind == b":":
-        return int(line), nxt
-    if kind == b"$":
-        n = int(line)
-        if n < 0:
-            return None, nxt
-        if len(buf) < nxt + n + 2:
-            return None
-        return bytes(buf[nxt : nxt + n]), nxt + n + 2
-    if kind == b"*":
-        n = int(line)
-        if n < 0:
-            return None, nxt
-        items = []
-        for _ in range(n):
-            got = _parse(buf, nxt)
-            if got is None:
-                return None
-            value, nxt = got
-            items.append(value)
-        return items, nxt
-    raise ValueError(f"not a RESP2 reply: {bytes(buf[i : i + 16])!r}")
-
-
-def _checked_reply(value: Any) -> Any:
-    if isinstance(value, _Error):
-        from redis.exceptions import NoScriptError, ResponseError
-
-        raise (NoScriptError if value.startswith("NOSCRIPT") else ResponseError)(str(value))
-    return value
 
 
 @dataclass
@@ -408,7 +150,7 @@ class RedisStore:
         }
         self.counters = StoreCounters()
         self.channel = WORKER_CHANNEL + worker
-        self._lean: _Lean | None = None
+        self._lean: Lean | None = None
         self._lean_off = False  # True: every call through redis-py (for comparison)
         self._lean_lock = asyncio.Lock()
 
@@ -422,7 +164,7 @@ class RedisStore:
         for name, text in SCRIPTS.items():
             self._sha[name] = await self.redis.script_load(text)
 
-    async def _connection(self) -> _Lean | None:
+    async def _connection(self) -> Lean | None:
         """The plain connection (opened on first use, again after it was lost), or None when
         this store's URL is not a plain TCP one (then redis-py carries everything)."""
         if self._lean_off:
@@ -438,14 +180,14 @@ class RedisStore:
                 return self._lean
             loop = asyncio.get_running_loop()
             try:
-                _, proto = await loop.create_connection(_Lean, kw["host"], kw.get("port", 6379))
+                _, proto = await loop.create_connection(Lean, kw["host"], kw.get("port", 6379))
             except OSError as e:
                 from redis.exceptions import ConnectionError as Lost
 
                 raise Lost(f"cannot connect to Redis: {e}") from None
             if kw.get("db"):
                 (fut,) = proto.send([["SELECT", kw["db"]]])
-                _checked_reply(await fut)
+                checked_reply(await fut)
             self._lean = proto
             return proto
 
@@ -483,7 +225,7 @@ class RedisStore:
             try:
                 if out is None:
                     return await self.redis.evalsha(self._sha[name], len(keys), *keys, *args)
-                return _checked_reply(out[0])
+                return checked_reply(out[0])
             except NoScriptError:
                 if attempt:
                     raise
@@ -498,12 +240,12 @@ class RedisStore:
         commands = [["EVALSHA", self._sha[n], len(k), *k, *a] for n, k, a in calls]
         out = await self._lean_calls(commands)
         if out is not None:
-            if any(isinstance(x, _Error) and x.startswith("NOSCRIPT") for x in out):
+            if any(isinstance(x, RespError) and x.startswith("NOSCRIPT") for x in out):
                 await self.load()
                 commands = [["EVALSHA", self._sha[n], len(k), *k, *a] for n, k, a in calls]
                 out = await self._lean_calls(commands)
                 assert out is not None
-            return [_checked_reply(x) for x in out]
+            return [checked_reply(x) for x in out]
 
         for attempt in (0, 1):
             async with self.redis.pipeline(transaction=False) as p:

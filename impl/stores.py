@@ -15,9 +15,9 @@ points where the two differ and nowhere else:
 * the app's life (``start``, ``stop``) and each HTTP exchange (``wrap``: a worker names itself
   in a response header and answers 503 when the store fails).
 
-Two implementations: :class:`~.http.MemorySessions` (the default: sessions in this process,
-resumable streams in the app's event store) and :class:`~.redis_http.RedisSessions` (a worker
-of several). ``create_app(server, store=...)`` composes one; ``create_app(server, redis=URL)``
+Two implementations: :class:`~.memory_sessions.MemorySessions` (the default: sessions in this
+process, resumable streams in the app's event store) and :class:`~.redis_http.RedisSessions` (a
+worker of several). ``create_app(server, store=...)`` composes one; ``create_app(server, redis=URL)``
 makes the Redis one.
 
 A store is given the app it serves (``attach``) and uses the app only through :class:`Host`,
@@ -55,6 +55,7 @@ class Host(Protocol):
     retry_ms: int
 
     def sweep(self, now: float) -> None: ...
+    def expired(self, s: HttpSession, now: float) -> bool: ...
     def end_session(self, s: HttpSession) -> None: ...
     async def too_many_sessions(self, send: Send, rid: Any) -> None: ...
     async def run_request(

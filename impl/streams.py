@@ -3,8 +3,9 @@
 :class:`StreamOutlet` is one POST's response stream (a queue that the connection owning the
 stream writes as SSE; kept with event ids when the session has an event store), and
 :class:`HttpSession` a 2025-11-25 session as the app keeps it (its standalone stream's slot, its
-kept streams).  The app (:mod:`.http`) and the session stores (:mod:`.http`'s in-process one,
-:mod:`.redis_http`) read this module; it reads neither.  Also here: the few bytes of an HTTP
+kept streams).  The app (:mod:`.http`, which writes them with :mod:`.http_writer`) and the
+session stores (:mod:`.memory_sessions`, :mod:`.redis_http`) read this module; it reads
+neither.  Also here: the few bytes of an HTTP
 reply that both write (:func:`reply`, :func:`error_response`).
 """
 

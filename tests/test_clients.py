@@ -185,6 +185,7 @@ def test_runtime_requirements_cover_what_serve_and_probe_import():
     if "redis" in extra and missing.get("redis", set()) <= {
         "serve.py",
         "redis_store.py",
+        "redis_resp.py",
         "redis_http.py",
         "redis_tasks.py",
     }:

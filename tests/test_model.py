@@ -223,65 +223,75 @@ def test_compliant_client_per_revision_and_every_property_says_whom_it_protects(
         hazard(unsaid, needs="")
 
 
-def test_stale_cancel_hazard_fails_on_2025_http_under_every_design():
-    for design in ("atomic", "unguarded", "check_then_claim"):
-        v = run(design, "2025-11-25", "http").verdict("stale_cancel_is_inert")
-        assert not v.ok, design
-    t = run("atomic", "2025-11-25", "http").verdict("stale_cancel_is_inert").trace
-    assert _actions(t) == [
-        "client_sends",
-        "arrive",
-        "admit",
-        "send_cancel",
-        "respond",
-        "client_sends",
-        "arrive",
-        "admit",
-        "deliver_cancel",
-    ]
-    assert t[-1]["changes"]["life[B]"] == ["in_flight", "cancelled"]
+#: the shortest stale cancel: the client cancels A, sees A's response, reuses the id for B, and
+#: the cancel arrives after B was admitted
+_STALE_TRACE = [
+    "client_sends",
+    "arrive",
+    "admit",
+    "send_cancel",
+    "respond",
+    "client_sends",
+    "arrive",
+    "admit",
+    "deliver_cancel",
+]
+_DESIGNS = ("atomic", "unguarded", "check_then_claim")
+_ORDERED = [("2025-11-25", "stdio"), ("2026-07-28", "stdio"), ("2026-07-28", "http")]
+
+#: (design, revision, transport, holds, the trace pinned, whether the whole run is ok)
+STALE_CANCEL_CASES = [
+    # 2025-11-25 http: a hazard (the cancel POST can be overtaken), reached under every design
+    # and never changing the verdict of the run
+    pytest.param("atomic", "2025-11-25", "http", False, _STALE_TRACE, True, id="atomic-2025-http"),
+    pytest.param("unguarded", "2025-11-25", "http", False, None, None, id="unguarded-2025-http"),
+    pytest.param("check_then_claim", "2025-11-25", "http", False, None, None, id="ctc-2025-http"),
+    # where the transport orders a cancel before a later request under its id, the rule is an
+    # invariant (every design keeps it); the hazard speaks of 2025-11-25 http only
+    *[
+        pytest.param(d, rev, tr, True, None, None, id=f"{d}-{rev[:4]}-{tr}")
+        for rev, tr in _ORDERED
+        for d in _DESIGNS
+    ],
+    # a stdio server that lets a later request overtake an earlier cancel (cancels on a path of
+    # their own) cancels the request that reused the id: the 2025-11-25 http hazard, now the
+    # server's own defect
+    pytest.param(
+        "atomic-cancels-out-of-order",
+        "2026-07-28",
+        "stdio",
+        False,
+        _STALE_TRACE,
+        False,
+        id="mutant-cancels-out-of-order-2026-stdio",
+    ),
+]
 
 
-@pytest.mark.parametrize(
-    "revision,transport", [("2025-11-25", "stdio"), ("2026-07-28", "stdio"), ("2026-07-28", "http")]
-)
-def test_stale_cancel_is_an_invariant_where_the_protocol_orders_it(revision, transport):
-    """Where the transport orders a cancel before a later request under its id, the rule is an
-    invariant (every design keeps it); the hazard speaks of 2025-11-25 http only."""
-    for design in ("atomic", "unguarded", "check_then_claim"):
-        r = run(design, revision, transport)
-        v = r.verdict("stale_cancel_is_inert_in_order")
-        assert v.applies and v.kind == "invariant" and v.ok, design
-        assert not r.verdict("stale_cancel_is_inert").applies
-
-
-def test_a_server_whose_cancels_lag_behind_later_requests_breaks_it_on_stdio():
-    """A stdio server that lets a later request overtake an earlier cancel (cancels on a path
-    of their own) cancels the request that reused the id: the 2025-11-25 http hazard, now the
-    server's own defect."""
+@pytest.mark.parametrize("design,revision,transport,holds,trace,run_ok", STALE_CANCEL_CASES)
+def test_stale_cancel_on_each_profile(design, revision, transport, holds, trace, run_ok):
+    """A client's cancel that arrives after the request it means has finished cancels nothing
+    else: a hazard on 2025-11-25 http (``stale_cancel_is_inert``), an invariant where the
+    transport orders the cancel before a later request under its id
+    (``stale_cancel_is_inert_in_order``), which a server with cancels out of order breaks."""
     from mcp_inflight.model.config import mutants
     from mcp_inflight.proofs.explore import explore
 
-    cfg = Config(mutants()["atomic-cancels-out-of-order"], "2026-07-28", "stdio")
-    r = explore(cfg, progress=False)
-    v = r.verdict("stale_cancel_is_inert_in_order")
-    assert not v.ok and not r.ok
-    assert _actions(v.trace) == [
-        "client_sends",
-        "arrive",
-        "admit",
-        "send_cancel",
-        "respond",
-        "client_sends",
-        "arrive",
-        "admit",
-        "deliver_cancel",
-    ]
-
-
-def test_hazards_never_change_the_verdict():
-    r = run("atomic", "2025-11-25", "http")
-    assert not r.verdict("stale_cancel_is_inert").ok and r.ok
+    if design in mutants():
+        r = explore(Config(mutants()[design], revision, transport), progress=False)
+    else:
+        r = run(design, revision, transport)
+    hazard = (revision, transport) == ("2025-11-25", "http")
+    name = "stale_cancel_is_inert" if hazard else "stale_cancel_is_inert_in_order"
+    v = r.verdict(name)
+    assert v.applies and v.ok == holds and v.kind == ("hazard" if hazard else "invariant")
+    if not hazard:
+        assert not r.verdict("stale_cancel_is_inert").applies
+    if trace is not None:
+        assert _actions(v.trace) == trace
+        assert v.trace[-1]["changes"]["life[B]"] == ["in_flight", "cancelled"]
+    if run_ok is not None:
+        assert r.ok == run_ok
 
 
 def test_not_applicable_counts_neither_way():
