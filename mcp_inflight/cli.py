@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -370,29 +371,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     cells = []
     results = proofs = None
     sym_cells: list = []
-    rules: list[Any] = []
-    sens: list[Any] = []
     with ExitStack() as stack:
-        # the declared models are checked in a process of their own while the session's runs
-        # use this one and their own pools: the two share nothing but the cache on disk
-        declared = (
-            _beside(stack, _declared_sections, args, plan, bounds, cache)
-            if any(m != "session" for m in plan)
-            else None
-        )
+        # beside the session's runs (this process and their own pools), in processes of their
+        # own: the declared models, and the session's rule discipline and sensitivity; they
+        # share nothing but the cache on disk
+        pool = _pool(stack, 2)
+        declared = _beside(pool, _declared_sections, args, plan, bounds, cache)
+        extras = None
         if "session" in plan:
-            from mcp_inflight.proofs import discipline
             from mcp_inflight.proofs.outcome import session_cells
 
             cfgs = _runs(args, plan["session"])
+            extras = _beside(pool, _session_extras, args, cfgs, cache)
             results, proofs, sym_cells = _session_section(args, cfgs, cache)
             cells += session_cells(results, proofs) + sym_cells
-            rules = [discipline.session(c) for c in cfgs]
-            if not args.no_sensitivity and not args.no_explore:
-                from mcp_inflight.proofs.sensitivity import sensitivity
-
-                sens = sensitivity(["session"], cache)
-        lease, paths, their_rules, their_sens = declared() if declared else (None, None, [], [])
+        rules, sens = extras() if extras else ([], [])
+        lease, paths, their_rules, their_sens = declared()
     from mcp_inflight import cli_lease, cli_small
 
     if lease is not None:
@@ -496,6 +490,22 @@ def _session_section(
     return results, proofs, sym_cells
 
 
+def _session_extras(
+    args: argparse.Namespace, cfgs: list[Config], cache: str
+) -> tuple[list[Any], list[Any]]:
+    """The session model's rule discipline on each of ``cfgs`` and (unless left out) its
+    sensitivity; returns (discipline cells, sensitivity cells)."""
+    from mcp_inflight.proofs import discipline
+
+    rules = [discipline.session(c) for c in cfgs]
+    sens: list[Any] = []
+    if not args.no_sensitivity and not args.no_explore:
+        from mcp_inflight.proofs.sensitivity import sensitivity
+
+        sens = sensitivity(["session"], cache)
+    return rules, sens
+
+
 def _declared_sections(
     args: argparse.Namespace, plan: dict[str, list[str]], bounds: dict[str, int], cache: str
 ) -> tuple[Any, Any, list[Any], list[Any]]:
@@ -527,26 +537,33 @@ def _declared_sections(
             rules += [discipline.small(spec(d, **mine)) for d in designs]
     sens: list[Any] = []
     others = [m for m in plan if m != "session"]
-    if not args.no_sensitivity and not args.no_explore and others:
+    if not others:
+        return lease, paths, rules, sens
+    if not args.no_sensitivity and not args.no_explore:
         from mcp_inflight.proofs.sensitivity import sensitivity
 
         sens = sensitivity(others, cache)
     return lease, paths, rules, sens
 
 
-def _beside(stack: ExitStack, fn: Callable[..., T], *fargs: Any) -> Callable[[], T]:
-    """Start ``fn(*fargs)`` in a forked process (kept to ``stack``'s block, stopped with it) and
-    return what waits for its result; where fork is missing, or on one core, the call runs
-    when its result is asked for."""
+def _pool(stack: ExitStack, jobs: int) -> ProcessPoolExecutor | None:
+    """Forked worker processes kept to ``stack``'s block (stopped with it), or None where fork
+    is missing or there is one core."""
     import multiprocessing as mp
 
     if (os.cpu_count() or 1) < 2 or "fork" not in mp.get_all_start_methods():
-        return lambda: fn(*fargs)
+        return None
     from mcp_inflight.proofs.pool import worker_pool
 
-    pool = stack.enter_context(worker_pool(1, mp.get_context("fork")))
-    fut = pool.submit(fn, *fargs)
-    return fut.result
+    return stack.enter_context(worker_pool(jobs, mp.get_context("fork")))
+
+
+def _beside(pool: ProcessPoolExecutor | None, fn: Callable[..., T], *fargs: Any) -> Callable[[], T]:
+    """Start ``fn(*fargs)`` in ``pool`` and return what waits for its result; without a pool,
+    the call runs when its result is asked for."""
+    if pool is None:
+        return lambda: fn(*fargs)
+    return pool.submit(fn, *fargs).result
 
 
 def _summary_line(cells: Iterable[Cell]) -> str:
