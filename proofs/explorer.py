@@ -1,8 +1,9 @@
 """The one explorer of the declared models (``model/declare.py``): lease, rounds, resume, ...
 
 :func:`explore` walks every reachable state of a :class:`~mcp_inflight.model.declare.Spec`
-breadth first from the initial state (so each counterexample is a shortest one), evaluating the
-guards, outputs and effects with the concrete logic (``proofs/stepping.py``).  It judges
+breadth first from the initial state (so each counterexample is a shortest one), on the rules
+generated as Python per move (``proofs/compiled_spec.py``) or read through the concrete logic
+(``proofs/stepping.py``; the fallback, and the reference the tests compare with).  It judges
 
 * every ``always`` property and auxiliary invariant on each state, and each slot's range;
 * every ``step`` property on each transition (with the move's output when it reads one);
@@ -31,6 +32,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
@@ -56,6 +58,8 @@ class Explored:
     errors: list[str] = field(default_factory=list)
     coverage: dict[str, int] = field(default_factory=dict)
     complete: bool = True
+    #: the engine that ran: ``compiled``, ``concrete``, or why the generator was refused
+    engine: str = ""
 
     @property
     def dead_actions(self) -> list[str]:
@@ -88,6 +92,7 @@ class Explored:
             "depth": self.depth,
             "seconds": round(self.seconds, 3),
             "complete": self.complete,
+            "engine": self.engine,
             "properties": {
                 p.name: {
                     "kind": p.kind,
@@ -111,19 +116,39 @@ NOT_JUDGED = "not judged"
 
 
 def explore(
-    spec: Spec, max_states: int = 2_000_000, until: Iterable[str] | None = None
+    spec: Spec,
+    max_states: int = 2_000_000,
+    until: Iterable[str] | None = None,
+    engine: str = "auto",
 ) -> Explored:
     """Every reachable state of ``spec``, breadth first (see the module text); with ``until``,
-    only until each property it names has failed."""
+    only until each property it names has failed.  ``engine``: ``compiled`` (the rules
+    generated as Python per move, ``proofs/compiled_spec.py``), ``concrete`` (the rules read
+    through the concrete logic) or ``auto`` (compiled, or concrete where the generator refuses
+    a rule; :attr:`Explored.engine` says which ran and why)."""
     t0 = time.perf_counter()
-    b = spec.logic()
     res = Explored(spec)
+    rules = _rules(spec, engine)
+    res.engine = rules.name
     always = [p for p in spec.props if p.kind == "always"] + list(spec.aux)
-    steps = [p for p in spec.props if p.kind in ("step", "hazard")]
-    witnesses = [p for p in spec.props if p.kind == "sometimes"]
-    happens = [p for p in spec.props if p.kind == "happens"]
+    always_keys = [p.name if p in spec.props else "aux:" + p.name for p in always]
+    always_tests = [(p.name, rules.state[k]) for p, k in zip(always, always_keys, strict=True)]
+    witnesses = [(p.name, rules.state[p.name]) for p in spec.props if p.kind == "sometimes"]
     live = [p for p in spec.props if p.kind == "liveness"]
-    table = [(m, m.act.guard, m.act.effect, m.act.output, m.kw) for m in spec.moves()]
+    live_tests = [(p.name, rules.state[p.name]) for p in live]
+    steps = {p.name for p in spec.props if p.kind in ("step", "hazard")}
+    happens = {p.name for p in spec.props if p.kind == "happens"}
+    table = [
+        (
+            m,
+            fire,
+            [(n, t) for n, t in rules.step[k].items() if n in steps],
+            [(n, t) for n, t in rules.step[k].items() if n in happens],
+        )
+        for k, (m, fire) in enumerate(zip(rules.moves, rules.fire, strict=True))
+        if fire is not None
+    ]
+    in_range = rules.in_range
     failed: dict[str, Any] = {}  # property -> (state, move or None, post, output)
     reached: dict[str, Any] = {}
     coverage = {a.name: 0 for a in spec.acts}
@@ -138,18 +163,17 @@ def explore(
     stopped = False
 
     def judge_state(n: int, s: Any) -> None:
-        bad = out_of_range(spec, s)
-        if bad is not None and not res.errors:
-            res.errors.append(f"model bug: {bad}")
+        if not in_range(s) and not res.errors:
+            res.errors.append(f"model bug: {out_of_range(spec, s)}")
             failed.setdefault("range", (n, None, None, None))
-        for p in always:
-            if p.name not in failed and not p.fn(b, s):
-                failed[p.name] = (n, None, None, None)
-        for p in witnesses:
-            if p.name not in reached and p.fn(b, s):
-                reached[p.name] = (n, None, None, None)
-        for p in live:
-            goal[p.name].append(bool(p.fn(b, s)))
+        for name, test in always_tests:
+            if name not in failed and not test(s):
+                failed[name] = (n, None, None, None)
+        for name, test in witnesses:
+            if name not in reached and test(s):
+                reached[name] = (n, None, None, None)
+        for name, test in live_tests:
+            goal[name].append(test(s))
 
     judge_state(0, init)
     queue = deque([0])
@@ -162,19 +186,19 @@ def explore(
                 break
             level_end = len(states) - 1
         s = states[n]
-        for m, guard, effect, output, kw in table:
-            if not guard(b, s, **kw):
+        for m, fire, step_tests, happen_tests in table:
+            fired = fire(s)
+            if fired is None:
                 continue
-            out = {} if output is None else output(b, s, **kw)
-            post = spec.post(s, effect(b, s, **kw))
+            post, out = fired
             res.transitions += 1
             coverage[m.name] += 1
-            for p in steps:
-                if p.name not in failed and not p.on_step(b, s, post, m, out):
-                    failed[p.name] = (n, m, post, out)
-            for p in happens:
-                if p.name not in reached and p.on_step(b, s, post, m, out):
-                    reached[p.name] = (n, m, post, out)
+            for name, test in step_tests:
+                if name not in failed and not test(s, post, out):
+                    failed[name] = (n, m, post, out)
+            for name, test in happen_tests:
+                if name not in reached and test(s, post, out):
+                    reached[name] = (n, m, post, out)
             k = index.get(post)
             if k is None:
                 if len(states) >= max_states:
@@ -228,6 +252,70 @@ def explore(
         res.traces["range"] = trace(failed["range"][0])
     res.seconds = time.perf_counter() - t0
     return res
+
+
+@dataclass
+class _Rules:
+    """A spec's rules as the explorer calls them, on one engine: per move ``fire(s) -> (post,
+    output) | None``; per state property ``test(s)``; per move and step property ``test(pre,
+    post, output)``; ``in_range(s)``."""
+
+    name: str
+    moves: list[Move]
+    fire: list[Callable[[Any], Any] | None]
+    state: dict[str, Callable[[Any], Any]]
+    step: list[dict[str, Callable[[Any, Any, Any], Any]]]
+    in_range: Callable[[Any], bool]
+
+
+ENGINES = ("auto", "compiled", "concrete")
+
+
+def _rules(spec: Spec, engine: str) -> _Rules:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    moves = list(spec.moves())
+    if engine != "concrete":
+        from .compiled_spec import Refused, compile_spec
+
+        try:
+            c = compile_spec(spec)
+        except Refused as e:
+            if engine == "compiled":
+                raise
+            why = f"concrete (the generator refused a rule: {e})"
+        else:
+            return _Rules("compiled", moves, c.fire, c.state, c.step, c.in_range)
+    else:
+        why = "concrete"
+    b = spec.logic()
+    state: dict[str, Callable[[Any], Any]] = {}
+    for p in spec.props:
+        if p.scope == "state":
+            state[p.name] = partial(_state_test, p.fn, b)
+    for p in spec.aux:
+        state["aux:" + p.name] = partial(_state_test, p.fn, b)
+    step_props = [p for p in spec.props if p.scope == "step"]
+    return _Rules(
+        why,
+        moves,
+        [partial(_fire, spec, m, b) for m in moves],
+        state,
+        [{p.name: partial(_step_test, p, m, b) for p in step_props} for m in moves],
+        lambda s: out_of_range(spec, s) is None,
+    )
+
+
+def _fire(spec: Spec, m: Move, b: Any, s: Any) -> Any:
+    return take(spec, s, m, b)
+
+
+def _state_test(fn: Callable[..., Any], b: Any, s: Any) -> bool:
+    return bool(fn(b, s))
+
+
+def _step_test(p: Any, m: Move, b: Any, pre: Any, post: Any, out: Any) -> bool:
+    return bool(p.on_step(b, pre, post, m, out))
 
 
 def _stoppable(spec: Spec, until: Iterable[str] | None) -> set[str] | None:
