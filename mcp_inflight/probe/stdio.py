@@ -22,6 +22,12 @@ Scenarios (A is the client's request, B the second one):
 The others of the HTTP probe do not apply: a server-to-client request or a progress
 notification cannot take another request's stream on one channel, no connection of one request
 can be closed alone, and stdio has no resumption.
+
+The task scenarios (``--tasks --stdio -- COMMAND``, :func:`probe_command_tasks`) are those of
+:mod:`.task_scenarios`, each session a process of the command.
+
+The transport is :mod:`.stdio_channel`, the table and the verdicts :mod:`.stdio_judging`; this
+module runs them, and its names are the ones to import.
 """
 
 from __future__ import annotations

@@ -9,7 +9,13 @@ the context of its requester when there is one (here: the session, and the crede
 sends) and to mint ids that cannot be guessed; its lifecycle says a task in a terminal status
 (``completed``, ``failed``, ``cancelled``) never moves to another.
 
-Two sessions: A (the requester) and B (another client).  The scenarios:
+Two sessions: A (the requester) and B (another client).  A session is whatever the target
+opens (:meth:`TaskTarget.session`): over HTTP, a URL or an ASGI app in-process
+(:func:`.inprocess.probe_app_tasks`), one ``Mcp-Session-Id``; over stdio
+(:func:`.stdio.probe_command_tasks`), one process of the command, since a stdio server has one
+client: B is then a second process, and :data:`.task_report.STDIO_SCOPE` says what that lets
+each scenario judge (a task id of process 1 must be unknown in process 2).  The scenarios, the
+judges and the report are the same in every form.  The scenarios:
 
 * ``task_isolation``: A creates two tasks; B is given their ids (a leak) and calls ``tasks/get``,
   ``tasks/list``, ``tasks/cancel`` (on the second) and ``tasks/result`` (on the first).  B must
