@@ -137,6 +137,7 @@ def test_our_stdio_server_passes_every_task_scenario_from_the_command_line(tmp_p
                 "task_result_across_sessions",
             ],
         ),
+        ("cancel_any", True, "task_isolation", ["task_cancel_across_sessions"]),
         ("shared", False, "task_isolation", []),  # a table per process: nothing to leak
         ("ok", True, "task_isolation", []),  # a shared store, bound to the process: sound
         (
