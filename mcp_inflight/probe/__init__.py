@@ -28,13 +28,17 @@ The package, by job (the I/O kept apart so that the verdicts can be tested witho
   answered (elicitation declined), what each POST's stream received with arrival times;
 * :mod:`.scenarios` (I/O): the scenarios as one table and one runner, the calibration, the
   whole probe;
-* :mod:`.stdio`: the same over a child process's pipes (``--stdio -- COMMAND``), its scenarios,
-  recording and verdicts;
+* :mod:`.stdio`: the same over a child process's pipes (``--stdio -- COMMAND``): the runs and
+  :func:`.stdio.probe_command`; :mod:`.stdio_channel` the process and its lines (and a process
+  as a session, for the task scenarios), :mod:`.stdio_judging` the scenarios' table and verdicts;
 * :mod:`.stateless`: 2026-07-28 stateless POSTs of two clients under one id (``--revision
   2026-07-28``), the close judged through the fixture contract (:mod:`mcp_inflight.fixtures.
   contract`);
 * :mod:`.task_scenarios`: 2025-11-25 tasks (``--tasks``): another session's reads, lists,
   cancels and results by leaked or guessed task ids, guessable ids, terminal statuses that change;
+  one table for every form (a URL, an ASGI app: :func:`probe_app_tasks`, a stdio command, where
+  the other client is a second process: :func:`.stdio.probe_command_tasks`); :mod:`.task_report`
+  their rules, what stdio lets them judge, the report;
 * :mod:`.repro`: a standalone reproduction script for a finding (``bench/probe_table.py``);
 * :mod:`.cli`: ``mcp-inflight probe URL``;
 * :mod:`.inprocess` and :mod:`.asgi`: :func:`probe_app`, the same probe of an ASGI app with no
@@ -53,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 # name -> submodule that defines it
 _EXPORTS = {
     "cli": ("build_parser", "main", "run"),
-    "inprocess": ("LoopWatch", "probe_app", "probe_app_async"),
+    "inprocess": ("LoopWatch", "probe_app", "probe_app_async", "probe_app_tasks"),
     "judging": ("JUDGES", "Verdict", "judge"),
     "recording": ("Post", "Session", "Target", "read_sse"),
     "records": (
@@ -108,6 +112,7 @@ __all__ = [
     "probe",
     "probe_app",
     "probe_app_async",
+    "probe_app_tasks",
     "progress_token",
     "read_sse",
     "record_run",
@@ -124,7 +129,7 @@ assert sorted(__all__) == sorted(_WHERE)
 
 if TYPE_CHECKING:
     from .cli import build_parser, main, run
-    from .inprocess import LoopWatch, probe_app, probe_app_async
+    from .inprocess import LoopWatch, probe_app, probe_app_async, probe_app_tasks
     from .judging import JUDGES, Verdict, judge
     from .recording import Post, Session, Target, read_sse
     from .records import (

@@ -62,7 +62,9 @@ def build_parser() -> Any:
             + ", ".join(records.STATELESS_SCENARIOS)
             + ".\n--stdio -- COMMAND ...: a stdio server, started once per run: "
             + ", ".join(records.STDIO_SCENARIOS)
-            + "."
+            + ".\n--tasks (with a URL, or --stdio): "
+            + ", ".join(records.TASK_SCENARIOS)
+            + "; over stdio the other\nclient is a second process of the command."
         ),
         epilog=(
             "defect classes:\n" + classes + "\n\nexit status: 0 clean, 1 defects found, 2 could "
@@ -100,9 +102,11 @@ def build_parser() -> Any:
     p.add_argument(
         "--tasks",
         action="store_true",
-        help="probe 2025-11-25 tasks instead: another session reads, lists, cancels or takes "
-        "the result of a task by a leaked or guessed id; ids guessable; a terminal status that "
-        "changes (" + ", ".join(records.TASK_SCENARIOS) + ")",
+        help="probe 2025-11-25 tasks instead: another session (with --stdio: another process "
+        "of the command) reads, lists, cancels or takes the result of a task by a leaked or "
+        "guessed id; ids guessable; a terminal status that changes ("
+        + ", ".join(records.TASK_SCENARIOS)
+        + ")",
     )
     p.add_argument(
         "--task-tool",
@@ -207,6 +211,11 @@ def run(argv: list[str]) -> int:
     if args.stdio or command:
         if not args.stdio or not command or args.url:
             parser.error("--stdio takes a command after `--` and no URL")
+        if args.tasks:
+            from .stdio_channel import StdioTarget
+
+            st = StdioTarget(argv=command, tool=args.task_tool or "", args={})
+            return _run_tasks(args, st, _say(args))
         return _run_stdio(args, command)
     if args.url is None:
         parser.error("give a URL, or --stdio -- COMMAND ...")
@@ -226,11 +235,7 @@ def run(argv: list[str]) -> int:
         twice_args=args.twice_args,
     )
 
-    def say(text: Any) -> None:
-        if not args.quiet:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
-
+    say = _say(args)
     from .scenarios import probe
 
     if args.tasks:
@@ -261,19 +266,25 @@ def _run_stdio(args: Any, command: list[str]) -> int:
         )
         return 2
 
-    def say(text: Any) -> None:
-        if not args.quiet:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
-
     try:
-        report = asyncio.run(probe_stdio(t, only, say))
+        report = asyncio.run(probe_stdio(t, only, _say(args)))
     except records.CannotTest as exc:
         report = untested(t.name, str(exc))
         report["transport"] = "stdio"
     else:
         _save_records(args, report)
     return _emit(args, report)
+
+
+def _say(args: argparse.Namespace) -> Any:
+    """The progress lines on stderr, unless ``--quiet``."""
+
+    def say(text: Any) -> None:
+        if not args.quiet:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    return say
 
 
 def _run_stateless(args: Any, t: Any, say: Any) -> int:
@@ -298,6 +309,8 @@ def _run_stateless(args: Any, t: Any, say: Any) -> int:
 
 
 def _run_tasks(args: Any, t: Any, say: Any) -> int:
+    """``--tasks``: ``t`` a :class:`.recording.Target` (a URL) or, with ``--stdio``, a
+    :class:`.stdio_channel.StdioTarget` (each session a process of the command)."""
     from .task_scenarios import TaskTarget, probe_tasks
 
     only = tuple(n for n in (args.only or records.TASK_SCENARIOS) if n in records.TASK_SCENARIOS)
@@ -312,7 +325,7 @@ def _run_tasks(args: Any, t: Any, say: Any) -> int:
     try:
         report = asyncio.run(probe_tasks(tt, only, say))
     except records.CannotTest as exc:
-        report = dict(untested(args.url, str(exc)), planned=list(records.TASK_SCENARIOS))
+        report = dict(untested(t.name, str(exc)), planned=list(records.TASK_SCENARIOS))
     else:
         _save_records(args, report)
     return _emit(args, report)

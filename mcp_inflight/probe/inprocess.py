@@ -29,7 +29,7 @@ import asyncio
 import contextvars
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypedDict, Unpack
 
 from .records import (
@@ -41,6 +41,7 @@ from .records import (
     PROTOCOL_VERSION,
     SCENARIOS,
     STATELESS_SCENARIOS,
+    TASK_SCENARIOS,
     CannotTest,
 )
 from .report import Report, untested
@@ -197,7 +198,69 @@ def probe_app(app: Any, **options: Unpack[ProbeOptions]) -> Report:
     code, await :func:`probe_app_async` instead.  The options and their defaults are those of
     :func:`probe_app_async`.
     """
-    coro = probe_app_async(app, **options)
+    return blocking(probe_app_async(app, **options))
+
+
+async def probe_app_tasks_async(
+    app: Any,
+    *,
+    tool: str | None = None,
+    args: dict | None = None,
+    path: str = "/mcp",
+    base_url: str = "http://127.0.0.1:8000",
+    headers: dict | None = None,
+    scenarios: Iterable[str] | None = None,
+    lifespan: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """The task scenarios (``mcp-inflight probe URL --tasks``) on the ASGI ``app``, in the running
+    event loop; see :func:`probe_app_tasks`."""
+    from .asgi import AppRunner, LifespanFailed
+    from .recording import Target
+    from .task_scenarios import TaskTarget, probe_tasks
+
+    chosen = _scenarios(scenarios, TASK_SCENARIOS)
+    url = base_url.rstrip("/") + path
+    label = f"{url} (in-process {type(app).__name__})"
+    quiet = _QuietClients()
+    logging.getLogger("httpx").addFilter(quiet)
+    probing = _PROBING.set(True)
+    try:
+        async with AppRunner(app, lifespan=lifespan) as runner:
+            t = Target(
+                url=url,
+                tool="",
+                args={},
+                elicit_tool=None,
+                elicit_args={},
+                headers=dict(headers or {}),
+                transport=runner.transport,
+                label=label,
+            )
+            doc = await probe_tasks(TaskTarget(t, tool, args), chosen, progress)
+    except (LifespanFailed, CannotTest) as exc:
+        return Report(dict(untested(label, str(exc)), planned=list(TASK_SCENARIOS)))
+    finally:
+        logging.getLogger("httpx").removeFilter(quiet)
+        _PROBING.reset(probing)
+    records = doc.pop("records")
+    return Report(doc, records)
+
+
+def probe_app_tasks(app: Any, **options: Any) -> Report:
+    """The 2025-11-25 task scenarios of ``mcp-inflight probe URL --tasks`` on the ASGI ``app``
+    in-process: the same table, judges and JSON report (``"kind": "tasks"``).  ``tool``: the
+    tool to run as a task (None: the first whose ``execution.taskSupport`` allows it);
+    ``args``: its arguments, making it run at least a second; ``scenarios``: a subset of
+    ``TASK_SCENARIOS``; the other options as :func:`probe_app`'s.  A server without tasks gets
+    every scenario as not applicable (``status == "untested"``), never a clean report.  Runs its
+    own event loop (in a worker thread when called from a running loop)."""
+    return blocking(probe_app_tasks_async(app, **options))
+
+
+def blocking(coro: Coroutine[Any, Any, Report]) -> Report:
+    """Run ``coro`` to its end in a loop of its own: here, or in a worker thread when this thread
+    already runs a loop (a test of an async framework)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

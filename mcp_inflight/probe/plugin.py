@@ -12,6 +12,10 @@ the test fails, the text of every report that was not clean (each defect class w
 evidence lines, or why it could not test) is printed with the failure, in a section
 ``mcp-inflight probe``; the assertion line itself names the classes.
 
+The task scenarios (``mcp-inflight probe --tasks``): ``mcp_probe(app, tasks=True, tool="job",
+args={...})``, or ``mcp_probe(stdio=[command, ...], tasks=True, ...)`` where client B is a second
+process of the command.
+
 Picking scenarios: ``@pytest.mark.mcp_probe("duplicate_progress", "cancel_routing")`` on a test
 (or a module's ``pytestmark``), ``scenarios=[...]`` in the call, or ``--mcp-probe-scenario NAME``
 (repeatable) on the command line, in that order of precedence.  The marker's keyword arguments
@@ -31,6 +35,16 @@ import pytest
 
 _REPORTS = pytest.StashKey[list[Any]]()
 _STDIO_OPTIONS = ("tool", "args", "env", "scenarios", "progress")
+_APP_TASK_OPTIONS = (
+    "tool",
+    "args",
+    "path",
+    "base_url",
+    "headers",
+    "scenarios",
+    "lifespan",
+    "progress",
+)
 MARKER = "mcp_probe"
 
 
@@ -61,7 +75,11 @@ def mcp_probe(request: pytest.FixtureRequest) -> Callable[..., Any]:
     :func:`mcp_inflight.probe.probe_app`) and return the report.  ``mcp_probe(stdio=[command,
     ...], tool=..., args=..., env=..., scenarios=...)``: probe the stdio server the command
     starts (:func:`mcp_inflight.probe.stdio.probe_command`); the options that only HTTP has
-    (the eliciting tool, ``path``, ...) are not used there."""
+    (the eliciting tool, ``path``, ...) are not used there.  With ``tasks=True`` (in the call or
+    the marker), either form runs the 2025-11-25 task scenarios instead
+    (:func:`mcp_inflight.probe.inprocess.probe_app_tasks`,
+    :func:`mcp_inflight.probe.stdio.probe_command_tasks`); ``tool`` None picks the first tool
+    that allows tasks."""
     marker = request.node.get_closest_marker(MARKER)
     defaults: dict[str, Any] = dict(marker.kwargs) if marker else {}
     if marker and marker.args:
@@ -73,6 +91,10 @@ def mcp_probe(request: pytest.FixtureRequest) -> Callable[..., Any]:
     def run(app: Any = None, *, stdio: list[str] | None = None, **options: Any) -> Any:
         if (app is None) == (stdio is None):
             raise TypeError("mcp_probe takes an ASGI app, or stdio=[command, ...]: one of them")
+        if {**defaults, **options}.get("tasks"):
+            report = _tasks(app, stdio, defaults, options)
+            reports.append(report)
+            return report
         if stdio is not None:
             from mcp_inflight.probe.stdio import probe_command
 
@@ -89,6 +111,28 @@ def mcp_probe(request: pytest.FixtureRequest) -> Callable[..., Any]:
         return report
 
     return run
+
+
+def _tasks(
+    app: Any, stdio: list[str] | None, defaults: dict[str, Any], options: dict[str, Any]
+) -> Any:
+    """``tasks=True``: the task scenarios, on the app in-process or on the stdio command.  Of
+    the scenarios picked by the marker or the command line, the task scenarios are kept (the
+    others are the id probe's); none left means all."""
+    from mcp_inflight.probe.records import TASK_SCENARIOS
+
+    picked = [n for n in defaults.get("scenarios") or () if n in TASK_SCENARIOS]
+    chosen = {**defaults, "scenarios": picked or None, **options}
+    chosen.pop("tasks")
+    if stdio is not None:
+        from mcp_inflight.probe.stdio import probe_command_tasks
+
+        return probe_command_tasks(
+            stdio, **{k: v for k, v in chosen.items() if k in _STDIO_OPTIONS}
+        )
+    from mcp_inflight.probe.inprocess import probe_app_tasks
+
+    return probe_app_tasks(app, **{k: v for k, v in chosen.items() if k in _APP_TASK_OPTIONS})
 
 
 @pytest.hookimpl(wrapper=True)

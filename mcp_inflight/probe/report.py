@@ -122,11 +122,11 @@ def render_untested(report: dict) -> str:
 
 
 def render(report: dict) -> str:
-    """The text of either kind of report (a task probe's has its own, :mod:`.task_scenarios`)."""
+    """The text of either kind of report (a task probe's has its own, :mod:`.task_report`)."""
     if "reason" in report:
         return render_untested(report)
     if report.get("kind") == "tasks":
-        from .task_scenarios import render_tasks
+        from .task_report import render_tasks
 
         return render_tasks(report)
     return render_text(report)

@@ -9,7 +9,13 @@ the context of its requester when there is one (here: the session, and the crede
 sends) and to mint ids that cannot be guessed; its lifecycle says a task in a terminal status
 (``completed``, ``failed``, ``cancelled``) never moves to another.
 
-Two sessions: A (the requester) and B (another client).  The scenarios:
+Two sessions: A (the requester) and B (another client).  A session is whatever the target
+opens (:meth:`TaskTarget.session`): over HTTP, a URL or an ASGI app in-process
+(:func:`.inprocess.probe_app_tasks`), one ``Mcp-Session-Id``; over stdio
+(:func:`.stdio.probe_command_tasks`), one process of the command, since a stdio server has one
+client: B is then a second process, and :data:`.task_report.STDIO_SCOPE` says what that lets
+each scenario judge (a task id of process 1 must be unknown in process 2).  The scenarios, the
+judges and the report are the same in every form.  The scenarios:
 
 * ``task_isolation``: A creates two tasks; B is given their ids (a leak) and calls ``tasks/get``,
   ``tasks/list``, ``tasks/cancel`` (on the second) and ``tasks/result`` (on the first).  B must
@@ -37,28 +43,17 @@ import asyncio
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .judging import Verdict
 from .recording import Session, Target
 from .records import TASK_CLASSES, TASK_SCENARIOS, CannotTest, show
+from .stdio_channel import StdioSession, StdioTarget
+from .task_report import RULES, SOURCE, STDIO_SCOPE, render_tasks, summarize_tasks
 
 TERMINAL = ("completed", "failed", "cancelled")
 DEFAULT_TASK_ARGS = {"label": "probe", "seconds": 2.0}
 MIN_WORKING = 1.0  # a task must stay working at least this long (seconds)
-SOURCE = "MCP 2025-11-25, basic/utilities/tasks"
-RULES = {
-    "task_isolation": f"a task is bound to its requester's context: another session may not "
-    f"read, take the result of, list or cancel it ({SOURCE}, Security Considerations: task "
-    f"isolation and access control)",
-    "task_guessing": f"ids another session can guess must not reach a task that is not its "
-    f"own ({SOURCE}, Security Considerations: task ids and access control)",
-    "task_ids": f"task ids must not be guessable: not derived from the request id, not "
-    f"sequential ({SOURCE}, Security Considerations: unguessable task ids)",
-    "task_terminal": f"a task in a terminal status (completed, failed, cancelled) does not move "
-    f"to another; a cancel of a terminal task is refused ({SOURCE}, Task Status lifecycle and "
-    f"Cancelling Tasks)",
-}
 
 
 class TaskVerdict(Verdict):
@@ -69,15 +64,41 @@ class TaskVerdict(Verdict):
         self.findings.append((cls, f"{self.scenario}: {text}"))
 
 
+class TaskSession(Protocol):
+    """What a scenario needs of a transport: open a session (``initialize``, its result kept),
+    send one request and get its response (:class:`.recording.Session` over HTTP, in-process
+    too; :class:`.stdio_channel.StdioSession` over a child process's pipes), close."""
+
+    init_result: dict
+
+    async def open(self) -> Any: ...
+
+    async def request(self, msg: dict, timeout: float = 10.0) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
 @dataclass
 class TaskTarget:
-    """Where the task probe goes and with which tool: ``tool`` None picks the first tool whose
-    ``execution.taskSupport`` is ``optional`` or ``required``; ``args`` must make it run at least
-    :data:`MIN_WORKING` seconds."""
+    """Where the task probe goes and with which tool: ``target`` a :class:`.recording.Target`
+    (a URL, or an ASGI app through its transport) or a :class:`.stdio_channel.StdioTarget` (a
+    command: each session its own process); ``tool`` None picks the first tool whose
+    ``execution.taskSupport`` is ``optional`` or ``required``; ``args`` must make it run at
+    least :data:`MIN_WORKING` seconds."""
 
-    target: Target
+    target: Target | StdioTarget
     tool: str | None = None
     args: dict | None = None
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if isinstance(self.target, StdioTarget) else "http"
+
+    def session(self, t0: float) -> TaskSession:
+        """A new session, not yet open (over stdio: a new process of the command)."""
+        if isinstance(self.target, StdioTarget):
+            return StdioSession(self.target, t0)
+        return Session(self.target, t0)
 
 
 class Wire:
@@ -89,7 +110,7 @@ class Wire:
         self.rid = 0
 
     async def ask(
-        self, who: str, s: Session, rid: Any, method: str, params: dict, timeout: float = 10.0
+        self, who: str, s: TaskSession, rid: Any, method: str, params: dict, timeout: float = 10.0
     ) -> dict:
         msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
         entry: dict[str, Any] = {"t": round(time.monotonic() - self.t0, 4), "who": who}
@@ -184,7 +205,7 @@ def from_request_id(tid: str, rid: int) -> bool:
 async def discover(tt: TaskTarget, wire: Wire) -> tuple[dict, str | None]:
     """Open a session, read ``capabilities.tasks`` and the tools, create one task and time it.
     Returns ``(calibration, why not applicable or None)``; raises :class:`CannotTest`."""
-    s = Session(tt.target, wire.t0)
+    s = tt.session(wire.t0)
     await s.open()
     try:
         caps = (s.init_result.get("capabilities") or {}).get("tasks")
@@ -244,13 +265,13 @@ async def discover(tt: TaskTarget, wire: Wire) -> tuple[dict, str | None]:
         await s.close()
 
 
-async def create(wire: Wire, who: str, s: Session, rid: int, cal: dict) -> dict:
+async def create(wire: Wire, who: str, s: TaskSession, rid: int, cal: dict) -> dict:
     params = {"name": cal["tool"], "arguments": cal["args"], "task": {"ttl": 120_000}}
     return await wire.ask(who, s, rid, "tools/call", params)
 
 
-async def _two(t: Target, t0: float) -> tuple[Session, Session]:
-    a, b = Session(t, t0), Session(t, t0)
+async def _two(tt: TaskTarget, t0: float) -> tuple[TaskSession, TaskSession]:
+    a, b = tt.session(t0), tt.session(t0)
     await a.open()
     try:
         await b.open()
@@ -263,9 +284,9 @@ async def _two(t: Target, t0: float) -> tuple[Session, Session]:
 # --- the scenarios ----------------------------------------------------------------------------
 
 
-async def run_isolation(t: Target, cal: dict, wire: Wire) -> TaskVerdict:
+async def run_isolation(tt: TaskTarget, cal: dict, wire: Wire) -> TaskVerdict:
     v = TaskVerdict("task_isolation")
-    a, b = await _two(t, wire.t0)
+    a, b = await _two(tt, wire.t0)
     try:
         t1 = task_id_of(await create(wire, "A", a, 739301, cal))
         t2 = task_id_of(await create(wire, "A", a, 739302, cal))
@@ -306,9 +327,9 @@ async def run_isolation(t: Target, cal: dict, wire: Wire) -> TaskVerdict:
     return v
 
 
-async def run_guessing(t: Target, cal: dict, wire: Wire) -> TaskVerdict:
+async def run_guessing(tt: TaskTarget, cal: dict, wire: Wire) -> TaskVerdict:
     v = TaskVerdict("task_guessing")
-    a, b = await _two(t, wire.t0)
+    a, b = await _two(tt, wire.t0)
     try:
         rid_a = 739401
         ta = task_id_of(await create(wire, "A", a, rid_a, cal))
@@ -353,9 +374,9 @@ async def run_guessing(t: Target, cal: dict, wire: Wire) -> TaskVerdict:
     return v
 
 
-async def run_ids(t: Target, cal: dict, wire: Wire) -> TaskVerdict:
+async def run_ids(tt: TaskTarget, cal: dict, wire: Wire) -> TaskVerdict:
     v = TaskVerdict("task_ids")
-    a = Session(t, wire.t0)
+    a = tt.session(wire.t0)
     await a.open()
     try:
         rids = (739501, 739502)
@@ -381,11 +402,11 @@ async def run_ids(t: Target, cal: dict, wire: Wire) -> TaskVerdict:
     return v
 
 
-async def run_terminal(t: Target, cal: dict, wire: Wire) -> TaskVerdict:
+async def run_terminal(tt: TaskTarget, cal: dict, wire: Wire) -> TaskVerdict:
     v = TaskVerdict("task_terminal")
     if not cal["cancel"]:
         return _not_judged(v, "the target's capabilities.tasks has no cancel")
-    a = Session(t, wire.t0)
+    a = tt.session(wire.t0)
     await a.open()
     try:
 
@@ -449,6 +470,21 @@ RUNNERS = {
     "task_terminal": run_terminal,
 }
 assert tuple(RUNNERS) == TASK_SCENARIOS
+__all__ = [
+    "RULES",
+    "RUNNERS",
+    "SOURCE",
+    "STDIO_SCOPE",
+    "TaskSession",
+    "TaskTarget",
+    "discover",
+    "from_request_id",
+    "neighbours",
+    "probe_tasks",
+    "render_tasks",
+    "sequential",
+    "summarize_tasks",
+]
 
 
 # --- the probe and its report -----------------------------------------------------------------
@@ -468,7 +504,7 @@ async def probe_tasks(
     chosen = [n for n in TASK_SCENARIOS if n in scenarios]
     if why is not None:
         say(f"  n/a: {why}")
-        report = summarize_tasks(t.name, [], {n: why for n in chosen}, None)
+        report = summarize_tasks(t.name, [], {n: why for n in chosen}, None, tt.transport)
         report["records"] = {"discovery": wire.log}
         report["seconds"] = round(time.monotonic() - started, 2)
         return report
@@ -477,7 +513,7 @@ async def probe_tasks(
     async def one(name: str) -> tuple[TaskVerdict, list]:
         w = Wire(time.monotonic())
         try:
-            v = await RUNNERS[name](t, cal, w)
+            v = await RUNNERS[name](tt, cal, w)
         except CannotTest as exc:
             v = _not_judged(TaskVerdict(name), str(exc))
         say(
@@ -487,66 +523,7 @@ async def probe_tasks(
         return v, w.log
 
     results = await asyncio.gather(*(one(n) for n in chosen))
-    report = summarize_tasks(t.name, [v for v, _ in results], {}, cal)
+    report = summarize_tasks(t.name, [v for v, _ in results], {}, cal, tt.transport)
     report["records"] = {"discovery": wire.log, **{v.scenario: log for v, log in results}}
     report["seconds"] = round(time.monotonic() - started, 2)
     return report
-
-
-def summarize_tasks(target: Any, verdicts: list, skipped: dict, cal: Any) -> dict:
-    """The report, in the shape of :func:`.report.summarize` over :data:`TASK_CLASSES`, with
-    each scenario's rule and source under ``rules``."""
-    findings = []
-    for cls in TASK_CLASSES:
-        ev = [e for v in verdicts for c, e in v.findings if c == cls]
-        findings.append({"class": cls, "found": bool(ev), "evidence": ev})
-    not_judged = [v for v in verdicts if v.status != "judged"]
-    found = any(f["found"] for f in findings)
-    status = "defects" if found else ("untested" if not_judged or not verdicts else "clean")
-    return {
-        "kind": "tasks",
-        "ok": status == "clean",
-        "target": target,
-        "findings": findings,
-        "refusal": None,
-        "status": status,
-        "exit": {"clean": 0, "defects": 1, "untested": 2}[status],
-        "scenarios": [dict(v.to_json(), rule=RULES[v.scenario]) for v in verdicts],
-        "not_applicable": skipped,
-        "calibration": cal,
-        "planned": list(TASK_SCENARIOS),
-        "rules": RULES,
-    }
-
-
-def render_tasks(report: dict) -> str:
-    """The text of a task probe's report."""
-    lines = [f"mcp-inflight probe {report['target']} (tasks, 2025-11-25)"]
-    cal = report.get("calibration")
-    if cal:
-        lines.append(f"  task tool {cal['tool']} {show(cal['args'])}: {cal['duration']:.2f}s")
-    lines += ["", "Scenarios (client A makes tasks; client B is another session)"]
-    for s in report["scenarios"]:
-        mark = (
-            "not judged" if s["status"] != "judged" else ("defects" if s["findings"] else "clean")
-        )
-        lines.append(f"  {s['scenario']:<16} {mark}")
-        lines.append(f"      rule: {s['rule']}")
-        if s["note"]:
-            lines.append(f"      {s['note']}")
-    for name, why in report.get("not_applicable", {}).items():
-        lines.append(f"  {name:<16} n/a  {why}")
-    lines += ["", "Defect classes"]
-    for f in report["findings"]:
-        lines.append(f"  {f['class']:<28} {'FOUND' if f['found'] else 'not found'}")
-        lines += [f"      - {e}" for e in f["evidence"]]
-    lines.append("")
-    found = ", ".join(f["class"] for f in report["findings"] if f["found"])
-    lines.append(
-        {
-            "clean": "CLEAN: no defect class found, every task scenario judged",
-            "defects": "DEFECTS FOUND: " + found,
-            "untested": "COULD NOT TEST every task scenario (see above); no defect found in the rest",
-        }[report["status"]]
-    )
-    return "\n".join(lines)

@@ -20,6 +20,7 @@ import asyncio
 import json
 
 from mcp_inflight.fixtures.contract import PROBE_OUTCOME_TOOL, PROBE_SLOW_TOOL, CallLedger
+from support.raw_asgi import lifespan, read_body, respond_json
 
 
 class App:
@@ -32,42 +33,30 @@ class App:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
-            while True:
-                m = await receive()
-                if m["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            m = await receive()
-            body += m.get("body", b"")
-            if not m.get("more_body"):
-                break
-        msg = json.loads(body)
+            return await lifespan(receive, send)
+        msg = json.loads(await read_body(receive))
         if "id" not in msg:
-            return await self._json(send, 202, None)
+            return await respond_json(send, 202, None)
         rid, method = msg["id"], msg.get("method")
         params = msg.get("params") or {}
         if method == "tools/list":
             tools = [PROBE_SLOW_TOOL, PROBE_OUTCOME_TOOL]
-            return await self._json(
+            return await respond_json(
                 send, 200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}}
             )
         args = params.get("arguments") or {}
         if method == "tools/call" and params.get("name") == "probe_outcome":
             text = self.ledger.outcome_text(args["label"])
             result = {"content": [{"type": "text", "text": text}]}
-            return await self._json(send, 200, {"jsonrpc": "2.0", "id": rid, "result": result})
+            return await respond_json(send, 200, {"jsonrpc": "2.0", "id": rid, "result": result})
         if method != "tools/call" or params.get("name") != "slow":
             err = {"code": -32601, "message": "no such method or tool"}
-            return await self._json(send, 200, {"jsonrpc": "2.0", "id": rid, "error": err})
+            return await respond_json(send, 200, {"jsonrpc": "2.0", "id": rid, "error": err})
         key = json.dumps(rid)
         shared = self.mode in ("overwrite", "refuse")
         if self.mode == "refuse" and key in self.streams:
             err = {"code": -32600, "message": f"id {key} is in flight"}
-            return await self._json(send, 409, {"jsonrpc": "2.0", "id": None, "error": err})
+            return await respond_json(send, 409, {"jsonrpc": "2.0", "id": None, "error": err})
         own: asyncio.Queue = asyncio.Queue()
         if shared:
             self.streams[key] = own
@@ -126,15 +115,3 @@ class App:
             gone.cancel()
             if shared and self.streams.get(key) is own:
                 del self.streams[key]
-
-    @staticmethod
-    async def _json(send, status, doc):
-        body = b"" if doc is None else json.dumps(doc).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})

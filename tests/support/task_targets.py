@@ -16,21 +16,31 @@ after it was made.  ``defect``:
   accepted;
 * ``no_tasks``: the same tool without ``taskSupport`` and no ``capabilities.tasks``.
 
-:class:`Served` runs one on a loopback port with uvicorn in a thread.
+Over stdio (``support/task_stdio.py``, the same :class:`TaskApp` on a process's pipes) a session
+is a process; with ``TASK_STORE=DIR`` in its environment every process of the command keeps its
+tasks (and, for ``seq``, its counter) in :class:`FileTable` under ``DIR``: a task store shared by
+processes, which is how ``shared`` and ``seq_shared`` leak across stdio clients.
+
+:class:`Served` (``support/raw_asgi.py``) runs one on a loopback port with uvicorn in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import hashlib
 import itertools
 import json
-import threading
+import os
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import uvicorn
+from support.raw_asgi import Served, lifespan, read_body, respond_json
 
+__all__ = ["DEFECTS", "FileCounter", "FileTable", "Served", "TaskApp", "task_state"]
 DEFECTS = ("ok", "shared", "cancel_any", "seq", "seq_shared", "rid", "overwrite", "no_tasks")
 
 
@@ -39,8 +49,8 @@ class TaskApp:
         assert defect in DEFECTS, defect
         self.defect = defect
         self.sessions: set[str] = set()
-        self.tasks: dict[str, dict[str, Any]] = {}
-        self.counter = itertools.count(1)
+        self.tasks: dict[str, dict[str, Any]] | FileTable = {}
+        self.counter: Iterator[int] = itertools.count(1)
 
     # --- the tasks ------------------------------------------------------------------------
 
@@ -138,82 +148,106 @@ class TaskApp:
             return ok({"content": [{"type": "text", "text": f"job:{task['label']}"}]})
         return err(-32601, f"method not found: {method}")
 
+    def init_result(self) -> dict:
+        """``initialize``'s result: ``capabilities.tasks`` unless ``no_tasks``."""
+        caps: dict[str, Any] = {"tools": {}}
+        if self.defect != "no_tasks":
+            caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        return {
+            "protocolVersion": "2025-11-25",
+            "capabilities": caps,
+            "serverInfo": {"name": f"task-target-{self.defect}", "version": "0"},
+        }
+
     # --- ASGI -------------------------------------------------------------------------------
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                m = await receive()
-                if m["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif m["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            m = await receive()
-            body += m.get("body", b"")
-            if not m.get("more_body"):
-                break
+            return await lifespan(receive, send)
+        body = await read_body(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         sid = headers.get("mcp-session-id", "")
         if scope["method"] == "DELETE":
             self.sessions.discard(sid)
-            return await respond(send, 200, None)
+            return await respond_json(send, 200, None)
         if scope["method"] != "POST":
-            return await respond(send, 405, None)
+            return await respond_json(send, 405, None)
         msg = json.loads(body)
         if msg.get("method") == "initialize":
             sid = uuid.uuid4().hex
             self.sessions.add(sid)
-            caps: dict[str, Any] = {"tools": {}}
-            if self.defect != "no_tasks":
-                caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-            result = {
-                "protocolVersion": "2025-11-25",
-                "capabilities": caps,
-                "serverInfo": {"name": f"task-target-{self.defect}", "version": "0"},
-            }
-            reply = {"jsonrpc": "2.0", "id": msg.get("id"), "result": result}
-            return await respond(send, 200, reply, sid)
+            reply = {"jsonrpc": "2.0", "id": msg.get("id"), "result": self.init_result()}
+            return await respond_json(send, 200, reply, [(b"mcp-session-id", sid.encode())])
         if sid not in self.sessions:
-            return await respond(send, 404, None)
+            return await respond_json(send, 404, None)
         if "id" not in msg or "method" not in msg:
-            return await respond(send, 202, None)
-        await respond(send, 200, await self.handle(sid, msg))
+            return await respond_json(send, 202, None)
+        await respond_json(send, 200, await self.handle(sid, msg))
+
+
+class Row(dict):
+    """A task of a :class:`FileTable`: every change is written back to its file."""
+
+    def __init__(self, table: FileTable, data: dict) -> None:
+        super().__init__(data)
+        self.table = table
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.table[self["id"]] = dict(self)
+
+
+class FileTable:
+    """A task table in a directory, one JSON file per task, read afresh on every look-up:
+    shared by every process that is given the directory (task times are ``time.monotonic()``,
+    one clock for every process of the machine)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+
+    def _file(self, tid: str) -> Path:
+        return self.path / (hashlib.sha256(tid.encode()).hexdigest()[:32] + ".task")
+
+    def get(self, tid: str) -> Row | None:
+        try:
+            return Row(self, json.loads(self._file(tid).read_text()))
+        except FileNotFoundError:
+            return None
+
+    def __getitem__(self, tid: str) -> Row:
+        row = self.get(tid)
+        if row is None:
+            raise KeyError(tid)
+        return row
+
+    def __setitem__(self, tid: str, task: dict) -> None:
+        tmp = self._file(tid).with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(dict(task)))
+        os.replace(tmp, self._file(tid))
+
+    def values(self) -> list[Row]:
+        return [Row(self, json.loads(f.read_text())) for f in sorted(self.path.glob("*.task"))]
+
+
+class FileCounter:
+    """A counter in a file, under an exclusive lock: ``1``, ``2``, ... across processes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __next__(self) -> int:
+        with open(self.path, "a+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            n = int(f.read() or 0) + 1
+            f.seek(0)
+            f.truncate()
+            f.write(str(n))
+        return n
 
 
 def task_state(task: dict, done: bool) -> str:
     if task["cancelled"]:
         return "cancelled"
     return "completed" if done else "working"
-
-
-async def respond(send: Any, status: int, body: dict | None, sid: str | None = None) -> None:
-    raw = b"" if body is None else json.dumps(body).encode()
-    headers = [(b"content-type", b"application/json")]
-    if sid is not None:
-        headers.append((b"mcp-session-id", sid.encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": raw})
-
-
-class Served:
-    """``app`` on a loopback port (uvicorn in a thread); ``url`` its endpoint."""
-
-    def __init__(self, app: Any) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}/mcp"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
