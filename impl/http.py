@@ -426,6 +426,9 @@ class App:
                 replayed = await self.store.state_replayed(msg)
                 if replayed is not None:
                     return await self._reply(send, 400, dumps(replayed))
+                own = await self.store.shared_reply(msg)
+                if own is not None:
+                    return await self._reply(send, _error_status(own) or 200, dumps(own))
                 return await self.run_request(session, msg, receive, send, ())
             finally:
                 self._active.discard(session)
@@ -828,6 +831,9 @@ class MemorySessions:
 
     async def state_replayed(self, msg: dict[str, Any]) -> None:
         return None  # the server's own check (one process) is the whole of it
+
+    async def shared_reply(self, msg: dict[str, Any]) -> None:
+        return None  # one process: every request is its session's
 
 
 def create_app(

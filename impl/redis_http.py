@@ -48,9 +48,10 @@ stream over, on any other worker replays from Redis and then follows the stream 
 until its end mark, or until its worker has been silent for a lease and no longer listens.
 The session's end deletes its streams; each also expires with the session's idle timeout.
 
-2025-11-25 tasks: kept in Redis (:mod:`.redis_tasks`), the work on the worker that created
-the task, under a lease of its own; the task methods answered from Redis on any worker
-(:mod:`.redis_task_link`).
+Tasks (2025-11-25 and the 2026-07-28 extension): kept in Redis (:mod:`.redis_tasks`), the
+work on the worker that created the task, under a lease of its own; the task methods answered
+from Redis on any worker (:mod:`.redis_task_link`; 2026-07-28 through :meth:`shared_reply`).
+No response starts before the task moves made so far are in Redis (:meth:`RedisSessions.wrap`).
 
 Not shared: the standalone GET stream (one per worker and session); ``logging/setLevel``
 reaches the other workers' views by a published message (a view made later reads the record).
@@ -92,7 +93,7 @@ from .messages import (
     error_reply,
 )
 from .redis_store import BROADCAST, Claimed, RedisStore
-from .redis_task_link import SHARED_METHODS, Mirror, answer
+from .redis_task_link import SHARED_METHODS, SHARED_METHODS_2026, Mirror, answer, answer_2026
 from .redis_tasks import RedisTasks
 from .request_state import StateRefused, call_binding
 from .server import Answered, Arrival, Outlet, Refused, RequestFailed, Running, Server
@@ -600,6 +601,8 @@ class RedisSessions:
         m = json.loads(data)
         if "task_cancel" in m and self.mirror is not None:  # from a task script (redis_tasks)
             return self.mirror.cancelled(m["task_cancel"], m["token"])
+        if "task_update" in m and self.mirror is not None:
+            return self.mirror.updated(m["task_update"], m["token"], m["responses"])
         s = self.app.sessions.get(m.get("s"))
         if s is None or not isinstance(s, _RedisSession):
             return
@@ -669,6 +672,8 @@ class RedisSessions:
             async def tagged(m: dict[str, Any]) -> None:
                 nonlocal started
                 if m["type"] == "http.response.start":
+                    if self.mirror is not None:  # a task it names is readable on every worker
+                        await self.mirror.drain()
                     started = True
                     m = {**m, "headers": [*m.get("headers", ()), tag]}
                 await send(m)
@@ -907,8 +912,6 @@ class RedisSessions:
                     value = error_reply(rid, error(INTERNAL_ERROR, why))
             if value is None:
                 return await reply(send, 202)
-            if self.mirror is not None and method == "tools/call":
-                await self.mirror.drain()  # a task it created is readable on every worker
             if method == "logging/setLevel" and "result" in value:
                 await self._set_level(session)
             return await reply(send, 200, dumps(value))
@@ -934,6 +937,19 @@ class RedisSessions:
         if tok <= 0:
             return None  # refused: the ordinary path claims again and answers the refusal
         return await answer(self.mirror.tasks, server.task_runtime, session.sid, msg)
+
+    async def shared_reply(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        """2026-07-28: a task method of the extension, answered from Redis on every worker
+        (:func:`.redis_task_link.answer_2026`); None: the request's own handling."""
+        server = self.app.server
+        if (
+            self.mirror is None
+            or msg["method"] not in SHARED_METHODS_2026
+            or not server.serves_tasks
+            or msg["method"] in server.methods
+        ):
+            return None
+        return await answer_2026(self.mirror.tasks, msg)
 
     async def state_replayed(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         """2026-07-28: a retry's ``requestState`` is single-use over every worker and across
