@@ -50,7 +50,8 @@ The session's end deletes its streams; each also expires with the session's idle
 
 Tasks (2025-11-25 and the 2026-07-28 extension): kept in Redis (:mod:`.redis_tasks`), the
 work on the worker that created the task, under a lease of its own; the task methods answered
-from Redis on any worker (:mod:`.redis_task_link`; 2026-07-28 through :meth:`shared_reply`).
+from Redis on any worker (:mod:`.redis_task_http`, :mod:`.redis_task_link`), a
+``tasks/result`` that waits carrying the task's status notifications on whichever worker.
 No response starts before the task moves made so far are in Redis (:meth:`RedisSessions.wrap`).
 
 Not shared: the standalone GET stream (one per worker and session); ``logging/setLevel``
@@ -60,10 +61,11 @@ A rule the core lacks.  The core is one process's view; across workers the admis
 the store's ``claim`` and the end of a request its ``release``, exactly the lease protocol's
 operations: this module adds no lifecycle rule of its own beyond them.
 
-Why one module of this length: the steps above share one worker's state (its sessions' views,
-its held claims, its detached streams) and each step's failure path is another's (a lost lease
-cancels a handler whose stream may be detached and whose waiters were routed here); the store's
-side is :mod:`.redis_store`.
+Why these steps stay in one module: they share one worker's state (its sessions' views, its held
+claims, its detached streams) and each step's failure path is another's (a lost lease cancels a
+handler whose stream may be detached and whose waiters were routed here).  A session's view, its
+kept streams and their resumption are :mod:`.redis_streams`; the task methods
+:mod:`.redis_task_http`; the store's side :mod:`.redis_store`.
 """
 
 from __future__ import annotations
@@ -96,10 +98,10 @@ from .redis_streams import (
     resume_kept,
     say,
     shown,
-    store_errors,
     taken_over,
 )
-from .redis_task_link import SHARED_METHODS, SHARED_METHODS_2026, Mirror, answer, answer_2026
+from .redis_task_http import shared_reply_2026, shared_task_method
+from .redis_task_link import Mirror
 from .redis_tasks import RedisTasks
 from .request_state import StateRefused, call_binding
 from .server import Answered, Refused, Running
@@ -114,6 +116,13 @@ from .streams import (
 
 __all__ = ["LEASE_LOST", "RedisSessions"]
 
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    from redis.exceptions import RedisError
+
+    return (RedisError, OSError)
+
+
 _WORKER_HEADER = b"mcp-inflight-worker"
 
 
@@ -125,6 +134,9 @@ class RedisSessions:
     ``resumable``: POST streams kept in Redis; ``store_timeout``: the bound on one call of the
     store; ``max_event_bytes``: a session's kept events, at most.  The app's ``event_store`` is
     not used (the streams are kept in Redis)."""
+
+    #: the exceptions of a failed call of the store (:mod:`.redis_streams` catches them too)
+    store_errors = staticmethod(store_errors)
 
     #: the options of :func:`~.http.create_app` that are this store's
     OPTIONS = ("lease_ms", "resumable", "store_timeout", "max_event_bytes")
@@ -503,9 +515,8 @@ class RedisSessions:
         rid = msg["id"]
         key = typed_id(rid)
         method = msg["method"]
-        shared = await self._shared_task_method(session, msg)
-        if shared is not None:
-            return await reply(send, 200, dumps(shared))
+        if await shared_task_method(self, session, msg, receive, send):
+            return
         hold = method == "tools/call" or method in self.app.server.methods
         stream = session.next_stream() if hold and self.resumable else None
         tok = await self.store.claim(session.sid, key, hold, stream)
@@ -549,38 +560,9 @@ class RedisSessions:
         assert type(arrival) is Running
         await self.app.start_stream(session, arrival.handle, outlet, receive, send)
 
-    async def _shared_task_method(
-        self, session: RedisSession, msg: dict[str, Any]
-    ) -> dict[str, Any] | None:
-        """A 2025-11-25 task method answered from Redis (:mod:`.redis_task_link`), after the
-        store's check of the id (a duplicate refused as any request's); None: the session's
-        own handling."""
-        server = self.app.server
-        if (
-            self.mirror is None
-            or msg["method"] not in SHARED_METHODS
-            or session.revision != LEGACY
-            or not server.serves_tasks
-            or msg["method"] in server.methods
-        ):
-            return None
-        tok = await self.store.claim(session.sid, typed_id(msg["id"]), False, None)
-        if tok <= 0:
-            return None  # refused: the ordinary path claims again and answers the refusal
-        return await answer(self.mirror.tasks, server.task_runtime, session.sid, msg)
-
     async def shared_reply(self, msg: dict[str, Any]) -> dict[str, Any] | None:
-        """2026-07-28: a task method of the extension, answered from Redis on every worker
-        (:func:`.redis_task_link.answer_2026`); None: the request's own handling."""
-        server = self.app.server
-        if (
-            self.mirror is None
-            or msg["method"] not in SHARED_METHODS_2026
-            or not server.serves_tasks
-            or msg["method"] in server.methods
-        ):
-            return None
-        return await answer_2026(self.mirror.tasks, msg)
+        """2026-07-28: a task method of the extension, from Redis (:mod:`.redis_task_http`)."""
+        return await shared_reply_2026(self, msg)
 
     async def state_replayed(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         """2026-07-28: a retry's ``requestState`` is single-use over every worker and across

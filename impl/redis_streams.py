@@ -6,7 +6,8 @@ Apart from :class:`~.redis_http.RedisSessions` (the worker's store: claims, rene
 between workers) because these are the session's and its streams' side of the protocol: each
 step here reads one session and one stream, and reaches the worker only through the few
 methods of ``shared`` it names (``store``, ``worker``, ``spawn``, ``release``, ``lease_lost``,
-``lease_lost_by``, ``hold``), typed loosely since that module imports this one.
+``lease_lost_by``, ``hold``, ``store_errors``: the store's failures, whose classes only that
+module imports), typed loosely since that module imports this one.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ __all__ = [
     "taken_over",
     "say",
     "shown",
-    "store_errors",
     "WORKER_NAME",
 ]
 
@@ -69,12 +69,6 @@ def shown(value: Any, limit: int = 80) -> str:
 WORKER_NAME = re.compile(r"[0-9]{1,10}-[0-9a-f]{6}")
 #: the largest event number a ``Last-Event-ID`` may carry (a Redis stream entry's sequence)
 MAX_EVENT = 2**63 - 1
-
-
-def store_errors() -> tuple[type[BaseException], ...]:
-    from redis.exceptions import RedisError
-
-    return (RedisError, OSError)
 
 
 def _unused(stream: str, data: bytes) -> str:  # pragma: no cover - KeptOutlet keeps itself
@@ -192,7 +186,7 @@ class KeptOutlet(StreamOutlet):
                 batch, self.queue = self.queue, []
                 try:
                     ok = await app.store.append(self.claim, self.stream, batch)
-                except store_errors() as e:
+                except app.store_errors() as e:
                     app.store.counters.errors += 1
                     self.queue = []
                     app.lease_lost_by(self, f"the store failed: {e}")
@@ -223,7 +217,7 @@ class KeptOutlet(StreamOutlet):
         pending, self.queue = self.queue, []  # the priming event, when nothing came before
         try:
             wrote, released = await store.final(c, self.stream, self.n, data, pending)
-        except store_errors() as e:
+        except self.session.shared.store_errors() as e:
             store.counters.errors += 1
             return f"the session store is unreachable: {e}"
         if wrote == -3:  # the response goes out live, not kept
@@ -280,7 +274,7 @@ class RedisSession(HttpSession):
         if c is not None:
             try:
                 ok = await store.write(c, "set", waiter, self.shared.worker, store.lease_ms)
-            except store_errors() as e:
+            except self.shared.store_errors() as e:
                 raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: {e}")) from None
             if not ok:
                 self.core.withdraw(handle, sid)
@@ -328,7 +322,7 @@ async def taken_over(shared: Any, s: RedisSession, local: KeptOutlet) -> None:
     unless it is itself a newer resume."""
     try:
         current = await shared.store.current_reader(s.sid, local.stream)
-    except store_errors():
+    except shared.store_errors():
         return
     if current is not None and current != local.reader and local.owner is not None:
         local.owner = None

@@ -62,6 +62,7 @@ import asyncio
 import hashlib
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -427,9 +428,15 @@ class RedisTasks:
             raise NotReady(tid)
         return v["status"], v.get("res")
 
-    async def result(self, owner: str, tid: str) -> tuple[str, Any]:
+    async def result(
+        self,
+        owner: str,
+        tid: str,
+        on_status: Callable[[dict[str, Any]], Awaitable[Any]] | None = None,
+    ) -> tuple[str, Any]:
         """``tasks/result``: waits (status messages, and a poll every :attr:`poll_s`) until
-        the task is terminal on whichever worker runs it."""
+        the task is terminal on whichever worker runs it.  ``on_status`` is given the
+        ``Task`` of each status message of ``tid`` while it waits (its notification)."""
         pubsub = self.redis.pubsub()
         await pubsub.subscribe(STATUS_CHANNEL + owner)
         try:
@@ -442,7 +449,12 @@ class RedisTasks:
                 until = loop.time() + self.poll_s
                 while (left := until - loop.time()) > 0:
                     m = await pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
-                    if m is not None and json.loads(_text(m["data"]))["taskId"] == tid:
+                    if m is None:
+                        continue
+                    raw = json.loads(_text(m["data"]))
+                    if raw["taskId"] == tid:
+                        if on_status is not None:
+                            await on_status(wire(raw, self.poll_interval_ms))
                         break
         finally:
             await pubsub.aclose()
