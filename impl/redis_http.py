@@ -3,7 +3,7 @@
 ``create_app(server, redis="redis://host:port/0")`` (:class:`~.http.App` with a
 :class:`RedisSessions` store) is the app of one worker; run as many as you like behind one port (``mcp-inflight serve --workers N --redis URL``,
 or ``uvicorn --workers N``).  A 2025-11-25 session is usable from any worker; 2026-07-28 stays
-stateless (each POST its own scope, nothing in Redis).
+stateless (each POST its own scope; only its tasks and used request states are in Redis).
 
 Where things live.  The session record, the in-flight claims, the waiters and the fencing
 counter are in Redis (:mod:`.redis_store`, every key under the session's hash tag).  Each
