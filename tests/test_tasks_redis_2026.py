@@ -4,7 +4,7 @@ httpx.  A task created through instance 1 is read (its result inlined once compl
 (``tasks/update``: the question was asked by the work on instance 1, the work goes on there) and
 cancelled (acknowledged, sticky, the runner's work stopped) through instance 2; a 2025-11-25
 session and a 2026-07-28 request never reach each other's tasks; a SIGKILLed runner leaves its
-task ``failed`` within its lease.  The store's own moves for questions (kept under their keys,
+task ``failed`` within its lease; ``--workers 2`` behind one port serve the same tasks.  The store's own moves for questions (kept under their keys,
 answered by ``update`` from another worker and handed to the runner) are checked first, on two
 :class:`RedisTasks` of one process."""
 
@@ -128,7 +128,7 @@ class Rpc:
         }
         body = {"jsonrpc": "2.0", "id": self.n, "method": method}
         body["params"] = {**params, "_meta": meta}
-        r = self.c.post(url, headers=H26, json=body)
+        r = self.last = self.c.post(url, headers=H26, json=body)
         assert r.headers.get("content-type", "").startswith("application/json"), r.text
         return r.json()
 
@@ -254,3 +254,30 @@ def test_a_killed_instance_leaves_its_task_failed_within_the_lease(pair):
         took = time.monotonic() - killed
         assert got["status"] == "failed" and got["error"] == LOST
         assert took <= LEASE_MS / 1000 + 0.3, took
+
+
+def test_workers_behind_one_port_share_the_extensions_tasks(redis):
+    """``serve --workers 2 --redis``: each request on a new connection, so the workers take
+    turns; a task made by one worker is read, its result inlined, through the other."""
+    from support.redis_workers import Serve
+
+    server = Serve("--workers", "2", "--redis", redis.url, "--fixtures", "tasks", workers=2)
+    try:
+        with httpx.Client(timeout=30) as c:
+            tid = Rpc(c).task(server.url, "job", {"label": "w", "seconds": 0.3})
+        seen: dict[str, dict] = {}  # worker -> its last answer
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if len(seen) == 2 and all(g["status"] == "completed" for g in seen.values()):
+                break
+            with httpx.Client(timeout=30, headers={"connection": "close"}) as fresh:
+                rpc = Rpc(fresh)
+                got = rpc(server.url, "tasks/get", {"taskId": tid})["result"]
+                seen[rpc.last.headers["mcp-inflight-worker"]] = got
+            time.sleep(0.05)
+        assert len(seen) == 2, seen  # both workers answered
+        for got in seen.values():
+            assert got["taskId"] == tid and got["status"] == "completed"
+            assert got["result"]["content"][0]["text"] == "job:w"
+    finally:
+        server.stop()
