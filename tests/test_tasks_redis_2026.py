@@ -4,9 +4,10 @@ httpx.  A task created through instance 1 is read (its result inlined once compl
 (``tasks/update``: the question was asked by the work on instance 1, the work goes on there) and
 cancelled (acknowledged, sticky, the runner's work stopped) through instance 2; a 2025-11-25
 session and a 2026-07-28 request never reach each other's tasks; a SIGKILLed runner leaves its
-task ``failed`` within its lease; ``--workers 2`` behind one port serve the same tasks.  The store's own moves for questions (kept under their keys,
-answered by ``update`` from another worker and handed to the runner) are checked first, on two
-:class:`RedisTasks` of one process."""
+task ``failed`` within its lease; ``--workers 2`` behind one port serve the same tasks.  The
+store's own moves for questions (kept under their keys, answered by ``update`` from another
+worker and handed to the runner) are checked first, on two :class:`RedisTasks` of one
+process."""
 
 from __future__ import annotations
 
