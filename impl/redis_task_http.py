@@ -103,7 +103,9 @@ async def _result_stream(
         await asyncio.wait((waiting, watcher), return_when=asyncio.FIRST_COMPLETED)
         if not waiting.done():
             return  # the client went away: nothing more to write
-        waiting.exception()  # an unknown task now is answered below, from the store again
+        if isinstance(waiting.exception(), OSError):
+            return  # a notification found the client gone
+        # an unknown task now (its ttl ran out meanwhile) is answered below, from the store
         out = await answer(tasks, runtime, owner, msg)
         body = sse_event(out) if out is not None else b""
         await send({"type": "http.response.body", "body": body, "more_body": False})
