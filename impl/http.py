@@ -396,6 +396,9 @@ class App(StreamWriting):
                 replayed = await self.store.state_replayed(msg)
                 if replayed is not None:
                     return await self._reply(send, 400, dumps(replayed))
+                own = await self.store.shared_reply(msg)
+                if own is not None:
+                    return await self._reply(send, error_status(own) or 200, dumps(own))
                 return await self.run_request(session, msg, receive, send, ())
             finally:
                 self._active.discard(session)

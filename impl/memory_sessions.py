@@ -138,3 +138,6 @@ class MemorySessions:
 
     async def state_replayed(self, msg: dict[str, Any]) -> None:
         return None  # the server's own check (one process) is the whole of it
+
+    async def shared_reply(self, msg: dict[str, Any]) -> None:
+        return None  # one process: every request is its session's

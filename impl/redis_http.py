@@ -3,7 +3,7 @@
 ``create_app(server, redis="redis://host:port/0")`` (:class:`~.http.App` with a
 :class:`RedisSessions` store) is the app of one worker; run as many as you like behind one port (``mcp-inflight serve --workers N --redis URL``,
 or ``uvicorn --workers N``).  A 2025-11-25 session is usable from any worker; 2026-07-28 stays
-stateless (each POST its own scope, nothing in Redis).
+stateless (each POST its own scope; only its tasks and used request states are in Redis).
 
 Where things live.  The session record, the in-flight claims, the waiters and the fencing
 counter are in Redis (:mod:`.redis_store`, every key under the session's hash tag).  Each
@@ -48,9 +48,11 @@ stream over, on any other worker replays from Redis and then follows the stream 
 until its end mark, or until its worker has been silent for a lease and no longer listens.
 The session's end deletes its streams; each also expires with the session's idle timeout.
 
-2025-11-25 tasks: kept in Redis (:mod:`.redis_tasks`), the work on the worker that created
-the task, under a lease of its own; the task methods answered from Redis on any worker
-(:mod:`.redis_task_link`).
+Tasks (2025-11-25 and the 2026-07-28 extension): kept in Redis (:mod:`.redis_tasks`), the
+work on the worker that created the task, under a lease of its own; the task methods answered
+from Redis on any worker (:mod:`.redis_task_http`, :mod:`.redis_task_link`), a
+``tasks/result`` that waits carrying the task's status notifications on whichever worker.
+No response starts before the task moves made so far are in Redis (:meth:`RedisSessions.wrap`).
 
 Not shared: the standalone GET stream (one per worker and session); ``logging/setLevel``
 reaches the other workers' views by a published message (a view made later reads the record).
@@ -59,10 +61,11 @@ A rule the core lacks.  The core is one process's view; across workers the admis
 the store's ``claim`` and the end of a request its ``release``, exactly the lease protocol's
 operations: this module adds no lifecycle rule of its own beyond them.
 
-Why one module of this length: the steps above share one worker's state (its sessions' views,
-its held claims, its detached streams) and each step's failure path is another's (a lost lease
-cancels a handler whose stream may be detached and whose waiters were routed here); the store's
-side is :mod:`.redis_store`.
+Why these steps stay in one module: they share one worker's state (its sessions' views, its held
+claims, its detached streams) and each step's failure path is another's (a lost lease cancels a
+handler whose stream may be detached and whose waiters were routed here).  A session's view, its
+kept streams and their resumption are :mod:`.redis_streams`; the task methods
+:mod:`.redis_task_http`; the store's side :mod:`.redis_store`.
 """
 
 from __future__ import annotations
@@ -70,14 +73,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import secrets
-import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
-from . import sse
 from .asgi_types import ASGIApp, Receive, Send
 from .core import Handle, InvalidId, typed_id
 from .http_checks import Headers
@@ -87,304 +86,44 @@ from .messages import (
     INVALID_REQUEST,
     LEGACY,
     dumps,
-    encode_message,
     error,
     error_reply,
 )
 from .redis_store import BROADCAST, Claimed, RedisStore
-from .redis_task_link import SHARED_METHODS, Mirror, answer
+from .redis_streams import (
+    LEASE_LOST,
+    WORKER_NAME,
+    KeptOutlet,
+    RedisSession,
+    resume_kept,
+    say,
+    shown,
+    taken_over,
+)
+from .redis_task_http import shared_reply_2026, shared_task_method
+from .redis_task_link import Mirror
 from .redis_tasks import RedisTasks
 from .request_state import StateRefused, call_binding
-from .server import Answered, Arrival, Outlet, Refused, RequestFailed, Running, Server
+from .server import Answered, Refused, Running
 from .stores import Host, SessionLookup
 from .streams import (
-    MEASURE_AFTER,
     SERVER_BUSY,
-    SSE_HEADERS,
     HttpSession,
     StreamOutlet,
-    attached,
     error_response,
     reply,
 )
 
 __all__ = ["LEASE_LOST", "RedisSessions"]
 
-LEASE_LOST = "lease lost"
-_WORKER_HEADER = b"mcp-inflight-worker"
 
-
-def _say(text: str) -> None:
-    """One line on stderr in one write (several workers share it: lines never interleave)."""
-    try:
-        os.write(sys.stderr.fileno(), f"mcp-inflight serve: {text}\n".encode())
-    except (OSError, ValueError):
-        pass
-
-
-def _shown(value: Any, limit: int = 80) -> str:
-    """A value from the wire as it may appear in a log line: JSON-escaped (no line breaks, no
-    control characters) and cut to ``limit`` characters."""
-    text = json.dumps(value if isinstance(value, (str, int, float, bool)) else str(value))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-#: a worker's name as :meth:`RedisSessions.start` makes it (the process id and 6 hex digits)
-_WORKER_NAME = re.compile(r"[0-9]{1,10}-[0-9a-f]{6}")
-#: the largest event number a ``Last-Event-ID`` may carry (a Redis stream entry's sequence)
-_MAX_EVENT = 2**63 - 1
-
-
-def _store_errors() -> tuple[type[BaseException], ...]:
+def store_errors() -> tuple[type[BaseException], ...]:
     from redis.exceptions import RedisError
 
     return (RedisError, OSError)
 
 
-def _unused(stream: str, data: bytes) -> str:  # pragma: no cover - _KeptOutlet keeps itself
-    raise AssertionError("a kept outlet stores its events itself")
-
-
-class _KeptOutlet(StreamOutlet):
-    """A resumable POST stream whose events are kept in Redis: each event is appended with a
-    checked ``write`` (pipelined with the others pending) and written on the connection only
-    once the store has it, so any worker can replay it from its id.  A write refused is a lost
-    lease.  The events confirmed are also kept here, for a resume on this worker."""
-
-    __slots__ = (
-        "session",
-        "n",
-        "queue",
-        "flushing",
-        "confirmed",
-        "claim",
-        "drained",
-        "retry",
-        "unkept",
-        "reader",
-    )
-
-    def __init__(self, session: _RedisSession, stream: str) -> None:
-        super().__init__(_unused, stream, session.live)
-        self.session = session
-        self.n = 0
-        self.queue: list[tuple[int, bytes]] = []
-        self.flushing = False
-        self.confirmed: list[tuple[int, bytes]] = []  # (n, the encoded event)
-        self.claim: Claimed | None = None
-        self.drained = asyncio.Event()
-        self.drained.set()
-        self.retry: int | None = None
-        self.unkept = False  # over the session's event budget: written live, no longer kept
-        self.reader: str | None = None  # the resume reading it here (its name in the store)
-
-    def _event(self, n: int, data: bytes) -> bytes:
-        retry = self.retry if n == 1 else None
-        return sse.encode(data, id=f"{self.stream}.{n}", retry=retry)
-
-    def prime(self, retry_ms: int) -> None:
-        """The priming event goes out at once; it is kept with the stream's next event (so a
-        request answered without events costs no round trip more), and a resume from it waits
-        for the stream's events."""
-        self.retry = retry_ms
-        self.n += 1
-        self.queue.append((self.n, b""))
-        ev = self._event(self.n, b"")
-        self.confirmed.append((self.n, ev))
-        self.items.insert(0, ev)
-        self.wake_writer()
-
-    def send(self, msg: Any) -> None:
-        if self.broken or self.done:
-            return
-        data = encode_message(msg)
-        if data is not None:
-            self._queue(data)
-
-    def local(self, msg: Any) -> None:
-        """A message written on this connection only, not kept (an error of this worker's)."""
-        data = encode_message(msg)
-        if data is not None:
-            self.local_data(data)
-
-    def local_data(self, data: bytes) -> None:
-        if self.owner is not None:
-            self.items.append(sse.encode(data))
-            if len(self.items) > MEASURE_AFTER and self.limit is not None:
-                self.measure()
-            self.wake_writer()
-
-    def over_budget(self, batch: list[tuple[int, bytes]]) -> None:
-        """The session's event budget is spent: this stream's events are written live from
-        now on, no longer kept (a resume from here is refused as not kept)."""
-        if not self.unkept:
-            self.unkept = True
-            _say(
-                f"worker {self.session.shared.worker}: the event streams of session "
-                f"{self.session.sid[:8]}... are over their budget; a stream goes on unkept"
-            )
-        for _, data in batch:
-            if data:
-                self.local_data(data)
-
-    def _queue(self, data: bytes) -> None:
-        if self.unkept:
-            self.local_data(data)
-            return
-        self.n += 1
-        self.queue.append((self.n, data))
-        if not self.flushing and self.claim is not None:
-            self.flushing = True
-            self.drained.clear()
-            self.session.shared.spawn(self._flush())
-
-    def _deliver(self, n: int, data: bytes) -> None:
-        if n == 1:  # the priming event: already out
-            return
-        ev = self._event(n, data)
-        self.confirmed.append((n, ev))
-        if self.owner is not None:
-            self.items.append(ev)
-            if len(self.items) > MEASURE_AFTER and self.limit is not None:
-                self.measure()
-            self.wake_writer()
-
-    async def _flush(self) -> None:
-        app = self.session.shared
-        try:
-            while self.queue and self.claim is not None:
-                batch, self.queue = self.queue, []
-                try:
-                    ok = await app.store.append(self.claim, self.stream, batch)
-                except _store_errors() as e:
-                    app.store.counters.errors += 1
-                    self.queue = []
-                    app.lease_lost_by(self, f"the store failed: {e}")
-                    return
-                if ok == -3:
-                    self.queue, rest = [], self.queue
-                    self.over_budget(batch + rest)
-                    return
-                if not ok:
-                    self.queue = []
-                    app.lease_lost_by(self, "write refused")
-                    return
-                for n, data in batch:
-                    self._deliver(n, data)
-        finally:
-            self.flushing = False
-            self.drained.set()
-
-    async def final(self, reply: Any, c: Claimed) -> str | None:
-        """The response: kept as the stream's last event and the claim released, in one round
-        trip, then written; None, or why not (the POST then gets that error)."""
-        await self.drained.wait()
-        data = encode_message(reply)
-        if data is None:
-            return await self.session.shared.release(c)
-        self.n += 1
-        store = self.session.shared.store
-        pending, self.queue = self.queue, []  # the priming event, when nothing came before
-        try:
-            wrote, released = await store.final(c, self.stream, self.n, data, pending)
-        except _store_errors() as e:
-            store.counters.errors += 1
-            return f"the session store is unreachable: {e}"
-        if wrote == -3:  # the response goes out live, not kept
-            self.over_budget([*pending, (self.n, data)])
-            return None
-        if not wrote:
-            return f"{LEASE_LOST} (the response was refused by the store)"
-        self._deliver(self.n, data)
-        if not released:  # pragma: no cover - a lease lost between the two steps of one script
-            return None
-        return None
-
-
-class _RedisSession(HttpSession):
-    """This worker's view of a session shared through Redis."""
-
-    def __init__(self, server: Server, sid: str, shared: RedisSessions) -> None:
-        super().__init__(server, sid, None)
-        self.shared = shared
-        self.claims: dict[Handle, Claimed] = {}
-        self.lost: set[Handle] = set()
-        self.pending_claim: Claimed | None = None
-        self.task_owner = sid  # a 2025-11-25 task is bound to its session, on every worker
-
-    def next_stream(self) -> str:
-        """The name of the next POST stream :meth:`outlet` makes."""
-        return f"{self.shared.worker}~p{self._streams + 1}"
-
-    def outlet(self) -> StreamOutlet:
-        """A new POST stream: kept in Redis when the app keeps streams."""
-        if not self.shared.resumable:
-            return StreamOutlet()
-        self._streams += 1
-        return _KeptOutlet(self, f"{self.shared.worker}~p{self._streams}")
-
-    def request(self, msg: dict[str, Any], outlet: Outlet) -> Arrival:
-        arrival = super().request(msg, outlet)
-        c, self.pending_claim = self.pending_claim, None
-        if type(arrival) is Running and c is not None:
-            self.claims[arrival.handle] = c
-            self.shared.hold(self, arrival.handle, c)
-            if isinstance(outlet, _KeptOutlet):
-                outlet.claim = c
-        return arrival
-
-    async def _announce(
-        self, handle: Any, sid: Any, method: str
-    ) -> tuple[Any, Callable[[], None] | None]:
-        """The waiter is recorded under the lease before the request goes out (an answer may
-        come to another worker), and its wire id names this worker."""
-        store = self.shared.store
-        c = self.claims.get(handle)
-        waiter = store.waiter_key(self.sid, sid)
-        if c is not None:
-            try:
-                ok = await store.write(c, "set", waiter, self.shared.worker, store.lease_ms)
-            except _store_errors() as e:
-                raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: {e}")) from None
-            if not ok:
-                self.core.withdraw(handle, sid)
-                self.shared.lease_lost(self, handle, "write refused")
-                raise RequestFailed(error(INTERNAL_ERROR, f"{method} not sent: {LEASE_LOST}"))
-        wire = f"{self.shared.worker}/{sid}"
-        if c is None:
-            return wire, None
-        return wire, lambda: self.shared.spawn(self.shared.forget_key(waiter))
-
-    def _done(self, h: Any, reply: Any) -> None:
-        c = self.claims.pop(h, None)
-        if c is None:  # pragma: no cover - every running request here holds a claim
-            return super()._done(h, reply)
-        self.tasks.pop(h, None)
-        self.shared.unhold(c)
-        target = self.core.finish(h)
-        self.shared.spawn(self._finish(h, target, reply, c))
-
-    async def _finish(self, h: Any, target: Any, reply: Any, c: Claimed) -> None:
-        """Release the claim, then write the response (or, the lease lost, an error)."""
-        out = h.data
-        kept = isinstance(out, _KeptOutlet)
-        try:
-            if h in self.lost:
-                why: str | None = LEASE_LOST
-            elif kept and target is not None and reply is not None:
-                why = await out.final(reply, c)
-            else:
-                why = await self.shared.release(c)
-                if why is None and target is not None and reply is not None:
-                    target.data.send(reply)
-            if why is not None:
-                message = error_reply(h.id, error(INTERNAL_ERROR, why))
-                out.local(message) if kept else out.send(message)
-        finally:
-            self.lost.discard(h)
-            h.data.close()
-            if self.on_idle is not None and self.idle():
-                self.on_idle(self)
+_WORKER_HEADER = b"mcp-inflight-worker"
 
 
 class RedisSessions:
@@ -395,6 +134,9 @@ class RedisSessions:
     ``resumable``: POST streams kept in Redis; ``store_timeout``: the bound on one call of the
     store; ``max_event_bytes``: a session's kept events, at most.  The app's ``event_store`` is
     not used (the streams are kept in Redis)."""
+
+    #: the exceptions of a failed call of the store (:mod:`.redis_streams` catches them too)
+    store_errors = staticmethod(store_errors)
 
     #: the options of :func:`~.http.create_app` that are this store's
     OPTIONS = ("lease_ms", "resumable", "store_timeout", "max_event_bytes")
@@ -417,7 +159,7 @@ class RedisSessions:
         self.resumable = resumable
         self.worker = ""
         self.store: RedisStore = None  # type: ignore[assignment]  # made at startup
-        self.held: dict[tuple[str, Any], tuple[_RedisSession, Handle, Claimed]] = {}
+        self.held: dict[tuple[str, Any], tuple[RedisSession, Handle, Claimed]] = {}
         self.lost_leases = 0
         self._last_ok: dict[tuple[str, Any], float] = {}
         self._tasks: set[asyncio.Task] = set()
@@ -444,7 +186,7 @@ class RedisSessions:
             await self._connect()
         except Exception as e:
             raise RuntimeError(f"cannot reach the session store at {self.redis_url}: {e}") from e
-        _say(f"worker {self.worker} ready")
+        say(f"worker {self.worker} ready")
 
     async def _connect(self) -> None:
         self.worker = f"{os.getpid()}-{secrets.token_hex(3)}"
@@ -475,7 +217,7 @@ class RedisSessions:
         c = self.store.counters
         stats = {"round_trips": c.round_trips, "ops": c.by_op, "refused": c.refused}
         stats.update(errors=c.errors, lost_leases=self.lost_leases)
-        _say(f"worker {self.worker} stopping: store {json.dumps(stats, sort_keys=True)}")
+        say(f"worker {self.worker} stopping: store {json.dumps(stats, sort_keys=True)}")
         for t in (self._renewer, self._listener):
             if t is not None:
                 t.cancel()
@@ -497,11 +239,11 @@ class RedisSessions:
     async def forget_key(self, key: str) -> None:
         try:
             await self.store.redis.delete(key)
-        except _store_errors():
+        except store_errors():
             pass  # it expires with the lease
 
     # --- leases ----------------------------------------------------------------------------
-    def hold(self, session: _RedisSession, h: Handle, c: Claimed) -> None:
+    def hold(self, session: RedisSession, h: Handle, c: Claimed) -> None:
         self.held[(c.session, c.key)] = (session, h, c)
         self._last_ok[(c.session, c.key)] = time.monotonic()
 
@@ -509,7 +251,7 @@ class RedisSessions:
         self.held.pop((c.session, c.key), None)
         self._last_ok.pop((c.session, c.key), None)
 
-    def lease_lost(self, session: _RedisSession, h: Handle, why: str) -> None:
+    def lease_lost(self, session: RedisSession, h: Handle, why: str) -> None:
         """The worker no longer owns ``h``'s claim: stop its handler; its POST gets an error."""
         if h in session.lost or h not in session.claims:
             return
@@ -518,13 +260,13 @@ class RedisSessions:
         observer = getattr(self.app.server, "observer", None)
         if observer is not None:  # the lifecycle observer hook (e.g. mcp_inflight.otel)
             observer.lease_lost(session.sid, session.core, h, why, self.worker)
-        _say(
-            f"worker {self.worker}: {LEASE_LOST} for id {_shown(h.id)} of session "
-            f"{session.sid[:8]}... ({_shown(why, 200)})"
+        say(
+            f"worker {self.worker}: {LEASE_LOST} for id {shown(h.id)} of session "
+            f"{session.sid[:8]}... ({shown(why, 200)})"
         )
         session._cancel_handler(h)
 
-    def lease_lost_by(self, outlet: _KeptOutlet, why: str) -> None:
+    def lease_lost_by(self, outlet: KeptOutlet, why: str) -> None:
         s = outlet.session
         for h, c in list(s.claims.items()):
             if c is outlet.claim:
@@ -544,7 +286,7 @@ class RedisSessions:
                 ]
                 try:
                     await self.store.touch_sessions(used)
-                except _store_errors():
+                except store_errors():
                     self.store.counters.errors += 1
             entries = list(self.held.items())
             if not entries:
@@ -552,7 +294,7 @@ class RedisSessions:
             now = time.monotonic()
             try:
                 oks = await self.store.renew_all([c for _, (_, _, c) in entries])
-            except _store_errors():
+            except store_errors():
                 self.store.counters.errors += 1
                 for k, (s, h, _) in entries:
                     if now - self._last_ok.get(k, now) > self.lease_ms / 1000:
@@ -571,7 +313,7 @@ class RedisSessions:
             if await self.store.release(c):
                 return None
             return f"{LEASE_LOST} (the claim is no longer this request's)"
-        except _store_errors() as e:
+        except store_errors() as e:
             self.store.counters.errors += 1
             return f"the session store is unreachable: {e}"
 
@@ -590,7 +332,7 @@ class RedisSessions:
             try:
                 self._deliver(m["data"])
             except Exception as e:  # noqa: BLE001 - one bad message must not stop the rest
-                _say(f"worker {self.worker}: bad routed message: {_shown(repr(e), 200)}")
+                say(f"worker {self.worker}: bad routed message: {shown(repr(e), 200)}")
 
     def _deliver(self, data: bytes) -> None:
         claim = None
@@ -600,8 +342,10 @@ class RedisSessions:
         m = json.loads(data)
         if "task_cancel" in m and self.mirror is not None:  # from a task script (redis_tasks)
             return self.mirror.cancelled(m["task_cancel"], m["token"])
+        if "task_update" in m and self.mirror is not None:
+            return self.mirror.updated(m["task_update"], m["token"], m["responses"])
         s = self.app.sessions.get(m.get("s"))
-        if s is None or not isinstance(s, _RedisSession):
+        if s is None or not isinstance(s, RedisSession):
             return
         kind = m.get("k")
         if kind == "end":
@@ -612,25 +356,13 @@ class RedisSessions:
             s.response(m["msg"])
         elif kind == "takeover":
             local = s.live.get(m.get("stream"))
-            if isinstance(local, _KeptOutlet) and not local.done and local.owner is not None:
-                self.spawn(self._taken_over(s, local))
+            if isinstance(local, KeptOutlet) and not local.done and local.owner is not None:
+                self.spawn(taken_over(self, s, local))
         elif kind == "cancel":
             h = s.core.in_flight(m["id"])
             c = s.claims.get(h) if h is not None else None
             if c is not None and c.value == claim:  # the instance the claim named, no other
                 s.notification(m["msg"])
-
-    async def _taken_over(self, s: _RedisSession, local: _KeptOutlet) -> None:
-        """A resume on another worker reads ``local`` now: the connection writing it here ends,
-        unless it is itself a newer resume."""
-        try:
-            current = await self.store.current_reader(s.sid, local.stream)
-        except _store_errors():
-            return
-        if current is not None and current != local.reader and local.owner is not None:
-            local.owner = None
-            local.take()
-            local.wake_writer()
 
     # --- sessions ----------------------------------------------------------------------------
     async def find(self, headers: Headers) -> SessionLookup:
@@ -649,7 +381,7 @@ class RedisSessions:
             return None, (404, "Session not found")
         s = self.app.sessions.get(name)  # made meanwhile by another request
         if s is None:
-            s = _RedisSession(self.app.server, name, self)
+            s = RedisSession(self.app.server, name, self)
             s.client_capabilities = record.get("capabilities")
             s.log_level = record.get("log_level", s.log_level)
             self.app.sessions[name] = s
@@ -669,13 +401,15 @@ class RedisSessions:
             async def tagged(m: dict[str, Any]) -> None:
                 nonlocal started
                 if m["type"] == "http.response.start":
+                    if self.mirror is not None:  # a task it names is readable on every worker
+                        await self.mirror.drain()
                     started = True
                     m = {**m, "headers": [*m.get("headers", ()), tag]}
                 await send(m)
 
             try:
                 return await inner(scope, receive, tagged)
-            except _store_errors() as e:
+            except store_errors() as e:
                 self.store.counters.errors += 1
                 if started:  # too late for a status: the response ends here
                     raise
@@ -698,7 +432,7 @@ class RedisSessions:
         sid = secrets.token_urlsafe(24)
         if self.app.max_sessions is not None and not await self.store.open_session(sid):
             return await self.app.too_many_sessions(send, msg["id"])
-        session = _RedisSession(self.app.server, sid, self)
+        session = RedisSession(self.app.server, sid, self)
         session.seen = now
         arrival = session.request(msg, StreamOutlet())
         value = arrival.reply if isinstance(arrival, Answered) else None
@@ -739,7 +473,7 @@ class RedisSessions:
         if not isinstance(wire, str) or "/" not in wire:
             return  # not an id this server minted: it answers nothing
         worker, _, sid = wire.partition("/")
-        if _WORKER_NAME.fullmatch(worker) is None:
+        if WORKER_NAME.fullmatch(worker) is None:
             return  # not a worker's name: no id this server minted
         local = {**msg, "id": sid}
         if worker == self.worker:
@@ -750,100 +484,14 @@ class RedisSessions:
             if await self.store.publish(worker, message):
                 return
             await asyncio.sleep(delay)
-        _say(f"worker {self.worker}: an answer for worker {_shown(worker)} found nobody listening")
+        say(f"worker {self.worker}: an answer for worker {shown(worker)} found nobody listening")
 
     async def resume(self, session: HttpSession, last: str, receive: Receive, send: Send) -> bool:
         if not self.resumable:
             return False
-        assert isinstance(session, _RedisSession)
-        await self._resume_kept(session, last, receive, send)
+        assert isinstance(session, RedisSession)
+        await resume_kept(self, session, last, receive, send)
         return True
-
-    async def _resume_kept(
-        self, session: _RedisSession, last: str, receive: Receive, send: Send
-    ) -> Any:
-        """GET with ``Last-Event-ID`` on any worker: the events after it, from this worker's
-        memory when the stream runs here (this connection takes it over), else from Redis,
-        then its later events as the owner appends them, until its last one."""
-        stream, _, num = last.rpartition(".")
-        worker, _, k = stream.rpartition("~p")
-        if (
-            _WORKER_NAME.fullmatch(worker) is None
-            or not (k.isascii() and k.isdigit() and len(k) <= 19)
-            or not (num.isascii() and num.isdigit() and len(num) <= 19)
-            or int(num) > _MAX_EVENT
-        ):
-            return await error_response(
-                send,
-                400,
-                INVALID_REQUEST,
-                f"Bad Request: {_shown(last)} is not an event id here",
-            )
-        n = int(num)
-        local = session.live.get(stream)
-        reader = secrets.token_hex(8)
-        await self.store.take_stream(session.sid, stream, reader)
-        if isinstance(local, _KeptOutlet) and not local.done:
-            first = b"".join(ev for m, ev in local.confirmed if m > n)
-            token = object()
-            local.reader = reader
-            previous, local.owner = local.owner, token
-            attached(local)
-            local.take()
-            if previous is not None:
-                local.wake_writer()
-                local.wake = None
-            return await self.app.pump(
-                session, None, local, token, receive, send, SSE_HEADERS, first
-            )
-        entries = await self.store.replay(session.sid, stream, n)
-        if entries is None and n == 1 and await self.store.stream_known(session.sid, stream):
-            if await self.store.listening(worker):
-                entries = []  # nothing kept yet after its priming event: follow it
-        if entries is None or (entries and entries[0][0] != n + 1):
-            return await error_response(
-                send,
-                400,
-                INVALID_REQUEST,
-                f"Bad Request: the events after {last!r} are not kept (not an event of this "
-                "session, or its stream is gone)",
-            )
-        # the stream runs on its worker: a connection reading it there stops (newest reader)
-        await self.store.publish(
-            worker, {"k": "takeover", "s": session.sid, "stream": stream, "reader": reader}
-        )
-        gone = asyncio.Event()
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
-
-        watcher = asyncio.get_running_loop().create_task(watch())
-        try:
-            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-            quiet = 0.0
-            while True:
-                if entries:
-                    quiet = 0.0
-                    body = b"".join(
-                        sse.encode(d, id=f"{stream}.{m}") for m, d, _ in entries if m > 1
-                    )
-                    await send({"type": "http.response.body", "body": body, "more_body": True})
-                    n = entries[-1][0]
-                    if entries[-1][2]:
-                        break
-                if gone.is_set():
-                    return
-                if quiet > self.lease_ms / 1000 and not await self.store.listening(worker):
-                    break  # its worker is gone: no more events will come
-                entries = await self.store.tail(session.sid, stream, n, 500)
-                quiet += 0.5 if not entries else 0.0
-                if not await self.store.still_reading(session.sid, stream, reader):
-                    break  # a newer resume reads the stream now
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        finally:
-            watcher.cancel()
 
     async def delete(self, session: HttpSession) -> None:
         await self.store.end(session.sid)  # every worker is told, this one included
@@ -855,7 +503,7 @@ class RedisSessions:
     ) -> None:
         """A request of a shared session: the store's ``claim`` first (refused: 409 before
         anything is registered), then the local core; its end releases the claim."""
-        assert isinstance(session, _RedisSession)
+        assert isinstance(session, RedisSession)
         if self.app.max_in_flight is not None and len(session.tasks) >= self.app.max_in_flight:
             return await error_response(
                 send,
@@ -867,9 +515,8 @@ class RedisSessions:
         rid = msg["id"]
         key = typed_id(rid)
         method = msg["method"]
-        shared = await self._shared_task_method(session, msg)
-        if shared is not None:
-            return await reply(send, 200, dumps(shared))
+        if await shared_task_method(self, session, msg, receive, send):
+            return
         hold = method == "tools/call" or method in self.app.server.methods
         stream = session.next_stream() if hold and self.resumable else None
         tok = await self.store.claim(session.sid, key, hold, stream)
@@ -907,33 +554,15 @@ class RedisSessions:
                     value = error_reply(rid, error(INTERNAL_ERROR, why))
             if value is None:
                 return await reply(send, 202)
-            if self.mirror is not None and method == "tools/call":
-                await self.mirror.drain()  # a task it created is readable on every worker
             if method == "logging/setLevel" and "result" in value:
                 await self._set_level(session)
             return await reply(send, 200, dumps(value))
         assert type(arrival) is Running
         await self.app.start_stream(session, arrival.handle, outlet, receive, send)
 
-    async def _shared_task_method(
-        self, session: _RedisSession, msg: dict[str, Any]
-    ) -> dict[str, Any] | None:
-        """A 2025-11-25 task method answered from Redis (:mod:`.redis_task_link`), after the
-        store's check of the id (a duplicate refused as any request's); None: the session's
-        own handling."""
-        server = self.app.server
-        if (
-            self.mirror is None
-            or msg["method"] not in SHARED_METHODS
-            or session.revision != LEGACY
-            or not server.serves_tasks
-            or msg["method"] in server.methods
-        ):
-            return None
-        tok = await self.store.claim(session.sid, typed_id(msg["id"]), False, None)
-        if tok <= 0:
-            return None  # refused: the ordinary path claims again and answers the refusal
-        return await answer(self.mirror.tasks, server.task_runtime, session.sid, msg)
+    async def shared_reply(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        """2026-07-28: a task method of the extension, from Redis (:mod:`.redis_task_http`)."""
+        return await shared_reply_2026(self, msg)
 
     async def state_replayed(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         """2026-07-28: a retry's ``requestState`` is single-use over every worker and across
@@ -959,7 +588,7 @@ class RedisSessions:
             ),
         )
 
-    async def _set_level(self, session: _RedisSession) -> None:
+    async def _set_level(self, session: RedisSession) -> None:
         await self.store.set_session_field(session.sid, "log_level", session.log_level)
         message = {"k": "level", "s": session.sid, "level": session.log_level}
         self.store.counters.count("publish")

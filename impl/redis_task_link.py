@@ -1,14 +1,16 @@
-"""2025-11-25 tasks of a session shared by several workers: the link between a worker's
-in-process runtime (:class:`~.task_runtime.TaskRuntime`) and the Redis store
-(:class:`~.redis_tasks.RedisTasks`).
+"""Tasks shared by several workers (2025-11-25 tasks of a session; 2026-07-28 tasks of the
+extension): the link between a worker's in-process runtime
+(:class:`~.task_runtime.TaskRuntime`) and the Redis store (:class:`~.redis_tasks.RedisTasks`).
 
 The worker that creates a task runs its work with the in-process runtime, as a single process
 does (the work, its questions on a ``tasks/result`` stream, its status notifications to the
 session's streams on this worker).  :class:`Mirror` copies each move of that runtime's store to
 Redis, in order, through one queue: ``create`` (same id, this worker holding the lease),
-``ask``, ``answer``, ``finish`` and ``cancel``.  The reply carrying ``CreateTaskResult`` is
-written only once the queue is drained (:meth:`Mirror.drain`), so any worker can read the task
-as soon as the client can name it.
+``ask`` (2026-07-28: each question with its key), ``answer``, ``finish``, ``cancel``
+(2025-11-25) and ``honour`` (2026-07-28: the work stopped on a cancellation).  No response
+leaves the worker before the queue is drained (:meth:`Mirror.drain`, called by
+:mod:`.redis_http` before a response starts), so any worker can read a task as soon as the
+client can name it.
 
 Another worker answers ``tasks/get``, ``tasks/list``, ``tasks/cancel`` and ``tasks/result`` from
 Redis (:func:`answer`); the runner's worker too, except ``tasks/result`` of a task it runs,
@@ -17,9 +19,20 @@ decided in Redis, then reaches the runner by its worker channel (:meth:`Mirror.c
 which stops the work through the in-process runtime; the runner's late moves are refused by
 the scripts (terminal states are sticky).
 
+2026-07-28 (:func:`answer_2026`): ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` are
+answered from Redis on every worker, the runner's included, after the same checks a session
+makes (:func:`~.session_tasks.refused_2026`).  ``tasks/update`` removes the answered questions
+in Redis and reaches the runner by its worker channel (:meth:`Mirror.updated`), whose work
+takes the answers through the in-process runtime's ``update``; ``tasks/cancel`` records the
+request in Redis and reaches the runner the same way, which stops the work (its end is the
+store's ``honour``).
+
 Binding: a 2025-11-25 task is bound to its session, and the session is shared, so the owner is
-the session id on every worker.  2026-07-28 requests are stateless per POST on this server
-(each worker has its own runtime); their tasks are not copied here.
+the session id on every worker.  A 2026-07-28 task is bound to
+:data:`~.api.UNAUTHENTICATED`, as in one process: this server has no authorization context,
+so every 2026-07-28 request shares that one, and a task is protected by its unguessable id.
+The two never meet: a 2025-11-25 session naming a 2026-07-28 task id, or the reverse, finds no
+task under its owner and gets the answer of an unknown id.
 """
 
 from __future__ import annotations
@@ -28,25 +41,29 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .api import PARAMS_OF_2026, UNAUTHENTICATED
 from .messages import INVALID_PARAMS, error, error_reply
 from .redis_tasks import RedisTasks
+from .session_tasks import refused_2026
 from .task_runtime import RELATED_TASK, TaskRuntime, cancelled_error
 from .tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, REV_2025, WORKING, TaskError
 
-__all__ = ["Mirror", "answer", "SHARED_METHODS"]
+__all__ = ["Mirror", "answer", "answer_2026", "SHARED_METHODS", "SHARED_METHODS_2026"]
 
-#: the task methods another worker answers from Redis
+#: the 2025-11-25 task methods another worker answers from Redis
 SHARED_METHODS = ("tasks/get", "tasks/list", "tasks/cancel", "tasks/result")
+#: the 2026-07-28 task methods, answered from Redis on every worker
+SHARED_METHODS_2026 = tuple(PARAMS_OF_2026)
 
 
 class Mirror:
-    """Copies a runtime's 2025-11-25 task moves to Redis, in the order they were made."""
+    """Copies a runtime's task moves to Redis, in the order they were made."""
 
     def __init__(self, tasks: RedisTasks, runtime: TaskRuntime) -> None:
         self.tasks = tasks
         self.runtime = runtime
         self.queue: asyncio.Queue[Callable[[], Awaitable[Any]]] = asyncio.Queue()
-        self.copied: set[str] = set()
+        self.copied: dict[str, str] = {}  # task id -> its revision
         self.owners: set[str] = set()  # sessions with a task created on this worker
         self._runner: asyncio.Task[None] | None = None
         self._renewer: asyncio.Task[None] | None = None
@@ -106,24 +123,34 @@ class Mirror:
     # --- the runtime's moves (Mirror protocol of task_runtime) ---------------------------
 
     def created(self, owner: str, tid: str, revision: str, ttl_ms: int) -> None:
-        if revision != REV_2025:
-            return
-        self.copied.add(tid)
-        self.owners.add(owner)
+        self.copied[tid] = revision
+        if revision == REV_2025:
+            self.owners.add(owner)
         self.queue.put_nowait(lambda: self.tasks.create(owner, revision, ttl_ms, tid))
 
     def changed(self, owner: str, tid: str, status: str, result: Any) -> None:
-        if tid not in self.copied:
+        revision = self.copied.get(tid)
+        if revision is None:
             return
         t = self.tasks
+        legacy = revision == REV_2025
         if status == INPUT_REQUIRED:
-            self.queue.put_nowait(lambda: t.ask(tid))
+            if legacy:  # 2026-07-28: copied with its question (:meth:`asked`)
+                self.queue.put_nowait(lambda: t.ask(tid))
         elif status == WORKING:
             self.queue.put_nowait(lambda: t.answer(owner, tid))
         elif status in (COMPLETED, FAILED):
             self.queue.put_nowait(lambda: t.finish(tid, status == COMPLETED, result))
         elif status == CANCELLED:
-            self.queue.put_nowait(lambda: t.cancel(owner, tid))
+            # 2025-11-25: the requester's cancel; 2026-07-28: the work stopped on one
+            self.queue.put_nowait(lambda: t.cancel(owner, tid) if legacy else t.honour(tid))
+        if status in (COMPLETED, FAILED, CANCELLED):
+            self.copied.pop(tid, None)
+
+    def asked(self, owner: str, tid: str, key: str, request: dict[str, Any]) -> None:
+        """2026-07-28: a question of the work, kept in Redis under its key (``input_required``)."""
+        if tid in self.copied:
+            self.queue.put_nowait(lambda: self.tasks.ask(tid, key, request))
 
     def ended(self, owner: str) -> None:
         """The session ended (every worker's view ends it): the workers that created tasks
@@ -141,6 +168,18 @@ class Mirror:
         held = self.tasks.held.get(tid)
         if held is not None and held[1] == str(token):
             self._stop_local(tid)
+
+    def updated(self, tid: str, token: str, responses: Any) -> None:
+        """``tasks/update`` of ``tid`` on any worker (2026-07-28): the answers go to the
+        questions of its work if this worker still runs it under ``token``."""
+        held = self.tasks.held.get(tid)
+        t = self.runtime.store.tasks.get(tid)
+        if held is None or held[1] != str(token) or t is None or not isinstance(responses, dict):
+            return
+        try:
+            self.runtime.update(t.owner, tid, responses)
+        except TaskError:
+            pass  # deleted here meanwhile (its ttl): nothing waits on the answers
 
     def _stop_local(self, tid: str) -> None:
         t = self.runtime.store.tasks.get(tid)
@@ -198,3 +237,29 @@ async def answer(
     except TaskError as e:
         return error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {e}"))
     return {"jsonrpc": "2.0", "id": rid, "result": res}
+
+
+async def answer_2026(tasks: RedisTasks, msg: dict[str, Any]) -> dict[str, Any]:
+    """The reply to a 2026-07-28 task method, from Redis: refused as a session refuses it (the
+    extension not named, params the schema rejects), then ``tasks/get`` (the task, its result
+    or error inlined once terminal, its pending questions while ``input_required``),
+    ``tasks/update`` and ``tasks/cancel`` (acknowledged), under the one binding
+    :data:`~.api.UNAUTHENTICATED`."""
+    method, rid = msg["method"], msg["id"]
+    params: Any = msg.get("params")
+    refused = refused_2026(rid, method, params)
+    if refused is not None:
+        return refused
+    tid = params["taskId"]
+    try:
+        if method == "tasks/get":
+            res: dict[str, Any] = await tasks.get(UNAUTHENTICATED, tid)
+        elif method == "tasks/cancel":
+            await tasks.cancel(UNAUTHENTICATED, tid)
+            res = {}
+        else:
+            await tasks.update(UNAUTHENTICATED, tid, params["inputResponses"])
+            res = {}
+    except TaskError as e:
+        return error_reply(rid, error(INVALID_PARAMS, f"Invalid params: {e}"))
+    return {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", **res}}

@@ -44,7 +44,12 @@ Messages, by Redis pub/sub (at most once, as :mod:`.redis_store` argues for requ
 * ``tasks/cancel`` on any worker publishes ``{"task_cancel": id, "token": tok}`` on the runner's
   worker channel (``mcpi:w:<worker>``), in the same script; the runner stops the work if it
   still runs that task under that token.  On 2025-11-25 the status is already ``cancelled``
-  in Redis before the answer, and the runner's late ``finish`` leaves it so.
+  in Redis before the answer, and the runner's late ``finish`` leaves it so;
+* ``tasks/update`` (2026-07-28) on any worker removes the answered questions (the task's
+  ``in:<key>`` fields, which the runner's ``ask`` wrote and ``tasks/get`` shows as
+  ``inputRequests``), makes the task ``working`` once none is left, and publishes
+  ``{"task_update": id, "token": tok, "responses": {...}}`` on the runner's worker channel, in
+  the same script; the runner hands each answer to the question of its work that waits on it.
 
 ``tasks/result`` on a worker other than the runner's waits on the status channel, with a poll
 every :attr:`RedisTasks.poll_s` as well (a lost message, or a lost worker, whose task fails on
@@ -57,6 +62,7 @@ import asyncio
 import hashlib
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,13 +83,29 @@ local k = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local LIVE = {working = true, input_required = true}
+local function inputs()
+  local flat = redis.call('HGETALL', k)
+  local parts = {}
+  for i = 1, #flat, 2 do
+    if string.sub(flat[i], 1, 3) == 'in:' then
+      parts[#parts + 1] = cjson.encode(string.sub(flat[i], 4)) .. ':' .. flat[i + 1]
+    end
+  end
+  return parts
+end
 local function view()
   local h = redis.call('HMGET', k, 'st', 'rev', 'ttl', 'c', 'u', 'res')
   local id = string.match(k, ':task:(.*)$')
   local head = cjson.encode({taskId = id, status = h[1], rev = h[2], ttl = tonumber(h[3]),
                              c = tonumber(h[4]), u = tonumber(h[5])})
   if h[6] and h[6] ~= '' then
-    return string.sub(head, 1, -2) .. ',"res":' .. h[6] .. '}'
+    head = string.sub(head, 1, -2) .. ',"res":' .. h[6] .. '}'
+  end
+  if h[1] == 'input_required' then
+    local parts = inputs()
+    if #parts > 0 then
+      head = string.sub(head, 1, -2) .. ',"inq":{' .. table.concat(parts, ',') .. '}}'
+    end
   end
   return head
 end
@@ -119,7 +141,8 @@ return {tok, view()}
 """
 
 #: the work's moves: KEYS task; ARGV channel, lost error, token, move, then the move's own
-#: (finish: ok, result JSON; renew: lease ms).  Returns 1 when applied, 0 when refused (the
+#: (finish: ok, result JSON; renew: lease ms; ask, 2026-07-28: the question's key and request
+#: JSON, kept as the field ``in:<key>`` until ``update`` answers it).  Returns 1 when applied, 0 when refused (the
 #: token is not the task's, the task is gone or terminal: fenced), with the view.
 _WORK = """
 if redis.call('EXISTS', k) == 0 or redis.call('HGET', k, 'tok') ~= ARGV[3] then
@@ -132,7 +155,8 @@ if move == 'renew' then
   redis.call('HSET', k, 'dl', now + tonumber(ARGV[5]))
   return {1, ''}
 elseif move == 'ask' then
-  if st ~= 'working' then return {0, view()} end
+  if not LIVE[st] or (st ~= 'working' and not ARGV[5]) then return {0, view()} end
+  if ARGV[5] then redis.call('HSET', k, 'in:' .. ARGV[5], ARGV[6]) end
   set('input_required')
 elseif move == 'finish' then
   redis.call('HSET', k, 'run', '0')
@@ -147,7 +171,8 @@ return {1, view()}
 """
 
 #: the requester's moves: KEYS task, ended; ARGV channel, lost error, move, worker channel
-#: prefix.  Returns {code, view}: code 0 unknown (unknown, deleted, or the owner's session
+#: prefix (update, 2026-07-28: then the answered keys as a JSON list, and the answers as JSON,
+#: published to the runner).  Returns {code, view}: code 0 unknown (unknown, deleted, or the owner's session
 #: ended), 1 done, 2 refused (2025-11-25 cancel of a terminal task).
 _ASK = """
 if redis.call('EXISTS', k) == 0 then return {0, ''} end
@@ -157,6 +182,17 @@ local move = ARGV[3]
 local st = redis.call('HGET', k, 'st')
 if move == 'answer' then
   if st == 'input_required' then set('working') end
+elseif move == 'update' then
+  if st ~= 'input_required' then return {1, ''} end
+  for _, key in ipairs(cjson.decode(ARGV[5])) do redis.call('HDEL', k, 'in:' .. key) end
+  local h = redis.call('HMGET', k, 'w', 'tok', 'run')
+  if #inputs() == 0 then set('working') end
+  if h[3] == '1' then
+    local id = string.match(k, ':task:(.*)$')
+    redis.call('PUBLISH', ARGV[4] .. h[1], '{"task_update":' .. cjson.encode(id) ..
+               ',"token":' .. cjson.encode(h[2]) .. ',"responses":' .. ARGV[6] .. '}')
+  end
+  return {1, ''}
 elseif move == 'cancel' then
   local h = redis.call('HMGET', k, 'w', 'tok', 'run')
   if rev == '2025-11-25' then
@@ -226,6 +262,8 @@ def wire(raw: dict[str, Any], poll_interval_ms: int | None = None) -> dict[str, 
     out["ttlMs" if rev == REV_2026 else "ttl"] = raw["ttl"]
     if rev == REV_2026 and raw["status"] in ("completed", "failed"):
         out["result" if raw["status"] == "completed" else "error"] = raw.get("res")
+    if rev == REV_2026 and raw["status"] == "input_required" and raw.get("inq"):
+        out["inputRequests"] = raw["inq"]
     out["createdAt"], out["lastUpdatedAt"] = _iso(raw["c"]), _iso(raw["u"])
     if poll_interval_ms is not None:
         out["pollIntervalMs" if rev == REV_2026 else "pollInterval"] = poll_interval_ms
@@ -310,9 +348,13 @@ class RedisTasks:
         done, _ = await self._run("work", keys, [*self._common(owner), tok, move, *args])
         return bool(int(done))
 
-    async def ask(self, tid: str) -> bool:
-        """The work needs the requester's input: ``input_required``."""
-        return await self._work(tid, "ask")
+    async def ask(self, tid: str, key: str | None = None, request: Any = None) -> bool:
+        """The work needs the requester's input: ``input_required``.  2026-07-28: ``request``
+        is kept under ``key`` (``tasks/get``'s ``inputRequests``) until ``update`` answers it;
+        a second question of a task already ``input_required`` is added to the first."""
+        if key is None:
+            return await self._work(tid, "ask")
+        return await self._work(tid, "ask", key, json.dumps(request))
 
     async def finish(self, tid: str, ok: bool, result: Any = None) -> bool:
         """The work ended; False when the task was already terminal (cancelled, failed by a
@@ -362,9 +404,10 @@ class RedisTasks:
 
     # --- the requester's methods ----------------------------------------------------------
 
-    async def _ask(self, owner: str, tid: str, move: str) -> tuple[int, Any]:
+    async def _ask(self, owner: str, tid: str, move: str, *extra: Any) -> tuple[int, Any]:
         keys = [self.task_key(owner, tid), f"mcpi:{{{owner}}}:tended"]
-        code, raw = await self._run("ask", keys, [*self._common(owner), move, WORKER_CHANNEL])
+        args = [*self._common(owner), move, WORKER_CHANNEL, *extra]
+        code, raw = await self._run("ask", keys, args)
         if not int(code):
             raise TaskError(f"unknown task {tid!r}")
         return int(code), raw
@@ -385,9 +428,15 @@ class RedisTasks:
             raise NotReady(tid)
         return v["status"], v.get("res")
 
-    async def result(self, owner: str, tid: str) -> tuple[str, Any]:
+    async def result(
+        self,
+        owner: str,
+        tid: str,
+        on_status: Callable[[dict[str, Any]], Awaitable[Any]] | None = None,
+    ) -> tuple[str, Any]:
         """``tasks/result``: waits (status messages, and a poll every :attr:`poll_s`) until
-        the task is terminal on whichever worker runs it."""
+        the task is terminal on whichever worker runs it.  ``on_status`` is given the
+        ``Task`` of each status message of ``tid`` while it waits (its notification)."""
         pubsub = self.redis.pubsub()
         await pubsub.subscribe(STATUS_CHANNEL + owner)
         try:
@@ -400,7 +449,12 @@ class RedisTasks:
                 until = loop.time() + self.poll_s
                 while (left := until - loop.time()) > 0:
                     m = await pubsub.get_message(ignore_subscribe_messages=True, timeout=left)
-                    if m is not None and json.loads(_text(m["data"]))["taskId"] == tid:
+                    if m is None:
+                        continue
+                    raw = json.loads(_text(m["data"]))
+                    if raw["taskId"] == tid:
+                        if on_status is not None:
+                            await on_status(wire(raw, self.poll_interval_ms))
                         break
         finally:
             await pubsub.aclose()
@@ -408,6 +462,13 @@ class RedisTasks:
     async def answer(self, owner: str, tid: str) -> None:
         """The requester's input arrived: an ``input_required`` task works again."""
         await self._ask(owner, tid, "answer")
+
+    async def update(self, owner: str, tid: str, responses: dict[str, Any]) -> None:
+        """``tasks/update`` (2026-07-28) from any worker: each answer removes its pending
+        question; once none is left the task works again (the store's ``answer``).  The answers
+        go to the runner (its worker channel, with the task's token), whose work waits on them;
+        keys that name no pending question are ignored there."""
+        await self._ask(owner, tid, "update", json.dumps(list(responses)), json.dumps(responses))
 
     async def cancel(self, owner: str, tid: str) -> dict[str, Any]:
         """``tasks/cancel`` from any worker: 2025-11-25, ``cancelled`` in Redis before the

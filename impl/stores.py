@@ -133,3 +133,7 @@ class SessionStore(Protocol):
     async def state_replayed(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         """2026-07-28: the error reply when ``msg``'s ``requestState`` was already used
         elsewhere (another worker, or before a restart); None to go on."""
+
+    async def shared_reply(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        """2026-07-28: the reply to a request the store answers itself (a task method of the
+        extension, from a store shared by workers); None: the request runs in its scope."""

@@ -54,6 +54,8 @@ class Mirror(Protocol):
 
     def changed(self, owner: str, tid: str, status: str, result: Any) -> None: ...
 
+    def asked(self, owner: str, tid: str, key: str, request: dict[str, Any]) -> None: ...
+
     def ended(self, owner: str) -> None: ...
 
 
@@ -269,6 +271,10 @@ class TaskRuntime:
         pending = self.inputs.setdefault(tid, {})
         pending[key] = (request, fut)
         try:
+            if self.mirror is not None:  # the question first: its status change comes with it
+                t = self.store.tasks.get(tid)
+                if t is not None:
+                    self.mirror.asked(t.owner, tid, key, request)
             self.store.ask(tid)
             self._flush()
             return await fut

@@ -4,7 +4,9 @@ whether a 2026-07-28 cancellation is pending), answers the requester's methods a
 does, refuses every call on another client's task id, and sends exactly one
 ``notifications/tasks/status`` per status change, to the owner.  Driven with the moves of a
 mutant, the same store disagrees somewhere: the test can fail.  The same check runs against
-the store kept in Redis (``impl/redis_tasks.py``), on a real ``redis-server``."""
+the store kept in Redis (``impl/redis_tasks.py``), on a real ``redis-server``: both revisions,
+a 2026-07-28 question kept under its key (``tasks/get``'s ``inputRequests``) and answered by
+``tasks/update``."""
 
 from __future__ import annotations
 
@@ -280,6 +282,10 @@ class RedisRig:
         self.loop.close()
 
 
+#: the question a 2026-07-28 task's work asks in the Redis world (its ``ask``, under a key)
+QUESTION = {"method": "elicitation/create", "params": {"message": "go on?", "list": []}}
+
+
 def redis_step(seen: set[str]):
     def run(w: RedisWorld, pre, m, post) -> list[str]:
         rig, k = w.rig, m.kw
@@ -302,10 +308,15 @@ def redis_step(seen: set[str]):
             rev = REV[pre.rev[r]]
             t = call(rt.create(w.owner(pre.who[r]), rev, None if pre.nottl[r] else TASK_TTL))
             w.ids[r] = t["taskId"]
+            seen.add(f"created {rev}")
             if t.get("ttl", t.get("ttlMs")) != (MAX_TTL if pre.nottl[r] else TASK_TTL):
                 out.append(f"ttl {t}")
         elif m.name == "ask":
-            call(rt.ask(w.ids[k["r"]]))
+            if pre.rev[k["r"]] == M.NEW:  # 2026-07-28: the question kept under its key
+                call(rt.ask(w.ids[k["r"]], "q#1", QUESTION))
+                seen.add("asked by key")
+            else:
+                call(rt.ask(w.ids[k["r"]]))
         elif m.name == "finish":
             call(rt.finish(w.ids[k["r"]], bool(k["ok"]), {"r": k["r"]}))
         elif m.name == "honour":
@@ -330,6 +341,9 @@ def redis_step(seen: set[str]):
                     if pre.rev[r] == M.NEW and pre.ts[r] == M.COMPLETED:
                         if ("result" in got) != kept:
                             out.append("tasks/get and the model disagree on the result")
+                    asking = pre.rev[r] == M.NEW and pre.ts[r] == M.INPUT
+                    if got.get("inputRequests") != ({"q#1": QUESTION} if asking else None):
+                        out.append(f"tasks/get shows the questions {got.get('inputRequests')}")
                 except TaskError:
                     if not gone:
                         out.append("tasks/get refused a live task")
@@ -348,7 +362,12 @@ def redis_step(seen: set[str]):
                     out.append("tasks/result not ready on a terminal task")
             elif m.name == "answer":
                 try:
-                    call(rt.answer(who, tid))
+                    if pre.rev[r] == M.NEW:  # 2026-07-28: tasks/update answering every key
+                        call(rt.update(who, tid, {"q#1": {"action": "accept"}}))
+                        if not gone and pre.ts[r] == M.INPUT:
+                            seen.add("updated")
+                    else:
+                        call(rt.answer(who, tid))
                 except TaskError:
                     pass
             else:
@@ -428,7 +447,12 @@ def _redis_drive(
 def test_the_redis_store_agrees_with_fresh_bound_on_one_request(rig):
     seen: set[str] = set()
     assert _redis_drive(rig, "fresh-bound", seen, requests=1) == []
-    assert seen == {"get", "result", "cancel refused", "foreign refused", "notified"}
+    assert seen == {"get", "result", "cancel refused", "foreign refused", "notified"} | {
+        "created 2025-11-25",
+        "created 2026-07-28",
+        "asked by key",
+        "updated",
+    }
 
 
 @pytest.mark.slow
