@@ -19,7 +19,14 @@ from typing import Any
 
 from mcp_inflight.impl.sse import Decoder
 
-from .records import ACCEPT, PROTOCOL_VERSION, CannotTest, first_response, is_server_request
+from .records import (
+    ACCEPT,
+    INITIALIZE,
+    PROTOCOL_VERSION,
+    CannotTest,
+    first_response,
+    is_server_request,
+)
 
 
 @dataclass
@@ -311,16 +318,7 @@ class Session:
         import httpx
 
         self.client = self.target.client(10.0)
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": "mcp-inflight-probe", "version": "0.1.0"},
-            },
-        }
+        init = INITIALIZE
         try:
             async with self.client.stream("POST", self.url, json=init, headers=self.headers()) as r:
                 status = r.status_code

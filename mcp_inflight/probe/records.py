@@ -98,6 +98,20 @@ DEFAULT_TOOL = "slow"
 DEFAULT_ARGS = {"label": "probe", "steps": 6, "delay": 0.25}
 DEFAULT_ELICIT_TOOL = "ask"
 DEFAULT_ELICIT_ARGS = {"label": "probe", "delay": 1.0}
+#: who the probe says it is
+CLIENT_INFO = {"name": "mcp-inflight-probe", "version": "0.1.0"}
+#: the probe's 2025-11-25 ``initialize`` (id 0), over HTTP and stdio alike; it can answer
+#: elicitation requests
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": PROTOCOL_VERSION,
+        "capabilities": {"elicitation": {}},
+        "clientInfo": CLIENT_INFO,
+    },
+}
 DEFAULT_TWICE_TOOL = "ask_twice"  # a tool that elicits twice in one call
 DEFAULT_TWICE_ARGS = {"label": "probe"}
 MIN_DURATION = 1.0  # the slow tool must run at least this long (seconds)

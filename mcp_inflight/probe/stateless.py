@@ -37,6 +37,7 @@ from .judging import Verdict, _control_problems, _judge_routing
 from .recording import Post, Session, Target, until
 from .records import (
     ACCEPT,
+    CLIENT_INFO,
     MODERN,
     OUTCOME_TOOL,
     STATELESS_SCENARIOS,
@@ -65,7 +66,7 @@ NOT_APPLICABLE = {
 }
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientInfo": {"name": "mcp-inflight-probe", "version": "0.1.0"},
+    "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 NO_CONTRACT = (

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .records import (
-    PROTOCOL_VERSION,
+    INITIALIZE,
     CannotTest,
     is_response,
     is_server_request,
@@ -84,16 +84,7 @@ class Channel:
         except OSError as exc:
             raise CannotTest(f"could not start {shlex.join(self.target.argv)}: {exc}") from None
         self._reader = asyncio.ensure_future(self._read())
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": "mcp-inflight-probe", "version": "0.1.0"},
-            },
-        }
+        init = INITIALIZE
         await self.write(init)
         if not await until(lambda: self.response_to(0) is not None or self.ended, 20):
             raise CannotTest("no answer to initialize within 20s on the child's stdout")
