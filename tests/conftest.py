@@ -35,6 +35,19 @@ def sdk_guarded():
     stop(proc)
 
 
+@pytest.fixture(scope="module")
+def redis():
+    """A real ``redis-server`` of this test module's own, on a loopback port (skips the test
+    where redis-server is not installed); killed and its directory removed after the module."""
+    from support.redis_workers import REDIS_SERVER, Redis
+
+    if not os.path.exists(REDIS_SERVER):
+        pytest.skip("redis-server is not installed")
+    r = Redis()
+    yield r
+    r.close()
+
+
 @pytest.fixture(scope="session")
 def run_tmp(tmp_path_factory):
     """A directory of this test run, shared by its worker processes (each xdist worker has a

@@ -22,7 +22,7 @@ from mcp_inflight.impl.core import typed_id
 from mcp_inflight.impl.redis_store import RedisStore
 from mcp_inflight.model import lease as L
 from mcp_inflight.proofs.stepping import successors
-from support.redis_workers import REDIS_SERVER, Redis
+from support.redis_workers import REDIS_SERVER
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(REDIS_SERVER), reason="redis-server is not installed"
@@ -30,13 +30,6 @@ pytestmark = pytest.mark.skipif(
 
 S = "agree"
 STORE_ACTIONS = ("claim", "renew", "write", "release", "expire")
-
-
-@pytest.fixture(scope="module")
-def redis():
-    r = Redis()
-    yield r
-    r.close()
 
 
 def cases(cfg: L.Config) -> dict:

@@ -23,13 +23,6 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def redis():
-    r = Redis()
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
 def workers(redis):
     pool = Pool(
         3,

@@ -12,7 +12,7 @@ import pytest
 
 from mcp_inflight.impl.core import typed_id
 from mcp_inflight.impl.redis_store import RedisStore
-from support.redis_workers import REDIS_SERVER, Redis
+from support.redis_workers import REDIS_SERVER
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(REDIS_SERVER), reason="redis-server is not installed"
@@ -20,13 +20,6 @@ pytestmark = pytest.mark.skipif(
 
 S = "sess1"
 I7 = typed_id(7)
-
-
-@pytest.fixture(scope="module")
-def redis():
-    r = Redis()
-    yield r
-    r.close()
 
 
 def run(coro):

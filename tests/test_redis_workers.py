@@ -20,7 +20,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from support.redis_workers import REDIS_SERVER, Pool, Redis, RoundRobin, Serve
+from support.redis_workers import REDIS_SERVER, Pool, RoundRobin, Serve
 
 pytestmark = pytest.mark.skipif(
     not __import__("os").path.exists(REDIS_SERVER), reason="redis-server is not installed"
@@ -37,13 +37,6 @@ INIT = {
         "clientInfo": {"name": "t", "version": "1"},
     },
 }
-
-
-@pytest.fixture(scope="module")
-def redis():
-    r = Redis()
-    yield r
-    r.close()
 
 
 @pytest.fixture(scope="module")

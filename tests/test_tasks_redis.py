@@ -22,7 +22,7 @@ import pytest
 from mcp_inflight.impl.redis_store import WORKER_CHANNEL, RedisStore
 from mcp_inflight.impl.redis_tasks import LOST, STATUS_CHANNEL, RedisTasks
 from mcp_inflight.impl.tasks import NotReady, TaskError
-from support.redis_workers import REDIS_SERVER, Redis
+from support.redis_workers import REDIS_SERVER
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(REDIS_SERVER), reason="redis-server is not installed"
@@ -31,13 +31,6 @@ pytestmark = pytest.mark.skipif(
 OLD, NEW = "2025-11-25", "2026-07-28"
 A, B = "session-a", "session-b"
 K = "session-k"  # the killed runner's
-
-
-@pytest.fixture(scope="module")
-def redis():
-    r = Redis()
-    yield r
-    r.kill()
 
 
 def run(coro):

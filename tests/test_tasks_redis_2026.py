@@ -22,7 +22,7 @@ import pytest
 
 from mcp_inflight.impl.redis_store import WORKER_CHANNEL, RedisStore
 from mcp_inflight.impl.redis_tasks import LOST, RedisTasks
-from support.redis_workers import REDIS_SERVER, Redis
+from support.redis_workers import REDIS_SERVER
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(REDIS_SERVER), reason="redis-server is not installed"
@@ -37,13 +37,6 @@ H26 = {
     "content-type": "application/json",
     "mcp-protocol-version": NEW,
 }
-
-
-@pytest.fixture(scope="module")
-def redis():
-    r = Redis()
-    yield r
-    r.kill()
 
 
 # --- the store: questions under their keys, answered from another worker --------------------
