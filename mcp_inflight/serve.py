@@ -74,6 +74,29 @@ class ServeError(Exception):
     pass
 
 
+def _serves(mod: Any) -> bool:
+    """Whether a module provides a server (``build()``, ``register(server)`` or ``server``)."""
+    return (
+        callable(getattr(mod, "build", None))
+        or callable(getattr(mod, "register", None))
+        or isinstance(getattr(mod, "server", None), Server)
+    )
+
+
+def fixture_names() -> list[str]:
+    """The modules of ``mcp_inflight.fixtures`` that provide a server (the others are the
+    parts they share)."""
+    import pkgutil
+
+    import mcp_inflight.fixtures as pkg
+
+    return sorted(
+        m.name
+        for m in pkgutil.iter_modules(pkg.__path__)
+        if _serves(importlib.import_module(f"mcp_inflight.fixtures.{m.name}"))
+    )
+
+
 def fixture_server(name: str) -> Server:
     modname = f"mcp_inflight.fixtures.{name}"
     try:
@@ -81,11 +104,7 @@ def fixture_server(name: str) -> Server:
     except ModuleNotFoundError:
         found = None
     if not name.isidentifier() or found is None:
-        import pkgutil
-
-        import mcp_inflight.fixtures as pkg
-
-        known = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__))
+        known = fixture_names()
         raise FixtureError(
             f"no fixture module {modname!r}; available: {', '.join(known) or 'none'}"
         )

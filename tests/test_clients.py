@@ -101,7 +101,10 @@ def test_serve_help_and_fixture_errors(capsys):
     out = capsys.readouterr().out
     assert "--transport" in out and "--fixtures" in out
     assert serve(["--fixtures", "no_such_fixture"]) == 2
-    assert "no fixture module 'mcp_inflight.fixtures.no_such_fixture'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no fixture module 'mcp_inflight.fixtures.no_such_fixture'" in err
+    # only the modules that provide a server are offered, not the parts they share
+    assert "available: conformance, probe_contract, tasks" in err
     assert serve(["--path", "mcp"]) == 2
     assert "--path" in capsys.readouterr().err
 
