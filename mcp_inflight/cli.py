@@ -514,6 +514,12 @@ def _declared_sections(
     sensitivity cells)."""
     from mcp_inflight.proofs import discipline
 
+    if not args.no_progress:
+        from mcp_inflight.proofs.explorer import progress_to
+        from mcp_inflight.proofs.progress import Display, Patient
+
+        # beside the session's live line: plain lines, and only for a run that lasts
+        progress_to(Patient(Display(sys.stderr, live=False)))
     lease = paths = None
     rules: list[Any] = []
     if "lease" in plan:

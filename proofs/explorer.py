@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
 
+from .progress import Sink, Tracker
 from .stepping import take
 
 W = TypeVar("W")
@@ -114,19 +115,32 @@ class Explored:
 #: the verdict of a property an early-stopped run (``until``) could not settle
 NOT_JUDGED = "not judged"
 
+#: where runs not given a ``progress`` sink report (:func:`progress_to`); none by default
+_default_sink: Sink | None = None
+
+
+def progress_to(sink: Sink | None) -> None:
+    """Make ``sink`` (``proofs/progress.py``) the progress of every later run of this process
+    that is not given its own (``check`` sets it in the process of the declared models)."""
+    global _default_sink
+    _default_sink = sink
+
 
 def explore(
     spec: Spec,
     max_states: int = 2_000_000,
     until: Iterable[str] | None = None,
     engine: str = "auto",
+    progress: Sink | None = None,
 ) -> Explored:
     """Every reachable state of ``spec``, breadth first (see the module text); with ``until``,
     only until each property it names has failed.  ``engine``: ``compiled`` (the rules
     generated as Python per move, ``proofs/compiled_spec.py``), ``concrete`` (the rules read
     through the concrete logic) or ``auto`` (compiled, or concrete where the generator refuses
-    a rule; :attr:`Explored.engine` says which ran and why)."""
+    a rule; :attr:`Explored.engine` says which ran and why).  ``progress``: where the run
+    reports its states, depth and queue as it goes (default: :func:`progress_to`'s sink)."""
     t0 = time.perf_counter()
+    tracker = Tracker(spec.label(), progress if progress is not None else _default_sink)
     res = Explored(spec)
     rules = _rules(spec, engine)
     res.engine = rules.name
@@ -184,7 +198,10 @@ def explore(
             if wanted is not None and wanted <= failed.keys():
                 stopped = True
                 break
+            tracker.level(len(states) - 1 - level_end)
             level_end = len(states) - 1
+        if tracker.enabled and not n & 1023:
+            tracker.tick(len(states), depth[n], len(queue))
         s = states[n]
         for m, fire, step_tests, happen_tests in table:
             fired = fire(s)
@@ -221,6 +238,7 @@ def explore(
     res.depth = max(depth)
     res.coverage = coverage
     res.complete = res.complete and not stopped
+    tracker.done(res.states, res.transitions, res.depth, res.complete)
 
     def trace(n: int, last: tuple[Any, Any, Any, Any] | None = None) -> list[dict[str, Any]]:
         tr = _trace(spec, states, parent, n)

@@ -196,6 +196,19 @@ class Display:
         self._clear()
 
 
+class Patient:
+    """Hands on a run's snapshots only once the run has lasted ``after`` seconds: many short
+    runs (the declared models' designs) say nothing, a long one is shown as it goes."""
+
+    def __init__(self, sink: Sink, after: float = 2.0):
+        self.sink = sink
+        self.after = after
+
+    def update(self, snap: Snapshot) -> None:
+        if snap.seconds >= self.after:
+            self.sink.update(snap)
+
+
 class QueueSink:
     """In a worker process: sends each snapshot to the parent's queue (never blocks the run)."""
 

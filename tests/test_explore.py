@@ -509,3 +509,37 @@ def test_check_engines_give_the_same_json(monkeypatch, capsys):
     monkeypatch.setattr(native, "available", lambda: False)
     assert cli.main(argv + ["--engine", "native"]) == 2
     assert "needs a C compiler" in capsys.readouterr().err
+
+
+# --- progress of the one explorer (the declared models) -------------------------------------
+
+
+class _Kept:
+    def __init__(self) -> None:
+        self.snaps: list = []
+
+    def update(self, snap) -> None:
+        self.snaps.append(snap)
+
+
+def test_the_one_explorer_reports_its_progress_and_a_patient_sink_keeps_short_runs_quiet():
+    from mcp_inflight.model import tasks as T
+    from mcp_inflight.proofs import explorer
+    from mcp_inflight.proofs.progress import Patient
+
+    kept = _Kept()
+    ex = explorer.explore(T.spec("fresh-bound"), progress=kept)
+    final = [s for s in kept.snaps if s.final]
+    assert len(final) == 1 and final[0].states == ex.states
+    assert final[0].transitions == ex.transitions and final[0].complete
+    quiet = _Kept()
+    explorer.explore(T.spec("fresh-bound", requests=1), progress=Patient(quiet, after=60.0))
+    assert quiet.snaps == []
+    # a run not given a sink reports to the process's default one (check's declared models)
+    default = _Kept()
+    explorer.progress_to(default)
+    try:
+        explorer.explore(T.spec("fresh-bound", requests=1))
+    finally:
+        explorer.progress_to(None)
+    assert [s.final for s in default.snaps][-1:] == [True]
