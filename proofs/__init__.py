@@ -1,11 +1,17 @@
-"""The two checkers of the model in ``mcp_inflight.model``: the exhaustive explorer and the z3 prover.
+"""The checkers of the models in ``mcp_inflight.model``: explorers, provers, and the one result.
 
-* ``explore.py``: explicit-state, breadth-first search of every reachable state at a bound
-  (shortest counterexamples, symmetry reduction, coverage, deadlocks); its compiled engine is
-  ``compiled_model.py`` over the flat states and symmetry keys of ``flat.py``.
-* ``prove.py``: inductive proofs for any number of ids and instances, counterexamples to
-  induction, bounded model checking; its z3 reading of the model is ``symbolic.py``.
-* ``pool.py``: the worker processes both use for many runs.
+* The declared models (``model/declare.py``: lease, rounds, resume, tasks, subscriptions, and the
+  session read as a declaration): ``declared.py`` is the front door; ``explorer.py`` the one
+  explorer (breadth first, shortest traces, coverage, dead actions, liveness under declared
+  fairness), on the rules generated as Python (``compiled_spec.py``) or read concretely
+  (``stepping.py``); ``induction.py`` the one z3 prover (Houdini, typedness proved).
+* The session model (``model/session.py``) keeps its own engines, compared with the one explorer
+  (``tests/test_session_spec.py``): ``explore.py`` with ``compiled_model.py`` and ``native.py``
+  (symmetry reduction over ``flat.py``'s keys, liveness on the graph in ``liveness.py``), and the
+  prover for any number of ids and instances, ``prove.py`` with ``bmc.py`` and ``ranking.py``.
+* Around both: ``outcome.py`` (every checker's records as cells with one verdict vocabulary),
+  ``sensitivity.py``, ``discipline.py``, ``symmetry.py``, ``cache.py``, ``pool.py``,
+  ``progress.py``.
 
-Both read the rules of ``model/`` and define none; they import nothing of the runtime.
+They read the rules of ``model/`` and define none; they import nothing of the runtime.
 """
