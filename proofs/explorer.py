@@ -8,9 +8,11 @@ generated as Python per move (``proofs/compiled_spec.py``) or read through the c
 * every ``always`` property and auxiliary invariant on each state, and each slot's range;
 * every ``step`` property on each transition (with the move's output when it reads one);
 * the witnesses: ``sometimes`` on some state, ``happens`` on some transition;
-* every ``liveness`` property on the explored graph: from every reachable state a state where
-  its goal holds must stay reachable (backward reachability from the goal states); the property
-  names the weakly fair actions it rests on, which is what makes that reachability "eventually";
+* every ``liveness`` property on the explored graph, under the weak fairness of the actions it
+  names (its moves): it fails when a run fair to them can stay for ever among states where its
+  goal does not hold, that is, in a strongly connected component of such states (a single state
+  counts: stuttering is allowed) in which every fair move is taken or somewhere disabled; a
+  goal that stays reachable only through a move nobody owes is not "eventually";
 * coverage: how often each action fired (an action that never fires is dead, and every
   property about it holds vacuously: the report fails such a run).
 
@@ -171,7 +173,7 @@ def explore(
     states = [init]
     parent: list[tuple[int, Move | None, Any]] = [(-1, None, None)]
     depth = [0]
-    preds: list[list[int]] = [[]]
+    edges: list[list[tuple[int, int]]] = [[]]  # per state, (move's row in table, successor)
     goal: dict[str, list[bool]] = {p.name: [] for p in live}
     wanted = _stoppable(spec, until)
     stopped = False
@@ -203,7 +205,7 @@ def explore(
         if tracker.enabled and not n & 1023:
             tracker.tick(len(states), depth[n], len(queue))
         s = states[n]
-        for m, fire, step_tests, happen_tests in table:
+        for j, (m, fire, step_tests, happen_tests) in enumerate(table):
             fired = fire(s)
             if fired is None:
                 continue
@@ -229,11 +231,11 @@ def explore(
                 parent.append((n, m, out))
                 depth.append(depth[n] + 1)
                 if live:
-                    preds.append([])
+                    edges.append([])
                 judge_state(k, post)
                 queue.append(k)
             if live:
-                preds[k].append(n)
+                edges[n].append((j, k))
     res.states = len(states)
     res.depth = max(depth)
     res.coverage = coverage
@@ -256,8 +258,8 @@ def explore(
             if p.name in reached:
                 res.traces[key] = trace(reached[p.name][0], reached[p.name])
         elif p.kind == "liveness":
-            ok = _backward(goal[p.name], preds)
-            bad = next((n for n, v in enumerate(ok) if not v), None)
+            fair = {j for j, row in enumerate(table) if row[0].act.name in p.fair}
+            bad = _fair_violation(goal[p.name], edges, fair)
             res.verdicts[key] = "holds" if bad is None else "fails"
             if bad is not None:
                 res.traces[key] = trace(bad)
@@ -363,17 +365,79 @@ def _trace(
     return steps[::-1]
 
 
-def _backward(goal: list[bool], preds: list[list[int]]) -> list[bool]:
-    """Which states can reach a goal state (backward reachability over ``preds``)."""
-    ok = list(goal)
-    todo = [n for n, v in enumerate(goal) if v]
-    while todo:
-        n = todo.pop()
-        for p in preds[n]:
-            if not ok[p]:
-                ok[p] = True
-                todo.append(p)
-    return ok
+def _fair_violation(
+    goal: list[bool], edges: list[list[tuple[int, int]]], fair: set[int]
+) -> int | None:
+    """A state from which a run weakly fair to the moves ``fair`` (rows of the move table)
+    can stay forever where the goal does not hold, or None when every such run reaches it.
+
+    Such a run ends in a strongly connected component of the states where the goal fails
+    (a single state counts: stuttering is always allowed) and visits all of it forever; it is
+    fair when every fair move is either taken inside the component or disabled in one of its
+    states (weak fairness: a move that stays enabled is eventually taken).  Returned: the
+    first such state in breadth-first order (its shortest run is the trace's prefix)."""
+    bad = [not g for g in goal]
+    found: int | None = None
+    for comp in _components([n for n, b in enumerate(bad) if b], edges, bad):
+        members = set(comp)
+        inside = {j for n in comp for j, k in edges[n] if k in members}
+        everywhere = set.intersection(*({j for j, _ in edges[n]} for n in comp))
+        # a fair move enabled in every state of the component and never taken inside it
+        # would have to be taken: such a component is no place for a fair run to stay
+        if not (fair & everywhere) - inside:
+            first = min(comp)
+            found = first if found is None else min(found, first)
+    return found
+
+
+def _components(
+    nodes: list[int], edges: list[list[tuple[int, int]]], keep: list[bool]
+) -> list[list[int]]:
+    """The strongly connected components of the graph on ``nodes`` (those ``keep`` marks),
+    Tarjan's algorithm without recursion."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on: set[int] = set()
+    stack: list[int] = []
+    out: list[list[int]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on.add(v)
+            succ = edges[v]
+            while i < len(succ):
+                w = succ[i][1]
+                i += 1
+                if not keep[w]:
+                    continue
+                if w not in index:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    out.append(comp)
+                if work:
+                    u = work[-1][0]
+                    low[u] = min(low[u], low[v])
+    return out
 
 
 # --- walking the space for other readers -----------------------------------------------------
