@@ -136,9 +136,8 @@ def _cell(run: LeaseRun, d: str, name: str) -> str:
     text = "holds" if v == "holds" else f"FAILS ({n})"
     pr = run.proved.get(d)
     if pr is not None and name in pr.verdicts:
-        text += {"proved": " proved", "not proved": " cti", "unknown": " UNKNOWN"}[
-            pr.verdicts[name]
-        ]
+        word = pr.word(name)
+        text += {"not proved": " cti", "unknown": " UNKNOWN"}.get(word, " " + word)
     return text
 
 

@@ -97,17 +97,17 @@ def _text(checked: Checked, safe: bool, passed: bool) -> list[str]:
         verdict += " (caught)" if passed else " (not caught: no property fails)"
     out = [
         f"{sp.label()} [{role}]: {ex.states} states, {ex.transitions} transitions, "
-        f"depth {ex.depth}, {ex.seconds:.2f} s explored"
+        f"depth {ex.depth}, {ex.deadlocks} deadlocks (no move enabled), {ex.seconds:.2f} s explored"
         + ("" if pr is None else f", {pr.seconds:.2f} s proved")
         + f"  {verdict}"
     ]
     for p in sp.props:
         v = ex.verdicts[p.name]
-        proof = "" if pr is None or p.name not in pr.verdicts else pr.verdicts[p.name]
+        proof = "" if pr is None or p.name not in pr.verdicts else pr.word(p.name)
         out.append(f"  {p.kind:<9} {p.name:<28} {v:<12} {proof}")
     if pr is not None:
         out.append(
-            f"  prover: slots in range {pr.verdicts['in_range']}; auxiliary invariants "
+            f"  prover: slots in range {pr.word('in_range')}; auxiliary invariants "
             f"kept {len(pr.kept)}, dropped {len(pr.dropped)}"
             + (f" ({', '.join(pr.dropped)})" if pr.dropped else "")
         )

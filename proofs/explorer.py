@@ -63,6 +63,9 @@ class Explored:
     complete: bool = True
     #: the engine that ran: ``compiled``, ``concrete``, or why the generator was refused
     engine: str = ""
+    #: states where no move is enabled (a run ends there), and a shortest run to the first
+    deadlocks: int = 0
+    deadlock_trace: list[dict[str, Any]] | None = None
 
     @property
     def dead_actions(self) -> list[str]:
@@ -96,6 +99,8 @@ class Explored:
             "seconds": round(self.seconds, 3),
             "complete": self.complete,
             "engine": self.engine,
+            "deadlocks": self.deadlocks,
+            "deadlock_trace": self.deadlock_trace,
             "properties": {
                 p.name: {
                     "kind": p.kind,
@@ -177,6 +182,7 @@ def explore(
     goal: dict[str, list[bool]] = {p.name: [] for p in live}
     wanted = _stoppable(spec, until)
     stopped = False
+    dead_ends: list[int] = []
 
     def judge_state(n: int, s: Any) -> None:
         if not in_range(s) and not res.errors:
@@ -205,10 +211,12 @@ def explore(
         if tracker.enabled and not n & 1023:
             tracker.tick(len(states), depth[n], len(queue))
         s = states[n]
+        moved = False
         for j, (m, fire, step_tests, happen_tests) in enumerate(table):
             fired = fire(s)
             if fired is None:
                 continue
+            moved = True
             post, out = fired
             res.transitions += 1
             coverage[m.name] += 1
@@ -236,6 +244,8 @@ def explore(
                 queue.append(k)
             if live:
                 edges[n].append((j, k))
+        if not moved:
+            dead_ends.append(n)
     res.states = len(states)
     res.depth = max(depth)
     res.coverage = coverage
@@ -270,6 +280,9 @@ def explore(
             res.verdicts[key] = "holds"
     if "range" in failed:
         res.traces["range"] = trace(failed["range"][0])
+    res.deadlocks = len(dead_ends)
+    if dead_ends:
+        res.deadlock_trace = trace(dead_ends[0])
     res.seconds = time.perf_counter() - t0
     return res
 

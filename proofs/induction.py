@@ -276,6 +276,12 @@ class Proved:
     def ok(self) -> bool:
         return all(v == "proved" for v in self.verdicts.values())
 
+    def word(self, name: str) -> str:
+        """The verdict on ``name`` in the words every report uses: ``proved`` only for any
+        size, ``proved at bounds`` where the induction ran on the spec's finite bounds."""
+        v = self.verdicts[name]
+        return "proved at bounds" if v == "proved" and not self.unbounded else v
+
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.spec.model,

@@ -83,3 +83,11 @@ def test_a_goal_less_dead_end_fails_even_with_every_action_fair():
     # toggle never enabled: in the initial state only finish could move, and it is not owed
     spec = _toggle_and_finish(("toggle",), toggle_guard=lambda b, s: s.y == 1)
     assert explore(spec).verdicts["done"] == "fails"
+
+
+def test_the_states_where_no_move_is_enabled_are_counted_with_a_shortest_run_to_one():
+    ex = explore(_toggle_and_finish(("toggle",), toggle_guard=lambda b, s: s.y == 1))
+    # x=0,y=0 (finish enabled) -> x=1,y=0: nothing moves there
+    assert ex.deadlocks == 1 and [st["action"] for st in ex.deadlock_trace] == ["finish"]
+    assert ex.to_json()["deadlocks"] == 1
+    assert explore(_toggle_and_finish(("toggle",))).deadlocks == 0  # toggle always moves

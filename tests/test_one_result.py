@@ -116,6 +116,23 @@ def test_the_verdict_words_say_how_far_each_guarantee_reaches():
     assert words == {"holds (explored)"}
 
 
+def test_paths_and_lease_speak_the_same_verdict_words():
+    for argv in (["--model", "rounds"], ["--model", "subscriptions"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "mcp_inflight", "paths", *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        rows = [ln for ln in out.splitlines() if ln.startswith(("  step", "  invariant"))]
+        assert rows and all(ln.rstrip().endswith("proved at bounds") for ln in rows), out
+        assert "slots in range proved at bounds" in out
+    lease = subprocess.run(
+        [sys.executable, "-m", "mcp_inflight", "lease"], capture_output=True, text=True, check=False
+    ).stdout
+    assert " proved" in lease and "proved at bounds" not in lease  # the lease proof is unbounded
+
+
 # --- the provers assume nothing they have not proved ---------------------------------------
 
 
