@@ -24,20 +24,23 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 class Headers(dict):
     """A request's headers (names lower-cased by the server, as ASGI says; values as bytes);
     ``twice`` holds the names given more than once, so that a header that must be single can
-    be refused."""
+    be refused.  Made by :meth:`of`: the mapping is the dict's own (C) construction, and the
+    names are counted only when the mapping came out shorter than the list."""
 
-    __slots__ = ("twice",)
+    twice: frozenset[bytes] = frozenset()
 
-    def __init__(self, raw: Any) -> None:
-        super().__init__(raw)
-        twice: set[bytes] = set()
-        if len(self) != len(raw):
+    @classmethod
+    def of(cls, raw: Any) -> Headers:
+        headers = cls(raw)
+        if len(headers) != len(raw):
             seen: set[bytes] = set()
+            twice: set[bytes] = set()
             for k, _ in raw:
                 if k in seen:
                     twice.add(k)
                 seen.add(k)
-        self.twice = twice
+            headers.twice = frozenset(twice)
+        return headers
 
 
 #: headers a request may carry once only (a second copy could be read differently by a proxy)
