@@ -12,7 +12,7 @@ microseconds of CPU time (``thread_time``) per call, and the difference ours - b
 ``--profile`` runs our app under cProfile once and prints the top functions; ``--sample``
 samples its stacks instead (``SIGPROF`` on the process's CPU time, so the profile's own cost is
 not spread over the functions as cProfile's is) and prints the shares of the app's functions,
-inclusive and own.  ``--base-rev REV`` also times the app of git revision REV (its package
+inclusive and own, then the own time by source file.  ``--base-rev REV`` also times the app of git revision REV (its package
 unpacked to a temporary directory, as ``bench/runtime.py --online-base`` does): the two
 revisions cannot share one process (one package name), so each round runs ours now, ours of
 REV and the bare app each in a fresh process of its own, in turns, and the ratio now / before is
@@ -269,6 +269,7 @@ def sample(calls: int, interval: float = 0.0005, top: int = 40) -> None:
 
     inclusive: collections.Counter[str] = collections.Counter()
     own: collections.Counter[str] = collections.Counter()
+    by_file: collections.Counter[str] = collections.Counter()
     total = 0
 
     def on_tick(signum: int, frame) -> None:
@@ -281,6 +282,7 @@ def sample(calls: int, interval: float = 0.0005, top: int = 40) -> None:
             key = f"{Path(code.co_filename).name}:{code.co_name}"
             if first:
                 own[key] += 1
+                by_file[Path(code.co_filename).name] += 1
                 first = False
             if key not in seen:
                 inclusive[key] += 1
@@ -299,6 +301,9 @@ def sample(calls: int, interval: float = 0.0005, top: int = 40) -> None:
     print(f"{calls:,} calls, {us:.1f} us of CPU per call, {total} samples (inclusive / own)")
     for key, n in inclusive.most_common(top):
         print(f"  {100 * n / total:5.1f}%  {100 * own[key] / total:5.1f}%  {key}")
+    print("own time by file (with the C each calls), us per call:")
+    for name, n in by_file.most_common(24):
+        print(f"  {us * n / total:5.1f}  {100 * n / total:5.1f}%  {name}")
 
 
 def profile(calls: int) -> None:
