@@ -82,7 +82,29 @@ field_values = (
     | st.just([])
     | json_values
 )
-messages_ = st.dictionaries(
+
+
+def _often(good: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``good`` half the time, any of :data:`field_values` otherwise (a plain ``|`` would be
+    flattened with the many branches of ``field_values`` and draw ``good`` seldom)."""
+    return st.booleans().flatmap(lambda ok: good if ok else field_values)
+
+
+#: messages near a valid request (each field of the right kind half the time, else a bool, a
+#: float, a list, anything), and messages of any of the envelope's keys
+near_requests = st.fixed_dictionaries(
+    {
+        "jsonrpc": _often(st.just("2.0")),
+        "id": _often(st.text(max_size=3) | st.integers(min_value=-(2**70), max_value=2**70)),
+        "method": _often(st.sampled_from(["tools/call", "ping", ""])),
+    },
+    optional={
+        "params": _often(st.dictionaries(st.text(max_size=3), json_values, max_size=2)),
+        "result": field_values,
+        "extra": field_values,
+    },
+)
+messages_ = near_requests | st.dictionaries(
     st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "extra"]),
     field_values,
     max_size=6,
