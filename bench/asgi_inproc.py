@@ -210,6 +210,7 @@ def one(which: str, calls: int, tag: str) -> float:
 def against(rev: str, calls: int, rounds: int) -> dict:
     """Ours now, ours of ``rev`` and the bare app, each round a fresh process apiece, in turns."""
     import os
+    import shutil
     import subprocess
 
     sys.path.insert(0, str(HERE))
@@ -233,10 +234,13 @@ def against(rev: str, calls: int, rounds: int) -> dict:
         return float(us)
 
     now, before, bare = [], [], []
-    for r in range(rounds):
-        now.append(run("ours", None, f"n{r}-"))
-        before.append(run("ours", base, f"b{r}-"))
-        bare.append(run("bare", None, f"x{r}-"))
+    try:
+        for r in range(rounds):
+            now.append(run("ours", None, f"n{r}-"))
+            before.append(run("ours", base, f"b{r}-"))
+            bare.append(run("bare", None, f"x{r}-"))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     return {
         "rev": rev,
         "calls": calls,
