@@ -237,7 +237,7 @@ class App(StreamWriting):
             return await self._reply(
                 send, 404, b"Not Found", ctype=[(b"content-type", b"text/plain")]
             )
-        headers = Headers(scope["headers"])
+        headers = Headers.of(scope["headers"])
         if headers.twice:
             twice = sorted(n.decode("latin-1") for n in headers.twice.intersection(SINGLE))
             if twice:

@@ -24,20 +24,23 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 class Headers(dict):
     """A request's headers (names lower-cased by the server, as ASGI says; values as bytes);
     ``twice`` holds the names given more than once, so that a header that must be single can
-    be refused."""
+    be refused.  Made by :meth:`of`: the mapping is the dict's own (C) construction, and the
+    names are counted only when the mapping came out shorter than the list."""
 
-    __slots__ = ("twice",)
+    twice: frozenset[bytes] = frozenset()
 
-    def __init__(self, raw: Any) -> None:
-        super().__init__(raw)
-        twice: set[bytes] = set()
-        if len(self) != len(raw):
+    @classmethod
+    def of(cls, raw: Any) -> Headers:
+        headers = cls(raw)
+        if len(headers) != len(raw):
             seen: set[bytes] = set()
+            twice: set[bytes] = set()
             for k, _ in raw:
                 if k in seen:
                     twice.add(k)
                 seen.add(k)
-        self.twice = twice
+            headers.twice = frozenset(twice)
+        return headers
 
 
 #: headers a request may carry once only (a second copy could be read differently by a proxy)
@@ -221,7 +224,7 @@ class BodyReader:
             if limit is not None and int(clen) > limit:
                 return 413
         if self.body_timeout is None:
-            return await self._read_body(receive, limit)
+            return await self._read_body(receive, limit, await receive())
         # No timer per request (arming and cancelling one costs more than the rest of a small
         # request's reading): the task is noted with its deadline, and one timer for the whole
         # app, armed only while bodies are being read, cancels the reads past theirs.
@@ -233,7 +236,11 @@ class BodyReader:
         if self.timer is None:
             self.timer = loop.call_later(min(1.0, self.body_timeout / 4), self._sweep)
         try:
-            return await self._read_body(receive, limit)
+            m = await receive()
+            if m["type"] == "http.request" and not m.get("more_body"):  # all in one message
+                body = m.get("body", b"")
+                return 413 if limit is not None and len(body) > limit else body
+            return await self._read_body(receive, limit, m)
         except asyncio.CancelledError:
             if task in self.overdue:
                 self.overdue.discard(task)
@@ -256,11 +263,13 @@ class BodyReader:
             self.timer = loop.call_later(min(1.0, self.body_timeout / 4), self._sweep)
 
     @staticmethod
-    async def _read_body(receive: Receive, limit: int | None) -> bytes | int:
+    async def _read_body(receive: Receive, limit: int | None, m: Any) -> bytes | int:
+        """The body whose first message ``m`` is (the rest read from ``receive``)."""
         chunks = []
         size = 0
         while True:
-            m = await receive()
+            if m is None:
+                m = await receive()
             if m["type"] == "http.disconnect":
                 return 400
             chunk = m.get("body", b"")
@@ -270,4 +279,5 @@ class BodyReader:
             chunks.append(chunk)
             if not m.get("more_body"):
                 break
+            m = None
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)

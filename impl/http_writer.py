@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import types
+from collections.abc import Generator
 from typing import Any
 
 from . import sse
@@ -69,6 +71,12 @@ def error_status(msg: dict[str, Any]) -> int | None:
     return None
 
 
+@types.coroutine
+def _one_step() -> Generator[None, None, None]:
+    """One turn of the event loop (``asyncio.sleep(0)`` without its call and delay test)."""
+    yield
+
+
 class StreamWriting:
     """The stream writing of :class:`.http.App` (a base class of the app, not used alone).
 
@@ -103,13 +111,16 @@ class StreamWriting:
             outlet.prime(self.retry_ms)
             session.live[outlet.stream] = outlet
         try:
-            await asyncio.sleep(0)  # let the handler take its first step
+            await _one_step()  # let the handler take its first step
             if outlet.done:  # it has already answered: one body, no stream to watch
                 items = outlet.items
-                status = error_status(items[0]) if modern and len(items) == 1 else None
-                if status:
-                    return await self._reply(send, status, json_body(items[0]), extra)
-                body = b"".join([sse_event(m) for m in items])
+                if outlet.keep is not None and not modern:  # kept: the items are events already
+                    body = b"".join(items)
+                else:
+                    status = error_status(items[0]) if modern and len(items) == 1 else None
+                    if status:
+                        return await self._reply(send, status, json_body(items[0]), extra)
+                    body = b"".join([sse_event(m) for m in items])
                 return await self._reply(send, 200, body, extra, ctype=SSE_HEADERS)
         except (OSError, asyncio.CancelledError):  # the client went away, or the server stops
             self._dropped(session, handle, outlet, token)

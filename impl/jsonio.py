@@ -13,7 +13,10 @@ crashes on:
 orjson reads an integer beyond 64 bits as a float, which would change a request id's JSON type
 (``typed_id`` refuses floats).  Such integers are rare, so when the text holds a run of 19 or
 more digits, the text orjson has already accepted (so its depth and strings are known good) is
-read again by the standard library, which keeps every integer an ``int``.
+read again by the standard library, which keeps every integer an ``int``.  The run is looked
+for in the text with every digit made ``0`` and every other byte a space (one ``translate`` and
+one substring search, both in C: a regular expression trying a match at every byte took 3 to 15
+times as long, a third of a small request's reading).
 
 Writing uses orjson too; what it cannot write (an integer beyond 64 bits, a lone surrogate in a
 handler's string, nesting beyond its 254 levels) falls back to the standard library, with any
@@ -27,7 +30,6 @@ unanswered nor stops an adapter.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
@@ -35,7 +37,9 @@ import orjson
 #: The deepest nesting a message may have (orjson's own limit).
 MAX_DEPTH = 1024
 INTERNAL_ERROR = -32603
-_LONG_INT = re.compile(rb"[0-9]{19}")
+#: every digit to ``0``, every other byte to a space: a run of 19 digits becomes ``_LONG_RUN``
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * 19
 
 
 class Unserialisable(ValueError):
@@ -53,7 +57,7 @@ def loads(raw: bytes | bytearray | memoryview | str) -> Any:
         raise ValueError(str(e)) from None
     if not isinstance(raw, (bytes, bytearray)):
         raw = bytes(raw) if isinstance(raw, memoryview) else raw.encode("utf-8")
-    if _LONG_INT.search(raw) is not None:
+    if _LONG_RUN in raw.translate(_DIGITS):
         try:
             return json.loads(raw)
         except (ValueError, RecursionError) as e:  # pragma: no cover - orjson accepted it

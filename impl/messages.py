@@ -93,6 +93,25 @@ _ENVELOPE = {
 _VALIDATE_REQUEST = _ENVELOPE["request"]
 
 
+def _plain_request(msg: dict[str, Any], rid: Any) -> bool:
+    """Whether ``msg`` is a request whose envelope ``JSONRPCRequest`` accepts, told without the
+    validator for the common case: ``jsonrpc`` the string ``"2.0"``, the id a string or an
+    integer (not a bool: the model's integer id is strict), ``method`` a string, ``params``
+    absent, null or an object.  False means "ask the validator", which then has the last word
+    (and the error to report); True only where the validator would accept.  A JSON object's
+    keys are strings, so an object read from JSON text is a ``dict[str, Any]``."""
+    jsonrpc = msg.get("jsonrpc")
+    params = msg.get("params")
+    t = type(rid)
+    return (
+        type(jsonrpc) is str
+        and jsonrpc == "2.0"
+        and (t is str or t is int)
+        and type(msg.get("method")) is str
+        and (params is None or type(params) is dict)
+    )
+
+
 def parse(raw: Any) -> Incoming:
     """Decode one JSON-RPC message (bytes or str) and check its envelope with ``mcp_types``."""
     try:
@@ -103,6 +122,8 @@ def parse(raw: Any) -> Incoming:
 
 
 def classify(msg: dict[str, Any]) -> Incoming:
+    """What ``msg``, read from JSON text, is; its envelope checked (a plain request's by
+    :func:`_plain_request`, every other by the ``mcp_types`` validator)."""
     if isinstance(msg, list):
         return Incoming(
             Kind.INVALID,
@@ -135,6 +156,8 @@ def classify(msg: dict[str, Any]) -> Incoming:
                 typed_id(rid)
             except InvalidId as e:
                 return Incoming(Kind.INVALID, err=e.error)
+        if _plain_request(msg, rid):
+            return Incoming(kind, msg, rid)
         validate = _VALIDATE_REQUEST
     else:
         validate = _ENVELOPE["error" if kind is Kind.RESPONSE and "error" in msg else kind.value]
