@@ -10,7 +10,8 @@ import os
 import signal
 import sys
 
-from mcp_inflight.serve import _listen, _parser, _run_loop, _serve_http, demo_server
+from mcp_inflight.serve import _parser, demo_server
+from mcp_inflight.serve_http import _listen, _run_loop, _serve_http
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+../../mcp_inflight/serve_http.py
