@@ -372,21 +372,30 @@ def cmd_check(args: argparse.Namespace) -> int:
     results = proofs = None
     sym_cells: list = []
     with ExitStack() as stack:
-        # beside the session's runs (this process and their own pools), in processes of their
-        # own: the declared models, and the session's rule discipline and sensitivity; they
-        # share nothing but the cache on disk
+        # beside the session's runs (this process and their own pools), in two worker
+        # processes: the session's rule discipline and sensitivity, and each declared model;
+        # they share nothing but the cache on disk
         pool = _pool(stack, 2)
-        declared = _beside(pool, _declared_sections, args, plan, bounds, cache)
         extras = None
+        if "session" in plan:
+            cfgs = _runs(args, plan["session"])
+            extras = _beside(pool, _session_extras, args, cfgs, cache)
+        # each declared model a job of its own, the largest first, so the two workers share them
+        others = sorted((m for m in plan if m != "session"), key=lambda m: m != "tasks")
+        declared = {
+            m: _beside(pool, _declared_sections, args, {m: plan[m]}, bounds, cache) for m in others
+        }
         if "session" in plan:
             from mcp_inflight.proofs.outcome import session_cells
 
-            cfgs = _runs(args, plan["session"])
-            extras = _beside(pool, _session_extras, args, cfgs, cache)
             results, proofs, sym_cells = _session_section(args, cfgs, cache)
             cells += session_cells(results, proofs) + sym_cells
         rules, sens = extras() if extras else ([], [])
-        lease, paths, their_rules, their_sens = declared()
+        parts = [declared[m]() for m in plan if m in declared]  # in the plan's order
+    lease = next((p[0] for p in parts if p[0] is not None), None)
+    paths = [r for p in parts for r in p[1] or ()] if any(p[1] for p in parts) else None
+    their_rules = [c for p in parts for c in p[2]]
+    their_sens = [c for p in parts for c in p[3]]
     from mcp_inflight import cli_lease, cli_small
 
     if lease is not None:
