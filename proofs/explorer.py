@@ -20,6 +20,17 @@ level after which each of them has failed, their traces still shortest ones; the
 incomplete, and every verdict it could not settle (a property not yet failed, a witness not yet
 reached, liveness) reads ``not judged``.
 
+With ``symmetry`` the search keeps one state per orbit under renaming of the sorts the model
+declares (``proofs/declared_symmetry.py``: the least renaming, exact), only once that module has
+checked that the rules and properties commute with renaming; otherwise it runs unreduced and
+says why in :attr:`Explored.symmetry`.  Each orbit is reached at the least depth of its members,
+so every verdict and every shortest trace length is that of the unreduced run; a trace is
+rebuilt as a real run from the initial state, each move renamed onto the real state and taken
+by the concrete rules.  Liveness is judged on the reduced graph too: it is "a goal state stays
+reachable", and the map from states to orbits is a bisimulation (every move of a state is, up to
+renaming, a move of each renaming of it) that keeps the goal (a property, checked invariant),
+so a state can reach a goal state exactly when its orbit can.
+
 A failure comes back as a trace: the moves from the initial state, each with its story and only
 the variables it changed.  :func:`drive` walks another implementation (the runtime) along every
 transition, for agreement tests; :func:`transitions` and :func:`path_to` give the space's
@@ -60,6 +71,8 @@ class Explored:
     complete: bool = True
     #: the engine that ran: ``compiled``, ``concrete``, or why the generator was refused
     engine: str = ""
+    #: with ``symmetry``: whether the run kept one state per orbit, and why (or why not)
+    symmetry: str = ""
 
     @property
     def dead_actions(self) -> list[str]:
@@ -93,6 +106,7 @@ class Explored:
             "seconds": round(self.seconds, 3),
             "complete": self.complete,
             "engine": self.engine,
+            **({"symmetry": self.symmetry} if self.symmetry else {}),
             "properties": {
                 p.name: {
                     "kind": p.kind,
@@ -120,16 +134,21 @@ def explore(
     max_states: int = 2_000_000,
     until: Iterable[str] | None = None,
     engine: str = "auto",
+    symmetry: bool = False,
 ) -> Explored:
     """Every reachable state of ``spec``, breadth first (see the module text); with ``until``,
     only until each property it names has failed.  ``engine``: ``compiled`` (the rules
     generated as Python per move, ``proofs/compiled_spec.py``), ``concrete`` (the rules read
     through the concrete logic) or ``auto`` (compiled, or concrete where the generator refuses
-    a rule; :attr:`Explored.engine` says which ran and why)."""
+    a rule; :attr:`Explored.engine` says which ran and why).  ``symmetry``: keep one state
+    per orbit under renaming of the declared sorts, once ``proofs/declared_symmetry.py`` has
+    checked that the rules commute with renaming (else the run is unreduced);
+    :attr:`Explored.symmetry` says which, and why."""
     t0 = time.perf_counter()
     res = Explored(spec)
     rules = _rules(spec, engine)
     res.engine = rules.name
+    canon = _reduction(spec, rules, res) if symmetry else None
     always = [p for p in spec.props if p.kind == "always"] + list(spec.aux)
     always_keys = [p.name if p in spec.props else "aux:" + p.name for p in always]
     always_tests = [(p.name, rules.state[k]) for p, k in zip(always, always_keys, strict=True)]
@@ -152,7 +171,7 @@ def explore(
     failed: dict[str, Any] = {}  # property -> (state, move or None, post, output)
     reached: dict[str, Any] = {}
     coverage = {a.name: 0 for a in spec.acts}
-    init = spec.initial()
+    init = spec.initial() if canon is None else canon(spec.initial())
     index: dict[Any, int] = {init: 0}
     states = [init]
     parent: list[tuple[int, Move | None, Any]] = [(-1, None, None)]
@@ -199,7 +218,8 @@ def explore(
             for name, test in happen_tests:
                 if name not in reached and test(s, post, out):
                     reached[name] = (n, m, post, out)
-            k = index.get(post)
+            key = post if canon is None else canon(post)
+            k = index.get(key)
             if k is None:
                 if len(states) >= max_states:
                     res.complete = False
@@ -207,13 +227,13 @@ def explore(
                         res.errors.append(f"more than {max_states} states: bounds too large")
                     continue
                 k = len(states)
-                index[post] = k
-                states.append(post)
+                index[key] = k
+                states.append(key)
                 parent.append((n, m, out))
                 depth.append(depth[n] + 1)
                 if live:
                     preds.append([])
-                judge_state(k, post)
+                judge_state(k, key)
                 queue.append(k)
             if live:
                 preds[k].append(n)
@@ -223,6 +243,13 @@ def explore(
     res.complete = res.complete and not stopped
 
     def trace(n: int, last: tuple[Any, Any, Any, Any] | None = None) -> list[dict[str, Any]]:
+        if canon is not None:
+            from .declared_symmetry import replay
+
+            tr, _, wrong = replay(spec, canon, states, parent, n, last)
+            if wrong is not None:
+                res.errors.append(f"symmetry: a reduced trace does not replay: {wrong}")
+            return tr
         tr = _trace(spec, states, parent, n)
         if last is not None and last[1] is not None:
             pre = states[last[0]]
@@ -269,6 +296,16 @@ class _Rules:
 
 
 ENGINES = ("auto", "compiled", "concrete")
+
+
+def _reduction(spec: Spec, rules: _Rules, res: Explored) -> Any:
+    """The canonical representative of orbits when ``spec`` is checked symmetric (said in
+    ``res.symmetry``), else None: the run is then unreduced, and ``res.symmetry`` says why."""
+    from .declared_symmetry import Canon, check
+
+    sym = check(spec, rules=rules)
+    res.symmetry = ("reduced: " if sym.ok else "unreduced: ") + sym.text()
+    return Canon(spec) if sym.ok else None
 
 
 def _rules(spec: Spec, engine: str) -> _Rules:
