@@ -172,9 +172,16 @@ class Canon:
         self.spec = spec
         self.group = group(spec)
         self.renamers = [renamer(spec, pi) for pi in self.group]
+        # the identity needs no copy (without ``canon``: a state is its own identity renaming)
+        self.others = self.renamers[1:] if spec.canon is None else self.renamers
 
     def __call__(self, s: Any) -> Any:
-        return min(r(s) for r in self.renamers)
+        best = s
+        for r in self.others:
+            t = r(s)
+            if t < best:
+                best = t
+        return best
 
     def relating(self, c: Any, x: Any) -> Renaming | None:
         """A renaming taking ``c`` to ``x``, or None when ``x`` is not in ``c``'s orbit."""
