@@ -52,8 +52,11 @@ declaration above meaning what it meant:
   property the protocol cannot guarantee, given a sender it names: judged and reported like a
   step invariant, its failure never fails the run); a step property declared ``with_output``
   reads the move's output as a fifth argument;
-* a spec's ``asymmetric`` sorts: those its rules do not treat alike by design, each with why
-  (the symmetry check and reduction of ``proofs/declared_symmetry.py`` leave them out);
+* a spec's ``ordered`` sorts: those whose slots the rules fill in order (a slot is *used* once
+  a variable keyed by the sort, naming no sort or starting at ``NONE``, leaves its initial
+  value there), each with why: the symmetry
+  reduction of ``proofs/declared_symmetry.py`` renames them only among the used slots; and its
+  ``asymmetric`` sorts: those its rules do not treat alike at all, each with why (left out);
 * a model module's designs as :class:`Design` knobs with their mutants, its bounds as
   :class:`Bound` (default and help), its hazards as :class:`Hazard` (a run in which a bound
   enables the action that the protocol cannot exclude).
@@ -301,7 +304,11 @@ class Spec:
     #: and after it), applied to the initial state and to every successor: the session's stdio
     #: send times renumbered by rank.  None: states are kept as the effects write them.
     canon: Callable[[Any], Any] | None = field(default=None, compare=False)
-    #: sorts the rules do not treat alike by design, each with why: ``(sort, reason)``
+    #: sorts whose slots the rules fill in order, each with why: ``(sort, reason)`` (a slot is
+    #: used once a variable keyed by the sort, naming no sort or starting at ``NONE``, leaves its
+    #: initial value there; ``proofs/declared_symmetry.py`` renames only the used slots)
+    ordered: tuple[tuple[str, str], ...] = ()
+    #: sorts the rules do not treat alike at all, each with why: ``(sort, reason)``
     asymmetric: tuple[tuple[str, str], ...] = ()
     state_type: Any = field(init=False, repr=False, compare=False)
 

@@ -807,10 +807,11 @@ FAILOVER = Hazard(
 HAZARDS: tuple[Hazard, ...] = (FAILOVER,)
 
 
-#: why instances are not renamed by the symmetry reduction (``proofs/declared_symmetry.py``)
+#: why instances are renamed only among the arrived ones by the symmetry reduction
+#: (``proofs/declared_symmetry.py``)
 ARRIVAL_ORDER = (
     "arrivals fill instance slots in order (an instance is an arrival number, the guard of "
-    "arrive), itself a reduction: a renaming of instances is not a symmetry of the rules"
+    "arrive), itself a reduction: only a renaming among the arrived instances is a symmetry"
 )
 
 
@@ -835,7 +836,7 @@ def spec_of(cfg: Config) -> Spec:
         aux=tuple(bind(p, cfg) for p in AUXILIARY),
         unbounded=("worker", "inst", "id"),
         run=cfg.bounds_label,
-        asymmetric=(("inst", ARRIVAL_ORDER),),
+        ordered=(("inst", ARRIVAL_ORDER),),
         universes=tuple(
             (("worker", w), ("inst", n), ("id", k))
             for w, n, k in ((1, 1, 1), (1, 2, 1), (2, 2, 1), (2, 3, 1), (2, 2, 2), (2, 3, 2))

@@ -15,8 +15,8 @@ declaration says of them is read from the session's tables:
 * each action is an action of the same name, side (the wire's moves are the environment's) and
   fairness, with the parameters ``r`` and, for a send, ``i``; its outputs are ``(stream,
   goes_out)`` pairs, the stream an instance (``out_sorts``);
-* instances are declared ``asymmetric`` (sends fill their slots in order), so the declared
-  symmetry reduction renames ids alone;
+* instances are declared ``ordered`` (sends fill their slots in order), so the declared
+  symmetry reduction renames them only among the sent ones;
 * an invariant is an ``always`` property (state) or a ``step`` property reading the move's
   output; a witness is a ``happens`` property on the steps of the path it names (the session's
   ``reached_on_step``); a hazard is a ``hazard``; a property that does not apply to the profile
@@ -182,12 +182,12 @@ def _prop(p: Property, cfg: Config) -> Prop:
     return Prop(p.name, "always", lambda b, s: fn(b, s, cfg), p.doc)
 
 
-#: why instances are not renamed by the declared symmetry reduction
-#: (``proofs/declared_symmetry.py``); the session's own engines rename them with this condition
-#: left out and checked apart (``proofs/symmetry.py``)
+#: why instances are renamed only among the sent ones by the declared symmetry reduction
+#: (``proofs/declared_symmetry.py``); the session's own engines rename them all, with this
+#: condition left out and checked apart (``proofs/symmetry.py``)
 SLOT_ORDER_WHY = (
     f"sends fill instance slots in order (the condition {SLOT_ORDER}), itself a reduction: "
-    "a renaming of instances is not a symmetry of the rules"
+    "only a renaming among the sent instances is a symmetry of the rules"
 )
 
 
@@ -204,5 +204,5 @@ def spec(cfg: Config) -> Spec:
         aux=tuple(_prop(p, cfg) for p in AUXILIARY if p.applies(cfg)),
         run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",
         canon=(lambda s: canonical_clock(cfg, s)) if cfg.stdio else None,
-        asymmetric=(("inst", SLOT_ORDER_WHY),),
+        ordered=(("inst", SLOT_ORDER_WHY),),
     )

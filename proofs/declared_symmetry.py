@@ -27,17 +27,25 @@ Outputs are renamed as ``out_sorts`` declares; an output it does not declare is 
 is, which is stricter than needed (an undeclared output that names a sort fails the check and the
 explorer runs unreduced: never unsound).
 
-A sort the rules do not treat alike by design is declared in the spec's ``asymmetric`` with why
-(the session's instance slots, filled in order by ``model/session.py:SLOT_ORDER``, a reduction of
-its own): the check and the reduction leave it out, and the result says so.  Leaving it out is
-always sound (the group is smaller); declaring it symmetric would make the check fail, and the
-tests show that it does.
+A sort whose slots the rules fill in order is declared in the spec's ``ordered``, with why (the
+lease's arrivals and the session's sends, ``model/session.py:SLOT_ORDER``: a reduction of its own,
+so a renaming of all instances is not a symmetry).  A slot is *used* once a variable keyed by
+the sort leaves its initial value there (a variable whose values a renaming keeps at it: one
+naming no sort, or starting at ``NONE``); the used slots of a state form a prefix, and a move
+never frees one.  Renaming the used slots among themselves keeps the fresh ones in place, so
+the states related by such renamings (of each state its own used slots) are an equivalence,
+and, when the rules commute with them, a bisimulation.  The check then takes, per state, the
+generators of the renamings of its used slots, and checks both conditions on every state and
+move (a used slot after a fresh one, a move that frees a used slot: each named as the rule that
+breaks the order).  A sort the rules do not treat alike at all is declared ``asymmetric``, with
+why, and left out.  Leaving a sort out is always sound (the group is smaller); declaring an
+ordered sort symmetric makes the check fail, and the tests show that it does.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import permutations, product
 from typing import Any
@@ -51,9 +59,7 @@ from .stepping import take
 LIMIT = 20_000
 
 
-def sorts(spec: Spec) -> dict[str, int]:
-    """The sorts a renaming permutes: every sort the spec declares on a variable, parameter or
-    output, with its number of values (``spec.domains``), less the ``asymmetric`` ones."""
+def _named(spec: Spec) -> set[str]:
     named: set[str] = set()
     for v in spec.vars:
         named.update(x for x in (v.sort, v.ref) if x is not None)
@@ -61,11 +67,50 @@ def sorts(spec: Spec) -> dict[str, int]:
         named.update(s for _, s in a.sorts)
         for _, o in a.out_sorts:
             named.update([o] if isinstance(o, str) else [x for x in o if x is not None])
-    exempt = {s for s, _ in spec.asymmetric}
     missing = sorted(named - set(spec.domains))
     if missing:
         raise ValueError(f"{spec.model}: sort(s) {', '.join(missing)} not in its domains")
-    return {s: len(spec.domains[s]) for s in sorted(named - exempt)}
+    return named
+
+
+def sorts(spec: Spec) -> dict[str, int]:
+    """The sorts a renaming permutes whole: every sort the spec declares on a variable,
+    parameter or output, with its number of values (``spec.domains``), less the ``ordered``
+    and ``asymmetric`` ones."""
+    left = {s for s, _ in spec.asymmetric + spec.ordered}
+    return {s: len(spec.domains[s]) for s in sorted(_named(spec) - left)}
+
+
+def ordered(spec: Spec) -> dict[str, int]:
+    """The ``ordered`` sorts the spec uses, with their number of values."""
+    named = _named(spec)
+    return {s: len(spec.domains[s]) for s, _ in spec.ordered if s in named}
+
+
+def used(spec: Spec, sort: str) -> Callable[[Any], int | None]:
+    """``s -> `` the number of used slots of ``sort`` in ``s``, or None when they are not a
+    prefix.  A slot is used once a variable keyed by ``sort`` is off its initial value there;
+    only the variables a renaming keeps at that value are read (those whose values name no
+    sort, or whose initial value is ``NONE``): a fresh slot's id 0, renamed, is still fresh."""
+    keyed = [
+        (n, v.init)
+        for n, v in enumerate(spec.vars)
+        if v.sort == sort and (v.ref is None or v.init == NONE)
+    ]
+    size = len(spec.domains[sort])
+    # each slot's flag (used or not) as generated Python; the flags to the count by a table
+    flags = [
+        "(" + (" or ".join(f"s[{n}][{r}] != {int(init)}" for n, init in keyed) or "False") + ")"
+        for r in range(size)
+    ]
+    table = {
+        f: (f.index(False) if False in f else size) for f in product((False, True), repeat=size)
+    }
+    env: dict[str, Any] = {"K": {f: k if not any(f[k:]) else None for f, k in table.items()}}
+    src = f"def count(s):\n    return K[({', '.join(flags)},)]\n"
+    exec(compile(src, f"<used slots of {sort}>", "exec"), env)
+    fn: Callable[[Any], int | None] = env["count"]
+    return fn
 
 
 @dataclass(frozen=True)
@@ -109,29 +154,48 @@ class Renaming:
         return " and ".join(parts) or "identity"
 
 
-def generators(spec: Spec) -> list[Renaming]:
-    """Per symmetric sort with two or more values, a swap of its first two; with three or more,
-    also a rotation of all."""
-    sizes = sorts(spec)
+def _perms(n: int, k: int, whole: bool) -> list[tuple[int, ...]]:
+    """Generators of the renamings of ``0..k-1`` among themselves (the rest kept) when
+    ``whole`` is False, else every renaming of them."""
+    rest = tuple(range(k, n))
+    if whole:
+        return [p + rest for p in permutations(range(k))]
+    out = []
+    if k >= 2:
+        out.append((1, 0) + tuple(range(2, k)) + rest)
+    if k >= 3:
+        out.append(tuple(range(1, k)) + (0,) + rest)
+    return out
+
+
+def _renamings(spec: Spec, key: tuple[int, ...], whole: bool) -> list[Renaming]:
+    """The renamings (``whole``) or their generators at a state whose ordered sorts have
+    ``key`` used slots each: the symmetric sorts whole, the ordered ones among their used
+    slots."""
+    sizes = {**sorts(spec), **ordered(spec)}
+    used_of = dict(zip(ordered(spec), key, strict=True))
     same = {s: tuple(range(n)) for s, n in sizes.items()}
+    if whole:
+        each = [_perms(n, used_of.get(s, n), True) for s, n in sizes.items()]
+        return [Renaming(tuple(zip(sizes, ps, strict=True))) for ps in product(*each)]
     out = []
     for s, n in sizes.items():
-        moved = []
-        if n >= 2:
-            moved.append((1, 0) + tuple(range(2, n)))
-        if n >= 3:
-            moved.append(tuple(range(1, n)) + (0,))
-        for p in moved:
+        for p in _perms(n, used_of.get(s, n), False):
             out.append(Renaming(tuple((t, p if t == s else same[t]) for t in sizes)))
     return out
 
 
-def group(spec: Spec) -> list[Renaming]:
-    """Every renaming of the symmetric sorts, the identity first."""
-    sizes = sorts(spec)
-    names = list(sizes)
-    each = [list(permutations(range(sizes[s]))) for s in names]
-    return [Renaming(tuple(zip(names, ps, strict=True))) for ps in product(*each)]
+def generators(spec: Spec, key: tuple[int, ...] | None = None) -> list[Renaming]:
+    """Per symmetric sort with two or more values, a swap of its first two; with three or more,
+    also a rotation of all; the same for each ordered sort's ``key`` used slots (none when
+    ``key`` is not given)."""
+    return _renamings(spec, key or (0,) * len(ordered(spec)), False)
+
+
+def group(spec: Spec, key: tuple[int, ...] | None = None) -> list[Renaming]:
+    """Every renaming of the symmetric sorts and of each ordered sort's ``key`` used slots
+    (none when ``key`` is not given), the identity first."""
+    return _renamings(spec, key or (0,) * len(ordered(spec)), True)
 
 
 def renamer(spec: Spec, pi: Renaming) -> Callable[[Any], Any]:
@@ -165,19 +229,34 @@ def renamer(spec: Spec, pi: Renaming) -> Callable[[Any], Any]:
 
 class Canon:
     """The canonical representative of a state's orbit: the least of its renamings under every
-    renaming of the symmetric sorts (exact: two states get the same one exactly when one is a
-    renaming of the other)."""
+    renaming of the symmetric sorts and of the used slots of the ordered ones (exact: two states
+    get the same one exactly when one is such a renaming of the other).  A state whose used slots
+    are not a prefix (the check refuses a model that reaches one) is renamed in its symmetric
+    sorts alone: still a renaming, so still sound."""
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
-        self.group = group(spec)
-        self.renamers = [renamer(spec, pi) for pi in self.group]
-        # the identity needs no copy (without ``canon``: a state is its own identity renaming)
-        self.others = self.renamers[1:] if spec.canon is None else self.renamers
+        self.used = [used(spec, s) for s in ordered(spec)]
+        self._at: dict[tuple[int, ...], tuple[list[Renaming], list[Callable[[Any], Any]]]] = {}
+
+    def key(self, s: Any) -> tuple[int, ...]:
+        """The number of used slots of each ordered sort in ``s`` (0 where not a prefix)."""
+        return tuple([u(s) or 0 for u in self.used])
+
+    def group(self, s: Any) -> tuple[list[Renaming], list[Callable[[Any], Any]]]:
+        """The renamings of ``s``'s orbit, the identity first, and their renamers."""
+        key = self.key(s)
+        found = self._at.get(key)
+        if found is None:
+            rs = group(self.spec, key)
+            found = self._at[key] = (rs, [renamer(self.spec, pi) for pi in rs])
+        return found
 
     def __call__(self, s: Any) -> Any:
+        fns = self.group(s)[1]
+        # the identity needs no copy (without ``canon``: a state is its own identity renaming)
         best = s
-        for r in self.others:
+        for r in fns[1:] if self.spec.canon is None else fns:
             t = r(s)
             if t < best:
                 best = t
@@ -185,7 +264,7 @@ class Canon:
 
     def relating(self, c: Any, x: Any) -> Renaming | None:
         """A renaming taking ``c`` to ``x``, or None when ``x`` is not in ``c``'s orbit."""
-        for pi, r in zip(self.group, self.renamers, strict=True):
+        for pi, r in zip(*self.group(c), strict=True):
             if r(c) == x:
                 return pi
         return None
@@ -227,69 +306,85 @@ class SymmetryResult:
     def text(self) -> str:
         renamed = ", ".join(f"{s} ({n})" for s, n in self.sorts if n >= 2) or "no sort"
         reach = "every state" if self.complete else f"the first {self.states} states"
-        left = "".join(f"; {s} left out: {why}" for s, why in self.exempt)
+        left = "".join(f"; {s} {why}" for s, why in self.exempt)
         if self.broken is not None:
             return f"not symmetric in {renamed}: {self.broken.text()}{left}"
         return f"symmetric in {renamed}, checked on {reach} ({self.states}){left}"
 
 
-def _states(
-    spec: Spec, rules: Any, gens: list[Callable[[Any], Any]], limit: int, cut: list[bool]
-) -> Iterator[Any]:
-    """The states reached from the initial one by moves and by ``gens``, breadth first, at
-    most ``limit``; ``cut[0]`` set when some were left out."""
-    s0 = spec.initial()
-    seen = {s0}
-    todo = deque([s0])
-    while todo:
-        s = todo.popleft()
-        yield s
-        nxt = [g(s) for g in gens]
-        for fire in rules.fire:
-            fired = None if fire is None else fire(s)
-            if fired is not None:
-                nxt.append(fired[0])
-        for t in nxt:
-            if t not in seen:
-                if len(seen) >= limit:
-                    cut[0] = True
-                    continue
-                seen.add(t)
-                todo.append(t)
-
-
 def check(
     spec: Spec, limit: int = LIMIT, rules: Any = None, engine: str = "auto"
 ) -> SymmetryResult:
-    """Check that ``spec``'s rules and properties commute with renaming (module text), on the
-    rules ``rules`` (the explorer's, ``proofs/explorer.py``; by default those of ``engine``)."""
+    """Check that ``spec``'s rules and properties commute with renaming, and that its ordered
+    sorts are filled in order (module text), on the rules ``rules`` (the explorer's,
+    ``proofs/explorer.py``; by default those of ``engine``), on the states reached from the
+    initial one by moves and by the generators, breadth first, at most ``limit``."""
     if rules is None:
         from .explorer import _rules
 
         rules = _rules(spec, engine)
-    sizes = tuple(sorts(spec).items())
-    gens = generators(spec)
-    fns = [renamer(spec, pi) for pi in gens]
+    sizes = tuple(sorts(spec).items()) + tuple(ordered(spec).items())
+    used_of = [(s, used(spec, s)) for s in ordered(spec)]
     moves = rules.moves
     at = {m: k for k, m in enumerate(moves)}
-    renamed = [[at[pi.move(m)] for m in moves] for pi in gens]
-    state_tests = [(n, t) for n, t in rules.state.items()]
+    gens_at: dict[tuple[int, ...], list[tuple[Renaming, Callable[[Any], Any], list[int]]]] = {}
+    state_tests = list(rules.state.items())
+    left = tuple((s, "left out: " + why) for s, why in spec.asymmetric) + tuple(
+        (s, "renamed only among its used slots: " + why) for s, why in spec.ordered
+    )
 
     def result(count: int, complete: bool, broken: Broken | None) -> SymmetryResult:
-        return SymmetryResult(spec.label(), sizes, spec.asymmetric, count, complete, broken)
+        return SymmetryResult(spec.label(), sizes, left, count, complete, broken)
 
-    count, cut = 0, [False]
-    for s in _states(spec, rules, fns, limit, cut):
+    def gens(key: tuple[int, ...]) -> list[tuple[Renaming, Callable[[Any], Any], list[int]]]:
+        found = gens_at.get(key)
+        if found is None:
+            found = gens_at[key] = [
+                (pi, renamer(spec, pi), [at[pi.move(m)] for m in moves])
+                for pi in generators(spec, key)
+            ]
+        return found
+
+    def order(s: Any) -> tuple[tuple[int, ...] | None, str]:
+        key = []
+        for sort, u in used_of:
+            k = u(s)
+            if k is None:
+                return None, sort
+            key.append(k)
+        return tuple(key), ""
+
+    s0 = spec.initial()
+    seen = {s0}
+    todo = deque([s0])
+    count = 0
+    cut = False
+    while todo:
+        s = todo.popleft()
         count += 1
+        key, sort = order(s)
+        if key is None:
+            rule = f"the order of {sort} (a used slot after a fresh one)"
+            return result(count, False, Broken(rule, "-", s, "-"))
         mine = [None if f is None else f(s) for f in rules.fire]
-        for g, (pi, fn) in enumerate(zip(gens, fns, strict=True)):
+        nxt = []
+        for k, t in enumerate(mine):
+            if t is None:
+                continue
+            after = order(t[0])[0]
+            if after is None or any(x < y for x, y in zip(after, key, strict=True)):
+                rule = f"the effect of {moves[k].name} (it frees a used slot of an ordered sort)"
+                return result(count, False, Broken(rule, "-", s, str(moves[k])))
+            nxt.append(t[0])
+        for pi, fn, renamed in gens(key):
             ps = fn(s)
+            nxt.append(ps)
             for name, test in state_tests:
                 if bool(test(s)) != bool(test(ps)):
                     return result(count, False, Broken(f"property {name}", str(pi), s, "-"))
             for k, t in enumerate(mine):
                 m = moves[k]
-                j = renamed[g][k]
+                j = renamed[k]
                 fire = rules.fire[j]
                 u = None if fire is None else fire(ps)
                 where = None
@@ -308,7 +403,14 @@ def check(
                                 break
                 if where is not None:
                     return result(count, False, Broken(where, str(pi), s, str(m)))
-    return result(count, not cut[0], None)
+        for x in nxt:
+            if x not in seen:
+                if len(seen) >= limit:
+                    cut = True
+                    continue
+                seen.add(x)
+                todo.append(x)
+    return result(count, not cut, None)
 
 
 def replay(
