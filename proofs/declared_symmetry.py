@@ -324,7 +324,8 @@ def check(
 
         rules = _rules(spec, engine)
     sizes = tuple(sorts(spec).items()) + tuple(ordered(spec).items())
-    used_of = [(s, used(spec, s)) for s in ordered(spec)]
+    order_names = list(ordered(spec))
+    used_of = [(s, used(spec, s)) for s in order_names]
     moves = rules.moves
     at = {m: k for k, m in enumerate(moves)}
     gens_at: dict[tuple[int, ...], list[tuple[Renaming, Callable[[Any], Any], list[int]]]] = {}
@@ -346,6 +347,7 @@ def check(
         return found
 
     def order(s: Any) -> tuple[tuple[int, ...] | None, str]:
+        """The used slots of each ordered sort, or None and the first sort out of order."""
         key = []
         for sort, u in used_of:
             k = u(s)
@@ -371,9 +373,16 @@ def check(
         for k, t in enumerate(mine):
             if t is None:
                 continue
-            after = order(t[0])[0]
-            if after is None or any(x < y for x, y in zip(after, key, strict=True)):
-                rule = f"the effect of {moves[k].name} (it frees a used slot of an ordered sort)"
+            after, sort = order(t[0])
+            if after is None:
+                rule = f"the order of {sort} (a used slot after a fresh one)"
+            else:
+                sort = next(
+                    (n for n, x, y in zip(order_names, after, key, strict=True) if x < y), ""
+                )
+                rule = f"it frees a used slot of {sort}" if sort else ""
+            if rule:
+                rule = f"the effect of {moves[k].name} ({rule})"
                 return result(count, False, Broken(rule, "-", s, str(moves[k])))
             nxt.append(t[0])
         for pi, fn, renamed in gens(key):

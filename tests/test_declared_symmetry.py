@@ -7,8 +7,8 @@ reduction by it (``explore(spec, symmetry=True)``).
 * A rule that treats one value of a sort specially (a guard, an effect, a property, an output) is
   named by the check, and the explorer then refuses the reduction; forcing the reduction past a
   failed check changes a verdict, which is what the check is for.
-* A declaration that leaves out a sort the rules use (a ``ref``, the ``asymmetric`` instances)
-  fails the check.
+* A declaration that leaves out a sort the rules use (a ``ref``, the ``ordered`` instances)
+  fails the check, and so do arrivals out of order and a move that frees a used slot.
 * Every renaming is a bijection on states, and the canonical form is constant on orbits.
 """
 
@@ -22,6 +22,7 @@ import pytest
 from mcp_inflight.model import lease
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.declare import Spec, always
+from mcp_inflight.model.logic import Write
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
 from mcp_inflight.proofs.explorer import Explored, explore, transitions
@@ -72,7 +73,7 @@ def test_lease_hazard_run_agrees() -> None:
 @pytest.mark.parametrize("design", ["atomic", "unguarded"])
 def test_session_one_id_agrees(design: str, revision: str) -> None:
     plain, reduced = same_verdicts(_session(design, revision, 1))
-    assert reduced.states == plain.states  # one id: nothing to rename
+    assert reduced.states < plain.states  # one id: sent instances renamed
 
 
 @pytest.mark.parametrize("design", ["atomic", "unguarded"])
@@ -93,15 +94,15 @@ def test_session_2025_two_ids_agrees(design: str) -> None:
 # --- the check names what breaks symmetry, and the explorer refuses -------------------------
 
 
-def refused(sp: Spec, rule: str) -> ds.SymmetryResult:
+def refused(sp: Spec, rule: str, max_states: int = 2_000_000) -> ds.SymmetryResult:
     """The check of ``sp`` fails on ``rule`` (a prefix of its name), and the explorer runs
     unreduced, saying so."""
     res = ds.check(sp)
     assert not res.ok and res.broken is not None
     assert res.broken.rule.startswith(rule), res.broken.text()
-    run = explore(sp, symmetry=True)
+    run = explore(sp, max_states, symmetry=True)
     assert run.symmetry.startswith("unreduced: ") and rule in run.symmetry
-    assert run.states == explore(sp).states
+    assert run.states == explore(sp, max_states).states
     return res
 
 
@@ -191,10 +192,38 @@ def test_session_ids_need_their_ref() -> None:
 @pytest.mark.parametrize("which", ["lease", "session"])
 def test_ordered_instances_are_not_symmetric(which: str) -> None:
     sp = lease.spec() if which == "lease" else _session("atomic", "2026-07-28", 1)
-    res = ds.check(dataclasses.replace(sp, asymmetric=()))
+    res = ds.check(dataclasses.replace(sp, ordered=()))
     assert res.broken is not None and res.broken.rule.startswith("the guard of ")
     assert "inst 0->1" in res.broken.renaming
-    assert "inst left out" in ds.check(sp).text()
+    assert "inst renamed only among its used slots" in ds.check(sp).text()
+
+
+def test_arrivals_out_of_order_break_the_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    def anywhere(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        return True
+
+    monkeypatch.setattr(lease, "_arrive_guard", anywhere)
+    refused(lease.spec(), "the effect of arrive (the order of inst")
+
+
+def test_a_move_that_frees_a_used_slot_breaks_the_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forget(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        fresh = {"life": lease.Phase.UNSENT, "tok": 0, "checked": False}
+        fresh.update(told=lease.Told.NONE, expired=lease.Expiry.NO)
+        return [Write(name, r, v) for name, v in fresh.items()]
+
+    monkeypatch.setattr(lease, "_release", forget)
+    # (instances that come back fresh take the fence past its bound: a short run says enough)
+    refused(lease.spec(), "the effect of release (it frees a used slot of inst", 20_000)
+
+
+def test_a_sort_left_out_is_not_renamed() -> None:
+    sp = dataclasses.replace(lease.spec(), asymmetric=(("worker", "a test leaves it out"),))
+    res = ds.check(sp)
+    assert res.ok and "worker left out: a test leaves it out" in res.text()
+    plain, fewer = same_verdicts(sp)
+    assert fewer.states < plain.states  # instances still renamed
+    assert fewer.states > explore(lease.spec(), symmetry=True).states
 
 
 # --- renamings and the canonical form ---------------------------------------------------------
@@ -211,18 +240,20 @@ def _reachable(sp: Spec) -> set[Any]:
 def test_renaming_is_a_bijection_and_canon_is_constant_on_orbits(which: str) -> None:
     sp = lease.spec("fenced", ids=2) if which == "lease" else _session("atomic", "2026-07-28", 2)
     states = _reachable(sp)
-    canon = ds.Canon(sp)
-    assert len(canon.group) == (4 if which == "lease" else 2)
-    fns = [ds.renamer(sp, pi) for pi in canon.group]
-    for pi, fn in zip(canon.group, fns, strict=True):
-        inverse = ds.renamer(sp, _inverse(pi))
+    whole = ds.group(sp, (2,))  # every renaming, instances included
+    assert len(whole) == (8 if which == "lease" else 4)
+    for pi in whole:
+        fn, inverse = ds.renamer(sp, pi), ds.renamer(sp, _inverse(pi))
         image = {fn(s) for s in states}
         assert len(image) == len(states), str(pi)
         assert all(inverse(fn(s)) == s for s in states), str(pi)
+    canon = ds.Canon(sp)
     for s in states:
         c = canon(s)
+        group, fns = canon.group(s)
         assert c in {fn(s) for fn in fns}
         assert all(canon(fn(s)) == c for fn in fns)
+        assert canon.relating(c, s) is not None
 
 
 def _inverse(pi: ds.Renaming) -> ds.Renaming:
@@ -239,7 +270,9 @@ def test_generators_per_sort() -> None:
     sp = lease.spec("fenced", ids=3)
     gens = [str(g) for g in ds.generators(sp)]
     assert gens == ["id 0->1, 1->0", "id 0->1, 1->2, 2->0", "worker 0->1, 1->0"]
-    assert ds.sorts(sp) == {"id": 3, "worker": 2}
+    assert ds.sorts(sp) == {"id": 3, "worker": 2} and ds.ordered(sp) == {"inst": 2}
+    assert str(ds.generators(sp, (2,))[-1]) == "inst 0->1, 1->0"
+    assert ds.generators(sp, (1,)) == ds.generators(sp)  # one used instance: nothing to swap
 
 
 def test_replay_refuses_a_trace_that_leaves_its_orbit() -> None:
