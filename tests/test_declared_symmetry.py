@@ -29,8 +29,8 @@ from mcp_inflight.proofs.explorer import Explored, explore, transitions
 from mcp_inflight.proofs.prove import all_designs
 
 
-def _session(design: str, revision: str, ids: int, requests: int = 2) -> Spec:
-    return session_spec(Config(all_designs()[design], revision, "http", ids, requests))
+def _session(design: str, revision: str, ids: int, transport: str = "http") -> Spec:
+    return session_spec(Config(all_designs()[design], revision, transport, ids, 2))
 
 
 def _lengths(res: Explored) -> dict[str, int]:
@@ -82,6 +82,12 @@ def test_session_two_ids_agrees(design: str) -> None:
     assert reduced.states < plain.states
     if design == "unguarded":
         assert plain.broken()
+
+
+def test_session_stdio_two_ids_agrees() -> None:
+    """stdio: the renaming is followed by the model's own ``canon`` (send times by rank)."""
+    plain, reduced = same_verdicts(_session("atomic", "2026-07-28", 2, "stdio"))
+    assert reduced.states < plain.states
 
 
 @pytest.mark.slow
