@@ -312,17 +312,12 @@ class SymmetryResult:
         return f"symmetric in {renamed}, checked on {reach} ({self.states}){left}"
 
 
-def check(
-    spec: Spec, limit: int = LIMIT, rules: Any = None, engine: str = "auto"
-) -> SymmetryResult:
+def check(spec: Spec, rules: Any, limit: int = LIMIT) -> SymmetryResult:
     """Check that ``spec``'s rules and properties commute with renaming, and that its ordered
-    sorts are filled in order (module text), on the rules ``rules`` (the explorer's,
-    ``proofs/explorer.py``; by default those of ``engine``), on the states reached from the
-    initial one by moves and by the generators, breadth first, at most ``limit``."""
-    if rules is None:
-        from .explorer import _rules
-
-        rules = _rules(spec, engine)
+    sorts are filled in order (module text), on ``rules``, the rules the explorer runs
+    (``proofs/explorer.py``: ``symmetry_of(spec, engine)`` calls this on an engine's), on the
+    states reached from the initial one by moves and by the generators, breadth first, at most
+    ``limit``."""
     sizes = tuple(sorts(spec).items()) + tuple(ordered(spec).items())
     order_names = list(ordered(spec))
     used_of = [(s, used(spec, s)) for s in order_names]
@@ -448,7 +443,7 @@ def replay(
     b = spec.logic()
     x = spec.initial()
     node = 0
-    steps = []
+    steps: list[dict[str, Any]] = []
     for nxt, m in path:
         pi = canon.relating(states[node], x)
         if pi is None:

@@ -298,12 +298,20 @@ class _Rules:
 ENGINES = ("auto", "compiled", "concrete")
 
 
+def symmetry_of(spec: Spec, engine: str = "auto") -> Any:
+    """The check of ``proofs/declared_symmetry.py`` on the rules of ``engine``: do they commute
+    with renaming of the declared sorts (a ``SymmetryResult``)?"""
+    from .declared_symmetry import check
+
+    return check(spec, _rules(spec, engine))
+
+
 def _reduction(spec: Spec, rules: _Rules, res: Explored) -> Any:
     """The canonical representative of orbits when ``spec`` is checked symmetric (said in
     ``res.symmetry``), else None: the run is then unreduced, and ``res.symmetry`` says why."""
     from .declared_symmetry import Canon, check
 
-    sym = check(spec, rules=rules)
+    sym = check(spec, rules)
     res.symmetry = ("reduced: " if sym.ok else "unreduced: ") + sym.text()
     return Canon(spec) if sym.ok else None
 

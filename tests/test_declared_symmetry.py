@@ -25,7 +25,7 @@ from mcp_inflight.model.declare import Spec, always
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
-from mcp_inflight.proofs.explorer import Explored, explore, transitions
+from mcp_inflight.proofs.explorer import Explored, explore, symmetry_of, transitions
 from mcp_inflight.proofs.prove import all_designs
 
 
@@ -103,7 +103,7 @@ def test_session_2025_two_ids_agrees(design: str) -> None:
 def refused(sp: Spec, rule: str, max_states: int = 2_000_000) -> ds.SymmetryResult:
     """The check of ``sp`` fails on ``rule`` (a prefix of its name), and the explorer runs
     unreduced, saying so."""
-    res = ds.check(sp)
+    res = symmetry_of(sp)
     assert not res.ok and res.broken is not None
     assert res.broken.rule.startswith(rule), res.broken.text()
     run = explore(sp, max_states, symmetry=True)
@@ -116,7 +116,7 @@ def test_guard_that_spares_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
     def spare(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
         return w != 0
 
-    assert ds.check(lease.spec()).ok
+    assert symmetry_of(lease.spec()).ok
     monkeypatch.setattr(lease, "_true", spare)  # crash, pause and resume
     res = refused(lease.spec(), "the guard of ")
     assert res.broken is not None and res.broken.rule.split()[-1] in ("crash", "pause", "resume")
@@ -152,7 +152,7 @@ def test_property_about_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
     refused(sp, "property first_worker_never_dies_alone")
     assert explore(sp, symmetry=True).verdicts["first_worker_never_dies_alone"] == "fails"
     # past a failed check, the reduction keeps (alive, dead) for (dead, alive): it misses the failure
-    passed = dataclasses.replace(ds.check(sp), broken=None)
+    passed = dataclasses.replace(symmetry_of(sp), broken=None)
     monkeypatch.setattr(ds, "check", lambda *a, **k: passed)
     assert explore(sp, symmetry=True).verdicts["first_worker_never_dies_alone"] == "holds"
 
@@ -170,7 +170,7 @@ def _with_output(sp: Spec, name: str, out_sorts: Any) -> Spec:
 
 def test_output_naming_a_sort_is_renamed_only_when_declared() -> None:
     refused(_with_output(lease.spec(), "pause", ()), "the output of pause")
-    assert ds.check(_with_output(lease.spec(), "pause", (("who", "worker"),))).ok
+    assert symmetry_of(_with_output(lease.spec(), "pause", (("who", "worker"),))).ok
 
 
 def test_session_guard_that_spares_id_0() -> None:
@@ -192,16 +192,16 @@ def test_session_guard_that_spares_id_0() -> None:
 def test_session_ids_need_their_ref() -> None:
     sp = _session("atomic", "2026-07-28", 2)
     vs = tuple(dataclasses.replace(v, ref=None) if v.name == "rid" else v for v in sp.vars)
-    assert not ds.check(dataclasses.replace(sp, vars=vs)).ok
+    assert not symmetry_of(dataclasses.replace(sp, vars=vs)).ok
 
 
 @pytest.mark.parametrize("which", ["lease", "session"])
 def test_ordered_instances_are_not_symmetric(which: str) -> None:
     sp = lease.spec() if which == "lease" else _session("atomic", "2026-07-28", 1)
-    res = ds.check(dataclasses.replace(sp, ordered=()))
+    res = symmetry_of(dataclasses.replace(sp, ordered=()))
     assert res.broken is not None and res.broken.rule.startswith("the guard of ")
     assert "inst 0->1" in res.broken.renaming
-    assert "inst renamed only among its used slots" in ds.check(sp).text()
+    assert "inst renamed only among its used slots" in symmetry_of(sp).text()
 
 
 def test_arrivals_out_of_order_break_the_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,7 +225,7 @@ def test_a_move_that_frees_a_used_slot_breaks_the_order(monkeypatch: pytest.Monk
 
 def test_a_sort_left_out_is_not_renamed() -> None:
     sp = dataclasses.replace(lease.spec(), asymmetric=(("worker", "a test leaves it out"),))
-    res = ds.check(sp)
+    res = symmetry_of(sp)
     assert res.ok and "worker left out: a test leaves it out" in res.text()
     plain, fewer = same_verdicts(sp)
     assert fewer.states < plain.states  # instances still renamed
