@@ -309,8 +309,11 @@ def symmetry_of(spec: Spec, engine: str = "auto") -> Any:
 def _reduction(spec: Spec, rules: _Rules, res: Explored) -> Any:
     """The canonical representative of orbits when ``spec`` is checked symmetric (said in
     ``res.symmetry``), else None: the run is then unreduced, and ``res.symmetry`` says why."""
-    from .declared_symmetry import Canon, check
+    from .declared_symmetry import Canon, check, ordered, sorts
 
+    if all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()]):
+        res.symmetry = "unreduced: no declared sort has two or more values to rename"
+        return None
     sym = check(spec, rules)
     res.symmetry = ("reduced: " if sym.ok else "unreduced: ") + sym.text()
     return Canon(spec) if sym.ok else None

@@ -291,3 +291,11 @@ def test_replay_refuses_a_trace_that_leaves_its_orbit() -> None:
     assert wrong is None and len(steps) == 1
     _, _, wrong = ds.replay(sp, canon, [init, init], [(-1, None, None), (0, m, {})], 1)
     assert wrong is not None and "leaves the reduced run's orbit" in wrong
+
+
+def test_nothing_to_rename_runs_unreduced_without_a_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    sp = lease.spec(workers=1, requests=1)
+    monkeypatch.setattr(ds, "check", None)  # not called
+    run = explore(sp, symmetry=True)
+    assert run.symmetry.startswith("unreduced: no declared sort") and not run.errors
+    assert run.states == explore(sp).states
