@@ -43,13 +43,20 @@ declaration above meaning what it meant:
 * an action's ``side`` (``server``, ``client`` or ``environment``), ``fair`` (``weak``: a
   liveness property may rest on it; ``none``), ``sorts`` (the sort of each named parameter),
   ``output`` (``fn(b, s, **args) -> {name: value}``: what the move tells, read by the step
-  properties and the runtime agreement tests) and ``tell`` (``fn(args, pre, post, out)``: the
-  move's story once taken, when it says more than ``story(args)``);
+  properties and the runtime agreement tests), ``out_sorts`` (the sort each output's value
+  names, ``"*"`` for every output, a tuple of sorts for a tuple value: what a renaming of the
+  sorts renames in it) and ``tell`` (``fn(args, pre, post, out)``: the move's story once taken,
+  when it says more than ``story(args)``);
 * properties of kind ``liveness`` (:func:`eventually`: from every reachable state a goal state
   stays reachable, resting on the weak fairness of the actions it names) and ``hazard`` (a step
   property the protocol cannot guarantee, given a sender it names: judged and reported like a
   step invariant, its failure never fails the run); a step property declared ``with_output``
   reads the move's output as a fifth argument;
+* a spec's ``ordered`` sorts: those whose slots the rules fill in order (a slot is *used* once
+  a variable keyed by the sort, naming no sort or starting at ``NONE``, leaves its initial
+  value there), each with why: the symmetry
+  reduction of ``proofs/declared_symmetry.py`` renames them only among the used slots; and its
+  ``asymmetric`` sorts: those its rules do not treat alike at all, each with why (left out);
 * a model module's designs as :class:`Design` knobs with their mutants, its bounds as
   :class:`Bound` (default and help), its hazards as :class:`Hazard` (a run in which a bound
   enables the action that the protocol cannot exclude).
@@ -126,6 +133,7 @@ class Act:
     fair: str = "none"
     sorts: tuple[tuple[str, str], ...] = ()
     output: Callable[..., Mapping[str, Any]] | None = None
+    out_sorts: tuple[tuple[str, str | tuple[str | None, ...]], ...] = ()
     tell: Callable[[Mapping[str, int], Any, Any, Mapping[str, Any]], str] | None = None
 
     def __post_init__(self) -> None:
@@ -296,6 +304,12 @@ class Spec:
     #: and after it), applied to the initial state and to every successor: the session's stdio
     #: send times renumbered by rank.  None: states are kept as the effects write them.
     canon: Callable[[Any], Any] | None = field(default=None, compare=False)
+    #: sorts whose slots the rules fill in order, each with why: ``(sort, reason)`` (a slot is
+    #: used once a variable keyed by the sort, naming no sort or starting at ``NONE``, leaves its
+    #: initial value there; ``proofs/declared_symmetry.py`` renames only the used slots)
+    ordered: tuple[tuple[str, str], ...] = ()
+    #: sorts the rules do not treat alike at all, each with why: ``(sort, reason)``
+    asymmetric: tuple[tuple[str, str], ...] = ()
     state_type: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

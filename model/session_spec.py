@@ -10,9 +10,13 @@ declaration says of them is read from the session's tables:
 * each field is a variable, keyed by instance (``inst``), by id (``id``) or scalar, its values
   the range of its sort (a lifecycle or another enumeration, an id, an instance or ``NONE``, a
   flag, a send time: a rank among the requests and cancels on the wire), its role ``ghost``, ``wire``
-  or ``server`` as the field says, its symmetric sort the kind of its key;
+  or ``server`` as the field says, its symmetric sort the kind of its key, the sort its values
+  name (``ref``) an id's or an instance's;
 * each action is an action of the same name, side (the wire's moves are the environment's) and
-  fairness, with the parameters ``r`` and, for a send, ``i``;
+  fairness, with the parameters ``r`` and, for a send, ``i``; its outputs are ``(stream,
+  goes_out)`` pairs, the stream an instance (``out_sorts``);
+* instances are declared ``ordered`` (sends fill their slots in order), so the declared
+  symmetry reduction renames them only among the sent ones;
 * an invariant is an ``always`` property (state) or a ``step`` property reading the move's
   output; a witness is a ``happens`` property on the steps of the path it names (the session's
   ``reached_on_step``); a hazard is a ``hazard``; a property that does not apply to the profile
@@ -46,7 +50,16 @@ from .config import Config
 from .declare import Act, Prop, Spec, Var
 from .logic import NONE, Logic, Outputs
 from .properties import PROPERTIES, Property, reached_on_step
-from .session import ACTION, FIELDS, Action, Field, actions_for, canonical_clock, domains
+from .session import (
+    ACTION,
+    FIELDS,
+    SLOT_ORDER,
+    Action,
+    Field,
+    actions_for,
+    canonical_clock,
+    domains,
+)
 from .trace import id_name, inst_name
 
 #: the session's sides in the declaration's words
@@ -103,7 +116,7 @@ def _var(f: Field, cfg: Config) -> Var:
         key=None if f.key is None else inst_name if f.key == "inst" else id_name,
         role="ghost" if f.ghost else "wire" if f.wire else "server",
         sort=f.key,
-        ref="inst" if f.sort == "inst?" else None,
+        ref="inst" if f.sort == "inst?" else "id" if f.sort == "id" else None,
         boolean=f.sort == "bool",
         grows=f.sort == "time",
     )
@@ -142,6 +155,7 @@ def _act(a: Action, cfg: Config) -> Act:
         fair=a.fair,
         sorts=(("r", "inst"), ("i", "id")) if takes_id else (("r", "inst"),),
         output=output,
+        out_sorts=(("*", ("inst", None)),),
         tell=tell,
     )
 
@@ -168,6 +182,15 @@ def _prop(p: Property, cfg: Config) -> Prop:
     return Prop(p.name, "always", lambda b, s: fn(b, s, cfg), p.doc)
 
 
+#: why instances are renamed only among the sent ones by the declared symmetry reduction
+#: (``proofs/declared_symmetry.py``); the session's own engines rename them all, with this
+#: condition left out and checked apart (``proofs/symmetry.py``)
+SLOT_ORDER_WHY = (
+    f"sends fill instance slots in order (the condition {SLOT_ORDER}), itself a reduction: "
+    "only a renaming among the sent instances is a symmetry of the rules"
+)
+
+
 def spec(cfg: Config) -> Spec:
     """``cfg`` (a design at a profile and bounds) in the one declaration."""
     return Spec(
@@ -181,4 +204,5 @@ def spec(cfg: Config) -> Spec:
         aux=tuple(_prop(p, cfg) for p in AUXILIARY if p.applies(cfg)),
         run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",
         canon=(lambda s: canonical_clock(cfg, s)) if cfg.stdio else None,
+        ordered=(("inst", SLOT_ORDER_WHY),),
     )

@@ -22,6 +22,16 @@ level after which each of them has failed, their traces still shortest ones; the
 incomplete, and every verdict it could not settle (a property not yet failed, a witness not yet
 reached, liveness) reads ``not judged``.
 
+With ``symmetry`` the search keeps one state per orbit under renaming of the sorts the model
+declares (``proofs/declared_symmetry.py``: the least renaming, exact), only once that module has
+checked that the rules and properties commute with renaming; otherwise it runs unreduced and
+says why in :attr:`Explored.symmetry`.  Each orbit is reached at the least depth of its members,
+so every verdict and every shortest trace length is that of the unreduced run; a trace is
+rebuilt as a real run from the initial state, each move renamed onto the real state and taken
+by the concrete rules.  A model with liveness properties runs unreduced: they are judged under
+the weak fairness of moves, and the reduced graph names each move as on its orbit's
+representative, not as on the run.
+
 A failure comes back as a trace: the moves from the initial state, each with its story and only
 the variables it changed.  :func:`drive` walks another implementation (the runtime) along every
 transition, for agreement tests; :func:`transitions` and :func:`path_to` give the space's
@@ -66,6 +76,8 @@ class Explored:
     #: states where no move is enabled (a run ends there), and a shortest run to the first
     deadlocks: int = 0
     deadlock_trace: list[dict[str, Any]] | None = None
+    #: with ``symmetry``: whether the run kept one state per orbit, and why (or why not)
+    symmetry: str = ""
 
     @property
     def dead_actions(self) -> list[str]:
@@ -101,6 +113,7 @@ class Explored:
             "engine": self.engine,
             "deadlocks": self.deadlocks,
             "deadlock_trace": self.deadlock_trace,
+            **({"symmetry": self.symmetry} if self.symmetry else {}),
             "properties": {
                 p.name: {
                     "kind": p.kind,
@@ -139,18 +152,23 @@ def explore(
     until: Iterable[str] | None = None,
     engine: str = "auto",
     progress: Sink | None = None,
+    symmetry: bool = False,
 ) -> Explored:
     """Every reachable state of ``spec``, breadth first (see the module text); with ``until``,
     only until each property it names has failed.  ``engine``: ``compiled`` (the rules
     generated as Python per move, ``proofs/compiled_spec.py``), ``concrete`` (the rules read
     through the concrete logic) or ``auto`` (compiled, or concrete where the generator refuses
-    a rule; :attr:`Explored.engine` says which ran and why).  ``progress``: where the run
-    reports its states, depth and queue as it goes (default: :func:`progress_to`'s sink)."""
+    a rule; :attr:`Explored.engine` says which ran and why).  ``symmetry``: keep one state
+    per orbit under renaming of the declared sorts, once ``proofs/declared_symmetry.py`` has
+    checked that the rules commute with renaming (else the run is unreduced);
+    :attr:`Explored.symmetry` says which, and why.  ``progress``: where the run reports its
+    states, depth and queue as it goes (default: :func:`progress_to`'s sink)."""
     t0 = time.perf_counter()
     tracker = Tracker(spec.label(), progress if progress is not None else _default_sink)
     res = Explored(spec)
     rules = _rules(spec, engine)
     res.engine = rules.name
+    canon = _reduction(spec, rules, res) if symmetry else None
     always = [p for p in spec.props if p.kind == "always"] + list(spec.aux)
     always_keys = [p.name if p in spec.props else "aux:" + p.name for p in always]
     always_tests = [(p.name, rules.state[k]) for p, k in zip(always, always_keys, strict=True)]
@@ -173,7 +191,7 @@ def explore(
     failed: dict[str, Any] = {}  # property -> (state, move or None, post, output)
     reached: dict[str, Any] = {}
     coverage = {a.name: 0 for a in spec.acts}
-    init = spec.initial()
+    init = spec.initial() if canon is None else canon(spec.initial())
     index: dict[Any, int] = {init: 0}
     states = [init]
     parent: list[tuple[int, Move | None, Any]] = [(-1, None, None)]
@@ -226,7 +244,8 @@ def explore(
             for name, test in happen_tests:
                 if name not in reached and test(s, post, out):
                     reached[name] = (n, m, post, out)
-            k = index.get(post)
+            key = post if canon is None else canon(post)
+            k = index.get(key)
             if k is None:
                 if len(states) >= max_states:
                     res.complete = False
@@ -234,13 +253,13 @@ def explore(
                         res.errors.append(f"more than {max_states} states: bounds too large")
                     continue
                 k = len(states)
-                index[post] = k
-                states.append(post)
+                index[key] = k
+                states.append(key)
                 parent.append((n, m, out))
                 depth.append(depth[n] + 1)
                 if live:
                     edges.append([])
-                judge_state(k, post)
+                judge_state(k, key)
                 queue.append(k)
             if live:
                 edges[n].append((j, k))
@@ -253,6 +272,13 @@ def explore(
     tracker.done(res.states, res.transitions, res.depth, res.complete)
 
     def trace(n: int, last: tuple[Any, Any, Any, Any] | None = None) -> list[dict[str, Any]]:
+        if canon is not None:
+            from .declared_symmetry import replay
+
+            tr, _, wrong = replay(spec, canon, states, parent, n, last)
+            if wrong is not None:
+                res.errors.append(f"symmetry: a reduced trace does not replay: {wrong}")
+            return tr
         tr = _trace(spec, states, parent, n)
         if last is not None and last[1] is not None:
             pre = states[last[0]]
@@ -302,6 +328,35 @@ class _Rules:
 
 
 ENGINES = ("auto", "compiled", "concrete")
+
+
+def symmetry_of(spec: Spec, engine: str = "auto") -> Any:
+    """The check of ``proofs/declared_symmetry.py`` on the rules of ``engine``: do they commute
+    with renaming of the declared sorts (a ``SymmetryResult``)?"""
+    from .declared_symmetry import check
+
+    return check(spec, _rules(spec, engine))
+
+
+def _reduction(spec: Spec, rules: _Rules, res: Explored) -> Any:
+    """The canonical representative of orbits when ``spec`` is checked symmetric (said in
+    ``res.symmetry``), else None: the run is then unreduced, and ``res.symmetry`` says why."""
+    from .declared_symmetry import Canon, check, ordered, sorts
+
+    if all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()]):
+        res.symmetry = "unreduced: no declared sort has two or more values to rename"
+        return None
+    sym = check(spec, rules)
+    if sym.ok and any(p.kind == "liveness" for p in spec.props):
+        # the reduced graph names each move as on its orbit's representative, so the weak
+        # fairness of a move cannot be read there as it is on the runs themselves
+        res.symmetry = (
+            "unreduced: liveness under the weak fairness of moves is judged on the whole "
+            "graph (" + sym.text() + ")"
+        )
+        return None
+    res.symmetry = ("reduced: " if sym.ok else "unreduced: ") + sym.text()
+    return Canon(spec) if sym.ok else None
 
 
 def _rules(spec: Spec, engine: str) -> _Rules:

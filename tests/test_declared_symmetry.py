@@ -1,0 +1,315 @@
+"""Symmetry over declared sorts (``proofs/declared_symmetry.py``) and the one explorer's
+reduction by it (``explore(spec, symmetry=True)``).
+
+* On the lease model (every design) and the session model read as a Spec (the safe design and a
+  mutant, both revisions): the reduced run has the verdicts and shortest trace lengths of the
+  unreduced one, fewer states where a sort has two values, and traces that replay.
+* A rule that treats one value of a sort specially (a guard, an effect, a property, an output) is
+  named by the check, and the explorer then refuses the reduction; forcing the reduction past a
+  failed check changes a verdict, which is what the check is for.
+* A declaration that leaves out a sort the rules use (a ``ref``, the ``ordered`` instances)
+  fails the check, and so do arrivals out of order and a move that frees a used slot.
+* Every renaming is a bijection on states, and the canonical form is constant on orbits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from mcp_inflight.model import lease
+from mcp_inflight.model.config import Config
+from mcp_inflight.model.declare import Spec, always
+from mcp_inflight.model.logic import Write
+from mcp_inflight.model.session_spec import spec as session_spec
+from mcp_inflight.proofs import declared_symmetry as ds
+from mcp_inflight.proofs.explorer import Explored, explore, symmetry_of, transitions
+from mcp_inflight.proofs.prove import all_designs
+
+
+def _session(design: str, revision: str, ids: int, transport: str = "http") -> Spec:
+    return session_spec(Config(all_designs()[design], revision, transport, ids, 2))
+
+
+def _lengths(res: Explored) -> dict[str, int]:
+    return {k: len(v) for k, v in res.traces.items()}
+
+
+def same_verdicts(sp: Spec) -> tuple[Explored, Explored]:
+    """The unreduced and reduced runs of ``sp``, checked to agree."""
+    plain = explore(sp)
+    reduced = explore(sp, symmetry=True)
+    assert reduced.symmetry.startswith("reduced: "), reduced.symmetry
+    assert not reduced.errors and not plain.errors, (reduced.errors, plain.errors)
+    assert reduced.verdicts == plain.verdicts, sp.label()
+    assert _lengths(reduced) == _lengths(plain), sp.label()
+    assert reduced.depth == plain.depth
+    assert {a for a, n in reduced.coverage.items() if n} == {
+        a for a, n in plain.coverage.items() if n
+    }
+    return plain, reduced
+
+
+def safety(sp: Spec) -> Spec:
+    """``sp`` without its liveness properties (a model with them runs unreduced)."""
+    return dataclasses.replace(sp, props=tuple(p for p in sp.props if p.kind != "liveness"))
+
+
+@pytest.mark.parametrize("design", list(lease.DESIGNS))
+def test_lease_reduced_agrees(design: str) -> None:
+    plain, reduced = same_verdicts(safety(lease.spec(design)))
+    assert reduced.states < plain.states  # two workers: swapped states merge
+
+
+def test_lease_two_ids_agrees_and_fails_like_the_plain_run() -> None:
+    plain, reduced = same_verdicts(safety(lease.spec("unfenced", ids=2)))
+    assert reduced.states < plain.states
+    assert plain.broken() and reduced.broken() == plain.broken()
+
+
+def test_lease_hazard_run_agrees() -> None:
+    plain, reduced = same_verdicts(safety(lease.spec("fenced", failover=1)))
+    assert reduced.states < plain.states
+
+
+def test_a_model_with_liveness_runs_unreduced_and_says_why() -> None:
+    sp = lease.spec("no-ttl")
+    assert any(p.kind == "liveness" for p in sp.props)
+    run = explore(sp, symmetry=True)
+    assert run.symmetry.startswith("unreduced: liveness")
+    plain = explore(sp)
+    assert run.states == plain.states and run.verdicts == plain.verdicts
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("design", ["atomic", "unguarded"])
+def test_session_one_id_agrees(design: str, revision: str) -> None:
+    plain, reduced = same_verdicts(_session(design, revision, 1))
+    assert reduced.states < plain.states  # one id: sent instances renamed
+
+
+@pytest.mark.parametrize("design", ["atomic", "unguarded"])
+def test_session_two_ids_agrees(design: str) -> None:
+    plain, reduced = same_verdicts(_session(design, "2026-07-28", 2))
+    assert reduced.states < plain.states
+    if design == "unguarded":
+        assert plain.broken()
+
+
+def test_session_stdio_two_ids_agrees() -> None:
+    """stdio: the renaming is followed by the model's own ``canon`` (send times by rank)."""
+    plain, reduced = same_verdicts(_session("atomic", "2026-07-28", 2, "stdio"))
+    assert reduced.states < plain.states
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", ["atomic", "unguarded"])
+def test_session_2025_two_ids_agrees(design: str) -> None:
+    plain, reduced = same_verdicts(_session(design, "2025-11-25", 2))
+    assert reduced.states < plain.states
+
+
+# --- the check names what breaks symmetry, and the explorer refuses -------------------------
+
+
+def refused(sp: Spec, rule: str, max_states: int = 2_000_000) -> ds.SymmetryResult:
+    """The check of ``sp`` fails on ``rule`` (a prefix of its name), and the explorer runs
+    unreduced, saying so."""
+    res = symmetry_of(sp)
+    assert not res.ok and res.broken is not None
+    assert res.broken.rule.startswith(rule), res.broken.text()
+    run = explore(sp, max_states, symmetry=True)
+    assert run.symmetry.startswith("unreduced: ") and rule in run.symmetry
+    assert run.states == explore(sp, max_states).states
+    return res
+
+
+def test_guard_that_spares_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    def spare(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        return w != 0
+
+    assert symmetry_of(lease.spec()).ok
+    monkeypatch.setattr(lease, "_true", spare)  # crash, pause and resume
+    res = refused(lease.spec(), "the guard of ")
+    assert res.broken is not None and res.broken.rule.split()[-1] in ("crash", "pause", "resume")
+    assert "worker 0->1" in res.broken.renaming
+
+
+def test_effect_that_kills_worker_0_on_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = lease._set_proc
+
+    def set_proc(to: Any) -> Any:
+        def effect(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+            if to == lease.Proc.PAUSED and w == 0:
+                return plain(lease.Proc.DEAD)(b, s, c, r, w, i)
+            return plain(to)(b, s, c, r, w, i)
+
+        return effect
+
+    monkeypatch.setattr(lease, "_set_proc", set_proc)
+    res = refused(lease.spec(), "the effect of pause")
+    assert res.broken is not None and "pause(w=" in res.broken.move
+
+
+@always
+def first_worker_never_dies_alone(b: Any, s: Any, cfg: Any) -> Any:
+    """Worker 0 dies only once worker 1 has (a property about one worker)."""
+    dead = lease.Proc.DEAD
+    return b.Implies(s.wstate[0] == dead, s.wstate[1] == dead)
+
+
+def test_property_about_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lease, "PROPERTIES", lease.PROPERTIES + (first_worker_never_dies_alone,))
+    sp = safety(lease.spec())
+    refused(sp, "property first_worker_never_dies_alone")
+    assert explore(sp, symmetry=True).verdicts["first_worker_never_dies_alone"] == "fails"
+    # past a failed check, the reduction keeps (alive, dead) for (dead, alive): it misses the failure
+    passed = dataclasses.replace(symmetry_of(sp), broken=None)
+    monkeypatch.setattr(ds, "check", lambda *a, **k: passed)
+    assert explore(sp, symmetry=True).verdicts["first_worker_never_dies_alone"] == "holds"
+
+
+def _with_output(sp: Spec, name: str, out_sorts: Any) -> Spec:
+    """``sp`` whose action ``name`` also tells the worker it acts on."""
+    a = sp.act(name)
+
+    def output(b: Any, s: Any, **args: int) -> dict[str, Any]:
+        return {**a.outputs(b, s, **args), "who": args["w"]}
+
+    new = dataclasses.replace(a, output=output, out_sorts=out_sorts)
+    return dataclasses.replace(sp, acts=tuple(new if x is a else x for x in sp.acts))
+
+
+def test_output_naming_a_sort_is_renamed_only_when_declared() -> None:
+    refused(_with_output(lease.spec(), "pause", ()), "the output of pause")
+    assert symmetry_of(_with_output(lease.spec(), "pause", (("who", "worker"),))).ok
+
+
+def test_session_guard_that_spares_id_0() -> None:
+    sp = _session("atomic", "2026-07-28", 2)
+    a = next(x for x in sp.acts if "i" in dict(x.params))
+    guard = a.guard
+
+    def spare(b: Any, s: Any, **args: int) -> Any:
+        return b.And(guard(b, s, **args), args["i"] != 0)
+
+    new = dataclasses.replace(a, guard=spare)
+    bad = dataclasses.replace(sp, acts=tuple(new if x is a else x for x in sp.acts))
+    refused(bad, f"the guard of {a.name}")
+
+
+# --- the declaration must name every sort the rules rename -----------------------------------
+
+
+def test_session_ids_need_their_ref() -> None:
+    sp = _session("atomic", "2026-07-28", 2)
+    vs = tuple(dataclasses.replace(v, ref=None) if v.name == "rid" else v for v in sp.vars)
+    assert not symmetry_of(dataclasses.replace(sp, vars=vs)).ok
+
+
+@pytest.mark.parametrize("which", ["lease", "session"])
+def test_ordered_instances_are_not_symmetric(which: str) -> None:
+    sp = lease.spec() if which == "lease" else _session("atomic", "2026-07-28", 1)
+    res = symmetry_of(dataclasses.replace(sp, ordered=()))
+    assert res.broken is not None and res.broken.rule.startswith("the guard of ")
+    assert "inst 0->1" in res.broken.renaming
+    assert "inst renamed only among its used slots" in symmetry_of(sp).text()
+
+
+def test_arrivals_out_of_order_break_the_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    def anywhere(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        return True
+
+    monkeypatch.setattr(lease, "_arrive_guard", anywhere)
+    refused(lease.spec(), "the effect of arrive (the order of inst")
+
+
+def test_a_move_that_frees_a_used_slot_breaks_the_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forget(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        fresh = {"life": lease.Phase.UNSENT, "tok": 0, "checked": False}
+        fresh.update(told=lease.Told.NONE, expired=lease.Expiry.NO)
+        return [Write(name, r, v) for name, v in fresh.items()]
+
+    monkeypatch.setattr(lease, "_release", forget)
+    # (instances that come back fresh take the fence past its bound: a short run says enough)
+    refused(lease.spec(), "the effect of release (it frees a used slot of inst", 20_000)
+
+
+def test_a_sort_left_out_is_not_renamed() -> None:
+    sp = dataclasses.replace(safety(lease.spec()), asymmetric=(("worker", "a test leaves it out"),))
+    res = symmetry_of(sp)
+    assert res.ok and "worker left out: a test leaves it out" in res.text()
+    plain, fewer = same_verdicts(sp)
+    assert fewer.states < plain.states  # instances still renamed
+    assert fewer.states > explore(safety(lease.spec()), symmetry=True).states
+
+
+# --- renamings and the canonical form ---------------------------------------------------------
+
+
+def _reachable(sp: Spec) -> set[Any]:
+    out = {sp.initial()}
+    for _, _, post in transitions(sp):
+        out.add(post)
+    return out
+
+
+@pytest.mark.parametrize("which", ["lease", "session"])
+def test_renaming_is_a_bijection_and_canon_is_constant_on_orbits(which: str) -> None:
+    sp = lease.spec("fenced", ids=2) if which == "lease" else _session("atomic", "2026-07-28", 2)
+    states = _reachable(sp)
+    whole = ds.group(sp, (2,))  # every renaming, instances included
+    assert len(whole) == (8 if which == "lease" else 4)
+    for pi in whole:
+        fn, inverse = ds.renamer(sp, pi), ds.renamer(sp, _inverse(pi))
+        image = {fn(s) for s in states}
+        assert len(image) == len(states), str(pi)
+        assert all(inverse(fn(s)) == s for s in states), str(pi)
+    canon = ds.Canon(sp)
+    for s in states:
+        c = canon(s)
+        group, fns = canon.group(s)
+        assert c in {fn(s) for fn in fns}
+        assert all(canon(fn(s)) == c for fn in fns)
+        assert canon.relating(c, s) is not None
+
+
+def _inverse(pi: ds.Renaming) -> ds.Renaming:
+    out = []
+    for sort, p in pi.perm:
+        inv = [0] * len(p)
+        for k, to in enumerate(p):
+            inv[to] = k
+        out.append((sort, tuple(inv)))
+    return ds.Renaming(tuple(out))
+
+
+def test_generators_per_sort() -> None:
+    sp = lease.spec("fenced", ids=3)
+    gens = [str(g) for g in ds.generators(sp)]
+    assert gens == ["id 0->1, 1->0", "id 0->1, 1->2, 2->0", "worker 0->1, 1->0"]
+    assert ds.sorts(sp) == {"id": 3, "worker": 2} and ds.ordered(sp) == {"inst": 2}
+    assert str(ds.generators(sp, (2,))[-1]) == "inst 0->1, 1->0"
+    assert ds.generators(sp, (1,)) == ds.generators(sp)  # one used instance: nothing to swap
+
+
+def test_replay_refuses_a_trace_that_leaves_its_orbit() -> None:
+    sp = lease.spec("unfenced")
+    canon = ds.Canon(sp)
+    init = canon(sp.initial())
+    m = next(m for m in sp.moves() if m.name == "arrive" and m.kw == {"r": 0, "w": 0, "i": 0})
+    post = canon(ds.take(sp, sp.initial(), m, sp.logic())[0])
+    steps, _, wrong = ds.replay(sp, canon, [init, post], [(-1, None, None), (0, m, {})], 1)
+    assert wrong is None and len(steps) == 1
+    _, _, wrong = ds.replay(sp, canon, [init, init], [(-1, None, None), (0, m, {})], 1)
+    assert wrong is not None and "leaves the reduced run's orbit" in wrong
+
+
+def test_nothing_to_rename_runs_unreduced_without_a_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    sp = lease.spec(workers=1, requests=1)
+    monkeypatch.setattr(ds, "check", None)  # not called
+    run = explore(sp, symmetry=True)
+    assert run.symmetry.startswith("unreduced: no declared sort") and not run.errors
+    assert run.states == explore(sp).states
