@@ -13,6 +13,11 @@ Side by side in one run (the machine's load is printed before and after):
 
 Each figure is the median wall time of ``--runs`` runs (run 1 once: it is the slowest), with
 the ratio to run 1.  Every run must exit 0 with the same verdict line.
+
+``--base-rev REV`` also times the cold run of git revision REV (its tree unpacked to a
+temporary directory and run through its ``typecheck/`` links, so that the package of REV is
+the one imported), in turns with this tree's cold run (``--runs`` pairs): the cold check before
+and now, side by side, with their ratio pair by pair.  Both must give the same verdict line.
 """
 
 from __future__ import annotations
@@ -29,14 +34,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _run(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+def _run(args: list[str], env: dict[str, str], root: Path = ROOT) -> tuple[float, str]:
     t0 = time.monotonic()
+    if root != ROOT:
+        env = {**env, "PYTHONPATH": str(root / "typecheck")}
     p = subprocess.run(
         [sys.executable, "-m", "mcp_inflight", "check", *args],
         capture_output=True,
         text=True,
         env=env,
-        cwd=ROOT,
+        cwd=root,
     )
     dt = time.monotonic() - t0
     if p.returncode != 0:
@@ -49,6 +56,7 @@ def _run(args: list[str], env: dict[str, str]) -> tuple[float, str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--base-rev", help="also time the cold check of this git revision, in turns")
     ap.add_argument("check_args", nargs="*", help="arguments for check (after --)")
     args = ap.parse_args(argv)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -69,8 +77,40 @@ def main(argv: list[str] | None = None) -> int:
     w, s = statistics.median(warm), statistics.median(seeded)
     print(f"2. warm, same hash seed:            {w:6.1f} s   ratio to 1: {w / cold:.3f}")
     print(f"3. warm, a new hash seed each run:  {s:6.1f} s   ratio to 1: {s / cold:.3f}")
+    if args.base_rev:
+        _before_and_now(args.base_rev, args.runs, args.check_args, verdict)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
+
+
+def _before_and_now(rev: str, runs: int, check_args: list[str], verdict: str) -> None:
+    """The cold check of ``rev`` and of this tree, in turns; medians and ratios pair by pair."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"
+        base.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
+        before, now = [], []
+        for n in range(runs):
+            with tempfile.TemporaryDirectory() as cache:
+                env = {**os.environ, "MCP_INFLIGHT_CACHE": cache, "PYTHONHASHSEED": str(n)}
+                dt, v = _run(["--no-cache", *check_args], env, base)
+                assert v == verdict, (rev, v, verdict)
+                before.append(dt)
+                dt, v = _run(["--no-cache", *check_args], env)
+                assert v == verdict, (v, verdict)
+                now.append(dt)
+        ratios = [b / a for a, b in zip(before, now, strict=True)]
+        print(f"cold, {rev} then this tree, in turns ({runs} pairs):")
+        print(f"   {rev}: {statistics.median(before):6.1f} s  (runs: {_list(before)})")
+        print(f"   now: {statistics.median(now):6.1f} s  (runs: {_list(now)})")
+        print(f"   now / {rev}: {statistics.median(ratios):.3f}  (pairs: {_list(ratios, 3)})")
+
+
+def _list(xs: list[float], digits: int = 1) -> str:
+    return ", ".join(f"{x:.{digits}f}" for x in xs)
 
 
 if __name__ == "__main__":
