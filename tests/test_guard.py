@@ -296,14 +296,16 @@ def test_guard_in_json_response_mode():
             "jsonrpc": "2.0",
             "id": 3,
             "method": "tools/call",
-            "params": {"name": "slow", "arguments": {"label": "j", "steps": 3, "delay": 0.3}},
+            "params": {"name": "slow", "arguments": {"label": "j", "steps": 10, "delay": 0.3}},
         }
         first = {}
         t = threading.Thread(
-            target=lambda: first.update(r=httpx.post(url, headers=h, json=slow, timeout=10))
+            target=lambda: first.update(r=httpx.post(url, headers=h, json=slow, timeout=30))
         )
         t.start()
-        time.sleep(0.4)
+        # a JSON-response server shows nothing while the call runs: the duplicate goes 1 s in,
+        # well inside the first call's 3 s even on a loaded machine
+        time.sleep(1.0)
         r = c.post(url, headers=h, json=slow)
         assert r.status_code == 409 and r.json()["error"]["code"] == -32600
         t.join()

@@ -11,7 +11,7 @@ import json
 import time
 
 import httpx
-from test_tasks_redis import _open, _rpc, _task, pair, redis  # noqa: F401 - fixtures
+from test_tasks_redis import _open, _rpc, _task, pair  # noqa: F401 - fixtures (redis: conftest)
 
 STATUS = "notifications/tasks/status"
 
