@@ -43,6 +43,12 @@ def _url(text: Any) -> Any:
     return text
 
 
+_PROGRESS_TOOL = (
+    "a tool that reports progress for the client's progress token and runs at least a second"
+)
+_SKIP = "; '' to skip that scenario"
+
+
 def build_parser() -> Any:
     classes = "\n".join(f"  {c:<26} {records.CLASS_HELP[c]}" for c in records.CLASSES)
     scenarios = records.SCENARIOS
@@ -121,48 +127,36 @@ def build_parser() -> Any:
         help='with --tasks: its arguments, to run at least a second (default: {"label": '
         '"probe", "seconds": 2.0})',
     )
-    p.add_argument(
-        "--tool",
-        default=records.DEFAULT_TOOL,
-        metavar="NAME",
-        help=f"a tool that reports progress for the client's progress token and runs "
-        f"at least a second (default: {records.DEFAULT_TOOL})",
-    )
-    p.add_argument(
-        "--args",
-        type=_json_object,
-        default=records.DEFAULT_ARGS,
-        metavar="JSON",
-        help=f"its arguments (default: {json.dumps(records.DEFAULT_ARGS)})",
-    )
-    p.add_argument(
-        "--elicit-tool",
-        default=records.DEFAULT_ELICIT_TOOL,
-        metavar="NAME",
-        help=f"a tool that sends elicitation/create after a delay (default: "
-        f"{records.DEFAULT_ELICIT_TOOL}; '' to skip that scenario)",
-    )
-    p.add_argument(
-        "--elicit-args",
-        type=_json_object,
-        default=records.DEFAULT_ELICIT_ARGS,
-        metavar="JSON",
-        help=f"its arguments (default: {json.dumps(records.DEFAULT_ELICIT_ARGS)})",
-    )
-    p.add_argument(
-        "--twice-tool",
-        default=records.DEFAULT_TWICE_TOOL,
-        metavar="NAME",
-        help=f"a tool that elicits twice in one call (default: {records.DEFAULT_TWICE_TOOL}; "
-        f"'' to skip that scenario)",
-    )
-    p.add_argument(
-        "--twice-args",
-        type=_json_object,
-        default=records.DEFAULT_TWICE_ARGS,
-        metavar="JSON",
-        help=f"its arguments (default: {json.dumps(records.DEFAULT_TWICE_ARGS)})",
-    )
+    for prefix, tool, tool_args, what, skip in (
+        ("", records.DEFAULT_TOOL, records.DEFAULT_ARGS, _PROGRESS_TOOL, ""),
+        (
+            "elicit-",
+            records.DEFAULT_ELICIT_TOOL,
+            records.DEFAULT_ELICIT_ARGS,
+            "a tool that sends elicitation/create after a delay",
+            _SKIP,
+        ),
+        (
+            "twice-",
+            records.DEFAULT_TWICE_TOOL,
+            records.DEFAULT_TWICE_ARGS,
+            "a tool that elicits twice in one call",
+            _SKIP,
+        ),
+    ):
+        p.add_argument(
+            f"--{prefix}tool",
+            default=tool,
+            metavar="NAME",
+            help=f"{what} (default: {tool}{skip})",
+        )
+        p.add_argument(
+            f"--{prefix}args",
+            type=_json_object,
+            default=tool_args,
+            metavar="JSON",
+            help=f"its arguments (default: {json.dumps(tool_args)})",
+        )
     p.add_argument(
         "--header",
         type=_header,
