@@ -22,7 +22,7 @@ import pytest
 
 from mcp_inflight.impl.redis_store import WORKER_CHANNEL, RedisStore
 from mcp_inflight.impl.redis_tasks import LOST, RedisTasks
-from support.redis_workers import REDIS_SERVER
+from support.redis_workers import REDIS_SERVER, serve_pair
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(REDIS_SERVER), reason="redis-server is not installed"
@@ -94,16 +94,10 @@ def test_questions_are_kept_by_key_and_an_update_elsewhere_reaches_the_runner(re
 
 @pytest.fixture
 def pair(redis):
-    from support.redis_workers import Serve
-
-    args = ("--redis", redis.url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS))
-    one = Serve(*args)
-    two = Serve(*args)
-    try:
-        yield one, two
-    finally:
-        one.stop()
-        two.stop()
+    with serve_pair(
+        "--redis", redis.url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS)
+    ) as two:
+        yield two
 
 
 class Rpc:
