@@ -19,25 +19,10 @@ import pytest
 
 from mcp_inflight.impl.server import JsonRpcError, Server
 from support.http_server import serving
+from support.rpc_client import MODERN_HEADERS as ACCEPT
+from support.rpc_client import TASKS_EXT as EXT
 from support.rpc_client import NumberedClient, messages, run
-
-MODERN = "2026-07-28"
-EXT = "io.modelcontextprotocol/tasks"
-ACCEPT = {
-    "accept": "application/json, text/event-stream",
-    "content-type": "application/json",
-    "mcp-protocol-version": MODERN,
-}
-
-
-def meta(extension: bool = True) -> dict:
-    return {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": (
-            {"elicitation": {}, "extensions": {EXT: {}}} if extension else {}
-        ),
-    }
+from support.rpc_client import modern_meta as meta
 
 
 def build() -> Server:

@@ -19,6 +19,28 @@ from support.http_server import sse_messages
 
 T = TypeVar("T")
 
+MODERN = "2026-07-28"
+#: the tasks extension's identifier (SEP-2663)
+TASKS_EXT = "io.modelcontextprotocol/tasks"
+#: the headers of a 2026-07-28 POST
+MODERN_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": MODERN,
+}
+
+
+def modern_meta(extension: bool = True) -> dict[str, Any]:
+    """The ``_meta`` every 2026-07-28 request carries (no session to remember it): protocol
+    version, client info, client capabilities (elicitation and the tasks extension, or none)."""
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": (
+            {"elicitation": {}, "extensions": {TASKS_EXT: {}}} if extension else {}
+        ),
+    }
+
 
 def run(coro: Coroutine[Any, Any, T], within: float = 30) -> T:
     """``coro`` in a fresh event loop, failed after ``within`` seconds."""
