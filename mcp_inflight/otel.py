@@ -103,28 +103,24 @@ class LifecycleTelemetry:
             unit="{request}",
             description="admitted requests whose handler has not ended",
         )
-        self.refused = meter.create_counter(
-            "mcp_inflight.requests.refused",
-            unit="{request}",
-            description="requests refused before anything was registered",
+
+        def counter(name: str, description: str) -> metrics.Counter:
+            return meter.create_counter(name, unit="{request}", description=description)
+
+        self.refused = counter(
+            "mcp_inflight.requests.refused", "requests refused before anything was registered"
         )
-        self.cancelled = meter.create_counter(
-            "mcp_inflight.requests.cancelled", unit="{request}", description="requests cancelled"
+        self.cancelled = counter("mcp_inflight.requests.cancelled", "requests cancelled")
+        self.broken = counter(
+            "mcp_inflight.streams.broken", "requests whose client went away before their response"
         )
-        self.broken = meter.create_counter(
-            "mcp_inflight.streams.broken",
-            unit="{request}",
-            description="requests whose client went away before their response",
-        )
-        self.hung = meter.create_counter(
+        self.hung = counter(
             "mcp_inflight.requests.hung",
-            unit="{request}",
-            description="requests ended by their session's end while running with no stream",
+            "requests ended by their session's end while running with no stream",
         )
-        self.leases_lost = meter.create_counter(
+        self.leases_lost = counter(
             "mcp_inflight.leases.lost",
-            unit="{request}",
-            description="requests whose worker lost the claim of their id (many workers)",
+            "requests whose worker lost the claim of their id (many workers)",
         )
         self._cores: weakref.WeakKeyDictionary[Any, _CoreWatch] = weakref.WeakKeyDictionary()
 

@@ -92,24 +92,43 @@ def _per_run(title: str, runs: Sequence[_R], rows: Callable[[_R, int], Iterable[
     return [title, *(line for r in runs for line in rows(r, width)), ""]
 
 
+def _sectioned(rows: Callable[[tuple[str, ...]], list[str]], head: str = "") -> list[str]:
+    """One block per section of the verdict tables: its title, ``head`` when it has rows, its
+    ``rows(kinds)`` (the liveness section's note when it has none), then a blank line."""
+    lines = []
+    for section, kinds in _SECTIONS:
+        got = rows(kinds)
+        lines.append(section)
+        if got and head:
+            lines.append(head)
+        lines.extend(got or [_LIVENESS_OFF] if "liveness" in kinds else got)
+        lines.append("")
+    return lines
+
+
+def _each(runs: Sequence[_R], rows: Callable[[_R], Iterable[str]]) -> list[str]:
+    """``rows(run)`` for each run, one after another (no title, no blank line)."""
+    return [line for r in runs for line in rows(r)]
+
+
+def _problem_head(kind: str) -> str:
+    return "hazard" if kind == "hazard" else "counterexample"
+
+
 # --- the explorer -------------------------------------------------------------------------
 
 
 def _verdict_sections(results: Sequence[RunResult]) -> list[str]:
-    lines = []
     width = _width(results)
-    for section, kinds in _SECTIONS:
-        lines.append(section)
-        rows = [
+    return _sectioned(
+        lambda kinds: [
             f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} {verdict_mark(v):<10}"
             f" {rests_on(v)}".rstrip()
             for r in results
             for v in r.verdicts
             if v.kind in kinds
         ]
-        lines.extend(rows or [_LIVENESS_OFF] if "liveness" in kinds else rows)
-        lines.append("")
-    return lines
+    )
 
 
 def _explore_run(r: RunResult, width: int) -> Iterator[str]:
@@ -123,21 +142,15 @@ def _explore_run(r: RunResult, width: int) -> Iterator[str]:
     )
 
 
-def _explore_traces(results: Sequence[RunResult]) -> list[str]:
-    lines = []
-    for r in results:
-        for v in r.verdicts:
-            if v.applies and v.trace is not None and (v.kind != "witness"):
-                head = "hazard" if v.kind == "hazard" else "counterexample"
-                lines.append(f"{head}: {v.name} on {r.cfg.label}")
-                lines.extend(_trace_text(v))
-                lines.append("")
-            if v.applies and v.kind == "witness" and not v.ok:
-                lines.append(
-                    f"witness unreachable: {v.name} {rests_on(v)} on {r.cfg.label} at this bound"
-                )
-                lines.append("")
-    return lines
+def _explore_traces(r: RunResult) -> Iterator[str]:
+    for v in r.verdicts:
+        if v.applies and v.trace is not None and (v.kind != "witness"):
+            yield f"{_problem_head(v.kind)}: {v.name} on {r.cfg.label}"
+            yield from _trace_text(v)
+            yield ""
+        if v.applies and v.kind == "witness" and not v.ok:
+            yield f"witness unreachable: {v.name} {rests_on(v)} on {r.cfg.label} at this bound"
+            yield ""
 
 
 def explore_text(results: Sequence[RunResult]) -> str:
@@ -145,7 +158,7 @@ def explore_text(results: Sequence[RunResult]) -> str:
     return "\n".join(
         _verdict_sections(results)
         + _per_run("Runs", results, _explore_run)
-        + _explore_traces(results)
+        + _each(results, _explore_traces)
     )
 
 
@@ -184,24 +197,20 @@ def _prove_run(r: ProveResult, width: int) -> Iterator[str]:
     )
 
 
-def _proof_problems(results: Sequence[ProveResult]) -> list[str]:
-    lines = []
-    for r in results:
-        for p in r.proofs:
-            if not p.applies or p.kind == "auxiliary" or p.proved:
-                continue
-            head = "hazard" if p.kind == "hazard" else "counterexample"
-            if p.status == "trace" and p.trace is not None:
-                lines.append(f"{head}: {p.name} on {r.cfg.label} (bounded model checking)")
-                lines.extend(trace_lines(p.trace))
-            elif p.status == "unknown":
-                lines.append(f"unknown: {p.name} on {r.cfg.label}: the solver gave up ({p.note})")
-            else:
-                lines.append(f"not proved: {p.name} on {r.cfg.label}: {p.note}")
-            if p.cti:
-                lines.extend(p.cti.lines())
-            lines.append("")
-    return lines
+def _proof_problems(r: ProveResult) -> Iterator[str]:
+    for p in r.proofs:
+        if not p.applies or p.kind == "auxiliary" or p.proved:
+            continue
+        if p.status == "trace" and p.trace is not None:
+            yield f"{_problem_head(p.kind)}: {p.name} on {r.cfg.label} (bounded model checking)"
+            yield from trace_lines(p.trace)
+        elif p.status == "unknown":
+            yield f"unknown: {p.name} on {r.cfg.label}: the solver gave up ({p.note})"
+        else:
+            yield f"not proved: {p.name} on {r.cfg.label}: {p.note}"
+        if p.cti:
+            yield from p.cti.lines()
+        yield ""
 
 
 def prove_text(results: Sequence[ProveResult]) -> str:
@@ -210,7 +219,7 @@ def prove_text(results: Sequence[ProveResult]) -> str:
         _proof_sections(results)
         + _per_run("A" + _AUX_TITLE[1:], results, _auxiliary)
         + _per_run("Runs", results, _prove_run)
-        + _proof_problems(results)
+        + _each(results, _proof_problems)
     )
 
 
@@ -218,29 +227,26 @@ def prove_text(results: Sequence[ProveResult]) -> str:
 
 
 def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -> list[str]:
-    lines = []
     width = _width(results)
     word = {(c.run, c.prop): str(c.word) for c in session_cells(results, proofs)}
-    for section, kinds in _SECTIONS:
-        lines.append(section)
-        rows = []
+
+    def rows(kinds: tuple[str, ...]) -> list[str]:
+        out = []
         for r, pr in zip(results, proofs, strict=False):
             for v in r.verdicts:
                 if v.kind in kinds:
                     z = proof_mark(pr.proof(v.name)) if v.kind in _PROVED_KINDS else "-"
-                    rows.append(
+                    out.append(
                         f"  {r.cfg.label:<{width}}  {v.kind:<9}  {v.name:<28} "
                         f"{verdict_mark(v):<10} {z:<34} {word[r.cfg.label, v.name]:<16} "
                         f"{rests_on(v)}".rstrip()
                     )
-        if rows:
-            lines.append(
-                f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} "
-                f"{'z3':<34} verdict"
-            )
-        lines.extend(rows or [_LIVENESS_OFF] if "liveness" in kinds else rows)
-        lines.append("")
-    return lines
+        return out
+
+    return _sectioned(
+        rows,
+        f"  {'run':<{width}}  {'kind':<9}  {'property':<28} {'explorer':<10} {'z3':<34} verdict",
+    )
 
 
 def combined_text(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -> str:
@@ -249,10 +255,10 @@ def combined_text(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
     return "\n".join(
         _side_by_side(results, proofs)
         + _per_run("Runs", results, _explore_run)
-        + _explore_traces(results)
+        + _each(results, _explore_traces)
         + _per_run("z3: " + _AUX_TITLE, proofs, _auxiliary)
         + _per_run("z3 runs", proofs, _prove_run)
-        + _proof_problems(proofs)
+        + _each(proofs, _proof_problems)
     )
 
 

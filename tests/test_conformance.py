@@ -16,20 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from support.conformance_run import RUN, load_run
 from support.sessions import INITIALIZED, initialize
 
 HERE = Path(__file__).resolve().parent
-RUN = HERE / "conformance" / "run.py"
 
 
-def _load_run():
-    spec = importlib.util.spec_from_file_location("conformance_run", RUN)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-run = _load_run()
+run = load_run("conformance_run")
 
 
 # --- quick: the judging ----------------------------------------------------------------------

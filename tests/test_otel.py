@@ -42,6 +42,8 @@ from mcp_inflight.model.step import successors  # noqa: E402
 from mcp_inflight.otel import LifecycleTelemetry  # noqa: E402
 from mcp_inflight.trace.format import Writer, read  # noqa: E402
 from mcp_inflight.trace.replay import sessions  # noqa: E402
+from support.sessions import http_session as session  # noqa: E402
+from support.sessions import init_params  # noqa: E402
 
 #: The model's client-side moves and the messages written (not request transitions).
 NOT_EVENTS = {"client_sends", "rogue_sends", "send_cancel", "close", "emit", "client_answers"}
@@ -117,33 +119,10 @@ def serve(app):
         thread.join(10)
 
 
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-
-
 def call(rid, label, steps=3, delay=0.2):
     params = {"name": "slow", "arguments": {"label": label, "steps": steps, "delay": delay}}
     params["_meta"] = {"progressToken": label}
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
-
-
-async def session(c, url):
-    import httpx  # noqa: F401
-
-    r = await c.post(url, headers=HEADERS, json=INIT)
-    h = {**HEADERS, "Mcp-Session-Id": r.headers["mcp-session-id"]}
-    h["MCP-Protocol-Version"] = "2025-11-25"
-    await c.post(url, headers=h, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return h
 
 
 async def duplicate(url):
@@ -501,7 +480,7 @@ def test_a_lost_lease_is_an_event_of_the_request_and_counted():
             async def main():
                 async with httpx.AsyncClient(timeout=30) as c:
                     h = await session(c, url)
-                    sid = h["Mcp-Session-Id"]
+                    sid = h["mcp-session-id"]
                     msg = call(9, "A", steps=30, delay=0.1)
                     async with c.stream("POST", url, headers=h, json=msg) as resp:
                         body = b""
@@ -555,7 +534,7 @@ def test_the_stdio_guard_reports_through_the_same_hook():
         got = []
         async with anyio.create_task_group() as tg:
             tg.start_soon(low.run, read, write, low.create_initialization_options())
-            init = dict(INIT["params"])
+            init = init_params(capabilities={"elicitation": {}})
             await to_server.send(request(0, "initialize", init))
             got.append((await from_server.receive()).message)
             note = JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")

@@ -594,3 +594,29 @@ def test_probe_usage_errors_exit_2():
         [sys.executable, "-m", "mcp_inflight", "probe", "--help"], capture_output=True, text=True
     )
     assert p.returncode == 0 and "misrouted_notification" in p.stdout and "exit status" in p.stdout
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--stdio", "--only", "response_routing", "--", "true"], "runs over stdio; these do: "),
+        (
+            ["http://127.0.0.1:9/mcp", "--revision", "2026-07-28", "--only", "task_isolation"],
+            "runs on 2026-07-28; these do: stateless_isolation",
+        ),
+        (
+            ["http://127.0.0.1:9/mcp", "--tasks", "--only", "response_routing"],
+            "is a task scenario; these are: task_isolation",
+        ),
+    ],
+)
+def test_probe_only_scenarios_another_mode_runs_exit_2_before_contacting_anything(
+    argv, says, capsys
+):
+    """``--only`` naming no scenario of the chosen mode: a usage error that lists the mode's
+    scenarios; nothing is started or contacted (the port is closed, the command never runs)."""
+    from mcp_inflight.probe.cli import run
+
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert f"mcp-inflight probe: none of the chosen scenarios {says}" in err, err

@@ -6,6 +6,7 @@ tests pick the worker of each request); all are slow-marked."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -49,14 +50,44 @@ def workers(redis):
         pool.stop()
 
 
-def first_progress(lines):
+def first(lines, method="notifications/progress"):
+    """The first message of an SSE stream's ``lines`` that is a ``method``; the lines after it
+    are left to read."""
     for line in lines:
-        if line.startswith("data:") and "notifications/progress" in line:
+        if line.startswith("data:") and method in line:
             return json.loads(line[5:])
-    raise AssertionError("no progress")
+    raise AssertionError(f"no {method}")
 
 
-def claims(redis, sid):
+@contextlib.contextmanager
+def running(client, url, h, body):
+    """POST ``body`` to ``url`` as a stream, admitted (200) and read up to its first progress
+    event; yields the iterator of its remaining lines."""
+    with client.stream("POST", url, headers=h, json=body) as resp:
+        assert resp.status_code == 200, resp.status_code
+        lines = resp.iter_lines()
+        first(lines)
+        yield lines
+
+
+def progress_tokens(msgs):
+    return {
+        m["params"]["progressToken"] for m in msgs if m.get("method") == "notifications/progress"
+    }
+
+
+def ask_across(client, ask_url, answer_url, h, result):
+    """A call of ``ask`` on one worker answered (``result``) through another; its final text."""
+    with client.stream("POST", ask_url, headers=h, json=call(3, "ask", {"label": "Q"})) as q:
+        lines = q.iter_lines()
+        asked = first(lines, "elicitation/create")
+        answer = {"jsonrpc": "2.0", "id": asked["id"], "result": result}
+        assert client.post(answer_url, headers=h, json=answer).status_code == 202
+        rest = events("\n".join(lines))
+    return rest[-1]["result"]["content"][0]["text"]
+
+
+def claims(redis, sid=None):
     return [k for k in registry_keys(redis, sid) if ":inflight:" in k or ":waiter:" in k]
 
 
@@ -90,14 +121,9 @@ def test_kill_9_mid_request(redis, workers):
             )
             return events(r.text)
 
-        with client.stream(
-            "POST",
-            w0.url,
-            headers=h,
-            json=call(1, "slow", {"label": "A", "steps": 100, "delay": 0.05}, "ta"),
-        ) as a:
-            lines = a.iter_lines()
-            first_progress(lines)
+        with running(
+            client, w0.url, h, call(1, "slow", {"label": "A", "steps": 100, "delay": 0.05}, "ta")
+        ) as lines:
             t, out = background(other)
             time.sleep(0.1)
             os.kill(w0.pid, signal.SIGKILL)
@@ -122,12 +148,7 @@ def test_kill_9_mid_request(redis, workers):
         t.join(10)
         msgs = out["value"]
         assert msgs[-1]["id"] == 2 and msgs[-1]["result"]["content"][0]["text"] == "done:B"
-        tokens = {
-            m["params"]["progressToken"]
-            for m in msgs
-            if m.get("method") == "notifications/progress"
-        }
-        assert tokens == {"tb"}
+        assert progress_tokens(msgs) == {"tb"}
         assert claims(redis, sid) == []
 
 
@@ -144,26 +165,19 @@ def test_sigstop_past_the_lease_then_sigcont(redis, workers):
     w0, w1 = pool
     with httpx.Client(timeout=30) as client:
         sid, h = session(client, w0.url)
-        with client.stream(
-            "POST",
-            w0.url,
-            headers=h,
-            json=call(9, "slow", {"label": "old", "steps": 40, "delay": 0.05}, "told"),
-        ) as a:
-            lines = a.iter_lines()
-            first_progress(lines)
+        with running(
+            client, w0.url, h, call(9, "slow", {"label": "old", "steps": 40, "delay": 0.05}, "told")
+        ) as lines:
             os.kill(w0.pid, signal.SIGSTOP)
             try:
                 time.sleep(1.4)  # past the lease: the claim expires
-                with client.stream(
-                    "POST",
+                # admitted (200): the old claim expired
+                with running(
+                    client,
                     w1.url,
-                    headers=h,
-                    json=call(9, "slow", {"label": "new", "steps": 8, "delay": 0.1}, "tnew"),
-                ) as b:
-                    assert b.status_code == 200  # admitted: the old claim expired
-                    blines = b.iter_lines()
-                    first_progress(blines)
+                    h,
+                    call(9, "slow", {"label": "new", "steps": 8, "delay": 0.1}, "tnew"),
+                ) as blines:
                     owner = redis.client().get(f"mcpi:{{{sid}}}:inflight:i9").decode()
                     assert owner.endswith(":" + w1.name)
                     os.kill(w0.pid, signal.SIGCONT)
@@ -176,8 +190,7 @@ def test_sigstop_past_the_lease_then_sigcont(redis, workers):
         assert old[-1]["id"] == 9 and "lease lost" in old[-1]["error"]["message"], old[-1]
         assert not any("result" in m for m in old)
         assert new[-1]["id"] == 9 and new[-1]["result"]["content"][0]["text"] == "done:new"
-        progress = [m for m in new if m.get("method") == "notifications/progress"]
-        assert {m["params"]["progressToken"] for m in progress} == {"tnew"}
+        assert progress_tokens(new) == {"tnew"}
         refused = int(redis.client().get(f"mcpi:{{{sid}}}:refused") or 0)
         assert refused >= 1
         pool.wait_for(rf"worker {w0.name}: lease lost for id 9 .*(renewal|write) refused")
@@ -193,14 +206,9 @@ def test_redis_restart(redis, workers):
     w0, w1 = pool
     with httpx.Client(timeout=30) as client:
         sid, h = session(client, w0.url)
-        with client.stream(
-            "POST",
-            w0.url,
-            headers=h,
-            json=call(1, "slow", {"label": "A", "steps": 60, "delay": 0.05}, "ta"),
-        ) as a:
-            lines = a.iter_lines()
-            first_progress(lines)
+        with running(
+            client, w0.url, h, call(1, "slow", {"label": "A", "steps": 60, "delay": 0.05}, "ta")
+        ) as lines:
             redis.kill()
             # while Redis is down: a clear error, nothing admitted
             down = client.post(w1.url, headers=h, json=call(2, "echo", {"text": "x"}))
@@ -216,20 +224,8 @@ def test_redis_restart(redis, workers):
             client.post(w0.url, headers=h, json=call(2, "echo", {"text": "x"})).status_code == 404
         )
         sid2, h2 = session(client, w1.url)
-        with client.stream("POST", w0.url, headers=h2, json=call(3, "ask", {"label": "Q"})) as q:
-            qlines = q.iter_lines()
-            for line in qlines:
-                if line.startswith("data:") and "elicitation/create" in line:
-                    ask = json.loads(line[5:])
-                    break
-            answer = {
-                "jsonrpc": "2.0",
-                "id": ask["id"],
-                "result": {"action": "accept", "content": {"ok": True}},
-            }
-            assert client.post(w1.url, headers=h2, json=answer).status_code == 202
-            rest = events("\n".join(qlines))
-        assert rest[-1]["result"]["content"][0]["text"] == "ask:Q:accept"
+        accept = {"action": "accept", "content": {"ok": True}}
+        assert ask_across(client, w0.url, w1.url, h2, accept) == "ask:Q:accept"
         assert client.delete(w1.url, headers=h2).status_code == 200
         assert registry_keys(redis) == []
 
@@ -247,30 +243,17 @@ def test_slow_link_to_redis(redis, workers):
             r = client.post(w1.url, headers=h, json=call(1, "echo", {"text": "e"}))
             echo_s = time.monotonic() - start
             assert r.status_code == 200 and echo_s >= 0.12  # claim and release, each 60 ms
-            with client.stream(
-                "POST",
-                w0.url,
-                headers=h,
-                json=call(2, "slow", {"label": "L", "steps": 12, "delay": 0.1}, "tl"),
-            ) as a:
-                lines = a.iter_lines()
-                first_progress(lines)
+            with running(
+                client, w0.url, h, call(2, "slow", {"label": "L", "steps": 12, "delay": 0.1}, "tl")
+            ) as lines:
                 assert (
                     client.post(w1.url, headers=h, json=call(2, "echo", {"text": "d"})).status_code
                     == 409
                 )
                 msgs = events("\n".join(lines))
             assert msgs[-1]["result"]["content"][0]["text"] == "done:L"
-            with client.stream("POST", w1.url, headers=h, json=call(3, "ask", {"label": "Q"})) as q:
-                qlines = q.iter_lines()
-                for line in qlines:
-                    if line.startswith("data:") and "elicitation/create" in line:
-                        ask = json.loads(line[5:])
-                        break
-                answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}}
-                assert client.post(w0.url, headers=h, json=answer).status_code == 202
-                rest = events("\n".join(qlines))
-            assert rest[-1]["result"]["content"][0]["text"] == "ask:Q:decline"
+            decline = {"action": "decline"}
+            assert ask_across(client, w1.url, w0.url, h, decline) == "ask:Q:decline"
             assert "lease lost" not in pool.text()
             assert client.delete(w0.url, headers=h).status_code == 200
     finally:
@@ -335,11 +318,7 @@ async def _load(workers, sessions=50, calls=20, dup_every=5):
                         text += line + "\n"
                 msgs = events(text)
                 final = [m for m in msgs if m.get("id") == rid]
-                tokens = {
-                    m["params"]["progressToken"]
-                    for m in msgs
-                    if m.get("method") == "notifications/progress"
-                }
+                tokens = progress_tokens(msgs)
                 want = f"ask:{label}:accept" if dup else f"done:{label}"
                 if not final:
                     tally["lost"] += 1
@@ -380,7 +359,7 @@ def test_load_50_sessions_x_20_calls_with_duplicates_over_4_workers(redis, worke
     assert tally["misrouted"] == 0 and tally["lost"] == 0, tally
     assert tally["served"] == 50 * 16 and tally["refused"] == 50 * 4, tally
     assert all(spread >= 3 for _, _, spread in tally["sessions"])
-    assert [k for k in registry_keys(redis) if ":inflight:" in k or ":waiter:" in k] == []
+    assert claims(redis) == []
     with httpx.Client(timeout=30) as client:
         for k, (_, h, _) in enumerate(tally["sessions"]):
             assert client.delete(pool[k % 4].url, headers=h).status_code == 200

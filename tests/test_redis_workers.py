@@ -21,22 +21,14 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from support.redis_workers import REDIS_SERVER, Pool, RoundRobin, Serve
+from support.sessions import ACCEPT as H
+from support.sessions import initialize
 
 pytestmark = pytest.mark.skipif(
     not __import__("os").path.exists(REDIS_SERVER), reason="redis-server is not installed"
 )
 
-H = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT = initialize(capabilities={"elicitation": {}})
 
 
 @pytest.fixture(scope="module")

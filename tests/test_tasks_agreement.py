@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 
 import pytest
 
@@ -50,6 +51,118 @@ def _listed(pre, ids, c) -> set:
     }
 
 
+# --- what both stores' answers are judged by ---------------------------------------------
+#
+# Each store is driven its own way (the in-memory one by calls, the Redis one by coroutines on
+# its rig); what it answers is judged here, once, against the model's state before the move
+# (``pre``) or after it (``post``).  Each judge appends what disagrees to ``out`` and what was
+# compared to ``seen``.
+
+
+def _judge_get(get: Callable[[], dict], pre, r: int, seen: set[str], out: list[str]) -> dict:
+    """``tasks/get`` on request ``r``'s task: its status, and its result once a 2026-07-28 task
+    completed (unless forgotten); what it answered (``{}`` when refused)."""
+    try:
+        got = get()
+    except TaskError:
+        if pre.ts[r] != M.GONE:
+            out.append("tasks/get refused a live task")
+        return {}
+    seen.add("get")
+    if pre.ts[r] == M.GONE or got["status"] != STATUS[pre.ts[r]]:
+        out.append(f"tasks/get answered {got['status']}")
+    if pre.rev[r] == M.NEW and pre.ts[r] == M.COMPLETED:
+        if ("result" in got) != (pre.rgone[r] == 0):
+            out.append("tasks/get and the model disagree on the result")
+    return got
+
+
+def _judge_result(
+    result: Callable[[], object], pre, r: int, seen: set[str], out: list[str]
+) -> None:
+    """``tasks/result`` on request ``r``'s task, at once: the result the work gave, where the
+    model still has one (a result-once server forgets it)."""
+    gone = pre.ts[r] == M.GONE
+    try:
+        res = result()
+        seen.add("result")
+        if gone or pre.rgone[r] != 0:
+            out.append("tasks/result answered where the model has no result")
+        elif pre.ts[r] != M.CANCELLED and res != {"r": r}:
+            out.append(f"tasks/result answered {res}")
+    except TaskError:
+        if not gone:
+            out.append("tasks/result refused")
+    except NotReady:
+        out.append("tasks/result not ready on a terminal task")
+
+
+def _judge_cancel(
+    cancel: Callable[[], object], pre, r: int, seen: set[str], out: list[str]
+) -> None:
+    """``tasks/cancel`` by the requester: refused only on a task gone or terminal."""
+    try:
+        cancel()
+    except TaskError:
+        seen.add("cancel refused")
+        if not (pre.ts[r] == M.GONE or pre.ts[r] in M.TERMINAL):
+            out.append("tasks/cancel refused a live task")
+
+
+def _judge_list(listed: list[dict], pre, ids: dict[int, str], c: int, out: list[str]) -> None:
+    """``tasks/list`` for client ``c``: exactly the tasks the model lists."""
+    got = {t["taskId"] for t in listed}
+    want = _listed(pre, ids, c)
+    if got != want:
+        out.append(f"tasks/list gave {len(got)} tasks, the model {len(want)}")
+
+
+def _judge_foreign(call: Callable[[], object], k: dict, seen: set[str], out: list[str]) -> None:
+    """A method by client ``k["c"]`` on another client's task: refused."""
+    try:
+        call()
+    except TaskError:
+        seen.add("foreign refused")
+        return
+    out.append(f"{M.OPS[k['op']]} by c{k['c']} on another's task accepted")
+
+
+def _judge_after(
+    state: Callable[[int, str], tuple[str, bool, bool] | None],
+    sent: list[tuple[str, str, str]],
+    owner: Callable[[int], str],
+    ids: dict[int, str],
+    pre,
+    post,
+    seen: set[str],
+    out: list[str],
+) -> None:
+    """The store after the move: each task's ``state(slot, id)`` (status, running, cancel
+    requested; ``None`` once gone) as the model's ``post`` has it, and the status messages
+    ``sent`` (owner, id, status): one per status change, to the owner."""
+    want = []
+    for x, tid in ids.items():
+        t = state(x, tid)
+        if post.ts[x] == M.GONE:
+            if t is not None:
+                out.append(f"r{x}'s task is still stored")
+            continue
+        if t is None:
+            out.append(f"r{x}'s task is gone")
+            continue
+        status, running, creq = t
+        if status != STATUS[post.ts[x]]:
+            out.append(f"r{x}: {status}, the model {STATUS[post.ts[x]]}")
+        if running != bool(post.wrun[x]) or creq != bool(post.creq[x]):
+            out.append(f"r{x}: running {running}, cancel requested {creq}")
+        if pre.ts[x] not in (M.NOTASK, post.ts[x]):
+            want.append((owner(post.who[x]), tid, STATUS[post.ts[x]]))
+    if sorted(sent) != sorted(want):
+        out.append(f"status notifications {sent}, the model {want}")
+    if sent:
+        seen.add("notified")
+
+
 class World:
     def __init__(self) -> None:
         self.store = TaskStore(max_ttl_ms=MAX_TTL)
@@ -77,13 +190,6 @@ def step(seen: set[str]):
         out: list[str] = []
         st.outbox.clear()
 
-        def refused(call) -> bool:
-            try:
-                call()
-            except TaskError:
-                return True
-            return False
-
         if m.name == "create":
             r = k["r"]
             t = st.create(owner(pre.who[r]), REV[pre.rev[r]], None if pre.nottl[r] else TASK_TTL)
@@ -103,49 +209,16 @@ def step(seen: set[str]):
         elif m.name in ("read", "answer", "tcancel"):
             r = k["r"]
             who, tid = owner(pre.who[r]), w.ids[r]
-            gone = pre.ts[r] == M.GONE
-            # the model hands the result out unless a result-once server has forgotten it
-            kept = pre.rgone[r] == 0
             if m.name == "read" and k["op"] == M.GET:
-                try:
-                    got = st.get(who, tid)
-                    seen.add("get")
-                    if gone or got["status"] != STATUS[pre.ts[r]]:
-                        out.append(f"tasks/get answered {got['status']}")
-                    if pre.rev[r] == M.NEW and pre.ts[r] == M.COMPLETED:
-                        if ("result" in got) != kept:
-                            out.append("tasks/get and the model disagree on the result")
-                except TaskError:
-                    if not gone:
-                        out.append("tasks/get refused a live task")
+                _judge_get(lambda: st.get(who, tid), pre, r, seen, out)
             elif m.name == "read":
-                try:
-                    res = st.result(who, tid)
-                    seen.add("result")
-                    if gone or not kept:
-                        out.append("tasks/result answered where the model has no result")
-                    elif pre.ts[r] != M.CANCELLED and res != {"r": r}:
-                        out.append(f"tasks/result answered {res}")
-                except TaskError:
-                    if not gone:
-                        out.append("tasks/result refused")
-                except NotReady:
-                    out.append("tasks/result not ready on a terminal task")
+                _judge_result(lambda: st.result(who, tid), pre, r, seen, out)
             elif m.name == "answer":
                 st.answer(who, tid)
             else:
-                try:
-                    st.cancel(who, tid)
-                except TaskError:
-                    seen.add("cancel refused")
-                    if not (gone or pre.ts[r] in M.TERMINAL):
-                        out.append("tasks/cancel refused a live task")
+                _judge_cancel(lambda: st.cancel(who, tid), pre, r, seen, out)
         elif m.name == "list":
-            c = k["c"]
-            listed = {t["taskId"] for t in st.list(owner(c))}
-            want = _listed(pre, w.ids, c)
-            if listed != want:
-                out.append(f"tasks/list gave {len(listed)} tasks, the model {len(want)}")
+            _judge_list(st.list(owner(k["c"])), pre, w.ids, k["c"], out)
         elif m.name == "foreign":
             x = pre.tab[k["k"]]
             call = {
@@ -153,32 +226,15 @@ def step(seen: set[str]):
                 M.RESULT: lambda: st.answer(owner(k["c"]), w.ids[x]),
                 M.CANCEL: lambda: st.cancel(owner(k["c"]), w.ids[x]),
             }[k["op"]]
-            if refused(call):
-                seen.add("foreign refused")
-            else:
-                out.append(f"{M.OPS[k['op']]} by c{k['c']} on another's task accepted")
+            _judge_foreign(call, k, seen, out)
+
         # the state the model says
-        sent = []
-        for x, tid in w.ids.items():
+        def state(x: int, tid: str) -> tuple[str, bool, bool] | None:
             t = st.tasks.get(tid)
-            if post.ts[x] == M.GONE:
-                if t is not None:
-                    out.append(f"r{x}'s task is still stored")
-                continue
-            if t is None:
-                out.append(f"r{x}'s task is gone")
-                continue
-            if t.status != STATUS[post.ts[x]]:
-                out.append(f"r{x}: {t.status}, the model {STATUS[post.ts[x]]}")
-            if t.running != bool(post.wrun[x]) or t.cancel_requested != bool(post.creq[x]):
-                out.append(f"r{x}: running {t.running}, cancel requested {t.cancel_requested}")
-            if pre.ts[x] not in (M.NOTASK, post.ts[x]):
-                sent.append((owner(post.who[x]), tid, STATUS[post.ts[x]]))
-        got = [(o, v["taskId"], v["status"]) for o, v in st.outbox]
-        if sorted(got) != sorted(sent):
-            out.append(f"status notifications {got}, the model {sent}")
-        if got:
-            seen.add("notified")
+            return None if t is None else (t.status, t.running, t.cancel_requested)
+
+        sent = [(o, v["taskId"], v["status"]) for o, v in st.outbox]
+        _judge_after(state, sent, owner, w.ids, pre, post, seen, out)
         return out
 
     return run
@@ -296,13 +352,6 @@ def redis_step(seen: set[str]):
         def call(coro):
             return rig.run(coro)
 
-        def refused(coro) -> bool:
-            try:
-                call(coro)
-            except TaskError:
-                return True
-            return False
-
         if m.name == "create":
             r = k["r"]
             rev = REV[pre.rev[r]]
@@ -330,89 +379,38 @@ def redis_step(seen: set[str]):
         elif m.name in ("read", "answer", "tcancel"):
             r = k["r"]
             who, tid = w.owner(pre.who[r]), w.ids[r]
-            gone = pre.ts[r] == M.GONE
-            kept = pre.rgone[r] == 0
             if m.name == "read" and k["op"] == M.GET:
-                try:
-                    got = call(rt.get(who, tid))
-                    seen.add("get")
-                    if gone or got["status"] != STATUS[pre.ts[r]]:
-                        out.append(f"tasks/get answered {got['status']}")
-                    if pre.rev[r] == M.NEW and pre.ts[r] == M.COMPLETED:
-                        if ("result" in got) != kept:
-                            out.append("tasks/get and the model disagree on the result")
-                    asking = pre.rev[r] == M.NEW and pre.ts[r] == M.INPUT
-                    if got.get("inputRequests") != ({"q#1": QUESTION} if asking else None):
-                        out.append(f"tasks/get shows the questions {got.get('inputRequests')}")
-                except TaskError:
-                    if not gone:
-                        out.append("tasks/get refused a live task")
+                got = _judge_get(lambda: call(rt.get(who, tid)), pre, r, seen, out)
+                asking = pre.rev[r] == M.NEW and pre.ts[r] == M.INPUT
+                if got and got.get("inputRequests") != ({"q#1": QUESTION} if asking else None):
+                    out.append(f"tasks/get shows the questions {got.get('inputRequests')}")
             elif m.name == "read":
-                try:
-                    _, res = call(rt.result_now(who, tid))
-                    seen.add("result")
-                    if gone or not kept:
-                        out.append("tasks/result answered where the model has no result")
-                    elif pre.ts[r] != M.CANCELLED and res != {"r": r}:
-                        out.append(f"tasks/result answered {res}")
-                except TaskError:
-                    if not gone:
-                        out.append("tasks/result refused")
-                except NotReady:
-                    out.append("tasks/result not ready on a terminal task")
+                _judge_result(lambda: call(rt.result_now(who, tid))[1], pre, r, seen, out)
             elif m.name == "answer":
                 try:
                     if pre.rev[r] == M.NEW:  # 2026-07-28: tasks/update answering every key
                         call(rt.update(who, tid, {"q#1": {"action": "accept"}}))
-                        if not gone and pre.ts[r] == M.INPUT:
+                        if pre.ts[r] == M.INPUT:
                             seen.add("updated")
                     else:
                         call(rt.answer(who, tid))
                 except TaskError:
                     pass
             else:
-                try:
-                    call(rt.cancel(who, tid))
-                except TaskError:
-                    seen.add("cancel refused")
-                    if not (gone or pre.ts[r] in M.TERMINAL):
-                        out.append("tasks/cancel refused a live task")
+                _judge_cancel(lambda: call(rt.cancel(who, tid)), pre, r, seen, out)
         elif m.name == "list":
-            c = k["c"]
-            listed = {t["taskId"] for t in call(rt.list(w.owner(c)))}
-            want = _listed(pre, w.ids, c)
-            if listed != want:
-                out.append(f"tasks/list gave {len(listed)} tasks, the model {len(want)}")
+            _judge_list(call(rt.list(w.owner(k["c"]))), pre, w.ids, k["c"], out)
         elif m.name == "foreign":
             x = pre.tab[k["k"]]
             c = w.owner(k["c"])
-            coro = {M.GET: rt.get, M.RESULT: rt.answer, M.CANCEL: rt.cancel}[k["op"]](c, w.ids[x])
-            if refused(coro):
-                seen.add("foreign refused")
-            else:
-                out.append(f"{M.OPS[k['op']]} by c{k['c']} on another's task accepted")
-        sent = []
-        for x, tid in w.ids.items():
+            method = {M.GET: rt.get, M.RESULT: rt.answer, M.CANCEL: rt.cancel}[k["op"]]
+            _judge_foreign(lambda: call(method(c, w.ids[x])), k, seen, out)
+
+        def state(x: int, tid: str) -> tuple[str, bool, bool] | None:
             t = call(rt.state(w.owner(post.who[x]), tid))
-            if post.ts[x] == M.GONE:
-                if t:
-                    out.append(f"r{x}'s task is still stored")
-                continue
-            if not t:
-                out.append(f"r{x}'s task is gone")
-                continue
-            if t["st"] != STATUS[post.ts[x]]:
-                out.append(f"r{x}: {t['st']}, the model {STATUS[post.ts[x]]}")
-            running, creq = t["run"] == "1", t["creq"] == "1"
-            if running != bool(post.wrun[x]) or creq != bool(post.creq[x]):
-                out.append(f"r{x}: running {running}, cancel requested {creq}")
-            if pre.ts[x] not in (M.NOTASK, post.ts[x]):
-                sent.append((w.owner(post.who[x]), tid, STATUS[post.ts[x]]))
-        got = call(rig.messages())
-        if sorted(got) != sorted(sent):
-            out.append(f"status notifications {got}, the model {sent}")
-        if got:
-            seen.add("notified")
+            return (t["st"], t["run"] == "1", t["creq"] == "1") if t else None
+
+        _judge_after(state, call(rig.messages()), w.owner, w.ids, pre, post, seen, out)
         return out
 
     return run

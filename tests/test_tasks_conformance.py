@@ -5,24 +5,13 @@ required ones, and do not enter the agreement with the suite's exit code (the re
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-RUN = HERE / "conformance" / "run.py"
+from support.conformance_run import load_run
 
-
-def _load_run():
-    spec = importlib.util.spec_from_file_location("conformance_run_tasks", RUN)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-run = _load_run()
+run = load_run("conformance_run_tasks")
 TASKS = run.extensions("mcp-inflight", "2026-07-28")
 
 

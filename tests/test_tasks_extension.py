@@ -18,25 +18,11 @@ import httpx
 import pytest
 
 from mcp_inflight.impl.server import JsonRpcError, Server
-from support.http_server import sse_messages, start
-
-MODERN = "2026-07-28"
-EXT = "io.modelcontextprotocol/tasks"
-ACCEPT = {
-    "accept": "application/json, text/event-stream",
-    "content-type": "application/json",
-    "mcp-protocol-version": MODERN,
-}
-
-
-def meta(extension: bool = True) -> dict:
-    return {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": (
-            {"elicitation": {}, "extensions": {EXT: {}}} if extension else {}
-        ),
-    }
+from support.http_server import serving
+from support.rpc_client import MODERN_HEADERS as ACCEPT
+from support.rpc_client import TASKS_EXT as EXT
+from support.rpc_client import NumberedClient, messages, run
+from support.rpc_client import modern_meta as meta
 
 
 def build() -> Server:
@@ -77,31 +63,15 @@ def build() -> Server:
 
 @pytest.fixture(scope="module")
 def srv():
-    s = start(build())
-    yield s
-    s.stop()
+    yield from serving(build())
 
 
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 30))
-
-
-class Client:
+class Client(NumberedClient):
     def __init__(self, c: httpx.AsyncClient, url: str) -> None:
-        self.c, self.url, self.n = c, url, 0
+        super().__init__(c, url, ACCEPT)
 
     async def ask(self, method: str, params: dict, extension: bool = True) -> dict:
-        self.n += 1
-        body = {
-            "jsonrpc": "2.0",
-            "id": self.n,
-            "method": method,
-            "params": {**params, "_meta": meta(extension)},
-        }
-        r = await self.c.post(self.url, json=body, headers=ACCEPT)
-        if r.headers.get("content-type", "").startswith("text/event-stream"):
-            return sse_messages(r.content)[-1]
-        return r.json()
+        return messages(await self.post(method, {**params, "_meta": meta(extension)}))[-1]
 
     async def until(self, tid: str, statuses: tuple[str, ...]) -> dict:
         deadline = time.monotonic() + 10

@@ -21,7 +21,8 @@ import httpx
 import pytest
 
 from mcp_inflight.impl.server import Server
-from support.http_server import sse_messages, sse_stream, start
+from support.http_server import serving, sse_stream, start
+from support.rpc_client import NumberedClient, messages, run
 from support.sessions import http_session as session
 
 #: what the tools did, seen from the test's thread
@@ -75,33 +76,20 @@ def build() -> Server:
 
 @pytest.fixture(scope="module")
 def srv():
-    s = start(build())
-    yield s
-    s.stop()
+    yield from serving(build())
 
 
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 30))
-
-
-class Client:
+class Client(NumberedClient):
     """One 2025-11-25 session: numbered requests, JSON or SSE answers."""
 
     def __init__(self, c: httpx.AsyncClient, url: str, headers: dict) -> None:
-        self.c, self.url, self.h, self.n = c, url, headers, 100
+        super().__init__(c, url, headers, first=100)
 
     async def ask(self, method: str, params: dict | None = None) -> tuple[dict, list]:
         """The response to ``method`` and the messages before it on its stream."""
-        self.n += 1
-        body = {"jsonrpc": "2.0", "id": self.n, "method": method}
-        if params is not None:
-            body["params"] = params
-        r = await self.c.post(self.url, json=body, headers=self.h)
+        r = await self.post(method, params)
         assert r.status_code == 200, r.text
-        if r.headers["content-type"].startswith("text/event-stream"):
-            msgs = sse_messages(r.content)
-        else:
-            msgs = [r.json()]
+        msgs = messages(r)
         assert msgs[-1].get("id") == self.n
         return msgs[-1], msgs[:-1]
 

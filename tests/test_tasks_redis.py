@@ -22,7 +22,8 @@ import pytest
 from mcp_inflight.impl.redis_store import WORKER_CHANNEL, RedisStore
 from mcp_inflight.impl.redis_tasks import LOST, STATUS_CHANNEL, RedisTasks
 from mcp_inflight.impl.tasks import NotReady, TaskError
-from support.redis_workers import REDIS_SERVER
+from support.redis_workers import REDIS_SERVER, serve_pair
+from support.sessions import ACCEPT, initialize
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(REDIS_SERVER), reason="redis-server is not installed"
@@ -373,7 +374,7 @@ def test_an_owner_leaves_no_key_behind_once_its_tasks_expired(redis):
 
 # --- the server: two worker processes on one Redis ------------------------------------------
 
-H = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+H = ACCEPT
 LEASE_MS = 900
 
 
@@ -381,30 +382,14 @@ LEASE_MS = 900
 def pair(redis):
     """Two ``serve --redis`` processes (one worker each, a port each) serving the tasks
     fixture; the test picks the worker of every request."""
-    from support.redis_workers import Serve
-
-    args = ("--redis", redis.url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS))
-    one = Serve(*args)
-    two = Serve(*args)
-    try:
-        yield one, two
-    finally:
-        one.stop()
-        two.stop()
+    with serve_pair(
+        "--redis", redis.url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS)
+    ) as two:
+        yield two
 
 
 def _open(client, url: str) -> dict:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": OLD,
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    r = client.post(url, headers=H, json=init)
+    r = client.post(url, headers=H, json=initialize(0))
     assert r.status_code == 200, r.text
     h = {**H, "mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": OLD}
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}

@@ -22,21 +22,16 @@ import pytest
 
 from mcp_inflight.impl.redis_store import WORKER_CHANNEL, RedisStore
 from mcp_inflight.impl.redis_tasks import LOST, RedisTasks
-from support.redis_workers import REDIS_SERVER
+from support.redis_workers import REDIS_SERVER, serve_pair
+from support.rpc_client import MODERN_HEADERS, modern_meta
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(REDIS_SERVER), reason="redis-server is not installed"
 )
 
 OLD, NEW = "2025-11-25", "2026-07-28"
-EXT = "io.modelcontextprotocol/tasks"
 OWNER = "2026-07-28: no authorization context"  # impl.api.UNAUTHENTICATED
 LEASE_MS = 900
-H26 = {
-    "accept": "application/json, text/event-stream",
-    "content-type": "application/json",
-    "mcp-protocol-version": NEW,
-}
 
 
 # --- the store: questions under their keys, answered from another worker --------------------
@@ -94,16 +89,10 @@ def test_questions_are_kept_by_key_and_an_update_elsewhere_reaches_the_runner(re
 
 @pytest.fixture
 def pair(redis):
-    from support.redis_workers import Serve
-
-    args = ("--redis", redis.url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS))
-    one = Serve(*args)
-    two = Serve(*args)
-    try:
-        yield one, two
-    finally:
-        one.stop()
-        two.stop()
+    with serve_pair(
+        "--redis", redis.url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS)
+    ) as two:
+        yield two
 
 
 class Rpc:
@@ -114,15 +103,9 @@ class Rpc:
 
     def __call__(self, url: str, method: str, params: dict, extension: bool = True) -> dict:
         self.n += 1
-        caps = {"elicitation": {}, "extensions": {EXT: {}}} if extension else {}
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": NEW,
-            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": caps,
-        }
         body = {"jsonrpc": "2.0", "id": self.n, "method": method}
-        body["params"] = {**params, "_meta": meta}
-        r = self.last = self.c.post(url, headers=H26, json=body)
+        body["params"] = {**params, "_meta": modern_meta(extension)}
+        r = self.last = self.c.post(url, headers=MODERN_HEADERS, json=body)
         assert r.headers.get("content-type", "").startswith("application/json"), r.text
         return r.json()
 

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
 from . import records
@@ -41,6 +42,12 @@ def _url(text: Any) -> Any:
     if not (text.startswith("http://") or text.startswith("https://")):
         raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
     return text
+
+
+_PROGRESS_TOOL = (
+    "a tool that reports progress for the client's progress token and runs at least a second"
+)
+_SKIP = "; '' to skip that scenario"
 
 
 def build_parser() -> Any:
@@ -121,48 +128,36 @@ def build_parser() -> Any:
         help='with --tasks: its arguments, to run at least a second (default: {"label": '
         '"probe", "seconds": 2.0})',
     )
-    p.add_argument(
-        "--tool",
-        default=records.DEFAULT_TOOL,
-        metavar="NAME",
-        help=f"a tool that reports progress for the client's progress token and runs "
-        f"at least a second (default: {records.DEFAULT_TOOL})",
-    )
-    p.add_argument(
-        "--args",
-        type=_json_object,
-        default=records.DEFAULT_ARGS,
-        metavar="JSON",
-        help=f"its arguments (default: {json.dumps(records.DEFAULT_ARGS)})",
-    )
-    p.add_argument(
-        "--elicit-tool",
-        default=records.DEFAULT_ELICIT_TOOL,
-        metavar="NAME",
-        help=f"a tool that sends elicitation/create after a delay (default: "
-        f"{records.DEFAULT_ELICIT_TOOL}; '' to skip that scenario)",
-    )
-    p.add_argument(
-        "--elicit-args",
-        type=_json_object,
-        default=records.DEFAULT_ELICIT_ARGS,
-        metavar="JSON",
-        help=f"its arguments (default: {json.dumps(records.DEFAULT_ELICIT_ARGS)})",
-    )
-    p.add_argument(
-        "--twice-tool",
-        default=records.DEFAULT_TWICE_TOOL,
-        metavar="NAME",
-        help=f"a tool that elicits twice in one call (default: {records.DEFAULT_TWICE_TOOL}; "
-        f"'' to skip that scenario)",
-    )
-    p.add_argument(
-        "--twice-args",
-        type=_json_object,
-        default=records.DEFAULT_TWICE_ARGS,
-        metavar="JSON",
-        help=f"its arguments (default: {json.dumps(records.DEFAULT_TWICE_ARGS)})",
-    )
+    for prefix, tool, tool_args, what, skip in (
+        ("", records.DEFAULT_TOOL, records.DEFAULT_ARGS, _PROGRESS_TOOL, ""),
+        (
+            "elicit-",
+            records.DEFAULT_ELICIT_TOOL,
+            records.DEFAULT_ELICIT_ARGS,
+            "a tool that sends elicitation/create after a delay",
+            _SKIP,
+        ),
+        (
+            "twice-",
+            records.DEFAULT_TWICE_TOOL,
+            records.DEFAULT_TWICE_ARGS,
+            "a tool that elicits twice in one call",
+            _SKIP,
+        ),
+    ):
+        p.add_argument(
+            f"--{prefix}tool",
+            default=tool,
+            metavar="NAME",
+            help=f"{what} (default: {tool}{skip})",
+        )
+        p.add_argument(
+            f"--{prefix}args",
+            type=_json_object,
+            default=tool_args,
+            metavar="JSON",
+            help=f"its arguments (default: {json.dumps(tool_args)})",
+        )
     p.add_argument(
         "--header",
         type=_header,
@@ -242,14 +237,12 @@ def run(argv: list[str]) -> int:
         return _run_tasks(args, t, say)
     if args.revision == records.MODERN or args.stateless:
         return _run_stateless(args, t, say)
-    try:
-        only = tuple(n for n in (args.only or records.SCENARIOS) if n in records.SCENARIOS)
-        report = asyncio.run(probe(t, only or records.SCENARIOS, say))
-    except records.CannotTest as exc:
-        report = untested(args.url, str(exc))
-    else:
-        _save_records(args, report)
-    return _emit(args, report)
+    only = tuple(n for n in (args.only or records.SCENARIOS) if n in records.SCENARIOS)
+    return _outcome(
+        args,
+        probe(t, only or records.SCENARIOS, say),
+        lambda why: untested(args.url, why),
+    )
 
 
 def _run_stdio(args: Any, command: list[str]) -> int:
@@ -257,20 +250,40 @@ def _run_stdio(args: Any, command: list[str]) -> int:
     from .stdio import StdioTarget, probe_stdio
 
     t = StdioTarget(argv=command, tool=args.tool, args=args.args)
-    only = tuple(n for n in (args.only or STDIO_SCENARIOS) if n in STDIO_SCENARIOS)
+    only = _only(args, STDIO_SCENARIOS, "runs over stdio; these do")
+    if not only:
+        return 2
+    return _outcome(
+        args,
+        probe_stdio(t, only, _say(args)),
+        lambda why: dict(untested(t.name, why), transport="stdio"),
+    )
+
+
+def _only(args: argparse.Namespace, scenarios: tuple[str, ...], these: str) -> tuple[str, ...]:
+    """The ``--only`` scenarios among ``scenarios`` (all of them by default); when none is,
+    stderr says so and names ``these`` (e.g. "runs over stdio; these do")."""
+    only = tuple(n for n in (args.only or scenarios) if n in scenarios)
     if not only:
         sys.stderr.write(
-            "mcp-inflight probe: none of the chosen scenarios runs over stdio; these do: "
-            + ", ".join(STDIO_SCENARIOS)
+            f"mcp-inflight probe: none of the chosen scenarios {these}: "
+            + ", ".join(scenarios)
             + "\n"
         )
-        return 2
+    return only
 
+
+def _outcome(
+    args: argparse.Namespace,
+    run: Coroutine[Any, Any, dict[str, Any]],
+    cannot: Callable[[str], dict[str, Any]],
+) -> int:
+    """Run the probe ``run``, save its records (``--records``) and print its report; a probe
+    that cannot test reports ``cannot(why)`` instead."""
     try:
-        report = asyncio.run(probe_stdio(t, only, _say(args)))
+        report = asyncio.run(run)
     except records.CannotTest as exc:
-        report = untested(t.name, str(exc))
-        report["transport"] = "stdio"
+        report = cannot(str(exc))
     else:
         _save_records(args, report)
     return _emit(args, report)
@@ -290,22 +303,14 @@ def _say(args: argparse.Namespace) -> Any:
 def _run_stateless(args: Any, t: Any, say: Any) -> int:
     from .stateless import probe_stateless
 
-    chosen = records.STATELESS_SCENARIOS
-    only = tuple(n for n in (args.only or chosen) if n in chosen)
+    only = _only(args, records.STATELESS_SCENARIOS, "runs on 2026-07-28; these do")
     if not only:
-        sys.stderr.write(
-            "mcp-inflight probe: none of the chosen scenarios runs on 2026-07-28; these do: "
-            + ", ".join(chosen)
-            + "\n"
-        )
         return 2
-    try:
-        report = asyncio.run(probe_stateless(t, only, say, revision=args.revision))
-    except records.CannotTest as exc:
-        report = dict(untested(args.url, str(exc)), revision=args.revision)
-    else:
-        _save_records(args, report)
-    return _emit(args, report)
+    return _outcome(
+        args,
+        probe_stateless(t, only, say, revision=args.revision),
+        lambda why: dict(untested(args.url, why), revision=args.revision),
+    )
 
 
 def _run_tasks(args: Any, t: Any, say: Any) -> int:
@@ -313,22 +318,15 @@ def _run_tasks(args: Any, t: Any, say: Any) -> int:
     :class:`.stdio_channel.StdioTarget` (each session a process of the command)."""
     from .task_scenarios import TaskTarget, probe_tasks
 
-    only = tuple(n for n in (args.only or records.TASK_SCENARIOS) if n in records.TASK_SCENARIOS)
+    only = _only(args, records.TASK_SCENARIOS, "is a task scenario; these are")
     if not only:
-        sys.stderr.write(
-            "mcp-inflight probe: none of the chosen scenarios is a task scenario; these are: "
-            + ", ".join(records.TASK_SCENARIOS)
-            + "\n"
-        )
         return 2
     tt = TaskTarget(t, args.task_tool, args.task_args)
-    try:
-        report = asyncio.run(probe_tasks(tt, only, say))
-    except records.CannotTest as exc:
-        report = dict(untested(t.name, str(exc)), planned=list(records.TASK_SCENARIOS))
-    else:
-        _save_records(args, report)
-    return _emit(args, report)
+    return _outcome(
+        args,
+        probe_tasks(tt, only, say),
+        lambda why: dict(untested(t.name, why), planned=list(records.TASK_SCENARIOS)),
+    )
 
 
 def _save_records(args: argparse.Namespace, report: dict[str, Any]) -> None:

@@ -11,7 +11,6 @@ On HTTP it prints ``listening on URL`` once it accepts connections.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 
@@ -54,25 +53,15 @@ def build() -> FastMCP:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--guard", action="store_true")
-    p.add_argument("--stdio", action="store_true")
-    args = p.parse_args(argv)
+    import loopback  # run as a script: this folder is on the path
+
     server = build()
-    if args.stdio:
-        asyncio.run(server.run_stdio_async(show_banner=False))
-        return 0
-    app = server.http_app(path="/mcp")
-    if args.guard:
-        from mcp_inflight.guard import guard
-
-        app = guard(app)
-    from loopback import bind, serve  # run as a script: this folder is on the path
-
-    sock, port = bind(args.host, args.port)
-    return serve(app, sock, f"http://{args.host}:{port}/mcp")
+    return loopback.main(
+        __doc__.splitlines()[0],
+        lambda: server.http_app(path="/mcp"),
+        lambda: asyncio.run(server.run_stdio_async(show_banner=False)),
+        argv,
+    )
 
 
 if __name__ == "__main__":

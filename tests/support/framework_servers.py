@@ -35,17 +35,6 @@ TOKEN = "fw-token"
 STARTED: dict[str, bool] = {}
 
 
-def _sdk_server_classes():
-    """The SDK's high-level server and its context: ``mcp.server.mcpserver`` on 2.x,
-    ``mcp.server.fastmcp`` on 1.x."""
-    try:
-        from mcp.server.mcpserver import Context, MCPServer
-    except ImportError:
-        from mcp.server.fastmcp import Context
-        from mcp.server.fastmcp import FastMCP as MCPServer
-    return MCPServer, Context
-
-
 # --- FastMCP -----------------------------------------------------------------------------------
 
 
@@ -185,42 +174,11 @@ def gradio_app(guarded: bool = False):
 
 
 def backend_server():
-    MCPServer, Context = _sdk_server_classes()
-    from pydantic import BaseModel
+    """The SDK test server's tools (``sdk_server.py``) on a server of its own name, its steps
+    not logged."""
+    from sdk_server import MCPServer, add_tools  # run as a script: this folder is on the path
 
-    class Answer(BaseModel):
-        ok: bool = True
-
-    server = MCPServer("fw-backend")
-
-    @server.tool()
-    async def slow(label: str, steps: int = 5, delay: float = 0.2, ctx: Context = None) -> str:
-        """Report progress on each of ``steps`` steps, ``delay`` seconds apart, then answer."""
-        for n in range(1, steps + 1):
-            await anyio.sleep(delay)
-            await ctx.report_progress(n, steps, f"{label} step {n}/{steps}")
-        return f"done:{label}"
-
-    @server.tool()
-    async def ask(label: str, delay: float = 0.5, ctx: Context = None) -> str:
-        """Wait ``delay`` seconds, elicit, and answer with the action the client chose."""
-        await anyio.sleep(delay)
-        result = await ctx.elicit(f"{label}: go on?", Answer)
-        return f"ask:{label}:{result.action}"
-
-    @server.tool()
-    async def ask_twice(label: str, ctx: Context = None) -> str:
-        """Elicit twice in one call; answer with both actions."""
-        first = await ctx.elicit(f"{label}: first question?", Answer)
-        second = await ctx.elicit(f"{label}: second question?", Answer)
-        return f"ask_twice:{label}:{first.action}:{second.action}"
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Answer with the text."""
-        return text
-
-    return server
+    return add_tools(MCPServer("fw-backend"), log_steps=False)
 
 
 # --- serving -----------------------------------------------------------------------------------

@@ -1,15 +1,12 @@
 """A real uvicorn server on a loopback port running the Streamable HTTP app, for the tests."""
 
 import asyncio
-import threading
-import time
-
-import uvicorn
 
 from mcp_inflight.impl import sse
 from mcp_inflight.impl.http import create_app
 from mcp_inflight.serve import demo_server
 from support import oracle
+from support.raw_asgi import Served
 
 
 def build_server():
@@ -53,31 +50,18 @@ def build_server():
     return server
 
 
-class Running:
+class Running(Served):
     """``app`` served by uvicorn on a loopback port, behind the trace tap: its wire trace is
     checked by the model after each test (``support/oracle.py``)."""
 
     def __init__(self, app):
         self.app = app
-        app = self.tapped = oracle.tapped(app, "in-process HTTP server")
-        self.oracle = app.oracle
-        self.config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"
-        )
-        self.server = uvicorn.Server(self.config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        self.port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.tapped = oracle.tapped(app, "in-process HTTP server")
+        self.oracle = self.tapped.oracle
+        super().__init__(self.tapped)
 
     def stop(self):
-        self.server.should_exit = True
-        self.thread.join(10)
+        super().stop()
         # a server left running (an app that never yields) would go on in this test process
         assert not self.thread.is_alive(), "uvicorn did not stop within 10 s"
         self.oracle.retire()
@@ -87,6 +71,15 @@ def start(server=None, **options):
     server = server or build_server()
     app = create_app(server, "/mcp", **options)
     return Running(app)
+
+
+def serving(server=None, **options):
+    """:func:`start` for a fixture (``yield from serving(...)``): the server, stopped after."""
+    s = start(server, **options)
+    try:
+        yield s
+    finally:
+        s.stop()
 
 
 def sse_messages(body: str | bytes) -> list:

@@ -5,8 +5,10 @@ accepts connections, the line the tests wait for.  Imported by the scripts as a 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import socket
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -37,3 +39,31 @@ def serve(app: Any, sock: socket.socket, url: str, **config: Any) -> int:
 
     asyncio.run(run())
     return 0
+
+
+def main(
+    description: str,
+    http_app: Callable[[], Any],
+    stdio: Callable[[], object],
+    argv: Sequence[str] | None = None,
+) -> int:
+    """The command line of a server script that serves either way: ``--host``, ``--port`` (0,
+    the default, picks a free one), ``--guard`` (the app wrapped by
+    :func:`mcp_inflight.guard.guard`, the lines a server author would add) and ``--stdio``
+    (``stdio()`` serves stdin/stdout instead of ``http_app()`` on the port)."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--guard", action="store_true", help="wrap the app in mcp_inflight.guard")
+    p.add_argument("--stdio", action="store_true")
+    args = p.parse_args(argv)
+    if args.stdio:
+        stdio()
+        return 0
+    app = http_app()
+    if args.guard:
+        from mcp_inflight.guard import guard
+
+        app = guard(app)
+    sock, port = bind(args.host, args.port)
+    return serve(app, sock, f"http://{args.host}:{port}/mcp")

@@ -48,11 +48,15 @@ async def respond_json(
 
 
 class Served:
-    """``app`` on a loopback port (uvicorn in a thread); ``url`` its endpoint."""
+    """``app`` on a loopback port (uvicorn in a thread); ``url`` its endpoint.  The tests'
+    in-process server of the runtime (``support/http_server.py``) is one, behind the trace
+    tap."""
 
     def __init__(self, app: Any) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
+        self.config = uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"
+        )
+        self.server = uvicorn.Server(self.config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 10
@@ -60,8 +64,8 @@ class Served:
             if time.monotonic() > deadline:
                 raise RuntimeError("uvicorn did not start")
             time.sleep(0.01)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
 
     def stop(self) -> None:
         self.server.should_exit = True

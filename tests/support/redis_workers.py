@@ -5,6 +5,7 @@ port, a round-robin balancer in the client, and a delaying TCP proxy."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 
 import httpx2
 
@@ -309,3 +311,16 @@ class DelayProxy:
 
         self.loop.call_soon_threadsafe(stop)
         self.thread.join(5)
+
+
+@contextlib.contextmanager
+def serve_pair(*args: str) -> Iterator[tuple[Serve, Serve]]:
+    """Two :class:`Serve` processes started with the same ``args`` (one worker each, a port
+    each, so a test picks the instance of every request); both stopped on the way out."""
+    one = Serve(*args)
+    two = Serve(*args)
+    try:
+        yield one, two
+    finally:
+        one.stop()
+        two.stop()

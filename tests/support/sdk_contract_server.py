@@ -9,7 +9,6 @@ sessions and 2026-07-28 POSTs on one endpoint.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import anyio
@@ -40,25 +39,15 @@ def build_server() -> MCPServer:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--guard", action="store_true", help="wrap the app in mcp_inflight.guard")
-    p.add_argument("--stdio", action="store_true")
-    args = p.parse_args(argv)
+    import loopback  # run as a script: this folder is on the path
+
     server = build_server()
-    if args.stdio:
-        anyio.run(server.run_stdio_async)
-        return 0
-    app = server.streamable_http_app()
-    if args.guard:
-        from mcp_inflight.guard import guard
-
-        app = guard(app)
-    from loopback import bind, serve  # run as a script: this folder is on the path
-
-    sock, port = bind(args.host, args.port)
-    return serve(app, sock, f"http://{args.host}:{port}/mcp")
+    return loopback.main(
+        __doc__.splitlines()[0],
+        server.streamable_http_app,
+        lambda: anyio.run(server.run_stdio_async),
+        argv,
+    )
 
 
 if __name__ == "__main__":

@@ -21,9 +21,14 @@ import warnings
 from collections import deque
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventMessage, EventStore
 from pydantic import BaseModel
+
+try:  # the SDK's high-level server: mcp.server.mcpserver on 2.x
+    from mcp.server.mcpserver import Context, MCPServer
+except ImportError:  # mcp.server.fastmcp on 1.x (framework_servers.py's stdio backend)
+    from mcp.server.fastmcp import Context
+    from mcp.server.fastmcp import FastMCP as MCPServer
 
 
 class Answer(BaseModel):
@@ -31,7 +36,11 @@ class Answer(BaseModel):
 
 
 def build_server() -> MCPServer:
-    server = MCPServer("sdk-probe-target")
+    return add_tools(MCPServer("sdk-probe-target"))
+
+
+def add_tools(server: MCPServer, log_steps: bool = True) -> MCPServer:
+    """The probe's tools on ``server``; ``slow`` also logs each step unless not ``log_steps``."""
 
     @server.tool()
     async def slow(label: str, steps: int = 5, delay: float = 0.2, ctx: Context = None) -> str:
@@ -39,9 +48,10 @@ def build_server() -> MCPServer:
         for n in range(1, steps + 1):
             await anyio.sleep(delay)
             await ctx.report_progress(n, steps, f"{label} step {n}/{steps}")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                await ctx.info(f"{label} step {n}")
+            if log_steps:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    await ctx.info(f"{label} step {n}")
         return f"done:{label}"
 
     @server.tool()

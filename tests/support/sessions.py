@@ -23,13 +23,16 @@ def init_params(
     }
 
 
-def initialize(rid: Any = 0, name: str = "t", version: str = "1") -> dict[str, Any]:
-    """A complete ``initialize`` request with id ``rid`` and empty client capabilities."""
+def initialize(
+    rid: Any = 0, name: str = "t", version: str = "1", capabilities: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A complete ``initialize`` request with id ``rid`` (client capabilities empty unless
+    given)."""
     return {
         "jsonrpc": "2.0",
         "id": rid,
         "method": "initialize",
-        "params": init_params(name, version),
+        "params": init_params(name, version, capabilities),
     }
 
 

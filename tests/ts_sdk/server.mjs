@@ -3,7 +3,8 @@
 // simpleStreamableHttp): for mcp-inflight's probe.
 //
 // node server.mjs [--stateless] [--port N]
-//   stateful (default): sessions, one transport per session, kept in a map by session id;
+//   stateful (default): sessions, one transport per session, kept in a map by session id
+//   (stateful_http.mjs, shared with task_server.mjs);
 //   --stateless: a new McpServer and transport for every POST (sessionIdGenerator undefined).
 // Prints "listening on http://127.0.0.1:PORT/mcp" once it accepts connections.
 //
@@ -11,12 +12,12 @@
 // {label, delay} (elicits after the delay), and the probe's fixture contract: slow records what
 // became of each call by label, probe_outcome {label} tells it (see
 // mcp_inflight/fixtures/contract.py). Nothing here works around the SDK.
-import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
-import { ElicitResultSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/v4';
+import { listen, sessionRoutes } from './stateful_http.mjs';
 
 const args = process.argv.slice(2);
 const stateless = args.includes('--stateless');
@@ -92,7 +93,6 @@ const getServer = () => {
 };
 
 const app = createMcpExpressApp();
-const transports = {};
 
 if (stateless) {
   app.post('/mcp', async (req, res) => {
@@ -112,39 +112,7 @@ if (stateless) {
     }
   });
 } else {
-  app.post('/mcp', async (req, res) => {
-    const sessionId = req.headers['mcp-session-id'];
-    let transport = sessionId ? transports[sessionId] : undefined;
-    if (!transport) {
-      if (sessionId || !isInitializeRequest(req.body)) {
-        res.status(400).json({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: No valid session ID provided' }, id: null });
-        return;
-      }
-      transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (sid) => {
-          transports[sid] = transport;
-        },
-      });
-      transport.onclose = () => {
-        if (transport.sessionId) delete transports[transport.sessionId];
-      };
-      await getServer().connect(transport);
-    }
-    await transport.handleRequest(req, res, req.body);
-  });
-  const bySession = async (req, res) => {
-    const transport = transports[req.headers['mcp-session-id']];
-    if (!transport) {
-      res.status(400).send('Invalid or missing session ID');
-      return;
-    }
-    await transport.handleRequest(req, res);
-  };
-  app.get('/mcp', bySession);
-  app.delete('/mcp', bySession);
+  sessionRoutes(app, getServer);
 }
 
-const listener = app.listen(port, '127.0.0.1', () => {
-  console.log(`listening on http://127.0.0.1:${listener.address().port}/mcp`);
-});
+listen(app, port);

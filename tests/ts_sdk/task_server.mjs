@@ -10,13 +10,11 @@
 // task `seconds` after it was made with "job:<label>". A completion after a cancel is refused by
 // the store (a terminal task keeps its status); the tool logs that refusal instead of letting it
 // go unhandled. Nothing here works around the SDK.
-import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { InMemoryTaskStore, InMemoryTaskMessageQueue } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import * as z from 'zod/v4';
+import { listen, sessionRoutes } from './stateful_http.mjs';
 
 const args = process.argv.slice(2);
 const portAt = args.indexOf('--port');
@@ -63,39 +61,5 @@ const getServer = () => {
 };
 
 const app = createMcpExpressApp();
-const transports = {};
-app.post('/mcp', async (req, res) => {
-  const sessionId = req.headers['mcp-session-id'];
-  let transport = sessionId ? transports[sessionId] : undefined;
-  if (!transport) {
-    if (sessionId || !isInitializeRequest(req.body)) {
-      res.status(400).json({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: No valid session ID provided' }, id: null });
-      return;
-    }
-    transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (sid) => {
-        transports[sid] = transport;
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId) delete transports[transport.sessionId];
-    };
-    await getServer().connect(transport);
-  }
-  await transport.handleRequest(req, res, req.body);
-});
-const bySession = async (req, res) => {
-  const transport = transports[req.headers['mcp-session-id']];
-  if (!transport) {
-    res.status(400).send('Invalid or missing session ID');
-    return;
-  }
-  await transport.handleRequest(req, res);
-};
-app.get('/mcp', bySession);
-app.delete('/mcp', bySession);
-
-const listener = app.listen(port, '127.0.0.1', () => {
-  console.log(`listening on http://127.0.0.1:${listener.address().port}/mcp`);
-});
+sessionRoutes(app, getServer);
+listen(app, port);
