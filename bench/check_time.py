@@ -36,14 +36,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _run(args: list[str], env: dict[str, str], root: Path = ROOT) -> tuple[float, str]:
     t0 = time.monotonic()
+    cwd = root
     if root != ROOT:
-        env = {**env, "PYTHONPATH": str(root / "typecheck")}
+        # from the links' directory: ``-m`` puts the working directory first on the path, and
+        # the tree's own ``mcp_inflight/`` lacks model/, proofs/ and impl/ (mapped at install)
+        env, cwd = {**env, "PYTHONPATH": str(root / "typecheck")}, root / "typecheck"
     p = subprocess.run(
         [sys.executable, "-m", "mcp_inflight", "check", *args],
         capture_output=True,
         text=True,
         env=env,
-        cwd=root,
+        cwd=cwd,
     )
     dt = time.monotonic() - t0
     if p.returncode != 0:
@@ -92,6 +95,7 @@ def _before_and_now(rev: str, runs: int, check_args: list[str], verdict: str) ->
             ["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True
         )
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
+        _imports_from(base)
         before, now = [], []
         for n in range(runs):
             with tempfile.TemporaryDirectory() as cache:
@@ -107,6 +111,22 @@ def _before_and_now(rev: str, runs: int, check_args: list[str], verdict: str) ->
         print(f"   {rev}: {statistics.median(before):6.1f} s  (runs: {_list(before)})")
         print(f"   now: {statistics.median(now):6.1f} s  (runs: {_list(now)})")
         print(f"   now / {rev}: {statistics.median(ratios):.3f}  (pairs: {_list(ratios, 3)})")
+
+
+def _imports_from(root: Path) -> None:
+    """Refuse to time ``root`` unless its package is the one imported, model and checkers too
+    (an installed package of another tree would otherwise answer for part of it)."""
+    probe = "import mcp_inflight.cli, mcp_inflight.proofs.explorer as e; print(e.__file__)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root / "typecheck")},
+        cwd=root / "typecheck",
+        check=True,
+    ).stdout.strip()
+    if not out.startswith(str(root)):
+        sys.exit(f"the revision's package is not the one imported: {out}")
 
 
 def _list(xs: list[float], digits: int = 1) -> str:
