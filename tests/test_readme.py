@@ -11,7 +11,7 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 SETUP = (
     "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/mcp-inflight check\n"
-    ".venv/bin/python -m pytest -q -n 2\n"
+    ".venv/bin/python -m pytest -q -n 4\n"
 )
 
 
