@@ -35,8 +35,11 @@ What this reading is checked by, and what it is not yet (``tests/test_session_sp
   number of ids and instances), and leaves unproved what the explorer finds broken.  It does
   not apply ``canon``: it reads the effects' send times as written, so those are declared
   ``grows`` (naturals without an upper bound for the prover; the explorer checks the bound);
-* the session's liveness properties are judged by its own engines (``proofs/liveness.py``)
-  and are not part of this reading.
+* of the session's liveness properties (``model/eventually.py``), ``requests_answered`` is part
+  of this reading, an ``eventually`` property resting on the same actions' weak fairness, and
+  the one explorer's verdict on it is the session engines' (``tests/test_session_spec.py``);
+  ``settles`` and ``no_deadlock``, properties of the graph itself rather than eventualities
+  under fairness, are judged by the session's own engines only (``proofs/liveness.py``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from . import trace
 from .auxiliary import AUXILIARY
 from .config import Config
 from .declare import Act, Prop, Spec, Var
+from .eventually import DOCS, answered, fair_actions
 from .logic import NONE, Logic, Outputs
 from .properties import PROPERTIES, Property, reached_on_step
 from .session import (
@@ -191,6 +195,26 @@ SLOT_ORDER_WHY = (
 )
 
 
+def _requests_answered(cfg: Config) -> Prop:
+    """The session's ``requests_answered`` (``model/eventually.py``) as an ``eventually``
+    property: no client request stays pending on a run weakly fair to the actions it rests on.
+    Within a strongly connected component the pending requests never change (a request stops
+    being pending for good; only a send, which no cycle holds, makes one pending), so "no
+    request pending" as the goal judges each request as the session's engines do."""
+    requests = cfg.requests
+
+    def requests_answered(b: Logic, s: Any) -> Any:
+        return answered(b, s, requests)
+
+    return Prop(
+        "requests_answered",
+        "liveness",
+        requests_answered,
+        DOCS["requests_answered"],
+        fair=fair_actions("requests_answered", cfg),
+    )
+
+
 def spec(cfg: Config) -> Spec:
     """``cfg`` (a design at a profile and bounds) in the one declaration."""
     return Spec(
@@ -199,7 +223,8 @@ def spec(cfg: Config) -> Spec:
         bounds={"ids": cfg.ids, "requests": cfg.requests},
         vars=tuple(_var(f, cfg) for f in FIELDS),
         acts=tuple(_act(a, cfg) for a in actions_for(cfg)),
-        props=tuple(_prop(p, cfg) for p in PROPERTIES if p.applies(cfg)),
+        props=tuple(_prop(p, cfg) for p in PROPERTIES if p.applies(cfg))
+        + (_requests_answered(cfg),),
         domains=domains(cfg),
         aux=tuple(_prop(p, cfg) for p in AUXILIARY if p.applies(cfg)),
         run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",

@@ -36,74 +36,33 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_inflight.model.lifecycle import Life
+# the session's liveness properties are stated in the model (``model/eventually.py``); this
+# module judges them on the explored graph
+from mcp_inflight.model.eventually import (
+    DOCS,
+    NAMES,
+    PENDING,
+    RESTS_ON,
+    fair_actions,
+    is_fair,
+    pending,
+)
 
-
-def is_fair(action: Any) -> bool:
-    """The model declares this action weakly fair (``Action.fair``; its side does not count)."""
-    return bool(action.fair == "weak")
-
-
-#: The actions whose weak fairness each liveness property rests on: the fairness under which
-#: it is judged, no more (``settles`` and ``no_deadlock`` are about the graph alone and rest on
-#: none).  Each must be declared ``fair="weak"`` in ``model/session.py`` (:func:`fair_actions`
-#: refuses one that is not: a property cannot assume what the model does not grant).
-RESTS_ON: dict[str, tuple[str, ...]] = {
-    "settles": (),
-    "no_deadlock": (),
-    "requests_answered": (
-        "arrive",
-        "check",
-        "claim_stream",
-        "admit",
-        "refuse",
-        "emit",
-        "server_request",
-        "withdraw",
-        "respond",
-        "deliver_cancel",
-        "unwind",
-        "end_request",
-        "reject",
-    ),
-}
-
-
-def fair_actions(name: str, cfg: Any) -> tuple[str, ...]:
-    """The actions of ``cfg``'s run that liveness property ``name`` rests on (its
-    :data:`RESTS_ON` entry, those that apply to the run, in the model's order)."""
-    from mcp_inflight.model.session import ACTION, actions_for
-
-    listed = RESTS_ON[name]
-    for a in listed:
-        if a not in ACTION:
-            raise ValueError(f"{name} rests on the fairness of {a!r}, not an action")
-        if not is_fair(ACTION[a]):
-            raise ValueError(
-                f"{name} rests on the weak fairness of {a}, which model/session.py does not "
-                f"declare (fair={ACTION[a].fair!r})"
-            )
-    return tuple(a.name for a in actions_for(cfg) if a.name in listed)
-
-
-#: A client request is pending in these lifecycle states (unless its channel has its response).
-PENDING: tuple[Life, ...] = (Life.SENT, Life.RECEIVED, Life.IN_FLIGHT)
-
-DOCS = {
-    "settles": "From every reachable state a settled state is reachable (nothing unfinished, no "
-    "cancel on the wire): no handler waits or runs forever.",
-    "no_deadlock": "Every state that is not settled has a move that changes it (a pure-output "
-    "self-loop such as emit is not progress).",
-    "requests_answered": "Every client request is eventually answered, refused, cancelled or its "
-    "stream broken, under weak fairness of the actions it rests on (the server's and message "
-    "delivery).",
-}
-NAMES = tuple(DOCS)
-
-
-def pending(s: Any, r: int) -> bool:
-    """Client instance r has been sent and has had no response, refusal or cancellation."""
-    return (not s.rogue[r]) and Life(s.life[r]) in PENDING and not s.got_resp[r]
+__all__ = [
+    "DOCS",
+    "NAMES",
+    "PENDING",
+    "RESTS_ON",
+    "Graph",
+    "fair_actions",
+    "is_fair",
+    "judge_liveness",
+    "pending",
+    "sccs",
+    "settle_unreachable",
+    "stuck",
+    "unanswered",
+]
 
 
 @dataclass

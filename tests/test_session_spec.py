@@ -13,6 +13,7 @@ import pytest
 
 from mcp_inflight.model.config import Config, client_for, profiles
 from mcp_inflight.model.declare import KINDS
+from mcp_inflight.model.eventually import fair_actions
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import FIELDS, actions_for
 from mcp_inflight.model.session_spec import spec
@@ -31,10 +32,11 @@ def _cfg(design: str, revision: str, transport: str, client: str = "reusing") ->
 
 
 def _words(res) -> dict[str, str]:
-    """The session explorer's verdicts in the one explorer's words (liveness left out)."""
+    """The session explorer's verdicts in the one explorer's words (of its liveness, the
+    eventuality the declaration carries: requests_answered)."""
     out = {}
     for v in res.verdicts:
-        if not v.applies or v.kind == "liveness":
+        if not v.applies or (v.kind == "liveness" and v.name != "requests_answered"):
             continue
         if v.kind == "witness":
             out[v.name] = "reached" if v.ok else "not reached"
@@ -52,7 +54,7 @@ def _named(step) -> tuple[str, dict[str, str]]:
 
 def agree(cfg: Config) -> None:
     one = one_explore(spec(cfg))
-    ref = session_explore(cfg, symmetry=False, progress=False)
+    ref = session_explore(cfg, symmetry=False, progress=False, engine="compiled", liveness=True)
     assert not one.errors, one.errors
     assert (one.states, one.transitions) == (ref.states, ref.transitions), cfg.label
     assert one.coverage == ref.coverage
@@ -74,7 +76,9 @@ def test_the_declaration_reads_every_field_action_and_property():
     assert [v.name for v in sp.vars] == [f.name for f in FIELDS]
     assert [a.name for a in sp.acts] == [a.name for a in actions_for(cfg)]
     applying = [p.name for p in PROPERTIES if p.applies(cfg)]
-    assert [p.name for p in sp.props] == applying
+    assert [p.name for p in sp.props] == [*applying, "requests_answered"]
+    live = sp.prop("requests_answered")
+    assert live.kind == "liveness" and set(live.fair) == set(fair_actions("requests_answered", cfg))
     assert {p.kind for p in sp.props} <= set(KINDS)
     assert {v.role for v in sp.vars} == {"server", "wire", "ghost"}
     assert sp.canon is not None and spec(_cfg("atomic", "2026-07-28", "http")).canon is None
@@ -134,3 +138,37 @@ def test_the_one_prover_does_not_prove_a_broken_invariant_of_the_session():
     res = prove(sp)
     assert not res.ok
     assert all(res.verdicts[k] != "proved" for k in broken), res.verdicts
+
+
+def _live_words(cfg: Config) -> tuple[str, str]:
+    """requests_answered on ``cfg``: the one explorer's verdict on the declaration, and the
+    session engine's (its own liveness judge on its graph)."""
+    one = one_explore(spec(cfg)).verdicts["requests_answered"]
+    ref = session_explore(cfg, symmetry=False, progress=False, engine="compiled", liveness=True)
+    (v,) = [v for v in ref.verdicts if v.name == "requests_answered"]
+    return one, "holds" if v.ok else "fails"
+
+
+def _live_cfg(design: str, revision: str, transport: str, ids: int) -> Config:
+    from mcp_inflight.model.config import DESIGNS, liveness_mutants
+
+    d = {**DESIGNS, **liveness_mutants()}[design]
+    return Config(d, revision, transport, ids, 2, client_for("reusing", revision))
+
+
+@pytest.mark.parametrize("design, broken", [("atomic", False), ("atomic-waits-on-answer", True)])
+def test_requests_answered_is_judged_alike_and_a_liveness_mutant_breaks_it_in_both(design, broken):
+    one, ref = _live_words(_live_cfg(design, "2025-11-25", "stdio", 1))
+    assert one == ref == ("fails" if broken else "holds")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("revision, transport", PROFILES)
+@pytest.mark.parametrize(
+    "design",
+    ["atomic", "atomic-waits-on-answer", "atomic-waits-on-lost", "atomic-runs-after-respond"],
+)
+def test_requests_answered_agrees_on_every_liveness_mutant(design, revision, transport):
+    for ids in (1, 2) if revision == "2026-07-28" else (1,):
+        one, ref = _live_words(_live_cfg(design, revision, transport, ids))
+        assert one == ref, (design, revision, transport, ids)
