@@ -444,9 +444,15 @@ def _fair_violation(
     fair when every fair move is either taken inside the component or disabled in one of its
     states (weak fairness: a move that stays enabled is eventually taken).  Returned: the
     first such state in breadth-first order (its shortest run is the trace's prefix)."""
+    from .liveness import sccs
+
     bad = [not g for g in goal]
+    # the graph of the goal-less states only: a good state has no edge there
+    succ = [[k for _, k in edges[n] if bad[k]] if bad[n] else [] for n in range(len(goal))]
     found: int | None = None
-    for comp in _components([n for n, b in enumerate(bad) if b], edges, bad):
+    for comp in sccs(succ):
+        if not bad[comp[0]]:
+            continue
         members = set(comp)
         inside = {j for n in comp for j, k in edges[n] if k in members}
         everywhere = set.intersection(*({j for j, _ in edges[n]} for n in comp))
@@ -456,56 +462,6 @@ def _fair_violation(
             first = min(comp)
             found = first if found is None else min(found, first)
     return found
-
-
-def _components(
-    nodes: list[int], edges: list[list[tuple[int, int]]], keep: list[bool]
-) -> list[list[int]]:
-    """The strongly connected components of the graph on ``nodes`` (those ``keep`` marks),
-    Tarjan's algorithm without recursion."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on: set[int] = set()
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on.add(v)
-            succ = edges[v]
-            while i < len(succ):
-                w = succ[i][1]
-                i += 1
-                if not keep[w]:
-                    continue
-                if w not in index:
-                    work.append((v, i))
-                    work.append((w, 0))
-                    break
-                if w in on:
-                    low[v] = min(low[v], index[w])
-            else:
-                if low[v] == index[v]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
-                        on.discard(w)
-                        comp.append(w)
-                        if w == v:
-                            break
-                    out.append(comp)
-                if work:
-                    u = work[-1][0]
-                    low[u] = min(low[u], low[v])
-    return out
 
 
 # --- walking the space for other readers -----------------------------------------------------

@@ -38,6 +38,8 @@ from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session import FIELDS, SLOT_ORDER, canonical_clock, initial
 from mcp_inflight.model.step import Move, Transition, backend, moves, start, take
 
+from .declared_symmetry import Broken
+
 #: States checked per configuration at most, breadth first: the default bound's unreduced spaces
 #: on 2026-07-28 (9-17 thousand states) are checked whole at 20,000; ``check`` takes the first
 #: 4,000 (every rule met on the shortest paths; the result says when it stopped short).
@@ -108,23 +110,6 @@ def rename_move(m: Move, pi: Renaming) -> Move:
 
 def _rename_out(out: dict[str, Any], pi: Renaming) -> dict[str, Any]:
     return {k: (_value("inst?", t, pi), d) for k, (t, d) in out.items()}
-
-
-@dataclass(frozen=True)
-class Broken:
-    """Where the commutation fails: the rule (``guard``, ``effect`` or ``output`` of an action,
-    or a property), the renaming, the state and the move."""
-
-    rule: str
-    renaming: str
-    state: Any
-    move: str
-
-    def text(self) -> str:
-        return (
-            f"{self.rule} is not symmetric under renaming {self.renaming}: "
-            f"{self.move} from state {dict(self.state._asdict())}"
-        )
 
 
 @dataclass(frozen=True)
