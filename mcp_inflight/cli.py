@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -335,12 +333,6 @@ def _runs(args: argparse.Namespace, names: list[str]) -> list[Config]:
     ]
 
 
-def _liveness(args: argparse.Namespace) -> bool:
-    """Liveness is judged when asked, and by default at --requests 2 or fewer (where keeping
-    the graph is cheap), except on ``--engine native``, which keeps no graph."""
-    return args.liveness or (args.requests <= 2 and args.engine != "native")
-
-
 def cmd_check(args: argparse.Namespace) -> int:
     from mcp_inflight import report
 
@@ -371,24 +363,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     cells = []
     results = proofs = None
     sym_cells: list = []
+    from mcp_inflight import check_sections
+
     with ExitStack() as stack:
         # beside the session's runs (this process and their own pools), in two worker
         # processes: the session's rule discipline and sensitivity, and each declared model;
         # they share nothing but the cache on disk
-        pool = _pool(stack, 2)
+        pool = check_sections.pool(stack, 2)
         extras = None
         if "session" in plan:
             cfgs = _runs(args, plan["session"])
-            extras = _beside(pool, _session_extras, args, cfgs, cache)
+            extras = check_sections.beside(pool, check_sections.session_extras, args, cfgs, cache)
         # each declared model a job of its own, the largest first, so the two workers share them
         others = sorted((m for m in plan if m != "session"), key=lambda m: m != "tasks")
         declared = {
-            m: _beside(pool, _declared_sections, args, {m: plan[m]}, bounds, cache) for m in others
+            m: check_sections.beside(
+                pool, check_sections.declared_sections, args, {m: plan[m]}, bounds, cache
+            )
+            for m in others
         }
         if "session" in plan:
             from mcp_inflight.proofs.outcome import session_cells
 
-            results, proofs, sym_cells = _session_section(args, cfgs, cache)
+            results, proofs, sym_cells = check_sections.session_section(args, cfgs, cache)
             cells += session_cells(results, proofs) + sym_cells
         rules, sens = extras() if extras else ([], [])
         parts = [declared[m]() for m in plan if m in declared]  # in the plan's order
@@ -454,131 +451,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.junit_xml:
         report.write_junit_cells(args.junit_xml, cells)
     return 0 if ok else 1
-
-
-def _session_section(
-    args: argparse.Namespace, cfgs: list[Config], cache: str
-) -> tuple[Any, Any, list[Any]]:
-    """The session model's runs: the symmetry check, then the explorer and the prover (each
-    spread over worker processes); returns (explored, proved, symmetry cells)."""
-    # --no-symmetry: no reduction anywhere (the explorer's, the bounded search's id order)
-    symmetric = [False] * len(cfgs)
-    sym_cells: list[Any] = []
-    results = proofs = None
-    if not args.no_symmetry:
-        from mcp_inflight.proofs import symmetry
-
-        checked = symmetry.checked_all(cfgs, cache, jobs=min(2, os.cpu_count() or 1))
-        symmetric = [r.ok for r in checked]
-        sym_cells = [symmetry.cell(c, r) for c, r in zip(cfgs, checked, strict=True)]
-    if not args.no_explore:
-        from mcp_inflight.proofs.explore import explore_many
-        from mcp_inflight.proofs.progress import Display
-
-        results = explore_many(
-            cfgs,
-            symmetry=symmetric,
-            max_states=args.max_states,
-            progress=False if args.no_progress else Display(sys.stderr),
-            engine=args.engine,
-            liveness=_liveness(args),
-        )
-    if not args.no_prove:
-        from mcp_inflight.proofs.prove import prove_all
-
-        proofs = prove_all(
-            cfgs,
-            depth=args.depth,
-            timeout=args.timeout,
-            budget=args.budget,
-            jobs=min(2, os.cpu_count() or 1),
-            progress=not args.json and sys.stderr.isatty(),
-            cache=cache,
-            symmetric=symmetric,
-        )
-    return results, proofs, sym_cells
-
-
-def _session_extras(
-    args: argparse.Namespace, cfgs: list[Config], cache: str
-) -> tuple[list[Any], list[Any]]:
-    """The session model's rule discipline on each of ``cfgs`` and (unless left out) its
-    sensitivity; returns (discipline cells, sensitivity cells)."""
-    from mcp_inflight.proofs import discipline
-
-    rules = [discipline.session(c) for c in cfgs]
-    sens: list[Any] = []
-    if not args.no_sensitivity and not args.no_explore:
-        from mcp_inflight.proofs.sensitivity import sensitivity
-
-        sens = sensitivity(["session"], cache)
-    return rules, sens
-
-
-def _declared_sections(
-    args: argparse.Namespace, plan: dict[str, list[str]], bounds: dict[str, int], cache: str
-) -> tuple[Any, Any, list[Any], list[Any]]:
-    """Every model of ``plan`` but the session: the lease and small-model sections, their
-    rule discipline and their sensitivity; returns (lease, small models, discipline cells,
-    sensitivity cells)."""
-    from mcp_inflight.proofs import discipline
-
-    if not args.no_progress:
-        from mcp_inflight.proofs.explorer import progress_to
-        from mcp_inflight.proofs.progress import Display, Patient
-
-        # beside the session's live line: plain lines, and only for a run that lasts
-        progress_to(Patient(Display(sys.stderr, live=False)))
-    lease = paths = None
-    rules: list[Any] = []
-    if "lease" in plan:
-        from mcp_inflight import cli_lease
-        from mcp_inflight.model import lease as L
-
-        lease = cli_lease.check_section(cache, plan["lease"], not args.no_prove, bounds)
-        at = cli_lease.config(bounds)
-        rules += [
-            discipline.lease(L.Config(L.DESIGNS[d], at.workers, at.requests, at.ids))
-            for d in plan["lease"]
-        ]
-    small = {m: d for m, d in plan.items() if m in SMALL}
-    if small:
-        from mcp_inflight import cli_small
-
-        paths = cli_small.check_section(cache, small, not args.no_prove, bounds)
-        for m, designs in small.items():
-            spec = importlib.import_module(f"mcp_inflight.model.{m}").spec
-            mine = cli_small.bounds_of(m, bounds)
-            rules += [discipline.small(spec(d, **mine)) for d in designs]
-    sens: list[Any] = []
-    others = [m for m in plan if m != "session"]
-    if not others:
-        return lease, paths, rules, sens
-    if not args.no_sensitivity and not args.no_explore:
-        from mcp_inflight.proofs.sensitivity import sensitivity
-
-        sens = sensitivity(others, cache)
-    return lease, paths, rules, sens
-
-
-def _pool(stack: ExitStack, jobs: int) -> ProcessPoolExecutor | None:
-    """Forked worker processes kept to ``stack``'s block (stopped with it), or None where fork
-    is missing or there is one core."""
-    import multiprocessing as mp
-
-    if (os.cpu_count() or 1) < 2 or "fork" not in mp.get_all_start_methods():
-        return None
-    from mcp_inflight.proofs.pool import worker_pool
-
-    return stack.enter_context(worker_pool(jobs, mp.get_context("fork")))
-
-
-def _beside(pool: ProcessPoolExecutor | None, fn: Callable[..., T], *fargs: Any) -> Callable[[], T]:
-    """Start ``fn(*fargs)`` in ``pool`` and return what waits for its result; without a pool,
-    the call runs when its result is asked for."""
-    if pool is None:
-        return lambda: fn(*fargs)
-    return pool.submit(fn, *fargs).result
 
 
 def _summary_line(cells: Iterable[Cell]) -> str:
