@@ -47,8 +47,8 @@ declaration above meaning what it meant:
   names, ``"*"`` for every output, a tuple of sorts for a tuple value: what a renaming of the
   sorts renames in it) and ``tell`` (``fn(args, pre, post, out)``: the move's story once taken,
   when it says more than ``story(args)``);
-* properties of kind ``liveness`` (:func:`eventually`: from every reachable state a goal state
-  stays reachable, resting on the weak fairness of the actions it names) and ``hazard`` (a step
+* properties of kind ``liveness`` (:func:`eventually`: every run weakly fair to the actions it
+  names reaches a goal state, from every reachable state) and ``hazard`` (a step
   property the protocol cannot guarantee, given a sender it names: judged and reported like a
   step invariant, its failure never fails the run); a step property declared ``with_output``
   reads the move's output as a fifth argument;
@@ -218,8 +218,10 @@ def step_output(fn: Callable[..., Any]) -> Prop:
 
 
 def eventually(*fair: str) -> Callable[[Callable[..., Any]], Prop]:
-    """A liveness property ``fn(b, s)``: from every reachable state a state where it holds
-    stays reachable; it rests on the weak fairness of the actions ``fair`` names."""
+    """A liveness property ``fn(b, s)``: from every reachable state, every run that is weakly
+    fair to the actions ``fair`` names (a move of theirs that stays enabled is taken) reaches a
+    state where it holds.  A goal that stays reachable only through a move nobody owes is not
+    reached "eventually"."""
 
     def make(fn: Callable[..., Any]) -> Prop:
         return replace(_prop("liveness", fn), fair=tuple(fair))

@@ -8,8 +8,8 @@ only, so that a property means the same thing whichever model it belongs to:
 
 * ``invariant``: holds in every reachable state;
 * ``step``: holds on every reachable transition (routing, refusal and release rules);
-* ``liveness``: from every reachable state its goal stays reachable, under the weak fairness
-  of the actions it lists (each declared fair by its model);
+* ``liveness``: from every reachable state, every run weakly fair to the actions it lists
+  (each declared fair by its model) reaches its goal;
 * ``witness``: some reachable state or transition has it (so that no invariant holds
   vacuously); a session witness only on a step of the actions of the path it names;
 * ``hazard``: a property no server design can keep on some profile: judged and reported with
