@@ -417,3 +417,31 @@ def test_check_takes_the_declared_models_bounds(tmp_path, monkeypatch):
             [sys.executable, "-m", "mcp_inflight", "check", *argv], capture_output=True, text=True
         )
         assert q.returncode == 2 and says in q.stderr, (argv, q.stderr)
+
+
+def test_check_on_one_core_runs_every_section_in_its_process_with_the_same_cells(
+    monkeypatch, capsys
+):
+    """Without worker processes (one core, or no fork), check runs each section when its
+    result is asked for: the same cells, in the same order, as with its two workers."""
+    from mcp_inflight import check_sections
+    from mcp_inflight.cli import main
+
+    argv = ["check", "--model", "all", "--revision", "2026-07-28", "--transport", "stdio"]
+    argv += ["--json", "--no-progress", "--no-prove"]
+
+    def cells() -> list[tuple]:
+        assert main(argv) == 0
+        doc = json.loads(capsys.readouterr().out)
+        return [
+            (c["model"], c["design"], c["run"], c["property"], c["verdict"]) for c in doc["results"]
+        ]
+
+    pooled = cells()
+    made: list = []
+    real = check_sections.pool
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(check_sections, "pool", lambda *a: made.append(real(*a)) or made[-1])
+    inline = cells()
+    assert made == [None]  # no worker was started
+    assert inline == pooled and len({c[0] for c in inline}) == 6
