@@ -122,10 +122,11 @@ def _npm_ci() -> str | None:
     return None
 
 
-def targets(extra_urls=(), extra_commands=()) -> list[dict]:
+def targets(extra_urls=(), extra_commands=(), only=None) -> list[dict]:
     """Each target: ``name``, ``title`` (with its version), ``profiles`` {profile: launcher}
     or ``unavailable`` (why).  A launcher is ``("http", argv_for(port))``, ``("url", URL)`` or
-    ``("stdio", argv)``."""
+    ``("stdio", argv)``.  ``only``: the names to be probed (None: all); the TypeScript SDK is
+    installed only when one of its targets is among them (an empty ``only`` installs nothing)."""
     mcp = _version("mcp")
     out: list[dict] = []
     serve = [PY, "-m", "mcp_inflight", "serve"]
@@ -180,7 +181,8 @@ def targets(extra_urls=(), extra_commands=()) -> list[dict]:
             if mcp
             else {"name": "python-sdk", "title": "Python SDK `mcp`", "unavailable": "not installed"}
         )
-    why = _npm_ci()
+    wanted = only is None or any(n.startswith("ts-sdk") for n in only)
+    why = _npm_ci() if wanted else None
     ts = _ts_version()
     node = shutil.which("node") or "node"
     for stateless in (False, True):
@@ -613,7 +615,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.chdir(ROOT)
     out = pathlib.Path(args.out).resolve()
-    build(targets(args.url, args.command), out, args.only, say=lambda s: print(s, file=sys.stderr))
+    build(
+        targets(args.url, args.command, args.only),
+        out,
+        args.only,
+        say=lambda s: print(s, file=sys.stderr),
+    )
     print((out / "table.md").read_text())
     return 0
 

@@ -81,50 +81,24 @@ def test_the_model_gives_a_counterexample_for_each_misrouting_class():
         assert cx is not None and cx["steps"] >= 2 and cx["trace"], cls
 
 
-@pytest.mark.slow
-def test_the_table_command_over_every_installed_target(tmp_path):
-    out = tmp_path / "table"
-    r = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "probe_table.py"), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        cwd=ROOT,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    doc = json.loads((out / "table.json").read_text())
-    res = doc["results"]
+def _found(res, col):
+    return {f["class"] for f in res[col]["findings"] if f["found"]}
 
-    def found(col):
-        return {f["class"] for f in res[col]["findings"] if f["found"]}
 
-    for col in ("ours 2025-11-25", "ours 2026-07-28", "ours stdio"):
-        assert res[col]["status"] == "clean", (col, res[col].get("reason"), found(col))
-    for col in ("python-sdk+guard 2025-11-25", "python-sdk+guard 2026-07-28"):
-        assert res[col]["status"] == "clean", (col, found(col))
-    assert res["python-sdk+guard stdio"]["status"] == "clean", found("python-sdk+guard stdio")
-    assert {"misrouted_notification", "misrouted_response", "cancel_misdirected"} <= found(
-        "python-sdk 2025-11-25"
+def _clean(res, *cols):
+    for col in cols:
+        assert res[col]["status"] == "clean", (col, res[col].get("reason"), _found(res, col))
+
+
+def _ours(res, out, doc):
+    _clean(res, "ours 2025-11-25", "ours 2026-07-28", "ours stdio")
+
+
+def _sdk(res, out, doc):
+    assert {"misrouted_notification", "misrouted_response", "cancel_misdirected"} <= _found(
+        res, "python-sdk 2025-11-25"
     )
-    assert {"cancel_misdirected", "id_type_confusion"} <= found("python-sdk stdio")
-    if "ts-sdk 2025-11-25" in res:  # installed from npm
-        assert {"misrouted_notification", "misrouted_response"} <= found("ts-sdk 2025-11-25")
-        assert res["ts-sdk-stateless 2026-07-28"]["status"] == "untested"
-        assert "2026-07-28" in res["ts-sdk-stateless 2026-07-28"]["reason"]
-        assert res["ts-sdk-stateless 2025-11-25 stateless"]["status"] in ("clean", "defects")
-    if "fastmcp 2025-11-25" in res:  # only when the fastmcp package is installed
-        assert {"misrouted_notification", "misrouted_response"} <= found("fastmcp 2025-11-25")
-        assert "cancel_misdirected" in found("fastmcp stdio")
-        assert res["fastmcp+guard 2025-11-25"]["status"] == "clean", found(
-            "fastmcp+guard 2025-11-25"
-        )
-    md = (out / "table.md").read_text()
-    assert md.startswith(f"Probed {doc['date']}") and "| `misrouted_notification` |" in md
-    for f in doc["findings"]:
-        assert f["wire"], f
-        if f["class"] in ("misrouted_notification", "cancel_misdirected"):
-            assert f["model"] and f["model"]["trace"], f
-        assert f["repro"] and (out / f["repro"]).exists(), f
+    assert {"cancel_misdirected", "id_type_confusion"} <= _found(res, "python-sdk stdio")
     # a reproduction script, run as a maintainer would, shows the defect on the real server
     stdio = next(
         f
@@ -137,3 +111,73 @@ def test_the_table_command_over_every_installed_target(tmp_path):
         [sys.executable, str(out / stdio["repro"])], capture_output=True, text=True, timeout=60
     )
     assert "A reported 6 of 6 steps, B 1" in run.stdout, run.stdout[-2000:]
+
+
+def _sdk_guarded(res, out, doc):
+    _clean(res, *(f"python-sdk+guard {p}" for p in ("2025-11-25", "2026-07-28", "stdio")))
+
+
+def _ts(res, out, doc):
+    assert {"misrouted_notification", "misrouted_response"} <= _found(res, "ts-sdk 2025-11-25")
+
+
+def _ts_stateless(res, out, doc):
+    assert res["ts-sdk-stateless 2026-07-28"]["status"] == "untested"
+    assert "2026-07-28" in res["ts-sdk-stateless 2026-07-28"]["reason"]
+    assert res["ts-sdk-stateless 2025-11-25 stateless"]["status"] in ("clean", "defects")
+
+
+def _fastmcp(res, out, doc):
+    assert {"misrouted_notification", "misrouted_response"} <= _found(res, "fastmcp 2025-11-25")
+    assert "cancel_misdirected" in _found(res, "fastmcp stdio")
+
+
+def _fastmcp_guarded(res, out, doc):
+    _clean(res, "fastmcp+guard 2025-11-25", "fastmcp+guard 2026-07-28")
+
+
+# What each target's columns must show.  One run of the command per target (``--only``), so the
+# targets' probes (mostly waiting on servers) run side by side under the test workers.
+EXPECTED = {
+    "ours": _ours,
+    "python-sdk": _sdk,
+    "python-sdk+guard": _sdk_guarded,
+    "ts-sdk": _ts,
+    "ts-sdk-stateless": _ts_stateless,
+    "fastmcp": _fastmcp,
+    "fastmcp+guard": _fastmcp_guarded,
+}
+
+
+def test_every_target_of_the_table_has_its_expectations():
+    names = {t["name"] for t in _table().targets(only=())}
+    assert names == set(EXPECTED), names ^ set(EXPECTED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", sorted(EXPECTED))
+def test_the_table_command_on_each_installed_target(target, tmp_path):
+    out = tmp_path / "table"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "probe_table.py"), "--out", str(out)]
+        + ["--only", target],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads((out / "table.json").read_text())
+    res = doc["results"]
+    assert set(res) and all(col.split(" ")[0] == target for col in res), sorted(res)
+    if "unavailable" in res.get(target, {}):
+        pytest.skip(f"{target}: {res[target]['unavailable']}")
+    EXPECTED[target](res, out, doc)
+    md = (out / "table.md").read_text()
+    assert md.startswith(f"Probed {doc['date']}")
+    for f in doc["findings"]:
+        assert f"| `{f['class']}` |" in md, f["class"]
+        assert f["wire"], f
+        if f["class"] in ("misrouted_notification", "cancel_misdirected"):
+            assert f["model"] and f["model"]["trace"], f
+        assert f["repro"] and (out / f["repro"]).exists(), f
