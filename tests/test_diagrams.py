@@ -38,9 +38,11 @@ def _rel(paths, root):
 
 
 @pytest.mark.slow  # several seconds of real time; CI runs it with the slow tests
-def test_deterministic(tmp_path):
-    """A generation from scratch (explorations and renderings not cached) is byte for byte the
-    committed tree, which an earlier process generated: the output depends on the model alone."""
+def test_deterministic(tmp_path, monkeypatch):
+    """A generation from scratch (explorations and renderings not cached, in this process or on
+    disk) is byte for byte the committed tree, which an earlier process generated: the output
+    depends on the model alone."""
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path / "cache"))
     draw.clear_caches()
     a = _rel(draw.generate(tmp_path / "a"), tmp_path / "a")
     committed = pathlib.Path(__file__).resolve().parent.parent / "diagrams"
@@ -442,3 +444,29 @@ def test_declared_models_counterexamples_are_drawn():
     index = paths.index(drawn, lassos)
     assert all(f"({x.name}.mmd)" in index for x in drawn)
     assert "ids_free_after_lease fails on lease `no-ttl`" in index
+
+
+def test_sequence_explorations_are_read_back_from_the_cache_on_disk(tmp_path, monkeypatch):
+    """The counterexamples' explorations are kept on disk: a new process (here: the in-process
+    results forgotten, and the explorer made unusable) reads the same results back, and a cache
+    keyed by another model source is not read."""
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    cfg = next(c for c in draw_sequence.configs() if not c.http)
+    draw_sequence.clear()
+    first = draw_sequence.results([cfg])[0]
+    draw_sequence.clear()
+
+    def no_explorer(cfg):
+        raise AssertionError("explored again")
+
+    monkeypatch.setattr(draw_sequence, "_explore", no_explorer)
+    again = draw_sequence.results([cfg])[0]
+    assert (again.states, again.transitions) == (first.states, first.transitions)
+    assert [(v.name, v.ok, v.trace) for v in again.verdicts] == [
+        (v.name, v.ok, v.trace) for v in first.verdicts
+    ]
+    draw_sequence.clear()
+    monkeypatch.setattr("mcp_inflight.proofs.cache._sources", lambda: "another model")
+    with pytest.raises(AssertionError, match="explored again"):
+        draw_sequence.results([cfg])
+    draw_sequence.clear()

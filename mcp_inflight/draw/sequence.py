@@ -271,7 +271,17 @@ def _explore(cfg: Config) -> Any:
 
 def results(cfgs: list[Config], progress: Any = None) -> list[Any]:
     """``explore(cfg)`` for each of ``cfgs`` (in that order), run in parallel processes when the
-    machine has more than one CPU; each result is the explorer's, whichever process ran it."""
+    machine has more than one CPU; each result is the explorer's, whichever process ran it.
+    Results are kept in the checkers' cache on disk, keyed by the source of the model and the
+    checkers, so an unchanged model is not explored again by the next process."""
+    from mcp_inflight.proofs import cache as store
+
+    keys = {c: store.source_key("sequence-draw", c, c.design.name in LIVENESS_DRAWN) for c in cfgs}
+    for c in dict.fromkeys(cfgs):
+        if c not in _RESULTS:
+            found = store.load("sequence-draw", keys[c])
+            if found is not None:
+                _RESULTS[c] = found
     todo = [c for c in dict.fromkeys(cfgs) if c not in _RESULTS]
     # the 2025-11-25 http runs are the longest: start them first
     todo.sort(key=lambda c: (not (c.rev2025 and c.http), not c.http))
@@ -294,6 +304,8 @@ def results(cfgs: list[Config], progress: Any = None) -> list[Any]:
         for c in todo:
             _RESULTS[c] = _explore(c)
             tick(c)
+    for c in todo:
+        store.store("sequence-draw", keys[c], _RESULTS[c])
     return [_RESULTS[c] for c in cfgs]
 
 
