@@ -188,12 +188,14 @@ def build(config: Path, site: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # a whole mkdocs build: about 7 s of CPU; CI also builds the site
 def test_the_site_builds_strict(tmp_path):
     done = build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
 
 
+@pytest.mark.slow  # a whole mkdocs build: about 7 s of CPU; CI also builds the site
 def test_a_broken_link_fails_the_build(tmp_path):
     """The strict build is not green whatever the pages say: a copy of the site with one broken
     link does not build."""
