@@ -23,8 +23,8 @@ T = TypeVar("T")
 
 def liveness(args: argparse.Namespace) -> bool:
     """Liveness is judged when asked, and by default at --requests 2 or fewer (where keeping
-    the graph is cheap), except on ``--engine native``, which keeps no graph."""
-    return args.liveness or (args.requests <= 2 and args.engine != "native")
+    the graph is cheap)."""
+    return args.liveness or args.requests <= 2
 
 
 def session_section(

@@ -9,8 +9,8 @@ generated functions do the search's work; ``engine="interpreted"`` takes every s
 canonical hashing (a canonical form under symmetry of interchangeable ids and instances, on by
 default), per-action coverage, deadlock detection, traces, and progress on stderr
 (``proofs/progress.py``).  ``engine="native"`` runs the whole search in C generated from the
-same rules (``proofs/native.py``).  With ``liveness=True`` (compiled engine) it also keeps the
-graph's edges and judges the liveness properties of ``proofs/liveness.py`` (weak fairness of the
+same rules (``proofs/native.py``).  With ``liveness=True`` (compiled and native engines) it also
+keeps the graph's edges and judges the liveness properties of ``proofs/liveness.py`` (weak fairness of the
 actions each rests on, as ``model/session.py`` declares them) on the explored graph.
 
 States are flat tuples while they wait in the queue; the visited set keeps only a compact key
@@ -113,15 +113,16 @@ def explore(
     when a C compiler is present (and no ``on_edge``), else ``compiled``.
 
     ``liveness``: keep the graph's edges and judge the liveness properties of
-    ``proofs/liveness.py`` on it (compiled engine only: ``auto`` then takes the compiled one,
-    ``native`` refuses it, ``interpreted`` reports none).
+    ``proofs/liveness.py`` on it (the compiled and native engines; ``interpreted`` reports none).
     """
     if engine == "auto":  # native when it can be built, else compiled
         from mcp_inflight.proofs.native import BuildError, available, explore_native
 
-        if on_edge is None and not liveness and available():
+        if on_edge is None and available():
             try:
-                return explore_native(cfg, symmetry, max_states, progress, properties, on_edge)
+                return explore_native(
+                    cfg, symmetry, max_states, progress, properties, on_edge, liveness
+                )
             except BuildError as e:
                 sys.stderr.write(f"explore: the native engine is unavailable ({e}); compiled\n")
         engine = "compiled"
@@ -130,10 +131,7 @@ def explore(
     if engine == "native":
         from mcp_inflight.proofs.native import explore_native
 
-        if liveness:
-            raise ValueError("the native engine does not judge liveness: use compiled or auto")
-
-        return explore_native(cfg, symmetry, max_states, progress, properties, on_edge)
+        return explore_native(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
     if engine != "compiled":
         raise ValueError(f"engine must be auto, compiled, interpreted or native, not {engine!r}")
     return _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge, liveness)

@@ -34,7 +34,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 # the session's liveness properties are stated in the model (``model/eventually.py``); this
 # module judges them on the explored graph
@@ -54,6 +54,7 @@ __all__ = [
     "PENDING",
     "RESTS_ON",
     "Graph",
+    "StateIndex",
     "fair_actions",
     "is_fair",
     "judge_liveness",
@@ -63,6 +64,15 @@ __all__ = [
     "stuck",
     "unanswered",
 ]
+
+
+class StateIndex(Protocol):
+    """A state's node by its key: a dict in the compiled engine, the C search's own table in
+    the native one (``proofs/native.py``)."""
+
+    def __contains__(self, key: object, /) -> bool: ...
+
+    def __getitem__(self, key: Any, /) -> int: ...
 
 
 @dataclass
@@ -205,7 +215,7 @@ def unanswered(
 def _walk(
     comp: Any,
     key_of: Callable[[tuple], Any],
-    index: dict,
+    index: StateIndex,
     start: tuple,
     allowed: Callable[[int], bool],
     limit: int = 64,
@@ -254,7 +264,7 @@ def judge_liveness(
     complete: bool,
     path: Callable[[int], list[tuple]],
     key_of: Callable[[tuple], Any],
-    index: dict,
+    index: StateIndex,
     flat: Callable[[int], tuple] | None = None,
 ) -> list[Any]:
     """The liveness verdicts of one run (``proofs/explore.py:Verdict``), with lasso traces."""

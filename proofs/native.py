@@ -20,8 +20,12 @@ verdicts and shortest traces are the same; ``tests/test_native.py`` compares the
 
 What it supports: every design and profile, symmetry reduction (the canonical key of
 ``proofs/flat.py:canonical_source`` computed the same way in C, so one state per orbit and the
-same representatives), ``max_states``, progress.  What it does not: ``on_edge`` (the state graph
-stays in C).  Without a C compiler it is unavailable (:func:`available`).
+same representatives), ``max_states``, progress, and liveness: with ``liveness`` the search
+also keeps the state graph (an edge per move to another state; per state whether it is settled,
+its stuttering move and whether a fair move leaves it), node for node the compiled engine's, and
+``proofs/liveness.py`` judges it, looking states up in the C search's own table.  What it does
+not: ``on_edge`` (the state graph stays in C).  Without a C compiler it is unavailable
+(:func:`available`).
 
 Semantics kept from the generated Python: every key, value and condition of an effect is read on
 the pre-state, the writes are then applied in list order; a write whose key is ``NONE`` is a
@@ -53,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_inflight.model import codegen, step
 from mcp_inflight.model.codegen import Gen, Source
 from mcp_inflight.model.config import Config
+from mcp_inflight.model.eventually import fair_actions
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES, Property, judged
@@ -293,6 +298,12 @@ typedef struct {
     long first_state[NSTATE + 1];
     long first_step[NSTEP + 1], first_step_move[NSTEP + 1];
     long move_count[NMOVES];
+#if GRAPH
+    /* the state graph for the liveness judge: edges (to another state), and per state whether
+       it is settled, its last stuttering move (or -1) and whether a fair move leaves it */
+    int32_t *esrc, *edst; int16_t *emove; long ecount, ecap;
+    unsigned char *gsettled, *gfair; int32_t *gstutter;
+#endif
 } Run;
 
 static uint64_t hash_key(const unsigned char *x) {
@@ -334,6 +345,17 @@ static int grow_states(Run *R) {
     int16_t *nm = realloc(R->pmove, (size_t)ncap * sizeof(int16_t));
     if (!nm) return -1;
     R->pmove = nm;
+#if GRAPH
+    unsigned char *gs = realloc(R->gsettled, (size_t)ncap);
+    if (!gs) return -1;
+    R->gsettled = gs;
+    unsigned char *gf = realloc(R->gfair, (size_t)ncap);
+    if (!gf) return -1;
+    R->gfair = gf;
+    int32_t *gt = realloc(R->gstutter, (size_t)ncap * sizeof(int32_t));
+    if (!gt) return -1;
+    R->gstutter = gt;
+#endif
 #if SYM
     unsigned char *nk = realloc(R->keys, (size_t)ncap * KW);
     if (!nk) return -1;
@@ -345,8 +367,9 @@ static int grow_states(Run *R) {
 
 static void judge_state(Run *R, const sc *t, long idx);
 
-/* add t (reached from state si by move m); 1 if new, 0 if known or over the limit */
-static int add_state(Run *R, const sc *t, long si, int m) {
+/* the index of t (reached from state si by move m), added if new (*isnew set), or -1 when it is
+   new and the search is at its limit */
+static long add_state(Run *R, const sc *t, long si, int m, int *isnew) {
 #if SYM
     unsigned char key[KW];
     make_key(t, key);
@@ -357,11 +380,11 @@ static int add_state(Run *R, const sc *t, long si, int m) {
     for (;;) {
         uint32_t v = R->table[h];
         if (!v) break;
-        if (memcmp(KEY_AT(R, v - 1), key, KW) == 0) return 0;
+        if (memcmp(KEY_AT(R, v - 1), key, KW) == 0) return (long)v - 1;
         h = (h + 1) & (uint64_t)(R->tcap - 1);
     }
-    if (R->count >= R->limit) { R->complete = 0; return 0; }
-    if (R->count == R->cap && grow_states(R)) { R->error = -2; return 0; }
+    if (R->count >= R->limit) { R->complete = 0; return -1; }
+    if (R->count == R->cap && grow_states(R)) { R->error = -2; return -1; }
     long idx = R->count++;
     memcpy(R->states + idx * W, t, W);
 #if SYM
@@ -370,12 +393,30 @@ static int add_state(Run *R, const sc *t, long si, int m) {
     R->parent[idx] = (int32_t)si;
     R->pmove[idx] = (int16_t)m;
     R->table[h] = (uint32_t)(idx + 1);
-    if (R->count * 2 > R->tcap && grow_table(R)) { R->error = -2; return 1; }
+    *isnew = 1;
+    if (R->count * 2 > R->tcap && grow_table(R)) { R->error = -2; return idx; }
     judge_state(R, t, idx);
-    return 1;
+    return idx;
 }
 
-static void edge(Run *R, const sc *t, long si, int m, int bad) {
+/* the index of the state whose key is that of t, or -1 */
+static long find_state(Run *R, const sc *t) {
+#if SYM
+    unsigned char key[KW];
+    make_key(t, key);
+#else
+    const unsigned char *key = (const unsigned char *)t;
+#endif
+    uint64_t h = hash_key(key) & (uint64_t)(R->tcap - 1);
+    for (;;) {
+        uint32_t v = R->table[h];
+        if (!v) return -1;
+        if (memcmp(KEY_AT(R, v - 1), key, KW) == 0) return (long)v - 1;
+        h = (h + 1) & (uint64_t)(R->tcap - 1);
+    }
+}
+
+static void edge(Run *R, const sc *s, const sc *t, long si, int m, int bad) {
     R->transitions++;
     R->move_count[m]++;
     if (bad) {
@@ -384,7 +425,36 @@ static void edge(Run *R, const sc *t, long si, int m, int bad) {
                 R->first_step[j] = si; R->first_step_move[j] = m;
             }
     }
-    if (add_state(R, t, si, m)) {
+#if GRAPH
+    if (memcmp(s, t, W) == 0) { R->gstutter[si] = m; return; }  /* a step that changes nothing */
+#else
+    (void)s;
+#endif
+    int isnew = 0;
+    long v = add_state(R, t, si, m, &isnew);
+#if GRAPH
+    if (v >= 0) {
+        if (R->ecount == R->ecap) {
+            long nc = R->ecap ? R->ecap * 2 : 4096;
+            int32_t *a = realloc(R->esrc, (size_t)nc * sizeof(int32_t));
+            if (!a) { R->error = -2; return; }
+            R->esrc = a;
+            int32_t *b = realloc(R->edst, (size_t)nc * sizeof(int32_t));
+            if (!b) { R->error = -2; return; }
+            R->edst = b;
+            int16_t *c = realloc(R->emove, (size_t)nc * sizeof(int16_t));
+            if (!c) { R->error = -2; return; }
+            R->emove = c;
+            R->ecap = nc;
+        }
+        R->esrc[R->ecount] = (int32_t)si; R->edst[R->ecount] = (int32_t)v;
+        R->emove[R->ecount] = (int16_t)m; R->ecount++;
+        if (FAIR[m]) R->gfair[si] = 1;
+    }
+#else
+    (void)v;
+#endif
+    if (isnew) {
         long lvl = R->nlevels;  /* level of the new state: the one after the level expanded */
         if (R->depth < lvl) R->depth = lvl;
         if (lvl >= R->levels_cap) {
@@ -410,6 +480,12 @@ void *nb_new(const sc *s0, long limit) {
     R->table = calloc((size_t)R->tcap, sizeof(uint32_t));
     R->levels_cap = 64; R->levels = calloc((size_t)R->levels_cap, sizeof(long));
     if (!R->states || !R->parent || !R->pmove || !R->table || !R->levels) return 0;
+#if GRAPH
+    R->gsettled = malloc((size_t)R->cap);
+    R->gfair = malloc((size_t)R->cap);
+    R->gstutter = malloc((size_t)R->cap * sizeof(int32_t));
+    if (!R->gsettled || !R->gfair || !R->gstutter) return 0;
+#endif
 #if SYM
     R->keys = malloc((size_t)R->cap * KW);
     if (!R->keys) return 0;
@@ -440,6 +516,10 @@ int nb_run(void *p, long budget) {
         const sc *s = R->states + si * W;
         sc cur[W];
         memcpy(cur, s, W);  /* the array may move while successors are added */
+#if GRAPH
+        R->gsettled[si] = (unsigned char)(settled_(cur) ? 1 : 0);
+        R->gstutter[si] = -1; R->gfair[si] = 0;
+#endif
         int n = expand(R, cur, t, si);
         if (n < 0 || R->error) return -1;
         if (n == 0 && !settled_(cur)) {
@@ -476,9 +556,42 @@ long nb_path(void *p, long idx, int *out, long cap) {
     return n;
 }
 
+long nb_find(void *p, const sc *t) { return find_state(p, t); }
+
+/* the state of index idx, as the search met it */
+void nb_state(void *p, long idx, sc *out) { Run *R = p; memcpy(out, R->states + idx * W, W); }
+
+long nb_edges(void *p) {
+#if GRAPH
+    return ((Run *)p)->ecount;
+#else
+    (void)p; return -1;
+#endif
+}
+
+/* the graph: edges (src, dst, move) and per state settled, stutter move and fair exit */
+void nb_graph(void *p, int32_t *src, int32_t *dst, int32_t *move, unsigned char *settled,
+              int32_t *stutter, unsigned char *fair) {
+#if GRAPH
+    Run *R = p;
+    memcpy(src, R->esrc, (size_t)R->ecount * sizeof(int32_t));
+    memcpy(dst, R->edst, (size_t)R->ecount * sizeof(int32_t));
+    for (long k = 0; k < R->ecount; k++) move[k] = R->emove[k];
+    memcpy(settled, R->gsettled, (size_t)R->next);
+    memcpy(stutter, R->gstutter, (size_t)R->next * sizeof(int32_t));
+    memcpy(fair, R->gfair, (size_t)R->next);
+#else
+    (void)p; (void)src; (void)dst; (void)move; (void)settled; (void)stutter; (void)fair;
+#endif
+}
+
 void nb_free(void *p) {
     Run *R = p;
     if (!R) return;
+#if GRAPH
+    free(R->esrc); free(R->edst); free(R->emove); free(R->gsettled); free(R->gfair);
+    free(R->gstutter);
+#endif
     free(R->states); free(R->keys); free(R->parent); free(R->pmove); free(R->table); free(R->levels); free(R);
 }
 """
@@ -488,10 +601,15 @@ class Generated:
     """The C source of one configuration, and what its indices mean."""
 
     def __init__(
-        self, cfg: Config, properties: Sequence[Property] = PROPERTIES, symmetry: bool = False
+        self,
+        cfg: Config,
+        properties: Sequence[Property] = PROPERTIES,
+        symmetry: bool = False,
+        graph: bool = False,
     ):
         self.cfg = cfg
         self.symmetry = symmetry
+        self.graph = graph
         self.layout = lay = Layout(cfg)
         b = CGen(domains(cfg))
         pre = CView(lay, "s")
@@ -511,6 +629,11 @@ class Generated:
         head.emit(0, f"#define NSTEP {len(self.step_props)}")
         head.emit(0, f"#define NSTATE {len(self.state_props)}")
         head.emit(0, "typedef signed char sc;")
+        head.emit(0, f"#define GRAPH {int(graph)}")
+        if graph:  # the moves requests_answered owes weak fairness to (proofs/liveness.py)
+            fair = set(fair_actions("requests_answered", cfg))
+            flags = ", ".join("1" if mv.action.name in fair else "0" for mv in self.moves)
+            head.emit(0, f"static const unsigned char FAIR[NMOVES] = {{{flags}}};")
         if symmetry:
             kw, canon = _canonical(cfg, lay)
             head.emit(0, "#define SYM 1")
@@ -575,7 +698,7 @@ class Generated:
                 src.emit(d, f"if ({'' if wit else '!'}({v.src})) bad |= {1 << j};")
             elif bool(v) == wit:
                 src.emit(d, f"bad |= {1 << j};")
-        src.emit(d, f"n++; edge(R, t, si, {m}, bad);")
+        src.emit(d, f"n++; edge(R, s, t, si, {m}, bad);")
         src.emit(d, "if (R->error) return -1;")
         src.emit(1, "}")
 
@@ -652,6 +775,12 @@ def load(source: str) -> ctypes.CDLL:
         lib.nb_path.restype = L
         lib.nb_path.argtypes = [P, L, ctypes.POINTER(ctypes.c_int), L]
         lib.nb_free.argtypes = [P]
+        lib.nb_find.restype = L
+        lib.nb_find.argtypes = [P, ctypes.c_char_p]
+        lib.nb_state.argtypes = [P, L, ctypes.c_void_p]
+        lib.nb_edges.restype = L
+        lib.nb_edges.argtypes = [P]
+        lib.nb_graph.argtypes = [P] + [ctypes.c_void_p] * 6
         _loaded[str(so)] = lib
     return lib
 
@@ -666,8 +795,11 @@ def explore_native(
     progress: Any = None,
     properties: Sequence[Property] = PROPERTIES,
     on_edge: Any = None,
+    liveness: bool = False,
 ) -> RunResult:
-    """``proofs.explore.explore`` with ``engine="native"`` (see the module docstring)."""
+    """``proofs.explore.explore`` with ``engine="native"`` (see the module docstring).  With
+    ``liveness`` the C search also keeps the state graph, and the liveness properties of
+    ``proofs/liveness.py`` are judged on it (:func:`_judge_liveness`)."""
     from mcp_inflight.model.trace import build_trace
     from mcp_inflight.proofs.progress import Tracker, sink_for
     from mcp_inflight.proofs.records import RunResult, Verdict
@@ -676,7 +808,7 @@ def explore_native(
         raise ValueError("the native engine does not take on_edge")
     t0 = time.monotonic()
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
-    gen = Generated(cfg, properties, symmetry)
+    gen = Generated(cfg, properties, symmetry, graph=liveness)
     lib = load(gen.source)
     lay = gen.layout
     s0 = step.start(cfg)
@@ -764,10 +896,118 @@ def explore_native(
             res.verdicts.append(
                 Verdict(p.name, p.kind, ap, ok if ap else True, trace, p.doc, through=p.through)
             )
+        if liveness:
+            res.verdicts.extend(
+                _judge_liveness(
+                    lib, R, gen, properties, res.complete, lambda n: replay(moves_to(n))
+                )
+            )
         res.seconds = time.monotonic() - t0
         return res
     finally:
         lib.nb_free(R)
+
+
+class _Key:
+    """A state's key for :func:`proofs.liveness._walk`, carrying the state: equal when the keys
+    are (the walk's "met again up to renaming"), looked up in the C search's table by the
+    state (:class:`_Index`)."""
+
+    __slots__ = ("key", "flat")
+
+    def __init__(self, key: Any, flat: tuple) -> None:
+        self.key, self.flat = key, flat
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.key == other.key
+
+
+class _Index:
+    """The node of a state, read from the C search's hash table (no table in Python)."""
+
+    def __init__(self, lib: Any, run: Any) -> None:
+        self.lib, self.run = lib, run
+
+    def _find(self, k: _Key) -> int:
+        return int(self.lib.nb_find(self.run, bytes(v & 0xFF for v in k.flat)))
+
+    def __contains__(self, k: object) -> bool:
+        return isinstance(k, _Key) and self._find(k) >= 0
+
+    def __getitem__(self, k: _Key) -> int:
+        n = self._find(k)
+        if n < 0:
+            raise KeyError(k.key)
+        return n
+
+
+def _judge_liveness(
+    lib: Any,
+    run: Any,
+    gen: Generated,
+    properties: Sequence[Property],
+    complete: bool,
+    path: Any,
+) -> list[Any]:
+    """The liveness verdicts of a native run, judged by ``proofs/liveness.py`` on the graph the
+    C search kept: the same graph, node for node, as the compiled engine's (nodes in the order
+    met, an edge per move to another state, the stuttering and fair moves of each node), so the
+    same verdicts and lassos; the walks of a lasso take the compiled rules' moves."""
+    from array import array
+
+    from mcp_inflight.proofs.compiled_model import Compiled
+    from mcp_inflight.proofs.flat import key_function
+    from mcp_inflight.proofs.liveness import Graph, judge_liveness
+
+    cfg = gen.cfg
+    comp = Compiled(cfg, properties)
+    if [(m.action.name, m.args) for m in comp.moves] != [
+        (m.action.name, m.args) for m in gen.moves
+    ]:
+        raise NativeError("the compiled and native engines number the moves differently")
+    st = (ctypes.c_long * 11)()
+    lib.nb_stats(run, st)
+    nodes, edges = st[2], lib.nb_edges(run)
+    src, dst, mv = ((ctypes.c_int32 * max(edges, 1))() for _ in range(3))
+    settled_ = (ctypes.c_ubyte * max(nodes, 1))()
+    stutter = (ctypes.c_int32 * max(nodes, 1))()
+    fair = (ctypes.c_ubyte * max(nodes, 1))()
+    lib.nb_graph(run, src, dst, mv, settled_, stutter, fair)
+
+    def ints(buf: Any, n: int) -> array:
+        a = array("i")
+        a.frombytes(bytes(buf)[: n * 4])
+        return a
+
+    g = Graph(
+        ints(src, edges),
+        ints(dst, edges),
+        ints(mv, edges),
+        bytearray(bytes(settled_)[:nodes]),
+        ints(stutter, nodes),
+        bytearray(bytes(fair)[:nodes]),
+    )
+    key_of = key_function(cfg, comp.layout, gen.symmetry)
+    width = comp.layout.width
+    state = (ctypes.c_byte * width)()
+
+    def flat(n: int) -> tuple:
+        lib.nb_state(run, n, state)
+        return tuple(state)
+
+    return judge_liveness(
+        cfg,
+        comp,
+        g,
+        complete,
+        path,
+        lambda t: _Key(key_of(t), t),
+        _Index(lib, run),
+        flat,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover - print the generated C of one configuration

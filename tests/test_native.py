@@ -8,6 +8,7 @@ are replayed through ``model/step.py``.
 import pytest
 
 from mcp_inflight.model import DESIGNS, Config, mutants, profiles
+from mcp_inflight.model.config import liveness_mutants
 from mcp_inflight.proofs import native
 from mcp_inflight.proofs.explore import explore
 
@@ -107,3 +108,42 @@ def test_auto_falls_back_to_the_python_engine_when_the_build_fails(tmp_path, mon
     assert r.states == explore(cfg, progress=False).states
     with pytest.raises(native.BuildError):
         explore(cfg, progress=False, engine="native")
+
+
+def _same_liveness(cfg, symmetry):
+    a = explore(cfg, symmetry=symmetry, progress=False, liveness=True, engine="compiled")
+    b = explore(cfg, symmetry=symmetry, progress=False, liveness=True, engine="native")
+    ja, jb = a.to_json(), b.to_json()
+    ja.pop("seconds")
+    jb.pop("seconds")
+    assert jb == ja, cfg.label
+    live = [(v.name, v.ok, v.trace, v.loop_start) for v in a.verdicts if v.kind == "liveness"]
+    assert live and live == [
+        (v.name, v.ok, v.trace, v.loop_start) for v in b.verdicts if v.kind == "liveness"
+    ]
+    return b
+
+
+@pytest.mark.parametrize(
+    "design,rev,tr,symmetry",
+    [
+        ("atomic", "2025-11-25", "stdio", True),
+        ("atomic-waits-on-lost", "2025-11-25", "stdio", True),
+        ("atomic-waits-on-answer", "2025-11-25", "stdio", True),
+        ("atomic-runs-after-respond", "2026-07-28", "stdio", False),
+    ],
+)
+def test_native_judges_liveness_as_the_python_engine(design, rev, tr, symmetry):
+    """The graph the C search keeps is the compiled engine's, node for node: the same liveness
+    verdicts, lassos (prefix and loop) and every other field; each mutant's bug is found."""
+    d = DESIGNS.get(design) or liveness_mutants()[design]
+    res = _same_liveness(Config(d, rev, tr, ids=2, requests=2), symmetry)
+    failed = {v.name for v in res.verdicts if v.kind == "liveness" and not v.ok}
+    assert bool(failed) == (design != "atomic"), failed
+
+
+def test_native_liveness_is_not_judged_on_a_search_cut_short():
+    cfg = Config(DESIGNS["atomic"], "2025-11-25", "stdio", ids=2, requests=2)
+    res = explore(cfg, progress=False, liveness=True, engine="native", max_states=2000)
+    live = [v for v in res.verdicts if v.kind == "liveness"]
+    assert live and all("not judged" in v.doc for v in live)
