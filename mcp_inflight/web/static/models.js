@@ -306,12 +306,13 @@ function renderExplored() {
       const kind = bad ? (p.kind === "hazard" ? "hazard" : "counterexample") : "witness";
       ul.append(traceLink(name, kind, p.path, name, p.path.length));
     } else {
-      ul.append(el("li", { "data-property": name },
+      ul.append(el("li", { class: "plain", "data-property": name },
         el("span", { class: "kind " + (bad ? "counterexample" : "clean") }, `${p.kind}: ${p.verdict}`),
         el("span", { class: "tname" }, name)));
     }
   }
-  if (r.deadlock_path) ul.append(traceLink("a deadlock", "deadlock", r.deadlock_path, "deadlock", r.deadlock_path.length));
+  // a state with no move enabled: a run ends there (a model may end every run so)
+  if (r.deadlock_path) ul.append(traceLink("a state where no move is enabled", "end", r.deadlock_path, "deadlock", r.deadlock_path.length));
   const cov = $("coverage");
   cov.replaceChildren(el("tr", {}, el("th", {}, "action"), el("th", {}, "times")));
   for (const [a, n] of Object.entries(r.coverage)) {
