@@ -73,6 +73,26 @@ def space(sp):
     return out, paths
 
 
+def disagreements(sp, v: dict, s, out: dict) -> list[str]:
+    """Where the view ``v`` of state ``s`` differs from the explorer's transitions ``out``."""
+    bad = []
+    if {f["name"]: f["value"] for f in v["state"]} != describe(sp, s):
+        bad.append("the state differs")
+    want = out.get(s, {})
+    got = {r["token"]: r for r in v["enabled"]}
+    for t in sorted(want.keys() - got.keys()):
+        bad.append(f"{t} is enabled but not offered")
+    for t in sorted(got.keys() - want.keys()):
+        bad.append(f"{t} is offered but not enabled")
+    for t in sorted(want.keys() & got.keys()):
+        post, output = want[t]
+        if got[t]["post"] != describe(sp, post):
+            bad.append(f"{t} leads elsewhere")
+        if got[t]["output"].keys() != output.keys():
+            bad.append(f"{t} tells another output")
+    return bad
+
+
 def test_every_declared_model_is_listed_with_its_designs_and_bounds(base):
     status, body = get(base, "/api/models")
     assert status == 200
@@ -102,13 +122,7 @@ def test_the_moves_offered_are_the_explorers_transitions(base, name):
     for s in picked:
         v = models_view(base, model=name, design=design, path="-".join(paths[s]), **SMALL[name])
         assert v["at"] == len(paths[s])
-        assert {f["name"]: f["value"] for f in v["state"]} == describe(sp, s)
-        want = out.get(s, {})
-        assert sorted(r["token"] for r in v["enabled"]) == sorted(want)
-        for r in v["enabled"]:
-            post, output = want[r["token"]]
-            assert r["post"] == describe(sp, post)
-            assert r["output"].keys() == output.keys()
+        assert disagreements(sp, v, s, out) == []
 
 
 def test_every_state_of_a_small_model_agrees(base):
@@ -118,9 +132,37 @@ def test_every_state_of_a_small_model_agrees(base):
     assert len(paths) > 100
     for s, path in paths.items():
         v = models_view(base, model="subscriptions", design="by-listen-id", path="-".join(path))
-        assert {r["token"]: r["post"] for r in v["enabled"]} == {
-            t: describe(sp, post) for t, (post, _) in out.get(s, {}).items()
-        }
+        assert disagreements(sp, v, s, out) == []
+
+
+def test_the_agreement_check_catches_a_wrong_step(monkeypatch):
+    """The comparison above fails on a view whose stepping is wrong: one action's guard
+    ignored (so it is offered where it is not enabled), or one action's effect dropped."""
+    from mcp_inflight.web import declared_api
+
+    sp = module("subscriptions").spec("graceful-response")
+    out, _ = space(sp)
+    q = {"model": "subscriptions", "design": "graceful-response"}
+    assert disagreements(sp, declared_api.view(q), sp.initial(), out) == []
+    real_take = declared_api.take
+
+    def guard_ignored(spec, s, m, b):
+        got = real_take(spec, s, m, b)
+        if got is None and m.name == "notify":
+            return spec.post(s, m.act.effect(b, s, **m.kw)), {}
+        return got
+
+    monkeypatch.setattr(declared_api, "take", guard_ignored)
+    bad = disagreements(sp, declared_api.view(q), sp.initial(), out)
+    assert any("offered but not enabled" in x for x in bad), bad
+
+    def effect_dropped(spec, s, m, b):
+        got = real_take(spec, s, m, b)
+        return None if got is None else (s if m.name == "listen" else got[0], got[1])
+
+    monkeypatch.setattr(declared_api, "take", effect_dropped)
+    bad = disagreements(sp, declared_api.view(q), sp.initial(), out)
+    assert any("leads elsewhere" in x for x in bad), bad
 
 
 def test_ghost_fields_are_marked_and_changes_shown(base):
@@ -140,6 +182,7 @@ def test_ghost_fields_are_marked_and_changes_shown(base):
     [
         ("lease", "unfenced", {}),
         ("lease", "check-then-set", {"workers": 2, "failover": 0}),
+        ("lease", "fenced", {"workers": 1, "failover": 1}),  # the failover hazard's run
         ("rounds", "unsigned", {}),
         ("resume", "request-id-streams", {"sessions": 1}),
         ("tasks", "cancel-reaches-task", {"requests": 1}),
