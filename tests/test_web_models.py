@@ -10,6 +10,7 @@ page's own stepping to the state where its property fails.
 from __future__ import annotations
 
 import importlib
+import json
 import random
 import re
 import subprocess
@@ -88,7 +89,7 @@ def disagreements(sp, v: dict, s, out: dict) -> list[str]:
         post, output = want[t]
         if got[t]["post"] != describe(sp, post):
             bad.append(f"{t} leads elsewhere")
-        if got[t]["output"].keys() != output.keys():
+        if got[t]["output"] != json.loads(json.dumps(dict(output), default=str)):
             bad.append(f"{t} tells another output")
     return bad
 
