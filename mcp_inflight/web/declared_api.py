@@ -14,7 +14,7 @@ arguments as integers in the order the action declares them; ``action`` alone wh
 none), joined by ``-`` in a URL, so a link replays with nothing but the model.
 
 Errors a query can make (an unknown model, design or bound, a bound out of range, a path that
-does not replay) raise :class:`~mcp_inflight.web.views.BadRequest`: the server answers 400.
+does not replay) raise :class:`~mcp_inflight.web.errors.BadRequest`: the server answers 400.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 from mcp_inflight.model.declare import Move, Spec, changes, describe
 from mcp_inflight.proofs.declared import explore
 from mcp_inflight.proofs.stepping import take
-from mcp_inflight.web.views import BadRequest
+from mcp_inflight.web.errors import BadRequest
 
 #: the declared models, in the order the page lists them: name -> module
 MODELS = {

@@ -15,8 +15,6 @@ from collections.abc import Callable, Hashable
 from dataclasses import asdict
 from typing import Any
 
-from mcp_inflight.web import model_api as api
-
 #: a configuration: the session's (design, revision, transport, ids, requests), or what the
 #: ``work`` of an :class:`Explorations` takes (the declared models': model, design, bounds)
 Spec = Hashable
@@ -32,8 +30,11 @@ class Busy(Exception):
 
 
 def session_work(spec: Any, max_states: int | None) -> dict:
-    """The session model's exploration of ``spec``, as the page lists it."""
-    return asdict(api.explored(spec, max_states))
+    """The session model's exploration of ``spec``, as the page lists it (the session model is
+    imported here, so that a child exploring a declared model does without it)."""
+    from mcp_inflight.web import model_api
+
+    return asdict(model_api.explored(spec, max_states))
 
 
 def _child(
