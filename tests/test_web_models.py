@@ -365,3 +365,15 @@ def test_explore_refuses_a_design_the_model_lacks(args, message):
         timeout=60,
     )
     assert p.returncode == 2 and message in p.stderr, p.stderr
+
+
+def test_one_configuration_has_one_key():
+    """A bound named at its default, or a hazard's bound at 0, is the same configuration (one
+    exploration), and a hazard's bound at 1 is another."""
+    from mcp_inflight.web.declared_api import config_of
+
+    plain = config_of({"model": "lease"})
+    assert config_of({"model": "lease", "workers": "2", "failover": "0", "ids": ""}) == plain
+    assert config_of({"model": "lease", "design": "fenced", "failover": ""}) == plain
+    assert config_of({"model": "lease", "failover": "1"}) != plain
+    assert config_of({"model": "lease", "workers": "3"}) != plain

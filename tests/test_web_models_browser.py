@@ -125,9 +125,17 @@ def test_switch_model_and_design_and_screenshot(server, page, tmp_path):
     expect(page.locator("#design-doc")).to_contain_text("lease fenced")
     assert page.locator("#design option").first.inner_text() == "fenced (safe)"
     assert page.locator("#bound-failover").count() == 1  # the hazard's bound
-    expect(page.locator("#explore-status")).to_contain_text("every property holds")
+    expect(page.locator("#design-doc")).not_to_contain_text("Hazard failover")
+    page.locator("#bound-failover").check()
+    expect(page.locator("#design-doc")).to_contain_text("Hazard failover enabled")
+    assert "failover=1" in page.url
+    page.locator("#bound-failover").uncheck()
+    expect(page.locator("#design-doc")).not_to_contain_text("Hazard failover")
+    expect(page.locator("#explore-status")).to_contain_text("every property holds", timeout=60_000)
     page.select_option("#design", "unfenced")
-    expect(page.locator('#verdict-list a[data-trace="single_writer"]')).to_have_count(1)
+    expect(page.locator('#verdict-list a[data-trace="single_writer"]')).to_have_count(
+        1, timeout=60_000
+    )
     expect(page.locator('#properties tr[data-property="single_writer"] td').nth(3)).to_have_text(
         "fails"
     )

@@ -102,7 +102,8 @@ def _bound_names(mod: Any) -> list[str]:
 
 def config_of(q: Mapping[str, str]) -> tuple[str, str, tuple[tuple[str, int], ...]]:
     """``(model, design, bounds)`` that a query names: the model's safe design and default
-    bounds where it names none; every bound is checked (a hazard's bound is 0 or 1)."""
+    bounds where it names none; every bound is checked (a hazard's bound is 0 or 1, and named
+    only when 1), so that one configuration has one key, however the query spells it."""
     name = q.get("model") or next(iter(MODELS))
     mod = _module(name)
     design = q.get("design") or next(iter(mod.DESIGNS))
@@ -113,6 +114,8 @@ def config_of(q: Mapping[str, str]) -> tuple[str, str, tuple[tuple[str, int], ..
     for b in _bound_names(mod):
         raw = q.get(b)
         if raw is None or raw == "":
+            if b not in hazard_bounds:  # the default, named: one key per configuration
+                bounds.append((b, int(mod.BOUNDS[b][0])))
             continue
         try:
             n = int(raw)
@@ -121,7 +124,8 @@ def config_of(q: Mapping[str, str]) -> tuple[str, str, tuple[tuple[str, int], ..
         lo, hi = (0, 1) if b in hazard_bounds else (1, MAX_BOUND)
         if not lo <= n <= hi:
             raise BadRequest(f"{b} must be between {lo} and {hi}, not {n}")
-        bounds.append((b, n))
+        if n or b not in hazard_bounds:
+            bounds.append((b, n))
     return name, design, tuple(bounds)
 
 

@@ -130,7 +130,9 @@ function render() {
   $("following").textContent = query.trace ? `following the trace of ${query.trace}` : "";
   const d = m.designs.find((x) => x.name === query.design);
   $("design-doc").textContent = `${v.config.label}: ${d.safe ? "the safe design" : "a mutant"}` +
-    (d.doc ? ` (${d.doc})` : "");
+    (d.doc ? ` (${d.doc})` : "") +
+    m.hazards.filter((h) => String(query[h.bound]) === "1")
+      .map((h) => `. Hazard ${h.name} enabled: ${h.doc}. Remedy: ${h.remedy}`).join("");
   $("first").disabled = $("back").disabled = v.at === 0;
   $("forward").disabled = $("last").disabled = v.at === v.path.length;
   $("link").value = location.href;
