@@ -377,3 +377,10 @@ def test_one_configuration_has_one_key():
     assert config_of({"model": "lease", "design": "fenced", "failover": ""}) == plain
     assert config_of({"model": "lease", "failover": "1"}) != plain
     assert config_of({"model": "lease", "workers": "3"}) != plain
+
+
+def test_an_enabled_hazard_is_in_the_configuration(base):
+    v = models_view(base, model="lease", failover="1", workers="1")
+    assert v["config"]["bounds"]["failover"] == 1
+    assert v["config"]["label"].endswith(", failover enabled")
+    assert "failover" not in models_view(base, model="lease")["config"]["bounds"]

@@ -48,6 +48,9 @@ MAX_PATH = 400
 #: cancel-reaches-task, has about 52,000 states); a run cut short says so
 MAX_STATES = 1_000_000
 
+#: a configuration: model, design, bounds (as :func:`config_of` gives it)
+Job = tuple[str, str, tuple[tuple[str, int], ...]]
+
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[0-9]{1,3})*\Z")
 
 
@@ -100,7 +103,7 @@ def _bound_names(mod: Any) -> list[str]:
     return list(mod.BOUNDS) + [h.bound for h in getattr(mod, "HAZARDS", ())]
 
 
-def config_of(q: Mapping[str, str]) -> tuple[str, str, tuple[tuple[str, int], ...]]:
+def config_of(q: Mapping[str, str]) -> Job:
     """``(model, design, bounds)`` that a query names: the model's safe design and default
     bounds where it names none; every bound is checked (a hazard's bound is 0 or 1, and named
     only when 1), so that one configuration has one key, however the query spells it."""
@@ -288,12 +291,16 @@ def _int(q: Mapping[str, str], name: str, default: int, hi: int) -> int:
     return n
 
 
-def describe_config(sp: Spec) -> dict[str, Any]:
+def describe_config(job: Job) -> dict[str, Any]:
+    """The configuration ``(model, design, bounds)`` as the page shows it: every bound (a
+    hazard's bound only when enabled) and the model's own label of the run."""
+    sp = spec(*job)
+    hazards = [b for b, _ in job[2] if b not in sp.bounds]
     return {
         "model": sp.model,
         "design": sp.design,
-        "bounds": dict(sp.bounds),
-        "label": sp.label(),
+        "bounds": {**sp.bounds, **dict(job[2])},
+        "label": sp.label() + "".join(f", {b} enabled" for b in hazards),
     }
 
 
@@ -324,7 +331,7 @@ def view(q: Mapping[str, str]) -> dict[str, Any]:
         row["post"] = describe(sp, post)
         enabled.append(row)
     return {
-        "config": describe_config(sp),
+        "config": describe_config(cfg),
         "path": [_step(sp, st["move"], st["pre"], st["post"], st["out"]) for st in steps],
         "at": at,
         "story": _step(sp, last["move"], last["pre"], last["post"], last["out"])["story"]
@@ -337,8 +344,6 @@ def view(q: Mapping[str, str]) -> dict[str, Any]:
 
 
 # --- exploration --------------------------------------------------------------------------
-
-Job = tuple[str, str, tuple[tuple[str, int], ...]]
 
 
 def explored(job: Job, max_states: int | None) -> dict[str, Any]:
@@ -355,5 +360,5 @@ def explored(job: Job, max_states: int | None) -> dict[str, Any]:
     if out["deadlock_trace"] is not None:
         out["deadlock_path"] = trace_tokens(sp, out["deadlock_trace"])
     out["broken"] = res.broken()
-    out["config"] = describe_config(sp)
+    out["config"] = describe_config(job)
     return out

@@ -209,7 +209,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, declared_api.view(q))
             elif url.path == "/api/models/explore":
                 job = declared_api.config_of(q)
-                cfg = declared_api.describe_config(declared_api.spec(*job))
+                cfg = declared_api.describe_config(job)
                 self._json(200, dict(srv.model_explorations.status(job), config=cfg))
             elif url.path == "/api/traces":
                 cfg = views.config_of(q, srv.defaults)
