@@ -11,12 +11,13 @@ from __future__ import annotations
 import multiprocessing as mp
 import threading
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import asdict
 from typing import Any
 
-from mcp_inflight.web import model_api as api
-
-Spec = tuple[str, str, str, int, int]  # design, revision, transport, ids, requests
+#: a configuration: the session's (design, revision, transport, ids, requests), or what the
+#: ``work`` of an :class:`Explorations` takes (the declared models': model, design, bounds)
+Spec = Hashable
 
 #: configurations that may wait to be explored; beyond, a new one is refused (503)
 MAX_QUEUED = 8
@@ -28,9 +29,19 @@ class Busy(Exception):
     """The server cannot take this now (503)."""
 
 
-def _child(spec: Spec, max_states: int | None, conn: Any) -> None:
+def session_work(spec: Any, max_states: int | None) -> dict:
+    """The session model's exploration of ``spec``, as the page lists it (the session model is
+    imported here, so that a child exploring a declared model does without it)."""
+    from mcp_inflight.web import model_api
+
+    return asdict(model_api.explored(spec, max_states))
+
+
+def _child(
+    work: Callable[[Any, int | None], dict], spec: Spec, max_states: int | None, conn: Any
+) -> None:
     try:
-        conn.send(("ok", asdict(api.explored(spec, max_states))))
+        conn.send(("ok", work(spec, max_states)))
     except BaseException as e:  # reported to the page, not lost with the process
         conn.send(("error", f"{type(e).__name__}: {e}"))
     finally:
@@ -38,10 +49,18 @@ def _child(spec: Spec, max_states: int | None, conn: Any) -> None:
 
 
 class Explorations:
-    """A queue of configurations to explore, worked off by one child process at a time."""
+    """A queue of configurations to explore, worked off by one child process at a time;
+    ``work(spec, max_states)`` (a module-level function: the child is spawned) explores one
+    (default: the session model's)."""
 
-    def __init__(self, max_states: int | None, budget: float | None = EXPLORE_BUDGET):
+    def __init__(
+        self,
+        max_states: int | None,
+        budget: float | None = EXPLORE_BUDGET,
+        work: Callable[[Any, int | None], dict] = session_work,
+    ):
         self.max_states = max_states
+        self.work = work
         self.budget = budget
         self._ctx = mp.get_context("spawn")
         self._lock = threading.Condition()
@@ -85,7 +104,7 @@ class Explorations:
                 parent, child = self._ctx.Pipe(duplex=False)
                 proc = self._ctx.Process(
                     target=_child,
-                    args=(spec, self.max_states, child),
+                    args=(self.work, spec, self.max_states, child),
                     daemon=True,
                     name="mcp-inflight-explore",
                 )

@@ -17,6 +17,17 @@ Routes (all ``GET``):
 * ``/api/recorded``: the recorded runtime traces opened so far (``--trace FILE``, or sent by
   the page), each with the paths of the runs that explain it (``views.recorded``).
 
+The models page walks the declared models (lease, rounds, resume, tasks, subscriptions) the
+same way (``declared_api``):
+
+* ``/models``: the page (``static/models.html``); its query string is its state: ``model``,
+  ``design``, each bound by name, ``path`` (tokens ``action.A.B`` joined by ``-``), ``at``;
+* ``/api/models``: every declared model with its designs, mutants, bounds and hazards;
+* ``/api/models/view?QUERY``: the state at a position of a path and the moves enabled there;
+* ``/api/models/explore?QUERY``: the verdicts of one exploration of the model at that design
+  and bounds, run as those of ``/api/traces`` are (queued, in a child process, with a state
+  limit), each failing property with its shortest trace as a path.
+
 and one ``POST``: ``/api/recorded?name=NAME`` with a trace of ``mcp-inflight record`` (JSON
 Lines) as its body opens it; the answer is its entry in the list.
 
@@ -55,8 +66,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from mcp_inflight.cli_common import DEFAULT_IDS, DEFAULT_REQUESTS
+from mcp_inflight.web import declared_api, views
 from mcp_inflight.web import model_api as api
-from mcp_inflight.web import views
 from mcp_inflight.web.jobs import EXPLORE_BUDGET, Busy, Explorations
 
 HOST = "127.0.0.1"
@@ -168,11 +179,12 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         srv = self.server
-        if self._refused(url.path == "/api/traces"):
+        if self._refused(url.path in ("/api/traces", "/api/models/explore")):
             return
         try:
-            if url.path == "/":
-                page = (_static("index.html") or b"").replace(
+            if url.path in ("/", "/models"):
+                html = "index.html" if url.path == "/" else "models.html"
+                page = (_static(html) or b"").replace(
                     b"<head>",
                     b'<head>\n<meta name="explore-token" content="' + srv.token.encode() + b'">',
                     1,
@@ -191,6 +203,14 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, views.view(q, srv.defaults))
             elif url.path == "/api/recorded":
                 self._json(200, {"traces": srv.recorded_list()})
+            elif url.path == "/api/models":
+                self._json(200, {"models": declared_api.models(), "default": srv.model})
+            elif url.path == "/api/models/view":
+                self._json(200, declared_api.view(q))
+            elif url.path == "/api/models/explore":
+                job = declared_api.config_of(q)
+                cfg = declared_api.describe_config(job)
+                self._json(200, dict(srv.model_explorations.status(job), config=cfg))
             elif url.path == "/api/traces":
                 cfg = views.config_of(q, srv.defaults)
                 spec = (cfg.design.name, cfg.revision, cfg.transport, cfg.ids, cfg.requests)
@@ -255,12 +275,20 @@ class ExploreServer(ThreadingHTTPServer):
         trace_budget: float | None = TRACE_BUDGET,
         explore_budget: float | None = EXPLORE_BUDGET,
         socket_timeout: float | None = SOCKET_TIMEOUT,
+        model: str | None = None,
     ):
         super().__init__((HOST, port), Handler)
+        #: the declared model the models page opens on (None: the first)
+        self.model = model
         self.socket_timeout = socket_timeout
         self.defaults = defaults
         self.verbose = verbose
         self.explorations = Explorations(max_states, explore_budget)
+        self.model_explorations = Explorations(
+            min(max_states or declared_api.MAX_STATES, declared_api.MAX_STATES),
+            explore_budget,
+            work=declared_api.explored,
+        )
         self.trace_budget = trace_budget
         self.token = secrets.token_urlsafe(24)
         own = self.server_address[1]
@@ -332,6 +360,7 @@ class ExploreServer(ThreadingHTTPServer):
 
     def close(self) -> None:
         self.explorations.close()
+        self.model_explorations.close()
         self.server_close()
 
 
@@ -346,10 +375,18 @@ def build_parser() -> argparse.ArgumentParser:
         "switch to any other.",
     )
     p.add_argument(
+        "--model",
+        default="session",
+        choices=["session", *declared_api.MODELS],
+        help="the model the page opens on: session (default), or a declared model, opened on "
+        "the models page (/models)",
+    )
+    p.add_argument(
         "--design",
-        default="unguarded",
-        choices=list(api.all_designs()),
-        help="design the page opens on (default: unguarded; the mutants of atomic are listed too)",
+        default=None,
+        help="design the page opens on (default: unguarded for the session model, whose "
+        "designs are " + ", ".join(api.all_designs()) + "; the safe design for a declared "
+        "model)",
     )
     p.add_argument(
         "--revision",
@@ -421,6 +458,18 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     p = build_parser()
     args = p.parse_args(argv)
+    model_q: dict[str, str] = {}
+    if args.model == "session":
+        args.design = args.design or "unguarded"
+        if args.design not in api.all_designs():
+            p.error(f"--design: the session model has no design {args.design!r}")
+    else:
+        model_q = {"model": args.model, **({"design": args.design} if args.design else {})}
+        try:
+            declared_api.config_of(model_q)
+        except views.BadRequest as e:
+            p.error(f"--design: {e}")
+        args.design = "unguarded"
     if not 1 <= args.ids <= views.MAX_IDS or not 1 <= args.requests <= views.MAX_REQUESTS:
         p.error(f"--ids must be 1..{views.MAX_IDS} and --requests 1..{views.MAX_REQUESTS}")
     defaults = {
@@ -439,6 +488,7 @@ def run(argv: list[str]) -> int:
             trace_budget=args.trace_budget,
             explore_budget=args.explore_budget,
             socket_timeout=args.socket_timeout,
+            model=None if args.model == "session" else args.model,
         )
     except OSError as e:
         sys.stderr.write(f"mcp-inflight explore: cannot listen on {HOST}:{args.port}: {e}\n")
@@ -452,9 +502,16 @@ def run(argv: list[str]) -> int:
             srv.close()
             sys.stderr.write(f"mcp-inflight explore: --trace {path}: {e}\n")
             return 2
-    cfg = views.config_of({}, defaults)
-    srv.explorations.status((cfg.design.name, cfg.revision, cfg.transport, cfg.ids, cfg.requests))
+    if not model_q:  # the page opened first starts exploring at once
+        cfg = views.config_of({}, defaults)
+        spec = (cfg.design.name, cfg.revision, cfg.transport, cfg.ids, cfg.requests)
+        srv.explorations.status(spec)
     sys.stderr.write(f"mcp-inflight explore: listening on {srv.url}\n")
+    page = srv.url
+    if model_q:
+        page = srv.url + "models?" + "&".join(f"{k}={v}" for k, v in model_q.items())
+        srv.model_explorations.status(declared_api.config_of(model_q))
+        sys.stderr.write(f"mcp-inflight explore: the {args.model} model: {page}\n")
     sys.stderr.flush()
 
     def stop(signum: int, frame: object) -> None:
@@ -464,7 +521,7 @@ def run(argv: list[str]) -> int:
     if args.open:
         import webbrowser
 
-        webbrowser.open(srv.url)
+        webbrowser.open(page)
     try:
         srv.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:

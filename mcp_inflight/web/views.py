@@ -12,15 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_inflight.web import model_api as api
-
-
-class BadRequest(ValueError):
-    """A query the page cannot answer (unknown name, bad number, a path that does not replay)."""
-
-    def __init__(self, message: str, step: int | None = None):
-        super().__init__(message)
-        self.step = step
-
+from mcp_inflight.web.errors import BadRequest as BadRequest  # the pages' one query error
 
 #: Largest bounds a query may ask for (a view is cheap at any bound; this keeps a mistyped
 #: URL from building a state of thousands of slots).
