@@ -13,8 +13,8 @@ import pytest
 
 from mcp_inflight import draw
 from mcp_inflight.draw import models as draw_models
-from mcp_inflight.draw.model_graphs import MODELS, PROJECTIONS, Graph, build
-from mcp_inflight.model import lease, subscriptions
+from mcp_inflight.draw.model_graphs import MODELS, PROJECTIONS, Graph, _node_of, _replay, build
+from mcp_inflight.model import lease, rounds, subscriptions
 from mcp_inflight.proofs.small import explore, transitions
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -197,6 +197,39 @@ def test_the_red_check_catches_a_missing_or_wrong_colour():
     safe = min(set(range(len(g.nodes))) - nodes)
     painted = text.replace(f"    n{safe} [", f'    n{safe} [fillcolor="#ffd6d6", ', 1)
     assert _red_nodes(painted) == nodes | {safe}
+
+
+WALKED = [
+    *[subscriptions.spec(d) for d in subscriptions.DESIGNS],
+    lease.spec("no-ttl"),
+    rounds.spec("stateless"),
+    rounds.spec("no-nonce"),
+]
+
+
+@pytest.mark.parametrize("spec", WALKED, ids=lambda s: s.label())
+def test_the_walk_agrees_with_the_explorer(spec):
+    """States, transitions, broken properties, and each witness on the node (arrow) where the
+    explorer's shortest run reaches it."""
+    g = build(spec)
+    res = explore(spec)
+    assert (g.states, g.transitions) == (res.states, res.transitions)
+    assert g.failing == res.broken()
+    reached = {p.name for p in spec.props if res.verdicts[p.name] == "reached"}
+    assert set(g.witness_nodes) | set(g.witness_edges) == reached
+    assert set(g.unreached) == {p.name for p in spec.props if res.verdicts[p.name] == "not reached"}
+    for name in reached:
+        run = _replay(spec, res.traces[name])
+        if name in g.witness_nodes:
+            last = run[-1][2] if run else spec.initial()
+            assert g.witness_nodes[name] == _node_of(spec, g, last), name
+        else:
+            pre, m, post = run[-1]
+            e = (_node_of(spec, g, pre), m.name, _node_of(spec, g, post))
+            assert g.witness_edges[name] == e, name
+    for name, n in g.liveness_nodes.items():
+        assert res.verdicts[name] == "fails"
+        assert n == _node_of(spec, g, _replay(spec, res.traces[name])[-1][2])
 
 
 def test_a_projection_onto_a_variable_the_model_lacks_is_refused():

@@ -2,10 +2,12 @@
 
 Each model of ``model/declare.py`` (lease, rounds, resume, tasks, subscriptions) is walked at
 its default bounds, once per design, on the rules the explorer runs (``proofs/compiled_spec.py``,
-or the concrete steps of ``proofs/stepping.py`` when the generator refuses a rule).  The walk is
-breadth first from the initial state, moves in declared order, so the numbering depends on the
-model alone; ``proofs/explorer.py``'s ``explore`` gives the verdicts and the shortest runs to
-each witness and each liveness failure, which are replayed here onto the graph.
+or the concrete steps of ``proofs/stepping.py`` when the generator refuses a rule), the way
+``proofs/explorer.py``'s ``explore`` walks it: breadth first from the initial state, moves in
+declared order, so the numbering depends on the model alone and the first state (transition)
+where a witness holds is the end of the explorer's shortest run to it.  Liveness is judged by
+``explore`` itself (a fair cycle, not a state), and its run replayed onto the graph; the tests
+compare the walk with ``explore``'s states, transitions, verdicts and witnesses.
 
 What a node stands for:
 
@@ -33,7 +35,7 @@ from typing import Any
 
 from mcp_inflight.model import lease, resume, rounds, subscriptions, tasks
 from mcp_inflight.model.declare import Move, Spec
-from mcp_inflight.proofs.small import Explored, explore
+from mcp_inflight.proofs.small import explore
 from mcp_inflight.proofs.stepping import move as make_move
 from mcp_inflight.proofs.stepping import take
 
@@ -158,45 +160,59 @@ def _label(spec: Spec, keeps: tuple[str, ...], s: Any) -> list[str]:
 def build(spec: Spec, limit: int = FULL_LIMIT, keeps: tuple[str, ...] | None = None) -> Graph:
     """The state graph of ``spec``: whole when it has at most ``limit`` states, else the
     quotient by ``keeps`` (default: the model's :data:`PROJECTIONS`)."""
-    res = explore(spec)
-    if not res.complete:
-        raise RuntimeError(f"{spec.label()}: the explorer did not finish: {res.errors}")
-    whole = res.states <= limit
-    kept = () if whole else (keeps if keeps is not None else PROJECTIONS[spec.model])
-    key: Callable[[Any], Any] = (lambda s: s) if whole else projection(spec, kept)
     rules = _rules(spec)
-    always = [p.name for p in spec.props if p.kind == "always"]
-    steps = {p.name: p.kind for p in spec.props if p.kind in ("step", "hazard")}
-    g = Graph(spec.model, spec.design, spec.bounds_label(), "full" if whole else "quotient", kept,
-              res.states, 0)  # fmt: skip
-    node_of: dict[Any, int] = {}  # quotient key -> node
+    kept = keeps if keeps is not None else PROJECTIONS[spec.model]
+    g = _walk(spec, rules, kept)
+    if g.states <= limit:
+        g = _walk(spec, rules, None)
+    if any(p.kind == "liveness" for p in spec.props):
+        _place_liveness(spec, g)
+    g.failing = [p.name for p in spec.props if p.name in g.failing]
+    return g
 
-    def node(s: Any) -> int:
+
+def _walk(spec: Spec, rules: _Rules, kept: tuple[str, ...] | None) -> Graph:
+    """Every reachable state and transition of ``spec``, breadth first as the explorer walks
+    them (moves in declared order), gathered into nodes by ``kept`` (None: one node a state).
+    The first state (transition) in that order where a witness holds is where the explorer's
+    shortest run reaches it."""
+    whole = kept is None
+    key: Callable[[Any], Any] = (lambda s: s) if kept is None else projection(spec, kept)
+    always = [p.name for p in spec.props if p.kind == "always"]
+    sometimes = [p.name for p in spec.props if p.kind == "sometimes"]
+    steps = {p.name: p.kind for p in spec.props if p.kind in ("step", "hazard", "happens")}
+    g = Graph(spec.model, spec.design, spec.bounds_label(), "full" if whole else "quotient",
+              kept or (), 0, 0)  # fmt: skip
+    node_of: dict[Any, int] = {}  # quotient key -> node
+    bad_nodes: dict[int, set[str]] = {}
+    bad_edges: dict[tuple[int, str, int], set[str]] = {}
+    hazards: dict[tuple[int, str, int], set[str]] = {}
+    failing: set[str] = set()
+
+    def visit(s: Any) -> int:
         k = key(s)
         n = node_of.get(k)
         if n is None:
             n = node_of[k] = len(g.nodes)
-            if whole:
+            if kept is None:
                 g.nodes.append([f"{x}: {y}" for x, y in _describe(spec, s)])
             else:
                 g.nodes.append(_label(spec, kept, s))
             g.members.append(0)
-        return n
-
-    init = spec.initial()
-    seen = {init: node(init)}
-    g.members[seen[init]] += 1
-    queue = deque([init])
-    bad_nodes: dict[int, set[str]] = {}
-    bad_edges: dict[tuple[int, str, int], set[str]] = {}
-    hazards: dict[tuple[int, str, int], set[str]] = {}
-
-    def judge(s: Any, n: int) -> None:
+        g.members[n] += 1
+        g.states += 1
         for name in always:
             if not rules.state[name](s):
                 bad_nodes.setdefault(n, set()).add(name)
+                failing.add(name)
+        for name in sometimes:
+            if name not in g.witness_nodes and rules.state[name](s):
+                g.witness_nodes[name] = n
+        return n
 
-    judge(init, seen[init])
+    init = spec.initial()
+    seen = {init: visit(init)}
+    queue = deque([init])
     while queue:
         s = queue.popleft()
         a = seen[s]
@@ -210,26 +226,34 @@ def build(spec: Spec, limit: int = FULL_LIMIT, keeps: tuple[str, ...] | None = N
             g.transitions += 1
             z = seen.get(post)
             if z is None:
-                z = seen[post] = node(post)
-                g.members[z] += 1
-                judge(post, z)
+                z = seen[post] = visit(post)
                 queue.append(post)
             m = rules.moves[j]
             e = (a, str(m) if whole else m.name, z)
             g.edges[e] = g.edges.get(e, 0) + 1
             for name, test in rules.step[j].items():
-                if name in steps and not test(s, post, out):
-                    into = bad_edges if steps[name] == "step" else hazards
+                kind = steps.get(name)
+                if kind == "happens":
+                    if name not in g.witness_edges and test(s, post, out):
+                        g.witness_edges[name] = e
+                elif kind is not None and not test(s, post, out):
+                    into = bad_edges if kind == "step" else hazards
                     into.setdefault(e, set()).add(name)
-    if (len(seen), g.transitions) != (res.states, res.transitions):
-        raise RuntimeError(
-            f"{spec.label()}: walked {len(seen)} states and {g.transitions} transitions, the "
-            f"explorer {res.states} and {res.transitions}"
-        )
+                    failing.add(name)
     g.bad_nodes = {n: sorted(v) for n, v in sorted(bad_nodes.items())}
     g.bad_edges = {e: sorted(v) for e, v in bad_edges.items()}
     g.hazard_edges = {e: sorted(v) for e, v in hazards.items()}
-    _place_runs(spec, res, g, seen, whole)
+    order = [p.name for p in spec.props]
+    g.witness_nodes = dict(sorted(g.witness_nodes.items(), key=lambda x: order.index(x[0])))
+    g.witness_edges = dict(sorted(g.witness_edges.items(), key=lambda x: order.index(x[0])))
+    g.unreached = [
+        p.name
+        for p in spec.props
+        if p.kind in ("sometimes", "happens")
+        and p.name not in g.witness_nodes
+        and p.name not in g.witness_edges
+    ]
+    g.failing = sorted(failing)
     return g
 
 
@@ -254,24 +278,26 @@ def _replay(spec: Spec, trace: list[dict[str, Any]]) -> list[tuple[Any, Move, An
     return out
 
 
-def _place_runs(spec: Spec, res: Explored, g: Graph, seen: dict[Any, int], whole: bool) -> None:
-    """Put each witness the explorer reached, and each liveness failure, on the graph."""
-    g.failing = res.broken()
+def _place_liveness(spec: Spec, g: Graph) -> None:
+    """Put each liveness property the explorer finds failing on the node of the state from
+    which it found a fair run that never reaches the goal (its trace's last state)."""
+    res = explore(spec)
+    if (res.states, res.transitions) != (g.states, g.transitions):
+        raise RuntimeError(
+            f"{spec.label()}: walked {g.states} states and {g.transitions} transitions, the "
+            f"explorer {res.states} and {res.transitions}"
+        )
     for p in spec.props:
-        verdict = res.verdicts.get(p.name)
-        if p.kind in ("sometimes", "happens") and verdict != "reached":
-            g.unreached.append(p.name)
+        if p.kind != "liveness" or res.verdicts.get(p.name) != "fails":
             continue
-        run = None
-        if p.kind in ("sometimes", "happens") or (p.kind == "liveness" and verdict == "fails"):
-            run = _replay(spec, res.traces.get(p.name) or [])
-        if run is None:
-            continue
+        run = _replay(spec, res.traces.get(p.name) or [])
         last = run[-1][2] if run else spec.initial()
-        if p.kind == "sometimes":
-            g.witness_nodes[p.name] = seen[last]
-        elif p.kind == "liveness":
-            g.liveness_nodes[p.name] = seen[last]
-        elif run:
-            pre, m, post = run[-1]
-            g.witness_edges[p.name] = (seen[pre], str(m) if whole else m.name, seen[post])
+        g.liveness_nodes[p.name] = _node_of(spec, g, last)
+        g.failing.append(p.name)
+
+
+def _node_of(spec: Spec, g: Graph, s: Any) -> int:
+    """The node of state ``s`` in ``g`` (found by its label, which is unique per node)."""
+    whole = g.kind == "full"
+    lines = [f"{x}: {y}" for x, y in _describe(spec, s)] if whole else _label(spec, g.keeps, s)
+    return g.nodes.index(lines)
