@@ -255,3 +255,37 @@ def test_check_names_an_edited_model_drawing(tmp_path, capsys):
     assert "single_writr" in report
     assert draw.run(["--out", str(out), "--check"]) == 1
     assert "models/lease-unfenced.dot" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # starts Chromium and renders 30 drawings with Mermaid
+def test_every_mermaid_drawing_renders():
+    """Each committed ``models/*.mmd`` is drawn by the Mermaid release the docs site pins, with
+    no error drawing; a broken source is caught the same way."""
+    from support.browser import SKIPS, chromium
+
+    if any(m.args[0] for m in SKIPS):
+        pytest.skip("no Chromium or Playwright")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_build", ROOT / "docs/_hooks/build.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    script = hooks.mermaid_script().read_text()
+    render = """async (t) => {
+      try {
+        const {svg} = await mermaid.render("m" + Math.floor(Math.random() * 1e9), t);
+        return svg.includes('aria-roledescription="error"') ? "error drawing" : "ok";
+      } catch (e) { return String(e).slice(0, 300); }
+    }"""
+    texts = {p.name: p.read_text() for p in sorted(COMMITTED.glob("*.mmd"))}
+    texts["broken.mmd"] = "stateDiagram-v2\n    n0 --> : x\n"
+    with chromium() as ctx:
+        page = ctx.new_page()
+        page.set_content("<html><body></body></html>")
+        page.add_script_tag(content=script)
+        page.evaluate("mermaid.initialize({startOnLoad: false})")
+        seen = {name: page.evaluate(render, text) for name, text in texts.items()}
+    assert seen.pop("broken.mmd") != "ok"
+    assert len(seen) == len(list(COMMITTED.glob("*.dot")))
+    assert {n: r for n, r in seen.items() if r != "ok"} == {}

@@ -156,14 +156,17 @@ def dot(g: Graph) -> str:
 
 
 def _mtext(text: str) -> str:
-    """Text inside a Mermaid state or transition label."""
-    return _mm(text).replace('"', "'").replace(":", " =")
+    """Text inside a quoted Mermaid state label, a transition label or the quoted title."""
+    return _mm(text).replace('"', "'")
 
 
 def mermaid(g: Graph) -> str:
     pairs, stays = _edges(g)
-    out = ["---", f"title: {_mtext(caption(g))}", "---", "stateDiagram-v2"]
-    out += [f"    %% {line}" for line in _wrap(LEGEND, 96)]
+    out = ["---", f'title: "{_mtext(caption(g))}"', "---", "stateDiagram-v2"]
+    legend = LEGEND.replace("Double border", "The arrow from [*]").replace(
+        "Red arrow, or ✗ after an action", "✗ after an action"
+    )
+    out += [f"    %% {line}" for line in _wrap(legend, 96)]
     out.append(f"    classDef bad fill:{RED_FILL},stroke:{RED}")
     for n in range(len(g.nodes)):
         text = "<br/>".join(_mtext(x) for x in _node_lines(g, n, stays))
