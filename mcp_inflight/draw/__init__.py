@@ -10,7 +10,12 @@ Three kinds, written under the output directory:
   red (``session.py``);
 * ``counterexamples/``: a sequence diagram (Mermaid ``sequenceDiagram``, DOT, SVG) for every
   invariant the explorer finds broken on ``unguarded`` and ``check_then_claim``, with an
-  ``index.md`` (``sequence.py``).
+  ``index.md`` (``sequence.py``);
+* ``paths/``: the declared models' counterexamples as Mermaid sequence diagrams (``paths.py``);
+* ``models/``: the state graph of every declared model (lease, rounds, resume, tasks,
+  subscriptions) and design at its default bounds, whole or as an exact quotient, failing
+  states and transitions in red, witnesses marked (DOT, Mermaid, SVG, with an ``index.md``;
+  ``models.py``, walked by ``model_graphs.py``).
 
 The lifecycle is drawn by ``lifecycle.py``; writing and checking a directory is
 ``output.py``; DOT quoting, SVG rendering (the ``dot`` binary through the ``graphviz`` package,
@@ -64,8 +69,9 @@ def _parser() -> argparse.ArgumentParser:
         "session state graph of atomic and unguarded (session/: complete graph as "
         "DOT, reduced view as DOT and SVG, invariant violations in red) and a "
         "sequence diagram for every counterexample on unguarded and "
-        "check_then_claim (counterexamples/: Mermaid, DOT, SVG). Runs the explorer; "
-        "takes some seconds. Without Graphviz 'dot' on PATH, SVGs are skipped.",
+        "check_then_claim (counterexamples/: Mermaid, DOT, SVG), the declared models' "
+        "counterexamples (paths/) and state graphs (models/: DOT, Mermaid, SVG). Runs "
+        "the explorer; takes some seconds. Without Graphviz 'dot' on PATH, SVGs are skipped.",
     )
     p.add_argument(
         "--out",

@@ -15,7 +15,7 @@ import tempfile
 
 from mcp_inflight.model.config import REVISIONS
 
-from . import lifecycle, paths, render, sequence, session
+from . import lifecycle, models, paths, render, sequence, session
 
 FORMATS = ("dot", "mmd", "svg")
 DEFAULT_OUT = "diagrams"
@@ -44,6 +44,12 @@ def _contents(have_dot: bool, progress: bool | None = None) -> dict[str, bytes]:
     prog("drawing the declared models' counterexamples")
     for name, text in paths.files().items():
         files[name] = text.encode("utf-8")
+    prog("drawing the declared models' state graphs")
+    for name, (text, dot_text) in models.files().items():
+        files[name] = text.encode("utf-8")
+        if have_dot and dot_text is not None:
+            prog(f"rendering {name[:-4]}.svg")
+            files[name[:-4] + ".svg"] = render.render_svg(dot_text)
     prog.done()
     return files
 
@@ -55,10 +61,11 @@ def clear_caches() -> None:
     session.bound.cache_clear()
     sequence.clear()
     paths._explored.cache_clear()
+    models.graphs.cache_clear()
 
 
 #: Subdirectories of the output directory that hold nothing but generated files.
-SUBDIRS = ("session", "counterexamples", "paths")
+SUBDIRS = ("session", "counterexamples", "paths", "models")
 
 
 def _generated_kind(rel: str, kinds: tuple[str, ...]) -> bool:
