@@ -3,8 +3,8 @@
 ``proofs/native_spec_c.py`` generates each move's guard, outputs, writes and step properties
 and each state property of a :class:`~mcp_inflight.model.declare.Spec` as C over states packed
 one byte a slot; ``proofs/native_spec_search.py`` is the breadth-first search.  The C is built
-once per generated source with the C compiler and cached (``proofs/native.py``'s ``build``:
-the cache directory of ``proofs/cache.py``, keyed by a hash of the source and the flags), then
+once per generated source with the C compiler and cached (:func:`build`: the directory of
+``proofs/native.py``'s engine under ``proofs/cache.py``'s, keyed by a hash of the source), then
 loaded with :mod:`ctypes`.  :func:`explore_native` hands back the :class:`Explored` of
 ``proofs/explorer.py``, found exactly as the compiled engine finds it: states, transitions,
 depth, per property its verdict and shortest trace, coverage per action, deadlocks, the early
@@ -27,9 +27,14 @@ not generated as C; the compiled engine runs it).  Without a C compiler the buil
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mcp_inflight.model.declare import Spec, out_of_range, render_step, take
@@ -64,8 +69,43 @@ class NativeExplored(Explored):
 _loaded: dict[str, Any] = {}
 
 
+#: the compiler's flags: ``-O1`` builds in about half the time of ``-O2`` (most of a cold run is
+#: the build); ``bench/explore_declared.py`` shows the build and the search apart
+CFLAGS = ["-O1", "-shared", "-fPIC", "-std=c99", "-w"]
+
+
+def build(source: str) -> Path:
+    """The shared object of ``source``, compiled once and cached (``proofs/cache.py``'s
+    directory, ``native/``) under a hash of the compiler, the flags and the source."""
+    from .native import BuildError, cache_dir, compiler
+
+    cc = compiler()
+    if cc is None:
+        raise BuildError("no C compiler found (set CC or install gcc)")
+    key = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
+    d = cache_dir()
+    so = d / f"declared-{key}.so"
+    if so.exists():
+        return so
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            c = Path(tmp) / "spec.c"
+            c.write_text(source)
+            out = Path(tmp) / "spec.so"
+            p = subprocess.run(
+                [cc, *CFLAGS, "-o", str(out), str(c)], capture_output=True, text=True
+            )
+            if p.returncode != 0:
+                raise BuildError(f"{cc} failed:\n{p.stderr[-3000:]}")
+            os.replace(out, so)  # atomic: a concurrent build of the same source is harmless
+    except OSError as e:
+        raise BuildError(f"cannot build in {d}: {e}") from e
+    return so
+
+
 def _load(source: str) -> Any:
-    from .native import BuildError, build
+    from .native import BuildError
 
     so = build(source)
     lib = _loaded.get(str(so))
