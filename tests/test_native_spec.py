@@ -204,3 +204,21 @@ def test_the_build_is_cached_by_its_source(tmp_path, monkeypatch):
     ran = explore_native(spec)
     assert ran.build_seconds > 0 and ran.search_seconds > 0
     assert ran.to_json()["engine"] == "native"
+
+
+def test_the_declared_checker_runs_native_and_says_why_when_it_does_not(monkeypatch):
+    from mcp_inflight.proofs import declared
+
+    spec = _model("subscriptions").spec("graceful-response")
+    ran = declared.explore_declared(spec)
+    assert ran.engine == "native"
+    assert _found(ran) == _found(explore(spec, engine="compiled"))
+    v = spec.vars[0]
+    wide = replace(spec, vars=(Var(v.name, v.lo, 300, v.init, v.keys), *spec.vars[1:]))
+    fell = declared.explore_declared(wide)
+    assert fell.engine.startswith("compiled (the native engine refused the spec: variable")
+    assert _found(fell) == _found(explore(wide, engine="compiled"))
+    monkeypatch.setattr(native, "available", lambda: False)
+    assert (
+        declared.explore_declared(spec).engine == "compiled (no C compiler for the native engine)"
+    )
