@@ -249,23 +249,29 @@ def _emit_move(
         if isinstance(when, Expr):
             src.emit(1, f"if ({when.src}) {{")
             depth = 2
-        src.emit(depth, f"v = {_c(w.value)};")
-        src.emit(depth, f"if (v < -128 || v > 127) {bad}")
+        if isinstance(w.value, Expr):
+            src.emit(depth, f"v = {w.value.src};")
+            src.emit(depth, f"if (v < -128 || v > 127) {bad}")
+            value = "(sc)v"
+        elif -128 <= int(w.value) <= 127:
+            value = _c(w.value)
+        else:
+            raise Refused(f"{a.name} writes {w.value!r} to {w.field}, wider than a byte")
         if w.key is None:
             if var.keys is not None:
                 raise Refused(f"{a.name} writes the whole of keyed {w.field}")
-            src.emit(depth, f"q[{base[w.field]}] = (sc)v;")
+            src.emit(depth, f"q[{base[w.field]}] = {value};")
         else:
             if var.keys is None:
                 raise Refused(f"{a.name} writes scalar {w.field} by a key")
             if not isinstance(w.key, Expr):
                 if not 0 <= int(w.key) < var.keys:
                     raise Refused(f"{a.name} writes {w.field}[{w.key}]: an unmasked NONE key")
-                src.emit(depth, f"q[{base[w.field] + int(w.key)}] = (sc)v;")
+                src.emit(depth, f"q[{base[w.field] + int(w.key)}] = {value};")
             else:
                 src.emit(depth, f"k = {w.key.src};")
                 src.emit(depth, f"if (k < 0 || k >= {var.keys}) {bad}")
-                src.emit(depth, f"q[{base[w.field]} + k] = (sc)v;")
+                src.emit(depth, f"q[{base[w.field]} + k] = {value};")
         if depth == 2:
             src.emit(1, "}")
     for n, x in enumerate(step_props):

@@ -179,14 +179,15 @@ def test_a_write_to_a_none_key_stops_the_native_search_as_a_model_bug():
 
 
 def test_a_trace_the_concrete_rules_do_not_retake_stops_the_run(monkeypatch):
-    # C whose rule differs from the declared one: a write of one value more than declared
+    # C whose first move differs from the declared one: it also flips the last slot's low bit
     spec = _model("lease").spec("unfenced")
     real = native_spec.generate
 
     def skewed(sp):
         gen = real(sp)
-        assert "q[" in gen.source
-        return replace(gen, source=gen.source.replace("(sc)v;", "(sc)(v + 1);", 1))
+        copy = "memcpy(q, p, NV);"
+        assert copy in gen.source
+        return replace(gen, source=gen.source.replace(copy, copy + " q[NV - 1] ^= 1;", 1))
 
     monkeypatch.setattr(native_spec, "generate", skewed)
     with pytest.raises(NativeSpecError, match="concrete"):
