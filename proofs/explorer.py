@@ -162,7 +162,13 @@ def explore(
     per orbit under renaming of the declared sorts, once ``proofs/declared_symmetry.py`` has
     checked that the rules commute with renaming (else the run is unreduced);
     :attr:`Explored.symmetry` says which, and why.  ``progress``: where the run reports its
-    states, depth and queue as it goes (default: :func:`progress_to`'s sink)."""
+    states, depth and queue as it goes (default: :func:`progress_to`'s sink).  ``native``: the
+    rules and the search generated as C (``proofs/native_spec.py``: the same findings, or
+    ``Refused`` for a spec it does not run)."""
+    if engine == "native":
+        from .native_spec import explore_native
+
+        return explore_native(spec, max_states, until, progress, symmetry)
     t0 = time.perf_counter()
     tracker = Tracker(spec.label(), progress if progress is not None else _default_sink)
     res = Explored(spec)
@@ -327,7 +333,7 @@ class _Rules:
     in_range: Callable[[Any], bool]
 
 
-ENGINES = ("auto", "compiled", "concrete")
+ENGINES = ("auto", "compiled", "concrete", "native")
 
 
 def symmetry_of(spec: Spec, engine: str = "auto") -> Any:
@@ -360,7 +366,7 @@ def _reduction(spec: Spec, rules: _Rules, res: Explored) -> Any:
 
 
 def _rules(spec: Spec, engine: str) -> _Rules:
-    if engine not in ENGINES:
+    if engine not in ENGINES or engine == "native":
         raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
     moves = list(spec.moves())
     if engine != "concrete":

@@ -151,7 +151,7 @@ def lease() -> list[Cell]:
 def small(name: str) -> list[Cell]:
     import importlib
 
-    from .small import explore
+    from .declared import explore_declared
 
     m = importlib.import_module(f"mcp_inflight.model.{name}")
     safe = m.spec(next(iter(m.DESIGNS)))
@@ -164,7 +164,7 @@ def small(name: str) -> list[Cell]:
             return {}
         # only whether it breaks what it must is asked: the search stops once it has
         until = [p for p, es in m.BROKEN_BY.items() if design in es and p in props]
-        ex = explore(m.spec(design), until=until)
+        ex = explore_declared(m.spec(design), until=until)
         return {
             k: f"fails on {ex.spec.label()} ({len(ex.traces.get(k, ()))} steps)"
             for k, v in ex.verdicts.items()

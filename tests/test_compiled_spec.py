@@ -139,4 +139,4 @@ def test_a_write_to_a_none_key_is_a_model_bug_on_both_engines():
 
 def test_an_unknown_engine_is_refused():
     with pytest.raises(ValueError, match="unknown engine"):
-        explore(_model("subscriptions").spec("graceful-response"), engine="native")
+        explore(_model("subscriptions").spec("graceful-response"), engine="turbo")

@@ -1,0 +1,322 @@
+"""The one explorer's native engine: a declared model's rules as C, the whole search in C.
+
+``proofs/native_spec_c.py`` generates each move's guard, outputs, writes and step properties
+and each state property of a :class:`~mcp_inflight.model.declare.Spec` as C over states packed
+one byte a slot; ``proofs/native_spec_search.py`` is the breadth-first search.  The C is built
+once per generated source with the C compiler and cached (:func:`build`: the directory of
+``proofs/native.py``'s engine under ``proofs/cache.py``'s, keyed by a hash of the source), then
+loaded with :mod:`ctypes`.  :func:`explore_native` hands back the :class:`Explored` of
+``proofs/explorer.py``, found exactly as the compiled engine finds it: states, transitions,
+depth, per property its verdict and shortest trace, coverage per action, deadlocks, the early
+stop of ``until``, ``max_states``, and liveness under the weak fairness each property names
+(the fair strongly connected components found in C on the graph it kept).
+
+The C side gives back indices: the first state (or state and move) that settles each property,
+and parent pointers.  A trace is rebuilt here by replaying the moves from the initial state
+through the concrete rules (``model/declare.py``'s ``take``, the outputs read concretely), and
+its last state is compared with the packed state the C side found: a move sequence the concrete
+rules do not take to the same state stops the run (:class:`NativeSpecError`), never a wrong trace.
+
+Refused (:class:`~.native_spec_c.Refused`, a ``Refused`` of the compiled engine): a variable
+wider than a signed byte, a spec with a ``canon`` (a Python function), a rule the generator
+cannot read, and symmetry reduction (the least renaming of ``proofs/declared_symmetry.py`` is
+not generated as C; the compiled engine runs it).  Without a C compiler the build fails with
+``proofs/native.py``'s ``BuildError``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp_inflight.model.declare import Spec, out_of_range, render_step, take
+
+from .explorer import NOT_JUDGED, Explored, _stoppable
+from .native_spec_c import Generated, Refused, generate
+from .progress import Sink, Tracker
+
+__all__ = ["NativeExplored", "NativeSpecError", "Refused", "explore_native"]
+
+
+class NativeSpecError(RuntimeError):
+    """The native search stopped on a model bug, ran out of memory, or disagreed with the
+    concrete rules on a trace."""
+
+
+@dataclass
+class NativeExplored(Explored):
+    """:class:`Explored` of the native engine: the build (generation, compiler or cache, load)
+    and the search (with verdicts and traces) timed apart; ``seconds`` is their sum."""
+
+    build_seconds: float = 0.0
+    search_seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        out["build_seconds"] = round(self.build_seconds, 3)
+        out["search_seconds"] = round(self.search_seconds, 3)
+        return out
+
+
+_loaded: dict[str, Any] = {}
+
+
+#: the compiler's flags: ``-O1`` builds in about half the time of ``-O2`` (most of a cold run is
+#: the build); ``bench/explore_declared.py`` shows the build and the search apart
+CFLAGS = ["-O1", "-shared", "-fPIC", "-std=c99", "-w"]
+
+
+def build(source: str) -> Path:
+    """The shared object of ``source``, compiled once and cached (``proofs/cache.py``'s
+    directory, ``native/``) under a hash of the compiler, the flags and the source."""
+    from .native import BuildError, cache_dir, compiler
+
+    cc = compiler()
+    if cc is None:
+        raise BuildError("no C compiler found (set CC or install gcc)")
+    key = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
+    d = cache_dir()
+    so = d / f"declared-{key}.so"
+    if so.exists():
+        return so
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            c = Path(tmp) / "spec.c"
+            c.write_text(source)
+            out = Path(tmp) / "spec.so"
+            p = subprocess.run(
+                [cc, *CFLAGS, "-o", str(out), str(c)], capture_output=True, text=True
+            )
+            if p.returncode != 0:
+                raise BuildError(f"{cc} failed:\n{p.stderr[-3000:]}")
+            os.replace(out, so)  # atomic: a concurrent build of the same source is harmless
+    except OSError as e:
+        raise BuildError(f"cannot build in {d}: {e}") from e
+    return so
+
+
+def _load(source: str) -> Any:
+    from .native import BuildError
+
+    so = build(source)
+    lib = _loaded.get(str(so))
+    if lib is not None:
+        return lib
+    try:
+        lib = ctypes.CDLL(str(so))
+    except OSError as e:
+        raise BuildError(f"cannot load {so}: {e}") from e
+    L, P = ctypes.c_long, ctypes.c_void_p
+    lp, bp = ctypes.POINTER(ctypes.c_long), ctypes.c_char_p
+    lib.nb_new.restype = P
+    lib.nb_new.argtypes = [bp, L, bp, bp, bp, bp, bp]
+    lib.nb_run.restype = ctypes.c_int
+    lib.nb_run.argtypes = [P, L]
+    lib.nb_stats.argtypes = [P, lp]
+    lib.nb_level.restype = L
+    lib.nb_level.argtypes = [P, L]
+    lib.nb_results.argtypes = [P, lp, lp, lp, lp]
+    lib.nb_path.restype = L
+    lib.nb_path.argtypes = [P, L, ctypes.POINTER(ctypes.c_int), L]
+    lib.nb_state.argtypes = [P, L, ctypes.c_char_p]
+    lib.nb_fair.restype = L
+    lib.nb_fair.argtypes = [P, ctypes.c_int, bp]
+    lib.nb_free.argtypes = [P]
+    _loaded[str(so)] = lib
+    return lib
+
+
+def prepare(spec: Spec) -> tuple[Generated, Any]:
+    """The generated C of ``spec`` and its loaded library (built or read from the cache)."""
+    gen = generate(spec)
+    return gen, _load(gen.source)
+
+
+def _flags(xs: Iterable[bool]) -> bytes:
+    return bytes(1 if x else 0 for x in xs) + b"\0"
+
+
+def _pack(spec: Spec, s: Any) -> bytes:
+    out = []
+    for v in spec.vars:
+        x = getattr(s, v.name)
+        out += [x] if v.keys is None else list(x)
+    return bytes(int(x) & 0xFF for x in out)
+
+
+def explore_native(
+    spec: Spec,
+    max_states: int = 2_000_000,
+    until: Iterable[str] | None = None,
+    progress: Sink | None = None,
+    symmetry: bool = False,
+) -> NativeExplored:
+    """``proofs/explorer.py``'s ``explore`` on the native engine (see the module text)."""
+    from . import explorer
+
+    if symmetry:
+        raise Refused(
+            "symmetry: the least renaming of proofs/declared_symmetry.py is not generated as C "
+            "(run the compiled engine for a reduced search)"
+        )
+    t0 = time.perf_counter()
+    gen, lib = prepare(spec)
+    t1 = time.perf_counter()
+    res = NativeExplored(spec, engine="native", build_seconds=t1 - t0)
+    tracker = Tracker(spec.label(), progress if progress is not None else explorer._default_sink)
+    wanted = _stoppable(spec, until)
+    sp, tp = gen.state_props, gen.step_props
+    failing = {p.name for p in spec.props if p.kind in ("always", "step", "hazard")}
+    failing |= {"aux:" + p.name for p in spec.aux}
+    if wanted is not None and not wanted <= failing:
+        wanted = None  # a witness never stops the compiled engine's search either
+    want = wanted or set()
+    R = lib.nb_new(
+        _pack(spec, spec.initial()),
+        min(max_states, (1 << 31) - 2),
+        _flags(p.kind == "sometimes" for _, p in sp),
+        _flags(p.kind == "liveness" for _, p in sp),
+        _flags(p.kind == "happens" for p in tp),
+        _flags(k in want for k, _ in sp),
+        _flags(p.name in want for p in tp),
+    )
+    if not R:
+        raise NativeSpecError("out of memory")
+    try:
+        return _run(spec, gen, lib, R, res, tracker, t0, max_states)
+    finally:
+        lib.nb_free(R)
+
+
+def _run(
+    spec: Spec,
+    gen: Generated,
+    lib: Any,
+    R: Any,
+    res: NativeExplored,
+    tracker: Tracker,
+    t0: float,
+    max_states: int,
+) -> NativeExplored:
+    t1 = time.perf_counter()
+    st = (ctypes.c_long * 11)()
+    fed, budget = 1, 1 << 14
+    while True:
+        c0 = time.perf_counter()
+        rc = lib.nb_run(R, budget)
+        lib.nb_stats(R, st)
+        if rc < 0:
+            if st[9] > 0:
+                m = gen.moves[gen.table[st[9] - 1]]
+                raise NativeSpecError(
+                    f"{m}: a write to a key outside its variable, or of a value wider than a "
+                    "byte (model bug)"
+                )
+            raise NativeSpecError("out of memory")
+        if tracker.enabled:
+            while fed < st[10]:
+                tracker.level(lib.nb_level(R, fed))
+                fed += 1
+            tracker.tick(st[0], st[2], st[0] - st[3])
+        if rc == 1:
+            break
+        spent = time.perf_counter() - c0  # about a tenth of a second a slice
+        budget = max(1024, min(1 << 22, int(budget * 0.1 / max(spent, 1e-4))))
+    sp, tp, nm = gen.state_props, gen.step_props, len(gen.table)
+    sfirst = (ctypes.c_long * (len(sp) + 1))()
+    tfirst = (ctypes.c_long * (len(tp) + 1))()
+    tmove = (ctypes.c_long * (len(tp) + 1))()
+    cov = (ctypes.c_long * (nm + 1))()
+    lib.nb_results(R, sfirst, tfirst, tmove, cov)
+    stopped = bool(st[8])
+    res.states, res.transitions, res.depth = st[0], st[1], st[2]
+    res.complete = not st[7] and not stopped
+    res.coverage = {a.name: 0 for a in spec.acts}
+    for j, n in enumerate(cov[:nm]):
+        res.coverage[gen.moves[gen.table[j]].name] += n
+    tracker.done(res.states, res.transitions, res.depth, res.complete)
+    b = spec.logic()
+    s0 = spec.initial()
+    buf = (ctypes.c_int * (res.depth + 1))()
+    packed = ctypes.create_string_buffer(max(gen.nslots, 1))
+
+    def state_at(n: int) -> Any:
+        """The state ``n`` of the C search, replayed through the concrete rules, with its trace."""
+        k = lib.nb_path(R, n, buf, len(buf))
+        steps, s = [], s0
+        for row in reversed(buf[:k]):
+            m = gen.moves[gen.table[row]]
+            post = take(spec, s, m, b)
+            if post is None:
+                raise NativeSpecError(f"{m} of the native search is not enabled concretely")
+            steps.append(render_step(spec, m, s, post, m.act.outputs(b, s, **m.kw)))
+            s = post
+        lib.nb_state(R, n, packed)
+        if packed.raw[: gen.nslots] != _pack(spec, s):
+            raise NativeSpecError(f"state {n} of the native search is not the concrete one")
+        return s, steps
+
+    def trace(n: int, row: int | None = None) -> list[dict[str, Any]]:
+        s, steps = state_at(n)
+        if row is not None:
+            m = gen.moves[gen.table[row]]
+            post = take(spec, s, m, b)
+            if post is None:
+                raise NativeSpecError(f"{m} of the native search is not enabled concretely")
+            steps.append(render_step(spec, m, s, post, m.act.outputs(b, s, **m.kw)))
+        return steps
+
+    if st[6] >= 0:
+        bad, _ = state_at(st[6])
+        res.errors.append(f"model bug: {out_of_range(spec, bad)}")
+        res.traces["range"] = trace(st[6])
+    elif st[7]:
+        res.errors.append(f"more than {max_states} states: bounds too large")
+    first = {k: sfirst[n] for n, (k, _) in enumerate(sp)}
+    first_step = {p.name: (tfirst[n], tmove[n]) for n, p in enumerate(tp)}
+    live = [k for k, p in sp if p.kind == "liveness"]
+    for p in spec.props + spec.aux:
+        key = p.name if p in spec.props else "aux:" + p.name
+        if p.scope == "step":
+            n, row = first_step[p.name]
+            settled = n >= 0
+        elif p.kind != "liveness":
+            n, row = first[key], None
+            settled = n >= 0
+        else:
+            settled = False
+        if stopped and not settled:
+            res.verdicts[key] = NOT_JUDGED
+        elif p.kind in ("sometimes", "happens"):
+            res.verdicts[key] = "reached" if settled else "not reached"
+            if settled:
+                res.traces[key] = trace(n, row)
+        elif p.kind == "liveness":
+            fair = _flags(gen.moves[k].act.name in p.fair for k in gen.table)
+            bad_state = lib.nb_fair(R, live.index(key), fair)
+            if bad_state == -2:
+                raise NativeSpecError("out of memory")
+            res.verdicts[key] = "holds" if bad_state < 0 else "fails"
+            if bad_state >= 0:
+                res.traces[key] = trace(bad_state)
+        elif settled:
+            res.verdicts[key] = "fails"
+            res.traces[key] = trace(n, row)
+        else:
+            res.verdicts[key] = "holds"
+    res.deadlocks = st[4]
+    if st[5] >= 0:
+        res.deadlock_trace = trace(st[5])
+    t2 = time.perf_counter()
+    res.search_seconds = t2 - t1
+    res.seconds = t2 - t0
+    return res

@@ -1,0 +1,289 @@
+"""The breadth-first search of the declared models' native engine, in C (one text for every spec).
+
+``proofs/native_spec_c.py`` puts before it the sizes (``NV`` bytes a state, ``NM`` moves in
+the table, ``NS`` state and ``NT`` step properties), the moves ``MOVES[j](p, q, need, res,
+err)``, ``judge`` and ``in_range``.  The search keeps the states packed in discovery order (so
+the queue is the range ``head .. n`` and the levels are ranges too), an open-addressing hash
+set of them, and per state its parent, the move taken from it and its depth.  It records what
+the explorer of ``proofs/explorer.py`` records, at the same moments and in the same order:
+
+* per state property, the first state where it is settled (``always``/auxiliary: false;
+  ``sometimes``: true; ``trig_s`` says which) and, per liveness goal, its value on each state;
+* per step property, the first transition (state, move row) where it is settled;
+* transitions, per move its firings, dead ends (the first and their count), the first state out
+  of its variables' ranges, whether a successor was dropped past ``max_states``;
+* with a liveness goal, every kept edge (move row, successor), each state's edges contiguous.
+
+``nb_run`` expands at most ``budget`` states a call (so the caller can report progress), stops
+at a level's end once every property in ``want`` is settled, and returns 1 when done.
+``nb_fair`` judges one liveness goal: the first state (least index) of a strongly connected
+component of goal-less states in which no fair move is enabled everywhere yet never taken
+inside (Tarjan's algorithm, iterative).
+"""
+
+SEARCH = r"""
+typedef struct {
+    long n, cap, head, level_end, max_states, transitions, deadlocks, first_dead, range_first;
+    long err, nlevels, lcap, ne, ecap, hcap;
+    int overflow, stopped, done, nlive;
+    sc *st;
+    int *parent, *pmove, *depth;
+    long *hash;
+    long *levels;
+    long *estart;
+    int *eto, *emv;
+    unsigned char *goal;
+    long cov[NM + 1];
+    long sfirst[NS + 1];
+    long tfirst[NT + 1], tmove[NT + 1];
+    unsigned char trig_s[NS + 1], trig_t[NT + 1], live_s[NS + 1];
+    unsigned char need_s[NS + 1], need_t[NT + 1], want_s[NS + 1], want_t[NT + 1];
+} R;
+
+static unsigned long hash_of(const sc *p) {
+    unsigned long h = 1469598103934665603UL;
+    for (int i = 0; i < NV; i++) { h ^= (unsigned char)p[i]; h *= 1099511628211UL; }
+    return h ^ (h >> 29);
+}
+
+static int grow(void **a, long n, size_t sz) {
+    void *b = realloc(*a, (size_t)n * sz);
+    if (!b) return 0;
+    *a = b;
+    return 1;
+}
+
+static int rehash(R *r) {
+    long cap = r->hcap * 2;
+    long *h = calloc((size_t)cap, sizeof(long));
+    if (!h) return 0;
+    for (long i = 0; i < r->n; i++) {
+        unsigned long x = hash_of(r->st + i * NV) & (unsigned long)(cap - 1);
+        while (h[x]) x = (x + 1) & (unsigned long)(cap - 1);
+        h[x] = i + 1;
+    }
+    free(r->hash);
+    r->hash = h;
+    r->hcap = cap;
+    return 1;
+}
+
+/* the index of state p, or -1 when new and not added, -2 on no memory; *added says */
+static long find_or_add(R *r, const sc *p, long from, int mv, int *added) {
+    unsigned long x = hash_of(p) & (unsigned long)(r->hcap - 1);
+    *added = 0;
+    while (r->hash[x]) {
+        long i = r->hash[x] - 1;
+        if (!memcmp(r->st + i * NV, p, NV)) return i;
+        x = (x + 1) & (unsigned long)(r->hcap - 1);
+    }
+    if (r->n >= r->max_states) { r->overflow = 1; return -1; }
+    if (r->n == r->cap) {
+        long c = r->cap * 2;
+        if (!grow((void **)&r->st, c * NV, 1) || !grow((void **)&r->parent, c, sizeof(int))
+            || !grow((void **)&r->pmove, c, sizeof(int)) || !grow((void **)&r->depth, c, sizeof(int))
+            || !grow((void **)&r->estart, c + 1, sizeof(long))
+            || (r->nlive && !grow((void **)&r->goal, c * r->nlive, 1)))
+            return -2;
+        r->cap = c;
+    }
+    long i = r->n++;
+    memcpy(r->st + i * NV, p, NV);
+    r->parent[i] = (int)from;
+    r->pmove[i] = mv;
+    r->depth[i] = from < 0 ? 0 : r->depth[from] + 1;
+    r->hash[x] = i + 1;
+    *added = 1;
+    if (2 * r->n > r->hcap && !rehash(r)) return -2;
+    return i;
+}
+
+static void judge_state(R *r, long i) {
+    const sc *p = r->st + i * NV;
+    unsigned char res[NS + 1];
+    unsigned char all[NS + 1];
+    if (r->range_first < 0 && !r->overflow && !in_range(p)) r->range_first = i;
+    for (int k = 0; k < NS; k++) all[k] = r->need_s[k] || r->live_s[k];
+    judge(p, all, res);
+    int g = 0;
+    for (int k = 0; k < NS; k++) {
+        if (r->live_s[k]) { r->goal[i * r->nlive + g++] = res[k]; continue; }
+        if (r->need_s[k] && res[k] == r->trig_s[k]) { r->sfirst[k] = i; r->need_s[k] = 0; }
+    }
+}
+
+void *nb_new(const char *init, long max_states, const unsigned char *trig_s,
+             const unsigned char *live_s, const unsigned char *trig_t,
+             const unsigned char *want_s, const unsigned char *want_t) {
+    R *r = calloc(1, sizeof(R));
+    if (!r) return 0;
+    r->cap = 1024; r->hcap = 4096; r->lcap = 64; r->ecap = 4096;
+    r->max_states = max_states;
+    r->st = malloc((size_t)r->cap * NV); r->parent = malloc(r->cap * sizeof(int));
+    r->pmove = malloc(r->cap * sizeof(int)); r->depth = malloc(r->cap * sizeof(int));
+    r->estart = malloc((r->cap + 1) * sizeof(long));
+    r->hash = calloc((size_t)r->hcap, sizeof(long)); r->levels = malloc(r->lcap * sizeof(long));
+    for (int k = 0; k < NS; k++) {
+        r->trig_s[k] = trig_s[k]; r->live_s[k] = live_s[k]; r->need_s[k] = !live_s[k];
+        r->want_s[k] = want_s[k]; r->sfirst[k] = -1; r->nlive += live_s[k];
+    }
+    for (int k = 0; k < NT; k++) {
+        r->trig_t[k] = trig_t[k]; r->need_t[k] = 1; r->want_t[k] = want_t[k];
+        r->tfirst[k] = -1; r->tmove[k] = -1;
+    }
+    if (r->nlive) {
+        r->goal = malloc((size_t)r->cap * r->nlive);
+        r->eto = malloc(r->ecap * sizeof(int)); r->emv = malloc(r->ecap * sizeof(int));
+    }
+    r->first_dead = -1; r->range_first = -1;
+    int added;
+    find_or_add(r, (const sc *)init, -1, -1, &added);
+    r->levels[r->nlevels++] = 1;
+    judge_state(r, 0);
+    return r;
+}
+
+static int wanted_settled(R *r) {
+    int any = 0;
+    for (int k = 0; k < NS; k++) if (r->want_s[k]) { any = 1; if (r->need_s[k]) return 0; }
+    for (int k = 0; k < NT; k++) if (r->want_t[k]) { any = 1; if (r->need_t[k]) return 0; }
+    return any;
+}
+
+int nb_run(void *rp, long budget) {
+    R *r = rp;
+    sc q[NV];
+    unsigned char res[NT + 1];
+    while (r->head < r->n && budget-- > 0) {
+        long i = r->head;
+        if (i > r->level_end) {
+            if (wanted_settled(r)) { r->stopped = 1; break; }
+            if (r->nlevels == r->lcap) {
+                r->lcap *= 2;
+                if (!grow((void **)&r->levels, r->lcap, sizeof(long))) return -1;
+            }
+            r->levels[r->nlevels++] = r->n - 1 - r->level_end;
+            r->level_end = r->n - 1;
+        }
+        r->head++;
+        r->estart[i] = r->ne;
+        int moved = 0;
+        for (int j = 0; j < NM; j++) {
+            const sc *p = r->st + i * NV;
+            int f = MOVES[j](p, q, r->need_t, res, &r->err);
+            if (f == 0) continue;
+            if (f < 0) return -1;
+            moved = 1;
+            r->transitions++;
+            r->cov[j]++;
+            for (int k = 0; k < NT; k++)
+                if (r->need_t[k] && res[k] == r->trig_t[k]) {
+                    r->tfirst[k] = i; r->tmove[k] = j; r->need_t[k] = 0;
+                }
+            int added;
+            long t = find_or_add(r, q, i, j, &added);
+            if (t == -2) return -1;
+            if (t < 0) continue;
+            if (added) judge_state(r, t);
+            if (r->nlive) {
+                if (r->ne == r->ecap) {
+                    r->ecap *= 2;
+                    if (!grow((void **)&r->eto, r->ecap, sizeof(int))
+                        || !grow((void **)&r->emv, r->ecap, sizeof(int))) return -1;
+                }
+                r->eto[r->ne] = (int)t; r->emv[r->ne] = j; r->ne++;
+            }
+        }
+        r->estart[i + 1] = r->ne;
+        if (!moved) { if (r->first_dead < 0) r->first_dead = i; r->deadlocks++; }
+    }
+    if (r->head >= r->n || r->stopped) { r->done = 1; return 1; }
+    return 0;
+}
+
+void nb_stats(void *rp, long *out) {
+    R *r = rp;
+    out[0] = r->n; out[1] = r->transitions; out[2] = r->n ? r->depth[r->n - 1] : 0;
+    out[3] = r->head; out[4] = r->deadlocks; out[5] = r->first_dead; out[6] = r->range_first;
+    out[7] = r->overflow; out[8] = r->stopped; out[9] = r->err; out[10] = r->nlevels;
+}
+
+long nb_level(void *rp, long k) { return ((R *)rp)->levels[k]; }
+
+void nb_results(void *rp, long *sfirst, long *tfirst, long *tmove, long *cov) {
+    R *r = rp;
+    for (int k = 0; k < NS; k++) sfirst[k] = r->sfirst[k];
+    for (int k = 0; k < NT; k++) { tfirst[k] = r->tfirst[k]; tmove[k] = r->tmove[k]; }
+    for (int j = 0; j < NM; j++) cov[j] = r->cov[j];
+}
+
+/* the move rows from the initial state to state i, last first; their number */
+long nb_path(void *rp, long i, int *out, long cap) {
+    R *r = rp;
+    long n = 0;
+    while (r->parent[i] >= 0 && n < cap) { out[n++] = r->pmove[i]; i = r->parent[i]; }
+    return n;
+}
+
+void nb_state(void *rp, long i, char *out) { memcpy(out, ((R *)rp)->st + i * NV, NV); }
+
+long nb_fair(void *rp, int live, const unsigned char *fair) {
+    R *r = rp;
+    long n = r->head, found = -1, counter = 0, sp = 0, cs = 0;
+    long *idx = malloc((n + 1) * sizeof(long)), *low = malloc((n + 1) * sizeof(long));
+    long *stack = malloc((n + 1) * sizeof(long)), *call = malloc((n + 1) * sizeof(long));
+    long *pos = malloc((n + 1) * sizeof(long)), *comp = malloc((n + 1) * sizeof(long));
+    unsigned char *on = calloc((size_t)n + 1, 1);
+    long cnt[NM + 1];
+    unsigned char inside[NM + 1];
+    if (!idx || !low || !stack || !call || !pos || !comp || !on) { found = -2; goto out; }
+    for (long v = 0; v < n; v++) { idx[v] = -1; comp[v] = -1; }
+#define BAD(v) ((v) < n && !r->goal[(v) * r->nlive + live])
+    for (long root = 0; root < n; root++) {
+        if (!BAD(root) || idx[root] >= 0) continue;
+        call[cs++] = root; idx[root] = low[root] = counter++; pos[root] = r->estart[root];
+        stack[sp++] = root; on[root] = 1;
+        while (cs) {
+            long v = call[cs - 1];
+            if (pos[v] < r->estart[v + 1]) {
+                long w = r->eto[pos[v]++];
+                if (!BAD(w)) continue;
+                if (idx[w] < 0) {
+                    idx[w] = low[w] = counter++; pos[w] = r->estart[w];
+                    stack[sp++] = w; on[w] = 1; call[cs++] = w;
+                } else if (on[w] && idx[w] < low[v]) low[v] = idx[w];
+                continue;
+            }
+            cs--;
+            if (cs && low[v] < low[call[cs - 1]]) low[call[cs - 1]] = low[v];
+            if (low[v] != idx[v]) continue;
+            long size = 0, first = v, top = sp;
+            do { long w = stack[--top]; comp[w] = v; size++; if (w < first) first = w; } while (stack[top] != v);
+            memset(cnt, 0, sizeof cnt); memset(inside, 0, sizeof inside);
+            for (long t = top; t < sp; t++) {
+                long u = stack[t];
+                for (long e = r->estart[u]; e < r->estart[u + 1]; e++) {
+                    cnt[r->emv[e]]++;
+                    if (r->eto[e] < n && comp[r->eto[e]] == v) inside[r->emv[e]] = 1;
+                }
+                on[u] = 0;
+            }
+            sp = top;
+            int escapes = 0;
+            for (int j = 0; j < NM; j++) if (fair[j] && cnt[j] == size && !inside[j]) escapes = 1;
+            if (!escapes && (found < 0 || first < found)) found = first;
+        }
+    }
+#undef BAD
+out:
+    free(idx); free(low); free(stack); free(call); free(pos); free(comp); free(on);
+    return found;
+}
+
+void nb_free(void *rp) {
+    R *r = rp;
+    if (!r) return;
+    free(r->st); free(r->parent); free(r->pmove); free(r->depth); free(r->hash);
+    free(r->levels); free(r->estart); free(r->eto); free(r->emv); free(r->goal); free(r);
+}
+"""
