@@ -31,7 +31,11 @@ def session_section(
     args: argparse.Namespace, cfgs: list[Config], cache: str
 ) -> tuple[Any, Any, list[Any]]:
     """The session model's runs: the symmetry check, then the explorer and the prover (each
-    spread over worker processes); returns (explored, proved, symmetry cells)."""
+    spread over worker processes; the prover's started first, to prove while the explorer
+    searches); returns (explored, proved, symmetry cells).  ``MCP_INFLIGHT_REFERENCE=1``: the
+    reference paths (the interpreted symmetry check, the prover after the explorer)."""
+    from mcp_inflight.proofs.symmetry import reference_paths
+
     # --no-symmetry: no reduction anywhere (the explorer's, the bounded search's id order)
     symmetric = [False] * len(cfgs)
     sym_cells: list[Any] = []
@@ -42,31 +46,42 @@ def session_section(
         checked = symmetry.checked_all(cfgs, cache, jobs=min(2, os.cpu_count() or 1))
         symmetric = [r.ok for r in checked]
         sym_cells = [symmetry.cell(c, r) for c, r in zip(cfgs, checked, strict=True)]
-    if not args.no_explore:
-        from mcp_inflight.proofs.explore import explore_many
-        from mcp_inflight.proofs.progress import Display
+    with ExitStack() as stack:
 
-        results = explore_many(
-            cfgs,
-            symmetry=symmetric,
-            max_states=args.max_states,
-            progress=False if args.no_progress else Display(sys.stderr),
-            engine=args.engine,
-            liveness=liveness(args),
-        )
-    if not args.no_prove:
-        from mcp_inflight.proofs.prove import prove_all
+        def prover(background: bool) -> Callable[[], Any]:
+            from mcp_inflight.proofs.prove_runs import proving
 
-        proofs = prove_all(
-            cfgs,
-            depth=args.depth,
-            timeout=args.timeout,
-            budget=args.budget,
-            jobs=min(2, os.cpu_count() or 1),
-            progress=not args.json and sys.stderr.isatty(),
-            cache=cache,
-            symmetric=symmetric,
-        )
+            jobs = min(2, os.cpu_count() or 1)
+            return stack.enter_context(
+                proving(
+                    cfgs,
+                    depth=args.depth,
+                    timeout=args.timeout,
+                    budget=args.budget,
+                    jobs=jobs,
+                    progress=not args.json and sys.stderr.isatty(),
+                    cache=cache,
+                    symmetric=symmetric,
+                    background=background and jobs > 1,
+                )
+            )
+
+        early = not args.no_prove and not reference_paths()
+        proved = prover(True) if early else None
+        if not args.no_explore:
+            from mcp_inflight.proofs.explore import explore_many
+            from mcp_inflight.proofs.progress import Display
+
+            results = explore_many(
+                cfgs,
+                symmetry=symmetric,
+                max_states=args.max_states,
+                progress=False if args.no_progress else Display(sys.stderr),
+                engine=args.engine,
+                liveness=liveness(args),
+            )
+        if not args.no_prove:
+            proofs = (proved or prover(False))()
     return results, proofs, sym_cells
 
 

@@ -69,6 +69,16 @@ if TYPE_CHECKING:
 
 C_SYNTAX = codegen.Syntax("1", "0", " && ", " || ", "(!{x})", "({c} ? {a} : {b})", False)
 CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-w"]
+#: For a search at ``check``'s default bound or below (at most :data:`QUICK_UP_TO` ids x
+#: instances: well under a million states), building costs more than searching: gcc builds
+#: the session's C 4-5x faster at -O0, and the search runs 1.6-2x slower (bench/RESULTS.md).
+QUICK_CFLAGS = ["-O0", *CFLAGS[1:]]
+QUICK_UP_TO = 4
+
+
+def flags_for(cfg: Config) -> list[str]:
+    """The C flags for ``cfg``'s search: :data:`QUICK_CFLAGS` up to the default bound."""
+    return QUICK_CFLAGS if cfg.ids * cfg.requests <= QUICK_UP_TO else CFLAGS
 
 
 class NativeError(RuntimeError):
@@ -724,14 +734,21 @@ def cache_dir() -> Path:
     return root() / "native"
 
 
-def build(source: str) -> Path:
-    """The shared object of ``source``, compiled once and cached by a hash of source and flags."""
+def _built(cc: str, flags: list[str], source: str) -> Path:
+    key = hashlib.sha256("\0".join([cc, *flags, source]).encode()).hexdigest()[:24]
+    return cache_dir() / f"explore-{key}.so"
+
+
+def build(source: str, flags: list[str] = CFLAGS) -> Path:
+    """The shared object of ``source``, compiled once and cached by a hash of source and flags
+    (built with ``flags``; a quick build takes the optimised one instead when it is cached)."""
     cc = compiler()
     if cc is None:
         raise BuildError("no C compiler found (set CC or install gcc)")
-    key = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
     d = cache_dir()
-    so = d / f"explore-{key}.so"
+    if flags == QUICK_CFLAGS and (best := _built(cc, CFLAGS, source)).exists():
+        return best
+    so = _built(cc, flags, source)
     if so.exists():
         return so
     try:
@@ -740,9 +757,7 @@ def build(source: str) -> Path:
             c = Path(tmp) / "model.c"
             c.write_text(source)
             out = Path(tmp) / "model.so"
-            p = subprocess.run(
-                [cc, *CFLAGS, "-o", str(out), str(c)], capture_output=True, text=True
-            )
+            p = subprocess.run([cc, *flags, "-o", str(out), str(c)], capture_output=True, text=True)
             if p.returncode != 0:
                 raise BuildError(f"{cc} failed:\n{p.stderr[-3000:]}")
             os.replace(out, so)  # atomic: a concurrent build of the same source is harmless
@@ -754,8 +769,8 @@ def build(source: str) -> Path:
 _loaded: dict[str, Any] = {}
 
 
-def load(source: str) -> ctypes.CDLL:
-    so = build(source)
+def load(source: str, flags: list[str] = CFLAGS) -> ctypes.CDLL:
+    so = build(source, flags)
     lib = _loaded.get(str(so))
     if lib is None:
         try:
@@ -809,7 +824,7 @@ def explore_native(
     t0 = time.monotonic()
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
     gen = Generated(cfg, properties, symmetry, graph=liveness)
-    lib = load(gen.source)
+    lib = load(gen.source, flags_for(cfg))
     lay = gen.layout
     s0 = step.start(cfg)
     flat0 = lay.flatten(s0)

@@ -35,8 +35,6 @@ solver bookkeeping.  Its result records (:class:`Proof`, :class:`ProveResult`) l
 
 from __future__ import annotations
 
-import dataclasses
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
@@ -567,48 +565,7 @@ def prove_all(
     ``symmetric``: per configuration, whether it was checked symmetric (default: all were)
     ``"refresh"``: prove everything and store it; ``None``: no cache.  A result with an unknown
     in it is never stored."""
-    from mcp_inflight.proofs import cache as store
+    from .prove_runs import proving
 
-    sym_ok = [True] * len(cfgs) if symmetric is None else list(symmetric)
-    work = [(c, depth, timeout, budget, y) for c, y in zip(cfgs, sym_ok, strict=True)]
-    keys = [
-        store.source_key("prove", w[0], depth, budget, timeout, w[4])  # the whole run
-        for w in work
-    ]
-    out: list = [store.load("proofs", k) if cache == "use" else None for k in keys]
-    todo = [n for n, r in enumerate(out) if r is None]
-    t0 = time.monotonic()
-    done = 0
-
-    def note(n: int, r: ProveResult) -> None:
-        nonlocal done
-        done += 1
-        if cache is not None and all(p.status != "unknown" for p in r.proofs):
-            store.store("proofs", keys[n], dataclasses.replace(r, cached=True))
-        if progress:
-            sys.stderr.write(
-                f"  proved {done}/{len(todo)}: {r.cfg.label} in {r.seconds:.1f}s "
-                f"({time.monotonic() - t0:.1f}s elapsed)\n"
-            )
-            sys.stderr.flush()
-
-    if progress and len(todo) < len(work):
-        sys.stderr.write(
-            f"  {len(work) - len(todo)} of {len(work)} proofs read from the cache "
-            "(--no-cache to prove them again)\n"
-        )
-    if len(todo) <= 1:
-        for n in todo:
-            out[n] = _prove_one(work[n])
-            note(n, out[n])
-        return out
-    from mcp_inflight.proofs.pool import worker_pool
-
-    # each configuration in a fresh process, so its results do not depend on --jobs or on
-    # which configurations a worker proved before
-    with worker_pool(min(max(1, jobs), len(todo)), fresh=(__name__,)) as ex:
-        futs = {n: ex.submit(_prove_one, work[n]) for n in todo}
-        for n, f in futs.items():
-            out[n] = f.result()
-            note(n, out[n])
-    return out
+    with proving(cfgs, depth, timeout, jobs, progress, budget, cache, symmetric) as collect:
+        return collect()

@@ -188,8 +188,35 @@ def _states(cfg: Config, limit: int, cut: list[bool]) -> Iterator[Any]:
                 todo.append(t.post)
 
 
-def check(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
+def check(cfg: Config, limit: int = LIMIT, engine: str | None = None) -> SymmetryResult:
     """Check that ``cfg``'s rules and properties commute with every renaming (module text).
+
+    ``engine``: ``flat`` (the default) evaluates the rules generated as Python over the
+    compiled explorer's flat states (``proofs/symmetry_flat.py``); ``interpreted`` is
+    :func:`check_interpreted`, the reference, which reads them through ``model/step.py``.  Both
+    give the same result (``tests/test_symmetry.py``).  The environment variable
+    ``MCP_INFLIGHT_REFERENCE=1`` makes ``interpreted`` the default."""
+    engine = engine or ("interpreted" if reference_paths() else "flat")
+    if engine == "interpreted":
+        return check_interpreted(cfg, limit)
+    if engine != "flat":
+        raise ValueError(f"engine must be flat or interpreted, not {engine!r}")
+    from .symmetry_flat import check as check_flat
+
+    return check_flat(cfg, limit, PROPERTIES)
+
+
+def reference_paths() -> bool:
+    """Whether ``MCP_INFLIGHT_REFERENCE`` asks ``check`` for its reference paths (the
+    interpreted symmetry check, the prover after the explorer): the same verdicts, slower."""
+    import os
+
+    return os.environ.get("MCP_INFLIGHT_REFERENCE", "") not in ("", "0")
+
+
+def check_interpreted(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
+    """Check that ``cfg``'s rules and properties commute with every renaming (module text),
+    through ``model/step.py`` and the concrete backend: the reference of ``symmetry_flat``.
 
     A renamed reachable state is itself reachable, so most states are met twice, as a state
     of the search and as another's renaming: each state's relaxed moves and property

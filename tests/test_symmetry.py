@@ -12,7 +12,7 @@ import pytest
 from mcp_inflight.cli import main
 from mcp_inflight.model import session as S
 from mcp_inflight.model import step
-from mcp_inflight.model.config import DESIGNS, Config
+from mcp_inflight.model.config import DESIGNS, Config, liveness_mutants, mutants
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.proofs import symmetry
 
@@ -104,3 +104,85 @@ def test_check_as_written_passes_its_symmetry_section(capsys, tmp_path, monkeypa
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "Symmetry: the rules and properties commute with renaming" in out
+
+
+# --- the check on flat states (proofs/symmetry_flat.py) against the reference --------------
+
+
+def _configs(designs):
+    from mcp_inflight.model.config import client_for, profiles
+
+    return [
+        Config(d, rev, tr, 2, 2, client_for("reusing", rev))
+        for d in designs
+        for rev, tr in profiles("all", "all")
+    ]
+
+
+@pytest.mark.parametrize("cfg", _configs(DESIGNS.values()), ids=lambda c: c.label)
+def test_the_flat_check_agrees_with_the_reference_on_every_design_and_profile(cfg):
+    flat = symmetry.check(cfg, limit=200, engine="flat")
+    assert flat == symmetry.check_interpreted(cfg, limit=200)
+    assert flat.ok and flat.states == 200
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "cfg",
+    _configs([*DESIGNS.values(), *mutants().values(), *liveness_mutants().values()]),
+    ids=lambda c: c.label,
+)
+def test_the_flat_check_agrees_with_the_reference_at_checks_bound(cfg):
+    flat = symmetry.check(cfg, limit=symmetry.CHECK_LIMIT, engine="flat")
+    assert flat == symmetry.check_interpreted(cfg, limit=symmetry.CHECK_LIMIT)
+
+
+def test_the_flat_check_covers_a_whole_space_as_the_reference_does():
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 2)
+    flat = symmetry.check(cfg, limit=20_000, engine="flat")
+    assert flat.ok and flat.complete
+    assert flat == symmetry.check_interpreted(cfg, limit=20_000)
+
+
+def test_the_flat_check_catches_a_rule_that_treats_one_id_differently(id_one_unguarded):
+    flat = symmetry.check(CFG, limit=1500, engine="flat")
+    assert not flat.ok and flat.broken is not None
+    assert flat.broken.rule == "the guard of admit"
+    assert "ids 0->1, 1->0" in flat.broken.text()
+    # the same state, move and text as the reference
+    assert flat == symmetry.check_interpreted(CFG, limit=1500)
+
+
+def test_the_flat_check_catches_an_effect_that_treats_one_instance_differently(
+    monkeypatch, fresh_tables
+):
+    from dataclasses import replace
+
+    from mcp_inflight.model.logic import Write
+
+    # admitting instance 0 also marks its response received: an effect only instance 0 has
+    admit = S.ACTION["admit"]
+
+    def odd(b, s, c, r, i, out):
+        ws = list(admit.effect(b, s, c, r, i, out))
+        return [*ws, Write("got_resp", r, True)] if r == 0 else ws
+
+    patched = tuple(replace(a, effect=odd) if a is admit else a for a in S.ACTIONS)
+    monkeypatch.setattr(S, "ACTIONS", patched)
+    flat = symmetry.check(CFG, limit=1500, engine="flat")
+    assert not flat.ok and flat.broken is not None
+    assert flat.broken.rule == "the effect of admit"
+    assert "instances 0->1, 1->0" in flat.broken.text()
+    assert flat == symmetry.check_interpreted(CFG, limit=1500)
+
+
+def test_the_reference_paths_are_taken_when_asked(monkeypatch, id_one_unguarded):
+    import mcp_inflight.proofs.symmetry_flat as flat_mod
+
+    def refuse(*a, **k):
+        raise AssertionError("the flat check ran")
+
+    monkeypatch.setattr(flat_mod, "check", refuse)
+    monkeypatch.setenv("MCP_INFLIGHT_REFERENCE", "1")
+    res = symmetry.check(CFG, limit=1500)
+    assert not res.ok and res.broken is not None and res.broken.rule == "the guard of admit"

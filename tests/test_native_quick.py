@@ -1,0 +1,47 @@
+"""The native engine builds a search at ``check``'s default bound quickly (gcc -O0) and a
+larger one optimised; both builds find the same states, verdicts and traces, and a quick build
+takes the optimised shared object when that one is cached already."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_inflight.model.config import DESIGNS, Config
+from mcp_inflight.proofs import native
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+
+SMALL = Config(DESIGNS["atomic"], "2026-07-28", "http", 2, 2)
+
+
+def test_the_default_bound_builds_quickly_and_a_larger_one_optimised():
+    assert native.flags_for(SMALL) == native.QUICK_CFLAGS
+    assert native.flags_for(Config(DESIGNS["atomic"], "2026-07-28", "http", 2, 3)) == (
+        native.CFLAGS
+    )
+    assert native.QUICK_CFLAGS != native.CFLAGS
+
+
+def test_a_quick_build_takes_a_cached_optimised_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    src = native.Generated(Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 1)).source
+    quick = native.build(src, native.QUICK_CFLAGS)
+    assert len(list((tmp_path / "native").glob("*.so"))) == 1  # no optimised build made
+    best = native.build(src)
+    assert best != quick
+    assert native.build(src, native.QUICK_CFLAGS) == best
+
+
+def test_quick_and_optimised_builds_find_the_same(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    cfg = Config(DESIGNS["check_then_claim"], "2026-07-28", "http", 2, 2)
+    found = []
+    for flags in (native.QUICK_CFLAGS, native.CFLAGS):
+        monkeypatch.setattr(native, "flags_for", lambda c, f=flags: f)
+        r = native.explore_native(cfg, symmetry=True)
+        doc = r.to_json()
+        doc.pop("seconds", None)
+        found.append(doc)
+    assert len(list((tmp_path / "native").glob("*.so"))) == 2
+    assert found[0] == found[1]
+    assert found[0]["ok"] is False  # it breaks no_orphan: the traces are compared too
