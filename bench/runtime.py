@@ -40,6 +40,11 @@
    Which event loop and HTTP parser each server process used is read from its memory map
    (``/proc/PID/maps``: uvloop's and httptools' extension modules).
 
+``--py-spy DIR`` records flame graphs with ``py-spy`` (``pip install py-spy``): the core's
+lifecycle in process, after its figures (``DIR/core.svg``), and each server's measured load
+over HTTP (``DIR/http-NAME-ROUND.svg``, the sampler attached to the server's process; those
+rounds' figures include the sampler's share of the two CPUs, so profile and measure apart).
+
 ``--servers`` also takes ``ours-online``: ``mcp-inflight serve --online-check``, the same server
 checking every session's exchanges against the model as they happen, in a checker process beside
 it; ``ours-online-thread`` and ``ours-online-inline`` the same with ``--online-checker thread``
@@ -180,6 +185,23 @@ def bench_core(n: int) -> dict:
         "new_session_core_us": new_core / us,
         "timer_ns": timer,
     }
+
+
+def spy_core(out_dir: str, seconds: float = 5.0) -> Path:
+    """A flame graph of the core's request lifecycle: ``py-spy`` samples this process while it
+    runs lifecycles (each verdict checked) for ``seconds``; written to ``DIR/core.svg``."""
+    from runtime_http import py_spy, py_spy_done
+
+    from mcp_inflight.impl.core import SessionCore
+
+    out = Path(out_dir) / "core.svg"
+    spy = py_spy(os.getpid(), out, seconds)
+    core = SessionCore("2025-11-25", "http")
+    end = time.monotonic() + seconds + 1.0  # the sampler attaches first, then runs seconds
+    while time.monotonic() < end and spy.poll() is None:
+        lifecycles(core, 10_000)
+    py_spy_done(spy, out)
+    return out
 
 
 def bench_online(n: int) -> dict:
@@ -533,6 +555,13 @@ def main(argv=None) -> int:
         "--online-check ours-online-base runs (its package laid out as installed, in a "
         "temporary directory)",
     )
+    p.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        help="record flame graphs with py-spy into DIR: the core's lifecycle in process "
+        "(core.svg, after its figures) and each server's measured HTTP load "
+        "(http-NAME-ROUND.svg); the HTTP figures then include the sampler's share of the CPUs",
+    )
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
@@ -556,6 +585,8 @@ def main(argv=None) -> int:
         out["core"] = bench_core(args.core_iterations)
         out["core"]["online"] = bench_online(max(1000, args.core_iterations // 20))
         print_core(out["core"])
+        if args.py_spy:
+            spy_core(args.py_spy)
         baseline = args.core_baseline
         if baseline is None and args.core_base_rev:
             baseline = base_impl(args.core_base_rev)

@@ -3,7 +3,8 @@
 
 ``python bench/runtime_http.py --serve NAME --port P --loop L`` runs one bench server (``sdk``,
 ``bare``, ``ours-app``); ``bench/runtime.py`` starts it so.  See ``bench/runtime.py`` for what is
-measured and how.
+measured and how.  ``--py-spy DIR`` (here, and on ``bench/runtime.py``, which samples each
+server's measured load with it) records where a server spends its time as a flame graph.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -287,6 +289,39 @@ def run_wrk(url, sid, seconds, threads, connections, timeout=10) -> tuple[dict, 
     raise RuntimeError(f"wrk printed no WRKRESULT line:\n{p.stdout}")
 
 
+def py_spy_exe() -> str | None:
+    """The ``py-spy`` sampler: the one beside this interpreter, else on the PATH."""
+    here = Path(sys.executable).parent / "py-spy"
+    return str(here) if here.exists() else shutil.which("py-spy")
+
+
+def py_spy(pid: int, out: Path, seconds: float | None = None) -> subprocess.Popen:
+    """Start ``py-spy record`` on process ``pid``, writing a flame graph (SVG) to ``out`` when
+    ``seconds`` have passed or the process ends.  ``--nonblocking``: the process is not stopped
+    to be sampled, so its own timing is disturbed only by the sampler's share of the CPUs."""
+    exe = py_spy_exe()
+    if exe is None:
+        raise RuntimeError("--py-spy: py-spy is not installed (pip install py-spy)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [exe, "record", "--pid", str(pid), "-o", str(out), "--rate", "200", "--nonblocking"]
+    if seconds is not None:
+        cmd += ["--duration", f"{max(1, round(seconds))}"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def py_spy_done(proc: subprocess.Popen, out: Path) -> None:
+    """Wait for a ``py-spy record`` started by :func:`py_spy`; report where its graph went."""
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    if out.exists():
+        print(f"  flame graph: {out}", file=sys.stderr, flush=True)
+    else:
+        print(f"  py-spy wrote no flame graph to {out}: {err.strip()[-300:]}", file=sys.stderr)
+
+
 def bench_server(name, args) -> dict:
     import httpx
 
@@ -314,9 +349,18 @@ def bench_server(name, args) -> dict:
                 warm, _ = run_wrk(srv.url, sid, args.warmup, args.threads, args.connections)
             else:
                 warm = None
+            spy_dir = getattr(args, "py_spy", None)
+            if spy_dir:  # the measured load, sampled (its figures then carry the sampler's cost)
+                runs = getattr(args, "_py_spy_runs", {})
+                k = runs[name] = runs.get(name, 0) + 1
+                args._py_spy_runs = runs
+                spy_out = Path(spy_dir) / f"http-{name}-{k}.svg"
+                spy = py_spy(srv.proc.pid, spy_out, args.duration)
             cpu0 = _cpu_s(srv.proc.pid)
             res, raw = run_wrk(srv.url, sid, args.duration, args.threads, args.connections)
             cpu1 = _cpu_s(srv.proc.pid)
+            if spy_dir:
+                py_spy_done(spy, spy_out)
             post_good, post_problems = sample_calls(client, srv.url, headers, args.sample, "post")
         rss_kb = _rss_kb(srv.proc.pid)
         loop, parser = srv.runtime()  # after the load: every module it uses is loaded
@@ -543,7 +587,21 @@ def main(argv=None) -> int:
     p.add_argument("--serve", metavar="NAME", required=True, choices=("sdk", "bare", "ours-app"))
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
+    p.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        help="record this server's whole run with py-spy: a flame graph DIR/serve-NAME.svg, "
+        "written when the server stops",
+    )
     args = p.parse_args(argv)
+    if args.py_spy:
+        out = Path(args.py_spy) / f"serve-{args.serve}.svg"
+        spy = py_spy(os.getpid(), out)
+        try:
+            return serve_subprocess(args.serve, args.port, args.loop)
+        finally:
+            # the sampler writes its graph once this process has ended; it outlives it
+            print(f"bench server {args.serve}: py-spy (pid {spy.pid}) -> {out}", file=sys.stderr)
     return serve_subprocess(args.serve, args.port, args.loop)
 
 
