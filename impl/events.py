@@ -120,10 +120,22 @@ class MemoryEventStore:
         self.events += 1
         self.bytes += len(data)
         if len(order) > self.max_per_session:
-            drop = self._drop
+            # the session's oldest events make room (``_drop``, inline: on a busy session this
+            # runs on every append once its bound is reached)
+            streams = k.streams
             while len(order) > self.max_per_session:
                 s, m = order.popleft()
-                drop(k, s, m)
+                kept = streams.get(s)
+                if kept is None:
+                    continue
+                old = kept.pop(m, None)
+                if old is None:
+                    continue  # already dropped by the bound in total
+                if not kept:
+                    del streams[s]
+                k.floor = m
+                self.events -= 1
+                self.bytes -= len(old)
         if self.events > self.max_events or self.bytes > self.max_bytes:
             while self.events > self.max_events or self.bytes > self.max_bytes:
                 owner, s, m = self._order.popleft()
