@@ -69,13 +69,12 @@ def _with_header_timeout(base: type, timeout: float) -> type:
 
 class HeldHead:
     """The transport as one request's response sees it (uvicorn's ``RequestResponseCycle``
-    writes through it): the head of a response whose length is known (``Content-Length``) is
-    held and written together with the response's first body write, one ``write`` (one
-    ``send`` on the socket) where uvicorn makes two.  Nothing is reordered or changed: the bytes
-    are the same, in the same order.  A held head is written at the latest when the loop turns
-    (a response whose body comes later still sends its head at once) or when the connection is
-    closed; a response of unknown length (SSE, chunked) writes its head at once, since a
-    client waits for it before the stream's first event."""
+    writes through it): the head of the response is held and written together with the
+    response's first body write, one ``write`` (one ``send`` on the socket) where uvicorn makes
+    two.  Nothing is reordered or changed: the bytes are the same, in the same order.  A held
+    head is written at the latest when the loop next turns (``call_soon``), so the head of a
+    stream whose first event comes later (SSE) still goes out at once, before the app waits for
+    anything, and when the connection is closed."""
 
     __slots__ = ("_transport", "_cycle", "_loop", "_head", "_seen")
 
@@ -95,7 +94,7 @@ class HeldHead:
         cycle = self._cycle
         if not self._seen and cycle.response_started:
             self._seen = True  # this write is the head (uvicorn writes it as the response starts)
-            if cycle.chunked_encoding is False and not cycle.response_complete:
+            if not cycle.response_complete:
                 self._head = data
                 self._loop.call_soon(self.flush)
                 return

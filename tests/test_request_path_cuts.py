@@ -7,8 +7,8 @@
   that reads it before or only after its request is cancelled;
 * the event store's bound per session, now applied inline on append, keeps what a plain
   reference store keeps (the newest events of each session, within the totals);
-* ``serve``'s uvicorn protocol writes a response's head and body in one write when the length
-  is known, the same bytes as uvicorn's own protocol, and still sends a stream's head at once.
+* ``serve``'s uvicorn protocol writes a response's head and first body in one write, the same
+  bytes as uvicorn's own protocol, and still sends a stream's head before the app waits.
 
 Each check is also shown catching a wrong variant.
 """
@@ -429,6 +429,21 @@ def test_a_whole_response_goes_out_in_one_write(timeout: float | None) -> None:
     assert len(ours) == 1 and b"".join(ours) == b"".join(stock)
     assert ours[0].startswith(b"HTTP/1.1 200 OK\r\n") and ours[0].endswith(b'{"ok":true}')
     assert len(stock) == 2  # what the check tells apart: uvicorn's own protocol writes twice
+
+
+async def _sse_now(scope: Any, receive: Any, send: Any) -> None:
+    headers = [(b"content-type", b"text/event-stream")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b"data: 1\n\n"})
+
+
+def test_a_stream_answered_at_once_goes_out_in_one_write() -> None:
+    from mcp_inflight.serve_http import http_protocol
+
+    ours = asyncio.run(_exchange(http_protocol(10.0), _sse_now))[-1]
+    stock = asyncio.run(_exchange(_stock(), _sse_now))[-1]
+    assert len(ours) == 1 and b"".join(ours) == b"".join(stock) and len(stock) == 2
+    assert b"transfer-encoding: chunked" in ours[0] and ours[0].endswith(b"0\r\n\r\n")
 
 
 def test_a_streams_head_still_goes_out_before_its_first_event() -> None:
