@@ -28,7 +28,10 @@
    * ``sdk``:  ``bench/sdk_echo.py``, the official ``mcp`` SDK's low-level ``Server`` with the same
      ``echo`` tool on its ``streamable_http_app()`` (sessions, SSE answers);
    * ``bare``: ``bench/bare_echo.py``, a bare ASGI app answering the same call with one SSE event
-     (the ceiling).
+     (the ceiling);
+   * ``bare-serve`` (asked for by name): the same bare app on ``serve``'s uvicorn protocol, which
+     writes a response's head and body in one write where uvicorn's own writes twice; beside
+     ``bare`` it shows what that saves, beside ``ours`` the app's own share at equal protocol.
 
    The servers take turns (``--rounds``, default 3: ours, sdk, bare, ours, ...) and the median
    of each figure is reported, with the ratios taken round by round (the machine is shared and
@@ -374,8 +377,28 @@ def print_summary(out: dict, rows: list[dict]) -> None:
                 "  server CPU time per call (us, medians; steadier than calls/s on a shared "
                 "machine): " + ", ".join(f"{n} {v:.0f}" for n, v in cpu.items())
             )
+            sys_cpu = {
+                n: median(x.get("sys_us_per_call", 0.0) for x in runs)
+                for n, runs in out.get("http_rounds", {}).items()
+                if runs
+            }
+            print(
+                "    of which system time (the kernel's: socket reads and writes): "
+                + ", ".join(f"{n} {v:.1f}" for n, v in sys_cpu.items())
+            )
             if "ours" in cpu and "bare" in cpu:
                 print(f"  bare / ours in CPU time per call: {cpu['bare'] / cpu['ours']:.2f}")
+            if "ours" in cpu and "bare-serve" in cpu:
+                line = (
+                    f"  bare on serve's protocol / ours in CPU time per call: "
+                    f"{cpu['bare-serve'] / cpu['ours']:.2f}"
+                )
+                if "bare" in cpu:
+                    line += (
+                        f"; bare on serve's protocol / bare on uvicorn's own (what one write "
+                        f"per response saves the same app): {cpu['bare-serve'] / cpu['bare']:.2f}"
+                    )
+                print(line)
         rounds = out.get("http_rounds", {})
         for other in ("ours-base", "bare"):
             if other in rounds and "ours" in rounds and other != "ours":
@@ -390,7 +413,7 @@ def print_summary(out: dict, rows: list[dict]) -> None:
                         f"{median(per):.2f}x (per round: {', '.join(f'{x:.2f}' for x in per)})"
                     )
         ours = by.get("ours")
-        for other in ("bare", "sdk"):
+        for other in ("bare", "bare-serve", "sdk"):
             ratio = (ours or {}).get("ratios", {}).get(other)
             if ratio:
                 print(

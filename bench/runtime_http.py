@@ -37,7 +37,10 @@ ONLINE = {
 BASE = "ours-online-base"
 #: ``serve`` of another version (``--online-base REV``), without the check: the server before
 PLAIN_BASE = "ours-base"
-SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE, BASE, PLAIN_BASE)
+#: the bare app on ``serve``'s uvicorn protocol (a response's head and body in one write), so
+#: that the protocol's share and the app's can be told apart
+BARE_SERVE = "bare-serve"
+SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE, BASE, PLAIN_BASE, BARE_SERVE)
 TITLES = {
     "ours": "mcp-inflight serve",
     "ours-online": "serve --online-check (process)",
@@ -48,6 +51,7 @@ TITLES = {
     "ours-app": "mcp-inflight app (bench runner)",
     "sdk": "official mcp 2.3.0 SDK",
     "bare": "bare ASGI (ceiling)",
+    BARE_SERVE: "bare ASGI on serve's protocol",
 }
 LISTEN = re.compile(r"listening on (http://\S+)")
 
@@ -55,13 +59,14 @@ LISTEN = re.compile(r"listening on (http://\S+)")
 # --- the servers (subprocess side) ---------------------------------------------------------
 
 
-def uvicorn_config(app, port: int):
-    """The uvicorn settings of ``mcp-inflight serve`` (mcp_inflight/serve.py), for every server."""
+def uvicorn_config(app, port: int, http: str = "auto"):
+    """The uvicorn settings of ``mcp-inflight serve`` (mcp_inflight/serve.py), for every server;
+    ``http``: uvicorn's protocol (its own by default)."""
     import uvicorn
 
     from mcp_inflight.serve import uvicorn_settings
 
-    return uvicorn.Config(app, host="127.0.0.1", port=port, **uvicorn_settings())
+    return uvicorn.Config(app, host="127.0.0.1", port=port, http=http, **uvicorn_settings())
 
 
 def serve_subprocess(name: str, port: int, loop: str) -> int:
@@ -69,10 +74,16 @@ def serve_subprocess(name: str, port: int, loop: str) -> int:
     import uvicorn
 
     sys.path.insert(0, str(HERE))
+    http = "auto"
     if name == "sdk":
         from sdk_echo import app
-    elif name == "bare":
+    elif name in ("bare", BARE_SERVE):
         from bare_echo import app
+
+        if name == BARE_SERVE:
+            from mcp_inflight.serve import http_protocol
+
+            http = http_protocol(10.0)  # serve's default --header-timeout
     elif name == "ours-app":
         from mcp_inflight.impl.http import LOOPBACK, create_app
         from mcp_inflight.serve import demo_server
@@ -80,7 +91,7 @@ def serve_subprocess(name: str, port: int, loop: str) -> int:
         app = create_app(demo_server(), "/mcp", allowed_hosts=set(LOOPBACK) | {"127.0.0.1"})
     else:
         raise SystemExit(f"unknown server {name!r}")
-    config = uvicorn_config(app, port)
+    config = uvicorn_config(app, port, http)
     server = uvicorn.Server(config)
 
     async def main():
@@ -356,9 +367,9 @@ def bench_server(name, args) -> dict:
                 args._py_spy_runs = runs
                 spy_out = Path(spy_dir) / f"http-{name}-{k}.svg"
                 spy = py_spy(srv.proc.pid, spy_out, args.duration)
-            cpu0 = _cpu_s(srv.proc.pid)
+            cpu0, sys0 = _cpu_s(srv.proc.pid), _sys_s(srv.proc.pid)
             res, raw = run_wrk(srv.url, sid, args.duration, args.threads, args.connections)
-            cpu1 = _cpu_s(srv.proc.pid)
+            cpu1, sys1 = _cpu_s(srv.proc.pid), _sys_s(srv.proc.pid)
             if spy_dir:
                 py_spy_done(spy, spy_out)
             post_good, post_problems = sample_calls(client, srv.url, headers, args.sample, "post")
@@ -412,6 +423,7 @@ def bench_server(name, args) -> dict:
         # CPU seconds per call during the measured load: the server's process, and its child
         # processes (the online check's checker process)
         "cpu_us_per_call": 1e6 * (cpu1[0] - cpu0[0]) / max(1, res["requests"]),
+        "sys_us_per_call": 1e6 * (sys1 - sys0) / max(1, res["requests"]),
         "child_cpu_us_per_call": 1e6 * (cpu1[1] - cpu0[1]) / max(1, res["requests"]),
     }
 
@@ -435,6 +447,16 @@ def _cpu_s(pid):
             if st is not None and st[0] == pid:
                 kids += st[1]
     return (own[1] if own else 0.0), kids
+
+
+def _sys_s(pid):
+    """System CPU seconds used so far by process ``pid`` (the kernel's share: its socket
+    writes and reads, its waits; what one write per response instead of two saves)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return int(f[12]) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_kb(pid):
@@ -516,7 +538,7 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
     for name in (BASE, *ONLINE):
         if "ours" in by and name in by:
             print_online(by, runs, name)
-    for other, aim in (("sdk", 10.0), ("bare", 0.85)):
+    for other, aim in (("sdk", 10.0), ("bare", 0.85), (BARE_SERVE, 0.85)):
         if other in by:
             o = by[other]
             per_round = [
@@ -584,7 +606,9 @@ def print_online(by: dict, runs: dict, name: str = "ours-online") -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench/runtime_http.py", description="one bench server")
-    p.add_argument("--serve", metavar="NAME", required=True, choices=("sdk", "bare", "ours-app"))
+    p.add_argument(
+        "--serve", metavar="NAME", required=True, choices=("sdk", "bare", "ours-app", BARE_SERVE)
+    )
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
     p.add_argument(
