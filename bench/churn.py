@@ -17,7 +17,9 @@ progress).  An allocation counts as the server's when its traceback passes throu
 process); the bytes per session and per request are the growth of what is still allocated,
 divided by their number.  Everything is then ended (DELETE) and the registries must be empty.
 
-Run: ``python bench/churn.py [--cycles 20000] [--sessions 1000] [--inflight 1000]``.
+Run: ``python bench/churn.py [--cycles 20000] [--sessions 1000] [--inflight 1000]
+[--base-rev REV]``; ``--base-rev`` then runs the same on git revision REV's package and prints
+both memory figures side by side (before -> now).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import asyncio
 import gc
 import json
+import re
 import resource
 import sys
 import tracemalloc
@@ -33,6 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import mcp_inflight  # noqa: E402
+import mcp_inflight.impl  # noqa: E402
+import mcp_inflight.model  # noqa: E402
 from mcp_inflight.impl.http import create_app  # noqa: E402
 from mcp_inflight.impl.server import Server  # noqa: E402
 from support.asgi import HEADERS, Exchange, open_session, request  # noqa: E402
@@ -98,7 +104,13 @@ async def cycle(app) -> None:
 
 
 ROOT = Path(__file__).resolve().parent.parent
-OURS = tuple(str(ROOT / d) + "/" for d in ("impl", "model", "mcp_inflight"))
+#: the folders of the package this process imported (this checkout's, or with ``--base-rev``
+#: another revision's unpacked copy)
+OURS = tuple(
+    str(Path(m.__file__).resolve().parent) + "/"
+    for m in (mcp_inflight, mcp_inflight.impl, mcp_inflight.model)
+    if m.__file__
+)
 CLIENT = str(ROOT / "tests" / "support" / "asgi.py")
 
 
@@ -123,6 +135,10 @@ async def settle() -> None:
     gc.collect()
 
 
+#: this run's memory figures (bytes held by the server), as printed
+MEMORY_SEEN: dict[str, int] = {}
+
+
 async def held(app, sessions: int, inflight: int) -> int:
     """Memory per idle session and per in-flight request (printed); 0 if everything ended."""
     await settle()
@@ -144,6 +160,8 @@ async def held(app, sessions: int, inflight: int) -> int:
     tracemalloc.stop()
     s_srv, s_all = grown(base, idle)
     r_srv, r_all = grown(idle, busy)
+    MEMORY_SEEN["per idle session"] = round(s_srv / sessions)
+    MEMORY_SEEN["per in-flight request"] = round(r_srv / inflight)
     print(
         f"memory per idle session: {s_srv / sessions:,.0f} bytes held by the server "
         f"({s_all / sessions:,.0f} with the in-process client's; {sessions} sessions, "
@@ -193,6 +211,49 @@ async def main(cycles: int, warmup: int, sessions: int = 0, inflight: int = 0) -
     return await held(app, sessions, inflight) if sessions and inflight else 0
 
 
+MEMORY = (
+    ("per idle session", re.compile(r"memory per idle session: ([0-9,]+) bytes")),
+    ("per in-flight request", re.compile(r"memory per in-flight request: ([0-9,]+) bytes")),
+)
+
+
+def against(rev: str, argv: list[str], code: int) -> int:
+    """This run's memory figures beside those of revision ``rev`` (the same script and options,
+    the package of ``rev`` first on the path)."""
+    import os
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from runtime import base_package
+
+    i = argv.index("--base-rev")
+    rest = argv[:i] + argv[i + 2 :]
+    base = base_package(rev)
+    run = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), *rest],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=base),
+        cwd=base,
+        timeout=3600,
+    )
+    print(f"\n{rev} (the same run, its package from {base}):")
+    print(run.stdout.rstrip())
+    mine = MEMORY_SEEN
+    print(f"\nmemory held by the server, {rev} -> now:")
+    for label, pattern in MEMORY:
+        m = pattern.search(run.stdout)
+        if m is None or label not in mine:
+            print(f"  {label}: not measured on both")
+            continue
+        before = int(m.group(1).replace(",", ""))
+        now = mine[label]
+        print(
+            f"  {label}: {before:,} -> {now:,} bytes ({now - before:+,}; now / before {now / before:.2f})"
+        )
+    return code or run.returncode
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cycles", type=int, default=20000)
@@ -204,5 +265,15 @@ if __name__ == "__main__":
         help="idle sessions held (at most the app's 1024; 0: skip)",
     )
     p.add_argument("--inflight", type=int, default=1000, help="requests held (0: skip)")
+    p.add_argument(
+        "--base-rev",
+        metavar="REV",
+        help="then the same run on the package of git revision REV (unpacked to a temporary "
+        "directory, in a process of its own), and both memory figures side by side",
+    )
     a = p.parse_args()
-    sys.exit(asyncio.run(main(a.cycles, a.warmup, a.sessions, a.inflight)))
+    code = asyncio.run(main(a.cycles, a.warmup, a.sessions, a.inflight))
+    if a.base_rev and a.sessions and a.inflight:
+        sys.stdout.flush()
+        code = against(a.base_rev, sys.argv[1:], code)
+    sys.exit(code)

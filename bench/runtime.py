@@ -28,7 +28,10 @@
    * ``sdk``:  ``bench/sdk_echo.py``, the official ``mcp`` SDK's low-level ``Server`` with the same
      ``echo`` tool on its ``streamable_http_app()`` (sessions, SSE answers);
    * ``bare``: ``bench/bare_echo.py``, a bare ASGI app answering the same call with one SSE event
-     (the ceiling).
+     (the ceiling);
+   * ``bare-serve`` (asked for by name): the same bare app on ``serve``'s uvicorn protocol, which
+     writes a response's head and body in one write where uvicorn's own writes twice; beside
+     ``bare`` it shows what that saves, beside ``ours`` the app's own share at equal protocol.
 
    The servers take turns (``--rounds``, default 3: ours, sdk, bare, ours, ...) and the median
    of each figure is reported, with the ratios taken round by round (the machine is shared and
@@ -39,6 +42,11 @@
    its text).  A run whose responses are not all good is reported as invalid, not as a figure.
    Which event loop and HTTP parser each server process used is read from its memory map
    (``/proc/PID/maps``: uvloop's and httptools' extension modules).
+
+``--py-spy DIR`` records flame graphs with ``py-spy`` (``pip install py-spy``): the core's
+lifecycle in process, after its figures (``DIR/core.svg``), and each server's measured load
+over HTTP (``DIR/http-NAME-ROUND.svg``, the sampler attached to the server's process; those
+rounds' figures include the sampler's share of the two CPUs, so profile and measure apart).
 
 ``--servers`` also takes ``ours-online``: ``mcp-inflight serve --online-check``, the same server
 checking every session's exchanges against the model as they happen, in a checker process beside
@@ -180,6 +188,23 @@ def bench_core(n: int) -> dict:
         "new_session_core_us": new_core / us,
         "timer_ns": timer,
     }
+
+
+def spy_core(out_dir: str, seconds: float = 5.0) -> Path:
+    """A flame graph of the core's request lifecycle: ``py-spy`` samples this process while it
+    runs lifecycles (each verdict checked) for ``seconds``; written to ``DIR/core.svg``."""
+    from runtime_http import py_spy, py_spy_done
+
+    from mcp_inflight.impl.core import SessionCore
+
+    out = Path(out_dir) / "core.svg"
+    spy = py_spy(os.getpid(), out, seconds)
+    core = SessionCore("2025-11-25", "http")
+    end = time.monotonic() + seconds + 1.0  # the sampler attaches first, then runs seconds
+    while time.monotonic() < end and spy.poll() is None:
+        lifecycles(core, 10_000)
+    py_spy_done(spy, out)
+    return out
 
 
 def bench_online(n: int) -> dict:
@@ -352,8 +377,28 @@ def print_summary(out: dict, rows: list[dict]) -> None:
                 "  server CPU time per call (us, medians; steadier than calls/s on a shared "
                 "machine): " + ", ".join(f"{n} {v:.0f}" for n, v in cpu.items())
             )
+            sys_cpu = {
+                n: median(x.get("sys_us_per_call", 0.0) for x in runs)
+                for n, runs in out.get("http_rounds", {}).items()
+                if runs
+            }
+            print(
+                "    of which system time (the kernel's: socket reads and writes): "
+                + ", ".join(f"{n} {v:.1f}" for n, v in sys_cpu.items())
+            )
             if "ours" in cpu and "bare" in cpu:
                 print(f"  bare / ours in CPU time per call: {cpu['bare'] / cpu['ours']:.2f}")
+            if "ours" in cpu and "bare-serve" in cpu:
+                line = (
+                    f"  bare on serve's protocol / ours in CPU time per call: "
+                    f"{cpu['bare-serve'] / cpu['ours']:.2f}"
+                )
+                if "bare" in cpu:
+                    line += (
+                        f"; bare on serve's protocol / bare on uvicorn's own (what one write "
+                        f"per response saves the same app): {cpu['bare-serve'] / cpu['bare']:.2f}"
+                    )
+                print(line)
         rounds = out.get("http_rounds", {})
         for other in ("ours-base", "bare"):
             if other in rounds and "ours" in rounds and other != "ours":
@@ -368,7 +413,7 @@ def print_summary(out: dict, rows: list[dict]) -> None:
                         f"{median(per):.2f}x (per round: {', '.join(f'{x:.2f}' for x in per)})"
                     )
         ours = by.get("ours")
-        for other in ("bare", "sdk"):
+        for other in ("bare", "bare-serve", "sdk"):
             ratio = (ours or {}).get("ratios", {}).get(other)
             if ratio:
                 print(
@@ -533,6 +578,13 @@ def main(argv=None) -> int:
         "--online-check ours-online-base runs (its package laid out as installed, in a "
         "temporary directory)",
     )
+    p.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        help="record flame graphs with py-spy into DIR: the core's lifecycle in process "
+        "(core.svg, after its figures) and each server's measured HTTP load "
+        "(http-NAME-ROUND.svg); the HTTP figures then include the sampler's share of the CPUs",
+    )
     p.add_argument("--no-core", action="store_true", help="skip the in-process core figures")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP figures")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
@@ -556,6 +608,8 @@ def main(argv=None) -> int:
         out["core"] = bench_core(args.core_iterations)
         out["core"]["online"] = bench_online(max(1000, args.core_iterations // 20))
         print_core(out["core"])
+        if args.py_spy:
+            spy_core(args.py_spy)
         baseline = args.core_baseline
         if baseline is None and args.core_base_rev:
             baseline = base_impl(args.core_base_rev)

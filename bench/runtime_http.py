@@ -3,7 +3,8 @@
 
 ``python bench/runtime_http.py --serve NAME --port P --loop L`` runs one bench server (``sdk``,
 ``bare``, ``ours-app``); ``bench/runtime.py`` starts it so.  See ``bench/runtime.py`` for what is
-measured and how.
+measured and how.  ``--py-spy DIR`` (here, and on ``bench/runtime.py``, which samples each
+server's measured load with it) records where a server spends its time as a flame graph.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -35,7 +37,10 @@ ONLINE = {
 BASE = "ours-online-base"
 #: ``serve`` of another version (``--online-base REV``), without the check: the server before
 PLAIN_BASE = "ours-base"
-SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE, BASE, PLAIN_BASE)
+#: the bare app on ``serve``'s uvicorn protocol (a response's head and body in one write), so
+#: that the protocol's share and the app's can be told apart
+BARE_SERVE = "bare-serve"
+SERVERS = ("ours", "sdk", "bare", "ours-app", *ONLINE, BASE, PLAIN_BASE, BARE_SERVE)
 TITLES = {
     "ours": "mcp-inflight serve",
     "ours-online": "serve --online-check (process)",
@@ -46,6 +51,7 @@ TITLES = {
     "ours-app": "mcp-inflight app (bench runner)",
     "sdk": "official mcp 2.3.0 SDK",
     "bare": "bare ASGI (ceiling)",
+    BARE_SERVE: "bare ASGI on serve's protocol",
 }
 LISTEN = re.compile(r"listening on (http://\S+)")
 
@@ -53,13 +59,14 @@ LISTEN = re.compile(r"listening on (http://\S+)")
 # --- the servers (subprocess side) ---------------------------------------------------------
 
 
-def uvicorn_config(app, port: int):
-    """The uvicorn settings of ``mcp-inflight serve`` (mcp_inflight/serve.py), for every server."""
+def uvicorn_config(app, port: int, http: str = "auto"):
+    """The uvicorn settings of ``mcp-inflight serve`` (mcp_inflight/serve.py), for every server;
+    ``http``: uvicorn's protocol (its own by default)."""
     import uvicorn
 
     from mcp_inflight.serve import uvicorn_settings
 
-    return uvicorn.Config(app, host="127.0.0.1", port=port, **uvicorn_settings())
+    return uvicorn.Config(app, host="127.0.0.1", port=port, http=http, **uvicorn_settings())
 
 
 def serve_subprocess(name: str, port: int, loop: str) -> int:
@@ -67,10 +74,16 @@ def serve_subprocess(name: str, port: int, loop: str) -> int:
     import uvicorn
 
     sys.path.insert(0, str(HERE))
+    http = "auto"
     if name == "sdk":
         from sdk_echo import app
-    elif name == "bare":
+    elif name in ("bare", BARE_SERVE):
         from bare_echo import app
+
+        if name == BARE_SERVE:
+            from mcp_inflight.serve import http_protocol
+
+            http = http_protocol(10.0)  # serve's default --header-timeout
     elif name == "ours-app":
         from mcp_inflight.impl.http import LOOPBACK, create_app
         from mcp_inflight.serve import demo_server
@@ -78,7 +91,7 @@ def serve_subprocess(name: str, port: int, loop: str) -> int:
         app = create_app(demo_server(), "/mcp", allowed_hosts=set(LOOPBACK) | {"127.0.0.1"})
     else:
         raise SystemExit(f"unknown server {name!r}")
-    config = uvicorn_config(app, port)
+    config = uvicorn_config(app, port, http)
     server = uvicorn.Server(config)
 
     async def main():
@@ -287,6 +300,39 @@ def run_wrk(url, sid, seconds, threads, connections, timeout=10) -> tuple[dict, 
     raise RuntimeError(f"wrk printed no WRKRESULT line:\n{p.stdout}")
 
 
+def py_spy_exe() -> str | None:
+    """The ``py-spy`` sampler: the one beside this interpreter, else on the PATH."""
+    here = Path(sys.executable).parent / "py-spy"
+    return str(here) if here.exists() else shutil.which("py-spy")
+
+
+def py_spy(pid: int, out: Path, seconds: float | None = None) -> subprocess.Popen:
+    """Start ``py-spy record`` on process ``pid``, writing a flame graph (SVG) to ``out`` when
+    ``seconds`` have passed or the process ends.  ``--nonblocking``: the process is not stopped
+    to be sampled, so its own timing is disturbed only by the sampler's share of the CPUs."""
+    exe = py_spy_exe()
+    if exe is None:
+        raise RuntimeError("--py-spy: py-spy is not installed (pip install py-spy)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [exe, "record", "--pid", str(pid), "-o", str(out), "--rate", "200", "--nonblocking"]
+    if seconds is not None:
+        cmd += ["--duration", f"{max(1, round(seconds))}"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def py_spy_done(proc: subprocess.Popen, out: Path) -> None:
+    """Wait for a ``py-spy record`` started by :func:`py_spy`; report where its graph went."""
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    if out.exists():
+        print(f"  flame graph: {out}", file=sys.stderr, flush=True)
+    else:
+        print(f"  py-spy wrote no flame graph to {out}: {err.strip()[-300:]}", file=sys.stderr)
+
+
 def bench_server(name, args) -> dict:
     import httpx
 
@@ -314,9 +360,18 @@ def bench_server(name, args) -> dict:
                 warm, _ = run_wrk(srv.url, sid, args.warmup, args.threads, args.connections)
             else:
                 warm = None
-            cpu0 = _cpu_s(srv.proc.pid)
+            spy_dir = getattr(args, "py_spy", None)
+            if spy_dir:  # the measured load, sampled (its figures then carry the sampler's cost)
+                runs = getattr(args, "_py_spy_runs", {})
+                k = runs[name] = runs.get(name, 0) + 1
+                args._py_spy_runs = runs
+                spy_out = Path(spy_dir) / f"http-{name}-{k}.svg"
+                spy = py_spy(srv.proc.pid, spy_out, args.duration)
+            cpu0, sys0 = _cpu_s(srv.proc.pid), _sys_s(srv.proc.pid)
             res, raw = run_wrk(srv.url, sid, args.duration, args.threads, args.connections)
-            cpu1 = _cpu_s(srv.proc.pid)
+            cpu1, sys1 = _cpu_s(srv.proc.pid), _sys_s(srv.proc.pid)
+            if spy_dir:
+                py_spy_done(spy, spy_out)
             post_good, post_problems = sample_calls(client, srv.url, headers, args.sample, "post")
         rss_kb = _rss_kb(srv.proc.pid)
         loop, parser = srv.runtime()  # after the load: every module it uses is loaded
@@ -368,6 +423,7 @@ def bench_server(name, args) -> dict:
         # CPU seconds per call during the measured load: the server's process, and its child
         # processes (the online check's checker process)
         "cpu_us_per_call": 1e6 * (cpu1[0] - cpu0[0]) / max(1, res["requests"]),
+        "sys_us_per_call": 1e6 * (sys1 - sys0) / max(1, res["requests"]),
         "child_cpu_us_per_call": 1e6 * (cpu1[1] - cpu0[1]) / max(1, res["requests"]),
     }
 
@@ -391,6 +447,16 @@ def _cpu_s(pid):
             if st is not None and st[0] == pid:
                 kids += st[1]
     return (own[1] if own else 0.0), kids
+
+
+def _sys_s(pid):
+    """System CPU seconds used so far by process ``pid`` (the kernel's share: its socket
+    writes and reads, its waits; what one write per response instead of two saves)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return int(f[12]) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_kb(pid):
@@ -472,7 +538,7 @@ def print_http(rows: list[dict], runs: dict, args) -> None:
     for name in (BASE, *ONLINE):
         if "ours" in by and name in by:
             print_online(by, runs, name)
-    for other, aim in (("sdk", 10.0), ("bare", 0.85)):
+    for other, aim in (("sdk", 10.0), ("bare", 0.85), (BARE_SERVE, 0.85)):
         if other in by:
             o = by[other]
             per_round = [
@@ -540,10 +606,26 @@ def print_online(by: dict, runs: dict, name: str = "ours-online") -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench/runtime_http.py", description="one bench server")
-    p.add_argument("--serve", metavar="NAME", required=True, choices=("sdk", "bare", "ours-app"))
+    p.add_argument(
+        "--serve", metavar="NAME", required=True, choices=("sdk", "bare", "ours-app", BARE_SERVE)
+    )
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
+    p.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        help="record this server's whole run with py-spy: a flame graph DIR/serve-NAME.svg, "
+        "written when the server stops",
+    )
     args = p.parse_args(argv)
+    if args.py_spy:
+        out = Path(args.py_spy) / f"serve-{args.serve}.svg"
+        spy = py_spy(os.getpid(), out)
+        try:
+            return serve_subprocess(args.serve, args.port, args.loop)
+        finally:
+            # the sampler writes its graph once this process has ended; it outlives it
+            print(f"bench server {args.serve}: py-spy (pid {spy.pid}) -> {out}", file=sys.stderr)
     return serve_subprocess(args.serve, args.port, args.loop)
 
 

@@ -98,6 +98,8 @@ class Context:
     """What a tool handler gets: progress, log, elicit, sample and the cancellation signal."""
 
     _caps: Any
+    _cancelled: asyncio.Event | None  # ``cancelled``, made when first read
+    _cancel_seen: bool  # the request has been cancelled
 
     @property
     def client_capabilities(self) -> Any:
@@ -109,6 +111,31 @@ class Context:
     @client_capabilities.setter
     def client_capabilities(self, value: Any) -> None:
         self._caps = value
+
+    @property
+    def cancelled(self) -> asyncio.Event:
+        """Set once the request is cancelled (its handler's task is also cancelled).  Made when
+        first read: most handlers never read it, and an ``asyncio.Event`` per request is not
+        free; made after the cancellation, it is made set."""
+        event = self._cancelled
+        if event is None:
+            event = self._cancelled = asyncio.Event()
+            if self._cancel_seen:
+                event.set()
+        return event
+
+    def _cancel(self) -> None:
+        """The request is cancelled: ``cancelled`` is set (now, or when it is first read)."""
+        self._cancel_seen = True
+        if self._cancelled is not None:
+            self._cancelled.set()
+
+    @property
+    def was_cancelled(self) -> bool:
+        """Whether the request has been cancelled (``cancelled.is_set()`` without making the
+        event)."""
+        event = self._cancelled
+        return self._cancel_seen or (event is not None and event.is_set())
 
     def __init__(self, session: Any, handle: Any, params: dict) -> None:
         self.session = session
@@ -123,7 +150,8 @@ class Context:
         self._caps = (
             meta.get(CLIENT_CAPABILITIES_META_KEY) if session.revision == MODERN else _UNREAD
         )
-        self.cancelled = asyncio.Event()
+        self._cancelled = None
+        self._cancel_seen = False
         responses = params.get("inputResponses")
         self.input_responses = responses if isinstance(responses, dict) else {}
         self.log_level = meta.get(LOG_LEVEL_META_KEY)

@@ -120,10 +120,28 @@ class MemoryEventStore:
         self.events += 1
         self.bytes += len(data)
         if len(order) > self.max_per_session:
-            drop = self._drop
+            # the session's oldest events make room (``_drop``, inline: on a busy session this
+            # runs on every append once its bound is reached)
+            streams = k.streams
+            everyone = self._order
             while len(order) > self.max_per_session:
                 s, m = order.popleft()
-                drop(k, s, m)
+                kept = streams.get(s)
+                if kept is None:
+                    continue
+                old = kept.pop(m, None)
+                if old is None:
+                    continue  # already dropped by the bound in total
+                if not kept:
+                    del streams[s]
+                k.floor = m
+                self.events -= 1
+                self.bytes -= len(old)
+                # the oldest of all, when it is this one, leaves the order of all too (so a
+                # store of one busy session never has to compact it)
+                first = everyone[0]
+                if first[0] is k and first[2] == m:
+                    everyone.popleft()
         if self.events > self.max_events or self.bytes > self.max_bytes:
             while self.events > self.max_events or self.bytes > self.max_bytes:
                 owner, s, m = self._order.popleft()

@@ -228,7 +228,7 @@ class StreamWriting:
         if handle is None or outlet.on_close is not None:
             return  # no handler runs (or it is already counted)
         _, ctx = session.tasks[handle]
-        if ctx.cancelled.is_set():
+        if ctx.was_cancelled:
             return  # cancelled by the closed stream (2026-07-28): it ends on its own
         detached = self.detached
         if self.max_detached is not None and len(detached) >= self.max_detached:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pydantic
 from mcp_types import jsonrpc as J
+from mcp_types import methods as _methods
 
 from . import jsonio as _jsonio
 from .core import InvalidId, typed_id
@@ -173,3 +174,31 @@ def classify(msg: dict[str, Any]) -> Incoming:
             err=error(INVALID_REQUEST, f"Invalid Request: {where}: {first['msg']}"),
         )
     return Incoming(kind, msg, rid)
+
+
+#: one validator per (method, revision), made when first asked for (:func:`check_request`)
+_REQUEST_VALIDATORS: dict[tuple[str, str], Any] = {}
+
+
+def _request_validator(method: str, version: str) -> Any:
+    key = (method, version)
+    validate = _REQUEST_VALIDATORS.get(key)
+    if validate is None:
+        if version not in _methods.KNOWN_PROTOCOL_VERSIONS:
+            raise ValueError(f"version must be a known protocol version, got {version!r}")
+        model = _methods.CLIENT_REQUESTS[key]  # KeyError: no such method in this revision
+        validate = _REQUEST_VALIDATORS[key] = model.__pydantic_validator__.validate_python
+    return validate
+
+
+def check_request(method: str, version: str, params: Any) -> None:
+    """The request ``method`` with ``params`` checked against the MCP schema of ``version``:
+    what ``mcp_types.methods.validate_client_request`` checks (``KeyError``: a method this
+    revision does not have; ``ValueError``: an unknown revision; ``pydantic.ValidationError``:
+    the schema rejects it), with the request model's validator looked up once per (method,
+    revision) and called directly rather than through ``model_validate`` on every request."""
+    validate = _REQUEST_VALIDATORS.get((method, version)) or _request_validator(method, version)
+    body = {"jsonrpc": "2.0", "id": 0, "method": method}
+    if params is not None:
+        body["params"] = params
+    validate(body, by_name=False)

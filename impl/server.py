@@ -99,6 +99,7 @@ from .messages import (
     SERVER_INFO_META_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
     Incoming,
+    check_request,
     classify,
     dumps,
     encode_message,
@@ -162,7 +163,7 @@ __all__ = [
 def _invalid_params(rid: Any, method: Any, version: Any, params: Any) -> Any:
     """The error reply for a request the MCP schema of ``version`` rejects, else None."""
     try:
-        M.validate_client_request(method, version, params)
+        check_request(method, version, params)
     except KeyError:
         return error_reply(rid, error(METHOD_NOT_FOUND, f"Method not found: {method} ({version})"))
     except pydantic.ValidationError as e:
@@ -546,7 +547,7 @@ class Session(SessionTasks):
         entry = self.tasks.get(handle)
         if entry is not None:
             task, ctx = entry
-            ctx.cancelled.set()
+            ctx._cancel()
             task.cancel()
             if not ctx.started:
                 # A task cancelled before its first step never runs its body, so its ``finally``

@@ -67,15 +67,83 @@ def _with_header_timeout(base: type, timeout: float) -> type:
     return HeaderTimeout
 
 
+class HeldHead:
+    """The transport as one request's response sees it (uvicorn's ``RequestResponseCycle``
+    writes through it): the head of the response is held and written together with the
+    response's first body write, one ``write`` (one ``send`` on the socket) where uvicorn makes
+    two.  Nothing is reordered or changed: the bytes are the same, in the same order.  A held
+    head is written at the latest when the loop next turns (``call_soon``), so the head of a
+    stream whose first event comes later (SSE) still goes out at once, before the app waits for
+    anything, and when the connection is closed."""
+
+    __slots__ = ("_transport", "_cycle", "_loop", "_head", "_seen")
+
+    def __init__(self, transport: Any, cycle: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._loop = loop
+        self._head: bytes | None = None
+        self._seen = False  # the head of this cycle's response has been written or held
+
+    def write(self, data: bytes) -> None:
+        head = self._head
+        if head is not None:
+            self._head = None
+            self._transport.write(head + data)
+            return
+        cycle = self._cycle
+        if not self._seen and cycle.response_started:
+            self._seen = True  # this write is the head (uvicorn writes it as the response starts)
+            if not cycle.response_complete:
+                self._head = data
+                self._loop.call_soon(self.flush)
+                return
+        self._transport.write(data)
+
+    def flush(self) -> None:
+        """Write a held head now (nothing if none is held)."""
+        head = self._head
+        if head is not None:
+            self._head = None
+            if not self._transport.is_closing():
+                self._transport.write(head)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _coalescing(base: type) -> type:
+    """uvicorn's httptools protocol ``base`` whose responses write through :class:`HeldHead`."""
+
+    class Coalescing(base):
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            cycle = self.cycle
+            if cycle is not None and type(cycle.transport) is not HeldHead:
+                cycle.transport = HeldHead(cycle.transport, cycle, self.loop)
+
+    return Coalescing
+
+
 def http_protocol(header_timeout: float | None) -> Any:
-    """The uvicorn ``http`` setting for ``serve``: its default protocol, with the header
-    deadline when one is set."""
-    if header_timeout is None:
-        return "auto"
+    """The uvicorn ``http`` setting for ``serve``: uvicorn's httptools protocol with each
+    response's head and first body written at once (:class:`HeldHead`), and the header deadline
+    when one is set; without httptools, uvicorn's h11 protocol (with the deadline)."""
     try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:  # pragma: no cover - httptools is optional for uvicorn
-        from uvicorn.protocols.http.h11_impl import H11Protocol as base  # type: ignore[assignment]
+        if header_timeout is None:
+            return "auto"
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        return _with_header_timeout(H11Protocol, header_timeout)
+    base = _coalescing(HttpToolsProtocol)
+    if header_timeout is None:
+        return base
     return _with_header_timeout(base, header_timeout)
 
 
