@@ -110,7 +110,7 @@ def declared_sections(
     from mcp_inflight.proofs import discipline
 
     if not args.no_progress:
-        from mcp_inflight.proofs.explorer import progress_to
+        from mcp_inflight.proofs.explored import progress_to
         from mcp_inflight.proofs.progress import Display, Patient
 
         # beside the session's live line: plain lines, and only for a run that lasts

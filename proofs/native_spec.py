@@ -39,7 +39,7 @@ from typing import Any
 
 from mcp_inflight.model.declare import Spec, out_of_range, render_step, take
 
-from .explorer import NOT_JUDGED, Explored, _stoppable
+from .explored import NOT_JUDGED, Explored, default_sink, stoppable
 from .native_spec_c import Generated, Refused, generate
 from .progress import Sink, Tracker
 
@@ -161,8 +161,6 @@ def explore_native(
     symmetry: bool = False,
 ) -> NativeExplored:
     """``proofs/explorer.py``'s ``explore`` on the native engine (see the module text)."""
-    from . import explorer
-
     if symmetry:
         raise Refused(
             "symmetry: the least renaming of proofs/declared_symmetry.py is not generated as C "
@@ -172,8 +170,8 @@ def explore_native(
     gen, lib = prepare(spec)
     t1 = time.perf_counter()
     res = NativeExplored(spec, engine="native", build_seconds=t1 - t0)
-    tracker = Tracker(spec.label(), progress if progress is not None else explorer._default_sink)
-    wanted = _stoppable(spec, until)
+    tracker = Tracker(spec.label(), progress if progress is not None else default_sink())
+    wanted = stoppable(spec, until)
     sp, tp = gen.state_props, gen.step_props
     failing = {p.name for p in spec.props if p.kind in ("always", "step", "hazard")}
     failing |= {"aux:" + p.name for p in spec.aux}

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from mcp_inflight.model.config import Config
@@ -39,45 +38,13 @@ from mcp_inflight.model.session import FIELDS, SLOT_ORDER, canonical_clock, init
 from mcp_inflight.model.step import Move, Transition, backend, moves, start, take
 
 from .declared_symmetry import Broken
+from .renaming import Renaming, SymmetryResult, generators
 
 #: States checked per configuration at most, breadth first: the default bound's unreduced spaces
 #: on 2026-07-28 (9-17 thousand states) are checked whole at 20,000; ``check`` takes the first
 #: 4,000 (every rule met on the shortest paths; the result says when it stopped short).
 LIMIT = 20_000
 CHECK_LIMIT = 4_000
-
-
-@dataclass(frozen=True)
-class Renaming:
-    """A permutation of instances (``inst[r]`` is r's new name) and of ids (``ids[k]``)."""
-
-    inst: tuple[int, ...]
-    ids: tuple[int, ...]
-
-    def __str__(self) -> str:
-        parts = []
-        if list(self.inst) != sorted(self.inst):
-            parts.append("instances " + _cycle(self.inst))
-        if list(self.ids) != sorted(self.ids):
-            parts.append("ids " + _cycle(self.ids))
-        return " and ".join(parts) or "identity"
-
-
-def _cycle(p: tuple[int, ...]) -> str:
-    return ", ".join(f"{k}->{v}" for k, v in enumerate(p) if k != v)
-
-
-def generators(cfg: Config) -> list[Renaming]:
-    """A swap and a rotation of instances, and of ids (where there are two or more)."""
-    n, m = cfg.requests, cfg.ids
-    same_i, same_d = tuple(range(n)), tuple(range(m))
-    out = []
-    for size, make in ((n, lambda p: Renaming(p, same_d)), (m, lambda p: Renaming(same_i, p))):
-        if size >= 2:
-            out.append(make((1, 0) + tuple(range(2, size))))
-        if size >= 3:
-            out.append(make(tuple(range(1, size)) + (0,)))
-    return out
 
 
 def _value(sort: str, v: Any, pi: Renaming) -> Any:
@@ -110,27 +77,6 @@ def rename_move(m: Move, pi: Renaming) -> Move:
 
 def _rename_out(out: dict[str, Any], pi: Renaming) -> dict[str, Any]:
     return {k: (_value("inst?", t, pi), d) for k, (t, d) in out.items()}
-
-
-@dataclass(frozen=True)
-class SymmetryResult:
-    label: str
-    states: int  # states checked
-    complete: bool  # every reachable state was checked
-    broken: Broken | None
-
-    @property
-    def ok(self) -> bool:
-        return self.broken is None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "config": self.label,
-            "states_checked": self.states,
-            "complete": self.complete,
-            "ok": self.ok,
-            "broken": None if self.broken is None else self.broken.text(),
-        }
 
 
 def _properties(cfg: Config) -> list[Any]:

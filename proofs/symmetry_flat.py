@@ -35,7 +35,7 @@ from mcp_inflight.model.session import FIELDS, SLOT_ORDER, State, actions_for, d
 from .compiled_model import View, _clock_source, _writes_source, unpack_line
 from .declared_symmetry import Broken
 from .flat import Layout
-from .symmetry import Renaming, SymmetryResult, generators
+from .renaming import Renaming, SymmetryResult, generators
 
 
 @dataclass(frozen=True)
