@@ -51,11 +51,13 @@ from mcp_inflight.model.eventually import (
 __all__ = [
     "DOCS",
     "NAMES",
+    "Found",
     "PENDING",
     "RESTS_ON",
     "Graph",
     "StateIndex",
     "fair_actions",
+    "find",
     "is_fair",
     "judge_liveness",
     "pending",
@@ -257,17 +259,48 @@ def _walk(
     return steps, 0
 
 
+@dataclass
+class Found:
+    """What the judge needs from the graph: the nodes from which no settled node is reachable
+    and the stuck ones (each in index order), and the shallowest node of a fair component with a
+    client request pending throughout, with that component's nodes (or None)."""
+
+    nodes: int
+    never: list[int]
+    dead: list[int]
+    hung: int | None
+    hung_comp: set[int]
+
+
+def find(
+    g: Graph,
+    state_of: Callable[[int], Any],
+    enabled_fair: Callable[[int], set[int]],
+    requests: int,
+) -> Found:
+    """:class:`Found` on ``g``, in Python (the reference; ``proofs/native.py`` computes the same
+    in C on the graph its search kept)."""
+    succ = g.succ_lists()
+    hung = unanswered(g, succ, state_of, enabled_fair, requests)
+    comp: set[int] = set()
+    if hung is not None:
+        comp = next(set(c) for c in sccs(succ) if hung in c)
+    return Found(g.nodes, settle_unreachable(g), stuck(g, succ), hung, comp)
+
+
 def judge_liveness(
     cfg: Any,
     comp: Any,
-    g: Graph,
+    g: Graph | Callable[[Callable[[int], Any]], Found],
     complete: bool,
     path: Callable[[int], list[tuple]],
     key_of: Callable[[tuple], Any],
     index: StateIndex,
     flat: Callable[[int], tuple] | None = None,
 ) -> list[Any]:
-    """The liveness verdicts of one run (``proofs/explore.py:Verdict``), with lasso traces."""
+    """The liveness verdicts of one run (``proofs/explore.py:Verdict``), with lasso traces.
+    ``g``: the explored graph, read by :func:`find`, or a function that gives its
+    :class:`Found` from a node's state (the native engine's, computed in C)."""
     from mcp_inflight.model.trace import build_trace
     from mcp_inflight.proofs.records import Verdict
 
@@ -285,7 +318,6 @@ def judge_liveness(
             )
             for n in NAMES
         ]
-    succ = g.succ_lists()
 
     def start_of(n: int) -> tuple[list[tuple], tuple]:
         steps = path(n)
@@ -303,19 +335,13 @@ def judge_liveness(
         x = flat_of(n)
         return {m for m, t, _, _ in comp.expand(x) if comp.moves[m].action.name in fair and t != x}
 
-    never = settle_unreachable(g)
+    res = find(g, state_of, enabled_fair, cfg.requests) if isinstance(g, Graph) else g(state_of)
+    never, dead, hung = res.never, res.dead, res.hung
     bad_never = set(never)
-    dead = stuck(g, succ)
-    hung = unanswered(g, succ, state_of, enabled_fair, cfg.requests)
-    comp_of: dict[int, set[int]] = {}
-    if hung is not None:
-        for c in sccs(succ):
-            if hung in c:
-                comp_of[hung] = set(c)
     found = {
         "settles": (never[0], bad_never.__contains__) if never else None,
         "no_deadlock": (dead[0], lambda v: False) if dead else None,
-        "requests_answered": (hung, comp_of[hung].__contains__) if hung is not None else None,
+        "requests_answered": (hung, res.hung_comp.__contains__) if hung is not None else None,
     }
     counts = {
         "settles": len(never),
@@ -337,7 +363,7 @@ def judge_liveness(
         loop, at = _walk(comp, key_of, index, x, allowed)
         doc = DOCS[name]
         if name != "requests_answered":
-            doc += f" ({counts[name]:,} of {g.nodes:,} states)"
+            doc += f" ({counts[name]:,} of {res.nodes:,} states)"
         out.append(
             Verdict(
                 name,

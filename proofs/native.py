@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -595,6 +596,131 @@ void nb_graph(void *p, int32_t *src, int32_t *dst, int32_t *move, unsigned char 
 #endif
 }
 
+/* The liveness judge's work on the graph, in C (proofs/liveness.py:find is the reference):
+   flags[v] bit 0 where a settled state is reachable from v, bit 1 where v is stuck (not
+   settled, and no move leads to another state); comp[v] v's strongly connected component
+   (Tarjan's, numbered in the order they complete); trap[c] (room for one per node) 1 where a
+   run fair to the FAIR moves can stay in component c for ever: a single state no fair move
+   leaves, or a component in which every fair move enabled in all of its states is taken
+   inside it; what is left to judge (a request pending throughout) reads the states.  Returns
+   the number of components, -1 when out of memory, -2 without the graph. */
+long nb_live(void *p, unsigned char *flags, int32_t *comp, unsigned char *trap) {
+#if GRAPH
+    Run *R = p;
+    long n = R->next, e = R->ecount, ncomp = -1;
+    long *off = calloc((size_t)n + 1, sizeof(long)), *roff = calloc((size_t)n + 1, sizeof(long));
+    long *cur = malloc(((size_t)n + 1) * sizeof(long)), *cpos = malloc(((size_t)n + 1) * sizeof(long));
+    int32_t *adj = malloc(((size_t)e + 1) * sizeof(int32_t));
+    int32_t *radj = malloc(((size_t)e + 1) * sizeof(int32_t));
+    int16_t *amove = malloc(((size_t)e + 1) * sizeof(int16_t));
+    int32_t *idx = malloc(((size_t)n + 1) * sizeof(int32_t)), *low = malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *stk = malloc(((size_t)n + 1) * sizeof(int32_t)), *cv = malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *members = malloc(((size_t)n + 1) * sizeof(int32_t));
+    unsigned char *on = calloc((size_t)n + 1, 1);
+    if (!off || !roff || !cur || !cpos || !adj || !radj || !amove || !idx || !low || !stk || !cv
+        || !members || !on) goto out;
+    for (long k = 0; k < e; k++) { off[R->esrc[k] + 1]++; roff[R->edst[k] + 1]++; }
+    for (long v = 0; v < n; v++) { off[v + 1] += off[v]; roff[v + 1] += roff[v]; }
+    memcpy(cur, off, ((size_t)n + 1) * sizeof(long));
+    for (long k = 0; k < e; k++) {
+        long at = cur[R->esrc[k]]++;
+        adj[at] = R->edst[k]; amove[at] = R->emove[k];
+    }
+    memcpy(cur, roff, ((size_t)n + 1) * sizeof(long));
+    for (long k = 0; k < e; k++) radj[cur[R->edst[k]]++] = R->esrc[k];
+    /* backward reachability from the settled states */
+    long sp = 0;
+    for (long v = 0; v < n; v++) {
+        flags[v] = R->gsettled[v] ? 1 : 0;
+        if (R->gsettled[v]) stk[sp++] = (int32_t)v;
+    }
+    while (sp > 0) {
+        int32_t v = stk[--sp];
+        for (long k = roff[v]; k < roff[v + 1]; k++)
+            if (!(flags[radj[k]] & 1)) { flags[radj[k]] |= 1; stk[sp++] = radj[k]; }
+    }
+    for (long v = 0; v < n; v++) {
+        if (R->gsettled[v]) continue;
+        int leaves = 0;
+        for (long k = off[v]; k < off[v + 1]; k++) if (adj[k] != v) { leaves = 1; break; }
+        if (!leaves) flags[v] |= 2;
+    }
+    /* Tarjan's strongly connected components, iterative */
+    int32_t counter = 0;
+    long csp = 0;
+    ncomp = 0;
+    sp = 0;
+    for (long v = 0; v < n; v++) idx[v] = -1;
+    for (long root = 0; root < n; root++) {
+        if (idx[root] != -1) continue;
+        idx[root] = low[root] = counter++; stk[sp++] = (int32_t)root; on[root] = 1;
+        cv[csp] = (int32_t)root; cpos[csp] = off[root]; csp++;
+        while (csp > 0) {
+            int32_t v = cv[csp - 1];
+            long k = cpos[csp - 1];
+            if (k < off[v + 1]) {
+                cpos[csp - 1]++;
+                int32_t w = adj[k];
+                if (idx[w] == -1) {
+                    idx[w] = low[w] = counter++; stk[sp++] = w; on[w] = 1;
+                    cv[csp] = w; cpos[csp] = off[w]; csp++;
+                } else if (on[w] && idx[w] < low[v]) {
+                    low[v] = idx[w];
+                }
+                continue;
+            }
+            if (low[v] == idx[v]) {
+                int32_t w;
+                do { w = stk[--sp]; on[w] = 0; comp[w] = (int32_t)ncomp; } while (w != v);
+                ncomp++;
+            }
+            csp--;
+            if (csp > 0 && low[v] < low[cv[csp - 1]]) low[cv[csp - 1]] = low[v];
+        }
+    }
+    /* the members of each component, grouped (cur: where each component's members start) */
+    for (long c = 0; c <= ncomp; c++) cur[c] = 0;
+    for (long v = 0; v < n; v++) cur[comp[v] + 1]++;
+    for (long c = 0; c < ncomp; c++) cur[c + 1] += cur[c];
+    memcpy(cpos, cur, ((size_t)ncomp + 1) * sizeof(long));
+    for (long v = 0; v < n; v++) members[cpos[comp[v]]++] = (int32_t)v;
+    {
+        int32_t seen[NMOVES], taken[NMOVES];
+        long cnt[NMOVES];
+        for (int m = 0; m < NMOVES; m++) { seen[m] = -1; taken[m] = -1; }
+        for (long c = 0; c < ncomp; c++) {
+            long a = cur[c], b = cur[c + 1], size = b - a;
+            trap[c] = 0;
+            if (size == 1) {
+                int32_t u = members[a];
+                int self = 0;
+                for (long k = off[u]; k < off[u + 1]; k++) if (adj[k] == u) { self = 1; break; }
+                if (!R->gfair[u]) { trap[c] = 1; continue; }
+                if (!self) continue;
+            }
+            for (int m = 0; m < NMOVES; m++) cnt[m] = 0;
+            for (long j = a; j < b; j++) {
+                int32_t u = members[j];
+                for (long k = off[u]; k < off[u + 1]; k++) {
+                    int m = amove[k];
+                    if (FAIR[m] && seen[m] != u) { seen[m] = u; cnt[m]++; }
+                    if (comp[adj[k]] == c) taken[m] = (int32_t)c;
+                }
+            }
+            trap[c] = 1;
+            for (int m = 0; m < NMOVES; m++)
+                if (FAIR[m] && cnt[m] == size && taken[m] != c) { trap[c] = 0; break; }
+        }
+    }
+out:
+    free(off); free(roff); free(cur); free(cpos); free(adj); free(radj); free(amove);
+    free(idx); free(low); free(stk); free(cv); free(members); free(on);
+    return ncomp;
+#else
+    (void)p; (void)flags; (void)comp; (void)trap; return -2;
+#endif
+}
+
 void nb_free(void *p) {
     Run *R = p;
     if (!R) return;
@@ -796,6 +922,8 @@ def load(source: str, flags: list[str] = CFLAGS) -> ctypes.CDLL:
         lib.nb_edges.restype = L
         lib.nb_edges.argtypes = [P]
         lib.nb_graph.argtypes = [P] + [ctypes.c_void_p] * 6
+        lib.nb_live.restype = L
+        lib.nb_live.argtypes = [P] + [ctypes.c_void_p] * 3
         _loaded[str(so)] = lib
     return lib
 
@@ -970,12 +1098,13 @@ def _judge_liveness(
     """The liveness verdicts of a native run, judged by ``proofs/liveness.py`` on the graph the
     C search kept: the same graph, node for node, as the compiled engine's (nodes in the order
     met, an edge per move to another state, the stuttering and fair moves of each node), so the
-    same verdicts and lassos; the walks of a lasso take the compiled rules' moves."""
-    from array import array
-
+    same verdicts and lassos.  The graph's work (backward reachability, stuck states, strongly
+    connected components and their fairness) runs in C (``nb_live``), leaving to Python only
+    the pending requests of the states of the components a fair run can stay in; the walks of
+    a lasso take the compiled rules' moves."""
     from mcp_inflight.proofs.compiled_model import Compiled
     from mcp_inflight.proofs.flat import key_function
-    from mcp_inflight.proofs.liveness import Graph, judge_liveness
+    from mcp_inflight.proofs.liveness import judge_liveness
 
     cfg = gen.cfg
     comp = Compiled(cfg, properties)
@@ -985,26 +1114,6 @@ def _judge_liveness(
         raise NativeError("the compiled and native engines number the moves differently")
     st = (ctypes.c_long * 11)()
     lib.nb_stats(run, st)
-    nodes, edges = st[2], lib.nb_edges(run)
-    src, dst, mv = ((ctypes.c_int32 * max(edges, 1))() for _ in range(3))
-    settled_ = (ctypes.c_ubyte * max(nodes, 1))()
-    stutter = (ctypes.c_int32 * max(nodes, 1))()
-    fair = (ctypes.c_ubyte * max(nodes, 1))()
-    lib.nb_graph(run, src, dst, mv, settled_, stutter, fair)
-
-    def ints(buf: Any, n: int) -> array:
-        a = array("i")
-        a.frombytes(bytes(buf)[: n * 4])
-        return a
-
-    g = Graph(
-        ints(src, edges),
-        ints(dst, edges),
-        ints(mv, edges),
-        bytearray(bytes(settled_)[:nodes]),
-        ints(stutter, nodes),
-        bytearray(bytes(fair)[:nodes]),
-    )
     key_of = key_function(cfg, comp.layout, gen.symmetry)
     width = comp.layout.width
     state = (ctypes.c_byte * width)()
@@ -1016,13 +1125,42 @@ def _judge_liveness(
     return judge_liveness(
         cfg,
         comp,
-        g,
+        partial(_found, lib, run, int(st[2]), cfg.requests),
         complete,
         path,
         lambda t: _Key(key_of(t), t),
         _Index(lib, run),
         flat,
     )
+
+
+def _found(lib: Any, run: Any, nodes: int, requests: int, state_of: Any) -> Any:
+    """``proofs/liveness.py:find`` of a native run's graph: ``nb_live`` in C, then the pending
+    requests of the states of each component where a fair run can stay, by least node."""
+    from mcp_inflight.proofs.liveness import Found, pending
+
+    size = max(nodes, 1)
+    flags, comps, trap = (
+        (ctypes.c_ubyte * size)(),
+        (ctypes.c_int32 * size)(),
+        (ctypes.c_ubyte * size)(),
+    )
+    ncomp = lib.nb_live(run, flags, comps, trap)
+    if ncomp < 0:
+        raise NativeError("out of memory" if ncomp == -1 else "the search kept no graph")
+    fl, traps = bytes(flags)[:nodes], bytes(trap)[:ncomp]
+    comp_of = memoryview(comps).cast("B").cast("i")[:nodes]
+    never = [v for v, f in enumerate(fl) if not f & 1]
+    dead = [v for v, f in enumerate(fl) if f & 2]
+    members: dict[int, list[int]] = {}
+    for v, c in enumerate(comp_of):
+        if traps[c]:
+            members.setdefault(c, []).append(v)
+    # nodes are met in index order, so each list starts at its component's least node
+    for ms in sorted(members.values()):
+        if all(any(pending(state_of(u), r) for r in range(requests)) for u in ms):
+            return Found(nodes, never, dead, ms[0], set(ms))
+    return Found(nodes, never, dead, None, set())
 
 
 if __name__ == "__main__":  # pragma: no cover - print the generated C of one configuration

@@ -523,7 +523,7 @@ class _Kept:
 
 def test_the_one_explorer_reports_its_progress_and_a_patient_sink_keeps_short_runs_quiet():
     from mcp_inflight.model import tasks as T
-    from mcp_inflight.proofs import explorer
+    from mcp_inflight.proofs import explored, explorer
     from mcp_inflight.proofs.progress import Patient
 
     kept = _Kept()
@@ -536,9 +536,9 @@ def test_the_one_explorer_reports_its_progress_and_a_patient_sink_keeps_short_ru
     assert quiet.snaps == []
     # a run not given a sink reports to the process's default one (check's declared models)
     default = _Kept()
-    explorer.progress_to(default)
+    explored.progress_to(default)
     try:
         explorer.explore(T.spec("fresh-bound", requests=1))
     finally:
-        explorer.progress_to(None)
+        explored.progress_to(None)
     assert [s.final for s in default.snaps][-1:] == [True]

@@ -147,3 +147,121 @@ def test_native_liveness_is_not_judged_on_a_search_cut_short():
     res = explore(cfg, progress=False, liveness=True, engine="native", max_states=2000)
     live = [v for v in res.verdicts if v.kind == "liveness"]
     assert live and all("not judged" in v.doc for v in live)
+
+
+def _graph_of(lib, run, nodes):
+    """The graph the C search kept, as ``proofs/liveness.py``'s :class:`Graph`."""
+    import ctypes
+    from array import array
+
+    from mcp_inflight.proofs.liveness import Graph
+
+    edges = lib.nb_edges(run)
+    src, dst, mv = ((ctypes.c_int32 * max(edges, 1))() for _ in range(3))
+    settled, stutter = (ctypes.c_ubyte * max(nodes, 1))(), (ctypes.c_int32 * max(nodes, 1))()
+    fair = (ctypes.c_ubyte * max(nodes, 1))()
+    lib.nb_graph(run, src, dst, mv, settled, stutter, fair)
+
+    def ints(buf, n):
+        a = array("i")
+        a.frombytes(bytes(buf)[: n * 4])
+        return a
+
+    return Graph(
+        ints(src, edges),
+        ints(dst, edges),
+        ints(mv, edges),
+        bytearray(bytes(settled)[:nodes]),
+        ints(stutter, nodes),
+        bytearray(bytes(fair)[:nodes]),
+    )
+
+
+@pytest.mark.parametrize(
+    "design,rev,tr,symmetry",
+    [
+        ("atomic", "2025-11-25", "http", True),
+        ("atomic", "2026-07-28", "stdio", False),
+        ("atomic-waits-on-lost", "2025-11-25", "http", True),
+        ("atomic-waits-on-answer", "2025-11-25", "http", True),
+        ("atomic-runs-after-respond", "2025-11-25", "stdio", True),
+        ("unguarded", "2025-11-25", "stdio", True),
+    ],
+)
+def test_the_graph_work_in_c_finds_what_the_python_reference_finds(
+    design, rev, tr, symmetry, monkeypatch
+):
+    """``nb_live`` (reachability of a settled state, stuck states, components and their
+    fairness, in C) gives the judge what ``proofs/liveness.py:find`` gives on the same graph,
+    each enabled fair move read from the compiled rules: the same states that never settle, the
+    same stuck ones, the same fair component with a request pending throughout, or none."""
+    from mcp_inflight.model.properties import PROPERTIES
+    from mcp_inflight.proofs.compiled_model import Compiled
+    from mcp_inflight.proofs.liveness import fair_actions, find
+
+    d = DESIGNS.get(design) or liveness_mutants()[design]
+    cfg = Config(d, rev, tr, ids=2, requests=2)
+    comp = Compiled(cfg, PROPERTIES)
+    fair = set(fair_actions("requests_answered", cfg))
+    real = native._found
+    compared = []
+
+    def both(lib, run, nodes, requests, state_of):
+        got = real(lib, run, nodes, requests, state_of)
+        state = (__import__("ctypes").c_byte * comp.layout.width)()
+
+        def flat(n):
+            lib.nb_state(run, n, state)
+            return tuple(state)
+
+        def enabled_fair(n):
+            x = flat(n)
+            return {
+                m for m, t, _, _ in comp.expand(x) if comp.moves[m].action.name in fair and t != x
+            }
+
+        want = find(_graph_of(lib, run, nodes), state_of, enabled_fair, requests)
+        assert (got.nodes, got.never, got.dead, got.hung, got.hung_comp) == (
+            want.nodes,
+            want.never,
+            want.dead,
+            want.hung,
+            want.hung_comp,
+        )
+        compared.append(got)
+        return got
+
+    monkeypatch.setattr(native, "_found", both)
+    res = explore(cfg, symmetry=symmetry, progress=False, liveness=True, engine="native")
+    assert len(compared) == 1
+    failed = {v.name for v in res.verdicts if v.kind == "liveness" and not v.ok}
+    assert bool(failed) == (design not in ("atomic", "unguarded")), failed
+
+
+def test_a_wrong_fairness_test_in_the_graph_work_is_seen(monkeypatch):
+    """The comparison above can fail: a judge that takes every component as one a fair run can
+    stay in (the C's fairness test dropped) names a component where a request is pending but a
+    fair move leaves, and the atomic design's requests_answered fails."""
+    import ctypes
+
+    from mcp_inflight.proofs.liveness import Found, pending
+
+    def careless(lib, run, nodes, requests, state_of):
+        flags, comps = (ctypes.c_ubyte * nodes)(), (ctypes.c_int32 * nodes)()
+        trap = (ctypes.c_ubyte * nodes)()
+        lib.nb_live(run, flags, comps, trap)
+        comp_of = memoryview(comps).cast("B").cast("i")
+        members: dict[int, list[int]] = {}
+        for v in range(nodes):
+            members.setdefault(comp_of[v], []).append(v)
+        for ms in sorted(members.values()):
+            if all(any(pending(state_of(u), r) for r in range(requests)) for u in ms):
+                return Found(nodes, [], [], ms[0], set(ms))
+        return Found(nodes, [], [], None, set())
+
+    monkeypatch.setattr(native, "_found", careless)
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=2, requests=2)
+    res = explore(cfg, symmetry=True, progress=False, liveness=True, engine="native")
+    assert {v.name for v in res.verdicts if v.kind == "liveness" and not v.ok} == {
+        "requests_answered"
+    }
