@@ -135,10 +135,11 @@ def _explore_run(r: RunResult, width: int) -> Iterator[str]:
     extra = "" if r.complete else "  INCOMPLETE (--max-states reached)"
     dead = f"  dead actions: {', '.join(r.dead_actions)}" if r.dead_actions else ""
     dl = f"  deadlocks: {r.deadlocks}" if r.deadlocks else ""
+    how = f" ({r.engine})" if r.engine else ""
     yield (
         f"  {r.cfg.label:<{width}}  bounds ids={r.cfg.ids} requests={r.cfg.requests}"
         f"  symmetry={'on' if r.symmetry else 'off'}  {r.states:,} states"
-        f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s{extra}{dead}{dl}"
+        f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s{how}{extra}{dead}{dl}"
     )
 
 

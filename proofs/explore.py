@@ -127,14 +127,18 @@ def explore(
                 sys.stderr.write(f"explore: the native engine is unavailable ({e}); compiled\n")
         engine = "compiled"
     if engine == "interpreted":
-        return _explore_interpreted(cfg, symmetry, max_states, progress, properties, on_edge)
+        res = _explore_interpreted(cfg, symmetry, max_states, progress, properties, on_edge)
+        res.engine = "interpreted"
+        return res
     if engine == "native":
         from mcp_inflight.proofs.native import explore_native
 
         return explore_native(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
     if engine != "compiled":
         raise ValueError(f"engine must be auto, compiled, interpreted or native, not {engine!r}")
-    return _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
+    res = _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
+    res.engine = "compiled"
+    return res
 
 
 def _explore_compiled(

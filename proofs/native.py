@@ -877,6 +877,8 @@ def build(source: str, flags: list[str] = CFLAGS) -> Path:
     so = _built(cc, flags, source)
     if so.exists():
         return so
+    global compiles
+    compiles += 1
     try:
         d.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=d) as tmp:
@@ -893,6 +895,8 @@ def build(source: str, flags: list[str] = CFLAGS) -> Path:
 
 
 _loaded: dict[str, Any] = {}
+#: how many times this process ran the C compiler (a run says whether its build was cached)
+compiles = 0
 
 
 def load(source: str, flags: list[str] = CFLAGS) -> ctypes.CDLL:
@@ -952,7 +956,9 @@ def explore_native(
     t0 = time.monotonic()
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
     gen = Generated(cfg, properties, symmetry, graph=liveness)
+    before = compiles
     lib = load(gen.source, flags_for(cfg))
+    built = time.monotonic() - t0
     lay = gen.layout
     s0 = step.start(cfg)
     flat0 = lay.flatten(s0)
@@ -1002,6 +1008,9 @@ def explore_native(
             return [buf[k] for k in range(n)][::-1]
 
         res = RunResult(cfg, symmetry)
+        res.engine = (
+            f"native, C built in {built:.2f}s" if compiles > before else "native, C from the cache"
+        )
         res.states, res.transitions, res.depth = st[0], st[1], st[3]
         res.complete = bool(st[6])
         res.deadlocks = st[7]

@@ -60,6 +60,9 @@ class RunResult:
     coverage: dict = field(default_factory=dict)
     deadlocks: int = 0
     deadlock_trace: Trace | None = None
+    #: the engine that searched, and for the native one how its C was built (the text report
+    #: shows it beside the run's time; not in the JSON, which is the same whatever engine ran)
+    engine: str = ""
 
     def of(self, kind: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.kind == kind]
