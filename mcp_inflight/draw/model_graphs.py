@@ -35,7 +35,7 @@ from typing import Any
 
 from mcp_inflight.model import lease, resume, rounds, subscriptions, tasks
 from mcp_inflight.model.declare import Move, Spec
-from mcp_inflight.proofs.small import explore
+from mcp_inflight.proofs.declared import explore_declared
 from mcp_inflight.proofs.stepping import move as make_move
 from mcp_inflight.proofs.stepping import take
 
@@ -281,7 +281,7 @@ def _replay(spec: Spec, trace: list[dict[str, Any]]) -> list[tuple[Any, Move, An
 def _place_liveness(spec: Spec, g: Graph) -> None:
     """Put each liveness property the explorer finds failing on the node of the state from
     which it found a fair run that never reaches the goal (its trace's last state)."""
-    res = explore(spec)
+    res = explore_declared(spec)  # native where a compiler is (the same verdicts and traces)
     if (res.states, res.transitions) != (g.states, g.transitions):
         raise RuntimeError(
             f"{spec.label()}: walked {g.states} states and {g.transitions} transitions, the "

@@ -22,7 +22,7 @@ from functools import cache
 from typing import Any
 
 from mcp_inflight.model import lease, resume, rounds, subscriptions, tasks
-from mcp_inflight.proofs.small import explore
+from mcp_inflight.proofs.declared import explore_declared
 
 from .sequence import _mm
 
@@ -75,7 +75,7 @@ def _explored() -> tuple[tuple[Drawn, ...], tuple[Lasso, ...]]:
     for model, mod in MODELS.items():
         for design in mod.DESIGNS:
             spec = mod.spec(design)
-            res = explore(spec)
+            res = explore_declared(spec)  # native where a compiler is (the same traces)
             actors = {a.name: a.actor for a in spec.acts}
             for p in spec.props:
                 if res.verdicts.get(p.name) != "fails":
