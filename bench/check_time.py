@@ -9,7 +9,10 @@ Side by side in one run (the machine's load is printed before and after):
 2. ``check`` right after, reading what run 1 stored: the explorer still runs, the rest comes
    from the checkers' cache;
 3. ``check`` again, each run under another ``PYTHONHASHSEED``: a cache key that followed the
-   process's string hashing would miss here and cost as much as run 1.
+   process's string hashing would miss here and cost as much as run 1;
+4. ``check --no-cache`` again: every proof, check and run made afresh as in run 1, with the C of
+   the native engines (keyed by their source, built in run 1) read from the cache, as a user
+   meets it from the second run after a change of the model.
 
 Each figure is the median wall time of ``--runs`` runs (run 1 once: it is the slowest), with
 the ratio to run 1.  Every run must exit 0 with the same verdict line.
@@ -17,8 +20,9 @@ the ratio to run 1.  Every run must exit 0 with the same verdict line.
 ``--base-rev REV`` also times the cold run of git revision REV (its tree unpacked to a
 temporary directory and run through its ``typecheck/`` links, so that the package of REV is
 the one imported), in turns with this tree's cold run (``--runs`` pairs), each run with an empty
-cache of its own: the cold check before and now, side by side, with their ratio pair by pair.
-Both must give the same verdict line.
+cache of its own: the cold check before and now, side by side, with their ratio pair by pair;
+then, in turns too, each tree's ``--no-cache`` again on its own cache (the C built).  Both must
+give the same verdict line.
 """
 
 from __future__ import annotations
@@ -107,8 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "MCP_INFLIGHT_CACHE": cache, "PYTHONHASHSEED": "1"}
         cold, verdict = _run(["--no-cache", *args.check_args], env, label="cold")
-        warm, seeded = [], []
+        warm, seeded, built = [], [], []
         for n in range(args.runs):
+            dt, v = _run(["--no-cache", *args.check_args], env, label="built")
+            built.append(dt)
+            assert v == verdict, (v, verdict)
             dt, v = _run(args.check_args, env, label="warm")
             warm.append(dt)
             assert v == verdict, (v, verdict)
@@ -121,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     w, s = statistics.median(warm), statistics.median(seeded)
     print(f"2. warm, same hash seed:            {w:6.1f} s   ratio to 1: {w / cold:.3f}")
     print(f"3. warm, a new hash seed each run:  {s:6.1f} s   ratio to 1: {s / cold:.3f}")
+    b, bc = statistics.median(built), statistics.median(CPU["built"])
+    print(
+        f"4. --no-cache, the C built:         {b:6.1f} s   ratio to 1: {b / cold:.3f}"
+        f"   CPU {bc:.1f} s (runs: {_list(built)})"
+    )
     if args.base_rev:
         _before_and_now(args.base_rev, args.runs, args.check_args, verdict)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -137,7 +149,7 @@ def _before_and_now(rev: str, runs: int, check_args: list[str], verdict: str) ->
         )
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
         _imports_from(base)
-        before, now = [], []
+        before, now, before_built, now_built = [], [], [], []
         for n in range(runs):
             # each run its own empty cache: a native engine built by one is not the other's
             with tempfile.TemporaryDirectory() as c1, tempfile.TemporaryDirectory() as c2:
@@ -150,11 +162,31 @@ def _before_and_now(rev: str, runs: int, check_args: list[str], verdict: str) ->
                 dt, v = _run(["--no-cache", *check_args], {**env, "MCP_INFLIGHT_CACHE": c2})
                 assert v == verdict, (v, verdict)
                 now.append(dt)
+                dt, v = _run(
+                    ["--no-cache", *check_args],
+                    {**env, "MCP_INFLIGHT_CACHE": c1},
+                    base,
+                    rev + " built",
+                )
+                before_built.append(dt)
+                dt, v = _run(
+                    ["--no-cache", *check_args],
+                    {**env, "MCP_INFLIGHT_CACHE": c2},
+                    label="now built",
+                )
+                now_built.append(dt)
         ratios = [b / a for a, b in zip(before, now, strict=True)]
         print(f"cold, {rev} then this tree, in turns ({runs} pairs):")
         print(f"   {rev}: {statistics.median(before):6.1f} s  (runs: {_list(before)})")
         print(f"   now: {statistics.median(now):6.1f} s  (runs: {_list(now)})")
         b, n = statistics.median(CPU[rev]), statistics.median(CPU["now"])
+        print(f"   CPU seconds, median: {rev} {b:.1f}, now {n:.1f} (ratio {n / b:.3f})")
+        print(f"   now / {rev}: {statistics.median(ratios):.3f}  (pairs: {_list(ratios, 3)})")
+        ratios = [b / a for a, b in zip(before_built, now_built, strict=True)]
+        print(f"--no-cache with the C built, {rev} then this tree, in turns ({runs} pairs):")
+        print(f"   {rev}: {statistics.median(before_built):6.1f} s  (runs: {_list(before_built)})")
+        print(f"   now: {statistics.median(now_built):6.1f} s  (runs: {_list(now_built)})")
+        b, n = statistics.median(CPU[rev + " built"]), statistics.median(CPU["now built"])
         print(f"   CPU seconds, median: {rev} {b:.1f}, now {n:.1f} (ratio {n / b:.3f})")
         print(f"   now / {rev}: {statistics.median(ratios):.3f}  (pairs: {_list(ratios, 3)})")
 
