@@ -145,16 +145,17 @@ def run_spin(
     }
 
 
-def run_ours(cfg: Config, symmetry: bool, engine: str = "compiled") -> dict:
+def run_ours(cfg: Config, symmetry: bool, engine: str = "compiled", liveness: bool = False) -> dict:
     build = 0.0
     if engine == "native":
         from mcp_inflight.proofs import native
 
         b0 = time.monotonic()
-        native.build(native.Generated(cfg).source)
+        gen = native.Generated(cfg, symmetry=symmetry, graph=liveness)
+        native.build(gen.source, native.flags_for(cfg) if liveness else native.CFLAGS)
         build = time.monotonic() - b0
     t0 = time.monotonic()
-    r = explore(cfg, symmetry=symmetry, progress=False, engine=engine)
+    r = explore(cfg, symmetry=symmetry, progress=False, engine=engine, liveness=liveness)
     sec = time.monotonic() - t0
     return {
         "engine": engine,
@@ -180,6 +181,8 @@ def compare(cfg: Config, workdir, depth=200_000, embedded_c=True, with_native=Fa
     nosym = run_ours(cfg, symmetry=False)
     sym = run_ours(cfg, symmetry=True)
     nat = run_ours(cfg, symmetry=False, engine="native") if with_native else None
+    # as check runs it: native, symmetry on, liveness judged (its C built here, timed)
+    as_check = run_ours(cfg, symmetry=True, engine="native", liveness=True) if with_native else None
     # a hash table about twice the expected number of states (pan's default is -w24)
     bits = max(18, math.ceil(math.log2(max(nosym["states"], 1))) + 1)
     spin = run_spin(cfg, workdir, depth=depth, hash_bits=bits, embedded_c=embedded_c)
@@ -200,6 +203,7 @@ def compare(cfg: Config, workdir, depth=200_000, embedded_c=True, with_native=Fa
         "ours": nosym,
         "ours_sym": sym,
         "native": nat,
+        "as_check": as_check,
         "spin": spin,
         "states_match": nosym["states"] == spin["states"],
         "verdicts_agree": not disagree,
@@ -330,6 +334,26 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
             f"{r['design']:<{w}} {prof:<17} {bound:>5} {o['states']:>9,} {r_s:>10,.0f}"
             f" {r_o:>11,.0f} " + nat.replace(f" {'':>7} ", f" {r_o / r_s:>7.3f} ", 1)
         )
+    if any(r.get("as_check") for r in rows):
+        print()
+        print(
+            "As check runs it (native engine, symmetry on, liveness judged), time to verdict ="
+            " generation and gcc + search, against SPIN end to end (safety only); aim <= 0.5"
+        )
+        hdr = (
+            f"{'design':<{w}} {'profile':<17} {'bound':>5} {'states':>9} {'build s':>8}"
+            f" {'search s':>8} {'ours s':>7} {'SPIN s':>7} {'ours/SPIN':>9}"
+        )
+        for r, prof, bound in _table(hdr, rows):
+            c, s = r.get("as_check"), r["spin"]
+            if c is None:
+                continue
+            tot = c["build_seconds"] + c["seconds"]
+            print(
+                f"{r['design']:<{w}} {prof:<17} {bound:>5} {c['states']:>9,}"
+                f" {c['build_seconds']:>8.2f} {c['seconds']:>8.2f} {tot:>7.2f}"
+                f" {s['seconds']['total']:>7.2f} {tot / s['seconds']['total']:>9.2f}"
+            )
     print()
     print("Aims (at the default bound 2x2; symmetry at every bound):")
     for r in rows:
