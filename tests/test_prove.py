@@ -251,7 +251,7 @@ def _agrees_with_explorer(design, profile, res):
     ex = (
         explored(design.name, *profile)
         if design.name in DESIGNS
-        else explore(Config(design, *profile), progress=False)
+        else explore(Config(design, *profile), progress=False, engine="auto")
     )
     for p in res.proofs:
         if p.kind == "auxiliary" or not p.applies:

@@ -13,7 +13,8 @@ def run(
     symmetry: bool = True,
     client: str = "reusing",
 ):
-    """One explorer run, shared by every test that asks for it."""
+    """One explorer run, shared by every test that asks for it: on the native engine where a
+    compiler is (its findings are the compiled engine's, ``tests/test_native.py``)."""
     from mcp_inflight.model import DESIGNS, Config
     from mcp_inflight.proofs.explore import explore
 
@@ -21,6 +22,7 @@ def run(
         Config(DESIGNS[design], revision, transport, ids, requests, client),
         symmetry=symmetry,
         progress=False,
+        engine="auto",
     )
 
 
