@@ -463,37 +463,44 @@ _loaded: dict[str, Any] = {}
 compiles = 0
 
 
-def load(source: str, flags: list[str] = CFLAGS) -> ctypes.CDLL:
-    so = build(source, flags)
+_L, _P, _LP = ctypes.c_long, ctypes.c_void_p, ctypes.POINTER(ctypes.c_long)
+#: the C functions of ``proofs/native_search.py`` as :mod:`ctypes` sees them: (result, arguments);
+#: a result of None is ``void``
+SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "nb_new": (_P, [ctypes.c_char_p, _L]),
+    "nb_run": (ctypes.c_int, [_P, _L]),
+    "nb_stats": (None, [_P, _LP]),
+    "nb_level": (_L, [_P, _L]),
+    "nb_results": (None, [_P, _LP, _LP, _LP, _LP]),
+    "nb_path": (_L, [_P, _L, ctypes.POINTER(ctypes.c_int), _L]),
+    "nb_free": (None, [_P]),
+    "nb_find": (_L, [_P, ctypes.c_char_p]),
+    "nb_state": (None, [_P, _L, _P]),
+    "nb_edges": (_L, [_P]),
+    "nb_graph": (None, [_P] * 7),
+    "nb_live": (_L, [_P] * 4),
+}
+
+
+def open_library(so: Path, signatures: dict[str, tuple[Any, list[Any]]]) -> Any:
+    """The shared object ``so``, loaded once per process, each function of ``signatures`` given
+    its result and argument types (this engine's and ``proofs/native_spec.py``'s)."""
     lib = _loaded.get(str(so))
     if lib is None:
         try:
             lib = ctypes.CDLL(str(so))
         except OSError as e:
             raise BuildError(f"cannot load {so}: {e}") from e
-        L, P = ctypes.c_long, ctypes.c_void_p
-        lp = ctypes.POINTER(ctypes.c_long)
-        lib.nb_new.restype = P
-        lib.nb_new.argtypes = [ctypes.c_char_p, L]
-        lib.nb_run.restype = ctypes.c_int
-        lib.nb_run.argtypes = [P, L]
-        lib.nb_stats.argtypes = [P, lp]
-        lib.nb_level.restype = L
-        lib.nb_level.argtypes = [P, L]
-        lib.nb_results.argtypes = [P, lp, lp, lp, lp]
-        lib.nb_path.restype = L
-        lib.nb_path.argtypes = [P, L, ctypes.POINTER(ctypes.c_int), L]
-        lib.nb_free.argtypes = [P]
-        lib.nb_find.restype = L
-        lib.nb_find.argtypes = [P, ctypes.c_char_p]
-        lib.nb_state.argtypes = [P, L, ctypes.c_void_p]
-        lib.nb_edges.restype = L
-        lib.nb_edges.argtypes = [P]
-        lib.nb_graph.argtypes = [P] + [ctypes.c_void_p] * 6
-        lib.nb_live.restype = L
-        lib.nb_live.argtypes = [P] + [ctypes.c_void_p] * 3
+        for name, (result, args) in signatures.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = result, args
         _loaded[str(so)] = lib
     return lib
+
+
+def load(source: str, flags: list[str] = CFLAGS) -> ctypes.CDLL:
+    """The search of ``source``, built (or read from the cache) and loaded."""
+    return open_library(build(source, flags), SIGNATURES)
 
 
 # --- the search -----------------------------------------------------------------------------

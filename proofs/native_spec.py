@@ -27,10 +27,6 @@ not generated as C; the compiled engine runs it).  Without a C compiler the buil
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -66,73 +62,39 @@ class NativeExplored(Explored):
         return out
 
 
-_loaded: dict[str, Any] = {}
-
-
 #: the compiler's flags: ``-O1`` builds in about half the time of ``-O2`` (most of a cold run is
 #: the build); ``bench/explore_declared.py`` shows the build and the search apart
 CFLAGS = ["-O1", "-shared", "-fPIC", "-std=c99", "-w"]
 
 
 def build(source: str) -> Path:
-    """The shared object of ``source``, compiled once and cached (``proofs/cache.py``'s
-    directory, ``native/``) under a hash of the compiler, the flags and the source."""
-    from .native import BuildError, cache_dir, compiler
+    """The shared object of ``source``, compiled once with :data:`CFLAGS` and cached as the
+    session's engines are (``proofs/native.py:build``)."""
+    from .native import build as build_flags
 
-    cc = compiler()
-    if cc is None:
-        raise BuildError("no C compiler found (set CC or install gcc)")
-    key = hashlib.sha256("\0".join([cc, *CFLAGS, source]).encode()).hexdigest()[:24]
-    d = cache_dir()
-    so = d / f"declared-{key}.so"
-    if so.exists():
-        return so
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=d) as tmp:
-            c = Path(tmp) / "spec.c"
-            c.write_text(source)
-            out = Path(tmp) / "spec.so"
-            p = subprocess.run(
-                [cc, *CFLAGS, "-o", str(out), str(c)], capture_output=True, text=True
-            )
-            if p.returncode != 0:
-                raise BuildError(f"{cc} failed:\n{p.stderr[-3000:]}")
-            os.replace(out, so)  # atomic: a concurrent build of the same source is harmless
-    except OSError as e:
-        raise BuildError(f"cannot build in {d}: {e}") from e
-    return so
+    return build_flags(source, CFLAGS)
+
+
+_L, _P, _B = ctypes.c_long, ctypes.c_void_p, ctypes.c_char_p
+_LP = ctypes.POINTER(ctypes.c_long)
+#: the C functions of ``proofs/native_spec_search.py`` as :mod:`ctypes` sees them
+_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "nb_new": (_P, [_B, _L, _B, _B, _B, _B, _B]),
+    "nb_run": (ctypes.c_int, [_P, _L]),
+    "nb_stats": (None, [_P, _LP]),
+    "nb_level": (_L, [_P, _L]),
+    "nb_results": (None, [_P, _LP, _LP, _LP, _LP]),
+    "nb_path": (_L, [_P, _L, ctypes.POINTER(ctypes.c_int), _L]),
+    "nb_state": (None, [_P, _L, _B]),
+    "nb_fair": (_L, [_P, ctypes.c_int, _B]),
+    "nb_free": (None, [_P]),
+}
 
 
 def _load(source: str) -> Any:
-    from .native import BuildError
+    from .native import open_library
 
-    so = build(source)
-    lib = _loaded.get(str(so))
-    if lib is not None:
-        return lib
-    try:
-        lib = ctypes.CDLL(str(so))
-    except OSError as e:
-        raise BuildError(f"cannot load {so}: {e}") from e
-    L, P = ctypes.c_long, ctypes.c_void_p
-    lp, bp = ctypes.POINTER(ctypes.c_long), ctypes.c_char_p
-    lib.nb_new.restype = P
-    lib.nb_new.argtypes = [bp, L, bp, bp, bp, bp, bp]
-    lib.nb_run.restype = ctypes.c_int
-    lib.nb_run.argtypes = [P, L]
-    lib.nb_stats.argtypes = [P, lp]
-    lib.nb_level.restype = L
-    lib.nb_level.argtypes = [P, L]
-    lib.nb_results.argtypes = [P, lp, lp, lp, lp]
-    lib.nb_path.restype = L
-    lib.nb_path.argtypes = [P, L, ctypes.POINTER(ctypes.c_int), L]
-    lib.nb_state.argtypes = [P, L, ctypes.c_char_p]
-    lib.nb_fair.restype = L
-    lib.nb_fair.argtypes = [P, ctypes.c_int, bp]
-    lib.nb_free.argtypes = [P]
-    _loaded[str(so)] = lib
-    return lib
+    return open_library(build(source), _SIGNATURES)
 
 
 def prepare(spec: Spec) -> tuple[Generated, Any]:
