@@ -100,6 +100,28 @@ class Move:
         return {"r": self.r} if self.i is None else {"r": self.r, "i": self.i}
 
 
+def hoist_outputs(
+    out: dict[str, Any], kinds: tuple[str, ...], src: Source, d: int
+) -> tuple[dict[str, tuple[Any, Any]], list[str]]:
+    """Each output's (target, data) computed once into a local (``ot<n>``, ``od<n>``) at depth
+    ``d``, so the effect and the output tuple read the same values: (the outputs as the effect
+    reads them, their flat source)."""
+    hoisted: dict[str, tuple[Any, Any]] = {}
+    flat_out: list[str] = []
+    for n, kind in enumerate(kinds):
+        t_, d_ = out[kind]
+        names: list[Any] = []
+        for part, val in (("t", t_), ("d", d_)):
+            if isinstance(val, Expr):
+                src.emit(d, f"o{part}{n} = {val.src}")
+                names.append(Expr(f"o{part}{n}", val.maybe_neg))
+            else:
+                names.append(val)
+        hoisted[kind] = (names[0], names[1])
+        flat_out.extend(lift(x) for x in names)
+    return hoisted, flat_out
+
+
 def _clock_source(lay: Layout, cfg: Config, src: Source, var: str, depth: int) -> None:
     """stdio: ``model.session.canonical_clock`` on the flat tuple ``var`` (rebinds ``var``).
 
@@ -276,19 +298,7 @@ class Compiled:
         if isinstance(guard, Expr):
             src.emit(d, f"if {guard.src}:")
             d += 1
-        hoisted = {}
-        flat_out: list[str] = []
-        for n, kind in enumerate(kinds):
-            t_, d_ = out[kind]
-            names: list[Any] = []
-            for part, val in (("t", t_), ("d", d_)):
-                if isinstance(val, Expr):
-                    src.emit(d, f"o{part}{n} = {val.src}")
-                    names.append(Expr(f"o{part}{n}", val.maybe_neg))
-                else:
-                    names.append(val)
-            hoisted[kind] = (names[0], names[1])
-            flat_out.extend(lift(x) for x in names)
+        hoisted, flat_out = hoist_outputs(out, kinds, src, d)
         writes = a.effect(b, pre, cfg, r, i, hoisted)
         _writes_source(self.layout, writes, src, d, "w", unpacked="x")
         if cfg.stdio:

@@ -32,7 +32,7 @@ from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.properties import Property
 from mcp_inflight.model.session import FIELDS, SLOT_ORDER, State, actions_for, domains, initial
 
-from .compiled_model import View, _clock_source, _writes_source, unpack_line
+from .compiled_model import View, _clock_source, _writes_source, hoist_outputs, unpack_line
 from .declared_symmetry import Broken
 from .flat import Layout
 from .renaming import Renaming, SymmetryResult, generators
@@ -133,19 +133,7 @@ class Generated:
         if isinstance(guard, Expr):
             src.emit(d, f"if {guard.src}:")
             d += 1
-        hoisted = {}
-        flat_out: list[str] = []
-        for n, kind in enumerate(kinds):
-            t_, d_ = out[kind]
-            names: list[Any] = []
-            for part, val in (("t", t_), ("d", d_)):
-                if isinstance(val, Expr):
-                    src.emit(d, f"o{part}{n} = {val.src}")
-                    names.append(Expr(f"o{part}{n}", val.maybe_neg))
-                else:
-                    names.append(val)
-            hoisted[kind] = (names[0], names[1])
-            flat_out.extend(lift(x) for x in names)
+        hoisted, flat_out = hoist_outputs(out, kinds, src, d)
         src.emit(d, f"en = bool({lift(full)})")
         writes = a.effect(b, pre, cfg, r, i, hoisted)
         _writes_source(self.layout, writes, src, d, "w", unpacked="x")
