@@ -28,7 +28,7 @@ from typing import Any
 from mcp_inflight.model.declare import Move, Spec, changes, describe
 from mcp_inflight.proofs.declared import explore
 from mcp_inflight.proofs.stepping import take
-from mcp_inflight.web.errors import BadRequest
+from mcp_inflight.web.errors import BadRequest, query_int
 
 #: the declared models, in the order the page lists them: name -> module
 MODELS = {
@@ -120,13 +120,8 @@ def config_of(q: Mapping[str, str]) -> Job:
             if b not in hazard_bounds:  # the default, named: one key per configuration
                 bounds.append((b, int(mod.BOUNDS[b][0])))
             continue
-        try:
-            n = int(raw)
-        except ValueError:
-            raise BadRequest(f"{b} must be a whole number, not {raw!r}") from None
         lo, hi = (0, 1) if b in hazard_bounds else (1, MAX_BOUND)
-        if not lo <= n <= hi:
-            raise BadRequest(f"{b} must be between {lo} and {hi}, not {n}")
+        n = query_int(q, b, 0, lo, hi)
         if n or b not in hazard_bounds:
             bounds.append((b, n))
     return name, design, tuple(bounds)
@@ -278,19 +273,6 @@ def judge(sp: Spec, s: Any, last: dict[str, Any] | None) -> list[dict[str, Any]]
     return rows
 
 
-def _int(q: Mapping[str, str], name: str, default: int, hi: int) -> int:
-    raw = q.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        n = int(raw)
-    except ValueError:
-        raise BadRequest(f"{name} must be a whole number, not {raw!r}") from None
-    if not 0 <= n <= hi:
-        raise BadRequest(f"{name} must be between 0 and {hi}, not {n}")
-    return n
-
-
 def describe_config(job: Job) -> dict[str, Any]:
     """The configuration ``(model, design, bounds)`` as the page shows it: every bound (a
     hazard's bound only when enabled) and the model's own label of the run."""
@@ -314,7 +296,7 @@ def view(q: Mapping[str, str]) -> dict[str, Any]:
     table = _move_table(*cfg)
     tokens = [t for t in (q.get("path") or "").split("-") if t]
     steps = replay(sp, table, tokens)
-    at = _int(q, "at", len(steps), len(steps))
+    at = query_int(q, "at", len(steps), 0, len(steps))
     here = steps[:at]
     last = here[-1] if here else None
     s = last["post"] if last else sp.initial()

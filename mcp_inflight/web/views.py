@@ -13,24 +13,12 @@ from typing import Any
 
 from mcp_inflight.web import model_api as api
 from mcp_inflight.web.errors import BadRequest as BadRequest  # the pages' one query error
+from mcp_inflight.web.errors import query_int
 
 #: Largest bounds a query may ask for (a view is cheap at any bound; this keeps a mistyped
 #: URL from building a state of thousands of slots).
 MAX_IDS = 6
 MAX_REQUESTS = 8
-
-
-def _int(q: dict, name: str, default: int, lo: int, hi: int) -> int:
-    raw = q.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        n = int(raw)
-    except ValueError:
-        raise BadRequest(f"{name} must be a whole number, not {raw!r}") from None
-    if not lo <= n <= hi:
-        raise BadRequest(f"{name} must be between {lo} and {hi}, not {n}")
-    return n
 
 
 def config_of(q: dict[str, Any], defaults: dict[str, Any]) -> Any:
@@ -40,8 +28,8 @@ def config_of(q: dict[str, Any], defaults: dict[str, Any]) -> Any:
             q.get("design") or defaults["design"],
             q.get("revision") or defaults["revision"],
             q.get("transport") or defaults["transport"],
-            _int(q, "ids", defaults["ids"], 1, MAX_IDS),
-            _int(q, "requests", defaults["requests"], 1, MAX_REQUESTS),
+            query_int(q, "ids", defaults["ids"], 1, MAX_IDS),
+            query_int(q, "requests", defaults["requests"], 1, MAX_REQUESTS),
         )
     except BadRequest:
         raise
@@ -121,7 +109,7 @@ def view(q: dict, defaults: dict) -> dict:
         steps = api.replay(cfg, tokens)
     except api.PathError as e:
         raise BadRequest(str(e), e.step) from None
-    at = _int(q, "at", len(steps), 0, len(steps))
+    at = query_int(q, "at", len(steps), 0, len(steps))
     here = steps[:at]
     s = here[-1].post if here else api.start(cfg)
     prev = here[-1].pre if here else None
