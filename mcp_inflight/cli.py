@@ -32,6 +32,7 @@ from mcp_inflight.model.config import (
     client_for,
     profiles,
 )
+from mcp_inflight.model.declare import DECLARED_MODELS
 
 if TYPE_CHECKING:
     from mcp_inflight.model.config import Design
@@ -76,7 +77,7 @@ def _available() -> dict:
 
 
 #: the models ``check`` knows, in the order it reports them
-MODELS = ("session", "lease", "rounds", "resume", "tasks", "subscriptions")
+MODELS = ("session", *DECLARED_MODELS)
 #: the small models (``mcp_inflight/cli_small.py``)
 SMALL = MODELS[2:]
 

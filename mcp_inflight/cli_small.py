@@ -16,15 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_inflight.cli_common import Parser, positive, stop_on_signals
+from mcp_inflight.model.declare import DECLARED_MODELS
 from mcp_inflight.proofs.small import Checked, check, cti_lines, trace_text
 
 #: the small models: name -> module (``DESIGNS``, ``DESIGN_DOCS``, ``BOUNDS``, ``spec``)
-MODELS = {
-    "rounds": "mcp_inflight.model.rounds",
-    "resume": "mcp_inflight.model.resume",
-    "tasks": "mcp_inflight.model.tasks",
-    "subscriptions": "mcp_inflight.model.subscriptions",
-}
+MODELS = {name: m for name, m in DECLARED_MODELS.items() if name != "lease"}
 
 
 def _module(name: str) -> Any:

@@ -76,6 +76,26 @@ from typing import Any, NamedTuple
 
 from .logic import Concrete, Write, apply_writes
 
+#: Every model written in this declaration, in the order the tools list them: name -> module
+#: (each with ``DESIGNS``, ``BOUNDS`` and ``spec``; imported by :func:`declared_models`, so that
+#: reading the names imports none of them).  The drawings, the models page and the command
+#: lines read this one list.
+DECLARED_MODELS = {
+    "lease": "mcp_inflight.model.lease",
+    "rounds": "mcp_inflight.model.rounds",
+    "resume": "mcp_inflight.model.resume",
+    "tasks": "mcp_inflight.model.tasks",
+    "subscriptions": "mcp_inflight.model.subscriptions",
+}
+
+
+def declared_models() -> dict[str, Any]:
+    """:data:`DECLARED_MODELS` with each module imported."""
+    import importlib
+
+    return {name: importlib.import_module(m) for name, m in DECLARED_MODELS.items()}
+
+
 KINDS = ("always", "step", "sometimes", "happens", "liveness", "hazard")
 ROLES = ("server", "wire", "ghost")
 SIDES = ("server", "client", "environment")

@@ -33,20 +33,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_inflight.model import lease, resume, rounds, subscriptions, tasks
-from mcp_inflight.model.declare import Move, Spec
+from mcp_inflight.model.declare import Move, Spec, declared_models
 from mcp_inflight.proofs.declared import explore_declared
 from mcp_inflight.proofs.stepping import move as make_move
 from mcp_inflight.proofs.stepping import take
 
 #: The models drawn: name -> module (``DESIGNS``, ``spec``).
-MODELS = {
-    "lease": lease,
-    "rounds": rounds,
-    "resume": resume,
-    "tasks": tasks,
-    "subscriptions": subscriptions,
-}
+MODELS = declared_models()
 
 #: The variables a quotient node keeps, per model: the phase of each slot of the model's main
 #: sort (and, for resume, the client's connection; for tasks, the task's status).

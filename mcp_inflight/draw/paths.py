@@ -21,19 +21,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from mcp_inflight.model import lease, resume, rounds, subscriptions, tasks
+from mcp_inflight.model.declare import declared_models
 from mcp_inflight.proofs.declared import explore_declared
 
 from .sequence import _mm
 
 #: The models drawn: name -> module (``DESIGNS``, ``BOUNDS``, ``spec``).
-MODELS = {
-    "lease": lease,
-    "rounds": rounds,
-    "resume": resume,
-    "tasks": tasks,
-    "subscriptions": subscriptions,
-}
+MODELS = declared_models()
 RED_RGB = "255, 214, 214"
 
 

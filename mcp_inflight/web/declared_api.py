@@ -25,19 +25,13 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from mcp_inflight.model.declare import Move, Spec, changes, describe
+from mcp_inflight.model.declare import DECLARED_MODELS, Move, Spec, changes, describe
 from mcp_inflight.proofs.declared import explore
 from mcp_inflight.proofs.stepping import take
 from mcp_inflight.web.errors import BadRequest, query_int
 
 #: the declared models, in the order the page lists them: name -> module
-MODELS = {
-    "lease": "mcp_inflight.model.lease",
-    "rounds": "mcp_inflight.model.rounds",
-    "resume": "mcp_inflight.model.resume",
-    "tasks": "mcp_inflight.model.tasks",
-    "subscriptions": "mcp_inflight.model.subscriptions",
-}
+MODELS = DECLARED_MODELS
 
 #: the largest value a bound may take in a query: stepping is cheap at any bound, and this
 #: keeps a mistyped URL from building a state of thousands of slots
