@@ -116,3 +116,27 @@ def pytest_runtest_teardown(item):
         outcome.force_exception(
             oracle.OracleViolation("the model does not explain the trace:\n" + "\n".join(bad))
         )
+
+
+# --- the pages in Chromium (tests/test_web_browser.py, tests/test_web_models_browser.py) --------
+
+
+@pytest.fixture(scope="module")
+def browser_context():
+    """One Chromium context per test module (``support/browser.py``; the modules skip first when
+    Playwright or Chromium is missing)."""
+    from support.browser import chromium
+
+    with chromium(viewport={"width": 1400, "height": 1000}) as ctx:
+        yield ctx
+
+
+@pytest.fixture
+def page(browser_context):
+    """A fresh page of that context; the test fails on an exception the page raised."""
+    pg = browser_context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    pg.close()
+    assert errors == []

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from support.browser import SKIPS, chromium
+from support.browser import SKIPS
 
 try:
     from playwright.sync_api import expect
@@ -29,22 +29,6 @@ def server():
     proc, url = start_server(*DEFAULTS)
     yield url
     stop_server(proc)
-
-
-@pytest.fixture(scope="module")
-def browser_context():
-    with chromium(viewport={"width": 1400, "height": 1000}) as ctx:
-        yield ctx
-
-
-@pytest.fixture
-def page(browser_context):
-    pg = browser_context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    pg.close()
-    assert errors == []
 
 
 def _position(page) -> str:

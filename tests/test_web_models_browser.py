@@ -12,7 +12,7 @@ import pytest
 
 from mcp_inflight.model import subscriptions
 from mcp_inflight.proofs.declared import explore
-from support.browser import SKIPS, chromium
+from support.browser import SKIPS
 
 try:
     from playwright.sync_api import expect
@@ -30,22 +30,6 @@ def server():
     proc, url = start_server("--model", "subscriptions", "--ids", "1", "--requests", "2")
     yield url
     stop_server(proc)
-
-
-@pytest.fixture(scope="module")
-def browser_context():
-    with chromium(viewport={"width": 1400, "height": 1000}) as ctx:
-        yield ctx
-
-
-@pytest.fixture
-def page(browser_context):
-    pg = browser_context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    pg.close()
-    assert errors == []
 
 
 def _status(page, prop: str) -> str:
