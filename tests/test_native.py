@@ -265,3 +265,14 @@ def test_a_wrong_fairness_test_in_the_graph_work_is_seen(monkeypatch):
     assert {v.name for v in res.verdicts if v.kind == "liveness" and not v.ok} == {
         "requests_answered"
     }
+
+
+def test_a_run_says_whether_its_c_was_built_or_read_from_the_cache(tmp_path, monkeypatch):
+    """The run's ``engine`` (shown in check's text report): the first run of a configuration
+    builds its C, the next reads it from the cache; the compiled engine says so too."""
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=1, requests=1)
+    first = explore(cfg, progress=False, engine="native")
+    assert first.engine.startswith("native, C built in ")
+    assert explore(cfg, progress=False, engine="native").engine == "native, C from the cache"
+    assert explore(cfg, progress=False, engine="compiled").engine == "compiled"
