@@ -8,7 +8,6 @@ jobs run in this process when their results are asked for."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -103,10 +102,10 @@ def session_extras(
 
 def declared_sections(
     args: argparse.Namespace, plan: dict[str, list[str]], bounds: dict[str, int], cache: str
-) -> tuple[Any, Any, list[Any], list[Any]]:
-    """Every model of ``plan`` but the session: the lease and small-model sections, their
-    rule discipline and their sensitivity; returns (lease, small models, discipline cells,
-    sensitivity cells)."""
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """Models of ``plan`` that are not the session: their runs (``check_declared.Run``), their
+    rule discipline and their sensitivity; returns (runs, discipline cells, sensitivity
+    cells)."""
     from mcp_inflight.proofs import discipline
 
     if not args.no_progress:
@@ -115,38 +114,23 @@ def declared_sections(
 
         # beside the session's live line: plain lines, and only for a run that lasts
         progress_to(Patient(Display(sys.stderr, live=False)))
-    lease = paths = None
-    rules: list[Any] = []
-    if "lease" in plan:
-        from mcp_inflight import cli_lease
-        from mcp_inflight.model import lease as L
+    from mcp_inflight import check_declared
 
-        lease = cli_lease.check_section(cache, plan["lease"], not args.no_prove, bounds)
-        at = cli_lease.config(bounds)
-        rules += [
-            discipline.lease(L.Config(L.DESIGNS[d], at.workers, at.requests, at.ids))
-            for d in plan["lease"]
-        ]
-    from mcp_inflight.cli_small import MODELS as SMALL
-
-    small = {m: d for m, d in plan.items() if m in SMALL}
-    if small:
-        from mcp_inflight import cli_small
-
-        paths = cli_small.check_section(cache, small, not args.no_prove, bounds)
-        for m, designs in small.items():
-            spec = importlib.import_module(f"mcp_inflight.model.{m}").spec
-            mine = cli_small.bounds_of(m, bounds)
-            rules += [discipline.small(spec(d, **mine)) for d in designs]
+    runs = check_declared.section(cache, plan, not args.no_prove, bounds)
+    rules = [
+        discipline.small(check_declared.module(m).spec(d, **check_declared.bounds_of(m, bounds)))
+        for m, designs in plan.items()
+        for d in designs
+    ]
     sens: list[Any] = []
     others = [m for m in plan if m != "session"]
     if not others:
-        return lease, paths, rules, sens
+        return runs, rules, sens
     if not args.no_sensitivity and not args.no_explore:
         from mcp_inflight.proofs.sensitivity import sensitivity
 
         sens = sensitivity(others, cache)
-    return lease, paths, rules, sens
+    return runs, rules, sens
 
 
 def pool(stack: ExitStack, jobs: int) -> ProcessPoolExecutor | None:

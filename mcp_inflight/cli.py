@@ -58,14 +58,13 @@ DELEGATED = {
         "mcp_inflight.trace.replay",
         "check a recorded wire trace against the model's atomic design",
     ),
-    "paths": (
-        "mcp_inflight.cli_small",
-        "check the small models: input-required rounds, resumption, tasks, subscriptions",
-    ),
-    "lease": (
-        "mcp_inflight.cli_lease",
-        "check the lease protocol of many workers sharing a store (explorer and prover)",
-    ),
+}
+
+#: commands folded into ``check``: name -> what to run instead
+FOLDED = {
+    "lease": "mcp-inflight check --model lease --design all (bounds: --bound workers=N ...)",
+    "paths": "mcp-inflight check --model rounds|resume|tasks|subscriptions --design all "
+    "(bounds: --bound NAME=N)",
 }
 
 
@@ -78,7 +77,7 @@ def _available() -> dict:
 
 #: the models ``check`` knows, in the order it reports them
 MODELS = ("session", *DECLARED_MODELS)
-#: the small models (``mcp_inflight/cli_small.py``)
+#: the small models: every declared model but the lease (``--no-paths`` leaves them out)
 SMALL = MODELS[2:]
 
 
@@ -86,11 +85,9 @@ def _designs_of(model: str) -> list[str]:
     """The designs of ``model``, its safe design first."""
     if model == "session":
         return list(DESIGNS)
-    if model == "lease":
-        from mcp_inflight.model.lease import DESIGNS as LEASE
+    from mcp_inflight.check_declared import designs_of
 
-        return list(LEASE)
-    return list(importlib.import_module(f"mcp_inflight.model.{model}").DESIGNS)
+    return designs_of(model)
 
 
 def _all_designs() -> list[str]:
@@ -197,7 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
         "proved', 'unknown' (the solver gave up: never a pass), 'reached' / 'not reached' "
         "(witnesses), 'not applicable'. Exit 0 when every invariant holds and is proved and "
         "every witness is reached; 1 otherwise (a solver timeout included); 2 on a usage "
-        "error. Hazards are reported in their own rows and never change the exit code. The "
+        "error (with --design all, the mutants fail, so the exit code is 1: that the default "
+        "run passes says each property is broken by the mutants its model names, in the "
+        "sensitivity rows). With --design all each lease and small model also shows its "
+        "designs side by side. Hazards are reported in their own rows and never change the "
+        "exit code. The "
         "JUnit file has a test case per model x design x run x property and fails exactly "
         "where the exit code does. --revision, --transport, --client, --ids, --requests, "
         "--engine, --liveness and --no-explore apply to the session model; the other models "
@@ -246,9 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=N",
         type=_bound,
-        help="a bound of the lease and small models, as 'mcp-inflight lease' and 'mcp-inflight "
-        "paths' take them (repeatable; each selected model takes the names it has, and every "
-        "name must be one of a selected model's): "
+        help="a bound of the lease and small models (repeatable; each selected model takes "
+        "the names it has, and every name must be one of a selected model's): "
         + "; ".join(f"{m}: {', '.join(_bounds_of(m))}" for m in MODELS[1:]),
     )
     c.add_argument(
@@ -383,15 +383,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             cells += session_cells(results, proofs) + sym_cells
         rules, sens = extras() if extras else ([], [])
         parts = [declared[m]() for m in plan if m in declared]  # in the plan's order
-    lease = next((p[0] for p in parts if p[0] is not None), None)
-    paths = [r for p in parts for r in p[1] or ()] if any(p[1] for p in parts) else None
-    their_rules = [c for p in parts for c in p[2]]
-    their_sens = [c for p in parts for c in p[3]]
-    from mcp_inflight import cli_lease, cli_small
-
-    if lease is not None:
-        cells += cli_lease.cells(lease)
-    cells += [c for r in paths or () for c in r.cells]
+    declared_runs = [r for p in parts for r in p[0]]
+    their_rules = [c for p in parts for c in p[1]]
+    their_sens = [c for p in parts for c in p[2]]
+    cells += [c for r in declared_runs for c in r.cells]
     rules += their_rules
     sens += their_sens
     cells += rules + sens
@@ -416,10 +411,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             doc["runs"] = runs
         elif proofs is not None:
             doc["runs"] = [p.to_json() for p in proofs]
-        if lease is not None:
-            doc["lease"] = lease.to_json()
-        if paths is not None:
-            doc["paths"] = {r.label: r.json for r in paths}
+        if declared_runs:
+            doc["declared"] = [r.json for r in declared_runs]
         json.dump(doc, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
@@ -429,10 +422,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             sys.stdout.write(report.explore_text(results) + "\n")
         elif proofs is not None:
             sys.stdout.write(report.prove_text(proofs) + "\n")
-        if lease is not None:
-            sys.stdout.write("\n" + cli_lease.check_text(lease) + "\n\n")
-        if paths is not None:
-            sys.stdout.write(cli_small.check_text(paths) + "\n\n")
+        if declared_runs:
+            from mcp_inflight import check_declared
+
+            sys.stdout.write("\n" + check_declared.text(declared_runs) + "\n\n")
         if sym_cells:
             sys.stdout.write(report.symmetry_text(sym_cells) + "\n\n")
         sys.stdout.write(report.discipline_text(rules) + "\n\n")
@@ -465,6 +458,9 @@ def _summary_line(cells: Iterable[Cell]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in FOLDED:
+        sys.stderr.write(f"mcp-inflight {argv[0]}: now part of check: {FOLDED[argv[0]]}\n")
+        return 2
     if argv and argv[0] in _available():
         module = importlib.import_module(DELEGATED[argv[0]][0])
         return module.run(argv[1:])

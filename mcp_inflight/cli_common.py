@@ -1,9 +1,8 @@
 """What every command line of the package shares: the parser class, argument types, the
 profile and prover options, output-path checks and signal handling.
 
-The subcommands' modules (``cli.py``, ``cli_prove.py``, ``cli_lease.py``, ``cli_small.py``,
-``serve.py``) import these from here and never from one another, so no command-line module
-imports another's (``tests/test_layers.py`` fails on any import cycle).
+The subcommands' modules (``cli.py``, ``cli_prove.py``, ``serve.py``) import these from here
+and never from one another, so no command-line module imports another's (``tests/test_layers.py`` fails on any import cycle).
 """
 
 from __future__ import annotations

@@ -196,12 +196,6 @@ def session(cfg: Any, limit: int = SAMPLE) -> Cell:
     return _cell("session", cfg.design.name, cfg.label, j.finish(), len(states))
 
 
-def lease(cfg: Any, limit: int = SAMPLE) -> Cell:
-    from mcp_inflight.model import lease as L
-
-    return small(L.spec_of(cfg), limit)
-
-
 def small(spec: Any, limit: int = SAMPLE) -> Cell:
 
     ghosts = {v.name for v in spec.vars if v.ghost}

@@ -285,9 +285,9 @@ def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -
 # --- the declared models (lease, rounds, resume) ---------------------------------------------
 
 
-def declared_cells(explored: Any, proved: Any | None, hazard: Any | None = None) -> list[Cell]:
+def declared_cells(explored: Any, proved: Any | None, hazards: Sequence[Any] = ()) -> list[Cell]:
     """Cells of one declared model's run (``proofs/declared.py``): its ``Explored``, its
-    ``Proved`` (or None) and a hazard's ``HazardRun`` (or None).  A proof is ``proved`` when
+    ``Proved`` (or None) and its hazards' runs (``HazardRun``).  A proof is ``proved`` when
     the prover took the model's unbounded sorts for any size, ``proved at bounds`` when it ran
     on the model's finite bounds."""
     from .stepping import cti_lines, trace_text
@@ -338,7 +338,7 @@ def declared_cells(explored: Any, proved: Any | None, hazard: Any | None = None)
                 elif p.name in pr.notes:
                     detail = [f"  {pr.notes[p.name]}"]
         out.append(_cell(sp.model, sp.design, run, p.name, kind, word, detail, ex.seconds))
-    if pr is not None and pr.verdicts.get("in_range") != "proved":
+    if pr is not None:  # the prover proves typedness too (every slot within its range)
         out.append(
             _cell(
                 sp.model,
@@ -350,7 +350,7 @@ def declared_cells(explored: Any, proved: Any | None, hazard: Any | None = None)
                 cti_lines(pr.ctis["in_range"]) if "in_range" in pr.ctis else [],
             )
         )
-    if hazard is not None:
+    for hazard in hazards:
         broken = hazard.broken
         detail = [
             ln for n in broken for ln in [f"  breaks {n}:", *trace_text(hazard.run.traces[n])]
@@ -371,13 +371,3 @@ def declared_cells(explored: Any, proved: Any | None, hazard: Any | None = None)
             )
         )
     return out
-
-
-def lease_cells(checked: Any, hazard: Any | None = None) -> list[Cell]:
-    """Cells of one lease design (``proofs.declared.Checked``) and the failover hazard's run."""
-    return declared_cells(checked.explored, checked.proved, hazard)
-
-
-def small_cells(checked: Any) -> list[Cell]:
-    """Cells of one small model's run (``proofs.declared.Checked``)."""
-    return declared_cells(checked.explored, checked.proved)

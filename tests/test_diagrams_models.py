@@ -15,7 +15,7 @@ from mcp_inflight import draw
 from mcp_inflight.draw import models as draw_models
 from mcp_inflight.draw.model_graphs import MODELS, PROJECTIONS, Graph, _node_of, _replay, build
 from mcp_inflight.model import lease, rounds, subscriptions
-from mcp_inflight.proofs.small import explore, transitions
+from mcp_inflight.proofs.declared import explore, transitions
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "diagrams" / "models"

@@ -19,7 +19,7 @@ CFG = Config(DESIGNS["atomic"], "2025-11-25", "http", 2, 2)
 def test_the_models_as_written_keep_the_discipline():
     for design in DESIGNS.values():
         assert discipline.session(replace(CFG, design=design)).passed
-    assert discipline.lease(L.Config()).passed
+    assert discipline.small(L.spec_of(L.Config())).passed
     assert discipline.small(resume.spec()).passed
 
 
@@ -57,7 +57,7 @@ def test_a_lease_script_that_reads_a_ghost_fails(monkeypatch):
         "actions",
         lambda cfg: tuple(replace(a, guard=bad) if a.name == "release" else a for a in real(cfg)),
     )
-    cell = discipline.lease(L.Config())
+    cell = discipline.small(L.spec_of(L.Config()))
     assert not cell.passed and "release's guard reads the ghost field told" in cell.message
 
 
@@ -105,7 +105,7 @@ def test_python_and_on_a_symbolic_value_is_a_model_error_naming_the_rule(monkeyp
 def test_the_small_and_lease_provers_refuse_it_too(monkeypatch):
     from mcp_inflight.model.logic import ModelError
     from mcp_inflight.model.small import Act, Spec, Var, always
-    from mcp_inflight.proofs.small import prove
+    from mcp_inflight.proofs.declared import prove
 
     def g(b, s):
         return s.x < 1 or s.x < 2

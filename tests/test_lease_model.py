@@ -9,7 +9,8 @@ import re
 import pytest
 import z3
 
-from mcp_inflight import cli_lease
+from mcp_inflight import check_declared
+from mcp_inflight.cli import main as cli
 from mcp_inflight.model import lease as L
 from mcp_inflight.model.declare import Move
 from mcp_inflight.proofs import declared as P
@@ -182,31 +183,44 @@ def test_the_z3_reading_agrees_with_the_concrete_one_on_explored_transitions():
 # --- the command line ---------------------------------------------------------------------------
 
 
-def test_lease_cli_reports_a_mutant_with_its_trace_and_fails(capsys):
-    rc = cli_lease.run(["--design", "no-ttl", "--no-prove", "--no-hazard", "--requests", "1"])
+def test_check_reports_a_lease_mutant_with_its_trace_and_fails(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    rc = cli(
+        ["check", "--model", "lease", "--design", "no-ttl", "--no-prove", "--no-sensitivity"]
+        + ["--bound", "requests=1", "--no-progress"]
+    )
     out = capsys.readouterr().out
     assert rc == 1
-    assert "no-ttl: counterexample: ids_free_after_lease" in out
-    assert "worker w1 crashes (kill -9)" in out and "FAILED: no-ttl" in out
+    assert "counterexample: ids_free_after_lease on lease no-ttl" in out
+    assert "worker w1 crashes (kill -9)" in out and out.endswith(
+        "FAILED: see the table and counterexamples above\n"
+    )
 
 
-def test_lease_cli_json_and_usage(capsys):
-    argv = ["--design", "ignore-lost", "--json", "--workers", "1", "--requests", "1"]
-    rc = cli_lease.run(argv + ["--no-prove", "--no-hazard"])
+def test_check_json_of_a_lease_mutant_and_usage(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    argv = ["check", "--model", "lease", "--design", "ignore-lost", "--json", "--no-progress"]
+    rc = cli(
+        argv
+        + ["--bound", "workers=1", "--bound", "requests=1"]
+        + ["--no-prove", "--no-sensitivity"]
+    )
     doc = json.loads(capsys.readouterr().out)
-    assert rc == 1 and doc["ok"] is False and doc["judged"] == "ignore-lost"
-    assert doc["bounds"] == {"workers": 1, "requests": 1, "ids": 1} and doc["hazards"] == []
-    (d,) = doc["designs"]
-    assert d["prove"] is None
-    props = d["explore"]["properties"]
+    assert rc == 1 and doc["ok"] is False and doc["models"] == ["lease"]
+    (d,) = doc["declared"]
+    assert d["design"] == "ignore-lost" and d["proved"] is None and d["hazards"] == []
+    assert d["bounds"] == {"workers": 1, "requests": 1, "ids": 1}
+    props = d["explored"]["properties"]
     assert props["lost_lease_ends_request"]["verdict"] == "fails"
     assert props["lost_lease_ends_request"]["trace"][-1]["action"] == "renew"
     assert props["lost_lease_ends_request"]["trace"][-1]["changes"] == {
         "told[A]": ["nothing", "renewal refused"]
     }
     with pytest.raises(SystemExit) as e:
-        cli_lease.run(["--design", "nope"])
+        cli(["check", "--model", "lease", "--design", "nope"])
     assert e.value.code == 2
+    # the command the lease had of its own is folded into check, and says where
+    assert cli(["lease"]) == 2 and "check --model lease" in capsys.readouterr().err
 
 
 def test_the_check_section_reports_fenced_and_the_hazard_and_is_cached(
@@ -215,19 +229,17 @@ def test_the_check_section_reports_fenced_and_the_hazard_and_is_cached(
     from mcp_inflight.proofs import cache
 
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
-    run = cli_lease.LeaseRun(L.Config(), ["fenced"], {"fenced": P.Checked(fenced, fenced_proof)})
-    run.hazard = failover
-    assert run.ok
-    res = cli_lease.section(run)
-    assert res.ok
-    text = cli_lease.check_text(res)
+    res = check_declared.as_run(P.Checked(fenced, fenced_proof), [failover])
+    assert res.ok and res.unbounded
+    text = check_declared.text([res])
     # proved by induction for any number of workers, instances and ids: the exact word
     assert re.search(r"invariant\s+single_writer\s+proved\n", text)
     assert re.search(r"liveness\s+ids_free_after_lease\s+holds \(explored\)\n", text)
     assert re.search(r"hazard\s+failover\s+fails\s+\(hazard: reported, never fails", text)
     assert "breaks single_writer, owned_release" in text
-    cache.store("lease", cli_lease.section_key(["fenced"], True), res)
-    assert cli_lease.check_section("use").to_json() == res.to_json()
+    assert [h["name"] for h in res.json["hazards"]] == ["failover"]
+    cache.store("declared", check_declared.key("lease", "fenced", True), res)
+    assert check_declared.section("use", {"lease": ["fenced"]}) == [res]
 
 
 # --- the prover's counterexamples on the mutants (slow: a few seconds each) --------------------

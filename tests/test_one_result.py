@@ -17,7 +17,7 @@ from mcp_inflight.model import lease as L
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.small import Act, Spec, Var, always
 from mcp_inflight.proofs import declared as P
-from mcp_inflight.proofs.small import prove
+from mcp_inflight.proofs.declared import prove
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "designs"
 
@@ -102,6 +102,16 @@ def test_the_verdict_words_say_how_far_each_guarantee_reaches():
     assert words["lease"] == {"proved"}
     for small in ("rounds", "resume", "tasks", "subscriptions"):
         assert words[small] == {"proved at bounds"}
+    # typedness (every slot within its range) is proved, not assumed, in the same words
+    typed = {
+        c["model"]: c["verdict"]
+        for c in json.loads(p.stdout)["results"]
+        if c["property"] == "in_range"
+    }
+    assert typed == {
+        "lease": "proved",
+        **{m: "proved at bounds" for m in ("rounds", "resume", "tasks", "subscriptions")},
+    }
     assert (
         "(proved: session, lease; proved at bounds: rounds, resume, tasks, subscriptions)"
         in check("--revision", "2026-07-28", "--transport", "stdio").stdout
@@ -114,23 +124,6 @@ def test_the_verdict_words_say_how_far_each_guarantee_reaches():
         if c["kind"] == "invariant" and c["run"] != "sensitivity"
     }
     assert words == {"holds (explored)"}
-
-
-def test_paths_and_lease_speak_the_same_verdict_words():
-    for argv in (["--model", "rounds"], ["--model", "subscriptions"]):
-        out = subprocess.run(
-            [sys.executable, "-m", "mcp_inflight", "paths", *argv],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
-        rows = [ln for ln in out.splitlines() if ln.startswith(("  step", "  invariant"))]
-        assert rows and all(ln.rstrip().endswith("proved at bounds") for ln in rows), out
-        assert "slots in range proved at bounds" in out
-    lease = subprocess.run(
-        [sys.executable, "-m", "mcp_inflight", "lease"], capture_output=True, text=True, check=False
-    ).stdout
-    assert " proved" in lease and "proved at bounds" not in lease  # the lease proof is unbounded
 
 
 # --- the provers assume nothing they have not proved ---------------------------------------
@@ -219,8 +212,8 @@ def test_a_dead_action_fails_the_run_with_its_name():
 
 
 def test_a_guard_that_cannot_hold_fails_a_small_model():
-    from mcp_inflight.proofs.outcome import small_cells
-    from mcp_inflight.proofs.small import check as check_small
+    from mcp_inflight.check_declared import as_run
+    from mcp_inflight.proofs.declared import check as check_small
 
     def never_g(b, s):
         return s.x > 3
@@ -230,7 +223,7 @@ def test_a_guard_that_cannot_hold_fails_a_small_model():
 
     spec = _counter((always(at_most_two),))
     spec = replace(spec, acts=spec.acts + (Act("reset", (), never_g, never_e, lambda a: "reset"),))
-    dead = [c for c in small_cells(check_small(spec)) if c.prop == "every_action_fires"]
+    dead = [c for c in as_run(check_small(spec)).cells if c.prop == "every_action_fires"]
     assert len(dead) == 1 and "reset" in dead[0].message and not dead[0].passed
 
 
@@ -386,18 +379,19 @@ def test_check_takes_the_declared_models_bounds(tmp_path, monkeypatch):
     """``check --bound NAME=N``: each selected declared model takes the names it has (the
     lease at 3 workers explores more states than at 2, and says so); a name no selected model
     has is a usage error, and the session model's bounds stay --ids and --requests."""
-    from mcp_inflight import cli_lease, cli_small
+    from mcp_inflight import check_declared
 
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
-    two = cli_lease.check_section("use", ["fenced"], prove=False)
-    three = cli_lease.check_section("use", ["fenced"], prove=False, bounds={"workers": 3})
+    (two,) = check_declared.section("use", {"lease": ["fenced"]}, prove=False)
+    (three,) = check_declared.section("use", {"lease": ["fenced"]}, False, {"workers": 3})
     assert three.states > two.states
-    assert "3 workers" in cli_lease.check_text(three) and "2 workers" in cli_lease.check_text(two)
-    assert cli_lease.section_key(["fenced"], False) != cli_lease.section_key(
-        ["fenced"], False, cli_lease.config({"workers": 3})
+    assert "3 workers" in check_declared.text([three])
+    assert "2 workers" in check_declared.text([two])
+    assert check_declared.key("lease", "fenced", False) != check_declared.key(
+        "lease", "fenced", False, {"workers": 3}
     )
-    rounds = cli_small.check_section("use", {"rounds": ["sealed"]}, False, {"questions": 1})
-    assert "questions=1" in rounds[0].label
+    (rounds,) = check_declared.section("use", {"rounds": ["sealed"]}, False, {"questions": 1})
+    assert "questions=1" in rounds.label
     p = subprocess.run(
         [sys.executable, "-m", "mcp_inflight", "check", "--model", "lease"]
         + ["--bound", "workers=3", "--no-prove", "--no-sensitivity", "--json"],
@@ -406,7 +400,7 @@ def test_check_takes_the_declared_models_bounds(tmp_path, monkeypatch):
         env={**os.environ, "MCP_INFLIGHT_CACHE": str(tmp_path)},
     )
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["lease"]["bounds"]["workers"] == 3
+    assert json.loads(p.stdout)["declared"][0]["bounds"]["workers"] == 3
     for argv, says in (
         (["--model", "tasks", "--bound", "workers=3"], "tasks: requests, ids"),
         (["--model", "session", "--bound", "ids=3"], "takes --ids and --requests"),

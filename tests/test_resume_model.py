@@ -17,7 +17,7 @@ import pytest
 
 from mcp_inflight.impl.events import MemoryEventStore
 from mcp_inflight.model import resume
-from mcp_inflight.proofs.small import check, drive, explore, prove, trace_text
+from mcp_inflight.proofs.declared import check, drive, explore, prove, trace_text
 
 BROKEN = {
     "request-id-streams": {"replay_carries_own_events"},
@@ -160,23 +160,22 @@ def test_the_check_section_of_the_small_models_is_computed_then_cached(monkeypat
     checkers' cache (an entry planted under the same key is what it returns)."""
     from dataclasses import replace
 
-    from mcp_inflight import cli_small
+    from mcp_inflight import check_declared
     from mcp_inflight.proofs import cache
 
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
     plan = {"rounds": ["sealed"], "resume": ["named-streams"]}  # the two quickest to prove
-    fresh = cli_small.check_section("refresh", plan)
+    fresh = check_declared.section("refresh", plan)
     assert [r.ok for r in fresh] == [True, True]
-    text = cli_small.check_text(fresh)
+    text = check_declared.text(fresh)
     assert "rounds sealed" in text and "resume named-streams" in text
     # proved by induction on the finite universe of the bounds, and said so
     assert "proved at bounds" in text and "FAILED" not in text
     assert "proved\n" not in text.replace("proved at bounds", "")
     planted = replace(fresh[0], states=-1)
-    cache.store("paths", cli_small.section_key("rounds", "sealed", True), planted)
-    assert cli_small.check_section("use", plan) == [planted, fresh[1]]
+    cache.store("declared", check_declared.key("rounds", "sealed", True), planted)
+    assert check_declared.section("use", plan) == [planted, fresh[1]]
     # --no-prove is a run of its own, cached apart: the planted proof is not what it reads
-    assert cli_small.check_section("use", plan, prove=False)[0].states == fresh[0].states
-    # the default plan is each model's safe design, every model of the section
-    assert list(cli_small.MODELS)[:2] == ["rounds", "resume"]
-    assert [next(iter(cli_small._module(m).DESIGNS)) for m in plan] == ["sealed", "named-streams"]
+    assert check_declared.section("use", plan, prove=False)[0].states == fresh[0].states
+    # each model's safe design comes first
+    assert [check_declared.designs_of(m)[0] for m in plan] == ["sealed", "named-streams"]

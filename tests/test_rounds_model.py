@@ -9,12 +9,13 @@ every transition of the explored space (and disagrees with each mutant somewhere
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from mcp_inflight.impl.request_state import RequestStates, StateLimit, StateRefused, call_binding
 from mcp_inflight.model import rounds
-from mcp_inflight.proofs.small import check, cti_lines, drive, explore, prove, trace_text
+from mcp_inflight.proofs.declared import check, cti_lines, drive, explore, prove, trace_text
 
 STEP_PROPS = (
     "answers_reach_asker",
@@ -236,37 +237,42 @@ def test_sealed_at_larger_bounds():
 
 # --- the command line -------------------------------------------------------------------------
 
-TINY_ARGS = ["--questions", "1", "--max-rounds", "1", "--tokens", "3"]
+TINY_ARGS = ["--bound", "questions=1", "--bound", "max_rounds=1", "--bound", "tokens=3"]
+QUICK = ["--no-prove", "--no-sensitivity", "--no-progress"]
 
 
-def test_cli_passes_on_sealed_and_catches_a_mutant(capsys):
+def test_check_passes_on_sealed_and_shows_a_mutant_caught(capsys, monkeypatch, tmp_path):
     from mcp_inflight.cli import main
 
-    assert main(["paths", "--model", "rounds", "--no-prove", *TINY_ARGS]) == 0
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    assert main(["check", "--model", "rounds", *QUICK, *TINY_ARGS]) == 0
     out = capsys.readouterr().out
-    assert "rounds sealed" in out and "PASS" in out
-    argv = ["paths", "--model", "rounds", "--design", "no-nonce", "--json", "--no-prove"]
-    assert main([*argv, *TINY_ARGS]) == 0
+    assert "rounds sealed" in out and out.startswith("\nInput-required rounds")
+    argv = ["check", "--model", "rounds", "--design", "no-nonce", "--json", *QUICK]
+    assert main([*argv, *TINY_ARGS]) == 1
     doc = json.loads(capsys.readouterr().out)
-    (run,) = doc["runs"]
-    assert run["role"] == "mutant" and run["pass"] and run["proved"] is None
+    (run,) = doc["declared"]
+    assert run["design"] == "no-nonce" and run["proved"] is None
     assert run["explored"]["properties"]["replay_refused"]["verdict"] == "fails"
     assert run["explored"]["properties"]["replay_refused"]["trace"][-1]["action"] == "present"
     # one state slot: the client's call cannot complete after two rounds (a witness missed)
-    assert main(["paths", "--model", "rounds", "--no-prove", "--tokens", "1"]) == 1
-    assert "completes_after_rounds: witness not reached" in capsys.readouterr().out
+    assert main(["check", "--model", "rounds", *QUICK, "--bound", "tokens=1"]) == 1
+    assert re.search(
+        r"witness\s+completes_after_rounds\s+not reached\s+FAILED", capsys.readouterr().out
+    )
 
 
-def test_cli_usage_errors(capsys):
+def test_check_usage_errors(capsys):
     from mcp_inflight.cli import main
 
     with pytest.raises(SystemExit) as e:
-        main(["paths", "--model", "rounds", "--events", "3"])
+        main(["check", "--model", "rounds", "--bound", "events=3"])
     assert e.value.code == 2
-    assert "rounds has no bound events" in capsys.readouterr().err
+    assert "--bound events: not a bound of the selected models" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
-        main(["paths", "--model", "rounds", "--design", "nope"])
+        main(["check", "--model", "rounds", "--design", "nope"])
     assert e.value.code == 2
+    assert main(["paths"]) == 2 and "check --model rounds" in capsys.readouterr().err
 
 
 # --- the small checker on another model -------------------------------------------------------

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from mcp_inflight.model import subscriptions as S
-from mcp_inflight.proofs.small import explore, prove, trace_text
+from mcp_inflight.proofs.declared import explore, prove, trace_text
 
 #: design -> property -> (length of the shortest trace, its last action)
 TRACES = {

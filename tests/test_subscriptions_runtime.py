@@ -24,7 +24,7 @@ from mcp_inflight.impl.subscriptions import (
 )
 from mcp_inflight.model import subscriptions as M
 from mcp_inflight.model.logic import NONE
-from mcp_inflight.proofs.small import drive
+from mcp_inflight.proofs.declared import drive
 
 CHANGED = "notifications/tools/list_changed"
 

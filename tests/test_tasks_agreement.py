@@ -20,7 +20,7 @@ import pytest
 
 from mcp_inflight.impl.tasks import NotReady, TaskError, TaskStore
 from mcp_inflight.model import tasks as M
-from mcp_inflight.proofs.small import drive
+from mcp_inflight.proofs.declared import drive
 
 STATUS = {
     M.WORKING: "working",

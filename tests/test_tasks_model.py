@@ -13,8 +13,8 @@ import json
 import pytest
 
 from mcp_inflight.model import tasks
-from mcp_inflight.proofs import small as checker
-from mcp_inflight.proofs.small import explore, prove, trace_text
+from mcp_inflight.proofs import declared as checker
+from mcp_inflight.proofs.declared import explore, prove, trace_text
 
 _EXPLORED: dict[str, checker.Explored] = {}
 

@@ -1,0 +1,1 @@
+../../mcp_inflight/check_declared.py

@@ -1,1 +1,0 @@
-../../mcp_inflight/cli_small.py
