@@ -211,10 +211,16 @@ def explore(
                 res.traces[key] = trace(reached[p.name][0], reached[p.name])
         elif p.kind == "liveness":
             fair = {j for j, row in enumerate(table) if row[0].act.name in p.fair}
-            bad = _fair_violation(goal[p.name], edges, fair)
-            res.verdicts[key] = "holds" if bad is None else "fails"
-            if bad is not None:
+            found = _fair_violation(goal[p.name], edges, fair)
+            res.verdicts[key] = "holds" if found is None else "fails"
+            if found is not None:
+                bad, comp = found
                 res.traces[key] = trace(bad)
+                if canon is None:  # a reduced state's successors are renamed: no plain loop
+                    res.loops[key] = [
+                        render_step(spec, table[j][0], states[n], *table[j][1](states[n]))
+                        for n, j in _tour(bad, set(comp), edges)
+                    ]
         elif p.name in failed:
             res.verdicts[key] = "fails"
             res.traces[key] = trace(failed[p.name][0], failed[p.name])
@@ -336,9 +342,10 @@ def _trace(
 
 def _fair_violation(
     goal: list[bool], edges: list[list[tuple[int, int]]], fair: set[int]
-) -> int | None:
+) -> tuple[int, list[int]] | None:
     """A state from which a run weakly fair to the moves ``fair`` (rows of the move table)
-    can stay forever where the goal does not hold, or None when every such run reaches it.
+    can stay forever where the goal does not hold, and the component it can stay in; or None
+    when every such run reaches the goal.
 
     Such a run ends in a strongly connected component of the states where the goal fails
     (a single state counts: stuttering is always allowed) and visits all of it forever; it is
@@ -347,10 +354,10 @@ def _fair_violation(
     first such state in breadth-first order (its shortest run is the trace's prefix)."""
     from .liveness import sccs
 
+    found: tuple[int, list[int]] | None = None
     bad = [not g for g in goal]
     # the graph of the goal-less states only: a good state has no edge there
     succ = [[k for _, k in edges[n] if bad[k]] if bad[n] else [] for n in range(len(goal))]
-    found: int | None = None
     for comp in sccs(succ):
         if not bad[comp[0]]:
             continue
@@ -361,8 +368,58 @@ def _fair_violation(
         # would have to be taken: such a component is no place for a fair run to stay
         if not (fair & everywhere) - inside:
             first = min(comp)
-            found = first if found is None else min(found, first)
+            if found is None or first < found[0]:
+                found = (first, sorted(comp))
     return found
+
+
+def _tour(
+    start: int, members: set[int], edges: list[list[tuple[int, int]]]
+) -> list[tuple[int, int]]:
+    """A closed walk ``[(state, move row)]`` from ``start`` through every state of the
+    component ``members`` and back (the loop of a lasso: a weakly fair run that stays in the
+    component visits all of it forever); empty for a single state without a move back to
+    itself (the run stays there, every fair move disabled)."""
+    walk: list[tuple[int, int, int]] = []
+    at, left = start, members - {start}
+    while True:
+        # a shortest path inside the component to the nearest state not yet visited, and
+        # once every state is, back to the start
+        path = _path_inside(at, left or {start}, members, edges)
+        if path is None:
+            return [(n, j) for n, j, _ in walk]
+        walk += path
+        at = path[-1][2]
+        left.discard(at)
+        if at == start and not left:
+            return [(n, j) for n, j, _ in walk]
+
+
+def _path_inside(
+    at: int, targets: set[int], members: set[int], edges: list[list[tuple[int, int]]]
+) -> list[tuple[int, int, int]] | None:
+    """A shortest path ``[(state, move row, successor)]`` of one move or more from ``at`` to a
+    state of ``targets``, through ``members`` only; None when there is none."""
+    parent: dict[int, tuple[int, int]] = {}
+    queue = deque([at])
+    seen = {at}
+    while queue:
+        n = queue.popleft()
+        for j, k in edges[n]:
+            if k not in members:
+                continue
+            if k in targets:
+                path = [(n, j, k)]
+                while n != at:
+                    n0, j0 = parent[n]
+                    path.append((n0, j0, n))
+                    n = n0
+                return path[::-1]
+            if k not in seen:
+                seen.add(k)
+                parent[k] = (n, j)
+                queue.append(k)
+    return None
 
 
 # --- walking the space for other readers -----------------------------------------------------

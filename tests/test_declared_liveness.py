@@ -91,3 +91,57 @@ def test_the_states_where_no_move_is_enabled_are_counted_with_a_shortest_run_to_
     assert ex.deadlocks == 1 and [st["action"] for st in ex.deadlock_trace] == ["finish"]
     assert ex.to_json()["deadlocks"] == 1
     assert explore(_toggle_and_finish(("toggle",))).deadlocks == 0  # toggle always moves
+
+
+# --- the lasso: the trace to the component and the loop a fair run repeats there -------------
+
+
+def _replay(spec: Spec, steps: list[dict], s=None):
+    """The states ``steps`` pass through from ``s`` (default: the initial state)."""
+    from mcp_inflight.proofs.stepping import move, take
+
+    b = spec.logic()
+    s = spec.initial() if s is None else s
+    out = [s]
+    for st in steps:
+        t = take(spec, s, move(spec, st["action"], **st["args"]), b)
+        assert t is not None, st
+        s = t[0]
+        out.append(s)
+    return out
+
+
+def test_a_lasso_loops_through_its_component_and_back():
+    spec = _toggle_and_finish(("toggle",))
+    ex = explore(spec)
+    # from the initial state, toggle for ever: y goes 0 -> 1 -> 0 and x is never set
+    assert [st["action"] for st in ex.loops["done"]] == ["toggle", "toggle"]
+    states = _replay(spec, ex.loops["done"])
+    assert states[-1] == states[0] and {s.y for s in states} == {0, 1}
+    # a dead end has no loop: the run stays in its last state
+    stuck = explore(_toggle_and_finish(("toggle",), toggle_guard=lambda b, s: s.y == 1))
+    assert stuck.verdicts["done"] == "fails" and stuck.loops["done"] == []
+    # a property that holds has no lasso
+    assert "done" not in explore(_toggle_and_finish(("toggle", "finish"))).loops
+
+
+def test_the_lease_no_ttl_lasso_never_frees_the_crashed_workers_claim():
+    from mcp_inflight.model import lease as L
+
+    spec = L.spec("no-ttl")
+    ex = explore(spec)
+    name = "ids_free_after_lease"
+    prefix = _replay(spec, ex.traces[name])
+    start = prefix[-1]
+    loop = _replay(spec, ex.loops[name], start)
+    assert ex.loops[name] and loop[-1] == start  # the loop closes where the trace ends
+    goal = next(p for p in spec.props if p.name == name).fn
+    b = spec.logic()
+    assert not any(goal(b, s) for s in loop)  # and never reaches the goal on the way
+    # every move the property is fair to is taken on the loop or disabled somewhere on it
+    fair = set(next(p for p in spec.props if p.name == name).fair)
+    taken = {st["action"] for st in ex.loops[name]}
+    from mcp_inflight.proofs.stepping import successors
+
+    for a in fair - taken:
+        assert any(all(m.name != a for m, _, _ in successors(spec, s, b)) for s in loop), a

@@ -429,7 +429,7 @@ def test_arrow_check_catches_a_diagram_that_departs_from_its_trace():
 def test_declared_models_counterexamples_are_drawn():
     """Every state or step property a declared model's mutant fails is drawn with its shortest
     trace, one note per step on its actor's lane and the last in the red box; the safe designs
-    draw nothing; a mutant that fails only liveness is named in the index, not drawn."""
+    draw nothing; a liveness failure is drawn as its lasso: the trace, then the loop."""
     from mcp_inflight.draw import paths
 
     drawn, lassos = paths.counterexamples(), paths.lassos()
@@ -448,6 +448,15 @@ def test_declared_models_counterexamples_are_drawn():
     assert "forged_refused breaks on this step" in text
     assert text.index("rect rgb(") < text.index(f"{len(d.trace)}. the rogue presents a forged")
     assert "participant rogue" in text and "participant caller" in text
+    (x,) = lassos
+    text = paths.lasso_mermaid(x)
+    notes = [line for line in text.splitlines() if line.startswith("    Note over ")]
+    assert x.loop and len(notes) == len(x.trace) + len(x.loop)
+    # the loop box holds exactly the loop's steps, numbered on from the trace
+    body = text[text.index("    loop for ever") : text.rindex("    end\n    end")]
+    assert body.count("Note over") == len(x.loop)
+    assert f"{len(x.trace) + 1}. worker w2 pauses" in body
+    assert f"[Mermaid]({x.name}.mmd)" in paths.files()["paths/index.md"]
     index = paths.index(drawn, lassos)
     assert all(f"({x.name}.mmd)" in index for x in drawn)
     assert "ids_free_after_lease fails on lease `no-ttl`" in index
