@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 from mcp_inflight.model.config import CLIENTS, REVISIONS, TRANSPORTS
 
 if TYPE_CHECKING:
-    from mcp_inflight.proofs.prove import ProveResult
+    from mcp_inflight.proofs.records import ProveResult
 
 DEFAULT_IDS = 2
 DEFAULT_REQUESTS = 2

@@ -16,7 +16,8 @@ from typing import TypeVar
 from mcp_inflight.model.trace import trace_lines
 from mcp_inflight.proofs.explore import RunResult, Verdict
 from mcp_inflight.proofs.outcome import Cell, session_cells
-from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS, Proof, ProveResult
+from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS
+from mcp_inflight.proofs.records import Proof, ProveResult
 
 _SECTIONS = (
     ("Invariants and witnesses", ("invariant", "witness")),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from mcp_inflight.model.codegen import Expr, Gen, Source, compile_source, lift
 from mcp_inflight.model.config import Config
@@ -96,7 +96,7 @@ class Move:
     kinds: tuple[str, ...]
 
     @property
-    def args(self) -> dict:
+    def args(self) -> dict[Any, Any]:
         return {"r": self.r} if self.i is None else {"r": self.r, "i": self.i}
 
 
@@ -333,10 +333,10 @@ class Compiled:
             + "\n"
         )
         ns = compile_source(text, "<state events>")
-        return ns["events"]
+        return cast(Callable[[tuple[Any, ...]], bool], ns["events"])
 
-    def out_dict(self, move: Move, outs: tuple) -> dict:
+    def out_dict(self, move: Move, outs: tuple[Any, ...]) -> dict[Any, Any]:
         return {k: (outs[2 * n], outs[2 * n + 1]) for n, k in enumerate(move.kinds)}
 
-    def initial(self) -> tuple:
-        return self.clock(self.layout.flatten(initial(self.cfg)))
+    def initial(self) -> tuple[Any, ...]:
+        return cast(tuple[Any, ...], self.clock(self.layout.flatten(initial(self.cfg))))

@@ -22,7 +22,8 @@ from typing import Any
 
 from mcp_inflight.model.declare import Hazard, Spec
 
-from .explorer import Explored, drive, explore, path_to, transitions, transitions_out
+from .explored import Explored
+from .explorer import drive, explore, path_to, transitions, transitions_out
 from .induction import Proved, prove
 from .stepping import cti_lines, trace_text
 

@@ -37,7 +37,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import Config
@@ -164,12 +164,12 @@ def _explore_compiled(
         (p.name, chk, p.kind == "witness")
         for p, chk in zip(comp.state_props, comp.state_checks, strict=False)
     ]
-    first_bad: dict[str, tuple] = {}
+    first_bad: dict[str, tuple[Any, ...]] = {}
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
 
     s0 = comp.initial()
     k0 = key_of(s0)
-    parent: dict = {k0: None}  # key -> (parent key, move index); None for the root
+    parent: dict[Any, Any] = {k0: None}  # key -> (parent key, move index); None for the root
     res = RunResult(cfg, symmetry)
     move_count = [0] * len(moves)
     complete = True
@@ -180,7 +180,7 @@ def _explore_compiled(
 
     events = comp.event_function(list(range(len(pending_state))))
     graph = Graph() if liveness else None
-    index: dict = {k0: 0}
+    index: dict[Any, Any] = {k0: 0}
     # the fair moves of the graph: those requests_answered rests on (the only property whose
     # judge, ``liveness.unanswered``, reads fairness)
     fair_names = set(fair_actions("requests_answered", cfg))
@@ -205,7 +205,7 @@ def _explore_compiled(
         level_end = expanded + len(level)  # queue: the rest of this level and the next
         nxt: list[tuple[Any, tuple[Any, ...]]] = []
         # successors already met in this sweep are skipped before their (costlier) key is made
-        met: dict = {}
+        met: dict[Any, Any] = {}
         nxt_append = nxt.append
         for key, s in level:
             expanded += 1
@@ -294,7 +294,7 @@ def _explore_compiled(
     def successor(s: tuple[Any, ...], m: int) -> tuple[Any, ...]:
         for mm, t, _, _ in expand(s):
             if mm == m:
-                return t
+                return cast(tuple[Any, ...], t)
         raise AssertionError("a stored move is no longer enabled (explorer bug)")
 
     def path(key: Any) -> list[Any]:
@@ -311,7 +311,7 @@ def _explore_compiled(
             s = t
         return steps
 
-    flat_memo: dict = {k0: s0}
+    flat_memo: dict[Any, Any] = {k0: s0}
 
     def flat_of(key: Any) -> tuple[Any, ...]:
         """The concrete state the search expanded for ``key`` (replayed, remembered)."""
@@ -322,7 +322,7 @@ def _explore_compiled(
         s = flat_memo[key]
         for k in reversed(chain):
             s = flat_memo[k] = successor(s, parent[k][1])
-        return s
+        return cast(tuple[Any, ...], s)
 
     def step_path(key: Any, m: int) -> list[Any]:
         steps = path(key)
@@ -377,7 +377,7 @@ def _explore_interpreted(
     on_run = [p for p in judged(properties) if p.applies(cfg)]  # witnesses with a path: steps
     state_props = [p for p in on_run if p.scope == "state"]
     step_props = [p for p in on_run if p.scope == "step"]
-    first_bad: dict[str, tuple] = {}
+    first_bad: dict[str, tuple[Any, ...]] = {}
     canon = Canonicalizer(cfg).key if symmetry else (lambda s: s)
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
     levels = [1]  # states found per BFS depth
@@ -385,8 +385,8 @@ def _explore_interpreted(
     t0 = time.monotonic()
     s0 = step.start(cfg)
     k0 = canon(s0)
-    parent: dict = {k0: None}  # key -> (parent key, action, args, this concrete state)
-    concrete: dict = {k0: s0}
+    parent: dict[Any, Any] = {k0: None}  # key -> (parent key, action, args, this concrete state)
+    concrete: dict[Any, Any] = {k0: s0}
     depth_of = {k0: 0}
     queue = deque([k0])
     res = RunResult(cfg, symmetry)
@@ -539,7 +539,7 @@ def explore_many(
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     q = ctx.Queue() if sink is not None else None
     kwargs = dict(kwargs, progress=False, progress_to_parent=q is not None)
-    out: list = [None] * len(cfgs)
+    out: list[Any] = [None] * len(cfgs)
 
     def drain() -> None:
         while q is not None and sink is not None:
@@ -577,7 +577,7 @@ __all__ = [
 ]
 
 
-def reachable_graph(cfg: Config) -> tuple[frozenset, frozenset]:
+def reachable_graph(cfg: Config) -> tuple[frozenset[Any], frozenset[Any]]:
     """Every reachable state of ``cfg`` and every transition, without symmetry reduction:
     ``(states, edges)`` with each edge ``(pre, action name, args, outputs, post)`` on flat
     states.  Two designs whose graphs are equal on a profile and bound are the same system

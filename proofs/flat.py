@@ -10,7 +10,7 @@ canonical name of its orbit under renaming of ids and instances (:func:`canonica
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from mcp_inflight.model.codegen import Source, compile_source
 from mcp_inflight.model.config import Config
@@ -104,7 +104,7 @@ class FieldCode:
         k = int(k)
         if not -self.n <= k < self.n:
             raise IndexError(f"key {k} out of range")
-        return self.base + (k % self.n) * self.stride
+        return int(self.base + (k % self.n) * self.stride)
 
     def __len__(self) -> int:
         return self.n
@@ -151,11 +151,12 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
     unsent = int(Life.UNSENT)
     src = Source()
     src.emit(0, "def canon(s):")
-    sent = (
-        (lambda r: f"s[{P_('life', r)}]")
-        if unsent == 0
-        else (lambda r: f"(s[{P_('life', r)}] != {unsent})")
-    )
+
+    def sent(r: int) -> str:
+        """Whether instance ``r`` was sent, as generated code reads it."""
+        life = f"s[{P_('life', r)}]"
+        return life if unsent == 0 else f"({life} != {unsent})"
+
     for r in range(n):
         src.emit(1, f"r{r} = s[{P_('rid', r)}]")
         flags = "".join(f"s[{lay.base[g]} + r{r}] == {r}, " for g in regs)
@@ -222,7 +223,7 @@ def canonical_source(cfg: Config, lay: Layout) -> str:
     return src.text()
 
 
-def decode_key(cfg: Config, lay: Layout, key: bytes) -> tuple:
+def decode_key(cfg: Config, lay: Layout, key: bytes) -> tuple[Any, ...]:
     """The flat state a key of ``canonical_source`` names (the orbit's representative)."""
     n, ids, W = cfg.requests, cfg.ids, lay.W
     regs = [f.name for f in FIELDS if f.key == "id" and f.sort == "inst?"]
@@ -258,4 +259,4 @@ def raw_source(lay: Layout) -> str:
 def key_function(cfg: Config, lay: Layout, symmetry: bool) -> Callable[[tuple[Any, ...]], Any]:
     text = canonical_source(cfg, lay) if symmetry else raw_source(lay)
     ns = compile_source(text, f"<state key: {cfg.label}>")
-    return ns["canon" if symmetry else "raw"]
+    return cast(Callable[[tuple[Any, ...]], Any], ns["canon" if symmetry else "raw"])

@@ -81,12 +81,12 @@ class StateIndex(Protocol):
 class Graph:
     """The explored graph: node n is the n-th state met (breadth-first, so lower is shallower)."""
 
-    src: array = field(default_factory=lambda: array("i"))
-    dst: array = field(default_factory=lambda: array("i"))
-    move: array = field(default_factory=lambda: array("i"))
+    src: array[int] = field(default_factory=lambda: array("i"))
+    dst: array[int] = field(default_factory=lambda: array("i"))
+    move: array[int] = field(default_factory=lambda: array("i"))
     settled: bytearray = field(default_factory=bytearray)
     #: per node: the move of a stuttering self-loop (the successor is the state itself), or -1
-    stutter: array = field(default_factory=lambda: array("i"))
+    stutter: array[int] = field(default_factory=lambda: array("i"))
     #: per node: some fair move leads to another state
     fair_exit: bytearray = field(default_factory=bytearray)
 
@@ -216,18 +216,18 @@ def unanswered(
 
 def _walk(
     comp: Any,
-    key_of: Callable[[tuple], Any],
+    key_of: Callable[[tuple[Any, ...]], Any],
     index: StateIndex,
-    start: tuple,
+    start: tuple[Any, ...],
     allowed: Callable[[int], bool],
     limit: int = 64,
-) -> tuple[list[tuple], int]:
+) -> tuple[list[tuple[Any, ...]], int]:
     """A loop from concrete state ``start`` among allowed nodes: ``(steps, loop_start)`` where the
     steps from ``loop_start`` on repeat (the walk returns to a state it met, up to renaming, or
     ends in a stuttering step; with no move left, the loop is empty and the run stops there)."""
     lay, moves = comp.layout, comp.moves
     seen = {key_of(start): 0}
-    steps: list[tuple] = []
+    steps: list[tuple[Any, ...]] = []
     x = start
     while len(steps) < limit:
         options = [(m, t) for m, t, _, _ in comp.expand(x)]
@@ -293,10 +293,10 @@ def judge_liveness(
     comp: Any,
     g: Graph | Callable[[Callable[[int], Any]], Found],
     complete: bool,
-    path: Callable[[int], list[tuple]],
-    key_of: Callable[[tuple], Any],
+    path: Callable[[int], list[tuple[Any, ...]]],
+    key_of: Callable[[tuple[Any, ...]], Any],
     index: StateIndex,
-    flat: Callable[[int], tuple] | None = None,
+    flat: Callable[[int], tuple[Any, ...]] | None = None,
 ) -> list[Any]:
     """The liveness verdicts of one run (``proofs/explore.py:Verdict``), with lasso traces.
     ``g``: the explored graph, read by :func:`find`, or a function that gives its
@@ -319,11 +319,11 @@ def judge_liveness(
             for n in NAMES
         ]
 
-    def start_of(n: int) -> tuple[list[tuple], tuple]:
+    def start_of(n: int) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]]:
         steps = path(n)
         return steps, (lay.flatten(steps[-1][3]) if steps else comp.initial())
 
-    def flat_of(n: int) -> tuple:
+    def flat_of(n: int) -> tuple[Any, ...]:
         return flat(n) if flat is not None else start_of(n)[1]
 
     def state_of(n: int) -> Any:

@@ -56,7 +56,7 @@ import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_inflight.model import codegen, step
 from mcp_inflight.model.codegen import Gen, Source
@@ -500,7 +500,7 @@ def open_library(so: Path, signatures: dict[str, tuple[Any, list[Any]]]) -> Any:
 
 def load(source: str, flags: list[str] = CFLAGS) -> ctypes.CDLL:
     """The search of ``source``, built (or read from the cache) and loaded."""
-    return open_library(build(source, flags), SIGNATURES)
+    return cast(ctypes.CDLL, open_library(build(source, flags), SIGNATURES))
 
 
 # --- the search -----------------------------------------------------------------------------
@@ -588,7 +588,7 @@ def explore_native(
         prog.done(res.states, res.transitions, res.depth, res.complete)
         b = step.backend(cfg)
 
-        def replay(ms: list[int]) -> list:
+        def replay(ms: list[int]) -> list[Any]:
             steps = []
             s = s0
             for m in ms:
@@ -638,7 +638,7 @@ class _Key:
 
     __slots__ = ("key", "flat")
 
-    def __init__(self, key: Any, flat: tuple) -> None:
+    def __init__(self, key: Any, flat: tuple[Any, ...]) -> None:
         self.key, self.flat = key, flat
 
     def __hash__(self) -> int:
@@ -698,7 +698,7 @@ def _judge_liveness(
     width = comp.layout.width
     state = (ctypes.c_byte * width)()
 
-    def flat(n: int) -> tuple:
+    def flat(n: int) -> tuple[Any, ...]:
         lib.nb_state(run, n, state)
         return tuple(state)
 

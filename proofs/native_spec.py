@@ -209,10 +209,11 @@ def _run(
     buf = (ctypes.c_int * (res.depth + 1))()
     packed = ctypes.create_string_buffer(max(gen.nslots, 1))
 
-    def state_at(n: int) -> Any:
+    def state_at(n: int) -> tuple[Any, list[dict[str, Any]]]:
         """The state ``n`` of the C search, replayed through the concrete rules, with its trace."""
         k = lib.nb_path(R, n, buf, len(buf))
-        steps, s = [], s0
+        steps: list[dict[str, Any]] = []
+        s = s0
         for row in reversed(buf[:k]):
             m = gen.moves[gen.table[row]]
             post = take(spec, s, m, b)

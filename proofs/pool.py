@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.context import BaseContext
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
 
-def _worker_init(init: Callable[..., object] | None = None, initargs: tuple = ()) -> None:
+def _worker_init(init: Callable[..., object] | None = None, initargs: tuple[Any, ...] = ()) -> None:
     """In a worker: default signal handling (a parent's handlers are not inherited in effect),
     and SIGTERM when the parent dies (Linux); then ``init(*initargs)`` if given."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -55,7 +56,7 @@ def worker_pool(
     jobs: int,
     context: BaseContext | None = None,
     init: Callable[..., object] | None = None,
-    initargs: tuple = (),
+    initargs: tuple[Any, ...] = (),
     fresh: tuple[str, ...] = (),
 ) -> Iterator[ProcessPoolExecutor]:
     """A process pool of ``jobs`` workers whose workers end with the block or with the parent;

@@ -29,7 +29,7 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 #: seconds between redraws of the live line, and between plain lines by default
 LIVE_INTERVAL = 0.25
@@ -231,7 +231,7 @@ def sink_for(progress: Any) -> Sink | None:
         return Display()
     if progress is False:
         return None
-    return progress
+    return cast(Sink, progress)
 
 
 # set in a worker process of explore_many: where its runs send their snapshots

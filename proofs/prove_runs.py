@@ -20,6 +20,7 @@ from typing import Any
 from mcp_inflight.model.config import Config
 
 from . import prove as P
+from .records import ProveResult
 
 
 @contextmanager
@@ -33,7 +34,7 @@ def proving(
     cache: str | None = None,
     symmetric: Sequence[bool] | None = None,
     background: bool = False,
-) -> Iterator[Callable[[], list[P.ProveResult]]]:
+) -> Iterator[Callable[[], list[ProveResult]]]:
     """Start proving ``cfgs`` (arguments as for ``prove_all``) and yield what collects the
     results, in the order given; the workers stop with the block.
 
@@ -52,7 +53,7 @@ def proving(
     t0 = time.monotonic()
     done = 0
 
-    def note(n: int, r: P.ProveResult) -> None:
+    def note(n: int, r: ProveResult) -> None:
         nonlocal done
         done += 1
         if cache is not None and all(p.status != "unknown" for p in r.proofs):
@@ -79,7 +80,7 @@ def proving(
             ex = stack.enter_context(worker_pool(min(max(1, jobs), len(todo)), fresh=(P.__name__,)))
             futs = {n: ex.submit(P._prove_one, work[n]) for n in todo}
 
-        def collect() -> list[P.ProveResult]:
+        def collect() -> list[ProveResult]:
             for n in todo:
                 if out[n] is None:
                     out[n] = futs[n].result() if n in futs else P._prove_one(work[n])

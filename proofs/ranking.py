@@ -130,11 +130,11 @@ class Failure:
     case: str
     action: str | None
     detail: str
-    pre: dict | None = None
-    post: dict | None = None
-    changes: dict | None = None
+    pre: dict[Any, Any] | None = None
+    post: dict[Any, Any] | None = None
+    changes: dict[Any, Any] | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[Any, Any]:
         return dict(self.__dict__)
 
     def __str__(self) -> str:
@@ -160,7 +160,7 @@ class Verdict:
             return "unknown"
         return "proved" if self.proved else "fails"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[Any, Any]:
         return {
             "design": self.cfg.design.name,
             "revision": self.cfg.revision,
@@ -208,7 +208,7 @@ class _Universe:
         self.e = z3.Int(f"{tag}.e")  # ... and its instance
         self.e_cancel = z3.Bool(f"{tag}.e_is_cancel")  # ... which is that instance's cancel
         self.acts = {a.name: a for a in actions_for(cfg)}
-        self._moves: dict[str, tuple] = {}
+        self._moves: dict[str, tuple[Any, ...]] = {}
         self._levels: dict[int, Any] = {}
 
     # -- the pieces of the argument
@@ -306,13 +306,13 @@ class _Universe:
     def is_helpful(self, name: str, q: Any, helpful: tuple[tuple[str, Any], ...]) -> Any:
         return z3.Or(*([q == x for n, x in helpful if n == name] or [z3.BoolVal(False)]))
 
-    def move(self, a: Any) -> tuple:
+    def move(self, a: Any) -> tuple[Any, ...]:
         """``a`` on the pre-state with symbolic arguments: (constraints, post, instance)."""
         if a.name not in self._moves:
             self._moves[a.name] = self._move(a)
         return self._moves[a.name]
 
-    def _move(self, a: Any) -> tuple:
+    def _move(self, a: Any) -> tuple[Any, ...]:
         b = self.b
         q, i = z3.Int(f"{self.tag}.{a.name}.q"), z3.Int(f"{self.tag}.{a.name}.i")
         ip = i if "i" in a.params else None
@@ -324,14 +324,16 @@ class _Universe:
         return params, post, q
 
     # -- the obligations: key -> (formulas that must be unsatisfiable, post, move's instance)
-    def obligations(self, lems: list[Lemma], want: set | None = None) -> dict[tuple, tuple]:
+    def obligations(
+        self, lems: list[Lemma], want: set[Any] | None = None
+    ) -> dict[tuple[Any, ...], tuple[Any, ...]]:
         """Every obligation, or those of ``want`` only."""
         b, cfg = self.b, self.cfg
 
         def need(cond: str, case: str, act: Any) -> bool:
             return want is None or (cond, case, act.name if act else None) in want
 
-        out: dict[tuple, tuple] = {}
+        out: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         init = (
             sym.initial_finite_state(*(len(b.domains[k]) for k in ("inst", "id")))
             if b.domains is not None
@@ -382,9 +384,9 @@ class _Universe:
                 )
         return out
 
-    def render(self, model: z3.ModelRef, key: tuple, post: Any, q: Any) -> Failure:
+    def render(self, model: z3.ModelRef, key: tuple[Any, ...], post: Any, q: Any) -> Failure:
         def val(t: Any) -> int:
-            return model.eval(t, model_completion=True).as_long()
+            return int(model.eval(t, model_completion=True).as_long())
 
         cond, case, act = key
         if self.b.domains is not None:
@@ -447,9 +449,9 @@ def _run(cfg: Config, levels: dict[Life, int], helpful: dict[Life, tuple[str, ..
                 raise ValueError(f"helpful move {n} is not covered by fairness")
     lems = lemmas(cfg)
     top = _Universe(cfg, levels, helpful, sym.Symbolic(), "u")
-    finite: dict[tuple, _Universe] = {}
+    finite: dict[tuple[Any, ...], _Universe] = {}
 
-    def small(n: int, m: int, key: tuple) -> tuple[_Universe, tuple]:
+    def small(n: int, m: int, key: tuple[Any, ...]) -> tuple[_Universe, tuple[Any, ...]]:
         if (n, m) not in finite:
             finite[(n, m)] = _Universe(
                 cfg, levels, helpful, sym.Symbolic({"inst": range(n), "id": range(m)}), f"f{n}{m}"
@@ -458,7 +460,7 @@ def _run(cfg: Config, levels: dict[Life, int], helpful: dict[Life, tuple[str, ..
         return U, U.obligations(lems, {key})[key]
 
     obligations = top.obligations(lems)
-    groups: dict[tuple, list[tuple]] = {}
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
     for key in [k for k in obligations if k[0] == "sat"]:
         _, ob = small(2, 2, key)  # every case meets a state (one that meets none proves nothing)
         s = _solver(quick=False)

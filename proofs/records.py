@@ -31,7 +31,7 @@ class Verdict:
     #: liveness: the actions whose weak fairness it rests on, on this run
     fair: tuple[str, ...] | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[Any, Any]:
         key = "reached" if self.kind == "witness" else "holds"
         out = {
             "name": self.name,
@@ -57,7 +57,7 @@ class RunResult:
     seconds: float = 0.0
     complete: bool = True
     verdicts: list[Verdict] = field(default_factory=list)
-    coverage: dict = field(default_factory=dict)
+    coverage: dict[Any, Any] = field(default_factory=dict)
     deadlocks: int = 0
     deadlock_trace: Trace | None = None
     #: the engine that searched, and for the native one how its C was built (the text report
@@ -83,7 +83,7 @@ class RunResult:
             v.ok for v in self.verdicts if v.applies and v.kind != "hazard"
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[Any, Any]:
         c = self.cfg
         return {
             "design": c.design.name,
@@ -129,7 +129,7 @@ class Proof:
     applies: bool
     status: str = "n/a"
     seconds: float = 0.0
-    auxiliary: list = field(default_factory=list)
+    auxiliary: list[Any] = field(default_factory=list)
     cti: CounterexampleToInduction | None = None
     trace: Trace | None = None
     depth: int | None = None
@@ -153,7 +153,7 @@ class Proof:
             return None
         return self.status != "trace"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[Any, Any]:
         return {
             "method": self.method,
             "proved": self.proved,
@@ -171,19 +171,19 @@ class Proof:
 class ProveResult:
     cfg: Config
     depth: int
-    proofs: list = field(default_factory=list)
+    proofs: list[Proof] = field(default_factory=list)
     seconds: float = 0.0
     queries: int = 0
-    slowest: tuple = (0.0, "")
+    slowest: tuple[Any, ...] = (0.0, "")
     #: read from the cache (``seconds`` and ``queries`` are those of the run that stored it)
     cached: bool = False
     #: actions whose guard cannot hold in any state where the proved invariants hold (they
     #: never fire: what the properties say about them holds vacuously), and those the solver
     #: could not decide
-    dead: list = field(default_factory=list)
+    dead: list[Any] = field(default_factory=list)
     #: invariants that fold to true before the solver sees them (on every action, for a step
     #: invariant): they cannot fail, whatever the design
-    vacuous: list = field(default_factory=list)
+    vacuous: list[Any] = field(default_factory=list)
 
     def of(self, kind: str) -> list[Proof]:
         return [p for p in self.proofs if p.kind == kind]

@@ -39,7 +39,14 @@ def generators(cfg: Config) -> list[Renaming]:
     n, m = cfg.requests, cfg.ids
     same_i, same_d = tuple(range(n)), tuple(range(m))
     out = []
-    for size, make in ((n, lambda p: Renaming(p, same_d)), (m, lambda p: Renaming(same_i, p))):
+
+    def of_instances(p: tuple[int, ...]) -> Renaming:
+        return Renaming(p, same_d)
+
+    def of_ids(p: tuple[int, ...]) -> Renaming:
+        return Renaming(same_i, p)
+
+    for size, make in ((n, of_instances), (m, of_ids)):
         if size >= 2:
             out.append(make((1, 0) + tuple(range(2, size))))
         if size >= 3:

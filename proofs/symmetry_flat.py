@@ -97,9 +97,9 @@ class Generated:
             self._rename(g, pi, src)
         self.source = src.text()
         ns = compile_source(self.source, f"<symmetry check: {cfg.label} {cfg.ids}x{cfg.requests}>")
-        self.relaxed: Callable[[tuple], list] = ns["relaxed"]
-        self.verdicts: Callable[[tuple], tuple] = ns["verdicts"]
-        self.clock: Callable[[tuple], tuple] = ns["clock"]
+        self.relaxed: Callable[[tuple[Any, ...]], list[Any]] = ns["relaxed"]
+        self.verdicts: Callable[[tuple[Any, ...]], tuple[Any, ...]] = ns["verdicts"]
+        self.clock: Callable[[tuple[Any, ...]], tuple[Any, ...]] = ns["clock"]
         self.rename = [ns[f"rename_{g}"] for g in range(len(self.gens))]
         init = lay.flatten(initial(cfg))
         # per instance: where its lifecycle state is, and its instance-keyed slots at their
@@ -169,7 +169,7 @@ class Generated:
         src.emit(0, f"def rename_{g}(s):")
         src.emit(1, "return clock((" + "".join(x + ", " for x in slots) + "))")
 
-    def typed(self, flat: tuple) -> State:
+    def typed(self, flat: tuple[Any, ...]) -> State:
         """The ``State`` of a flat tuple, its values in their domains (as the reference's are)."""
         s = self.layout.unflatten(flat)
         vals = []
@@ -182,7 +182,7 @@ class Generated:
         return State(*vals)
 
 
-def _unsent_apart(gen: Generated, s: tuple) -> str | None:
+def _unsent_apart(gen: Generated, s: tuple[Any, ...]) -> str | None:
     unsent = int(Life.UNSENT)
     for life, slots in gen.unsent:
         if s[life] != unsent:
@@ -210,23 +210,25 @@ def check(cfg: Config, limit: int, properties: Sequence[Property]) -> SymmetryRe
     ]
     # an output's target is an instance or NONE (kept), its data no id or instance
     out_inst = [{v: pi.inst[v] for v in range(len(pi.inst))} for pi in gens]
-    relaxed: dict[tuple, list] = {}
-    judged: dict[tuple, tuple] = {}
+    relaxed: dict[tuple[Any, ...], list[Any]] = {}
+    judged: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     step_props = gen.step_props
 
-    def steps_of(s: tuple) -> list:
+    def steps_of(s: tuple[Any, ...]) -> list[Any]:
         found = relaxed.get(s)
         if found is None:
             found = relaxed[s] = gen.relaxed(s)
         return found
 
-    def verdicts_of(s: tuple) -> tuple:
+    def verdicts_of(s: tuple[Any, ...]) -> tuple[Any, ...]:
         found = judged.get(s)
         if found is None:
             found = judged[s] = gen.verdicts(s)
         return found
 
-    def broken(rule: str, pi: Renaming, s: tuple, move: str, count: int) -> SymmetryResult:
+    def broken(
+        rule: str, pi: Renaming, s: tuple[Any, ...], move: str, count: int
+    ) -> SymmetryResult:
         return SymmetryResult(cfg.label, count, False, Broken(rule, str(pi), gen.typed(s), move))
 
     s0 = gen.clock(gen.layout.flatten(initial(cfg)))
@@ -278,7 +280,13 @@ def check(cfg: Config, limit: int, properties: Sequence[Property]) -> SymmetryRe
 
 
 def _outs_agree(
-    ms: list[_Move], k: int, j: int, mine: tuple, theirs: tuple, nmap: dict, same: bool
+    ms: list[_Move],
+    k: int,
+    j: int,
+    mine: tuple[Any, ...],
+    theirs: tuple[Any, ...],
+    nmap: dict[Any, Any],
+    same: bool,
 ) -> bool:
     """Move ``k``'s outputs ``mine``, their targets renamed, equal move ``j``'s ``theirs``."""
     ren = tuple(nmap.get(x, x) if n % 2 == 0 else x for n, x in enumerate(mine))
