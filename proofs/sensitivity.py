@@ -132,7 +132,7 @@ def session(ids: int = 2, requests: int = 2) -> list[Cell]:
             [c for _, c in todo],
             symmetry=True,
             progress=False,
-            engine="compiled" if with_graph else "auto",
+            engine="auto",  # native where a C compiler is, the liveness graph included
             liveness=with_graph,
         )
         for (e, _), r in zip(todo, results, strict=True):
