@@ -9,7 +9,9 @@ from .config import ATOMIC, CHECK_THEN_CLAIM, DESIGNS, UNGUARDED, Config, Design
 from .lifecycle import Life
 from .logic import NONE, Concrete, Write, apply_writes
 from .properties import HAZARDS, INVARIANTS, PROPERTIES, PROPERTY, WITNESSES, Property
-from .session import ACTION, ACTIONS, CONDITIONS, FIELDS, Action, State, actions_for, initial
+from .session import ACTION, ACTIONS, Action, actions_for
+from .session_conditions import CONDITIONS
+from .session_state import FIELDS, State, initial
 
 __all__ = [
     "AUXILIARY",

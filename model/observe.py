@@ -65,7 +65,8 @@ from .config import ATOMIC, CHECK_THEN_CLAIM, UNGUARDED, Config, Design
 from .lifecycle import Life
 from .logic import Concrete
 from .properties import INVARIANTS
-from .session import ACTION, State
+from .session import ACTION
+from .session_state import State
 from .step import Move, Transition, backend, start, take
 
 REVISION = "2025-11-25"

@@ -38,7 +38,8 @@ from typing import Any
 from .config import Config
 from .lifecycle import LIVE, Life
 from .logic import NONE, Logic, Outputs
-from .session import ACTION, REGISTRIES, WAITERS, Action, Cmsg, Sreq, answered, quiescent
+from .session import ACTION, Action
+from .session_state import REGISTRIES, WAITERS, Cmsg, Sreq, answered, quiescent
 
 #: Whose requests a property protects.
 EVERY_SENDER = "every sender's requests"  # the client's and the rogue's alike

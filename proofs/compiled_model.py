@@ -23,7 +23,8 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES, Property, judged
-from mcp_inflight.model.session import FIELDS, Action, Cmsg, actions_for, domains, initial, settled
+from mcp_inflight.model.session import Action, actions_for
+from mcp_inflight.model.session_state import FIELDS, Cmsg, domains, initial, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout
 
 # --- reading the flat state ------------------------------------------------------------
@@ -123,7 +124,7 @@ def hoist_outputs(
 
 
 def _clock_source(lay: Layout, cfg: Config, src: Source, var: str, depth: int) -> None:
-    """stdio: ``model.session.canonical_clock`` on the flat tuple ``var`` (rebinds ``var``).
+    """stdio: ``model.session_state.canonical_clock`` on the flat tuple ``var`` (rebinds ``var``).
 
     The same renumbering (send times replaced by their rank among undelivered messages), kept
     here in flat form for speed; the agreement test compares it with the model's function on

@@ -29,7 +29,7 @@ from ..model.observe import (
     is_call,
     stateless,
 )
-from ..model.session import State, settled
+from ..model.session_state import State, settled
 from ..model.step import backend, start
 from .format import S2C
 from .scope import outside, transport_answer

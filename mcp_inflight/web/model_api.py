@@ -40,7 +40,7 @@ from mcp_inflight.model.observe import abstract as _abstract
 from mcp_inflight.model.observe import check as _check
 from mcp_inflight.model.observe import explains as _explains
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import FIELDS, State
+from mcp_inflight.model.session_state import FIELDS, State
 from mcp_inflight.model.trace import (
     changes,
     id_name,
