@@ -8,7 +8,8 @@ from .auxiliary import AUXILIARY
 from .config import ATOMIC, CHECK_THEN_CLAIM, DESIGNS, UNGUARDED, Config, Design, mutants, profiles
 from .lifecycle import Life
 from .logic import NONE, Concrete, Write, apply_writes
-from .properties import HAZARDS, INVARIANTS, PROPERTIES, PROPERTY, WITNESSES, Property
+from .properties import HAZARDS, INVARIANTS, PROPERTIES, PROPERTY, WITNESSES
+from .property_kinds import Property
 from .session import ACTION, ACTIONS, Action, actions_for
 from .session_conditions import CONDITIONS
 from .session_state import FIELDS, State, initial

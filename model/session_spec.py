@@ -54,7 +54,8 @@ from .config import Config
 from .declare import Act, Prop, Spec, Var
 from .eventually import DOCS, answered, fair_actions
 from .logic import NONE, Logic, Outputs
-from .properties import PROPERTIES, Property, reached_on_step
+from .properties import PROPERTIES
+from .property_kinds import Property, reached_on_step
 from .session import ACTION, Action, actions_for
 from .session_conditions import SLOT_ORDER
 from .session_state import FIELDS, Field, canonical_clock, domains

@@ -22,7 +22,8 @@ from mcp_inflight.model.codegen import Expr, Gen, Source, compile_source, lift
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.properties import PROPERTIES, Property, judged
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.property_kinds import Property, judged
 from mcp_inflight.model.session import Action, actions_for
 from mcp_inflight.model.session_state import FIELDS, Cmsg, domains, initial, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout
@@ -230,7 +231,7 @@ class Compiled:
     failed step properties)`` of every enabled move (successor already clock-canonical on stdio;
     outputs a tuple ``(t0, d0, t1, d1, ...)`` in the move's ``kinds`` order; failed step
     properties as indices into ``step_props``: a step invariant or hazard that fails, a step
-    witness reached; a witness with a path is judged on steps, ``model.properties.judged``).  ``state_checks[j](s)`` evaluates state property
+    witness reached; a witness with a path is judged on steps, ``model.property_kinds.judged``).  ``state_checks[j](s)`` evaluates state property
     ``state_props[j]``; ``settled(s)`` is the model's ``settled``.
     """
 

@@ -41,7 +41,8 @@ from typing import Any
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.properties import PROPERTIES, Property, judged
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.property_kinds import Property, judged
 from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_state import State, settled
 from mcp_inflight.model.trace import build_trace

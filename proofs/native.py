@@ -64,7 +64,8 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.eventually import fair_actions
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.properties import PROPERTIES, Property, judged
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.property_kinds import Property, judged
 from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_state import FIELDS, Cmsg, domains, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout, canonical_source

@@ -226,7 +226,7 @@ def test_a_dropped_auxiliary_candidate_is_reported_with_its_cti():
     """A false candidate is not silently kept: Houdini drops it with a counterexample, and the
     proof of the invariants does not use it."""
     from mcp_inflight.model.lifecycle import Life
-    from mcp_inflight.model.properties import Property
+    from mcp_inflight.model.property_kinds import Property
 
     bogus = Property(
         "nobody_is_refused",
