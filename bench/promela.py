@@ -14,7 +14,7 @@ values, so the SPIN model below is generated from the one specification, not wri
   guarded assignment (an array read inside its own index, which SPIN does not accept, is read
   from a second copy);
 * on stdio the explorer renumbers send times after every step (``canonical_clock`` in
-  ``model/session.py``: a time becomes its rank among undelivered messages, the clock their
+  ``model/session_state.py``: a time becomes its rank among undelivered messages, the clock their
   number); the same renumbering is emitted in Promela after the writes.  It is the one piece of
   this file that is not read from the model's backend interface (it is plain Python there), so
   the state counts are its check;
@@ -43,7 +43,8 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, initial, settled
+from mcp_inflight.model.session import actions_for
+from mcp_inflight.model.session_state import FIELDS, Cmsg, domains, initial, settled
 
 # --- expressions --------------------------------------------------------------------------
 # The generator of ``model/codegen.py`` with Promela's spelling of the operations.

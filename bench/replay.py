@@ -5,7 +5,7 @@ call followed by a duplicate of its id that the server refuses while it runs).
     .venv/bin/python bench/replay.py [--calls 10,30,100] [--progress 3] [--online-calls 2000]
 
 For each size: the events, then events/s of ``format.parse`` (the JSON Lines reader),
-``observe.check_trace`` (``mcp-inflight replay``'s work on a clean trace: the session cut
+``observe_check.check_trace`` (``mcp-inflight replay``'s work on a clean trace: the session cut
 where it is at rest on the wire, each part abstracted and checked),
 the same on the trace with one progress message moved onto the duplicate's POST (a violation:
 ``check`` and ``explains``, which tries the other designs), and the online check
@@ -21,7 +21,7 @@ import argparse
 import json
 import time
 
-from mcp_inflight.model.observe import check_trace, explains
+from mcp_inflight.model.observe_check import check_trace, explains
 from mcp_inflight.trace.format import C2S, S2C, event, parse
 from mcp_inflight.trace.online import Monitor
 

@@ -93,15 +93,9 @@ from typing import TYPE_CHECKING, Any
 from mcp_inflight.model import ACTION, ATOMIC, Concrete, Config, Design, Life
 from mcp_inflight.model.lifecycle import FINAL
 from mcp_inflight.model.logic import NONE, Logic, Write
-from mcp_inflight.model.session import (
-    CONDITIONS,
-    FIELDS,
-    SERVER_ACTIONS,
-    SERVER_EFFECTS,
-    Action,
-    Condition,
-    on_cancel,
-)
+from mcp_inflight.model.session import SERVER_ACTIONS, SERVER_EFFECTS, Action, on_cancel
+from mcp_inflight.model.session_conditions import CONDITIONS, Condition
+from mcp_inflight.model.session_state import FIELDS
 
 INVALID_REQUEST = -32600
 _STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))
@@ -228,7 +222,7 @@ _FIXED = {
 
 
 class RuntimeState:
-    """The model's state (``model.session.FIELDS``) as mappings, readable by the model's rules."""
+    """The model's state (``model.session_state.FIELDS``) as mappings, readable by the model's rules."""
 
     if TYPE_CHECKING:  # one attribute per field of FIELDS, set in __init__
 

@@ -30,7 +30,8 @@ from typing import Any
 from mcp_inflight.model.codegen import Expr, Gen, compile_source, is_false, lift, maybe_negative
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.logic import NONE
-from mcp_inflight.model.session import ACTION, FIELDS, SERVER_ACTIONS, SERVER_EFFECTS, on_cancel
+from mcp_inflight.model.session import ACTION, SERVER_ACTIONS, SERVER_EFFECTS, on_cancel
+from mcp_inflight.model.session_state import FIELDS
 
 #: The keyed fields the core stores (the rest are ghost or wire fields, read as their default).
 STORED = tuple(f.name for f in FIELDS if f.key is not None and not (f.ghost or f.wire))

@@ -8,8 +8,11 @@ from .auxiliary import AUXILIARY
 from .config import ATOMIC, CHECK_THEN_CLAIM, DESIGNS, UNGUARDED, Config, Design, mutants, profiles
 from .lifecycle import Life
 from .logic import NONE, Concrete, Write, apply_writes
-from .properties import HAZARDS, INVARIANTS, PROPERTIES, PROPERTY, WITNESSES, Property
-from .session import ACTION, ACTIONS, CONDITIONS, FIELDS, Action, State, actions_for, initial
+from .properties import HAZARDS, INVARIANTS, PROPERTIES, PROPERTY, WITNESSES
+from .property_kinds import Property
+from .session import ACTION, ACTIONS, Action, actions_for
+from .session_conditions import CONDITIONS
+from .session_state import FIELDS, State, initial
 
 __all__ = [
     "AUXILIARY",

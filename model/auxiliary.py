@@ -23,8 +23,9 @@ from typing import Any
 from .config import Config
 from .lifecycle import LIVE, Life
 from .logic import NONE, Logic
-from .properties import Property, auxiliary, no_waiter_outlives_request
-from .session import Cmsg, Sreq, Step
+from .properties import no_waiter_outlives_request
+from .property_kinds import Property, auxiliary
+from .session_state import Cmsg, Sreq, Step
 
 _always = lambda c: True  # noqa: E731
 

@@ -8,9 +8,12 @@ protocol's rules, declared with the one declaration of ``model/declare.py``: the
 actions (guard, effect, output, story), the designs and the properties. The one checker of
 ``proofs/`` (``proofs/explorer.py``, ``proofs/induction.py``) reads them and adds none of its
 own (the file is longer than most because it is one thing: one protocol's whole rule set,
-kept together as ``model/session.py`` keeps the session's); the action names are those of the store's
-scripts (``claim``, ``renew``, ``write``, ``release``, ``expire``) and of the worker faults
-(``crash``, ``pause``, ``resume``) and the hazard (``failover``).
+the entry every reader of a declared model opens, ``DECLARED_MODELS`` in ``model/declare.py``,
+with the designs, fields, actions and properties naming one another's phases, tokens and
+knobs; its checkers, its command line and its tests read them as one namespace); the action
+names are those of the store's scripts (``claim``, ``renew``, ``write``, ``release``,
+``expire``) and of the worker faults (``crash``, ``pause``, ``resume``) and the hazard
+(``failover``).
 
 Guards and effects are written against the state interface of ``model/logic.py`` (no Python
 ``if`` on a state value, only on the configuration), so a concrete and a symbolic backend read

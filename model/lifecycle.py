@@ -3,7 +3,7 @@
 This table is the per-instance skeleton of the model.  Every session-level action in
 ``model/session.py`` that moves an instance names its trigger here; the action's guard is the
 trigger's source set plus the trigger's named ``conditions`` (defined once, in
-``model/session.py:CONDITIONS``), and its effect sets the trigger's destination.  The explorer,
+``model/session_conditions.py:CONDITIONS``), and its effect sets the trigger's destination.  The explorer,
 the prover, the diagrams and the runtime core all read the lifecycle from this table; nothing
 else defines a source or a destination state.
 
@@ -55,7 +55,7 @@ FINAL: tuple[Life, ...] = (Life.RESPONDED, Life.REFUSED, Life.CANCELLED)
 @dataclass(frozen=True)
 class Row:
     """One transition of the lifecycle table: ``trigger`` moves an instance from any of
-    ``source`` to ``dest`` when every named condition holds (``model/session.py:CONDITIONS``)."""
+    ``source`` to ``dest`` when every named condition holds (``model/session_conditions.py:CONDITIONS``)."""
 
     trigger: str
     source: tuple[str, ...]

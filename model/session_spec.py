@@ -1,5 +1,6 @@
 """The session model in the one declaration: :func:`spec` reads one configuration of
-``model/session.py`` (its fields, its actions, the properties of ``model/properties.py`` and the
+the session model (its fields, ``model/session_state.py``; its actions,
+``model/session.py``; the properties of ``model/properties.py`` and the
 auxiliary invariants of ``model/auxiliary.py``) as a :class:`~.declare.Spec`.
 
 Nothing here states a rule.  Every guard, output and effect is the session action's own, called
@@ -53,17 +54,11 @@ from .config import Config
 from .declare import Act, Prop, Spec, Var
 from .eventually import DOCS, answered, fair_actions
 from .logic import NONE, Logic, Outputs
-from .properties import PROPERTIES, Property, reached_on_step
-from .session import (
-    ACTION,
-    FIELDS,
-    SLOT_ORDER,
-    Action,
-    Field,
-    actions_for,
-    canonical_clock,
-    domains,
-)
+from .properties import PROPERTIES
+from .property_kinds import Property, reached_on_step
+from .session import ACTION, Action, actions_for
+from .session_conditions import SLOT_ORDER
+from .session_state import FIELDS, Field, canonical_clock, domains
 from .trace import id_name, inst_name
 
 #: the session's sides in the declaration's words

@@ -16,7 +16,8 @@ from typing import Any
 
 from .config import Config
 from .logic import Concrete, apply_writes
-from .session import Action, State, actions_for, canonical_clock, domains, initial
+from .session import Action, actions_for
+from .session_state import State, canonical_clock, domains, initial
 
 
 @dataclass(frozen=True)

@@ -64,8 +64,10 @@ its client (its work finishing, a cancellation honoured, or its ttl).
 
 Why one module of this length: :func:`spec` is one closure over a design and its bounds; the
 helpers at its top (``served``, ``cancel_writes``...), the actions, the properties and the
-auxiliary invariants all read the same design knobs and bound ranges, as the session's rules
-do in ``model/session.py``.  Split, every part would need the others' closure back.
+auxiliary invariants all read the same design knobs and bound ranges.  Split, every part would
+need the others' closure back (the session's rules, written at module level, are split by
+their seams instead: ``model/session_state.py``, ``model/session_conditions.py``,
+``model/session.py``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from typing import Any
 from .config import Config
 from .lifecycle import Life
 from .logic import NONE, Concrete, Outputs
-from .session import FIELDS, Action, Cmsg, Field, State, domains
+from .session import Action
+from .session_state import FIELDS, Cmsg, Field, State, domains
 
 
 def inst_name(r: int) -> str:

@@ -24,7 +24,7 @@ import z3
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.properties import Property
+from mcp_inflight.model.property_kinds import Property
 from mcp_inflight.model.session import Action, actions_for
 from mcp_inflight.model.trace import Trace, build_trace
 from mcp_inflight.proofs import symbolic as sym

@@ -22,8 +22,10 @@ from mcp_inflight.model.codegen import Expr, Gen, Source, compile_source, lift
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.properties import PROPERTIES, Property, judged
-from mcp_inflight.model.session import FIELDS, Action, Cmsg, actions_for, domains, initial, settled
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.property_kinds import Property, judged
+from mcp_inflight.model.session import Action, actions_for
+from mcp_inflight.model.session_state import FIELDS, Cmsg, domains, initial, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout
 
 # --- reading the flat state ------------------------------------------------------------
@@ -123,7 +125,7 @@ def hoist_outputs(
 
 
 def _clock_source(lay: Layout, cfg: Config, src: Source, var: str, depth: int) -> None:
-    """stdio: ``model.session.canonical_clock`` on the flat tuple ``var`` (rebinds ``var``).
+    """stdio: ``model.session_state.canonical_clock`` on the flat tuple ``var`` (rebinds ``var``).
 
     The same renumbering (send times replaced by their rank among undelivered messages), kept
     here in flat form for speed; the agreement test compares it with the model's function on
@@ -229,7 +231,7 @@ class Compiled:
     failed step properties)`` of every enabled move (successor already clock-canonical on stdio;
     outputs a tuple ``(t0, d0, t1, d1, ...)`` in the move's ``kinds`` order; failed step
     properties as indices into ``step_props``: a step invariant or hazard that fails, a step
-    witness reached; a witness with a path is judged on steps, ``model.properties.judged``).  ``state_checks[j](s)`` evaluates state property
+    witness reached; a witness with a path is judged on steps, ``model.property_kinds.judged``).  ``state_checks[j](s)`` evaluates state property
     ``state_props[j]``; ``settled(s)`` is the model's ``settled``.
     """
 

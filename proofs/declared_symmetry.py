@@ -28,7 +28,7 @@ is, which is stricter than needed (an undeclared output that names a sort fails 
 explorer runs unreduced: never unsound).
 
 A sort whose slots the rules fill in order is declared in the spec's ``ordered``, with why (the
-lease's arrivals and the session's sends, ``model/session.py:SLOT_ORDER``: a reduction of its own,
+lease's arrivals and the session's sends, ``model/session_conditions.py:SLOT_ORDER``: a reduction of its own,
 so a renaming of all instances is not a symmetry).  A slot is *used* once a variable keyed by
 the sort leaves its initial value there (a variable whose values a renaming keeps at it: one
 naming no sort, or starting at ``NONE``); the used slots of a state form a prefix, and a move

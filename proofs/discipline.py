@@ -175,7 +175,8 @@ def _read_move(fn: Callable[..., Any], b: Any, kw: dict[str, int]) -> Callable[[
 
 def session(cfg: Any, limit: int = SAMPLE) -> Cell:
     from mcp_inflight.model import step
-    from mcp_inflight.model.session import CONDITIONS, FIELDS
+    from mcp_inflight.model.session_conditions import CONDITIONS
+    from mcp_inflight.model.session_state import FIELDS
 
     ghosts = {f.name for f in FIELDS if f.ghost}
     wire = {f.name for f in FIELDS if f.wire}

@@ -1,7 +1,7 @@
 """Explicit-state explorer over the model of ``model/`` (breadth-first, so traces are shortest).
 
-It reads the actions, conditions and properties of ``model/session.py`` and
-``model/properties.py`` and adds no rule of its own.  By default it runs them compiled: the
+It reads the actions, conditions and properties of ``model/session.py``,
+``model/session_conditions.py`` and ``model/properties.py`` and adds no rule of its own.  By default it runs them compiled: the
 model's functions are called once with the code-generating backend of ``model/codegen.py``
 (``proofs/compiled_model.py``), specialised to the run and to each action's arguments, and the
 generated functions do the search's work; ``engine="interpreted"`` takes every step through
@@ -41,8 +41,10 @@ from typing import Any, cast
 
 from mcp_inflight.model import step
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.properties import PROPERTIES, Property, judged
-from mcp_inflight.model.session import State, actions_for, settled
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.property_kinds import Property, judged
+from mcp_inflight.model.session import actions_for
+from mcp_inflight.model.session_state import State, settled
 from mcp_inflight.model.trace import build_trace
 from mcp_inflight.proofs.compiled_model import Compiled
 from mcp_inflight.proofs.flat import Layout, decode_key, key_function

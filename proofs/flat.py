@@ -1,7 +1,7 @@
 """The explorer's flat state: one tuple per state, and its symmetry key.
 
-A state of ``model.session.State`` (a namedtuple of per-field tuples) becomes one flat tuple:
-each field of ``model.session.FIELDS`` in order, a keyed field taking one slot per key
+A state of ``model.session_state.State`` (a namedtuple of per-field tuples) becomes one flat tuple:
+each field of ``model.session_state.FIELDS`` in order, a keyed field taking one slot per key
 (:class:`Layout`).  The explorer keeps states in this form while they wait in the queue; the
 visited set keeps only a key per state, built here: the state's bytes, or with symmetry the
 canonical name of its orbit under renaming of ids and instances (:func:`canonical_source`).
@@ -16,7 +16,7 @@ from mcp_inflight.model.codegen import Source, compile_source
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import NONE
-from mcp_inflight.model.session import FIELDS, State
+from mcp_inflight.model.session_state import FIELDS, State
 
 # --- the flat layout -----------------------------------------------------------------------
 

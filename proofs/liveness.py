@@ -4,7 +4,7 @@ Three properties, judged on the graph whose nodes are the explored states (their
 keys under symmetry) and whose edges are the moves between them:
 
 ``settles``
-    From every reachable state a settled state (``model/session.py:settled``) is reachable:
+    From every reachable state a settled state (``model/session_state.py:settled``) is reachable:
     backward reachability from the settled states over the graph.
 ``no_deadlock``
     Every state that is not settled has a move that changes the state: a move whose successor is

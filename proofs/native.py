@@ -33,7 +33,7 @@ Semantics kept from the generated Python: every key, value and condition of an e
 the pre-state, the writes are then applied in list order; a write whose key is ``NONE`` is a
 model bug and stops the run (``NativeError``); reading a registry slot by a key that may be
 ``NONE`` reads the last slot, as Python's tuple indexing does.  On stdio the send times are
-renumbered after every step as ``model.session.canonical_clock`` does (ranks by (time, slot)).
+renumbered after every step as ``model.session_state.canonical_clock`` does (ranks by (time, slot)).
 
 The C text of the search (the same for every configuration) is in ``proofs/native_search.py``;
 this module (about 750 lines) keeps the rest together: the generation, the build and the run
@@ -64,8 +64,10 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.eventually import fair_actions
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.properties import PROPERTIES, Property, judged
-from mcp_inflight.model.session import FIELDS, Cmsg, actions_for, domains, settled
+from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.property_kinds import Property, judged
+from mcp_inflight.model.session import actions_for
+from mcp_inflight.model.session_state import FIELDS, Cmsg, domains, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout, canonical_source
 from mcp_inflight.proofs.native_search import API, RUNTIME
 
@@ -193,7 +195,7 @@ def _writes(lay: Layout, writes: list[Write], src: Source, d: int, m: int) -> No
 
 
 def _clock(lay: Layout, cfg: Config, src: Source, d: int) -> None:
-    """stdio: ``model.session.canonical_clock`` on ``t`` (ranks among undelivered messages,
+    """stdio: ``model.session_state.canonical_clock`` on ``t`` (ranks among undelivered messages,
     ties broken by slot as the sort of ``proofs/compiled_model.py`` does)."""
     n = cfg.requests
     P = lay.pos

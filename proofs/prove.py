@@ -44,8 +44,10 @@ import z3
 
 from mcp_inflight.model.auxiliary import AUXILIARY
 from mcp_inflight.model.config import DESIGNS, Config
-from mcp_inflight.model.properties import PROPERTIES, SPEAKS_OF, Property
-from mcp_inflight.model.session import Action, State, actions_for
+from mcp_inflight.model.properties import PROPERTIES, SPEAKS_OF
+from mcp_inflight.model.property_kinds import Property
+from mcp_inflight.model.session import Action, actions_for
+from mcp_inflight.model.session_state import State
 from mcp_inflight.model.trace import (
     CounterexampleToInduction,
     Trace,

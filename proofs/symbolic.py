@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from mcp_inflight.model.logic import NONE, Write, truth_refused
-from mcp_inflight.model.session import FIELDS, Field
+from mcp_inflight.model.session_state import FIELDS, Field
 
 _fresh = count()
 

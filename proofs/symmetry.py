@@ -19,7 +19,7 @@ the move; ``check`` then refuses the reduction for that configuration (it explor
 the bounded model checker drops its ordering of ids) and fails, saying so.
 
 One condition breaks the symmetry of instances on purpose: sends fill instance slots in order
-(``model/session.py:SLOT_ORDER``), a reduction of its own.  The rules are checked without it,
+(``model/session_conditions.py:SLOT_ORDER``), a reduction of its own.  The rules are checked without it,
 and on every checked state the unsent slots are checked to be interchangeable (each at its
 initial values), so that taking the first of them loses no behaviour up to renaming.
 """
@@ -34,7 +34,8 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import NONE, Concrete, apply_writes
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import FIELDS, SLOT_ORDER, canonical_clock, initial
+from mcp_inflight.model.session_conditions import SLOT_ORDER
+from mcp_inflight.model.session_state import FIELDS, canonical_clock, initial
 from mcp_inflight.model.step import Move, Transition, backend, moves, start, take
 
 from .declared_symmetry import Broken

@@ -29,8 +29,10 @@ from typing import Any
 from mcp_inflight.model.codegen import Expr, Gen, Source, compile_source, lift
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.model.properties import Property
-from mcp_inflight.model.session import FIELDS, SLOT_ORDER, State, actions_for, domains, initial
+from mcp_inflight.model.property_kinds import Property
+from mcp_inflight.model.session import actions_for
+from mcp_inflight.model.session_conditions import SLOT_ORDER
+from mcp_inflight.model.session_state import FIELDS, State, domains, initial
 
 from .compiled_model import View, _clock_source, _writes_source, hoist_outputs, unpack_line
 from .declared_symmetry import Broken

@@ -59,7 +59,7 @@ def test_the_fast_paths_give_the_reference_verdicts_on_two_profiles(capsys, monk
 def test_a_broken_symmetry_is_reported_alike_on_both_paths(
     capsys, monkeypatch, tmp_path, fresh_tables
 ):
-    from mcp_inflight.model import session as S
+    from mcp_inflight.model import session_conditions as S
     from mcp_inflight.model.logic import NONE
 
     # a claim that guards every id but 1: the symmetry check names it and the explorer runs

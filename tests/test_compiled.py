@@ -21,7 +21,7 @@ from mcp_inflight.model import (
     step,
 )
 from mcp_inflight.model.codegen import Expr, Gen
-from mcp_inflight.model.session import domains, settled
+from mcp_inflight.model.session_state import domains, settled
 from mcp_inflight.proofs.compiled_model import Compiled, View
 from mcp_inflight.proofs.explore import explore
 from mcp_inflight.proofs.flat import Layout
@@ -177,7 +177,7 @@ def test_both_engines_give_the_same_run_two_ids(design, revision, transport):
 
 
 def test_layout_round_trip_covers_every_field():
-    from mcp_inflight.model.session import FIELDS, State
+    from mcp_inflight.model.session_state import FIELDS, State
 
     cfg = Config(DESIGNS["atomic"], "2025-11-25", "http", ids=2, requests=3)
     lay = Layout(cfg)

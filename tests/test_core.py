@@ -41,7 +41,8 @@ from mcp_inflight.model import (
     step,
 )
 from mcp_inflight.model import properties as P
-from mcp_inflight.model.session import FIELDS, SERVER_ACTIONS, domains, on_cancel, quiescent
+from mcp_inflight.model.session import SERVER_ACTIONS, on_cancel
+from mcp_inflight.model.session_state import FIELDS, domains, quiescent
 from mcp_inflight.proofs.explore import explore
 from support.explored import expanded
 
@@ -377,7 +378,7 @@ def test_generated_actions_agree_with_the_model(revision, transport, ids):
     generated from the model as through the model's functions with ``Concrete`` and
     ``apply_writes`` (server fields; ghost and wire fields are not runtime state)."""
     from mcp_inflight.impl.generated import bind
-    from mcp_inflight.model.session import FIELD
+    from mcp_inflight.model.session_state import FIELD
 
     cfg = Config(ATOMIC, revision, transport, ids=ids, requests=2)
     b = Concrete(domains(cfg))
@@ -573,7 +574,7 @@ def _core_at(cfg, pre):
     every instance the runtime would still hold: the model's id ``i`` is the JSON id ``i``
     (typed), a server-minted id ``j`` the string ``s{j}``."""
     from mcp_inflight.impl.core import Handle
-    from mcp_inflight.model.session import FIELD
+    from mcp_inflight.model.session_state import FIELD
 
     core = SessionCore(cfg.revision, cfg.transport)
     ids = {i: typed_id(i) for i in range(cfg.ids)}
@@ -610,7 +611,7 @@ FINAL_LIVES = frozenset(v for v in Life if v.name in ("RESPONDED", "CANCELLED", 
 
 def _model_view(cfg, s, ids):
     """The model state ``s`` as the core keeps it: ids typed, finished instances forgotten."""
-    from mcp_inflight.model.session import FIELD
+    from mcp_inflight.model.session_state import FIELD
 
     forget = {r for r in range(cfg.requests) if s.life[r] in FINAL_LIVES and not s.running[r]}
     out = {}

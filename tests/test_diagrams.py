@@ -17,7 +17,8 @@ from mcp_inflight.model import lifecycle as lc
 from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.model.logic import Concrete
 from mcp_inflight.model.properties import INVARIANTS
-from mcp_inflight.model.session import actions_for, domains
+from mcp_inflight.model.session import actions_for
+from mcp_inflight.model.session_state import domains
 from mcp_inflight.proofs.explore import explore
 
 HAVE_DOT = shutil.which("dot") is not None

@@ -15,7 +15,8 @@ import mcp_inflight.proofs.progress as progress_mod
 from mcp_inflight.model import DESIGNS, Config, Life, profiles, step
 from mcp_inflight.model.config import REMOVAL_SITES
 from mcp_inflight.model.logic import NONE
-from mcp_inflight.model.session import FIELDS, Field, actions_for
+from mcp_inflight.model.session import actions_for
+from mcp_inflight.model.session_state import FIELDS, Field
 from mcp_inflight.proofs.explore import Canonicalizer, explore, explore_many
 from mcp_inflight.proofs.flat import Layout, key_function
 from support.explored import expanded, expanded_flat

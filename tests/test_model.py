@@ -200,7 +200,8 @@ def test_the_id_rule_of_each_client():
 
 def test_compliant_client_per_revision_and_every_property_says_whom_it_protects():
     from mcp_inflight.model.config import client_for
-    from mcp_inflight.model.properties import HAZARDS, PROTECTS, hazard, invariant
+    from mcp_inflight.model.properties import HAZARDS
+    from mcp_inflight.model.property_kinds import PROTECTS, hazard, invariant
 
     assert client_for("compliant", "2025-11-25") == "fresh"
     assert client_for("compliant", "2026-07-28") == "reusing"

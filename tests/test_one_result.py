@@ -308,7 +308,7 @@ def test_the_sensitivity_table_is_in_the_text_the_json_and_the_junit_file(tmp_pa
 
 
 def test_the_prover_names_a_dead_action_and_a_property_that_folds_to_true(monkeypatch):
-    from mcp_inflight.model import session as S
+    from mcp_inflight.model import session_conditions as S
     from mcp_inflight.model.config import DESIGNS, Config
     from mcp_inflight.proofs import prove as PR
     from mcp_inflight.proofs.outcome import session_cells

@@ -37,7 +37,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 )
 
 from mcp_inflight.model.lifecycle import Life  # noqa: E402
-from mcp_inflight.model.observe import abstract, check, segments  # noqa: E402
+from mcp_inflight.model.observe import abstract  # noqa: E402
+from mcp_inflight.model.observe_check import check, segments  # noqa: E402
 from mcp_inflight.model.step import successors  # noqa: E402
 from mcp_inflight.otel import LifecycleTelemetry  # noqa: E402
 from mcp_inflight.trace.format import Writer, read  # noqa: E402

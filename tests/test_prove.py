@@ -20,7 +20,7 @@ from mcp_inflight.model import (
     profiles,
 )
 from mcp_inflight.model.auxiliary import AUXILIARY
-from mcp_inflight.model.session import FIELDS, domains
+from mcp_inflight.model.session_state import FIELDS, domains
 from mcp_inflight.proofs import symbolic as S
 from mcp_inflight.proofs.explore import explore
 from mcp_inflight.proofs.prove import Prover, prove
@@ -226,7 +226,7 @@ def test_a_dropped_auxiliary_candidate_is_reported_with_its_cti():
     """A false candidate is not silently kept: Houdini drops it with a counterexample, and the
     proof of the invariants does not use it."""
     from mcp_inflight.model.lifecycle import Life
-    from mcp_inflight.model.properties import Property
+    from mcp_inflight.model.property_kinds import Property
 
     bogus = Property(
         "nobody_is_refused",

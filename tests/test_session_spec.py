@@ -15,8 +15,9 @@ from mcp_inflight.model.config import Config, client_for, profiles
 from mcp_inflight.model.declare import KINDS
 from mcp_inflight.model.eventually import fair_actions
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import FIELDS, actions_for
+from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_spec import spec
+from mcp_inflight.model.session_state import FIELDS
 from mcp_inflight.model.trace import id_name, inst_name
 from mcp_inflight.proofs.explore import explore as session_explore
 from mcp_inflight.proofs.explorer import explore as one_explore

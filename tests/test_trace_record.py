@@ -12,7 +12,8 @@ import threading
 import httpx
 import pytest
 
-from mcp_inflight.model.observe import abstract, check, explains
+from mcp_inflight.model.observe import abstract
+from mcp_inflight.model.observe_check import check, explains
 from mcp_inflight.trace.format import Writer, read
 from mcp_inflight.trace.record import Recorder
 from support import http_server

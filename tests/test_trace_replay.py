@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from mcp_inflight.model.config import ATOMIC, UNGUARDED, Config, Design
 from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.model.observe import abstract, check, check_trace, segments
+from mcp_inflight.model.observe import abstract
+from mcp_inflight.model.observe_check import check, check_trace, segments
 from mcp_inflight.model.step import run_of, start, successors
 from mcp_inflight.trace.format import C2S, S2C, TraceError, event, parse
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_inflight.model.observe import abstract, check, explains
+from mcp_inflight.model.observe import abstract
+from mcp_inflight.model.observe_check import check, explains
 from mcp_inflight.trace import replay
 from mcp_inflight.trace.format import C2S, S2C, event, read
 from mcp_inflight.trace.online import Monitor

@@ -13,7 +13,8 @@ import sys
 import pytest
 from test_trace_record import duplicate_id, post_of
 
-from mcp_inflight.model.observe import abstract, check, check_trace, explains
+from mcp_inflight.model.observe import abstract
+from mcp_inflight.model.observe_check import check, check_trace, explains
 from mcp_inflight.trace.format import S2C, event, read
 from mcp_inflight.trace.online import Monitor
 from mcp_inflight.trace.tap import traced

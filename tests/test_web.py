@@ -446,7 +446,8 @@ DUPLICATE_ADMITTED = [
 
 
 def test_a_recorded_trace_opens_as_the_runs_that_explain_it(base):
-    from mcp_inflight.model.observe import INTERNAL, abstract, check
+    from mcp_inflight.model.observe import abstract
+    from mcp_inflight.model.observe_check import INTERNAL, check
     from mcp_inflight.trace.format import parse
 
     body = wire(model_run(DESIGNS["unguarded"], DUPLICATE_ADMITTED))

@@ -20,7 +20,8 @@ from mcp_inflight.cli import main
 from mcp_inflight.model import session as S
 from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config
-from mcp_inflight.model.properties import PROPERTIES, PROPERTY, WITNESSES, judged
+from mcp_inflight.model.properties import PROPERTIES, PROPERTY, WITNESSES
+from mcp_inflight.model.property_kinds import judged
 from mcp_inflight.proofs.explore import explore
 from mcp_inflight.proofs.native import available
 
@@ -68,7 +69,7 @@ def test_every_witness_names_a_path_of_actions_of_the_model():
 
 
 def test_a_witness_without_a_path_is_refused():
-    from mcp_inflight.model.properties import witness
+    from mcp_inflight.model.property_kinds import witness
 
     def somewhere(b, s, c):
         """Anything."""

@@ -48,7 +48,8 @@ from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.properties import INVARIANTS
-from mcp_inflight.model.session import ACTIONS, FIELDS
+from mcp_inflight.model.session import ACTIONS
+from mcp_inflight.model.session_state import FIELDS
 from mcp_inflight.model.trace import id_name, inst_name, render_value
 from mcp_inflight.proofs.explore import explore
 

@@ -1,7 +1,7 @@
 """The online check: the replay's check of the model, run on a server's own events as they happen.
 
 A :class:`Monitor` is a sink for the events of :mod:`mcp_inflight.trace.tap`: it keeps one
-:class:`~mcp_inflight.model.observe.Online` per session (the events of a POST sent before its
+:class:`Online` per session (the events of a POST sent before its
 session existed, ``initialize``, join the session its answer names; 2026-07-28 traffic, with no
 session, is not checked), counts the events, the observed
 steps and the violations, and logs each violation on the logger ``mcp_inflight.trace`` with the
@@ -19,17 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.config import ATOMIC, Config, Design
-from ..model.observe import (
-    REVISION,
-    STATELESS,
-    TRANSPORT,
-    Abstractor,
-    Observed,
-    advance,
-    is_call,
-    stateless,
-)
-from ..model.session import State, settled
+from ..model.observe import REVISION, STATELESS, TRANSPORT, Abstractor, Observed, is_call, stateless
+from ..model.observe_check import advance
+from ..model.session_state import State, settled
 from ..model.step import backend, start
 from .format import S2C
 from .scope import outside, transport_answer
@@ -127,7 +119,7 @@ _SIMPLE: dict[tuple[Any, ...], int] = {}
 class Online:
     """The check of one run, one event at a time, for a server that checks itself as it runs.
 
-    Where the replay (``model/observe.py``'s ``check``) backtracks over a whole trace, this
+    Where the replay (``model/observe_check.py``'s ``check``) backtracks over a whole trace, this
     keeps the set of model states that explain every step so far (at most ``cap``; each
     observed step maps it through the internal moves and the observed move), so no step is
     ever taken back.  The model's bound is fixed (``requests`` instances, ``ids`` ids): whenever

@@ -4,7 +4,7 @@ The trace (:mod:`mcp_inflight.trace.format`) is mapped onto the model's moves by
 ``model/observe.py`` (the abstraction is written there, once) and run on the ``atomic`` design
 with the model's step function: each step enabled, each output as observed, every invariant
 along the run.  Each session of the trace is checked on its own, in parts cut where it is at
-rest on the wire (``observe.segments``).  On a violation the first
+rest on the wire (``observe_check.segments``).  On a violation the first
 unexplained step (or the first broken invariant) is reported with the run up to it, as text,
 JSON (``--json``) and a sequence diagram (``--diagram FILE``: Mermaid for ``.mmd``, Graphviz
 DOT for ``.dot``, SVG for ``.svg``), and the designs that do explain the trace are named.
@@ -22,16 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..model.observe import (
-    Abstraction,
-    Verdict,
-    abstract,
-    check,
-    check_stateless,
-    check_trace,
-    explains,
-    stateless,
-)
+from ..model.observe import Abstraction, abstract, stateless
+from ..model.observe_check import Verdict, check, check_stateless, check_trace, explains
 from ..model.trace import build_trace
 from .format import TraceError, read
 from .scope import within

@@ -13,8 +13,8 @@ from typing import Any
 
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.logic import Concrete
-from mcp_inflight.model.properties import Property
-from mcp_inflight.model.session import FIELDS, Field, State
+from mcp_inflight.model.property_kinds import Property
+from mcp_inflight.model.session_state import FIELDS, Field, State
 from mcp_inflight.model.trace import id_name, inst_name, render_value
 
 

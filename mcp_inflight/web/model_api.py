@@ -35,12 +35,12 @@ from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Concrete
 from mcp_inflight.model.observe import REVISION as _OBSERVED_REVISION
 from mcp_inflight.model.observe import TRANSPORT as _OBSERVED_TRANSPORT
-from mcp_inflight.model.observe import Verdict as _Replayed
 from mcp_inflight.model.observe import abstract as _abstract
-from mcp_inflight.model.observe import check as _check
-from mcp_inflight.model.observe import explains as _explains
+from mcp_inflight.model.observe_check import Verdict as _Replayed
+from mcp_inflight.model.observe_check import check as _check
+from mcp_inflight.model.observe_check import explains as _explains
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session import FIELDS, State
+from mcp_inflight.model.session_state import FIELDS, State
 from mcp_inflight.model.trace import (
     changes,
     id_name,
