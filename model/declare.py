@@ -4,14 +4,14 @@ The session model (``model/session.py``) has its own explorer, prover and genera
 Every other model (the lease protocol of many workers, ``model/lease.py``; input-required
 rounds, ``model/rounds.py``; resumable streams, ``model/resume.py``) is declared here as a
 :class:`Spec`, and read by the checker of ``proofs/`` (its breadth-first explorer and z3
-induction prover).  ``model/small.py`` re-exports these names under their first module name.  Its rules follow the
-discipline of ``model/logic.py``: guards, effects and properties are plain functions of a logic
-``b`` and a state ``s`` (``s.var[k]`` for a keyed variable, ``s.var`` for a scalar), combining
-values with ``==``, ``!=``, ``<``, ``+`` and ``b.And``/``b.Or``/``b.Not``/``b.Implies``/``b.Ite``/
-``b.In``/``b.ForAll``/``b.Exists``; effects are lists of :class:`~.logic.Write`.  No Python
-``if`` on a state value: Python ``if`` and loops only on the design, the bounds, an action's
-arguments and the finite key ranges, so the same function is read concretely (the explorer, the
-runtime agreement tests) and symbolically (the prover).
+induction prover). Its rules follow the discipline of ``model/logic.py``: guards, effects and
+properties are plain functions of a logic ``b`` and a state ``s`` (``s.var[k]`` for a keyed
+variable, ``s.var`` for a scalar), combining values with ``==``, ``!=``, ``<``, ``+`` and
+``b.And``/``b.Or``/``b.Not``/``b.Implies``/``b.Ite``/``b.In``/``b.ForAll``/``b.Exists``;
+effects are lists of :class:`~.logic.Write`. No Python ``if`` on a state value: Python ``if``
+and loops only on the design, the bounds, an action's arguments and the finite key ranges, so
+the same function is read concretely (the explorer, the runtime agreement tests) and
+symbolically (the prover).
 
 A :class:`Spec` is:
 

@@ -36,7 +36,7 @@ class Kind(StrEnum):
         return self in (Kind.INVARIANT, Kind.STEP)
 
 
-#: the small models' spelling (``model/small.py``) in the one vocabulary
+#: the declared models' spelling (``model/declare.py``) in the one vocabulary
 SMALL_KINDS: dict[str, Kind] = {
     "always": Kind.INVARIANT,
     "step": Kind.STEP,

@@ -37,8 +37,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .declare import Act, Move, Prop, Spec, Var, always, happens, sometimes
 from .logic import NONE, Logic, Write
-from .small import Act, Move, Prop, Spec, Var, always, happens, sometimes
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .declare import Act, Move, Prop, Spec, Var, always, happens, sometimes, step
 from .logic import NONE, Logic, Write
-from .small import Act, Move, Prop, Spec, Var, always, happens, sometimes, step
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ or somewhere disabled (``proofs/explorer.py:_fair_violation``)."""
 
 from __future__ import annotations
 
+from mcp_inflight.model.declare import Act, Spec, Var, eventually
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.small import Act, Spec, Var, eventually
 from mcp_inflight.proofs.explorer import explore
 
 

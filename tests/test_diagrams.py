@@ -127,7 +127,7 @@ def test_every_state_and_trigger_in_every_format(tmp_path, rev):
         for r in lc.table(rev):
             label = r.trigger + (" [" + ", ".join(r.conditions) + "]" if r.conditions else "")
             assert label in text, (fmt, label)
-        assert "model/session.py CONDITIONS" in text, fmt
+        assert "model/session_conditions.py CONDITIONS" in text, fmt
 
 
 def test_revisions_differ_where_the_table_differs(tmp_path):

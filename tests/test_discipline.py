@@ -103,8 +103,8 @@ def test_python_and_on_a_symbolic_value_is_a_model_error_naming_the_rule(monkeyp
 
 
 def test_the_small_and_lease_provers_refuse_it_too(monkeypatch):
+    from mcp_inflight.model.declare import Act, Spec, Var, always
     from mcp_inflight.model.logic import ModelError
-    from mcp_inflight.model.small import Act, Spec, Var, always
     from mcp_inflight.proofs.declared import prove
 
     def g(b, s):

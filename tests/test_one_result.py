@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from mcp_inflight.model import lease as L
+from mcp_inflight.model.declare import Act, Spec, Var, always
 from mcp_inflight.model.logic import Write
-from mcp_inflight.model.small import Act, Spec, Var, always
 from mcp_inflight.proofs import declared as P
 from mcp_inflight.proofs.declared import prove
 

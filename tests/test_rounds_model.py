@@ -279,10 +279,10 @@ def test_check_usage_errors(capsys):
 
 
 def test_small_checker_reads_another_model():
-    """The lock of proofs/small.py's docstring: explored and proved with its auxiliary
+    """The one checker (proofs/declared.py) on another model: explored and proved with its auxiliary
     invariant; without it, a counterexample to induction (two states and the move)."""
+    from mcp_inflight.model.declare import Act, Spec, Var, always
     from mcp_inflight.model.logic import NONE, Write
-    from mcp_inflight.model.small import Act, Spec, Var, always
 
     def take_g(b, s, c):
         return s.owner == NONE

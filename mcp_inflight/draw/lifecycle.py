@@ -17,7 +17,7 @@ LEGEND_LINES = (
     "unsent and sent are pre-states: a model slot no request has used yet,",
     "and a request on the wire not yet read by the server (dashed).",
     "Edges read  trigger [cond1, cond2]: the bracketed names are guard",
-    "conditions defined in model/session.py CONDITIONS.",
+    "conditions of model/session_conditions.py CONDITIONS.",
     "Double border: no transition leaves the state (a self-loop aside).",
     "Grey dotted: not reachable from unsent in this revision.",
 )
