@@ -38,7 +38,7 @@ def bounds_of(model: str, bounds: dict[str, int] | None) -> dict[str, int]:
 def title_of(model: str) -> str:
     """The first line of ``model``'s module text: what it models, in one line."""
     doc = (module(model).__doc__ or model).strip().splitlines()[0]
-    return doc.rstrip(".")
+    return doc.replace("``", "").rstrip(".")
 
 
 @dataclass
