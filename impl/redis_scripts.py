@@ -5,8 +5,8 @@ round trip, one slot: every key a script touches carries the session's hash tag 
 as the model names the operation (``claim``, ``renew``, ``write``, ``release``; and ``end``,
 ``route``, ``open``).  The key layout they share is :mod:`.redis_store`'s module text.  Kept
 apart from the Python that calls them because they are one thing of their own: the text Redis
-runs, read against ``model/lease.py`` (``tests/test_lease_agreement.py`` runs them against the
-model), with the comment above each stating its KEYS, ARGV and replies.
+runs, read against the lease model's actions (``model/lease_actions.py``;
+``tests/test_lease_agreement.py`` runs them against the model), with the comment above each stating its KEYS, ARGV and replies.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from mcp_inflight.model import lease
+from mcp_inflight.model import lease, lease_actions, lease_state
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.declare import Spec, always
 from mcp_inflight.model.logic import Write
@@ -62,7 +62,7 @@ def safety(sp: Spec) -> Spec:
     return dataclasses.replace(sp, props=tuple(p for p in sp.props if p.kind != "liveness"))
 
 
-@pytest.mark.parametrize("design", list(lease.DESIGNS))
+@pytest.mark.parametrize("design", list(lease_state.DESIGNS))
 def test_lease_reduced_agrees(design: str) -> None:
     plain, reduced = same_verdicts(safety(lease.spec(design)))
     assert reduced.states < plain.states  # two workers: swapped states merge
@@ -142,24 +142,24 @@ def test_guard_that_spares_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
         return w != 0
 
     assert symmetry_of(lease.spec()).ok
-    monkeypatch.setattr(lease, "_true", spare)  # crash, pause and resume
+    monkeypatch.setattr(lease_actions, "_true", spare)  # crash, pause and resume
     res = refused(lease.spec(), "the guard of ")
     assert res.broken is not None and res.broken.rule.split()[-1] in ("crash", "pause", "resume")
     assert "worker 0->1" in res.broken.renaming
 
 
 def test_effect_that_kills_worker_0_on_pause(monkeypatch: pytest.MonkeyPatch) -> None:
-    plain = lease._set_proc
+    plain = lease_actions._set_proc
 
     def set_proc(to: Any) -> Any:
         def effect(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-            if to == lease.Proc.PAUSED and w == 0:
-                return plain(lease.Proc.DEAD)(b, s, c, r, w, i)
+            if to == lease_state.Proc.PAUSED and w == 0:
+                return plain(lease_state.Proc.DEAD)(b, s, c, r, w, i)
             return plain(to)(b, s, c, r, w, i)
 
         return effect
 
-    monkeypatch.setattr(lease, "_set_proc", set_proc)
+    monkeypatch.setattr(lease_actions, "_set_proc", set_proc)
     res = refused(lease.spec(), "the effect of pause")
     assert res.broken is not None and "pause(w=" in res.broken.move
 
@@ -167,7 +167,7 @@ def test_effect_that_kills_worker_0_on_pause(monkeypatch: pytest.MonkeyPatch) ->
 @always
 def first_worker_never_dies_alone(b: Any, s: Any, cfg: Any) -> Any:
     """Worker 0 dies only once worker 1 has (a property about one worker)."""
-    dead = lease.Proc.DEAD
+    dead = lease_state.Proc.DEAD
     return b.Implies(s.wstate[0] == dead, s.wstate[1] == dead)
 
 
@@ -233,17 +233,17 @@ def test_arrivals_out_of_order_break_the_order(monkeypatch: pytest.MonkeyPatch) 
     def anywhere(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
         return True
 
-    monkeypatch.setattr(lease, "_arrive_guard", anywhere)
+    monkeypatch.setattr(lease_actions, "_arrive_guard", anywhere)
     refused(lease.spec(), "the effect of arrive (the order of inst")
 
 
 def test_a_move_that_frees_a_used_slot_breaks_the_order(monkeypatch: pytest.MonkeyPatch) -> None:
     def forget(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-        fresh = {"life": lease.Phase.UNSENT, "tok": 0, "checked": False}
-        fresh.update(told=lease.Told.NONE, expired=lease.Expiry.NO)
+        fresh = {"life": lease_state.Phase.UNSENT, "tok": 0, "checked": False}
+        fresh.update(told=lease_state.Told.NONE, expired=lease_state.Expiry.NO)
         return [Write(name, r, v) for name, v in fresh.items()]
 
-    monkeypatch.setattr(lease, "_release", forget)
+    monkeypatch.setattr(lease_actions, "_release", forget)
     # (instances that come back fresh take the fence past its bound: a short run says enough)
     refused(lease.spec(), "the effect of release (it frees a used slot of inst", 20_000)
 

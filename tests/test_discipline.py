@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from mcp_inflight.model import lease as L
-from mcp_inflight.model import resume, step
+from mcp_inflight.model import lease_actions, lease_state, resume, step
 from mcp_inflight.model import session as S
 from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.proofs import discipline
@@ -19,7 +19,7 @@ CFG = Config(DESIGNS["atomic"], "2025-11-25", "http", 2, 2)
 def test_the_models_as_written_keep_the_discipline():
     for design in DESIGNS.values():
         assert discipline.session(replace(CFG, design=design)).passed
-    assert discipline.small(L.spec_of(L.Config())).passed
+    assert discipline.small(L.spec_of(lease_state.Config())).passed
     assert discipline.small(resume.spec()).passed
 
 
@@ -47,17 +47,17 @@ def test_a_server_check_labelled_as_an_obligation_fails(monkeypatch, fresh_table
 
 
 def test_a_lease_script_that_reads_a_ghost_fails(monkeypatch):
-    real = L.actions
+    real = lease_actions.actions  # patched where spec_of reads it: lease.py's import
 
     def bad(b, s, r=None, w=None, i=None):
-        return b.And(s.wstate[s.wk[r]] == L.Proc.ALIVE, s.told[r] == 0)
+        return b.And(s.wstate[s.wk[r]] == lease_state.Proc.ALIVE, s.told[r] == 0)
 
     monkeypatch.setattr(
         L,
         "actions",
         lambda cfg: tuple(replace(a, guard=bad) if a.name == "release" else a for a in real(cfg)),
     )
-    cell = discipline.small(L.spec_of(L.Config()))
+    cell = discipline.small(L.spec_of(lease_state.Config()))
     assert not cell.passed and "release's guard reads the ghost field told" in cell.message
 
 
@@ -125,7 +125,7 @@ def test_the_small_and_lease_provers_refuse_it_too(monkeypatch):
     )
     with pytest.raises(ModelError, match=r"model error in g \(tests/test_discipline.py:"):
         prove(spec)
-    real = L.actions
+    real = lease_actions.actions  # patched where spec_of reads it: lease.py's import
     bad = lambda b, s, r=None, w=None, i=None: not s.wstate[s.wk[r]] == 0  # noqa: E731
     monkeypatch.setattr(
         L,

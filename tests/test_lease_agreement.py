@@ -1,5 +1,6 @@
-"""The Redis scripts of ``impl/redis_store.py`` against the lease model (``model/lease.py``),
-on every store transition of the explored ``fenced`` space.
+"""The Redis scripts of ``impl/redis_store.py`` against the lease model (``model/lease.py``, its
+actions in ``model/lease_actions.py``), on every store transition of the explored ``fenced``
+space.
 
 For each reachable state of the model and each enabled store action (``claim``, ``renew``,
 ``write``, ``release``, ``expire``), the store part of the state (the fence counter, each id's
@@ -21,6 +22,7 @@ import pytest
 from mcp_inflight.impl.core import typed_id
 from mcp_inflight.impl.redis_store import RedisStore
 from mcp_inflight.model import lease as L
+from mcp_inflight.model import lease_state as LS
 from mcp_inflight.proofs.stepping import successors
 from support.redis_workers import REDIS_SERVER
 
@@ -32,7 +34,7 @@ S = "agree"
 STORE_ACTIONS = ("claim", "renew", "write", "release", "expire")
 
 
-def cases(cfg: L.Config) -> dict:
+def cases(cfg: LS.Config) -> dict:
     """Every distinct store case of the explored space: (action, the acting instance's id,
     worker and token, the claims, the fence) -> (model output, model's claims and fence after)."""
     spec = L.spec_of(cfg)
@@ -53,13 +55,13 @@ def cases(cfg: L.Config) -> dict:
     return out
 
 
-def ids(cfg: L.Config):
+def ids(cfg: LS.Config):
     return [typed_id(k + 1) for k in range(cfg.ids)]
 
 
-async def drive(url: str, cfg: L.Config, table: dict) -> tuple[list, dict]:
+async def drive(url: str, cfg: LS.Config, table: dict) -> tuple[list, dict]:
     """Run every case on the real store; the disagreements, and how often each outcome came."""
-    stores = [RedisStore(url, L.worker_name(w), 60_000) for w in range(cfg.workers)]
+    stores = [RedisStore(url, LS.worker_name(w), 60_000) for w in range(cfg.workers)]
     await stores[0].load()
     rd = stores[0].redis
     keys = ids(cfg)
@@ -72,7 +74,7 @@ async def drive(url: str, cfg: L.Config, table: dict) -> tuple[list, dict]:
             await rd.set(fence, fence_n)
         for k, (t, holder) in enumerate(zip(ctok, cw, strict=True)):
             if t:
-                await rd.set(stores[0].claim_key(S, keys[k]), f"{t}:{L.worker_name(holder)}")
+                await rd.set(stores[0].claim_key(S, keys[k]), f"{t}:{LS.worker_name(holder)}")
         if name == "claim":
             got = await stores[w].claim(S, keys[i])
             outcome = {"granted": got > 0}
@@ -103,7 +105,7 @@ async def drive(url: str, cfg: L.Config, table: dict) -> tuple[list, dict]:
             claims.append(None if v is None else v.decode())
         n = int(await rd.get(fence) or 0)
         ctok2, cw2, fence2 = after
-        model = [f"{t}:{L.worker_name(h)}" if t else None for t, h in zip(ctok2, cw2, strict=True)]
+        model = [f"{t}:{LS.worker_name(h)}" if t else None for t, h in zip(ctok2, cw2, strict=True)]
         if claims != model or n != fence2:
             bad.append((name, (i, w, tok), ctok, cw, fence_n, "store", claims, n, model, fence2))
     for st in stores:
@@ -113,7 +115,7 @@ async def drive(url: str, cfg: L.Config, table: dict) -> tuple[list, dict]:
 
 @pytest.mark.parametrize("ids_", [1, 2])
 def test_redis_scripts_agree_with_the_lease_model(redis, ids_):
-    cfg = L.Config(L.FENCED, workers=2, requests=2, ids=ids_)
+    cfg = LS.Config(LS.FENCED, workers=2, requests=2, ids=ids_)
     table = cases(cfg)
     bad, met = asyncio.run(drive(redis.url, cfg, table))
     assert bad == [], bad[:5]
@@ -138,6 +140,6 @@ def test_a_release_by_id_script_disagrees(redis, monkeypatch):
     from mcp_inflight.impl import redis_store
 
     monkeypatch.setitem(redis_store.SCRIPTS, "release", "redis.call('DEL', KEYS[1])\nreturn 1\n")
-    cfg = L.Config(L.FENCED, workers=2, requests=2, ids=1)
+    cfg = LS.Config(LS.FENCED, workers=2, requests=2, ids=1)
     bad, _ = asyncio.run(drive(redis.url, cfg, cases(cfg)))
     assert any(b[0] == "release" for b in bad), bad[:5]

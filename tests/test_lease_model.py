@@ -12,6 +12,7 @@ import z3
 from mcp_inflight import check_declared
 from mcp_inflight.cli import main as cli
 from mcp_inflight.model import lease as L
+from mcp_inflight.model import lease_state as LS
 from mcp_inflight.model.declare import Move
 from mcp_inflight.proofs import declared as P
 from mcp_inflight.proofs.induction import Universe
@@ -82,7 +83,7 @@ def test_unfenced_double_admission_after_expiry_and_the_stale_write():
     assert set(res.broken()) == {"single_writer", "no_stale_write"}
     assert actions(res, "single_writer")[-3:] == ["pause", "expire", "claim"]
     # the claim that makes the second writer is another worker's than the paused one
-    paused = L.worker_name(last(res, "single_writer", -3)["args"]["w"])
+    paused = LS.worker_name(last(res, "single_writer", -3)["args"]["w"])
     assert not last(res, "single_writer")["story"].startswith(paused)
     assert "granted token 2" in last(res, "single_writer")["story"]
     assert actions(res, "no_stale_write")[-4:] == ["pause", "expire", "resume", "write"]
@@ -272,8 +273,8 @@ def test_the_declaration_refuses_an_unknown_knob_fairness_or_sort():
     from mcp_inflight.model.declare import Act, Spec, Var, eventually
 
     with pytest.raises(ValueError, match="unknown knob"):
-        L.FENCED.mutant("typo", "a knob that does not exist", fenced_write=False)
-    assert L.MUTANTS["unfenced"].fenced_writes is False and L.FENCED.fenced_writes is True
+        LS.FENCED.mutant("typo", "a knob that does not exist", fenced_write=False)
+    assert LS.MUTANTS["unfenced"].fenced_writes is False and LS.FENCED.fenced_writes is True
 
     def goal(b, s):
         """x reaches 1."""

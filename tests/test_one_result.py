@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcp_inflight.model import lease as L
+from mcp_inflight.model import lease_actions
 from mcp_inflight.model.declare import Act, Spec, Var, always
 from mcp_inflight.model.logic import Write
 from mcp_inflight.proofs import declared as P
@@ -169,7 +170,7 @@ def test_a_failing_invariant_cannot_make_another_one_proved():
 def test_the_lease_prover_proves_that_states_stay_well_typed(monkeypatch):
     assert P.prove(L.spec()).verdicts["in_range"] == "proved"
     # a renewal that writes a negative fence: out of its sort, so nothing is proved
-    real = L.actions
+    real = lease_actions.actions  # patched where spec_of reads it: lease.py's import
     bad = lambda b, s, r=None, w=None, i=None: [Write("fence", None, -1)]  # noqa: E731
     monkeypatch.setattr(
         L,
