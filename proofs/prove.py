@@ -170,9 +170,18 @@ class Prover:
 
     # -- solving
     def _check(
-        self, formulas: Iterable[Any], what: str, name: str | list[str], quick: bool = False
+        self,
+        formulas: Iterable[Any],
+        what: str,
+        name: str | list[str],
+        quick: bool = False,
+        on: z3.Solver | None = None,
     ) -> z3.CheckSatResult:
-        s = self._solver(quick)
+        """Whether ``formulas`` are satisfiable: on a fresh solver, or (``on``) added to the
+        assertions of ``on`` in a scope of their own, taken back after."""
+        s = on or self._solver(quick)
+        if on is not None:
+            s.push()
         s.add(*formulas)
         t0 = time.monotonic()
         res = solve(s, self.timeout_ms)
@@ -185,6 +194,8 @@ class Prover:
             self.slowest = (dt, what)
         self._model = s.model() if res == z3.sat else None
         self._reason = self._why(s) if res == z3.unknown else ""
+        if on is not None:
+            s.pop()
         return res
 
     def _solver(self, quick: bool = False) -> z3.Solver:
@@ -357,9 +368,23 @@ class Prover:
             b = sym.Symbolic({"inst": range(2), "id": range(2)})
             self._universes[(2, 2)] = _Universe(self.cfg, b, "cti22")
         F = self._universes[(2, 2)]
+        # the finite queries have no quantifiers: one solver holds what every action's query
+        # shares (typedness and the invariants), each action's guard is asked in a scope of
+        # its own; a state found for one action that also enables another (the whole query
+        # evaluated true in it) shows that one can fire too, without a query of its own
+        base = [F.typed] + [F.state(h, F.pre) for h in kept]
+        s = self._solver()
+        s.add(*base)
+        witnesses: list[z3.ModelRef] = []
         for name, st in F.steps.items():
-            res = self._check(F.hypotheses(st, kept), f"{name} can fire", name)
-            if res == z3.unsat:
+            mine = [sym.to_bool(st.params), sym.to_bool(st.guard)]
+            whole = z3.And(*base, *mine)
+            if any(z3.is_true(m.eval(whole, model_completion=True)) for m in witnesses):
+                continue
+            res = self._check(mine, f"{name} can fire", name, on=s)
+            if res == z3.sat:
+                witnesses.append(self._model)
+            elif res == z3.unsat:
                 self.dead.append(name)
             elif res == z3.unknown:
                 self.dead.append(f"{name} (undecided: {self._reason})")
