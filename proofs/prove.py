@@ -262,7 +262,21 @@ class Prover:
         ctis: dict[str, CounterexampleToInduction] = {}
         unknown: dict[str, str] = {}
         kept: list[Property] = []
-        for p in aux + state_targets:
+        cands = aux + state_targets
+        # one query shows every candidate holds initially; else each is asked on its own
+        every = (
+            len(cands) > 1
+            and self._check(
+                [z3.Not(z3.And(*[U.state(p, init) for p in cands]))],
+                "every candidate: initial state",
+                [p.name for p in cands],
+            )
+            == z3.unsat
+        )
+        for p in cands:
+            if every:
+                kept.append(p)
+                continue
             res = self._check([z3.Not(U.state(p, init))], f"{p.name}: initial state", p.name)
             if res == z3.unsat:
                 kept.append(p)
