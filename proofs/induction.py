@@ -37,7 +37,7 @@ from mcp_inflight.model.declare import Move, Prop, Spec, Var, changes, describe
 from mcp_inflight.model.logic import NONE, Concrete, Write
 
 from .bmc import solve
-from .symbolic import Symbolic, Vec, strict_truth, to_bool
+from .symbolic import Symbolic, Vec, fast_operators, strict_truth, to_bool
 
 #: z3 resource units per query (millions) on an unbounded universe
 DEFAULT_BUDGET = 200
@@ -312,7 +312,7 @@ def prove(
 ) -> Proved:
     """Induction over ``spec`` (see the module text): for any size of its ``unbounded`` sorts
     (unless ``unbounded`` is false: then at its bounds)."""
-    with strict_truth():
+    with strict_truth(), fast_operators():
         return _Prover(spec, budget, timeout, unbounded).run()
 
 

@@ -562,7 +562,7 @@ def prove(
     """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring.
     ``symmetric``: the model was checked symmetric in ids and instances (``proofs/symmetry.py``);
     without it the bounded search takes ids in any order."""
-    with sym.strict_truth():
+    with sym.strict_truth(), sym.fast_operators():
         return Prover(
             cfg,
             depth=depth,
