@@ -292,8 +292,20 @@ class Prover:
             changed = False
             kept_aux = [p for p in kept if p.kind == "auxiliary"]
             implied = set()
-            for p in kept:
-                if p.kind == "auxiliary":
+            others = [p for p in kept if p.kind != "auxiliary"]
+            if len(others) > 1:  # one query for them all first; else each on its own
+                res = self._check(
+                    [U.typed]
+                    + [U.state(h, U.pre) for h in kept_aux]
+                    + [z3.Not(z3.And(*[U.state(p, U.pre) for p in others]))],
+                    "every invariant follows from the auxiliary invariants",
+                    [p.name for p in others],
+                    quick=True,
+                )
+                if res == z3.unsat:
+                    implied = {p.name for p in others}
+            for p in others:
+                if p.name in implied:
                     continue
                 res = self._check(
                     [U.typed] + [U.state(h, U.pre) for h in kept_aux] + [z3.Not(U.state(p, U.pre))],
