@@ -321,11 +321,11 @@ class Prover:
                     break
                 if self.batch and len(todo) > 1:
                     goal = z3.Not(z3.And(*[U.state(p, st.post) for p in todo]))
-                    res = self._check(
-                        U.hypotheses(st, kept) + [goal],
-                        f"every candidate preserved by {name}",
-                        [p.name for p in todo],
-                        quick=True,
+                    # no candidate dropped yet this round: the implied ones follow from the
+                    # rest in the pre-state, so leaving them out asks the same
+                    lean = None if changed else todo
+                    res = self._batch(
+                        U, st, kept, lean, goal, f"every candidate preserved by {name}", todo
                     )
                     if res == z3.unsat:
                         continue
@@ -359,11 +359,15 @@ class Prover:
                 continue
             batch = [v for p, v in pending if p.kind == "invariant"]
             if self.batch and len(batch) > 1 and len(batch) == len(pending):
-                res = self._check(
-                    U.hypotheses(st, kept) + [z3.Not(z3.And(*batch))],
+                lean = [p for p in kept if p.name not in implied]
+                res = self._batch(
+                    U,
+                    st,
+                    kept,
+                    lean,
+                    z3.Not(z3.And(*batch)),
                     f"every step property on {name}",
-                    [p.name for p, _ in pending],
-                    quick=True,
+                    [p for p, _ in pending],
                 )
                 if res == z3.unsat:
                     continue
@@ -382,6 +386,28 @@ class Prover:
                     ctis[p.name] = cti or self._raw_cti(st, p)
         self._vacuity(U, kept, [p for p in targets if p.kind == "invariant"])
         return kept, ctis, unknown, implied
+
+    def _batch(
+        self,
+        U: _Universe,
+        st: _Step,
+        kept: list[Property],
+        lean: list[Property] | None,
+        goal: Any,
+        what: str,
+        about: Sequence[Property],
+    ) -> z3.CheckSatResult:
+        """One quick query for several obligations of step ``st`` at once (``goal``: the
+        negation of their conjunction), from the states where ``kept`` holds.  ``lean``: the
+        kept candidates less those that follow from the kept auxiliary invariants (the same
+        states, fewer quantified hypotheses for the solver), asked first; when that is not
+        unsat, the query with every kept candidate, as without it."""
+        names = [p.name for p in about]
+        if lean is not None and len(lean) < len(kept):
+            res = self._check(U.hypotheses(st, lean) + [goal], what, names, quick=True)
+            if res == z3.unsat:
+                return res
+        return self._check(U.hypotheses(st, kept) + [goal], what, names, quick=True)
 
     def _vacuity(self, U: _Universe, kept: list[Property], invariants: list[Property]) -> None:
         """Each action's guard satisfiable where the proved invariants hold (else the action is
