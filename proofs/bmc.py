@@ -15,6 +15,7 @@ printed like the explorer's traces.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -243,16 +244,58 @@ def replay(
 
 def solve(solver: z3.Solver, timeout_ms: int) -> z3.CheckSatResult:
     """``solver.check()``, interrupted if it overruns its own timeout (z3 does not always notice
-    a timeout inside quantifier instantiation); an interrupted query is ``unknown``."""
-    timer = threading.Timer(timeout_ms / 1000 + 0.2, z3.main_ctx().interrupt)
-    timer.daemon = True
-    timer.start()
+    a timeout inside quantifier instantiation); an interrupted query is ``unknown``.  One
+    watchdog thread per process keeps every query's deadline (a thread per query cost more than
+    many of the small queries themselves)."""
+    token = _WATCHDOG.arm(timeout_ms / 1000 + 0.2)
     try:
         return solver.check()
     except z3.Z3Exception:
         return z3.unknown
     finally:
-        timer.cancel()
+        _WATCHDOG.disarm(token)
+
+
+class _Watchdog:
+    """The deadlines of the queries running in this process, kept by one daemon thread that
+    interrupts z3 when the earliest passes (what a ``threading.Timer`` per query did)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._deadlines: dict[int, float] = {}
+        self._next = 0
+        self._pid = -1  # the thread runs in this process (a fork does not inherit it)
+
+    def arm(self, seconds: float) -> int:
+        with self._cv:
+            self._next += 1
+            self._deadlines[self._next] = time.monotonic() + seconds
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                threading.Thread(target=self._run, name="z3-watchdog", daemon=True).start()
+            self._cv.notify()
+            return self._next
+
+    def disarm(self, token: int) -> None:
+        with self._cv:
+            self._deadlines.pop(token, None)
+
+    def _run(self) -> None:
+        with self._cv:
+            while True:
+                if not self._deadlines:
+                    self._cv.wait()
+                    continue
+                token, at = min(self._deadlines.items(), key=lambda kv: kv[1])
+                left = at - time.monotonic()
+                if left > 0:
+                    self._cv.wait(left)
+                    continue
+                del self._deadlines[token]
+                z3.main_ctx().interrupt()
+
+
+_WATCHDOG = _Watchdog()
 
 
 def choose(a_t: Any, options: Sequence[Any], unchanged: Any) -> Any:

@@ -37,7 +37,7 @@ from mcp_inflight.model.declare import Move, Prop, Spec, Var, changes, describe
 from mcp_inflight.model.logic import NONE, Concrete, Write
 
 from .bmc import solve
-from .symbolic import Symbolic, Vec, strict_truth, to_bool
+from .symbolic import Symbolic, Vec, fast_operators, strict_truth, to_bool
 
 #: z3 resource units per query (millions) on an unbounded universe
 DEFAULT_BUDGET = 200
@@ -312,7 +312,7 @@ def prove(
 ) -> Proved:
     """Induction over ``spec`` (see the module text): for any size of its ``unbounded`` sorts
     (unless ``unbounded`` is false: then at its bounds)."""
-    with strict_truth():
+    with strict_truth(), fast_operators():
         return _Prover(spec, budget, timeout, unbounded).run()
 
 
@@ -417,6 +417,25 @@ class _Prover:
             return "cti", None
         return "unknown", None
 
+    def _all_hold(
+        self, kept: list[Prop], props: list[Prop], idx: int, on_step: bool = False
+    ) -> bool:
+        """Whether every one of ``props`` holds after (``on_step``: on) step ``idx`` from every
+        well-typed state where ``kept`` holds, shown by one query for them all (their
+        conjunction's negation unsatisfiable; on an unbounded sort on the quick budget only).
+        False says nothing: each is then decided on its own, as without this query."""
+        if len(props) < 2:
+            return False
+        U = self.U
+        st = U.steps[idx]
+        goals = [self._goal(U, p, st, on_step) for p in props]
+        goal = z3.And(*goals)
+        if not self.unbounded:
+            res, _ = self._at_bounds(kept, st, goal)
+        else:
+            res, _ = self._check(self._hyps(U, st, kept) + [z3.Not(goal)], quick=True)
+        return bool(res == z3.unsat)
+
     def _at_bounds(self, kept: list[Prop], st: _Step, goal: Any) -> tuple[Any, Any]:
         """One obligation at the spec's bounds, on the solver that holds ``kept``."""
         key = tuple(p.name for p in kept)
@@ -491,8 +510,12 @@ class _Prover:
         ctis: dict[str, dict[str, Any] | None] = {}
         unknown: dict[str, str] = {}
         kept: list[Prop] = []
-        for p in invs + list(spec.aux):
-            r, _ = self._check([z3.Not(to_bool(p.fn(U.b, U.init)))])
+        cands = invs + list(spec.aux)
+        at_init = [to_bool(p.fn(U.b, U.init)) for p in cands]
+        # one query shows every candidate holds initially; else each is asked on its own
+        every = len(cands) > 1 and self._check([z3.Not(z3.And(*at_init))])[0] == z3.unsat
+        for p, init in zip(cands, at_init, strict=True):
+            r = z3.unsat if every else self._check([z3.Not(init)])[0]
             if r == z3.unsat:
                 kept.append(p)
             elif r == z3.sat:
@@ -505,6 +528,8 @@ class _Prover:
         while changed:
             changed = False
             for idx, st in enumerate(U.steps):
+                if self._all_hold(kept, kept, idx):
+                    continue  # every candidate preserved by this step, in one query
                 for p in list(kept):
                     verdict, cti = self._obligation(kept, p, idx)
                     if verdict == "ok":
@@ -530,8 +555,13 @@ class _Prover:
                 typed = "unknown"
                 unknown[IN_RANGE] = f"{st.name}: the solver gave up on the slots' ranges"
             break
-        for p in steps:
-            for idx, st in enumerate(U.steps):
+        # each step property on every step, up to the first that breaks it; the steps in
+        # order, with one query for every property still open on a step before any of its own
+        open_ = list(steps)
+        for idx, st in enumerate(U.steps):
+            if not open_ or self._all_hold(kept, open_, idx, on_step=True):
+                continue
+            for p in list(open_):
                 verdict, cti = self._obligation(kept, p, idx, on_step=True)
                 if verdict == "ok":
                     continue
@@ -539,7 +569,7 @@ class _Prover:
                     ctis[p.name] = cti or _no_cti(p.name, st.name)
                 else:
                     unknown[p.name] = f"on {st.name}: the solver gave up"
-                break
+                open_.remove(p)
         for name in [p.name for p in invs] + [IN_RANGE] + [p.name for p in steps]:
             if name in unknown:
                 res.verdicts[name] = "unknown"

@@ -172,9 +172,18 @@ class Prover:
 
     # -- solving
     def _check(
-        self, formulas: Iterable[Any], what: str, name: str | list[str], quick: bool = False
+        self,
+        formulas: Iterable[Any],
+        what: str,
+        name: str | list[str],
+        quick: bool = False,
+        on: z3.Solver | None = None,
     ) -> z3.CheckSatResult:
-        s = self._solver(quick)
+        """Whether ``formulas`` are satisfiable: on a fresh solver, or (``on``) added to the
+        assertions of ``on`` in a scope of their own, taken back after."""
+        s = on or self._solver(quick)
+        if on is not None:
+            s.push()
         s.add(*formulas)
         t0 = time.monotonic()
         res = solve(s, self.timeout_ms)
@@ -187,6 +196,8 @@ class Prover:
             self.slowest = (dt, what)
         self._model = s.model() if res == z3.sat else None
         self._reason = self._why(s) if res == z3.unknown else ""
+        if on is not None:
+            s.pop()
         return res
 
     def _solver(self, quick: bool = False) -> z3.Solver:
@@ -253,7 +264,21 @@ class Prover:
         ctis: dict[str, CounterexampleToInduction] = {}
         unknown: dict[str, str] = {}
         kept: list[Property] = []
-        for p in aux + state_targets:
+        cands = aux + state_targets
+        # one query shows every candidate holds initially; else each is asked on its own
+        every = (
+            len(cands) > 1
+            and self._check(
+                [z3.Not(z3.And(*[U.state(p, init) for p in cands]))],
+                "every candidate: initial state",
+                [p.name for p in cands],
+            )
+            == z3.unsat
+        )
+        for p in cands:
+            if every:
+                kept.append(p)
+                continue
             res = self._check([z3.Not(U.state(p, init))], f"{p.name}: initial state", p.name)
             if res == z3.unsat:
                 kept.append(p)
@@ -269,8 +294,20 @@ class Prover:
             changed = False
             kept_aux = [p for p in kept if p.kind == "auxiliary"]
             implied = set()
-            for p in kept:
-                if p.kind == "auxiliary":
+            others = [p for p in kept if p.kind != "auxiliary"]
+            if len(others) > 1:  # one query for them all first; else each on its own
+                res = self._check(
+                    [U.typed]
+                    + [U.state(h, U.pre) for h in kept_aux]
+                    + [z3.Not(z3.And(*[U.state(p, U.pre) for p in others]))],
+                    "every invariant follows from the auxiliary invariants",
+                    [p.name for p in others],
+                    quick=True,
+                )
+                if res == z3.unsat:
+                    implied = {p.name for p in others}
+            for p in others:
+                if p.name in implied:
                     continue
                 res = self._check(
                     [U.typed] + [U.state(h, U.pre) for h in kept_aux] + [z3.Not(U.state(p, U.pre))],
@@ -286,11 +323,11 @@ class Prover:
                     break
                 if self.batch and len(todo) > 1:
                     goal = z3.Not(z3.And(*[U.state(p, st.post) for p in todo]))
-                    res = self._check(
-                        U.hypotheses(st, kept) + [goal],
-                        f"every candidate preserved by {name}",
-                        [p.name for p in todo],
-                        quick=True,
+                    # no candidate dropped yet this round: the implied ones follow from the
+                    # rest in the pre-state, so leaving them out asks the same
+                    lean = None if changed else todo
+                    res = self._batch(
+                        U, st, kept, lean, goal, f"every candidate preserved by {name}", todo
                     )
                     if res == z3.unsat:
                         continue
@@ -322,16 +359,21 @@ class Prover:
                     pending.append((p, sym.to_bool(v)))
             if not pending:
                 continue
-            batch = [v for p, v in pending if p.kind == "invariant"]
-            if self.batch and len(batch) > 1 and len(batch) == len(pending):
-                res = self._check(
-                    U.hypotheses(st, kept) + [z3.Not(z3.And(*batch))],
+            # the invariants in one query first (a hazard is expected to fail: on its own)
+            invs = [(p, v) for p, v in pending if p.kind == "invariant"]
+            if self.batch and len(invs) > 1:
+                lean = [p for p in kept if p.name not in implied]
+                res = self._batch(
+                    U,
+                    st,
+                    kept,
+                    lean,
+                    z3.Not(z3.And(*[v for _, v in invs])),
                     f"every step property on {name}",
-                    [p.name for p, _ in pending],
-                    quick=True,
+                    [p for p, _ in invs],
                 )
                 if res == z3.unsat:
-                    continue
+                    pending = [(p, v) for p, v in pending if p.kind != "invariant"]
             for p, v in pending:
                 verdict, cti = self._obligation(
                     U.hypotheses(st, kept) + [z3.Not(v)],
@@ -348,6 +390,28 @@ class Prover:
         self._vacuity(U, kept, [p for p in targets if p.kind == "invariant"])
         return kept, ctis, unknown, implied
 
+    def _batch(
+        self,
+        U: _Universe,
+        st: _Step,
+        kept: list[Property],
+        lean: list[Property] | None,
+        goal: Any,
+        what: str,
+        about: Sequence[Property],
+    ) -> z3.CheckSatResult:
+        """One quick query for several obligations of step ``st`` at once (``goal``: the
+        negation of their conjunction), from the states where ``kept`` holds.  ``lean``: the
+        kept candidates less those that follow from the kept auxiliary invariants (the same
+        states, fewer quantified hypotheses for the solver), asked first; when that is not
+        unsat, the query with every kept candidate, as without it."""
+        names = [p.name for p in about]
+        if lean is not None and len(lean) < len(kept):
+            res = self._check(U.hypotheses(st, lean) + [goal], what, names, quick=True)
+            if res == z3.unsat:
+                return res
+        return self._check(U.hypotheses(st, kept) + [goal], what, names, quick=True)
+
     def _vacuity(self, U: _Universe, kept: list[Property], invariants: list[Property]) -> None:
         """Each action's guard satisfiable where the proved invariants hold (else the action is
         dead, and everything said about it holds vacuously); each invariant not a constant."""
@@ -359,9 +423,23 @@ class Prover:
             b = sym.Symbolic({"inst": range(2), "id": range(2)})
             self._universes[(2, 2)] = _Universe(self.cfg, b, "cti22")
         F = self._universes[(2, 2)]
+        # the finite queries have no quantifiers: one solver holds what every action's query
+        # shares (typedness and the invariants), each action's guard is asked in a scope of
+        # its own; a state found for one action that also enables another (the whole query
+        # evaluated true in it) shows that one can fire too, without a query of its own
+        base = [F.typed] + [F.state(h, F.pre) for h in kept]
+        s = self._solver()
+        s.add(*base)
+        witnesses: list[z3.ModelRef] = []
         for name, st in F.steps.items():
-            res = self._check(F.hypotheses(st, kept), f"{name} can fire", name)
-            if res == z3.unsat:
+            mine = [sym.to_bool(st.params), sym.to_bool(st.guard)]
+            whole = z3.And(*base, *mine)
+            if any(z3.is_true(m.eval(whole, model_completion=True)) for m in witnesses):
+                continue
+            res = self._check(mine, f"{name} can fire", name, on=s)
+            if res == z3.sat:
+                witnesses.append(self._model)
+            elif res == z3.unsat:
                 self.dead.append(name)
             elif res == z3.unknown:
                 self.dead.append(f"{name} (undecided: {self._reason})")
@@ -525,7 +603,7 @@ def prove(
     """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring.
     ``symmetric``: the model was checked symmetric in ids and instances (``proofs/symmetry.py``);
     without it the bounded search takes ids in any order."""
-    with sym.strict_truth():
+    with sym.strict_truth(), sym.fast_operators():
         return Prover(
             cfg,
             depth=depth,

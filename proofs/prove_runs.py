@@ -22,6 +22,9 @@ from mcp_inflight.model.config import Config
 from . import prove as P
 from .records import ProveResult
 
+#: what the prover's worker processes import before they are forked (make no z3 term)
+PRELOAD = (P.__name__, "mcp_inflight.proofs.explore", "mcp_inflight.proofs.native")
+
 
 @contextmanager
 def proving(
@@ -76,8 +79,9 @@ def proving(
             from .pool import worker_pool
 
             # each configuration in a fresh process, so its results do not depend on --jobs or
-            # on which configurations a worker proved before
-            ex = stack.enter_context(worker_pool(min(max(1, jobs), len(todo)), fresh=(P.__name__,)))
+            # on which configurations a worker proved before; forked from a server that has
+            # imported the prover and the explorer its bounded search asks (once, not per run)
+            ex = stack.enter_context(worker_pool(min(max(1, jobs), len(todo)), fresh=PRELOAD))
             futs = {n: ex.submit(P._prove_one, work[n]) for n in todo}
 
         def collect() -> list[ProveResult]:

@@ -33,6 +33,78 @@ from mcp_inflight.model.session_state import FIELDS, Field
 
 _fresh = count()
 
+# --- the same z3 terms, made with fewer Python steps ------------------------------------------
+#
+# z3's Python constructors (``z3.And``, ``z3.If``, ``x == 3``) first work out a common sort and
+# cast every argument to it; the provers build hundreds of thousands of terms whose arguments
+# already have it.  These make the very same terms (z3 shares equal terms: one term per
+# operator and arguments) by calling z3's C API directly, and fall back to the constructors for
+# anything else.
+
+_Bool, _Arith = z3.BoolRef, z3.ArithRef
+
+
+def _mk_bool(mk: Any, xs: list[Any]) -> Any:
+    """``mk`` (``Z3_mk_and``, ``Z3_mk_or``) of Booleans ``xs`` of one context."""
+    n = len(xs)
+    arr = (z3.Ast * n)()
+    for k in range(n):
+        arr[k] = xs[k].ast
+    ctx = xs[0].ctx
+    return _Bool(mk(ctx.ref(), n, arr), ctx)
+
+
+def _and(xs: list[Any]) -> Any:
+    """``z3.And(*xs)`` for two or more z3 terms."""
+    if all(isinstance(x, _Bool) for x in xs):
+        return _mk_bool(z3.Z3_mk_and, xs)
+    return z3.And(*xs)
+
+
+def _or(xs: list[Any]) -> Any:
+    """``z3.Or(*xs)`` for two or more z3 terms."""
+    if all(isinstance(x, _Bool) for x in xs):
+        return _mk_bool(z3.Z3_mk_or, xs)
+    return z3.Or(*xs)
+
+
+def _not(x: Any) -> Any:
+    """``z3.Not(x)`` for a z3 term."""
+    if isinstance(x, _Bool):
+        return _Bool(z3.Z3_mk_not(x.ctx.ref(), x.ast), x.ctx)
+    return z3.Not(x)
+
+
+def _ite(c: Any, a: Any, b: Any) -> Any:
+    """``z3.If(c, a, b)``: ``c`` a z3 Boolean, ``a`` and ``b`` z3 terms of one sort."""
+    if isinstance(c, _Bool):
+        if isinstance(a, _Bool) and isinstance(b, _Bool):
+            return _Bool(z3.Z3_mk_ite(c.ctx.ref(), c.ast, a.ast, b.ast), c.ctx)
+        if _is_int(a) and _is_int(b):
+            return _Arith(z3.Z3_mk_ite(c.ctx.ref(), c.ast, a.ast, b.ast), c.ctx)
+    return z3.If(c, a, b)
+
+
+def _is_int(x: Any) -> bool:
+    """``x`` is a z3 term of sort Int (what ``x.is_int()`` says, without making its sort)."""
+    if not isinstance(x, _Arith):
+        return False
+    ref = x.ctx.ref()
+    return bool(z3.Z3_get_sort_kind(ref, z3.Z3_get_sort(ref, x.ast)) == z3.Z3_INT_SORT)
+
+
+_ints: dict[int, Any] = {}
+
+
+def _eq_int(x: Any, j: int) -> Any:
+    """``x == j``: ``x`` an integer z3 term, ``j`` a Python int."""
+    if _is_int(x):
+        v = _ints.get(j)
+        if v is None or v.ctx is not x.ctx:
+            v = _ints[j] = z3.IntVal(j, x.ctx)
+        return _Bool(z3.Z3_mk_eq(x.ctx.ref(), x.ast, v.ast), x.ctx)
+    return x == j
+
 
 def _is_py(x: Any) -> bool:
     return isinstance(x, (bool, int)) and not isinstance(x, z3.ExprRef)
@@ -68,6 +140,81 @@ def strict_truth() -> Iterator[None]:
         z3.AstRef.__bool__ = old
 
 
+def _int_of(x: Any, like: Any) -> Any:
+    """``x`` as an integer z3 term beside the integer term ``like``, or None where z3's own
+    coercion is needed (a real, a Python bool or float, another sort)."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        v = _ints.get(x)
+        if v is None or v.ctx is not like.ctx:
+            v = _ints[x] = z3.IntVal(x, like.ctx)
+        return v
+    return x if _is_int(x) else None
+
+
+def _fast_compare(mk: Any, original: Any) -> Any:
+    def op(self: Any, other: Any) -> Any:
+        if _is_int(self):
+            b = _int_of(other, self)
+            if b is not None:
+                return _Bool(mk(self.ctx.ref(), self.ast, b.ast), self.ctx)
+        return original(self, other)
+
+    op.__doc__ = original.__doc__
+    return op
+
+
+def _fast_arith(mk: Any, original: Any) -> Any:
+    def op(self: Any, other: Any) -> Any:
+        if _is_int(self):
+            b = _int_of(other, self)
+            if b is not None:
+                arr = (z3.Ast * 2)()
+                arr[0], arr[1] = self.ast, b.ast
+                return _Arith(mk(self.ctx.ref(), 2, arr), self.ctx)
+        return original(self, other)
+
+    op.__doc__ = original.__doc__
+    return op
+
+
+def _distinct(ref: Any, a: Any, b: Any) -> Any:
+    arr = (z3.Ast * 2)()
+    arr[0], arr[1] = a, b
+    return z3.Z3_mk_distinct(ref, 2, arr)
+
+
+_OPERATORS = {
+    "__eq__": lambda o: _fast_compare(z3.Z3_mk_eq, o),
+    "__ne__": lambda o: _fast_compare(_distinct, o),
+    "__ge__": lambda o: _fast_compare(z3.Z3_mk_ge, o),
+    "__le__": lambda o: _fast_compare(z3.Z3_mk_le, o),
+    "__gt__": lambda o: _fast_compare(z3.Z3_mk_gt, o),
+    "__lt__": lambda o: _fast_compare(z3.Z3_mk_lt, o),
+    "__add__": lambda o: _fast_arith(z3.Z3_mk_add, o),
+    "__sub__": lambda o: _fast_arith(z3.Z3_mk_sub, o),
+}
+
+
+@contextmanager
+def fast_operators() -> Iterator[None]:
+    """While it lasts, the comparisons and sums of integer z3 terms with integer z3 terms or
+    Python ints (``x == 3``, ``x >= y``, ``x + 1``) make their terms by calling z3's C API
+    directly: the very terms z3's operators make (z3 shares equal terms), without their
+    sort-finding and casting in Python; anything else goes to z3's own operators."""
+    saved = {}
+    for name, fast in _OPERATORS.items():
+        saved[name] = z3.ArithRef.__dict__.get(name)  # == and != are inherited from ExprRef
+        setattr(z3.ArithRef, name, fast(getattr(z3.ArithRef, name)))
+    try:
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                delattr(z3.ArithRef, name)
+            else:
+                setattr(z3.ArithRef, name, old)
+
+
 class Symbolic:
     """The state interface over z3 terms.  ``domains=None``: quantifiers range over every natural
     number (unbounded); otherwise over the given values of each sort ("inst", "id")."""
@@ -88,7 +235,7 @@ class Symbolic:
             out.append(x)
         if not out:
             return True
-        return out[0] if len(out) == 1 else z3.And(*out)
+        return out[0] if len(out) == 1 else _and(out)
 
     @staticmethod
     def Or(*xs: Any) -> Any:
@@ -101,20 +248,20 @@ class Symbolic:
             out.append(x)
         if not out:
             return False
-        return out[0] if len(out) == 1 else z3.Or(*out)
+        return out[0] if len(out) == 1 else _or(out)
 
     @staticmethod
     def Not(x: Any) -> Any:
         if isinstance(x, bool):
             return not x
-        return z3.Not(x)
+        return _not(x)
 
     @staticmethod
     def Implies(a: Any, c: Any) -> Any:
         if isinstance(a, bool):
             return Symbolic.Or(not a, c)
         if isinstance(c, bool):
-            return True if c else z3.Not(a)
+            return True if c else _not(a)
         return z3.Implies(a, c)
 
     @staticmethod
@@ -123,7 +270,7 @@ class Symbolic:
             return a if c else other
         if isinstance(a, bool) and isinstance(other, bool):
             return Symbolic.Or(Symbolic.And(c, a), Symbolic.And(Symbolic.Not(c), other))
-        return z3.If(c, a, other)
+        return _ite(c, a, other)
 
     @staticmethod
     def In(x: Any, values: Iterable[Any]) -> Any:
@@ -232,7 +379,7 @@ class Vec:
             return self.slots[k] if 0 <= k < len(self.slots) else self.default
         term = self.default
         for j in range(len(self.slots) - 1, -1, -1):
-            term = z3.If(k == j, self.slots[j], term)
+            term = _ite(_eq_int(k, j), self.slots[j], term)
         return term
 
     def __len__(self) -> int:
@@ -246,12 +393,12 @@ class Vec:
                     continue
                 hit = when
             else:
-                hit = Symbolic.And(when, k == j)
+                hit = Symbolic.And(when, _eq_int(k, j))
             if isinstance(hit, bool):
                 if hit:
                     slots[j] = v
                 continue
-            slots[j] = z3.If(hit, v, slots[j])
+            slots[j] = _ite(hit, v, slots[j])
         return Vec(slots, self.default)
 
 
