@@ -183,7 +183,7 @@ def _distinct(ref: Any, a: Any, b: Any) -> Any:
     return z3.Z3_mk_distinct(ref, 2, arr)
 
 
-_OPERATORS = {
+_OPERATORS: dict[str, Callable[[Any], Any]] = {
     "__eq__": lambda o: _fast_compare(z3.Z3_mk_eq, o),
     "__ne__": lambda o: _fast_compare(_distinct, o),
     "__ge__": lambda o: _fast_compare(z3.Z3_mk_ge, o),
