@@ -1,6 +1,8 @@
 """``mcp-inflight probe --stdio -- COMMAND ...``: the verdicts on recorded channels, the command
-line, and the whole probe against real child processes (the official ``mcp`` SDK's stdio server
-without and with ``guard_stdio``, and ``mcp-inflight serve --transport stdio``)."""
+line, and the probe through the pytest fixture against real child processes (``mcp-inflight
+serve --transport stdio`` and the official ``mcp`` SDK's stdio server).  The whole stdio probe of
+the SDK's server, without and with ``guard_stdio``, is judged in ``tests/test_probe_table.py``
+(its ``python-sdk stdio`` and ``python-sdk+guard stdio`` columns): one run of each, not two."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import sys
 
 import pytest
 
-from mcp_inflight.probe.records import CLASSES, STDIO_SCENARIOS
 from mcp_inflight.probe.stdio import judge_stdio
 
 pytest_plugins = ["pytester"]
@@ -146,28 +147,6 @@ def test_a_command_that_is_no_mcp_server_is_untested_not_clean():
     doc = json.loads(r.stdout)
     assert r.returncode == 2 and doc["status"] == "untested" and not doc["ok"]
     assert "initialize" in doc["reason"]
-
-
-@pytest.mark.slow
-def test_bare_sdk_over_stdio_shows_the_cancel_and_type_defects():
-    r = _cli("--stdio", "--json", "--quiet", "--", *SDK)
-    doc = json.loads(r.stdout)
-    found = {f["class"] for f in doc["findings"] if f["found"]}
-    assert r.returncode == 1, doc
-    assert {"cancel_misdirected", "id_type_confusion"} <= found, found
-    status = {s["scenario"]: bool(s["findings"]) for s in doc["scenarios"]}
-    assert status["cancel_routing"] and status["id_types_cancel"]
-    assert doc["refusal"] is None  # it admits every duplicate
-    assert set(doc["not_applicable"]) and set(found) <= set(CLASSES)
-
-
-@pytest.mark.slow
-def test_sdk_behind_guard_stdio_is_clean_and_refuses():
-    r = _cli("--stdio", "--json", "--quiet", "--", *SDK, "--guard")
-    doc = json.loads(r.stdout)
-    assert r.returncode == 0 and doc["status"] == "clean", json.dumps(doc["findings"])
-    assert doc["refusal"]["code"] == -32600
-    assert [s["scenario"] for s in doc["scenarios"]] == list(STDIO_SCENARIOS)
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from mcp_inflight.probe.records import CLASSES, STDIO_SCENARIOS
 from mcp_inflight.probe.repro import PLAN, script
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -98,7 +99,15 @@ def _sdk(res, out, doc):
     assert {"misrouted_notification", "misrouted_response", "cancel_misdirected"} <= _found(
         res, "python-sdk 2025-11-25"
     )
-    assert {"cancel_misdirected", "id_type_confusion"} <= _found(res, "python-sdk stdio")
+    # over stdio (the probe's own stdio tests leave the whole run of this server to this one)
+    stdio = res["python-sdk stdio"]
+    found = _found(res, "python-sdk stdio")
+    assert stdio["exit_status"] == 1, stdio
+    assert {"cancel_misdirected", "id_type_confusion"} <= found, found
+    status = {s["scenario"]: bool(s["findings"]) for s in stdio["scenarios"]}
+    assert status["cancel_routing"] and status["id_types_cancel"], status
+    assert stdio["refusal"] is None  # it admits every duplicate
+    assert set(stdio["not_applicable"]) and found <= set(CLASSES)
     # a reproduction script, run as a maintainer would, shows the defect on the real server
     stdio = next(
         f
@@ -115,6 +124,11 @@ def _sdk(res, out, doc):
 
 def _sdk_guarded(res, out, doc):
     _clean(res, *(f"python-sdk+guard {p}" for p in ("2025-11-25", "2026-07-28", "stdio")))
+    # behind guard_stdio the duplicate is refused, and every stdio scenario is judged
+    stdio = res["python-sdk+guard stdio"]
+    assert stdio["exit_status"] == 0, stdio
+    assert stdio["refusal"]["code"] == -32600, stdio["refusal"]
+    assert [s["scenario"] for s in stdio["scenarios"]] == list(STDIO_SCENARIOS)
 
 
 def _ts(res, out, doc):
