@@ -1,8 +1,8 @@
 """The declared models' part of ``mcp-inflight check``: lease, rounds, resume, tasks and
 subscriptions (``model/declare.py``'s ``DECLARED_MODELS``), each one the same way.
 
-Every model module names its ``DESIGNS`` (the safe design first), its ``BOUNDS`` and
-``spec(design, **bounds)``, and may name ``HAZARDS`` (a trace no design excludes, explored in a
+Every model module names its ``DESIGNS`` (the safe design first), its ``BOUNDS``,
+``spec(design, **bounds)`` and its ``HAZARDS`` (traces no design excludes, each explored in a
 run of its own beside the safe design and reported, never failing the check).  A run of one
 model at one design is checked by the one checker (``proofs/declared.py``: the explorer, then
 the prover) and kept as :class:`Run`: plain data (its cells in the one result vocabulary of
@@ -71,9 +71,7 @@ def run(model: str, design: str, prove: bool = True, bounds: dict[str, int] | No
     checked = check(m.spec(design, **mine), with_proof=prove)
     hazards = []
     if design == designs_of(model)[0]:
-        hazards = [
-            hazard(h, m.spec(design, **{**mine, h.bound: 1})) for h in getattr(m, "HAZARDS", ())
-        ]
+        hazards = [hazard(h, m.spec(design, **{**mine, h.bound: 1})) for h in m.HAZARDS]
     return as_run(checked, hazards)
 
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .declare import Act, Move, Prop, Spec, Var, always, happens, sometimes
+from .declare import Act, Hazard, Move, Prop, Spec, Var, always, happens, sometimes
 from .logic import NONE, Logic, Write
 
 
@@ -73,6 +73,9 @@ BROKEN_BY: dict[str, tuple[str, ...]] = {
     "resumed_response_delivered": ("no-reattach",),
     "delivered_once": ("inclusive-replay",),
 }
+
+#: traces no design of this model excludes, each explored in a run of its own: none
+HAZARDS: tuple[Hazard, ...] = ()
 
 BOUNDS: dict[str, tuple[int, str]] = {
     "sessions": (2, "sessions sharing the server's event store"),

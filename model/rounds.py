@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .declare import Act, Move, Prop, Spec, Var, always, happens, sometimes, step
+from .declare import Act, Hazard, Move, Prop, Spec, Var, always, happens, sometimes, step
 from .logic import NONE, Logic, Write
 
 
@@ -82,6 +82,9 @@ BROKEN_BY: dict[str, tuple[str, ...]] = {
     "expired_refused": ("no-expiry",),
     "rounds_end": ("unbounded-rounds",),
 }
+
+#: traces no design of this model excludes, each explored in a run of its own: none
+HAZARDS: tuple[Hazard, ...] = ()
 
 BOUNDS: dict[str, tuple[int, str]] = {
     "calls": (1, "client calls (the rogue has one more)"),

@@ -76,7 +76,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .declare import Act, Move, Prop, Spec, Var, always, happens, sometimes, step
+from .declare import Act, Hazard, Move, Prop, Spec, Var, always, happens, sometimes, step
 from .logic import NONE, Logic, Write
 
 
@@ -122,6 +122,9 @@ BROKEN_BY: dict[str, tuple[str, ...]] = {
     "request_keys_die_with_request": ("cancel-reaches-task",),
     "result_on_every_read": ("result-once", "derived-ids"),
 }
+
+#: traces no design of this model excludes, each explored in a run of its own: none
+HAZARDS: tuple[Hazard, ...] = ()
 
 BOUNDS: dict[str, tuple[int, str]] = {
     "requests": (2, "task-augmented requests in a run (of both clients)"),

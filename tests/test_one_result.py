@@ -440,3 +440,32 @@ def test_check_on_one_core_runs_every_section_in_its_process_with_the_same_cells
     inline = cells()
     assert made == [None]  # no worker was started
     assert inline == pooled and len({c[0] for c in inline}) == 6
+
+
+# --- the declared models' section of check ------------------------------------------------------
+
+
+def test_every_declared_model_names_the_interface_check_reads():
+    from mcp_inflight import check_declared
+    from mcp_inflight.model.declare import DECLARED_MODELS
+
+    for name in DECLARED_MODELS:
+        m = check_declared.module(name)
+        assert m.DESIGNS and set(m.DESIGN_DOCS) == set(m.DESIGNS), name
+        assert isinstance(m.HAZARDS, tuple) and all(h.bound for h in m.HAZARDS), name
+        assert m.spec(check_declared.designs_of(name)[0]).model == name
+
+
+def test_design_all_shows_a_models_designs_side_by_side(tmp_path, monkeypatch):
+    from mcp_inflight import check_declared
+
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    bounds = {"questions": 1, "max_rounds": 1, "tokens": 3}
+    runs = check_declared.section(None, {"rounds": ["sealed", "no-nonce"]}, False, bounds)
+    text = check_declared.text(runs)
+    table = text[text.index("  the designs side by side:") :].splitlines()
+    assert table[1].split() == ["property", "sealed", "no-nonce"]
+    row = next(ln for ln in table if ln.split()[0] == "replay_refused")
+    assert row.split()[1:] == ["holds", "(explored)", "fails"]
+    # one design: no table
+    assert "side by side" not in check_declared.text(runs[:1])

@@ -105,7 +105,7 @@ def test_every_declared_model_is_listed_with_its_designs_and_bounds(base):
         assert {b["name"]: b["default"] for b in m["bounds"]} == {
             k: v[0] for k, v in mod.BOUNDS.items()
         }
-        assert [h["name"] for h in m["hazards"]] == [h.name for h in getattr(mod, "HAZARDS", ())]
+        assert [h["name"] for h in m["hazards"]] == [h.name for h in mod.HAZARDS]
     assert body["default"] is None  # the session page is the default
 
 

@@ -91,7 +91,7 @@ def _explored() -> tuple[tuple[Drawn, ...], tuple[Lasso, ...]]:
                     drawn.append(Drawn(model, design, p.name, p.kind, p.doc, trace, actors))
                 elif p.kind == "liveness":
                     # the loop is found by the generated-Python engine (the same verdict)
-                    live = explore(spec, until=[p.name])
+                    live = explore(spec)
                     lassos.append(
                         Lasso(
                             model,

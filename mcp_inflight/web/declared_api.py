@@ -86,7 +86,7 @@ def models() -> list[dict[str, Any]]:
                 "bounds": _bound_rows(mod),
                 "hazards": [
                     {"name": h.name, "doc": h.doc, "remedy": h.remedy, "bound": h.bound}
-                    for h in getattr(mod, "HAZARDS", ())
+                    for h in mod.HAZARDS
                 ],
             }
         )
@@ -94,7 +94,7 @@ def models() -> list[dict[str, Any]]:
 
 
 def _bound_names(mod: Any) -> list[str]:
-    return list(mod.BOUNDS) + [h.bound for h in getattr(mod, "HAZARDS", ())]
+    return list(mod.BOUNDS) + [h.bound for h in mod.HAZARDS]
 
 
 def config_of(q: Mapping[str, str]) -> Job:
@@ -106,7 +106,7 @@ def config_of(q: Mapping[str, str]) -> Job:
     design = q.get("design") or next(iter(mod.DESIGNS))
     if design not in mod.DESIGNS:
         raise BadRequest(f"{name} has no design {design!r} (one of {', '.join(mod.DESIGNS)})")
-    hazard_bounds = {h.bound for h in getattr(mod, "HAZARDS", ())}
+    hazard_bounds = {h.bound for h in mod.HAZARDS}
     bounds = []
     for b in _bound_names(mod):
         raw = q.get(b)
