@@ -261,10 +261,16 @@ class _Watchdog:
     interrupts z3 when the earliest passes (what a ``threading.Timer`` per query did)."""
 
     def __init__(self) -> None:
+        self._reset()
+        # a forked child has no watchdog thread, and may have copied the lock while the
+        # parent's thread held it: it starts afresh
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
         self._cv = threading.Condition()
         self._deadlines: dict[int, float] = {}
         self._next = 0
-        self._pid = -1  # the thread runs in this process (a fork does not inherit it)
+        self._pid = -1  # the process whose thread keeps the deadlines
 
     def arm(self, seconds: float) -> int:
         with self._cv:

@@ -88,3 +88,31 @@ def test_one_watchdog_interrupts_a_query_past_its_deadline():
     easy = z3.Solver()
     easy.add(xs[0] == 1)
     assert bmc.solve(easy, 200) == z3.sat  # a finished query's deadline is gone
+
+
+def _hard_query_in_child(q) -> None:
+    xs = [z3.Int(f"x{n}") for n in range(12)]
+    s = z3.Solver()
+    s.add(*[z3.And(v > 1, v < 10**6) for v in xs])
+    s.add(z3.Product(*xs[:6]) == z3.Product(*xs[6:]) + 1)
+    s.add(z3.Sum(*xs) * z3.Sum(*xs) == 7 * xs[0] * xs[1] * xs[2] + 3)
+    q.put(str(bmc.solve(s, 200)))
+
+
+def test_a_forked_child_keeps_its_own_deadlines():
+    import multiprocessing as mp
+
+    easy = z3.Solver()
+    easy.add(z3.Int("y") == 1)
+    assert bmc.solve(easy, 200) == z3.sat  # this process's watchdog thread is running
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    child = ctx.Process(target=_hard_query_in_child, args=(q,))
+    # forked while the parent's watchdog lock is held: the child must not inherit it held
+    with bmc._WATCHDOG._cv:
+        child.start()
+    child.join(20)
+    if child.exitcode is None:
+        child.kill()
+    assert child.exitcode == 0, "the child hung or its query was never interrupted"
+    assert q.get(timeout=1) == "unknown"
