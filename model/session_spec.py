@@ -31,11 +31,13 @@ What this reading is checked by, and what it is not yet (``tests/test_session_sp
   verdicts and shortest traces of the session's own explorer without its symmetry reduction,
   on every design, mutant and profile: the session's compiled and native engines are its
   accelerators, compared with it;
-* the one prover (``proofs/induction.py``) proves every invariant of ``atomic`` on the four
-  profiles at these bounds ("proved at bounds"; the session's own prover proves them for any
-  number of ids and instances), and leaves unproved what the explorer finds broken.  It does
-  not apply ``canon``: it reads the effects' send times as written, so those are declared
-  ``grows`` (naturals without an upper bound for the prover; the explorer checks the bound);
+* ids and instances are declared ``unbounded``: the one prover (``proofs/induction.py``)
+  proves for any number of them, as the session's own prover does, and its verdict on every
+  invariant, step property and auxiliary invariant is that prover's on every design, mutant
+  and profile; a counterexample to induction is shown on the session's finite universes
+  (:data:`CTI_UNIVERSES`, smallest first).  It does not apply ``canon``: it reads the effects'
+  send times as written, so those are declared ``grows`` (naturals without an upper bound for
+  the prover; the explorer checks the bound);
 * of the session's liveness properties (``model/eventually.py``), ``requests_answered`` is part
   of this reading, an ``eventually`` property resting on the same actions' weak fairness, and
   the one explorer's verdict on it is the session engines' (``tests/test_session_spec.py``);
@@ -210,8 +212,14 @@ def _requests_answered(cfg: Config) -> Prop:
     )
 
 
+#: The finite universes (request instances, ids) a counterexample to induction is looked for
+#: on, smallest first: the fewest instances and ids that show one.
+CTI_UNIVERSES = ((1, 1), (2, 1), (2, 2), (3, 2), (3, 3), (4, 3))
+
+
 def spec(cfg: Config) -> Spec:
-    """``cfg`` (a design at a profile and bounds) in the one declaration."""
+    """``cfg`` (a design at a profile and bounds) in the one declaration: its bounds size the
+    explorer's run; for the prover, ids and instances are unbounded."""
     return Spec(
         model="session",
         design=cfg.design.name,
@@ -225,4 +233,6 @@ def spec(cfg: Config) -> Spec:
         run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",
         canon=(lambda s: canonical_clock(cfg, s)) if cfg.stdio else None,
         ordered=(("inst", SLOT_ORDER_WHY),),
+        unbounded=("inst", "id"),
+        universes=tuple((("inst", n), ("id", m)) for n, m in CTI_UNIVERSES),
     )

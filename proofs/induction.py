@@ -10,8 +10,10 @@ holds at those bounds only (``proved at bounds``).  The writes are stores under 
 The candidates are the ``always`` properties and the auxiliary invariants.  Houdini: each must
 hold initially and be preserved by every action from any well-typed state where every kept
 candidate holds; one that is not is dropped, with its counterexample to induction, and the rest
-tried again without it.  What is left is inductive as a whole, so no property is ever proved by
-assuming one that fails.  Then typedness is proved, not assumed: every slot keeps a value of its
+tried again without it.  A property that follows, in every well-typed state, from the kept
+auxiliary invariants needs no step of its own: it holds wherever they do, and they are kept
+only while preserved (this is how the session's ``quiescent_clean`` is proved for any size).
+What is left is inductive as a whole, so no property is ever proved by assuming one that fails.  Then typedness is proved, not assumed: every slot keeps a value of its
 variable's range or sort after every action from such a state (it is assumed in each pre-state
 above, so nothing is proved unless this is); then each ``step`` property on every action from a
 state where the kept set holds.
@@ -436,7 +438,31 @@ class _Prover:
             res, _ = self._check(self._hyps(U, st, kept) + [z3.Not(goal)], quick=True)
         return bool(res == z3.unsat)
 
-    def _at_bounds(self, kept: list[Prop], st: _Step, goal: Any) -> tuple[Any, Any]:
+    def _implied(self, kept: list[Prop]) -> set[str]:
+        """The kept properties that follow, in every well-typed state, from the kept auxiliary
+        invariants: those need not be shown preserved on their own, since they hold wherever
+        the auxiliary invariants (kept only while themselves preserved) do.  One query for them
+        all first, then each on its own; on an unbounded sort on the quick budget only, so a
+        property the solver does not settle at once is shown preserved like any other."""
+        aux = [p for p in kept if p in self.spec.aux]
+        props = [p for p in kept if p not in self.spec.aux]
+        if not aux or not props:
+            return set()
+        hyps = [self.U.typed] + [self._pre(h) for h in aux]
+
+        def follows(ps: list[Prop]) -> bool:
+            goal = z3.And(*[self._pre(p) for p in ps])
+            if self.unbounded:
+                res = self._check(hyps + [z3.Not(goal)], quick=True)[0]
+            else:
+                res = self._at_bounds(aux, None, goal)[0]
+            return bool(res == z3.unsat)
+
+        if len(props) > 1 and follows(props):
+            return {p.name for p in props}
+        return {p.name for p in props if follows([p])}
+
+    def _at_bounds(self, kept: list[Prop], st: _Step | None, goal: Any) -> tuple[Any, Any]:
         """One obligation at the spec's bounds, on the solver that holds ``kept``."""
         key = tuple(p.name for p in kept)
         s = self._solvers.get(key)
@@ -447,7 +473,7 @@ class _Prover:
             s.add(U.typed, *[self._pre(h) for h in kept])
             self._solvers = {key: s}
         s.push()
-        s.add(st.params, st.guard, z3.Not(goal))
+        s.add(*([] if st is None else [st.params, st.guard]), z3.Not(goal))
         self.queries += 1
         res = solve(s, self.timeout_ms)
         model = s.model() if res == z3.sat else None
@@ -527,10 +553,14 @@ class _Prover:
         changed = True
         while changed:
             changed = False
+            implied = self._implied(kept)
             for idx, st in enumerate(U.steps):
-                if self._all_hold(kept, kept, idx):
+                todo = [p for p in kept if p.name not in implied]
+                if not todo or self._all_hold(kept, todo, idx):
                     continue  # every candidate preserved by this step, in one query
-                for p in list(kept):
+                for p in todo:
+                    if p not in kept:
+                        continue
                     verdict, cti = self._obligation(kept, p, idx)
                     if verdict == "ok":
                         continue

@@ -120,15 +120,18 @@ def test_the_fresh_client_agrees_too(design, revision, transport):
     [("2026-07-28", "http"), ("2026-07-28", "stdio")]
     + [pytest.param("2025-11-25", t, marks=pytest.mark.slow) for t in ("http", "stdio")],
 )
-def test_the_one_prover_proves_the_session_at_its_bounds(revision, transport):
+def test_the_one_prover_proves_the_session_for_any_size(revision, transport):
     """The one prover (``proofs/induction.py``) on the declaration: every invariant of
-    ``atomic`` is proved at the bounds (the session's own prover proves them for any size)."""
+    ``atomic`` is proved for any number of ids and instances (``proved``, not ``proved at
+    bounds``), every auxiliary invariant kept."""
     client = client_for("reusing", revision)
     sp = spec(Config(all_designs()["atomic"], revision, transport, 2, 2, client))
     res = prove(sp)
     assert res.ok, {k: v for k, v in res.verdicts.items() if v != "proved"}
+    assert res.unbounded and set(sp.unbounded) == {"inst", "id"}
     assert {p.name for p in sp.props if p.kind in ("always", "step")} <= set(res.verdicts)
-    assert set(res.verdicts.values()) == {"proved"}
+    assert {res.word(k) for k in res.verdicts} == {"proved"}
+    assert res.kept == [p.name for p in sp.aux] and not res.dropped
 
 
 def test_the_one_prover_does_not_prove_a_broken_invariant_of_the_session():
