@@ -171,7 +171,9 @@ def _on_step(fn: Callable[..., Any], cfg: Config) -> Callable[..., Any]:
     return judged
 
 
-def _prop(p: Property, cfg: Config) -> Prop:
+def declared(p: Property, cfg: Config) -> Prop:
+    """The session property ``p`` (an invariant, witness, hazard or auxiliary invariant of
+    ``cfg``) as a property of the declaration."""
     if p.kind == "witness":
         return Prop(p.name, "happens", _on_step(reached_on_step(p), cfg), p.doc, with_output=True)
     if p.scope == "step":
@@ -226,10 +228,10 @@ def spec(cfg: Config) -> Spec:
         bounds={"ids": cfg.ids, "requests": cfg.requests},
         vars=tuple(_var(f, cfg) for f in FIELDS),
         acts=tuple(_act(a, cfg) for a in actions_for(cfg)),
-        props=tuple(_prop(p, cfg) for p in PROPERTIES if p.applies(cfg))
+        props=tuple(declared(p, cfg) for p in PROPERTIES if p.applies(cfg))
         + (_requests_answered(cfg),),
         domains=domains(cfg),
-        aux=tuple(_prop(p, cfg) for p in AUXILIARY if p.applies(cfg)),
+        aux=tuple(declared(p, cfg) for p in AUXILIARY if p.applies(cfg)),
         run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",
         canon=(lambda s: canonical_clock(cfg, s)) if cfg.stdio else None,
         ordered=(("inst", SLOT_ORDER_WHY),),

@@ -256,6 +256,19 @@ def solve(solver: z3.Solver, timeout_ms: int) -> z3.CheckSatResult:
         _WATCHDOG.disarm(token)
 
 
+def why(solver: z3.Solver, rlimit: int, timeout_ms: int) -> str:
+    """Why ``solver`` answered unknown, in the provers' terms: its budget of ``rlimit``
+    resource units spent, or its wall-clock timeout of ``timeout_ms`` passed."""
+    reason = solver.reason_unknown()
+    st = solver.statistics()
+    spent = st.get_key_value("rlimit count") if "rlimit count" in st.keys() else 0
+    if "resource" in reason or spent >= rlimit:
+        return f"budget of {rlimit / 1e6:g} million resource units spent (raise --budget)"
+    if reason in ("timeout", "canceled", "interrupted from keyboard"):
+        return f"wall-clock timeout of {timeout_ms / 1000:g} s (raise --timeout)"
+    return reason or "unknown"
+
+
 class _Watchdog:
     """The deadlines of the queries running in this process, kept by one daemon thread that
     interrupts z3 when the earliest passes (what a ``threading.Timer`` per query did)."""

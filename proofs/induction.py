@@ -38,7 +38,7 @@ import z3
 from mcp_inflight.model.declare import Move, Prop, Spec, Var, changes, describe
 from mcp_inflight.model.logic import NONE, Concrete, Write
 
-from .bmc import solve
+from .bmc import solve, why
 from .symbolic import Symbolic, Vec, fast_operators, strict_truth, to_bool
 
 #: z3 resource units per query (millions) on an unbounded universe
@@ -257,6 +257,19 @@ class _Step:
         self.params = to_bool(params)
 
 
+@dataclass(frozen=True)
+class CtiStates:
+    """A counterexample to induction as states: ``pre`` (the invariants hold), the move
+    (``action`` with its arguments ``args``), ``post`` (the property fails), on a universe of
+    ``sizes``."""
+
+    action: str
+    args: dict[str, int]
+    pre: Any
+    post: Any
+    sizes: dict[str, int]
+
+
 @dataclass
 class Proved:
     """What :func:`prove` found: per ``always``/``step`` property and ``in_range`` (every slot
@@ -271,8 +284,21 @@ class Proved:
     notes: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    #: the kept properties shown to follow from the kept auxiliary invariants (no step of
+    #: their own)
+    implied: list[str] = field(default_factory=list)
+    #: per ``hazard`` property (a step that may break what the protocol leaves open; never
+    #: part of :attr:`ok`): ``proved``, ``not proved`` or ``unknown``
+    hazards: dict[str, str] = field(default_factory=dict)
+    #: per counterexample to induction shown, its two concrete states and move (for a reader
+    #: that renders them its own way; not part of the JSON)
+    cti_states: dict[str, CtiStates] = field(default_factory=dict)
     seconds: float = 0.0
     queries: int = 0
+    #: the slowest query: its seconds and what it asked
+    slowest: tuple[float, str] = (0.0, "")
+    #: seconds of solving spent on each property (a query about several, shared among them)
+    spent: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -315,15 +341,37 @@ def prove(
     """Induction over ``spec`` (see the module text): for any size of its ``unbounded`` sorts
     (unless ``unbounded`` is false: then at its bounds)."""
     with strict_truth(), fast_operators():
-        return _Prover(spec, budget, timeout, unbounded).run()
+        return Induction(spec, budget, timeout, unbounded).run()
 
 
-class _Prover:
-    def __init__(self, spec: Spec, budget: float, timeout: float, unbounded: bool):
+class Induction:
+    """One run of the prover over ``spec`` (:meth:`run`); ``U`` is the universe it proves on.
+    ``batch``: ask the obligations of one step in one query first (off, each is asked on its
+    own: the same verdicts, to see what each costs); ``quick_units``: the budget of the quick
+    first attempt at an unbounded obligation (a heuristic: no verdict depends on it).  Call it inside
+    :func:`~.symbolic.strict_truth` and :func:`~.symbolic.fast_operators`, as :func:`prove`
+    does."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        budget: float = DEFAULT_BUDGET,
+        timeout: float = DEFAULT_TIMEOUT,
+        unbounded: bool = True,
+        batch: bool = True,
+        quick_units: int = QUICK_UNITS,
+    ):
         self.spec = spec
+        self.batch = batch
+        self.quick_units = quick_units
         self.rlimit = int(budget * 1_000_000)
         self.timeout_ms = int(timeout * 1000)
         self.queries = 0
+        self.slowest = (0.0, "")
+        self.spent: dict[str, float] = {}
+        self.cti_states: dict[str, CtiStates] = {}
+        #: why the last query the solver gave up on was not decided
+        self.reason = "the solver gave up"
         self.unbounded = unbounded and bool(spec.unbounded)
         # at the spec's own bounds, one step per move (concrete arguments); otherwise one per
         # action, its arguments symbolic
@@ -338,6 +386,15 @@ class _Prover:
         self._solvers: dict[tuple[str, ...], z3.Solver] = {}
         self._terms: dict[tuple[str, int, bool], Any] = {}
 
+    def finite(self, sizes: Mapping[str, int]) -> Universe:
+        """The spec on a finite universe of ``sizes`` (per sort; one step per action, its
+        arguments symbolic), built once."""
+        fin = tuple(sizes.items())
+        if fin not in self._finite:
+            tag = "cti" + "".join(str(n) for _, n in fin)
+            self._finite[fin] = Universe(self.spec, dict(fin), tag)
+        return self._finite[fin]
+
     def _universes(self) -> Iterable[Universe]:
         """The finite universes a counterexample is looked for on, smallest first."""
         if not self.unbounded:
@@ -350,20 +407,34 @@ class _Prover:
             )
         )
         for fin in sizes:
-            if fin not in self._finite:
-                tag = "cti" + "".join(str(n) for _, n in fin)
-                self._finite[fin] = Universe(self.spec, dict(fin), tag)
-            yield self._finite[fin]
+            yield self.finite(dict(fin))
 
-    def _check(self, formulas: list[Any], quick: bool = False) -> tuple[Any, Any]:
+    def _check(
+        self, formulas: list[Any], what: str, about: Iterable[str], quick: bool = False
+    ) -> tuple[Any, Any]:
         s = z3.Solver()
         if self.unbounded:
-            s.set("rlimit", min(self.rlimit, QUICK_UNITS) if quick else self.rlimit)
+            s.set("rlimit", min(self.rlimit, self.quick_units) if quick else self.rlimit)
         s.set("timeout", self.timeout_ms)
         s.add(*formulas)
-        self.queries += 1
-        res = solve(s, self.timeout_ms)
+        res = self._solve(s, what, about)
         return res, (s.model() if res == z3.sat else None)
+
+    def _solve(self, s: z3.Solver, what: str, about: Iterable[str]) -> Any:
+        """``s`` decided, the time it took counted: the slowest query, and per property (a
+        query about several shared among them)."""
+        t0 = time.perf_counter()
+        res = solve(s, self.timeout_ms)
+        dt = time.perf_counter() - t0
+        self.queries += 1
+        if res == z3.unknown:
+            self.reason = why(s, self.rlimit, self.timeout_ms)
+        names = list(about)
+        for n in names:
+            self.spent[n] = self.spent.get(n, 0.0) + dt / len(names)
+        if dt > self.slowest[0]:
+            self.slowest = (dt, what)
+        return res
 
     def _goal(self, U: Universe, p: Prop | None, st: _Step, on_step: bool) -> Any:
         if U is self.U:
@@ -381,7 +452,7 @@ class _Prover:
         return to_bool(p.fn(U.b, st.post))
 
     def _hyps(self, U: Universe, st: _Step, kept: list[Prop]) -> list[Any]:
-        return [U.typed, st.params, st.guard] + [to_bool(h.fn(U.b, U.pre)) for h in kept]
+        return [U.typed, st.params, st.guard] + [self._pre(h, U) for h in kept]
 
     def _obligation(
         self, kept: list[Prop], p: Prop | None, idx: int, on_step: bool = False
@@ -394,25 +465,32 @@ class _Prover:
         goal = self._goal(U, p, st, on_step)
         if z3.is_true(z3.simplify(goal)):
             return "ok", None
+        name = IN_RANGE if p is None else p.name
+        what = f"{name} {'on' if on_step else 'preserved by'} {st.name}"
         if not self.unbounded:
-            res, model = self._at_bounds(kept, st, goal)
+            res, model = self._at_bounds(kept, st, goal, what, [name])
             if res == z3.unsat:
                 return "ok", None
             if res == z3.sat:
                 return "cti", self._render(U, p, st, model)
             return "unknown", None
         formulas = self._hyps(U, st, kept) + [z3.Not(goal)]
-        res, model = self._check(formulas, quick=True)
+        res, model = self._check(formulas, what, [name], quick=True)
         if res == z3.unsat:
             return "ok", None
         for F in self._universes():
             fst = F.steps[idx]
             fgoal = self._goal(F, p, fst, on_step)
-            r2, m2 = self._check(self._hyps(F, fst, kept) + [z3.Not(fgoal)])
+            sizes = ", ".join(f"{n} {s}" for s, n in F.sizes.items())
+            r2, m2 = self._check(
+                self._hyps(F, fst, kept) + [z3.Not(fgoal)],
+                f"{what}: counterexample, {sizes}",
+                [name],
+            )
             if r2 == z3.sat:
                 return "cti", self._render(F, p, fst, m2)
         if res == z3.unknown:
-            res, _ = self._check(formulas)
+            res, _ = self._check(formulas, what, [name])
             if res == z3.unsat:
                 return "ok", None
         if res == z3.sat:
@@ -426,16 +504,18 @@ class _Prover:
         well-typed state where ``kept`` holds, shown by one query for them all (their
         conjunction's negation unsatisfiable; on an unbounded sort on the quick budget only).
         False says nothing: each is then decided on its own, as without this query."""
-        if len(props) < 2:
+        if not self.batch or len(props) < 2:
             return False
         U = self.U
         st = U.steps[idx]
         goals = [self._goal(U, p, st, on_step) for p in props]
         goal = z3.And(*goals)
+        what = f"every {'step property on' if on_step else 'candidate preserved by'} {st.name}"
+        about = [p.name for p in props]
         if not self.unbounded:
-            res, _ = self._at_bounds(kept, st, goal)
+            res, _ = self._at_bounds(kept, st, goal, what, about)
         else:
-            res, _ = self._check(self._hyps(U, st, kept) + [z3.Not(goal)], quick=True)
+            res, _ = self._check(self._hyps(U, st, kept) + [z3.Not(goal)], what, about, quick=True)
         return bool(res == z3.unsat)
 
     def _implied(self, kept: list[Prop]) -> set[str]:
@@ -452,17 +532,21 @@ class _Prover:
 
         def follows(ps: list[Prop]) -> bool:
             goal = z3.And(*[self._pre(p) for p in ps])
+            what = "follows from the auxiliary invariants: " + ", ".join(p.name for p in ps)
+            about = [p.name for p in ps]
             if self.unbounded:
-                res = self._check(hyps + [z3.Not(goal)], quick=True)[0]
+                res = self._check(hyps + [z3.Not(goal)], what, about, quick=True)[0]
             else:
-                res = self._at_bounds(aux, None, goal)[0]
+                res = self._at_bounds(aux, None, goal, what, about)[0]
             return bool(res == z3.unsat)
 
-        if len(props) > 1 and follows(props):
+        if self.batch and len(props) > 1 and follows(props):
             return {p.name for p in props}
         return {p.name for p in props if follows([p])}
 
-    def _at_bounds(self, kept: list[Prop], st: _Step | None, goal: Any) -> tuple[Any, Any]:
+    def _at_bounds(
+        self, kept: list[Prop], st: _Step | None, goal: Any, what: str, about: Iterable[str]
+    ) -> tuple[Any, Any]:
         """One obligation at the spec's bounds, on the solver that holds ``kept``."""
         key = tuple(p.name for p in kept)
         s = self._solvers.get(key)
@@ -474,16 +558,17 @@ class _Prover:
             self._solvers = {key: s}
         s.push()
         s.add(*([] if st is None else [st.params, st.guard]), z3.Not(goal))
-        self.queries += 1
-        res = solve(s, self.timeout_ms)
+        res = self._solve(s, what, about)
         model = s.model() if res == z3.sat else None
         s.pop()
         return res, model
 
-    def _pre(self, p: Prop) -> Any:
-        key = (p.name, -1, False)
+    def _pre(self, p: Prop, U: Universe | None = None) -> Any:
+        """``p`` on the pre-state of ``U`` (default: the universe proved on), built once."""
+        U = U or self.U
+        key = (p.name, -1 - id(U), False)
         if key not in self._terms:
-            self._terms[key] = to_bool(p.fn(self.U.b, self.U.pre))
+            self._terms[key] = to_bool(p.fn(U.b, U.pre))
         return self._terms[key]
 
     def _render(self, U: Universe, p: Prop | None, st: _Step, model: Any) -> dict[str, Any]:
@@ -500,6 +585,7 @@ class _Prover:
         else:
             story = act.story(kw)
         args = ", ".join(f"{k}={v}" for k, v in kw.items())
+        self.cti_states[name] = CtiStates(act.name, dict(kw), a, z, dict(U.sizes))
         return {
             "broken": name,
             "action": act.name,
@@ -533,24 +619,31 @@ class _Prover:
         res = Proved(spec, unbounded=self.unbounded)
         invs = [p for p in spec.props if p.kind == "always"]
         steps = [p for p in spec.props if p.kind == "step"]
+        hazards = [p for p in spec.props if p.kind == "hazard"]
         ctis: dict[str, dict[str, Any] | None] = {}
         unknown: dict[str, str] = {}
         kept: list[Prop] = []
         cands = invs + list(spec.aux)
         at_init = [to_bool(p.fn(U.b, U.init)) for p in cands]
         # one query shows every candidate holds initially; else each is asked on its own
-        every = len(cands) > 1 and self._check([z3.Not(z3.And(*at_init))])[0] == z3.unsat
+        names = [p.name for p in cands]
+        every = (
+            len(cands) > 1
+            and self._check([z3.Not(z3.And(*at_init))], "every candidate: initial state", names)[0]
+            == z3.unsat
+        )
         for p, init in zip(cands, at_init, strict=True):
-            r = z3.unsat if every else self._check([z3.Not(init)])[0]
+            r = z3.unsat if every else self._check([z3.Not(init)], "initial state", [p.name])[0]
             if r == z3.unsat:
                 kept.append(p)
             elif r == z3.sat:
                 ctis[p.name] = {"initial": True, "text": f"{p.name} fails in the initial state"}
             else:
-                unknown[p.name] = "initial state: the solver gave up"
+                unknown[p.name] = f"initial state: {self.reason}"
         # Houdini: drop a candidate not preserved from a state where every kept one holds, and
         # try the rest again without it
         changed = True
+        implied: set[str] = set()
         while changed:
             changed = False
             implied = self._implied(kept)
@@ -569,7 +662,7 @@ class _Prover:
                     if verdict == "cti":
                         ctis[p.name] = cti or _no_cti(p.name, st.name)
                     else:
-                        unknown[p.name] = f"preserved by {st.name}: the solver gave up"
+                        unknown[p.name] = f"preserved by {st.name}: {self.reason}"
         res.kept = [p.name for p in spec.aux if p in kept]
         res.dropped = [p.name for p in spec.aux if p not in kept]
         # typedness: assumed in every pre-state above, so proved here under the kept set
@@ -583,7 +676,7 @@ class _Prover:
                 ctis[IN_RANGE] = cti or _no_cti(IN_RANGE, st.name)
             else:
                 typed = "unknown"
-                unknown[IN_RANGE] = f"{st.name}: the solver gave up on the slots' ranges"
+                unknown[IN_RANGE] = f"the slots' ranges on {st.name}: {self.reason}"
             break
         # each step property on every step, up to the first that breaks it; the steps in
         # order, with one query for every property still open on a step before any of its own
@@ -598,17 +691,35 @@ class _Prover:
                 if verdict == "cti":
                     ctis[p.name] = cti or _no_cti(p.name, st.name)
                 else:
-                    unknown[p.name] = f"on {st.name}: the solver gave up"
+                    unknown[p.name] = f"on {st.name}: {self.reason}"
                 open_.remove(p)
+        # each hazard on its own (one is expected to break): on every step, up to the first
+        for p in hazards:
+            for idx, st in enumerate(U.steps):
+                verdict, cti = self._obligation(kept, p, idx, on_step=True)
+                if verdict == "ok":
+                    continue
+                if verdict == "cti":
+                    ctis[p.name] = cti or _no_cti(p.name, st.name)
+                else:
+                    unknown[p.name] = f"on {st.name}: {self.reason}"
+                break
+        for p in hazards:
+            res.hazards[p.name] = (
+                "unknown" if p.name in unknown else "not proved" if p.name in ctis else "proved"
+            )
+        for p in spec.aux:
+            if p.name in unknown:
+                res.notes[p.name] = unknown[p.name]
+        res.implied = [p.name for p in invs if p.name in implied]
+        res.ctis.update({k: c for k, c in ctis.items() if c is not None})
+        res.cti_states = {k: v for k, v in self.cti_states.items() if k in res.ctis}
         for name in [p.name for p in invs] + [IN_RANGE] + [p.name for p in steps]:
             if name in unknown:
                 res.verdicts[name] = "unknown"
                 res.notes[name] = unknown[name]
             elif name in ctis:
                 res.verdicts[name] = "not proved"
-                cti = ctis[name]
-                if cti is not None:
-                    res.ctis[name] = cti
             elif typed != "proved":
                 res.verdicts[name] = typed
                 res.notes[name] = "rests on every slot keeping a value of its variable"
@@ -617,12 +728,15 @@ class _Prover:
                 res.verdicts[name] = "proved"
         res.seconds = time.perf_counter() - t0
         res.queries = self.queries
+        res.slowest = self.slowest
+        res.spent = self.spent
         return res
 
 
 def _no_cti(name: str, action: str) -> dict[str, Any]:
     return {
-        "initial": True,
+        "broken": name,
+        "action": action,
         "text": f"{name} is not preserved by {action} (no counterexample within the finite "
         "universes tried)",
     }

@@ -3,18 +3,22 @@
 It reads the model's actions and properties through the symbolic backend of
 ``proofs/symbolic.py`` and adds no rule of its own.  For one configuration (design x profile):
 
-1. **Induction** (in the style of Ivy and mypyvy).  The candidates are the applicable state
-   invariants of ``model/properties.py`` and the auxiliary invariants of ``model/auxiliary.py``.
-   Every candidate must hold initially, and be preserved by every action from any state that
-   satisfies all candidates (``inv and step => inv'``), for any number of ids and instances:
-   ids and instances are unbounded integers, the quantifiers of the model are z3 quantifiers.
-   A candidate that fails is dropped with its *counterexample to induction* and the others are
-   tried again without it (Houdini), so what remains is an inductive invariant.  A step
-   property (routing, removal, cancel, refusal) is proved when every action from every state of
-   that inductive invariant keeps it.
+1. **Induction**, by the one prover of every model (``proofs/induction.py``) on the
+   configuration in the one declaration (``model/session_spec.py``, ids and instances
+   unbounded).  The candidates are the applicable state invariants of ``model/properties.py``
+   and the auxiliary invariants of ``model/auxiliary.py``.  Every candidate must hold
+   initially, and be preserved by every action from any state that satisfies all candidates
+   (``inv and step => inv'``), for any number of ids and instances: ids and instances are
+   unbounded integers, the quantifiers of the model are z3 quantifiers.  A candidate that
+   fails is dropped with its *counterexample to induction* and the others are tried again
+   without it (Houdini), so what remains is an inductive invariant; an invariant that follows
+   from the kept auxiliary invariants needs no step of its own.  Every slot's range is proved,
+   not assumed.  A step property (routing, removal, cancel, refusal) is proved when every
+   action from every state of that inductive invariant keeps it; each hazard is asked the same
+   way, on its own.
 2. **Counterexamples to induction** are shown on a small finite universe (the fewest instances
-   and ids that exhibit one): the pre-state, the action with its arguments, the post-state and
-   the conjunct that broke.
+   and ids that exhibit one, ``session_spec.CTI_UNIVERSES``): the pre-state, the action with
+   its arguments, the post-state and the conjunct that broke.
 3. **Bounded model checking** for what induction did not prove (``proofs/bmc.py``): from the
    initial state, a trace of at most ``depth`` steps that breaks the property, shortest first;
    the explorer gives the length, z3 the trace, replayed on the concrete backend.
@@ -28,8 +32,9 @@ exits 1.  z3's answers also depend on the terms its process made before, so ``pr
 each configuration a fresh process: the same CTIs and traces whatever the load or ``--jobs``.
 Finished results are cached on disk (``proofs/cache.py``).
 
-Induction and its counterexamples stay in one module: they share the prover's universes and
-solver bookkeeping.  Its result records (:class:`Proof`, :class:`ProveResult`) live in
+What this module adds to the one prover is the session's: the bounded search, the check
+that no action is dead and no invariant folds to true (:meth:`Prover._vacuity`), and the
+session's words for a counterexample.  Its result records (:class:`Proof`, :class:`ProveResult`) live in
 ``proofs/records.py`` beside the explorer's, and are imported from here as before.
 """
 
@@ -37,16 +42,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from dataclasses import replace
 from typing import Any
 
 import z3
 
 from mcp_inflight.model.auxiliary import AUXILIARY
 from mcp_inflight.model.config import DESIGNS, Config
+from mcp_inflight.model.declare import Spec
 from mcp_inflight.model.properties import PROPERTIES, SPEAKS_OF
 from mcp_inflight.model.property_kinds import Property
-from mcp_inflight.model.session import Action, actions_for
+from mcp_inflight.model.session_spec import CTI_UNIVERSES, declared
+from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.model.session_state import State
 from mcp_inflight.model.trace import (
     CounterexampleToInduction,
@@ -58,7 +65,8 @@ from mcp_inflight.model.trace import (
 )
 from mcp_inflight.proofs import bmc
 from mcp_inflight.proofs import symbolic as sym
-from mcp_inflight.proofs.bmc import solve
+from mcp_inflight.proofs.bmc import solve, why
+from mcp_inflight.proofs.induction import IN_RANGE, CtiStates, Induction
 from mcp_inflight.proofs.records import Proof, ProveResult
 
 DEFAULT_DEPTH = 12
@@ -76,8 +84,6 @@ QUICK_UNITS = 150_000
 #: The universe of the bounded search (request instances, ids): the explorer's default bound.
 BMC_REQUESTS = 2
 BMC_IDS = 2
-#: Finite universes (instances, ids) tried, smallest first, to show a counterexample to induction.
-CTI_UNIVERSES = ((1, 1), (2, 1), (2, 2), (3, 2), (3, 3), (4, 3))
 
 
 class SolverUnknown(Exception):
@@ -85,54 +91,6 @@ class SolverUnknown(Exception):
 
 
 # --- the prover -----------------------------------------------------------------------------
-
-
-class _Step:
-    """One action instantiated on a symbolic pre-state with symbolic arguments."""
-
-    def __init__(
-        self, b: sym.Symbolic, pre: sym.SymState, cfg: Config, action: Action, r: Any, i: Any
-    ) -> None:
-        self.action = action
-        self.r = r
-        self.i = i if "i" in action.params else None
-        self.guard, self.out, self.writes = action.run(b, pre, cfg, r, self.i)
-        self.post = sym.apply_writes(pre, self.writes)
-        self.params = b.And(
-            sym.param_ok(b, "inst", r), sym.param_ok(b, "id", i) if self.i is not None else True
-        )
-
-
-class _Universe:
-    """A pre-state and every action on it, read by one backend (unbounded or finite)."""
-
-    def __init__(self, cfg: Config, b: sym.Symbolic, tag: str) -> None:
-        self.cfg = cfg
-        self.b = b
-        if b.domains is None:
-            self.pre = sym.fresh_state(tag)
-        else:
-            self.pre = sym.fresh_finite_state(tag, len(b.domains["inst"]), len(b.domains["id"]))
-        self.r = z3.Int(f"{tag}.r")
-        self.i = z3.Int(f"{tag}.i")
-        self._cache: dict[tuple[str, int], tuple[Any, Any]] = {}
-        self.typed = sym.to_bool(sym.well_typed(b, self.pre))
-        self.steps = {a.name: _Step(b, self.pre, cfg, a, self.r, self.i) for a in actions_for(cfg)}
-
-    def state(self, prop: Property, s: sym.SymState) -> z3.BoolRef:
-        key = (prop.name, id(s))
-        if key not in self._cache:
-            self._cache[key] = (s, sym.to_bool(prop.fn(self.b, s, self.cfg)))
-        return self._cache[key][1]
-
-    def step_prop(self, prop: Property, st: _Step) -> Any:
-        v = prop.fn(self.b, self.pre, st.post, self.cfg, st.action, st.r, st.i, st.out)
-        return v if isinstance(v, bool) else v
-
-    def hypotheses(self, st: _Step, hyps: Iterable[Property]) -> list[z3.BoolRef]:
-        return [self.typed, sym.to_bool(st.params), sym.to_bool(st.guard)] + [
-            self.state(h, self.pre) for h in hyps
-        ]
 
 
 class Prover:
@@ -162,7 +120,6 @@ class Prover:
         self.ids = ids
         self.batch = batch
         self.guide = guide
-        self._universes: dict[tuple[int, int], _Universe] = {}
         self.auxiliary = AUXILIARY if auxiliary is None else tuple(auxiliary)
         self.queries = 0
         self.slowest = (0.0, "")
@@ -212,309 +169,132 @@ class Prover:
 
     def _why(self, s: z3.Solver) -> str:
         """Why ``s`` answered unknown, in the prover's terms."""
-        why = s.reason_unknown()
-        st = s.statistics()
-        spent = st.get_key_value("rlimit count") if "rlimit count" in st.keys() else 0
-        if "resource" in why or spent >= self.rlimit:
-            return f"budget of {self.rlimit / 1e6:g} million resource units spent (raise --budget)"
-        if why in ("timeout", "canceled", "interrupted from keyboard"):
-            return f"wall-clock timeout of {self.timeout_ms / 1000:g} s (raise --timeout)"
-        return why or "unknown"
+        return why(s, self.rlimit, self.timeout_ms)
 
-    # -- induction
-    def _obligation(
-        self,
-        formulas: Iterable[Any],
-        what: str,
-        name: str | list[str],
-        finite: Callable[[], CounterexampleToInduction | None],
-    ) -> tuple[str, Any]:
-        """Decide one proof obligation (``formulas`` unsatisfiable).  A quick unbounded attempt
-        first; if it is not unsat, a counterexample on a small finite universe; then, if still
-        undecided, the unbounded query with the full timeout.  Returns ``(verdict, cti)`` with
-        verdict ``ok``, ``cti`` or ``unknown``."""
-        res = self._check(formulas, what, name, quick=True)
-        if res == z3.unsat:
-            return "ok", None
-        cti = finite()
-        if cti is not None:
-            return "cti", cti
-        if res == z3.unknown:
-            res = self._check(formulas, what, name)
-            if res == z3.unsat:
-                return "ok", None
-        if res == z3.sat:
-            return "cti", None
-        return "unknown", f"{what}: {self._reason or 'unknown'}"
+    # -- induction: the one prover of every model (``proofs/induction.py``)
+    def _declared(self, targets: Sequence[Property], hazards: Sequence[Property]) -> Spec:
+        """The configuration in the one declaration (ids and instances unbounded), with
+        ``targets`` and ``hazards`` as its properties and this prover's auxiliary invariants."""
+        cfg = self.cfg
+        return replace(
+            session_spec(cfg),
+            props=tuple(declared(p, cfg) for p in [*targets, *hazards]),
+            aux=tuple(declared(p, cfg) for p in self.auxiliary if p.applies(cfg)),
+        )
 
     def induction(
         self, targets: Sequence[Property], hazards: Sequence[Property]
     ) -> tuple[list[Property], dict[str, Any], dict[str, str], set[str]]:
-        """Houdini over the state candidates, then the step properties under what survives.
-
-        Auxiliary invariants must be preserved by every action.  A state invariant is proved
-        either the same way or, more cheaply, by following in every state from the auxiliary
-        invariants that are themselves preserved (then it is preserved too).  Returns
-        ``(kept, ctis, unknown, implied)``."""
-        cfg = self.cfg
-        U = _Universe(cfg, sym.Symbolic(), "pre")
-        init = sym.initial_state()
-        aux = [p for p in self.auxiliary if p.applies(cfg)]
-        state_targets = [p for p in [*targets, *hazards] if p.scope == "state"]
-        ctis: dict[str, CounterexampleToInduction] = {}
-        unknown: dict[str, str] = {}
-        kept: list[Property] = []
-        cands = aux + state_targets
-        # one query shows every candidate holds initially; else each is asked on its own
-        every = (
-            len(cands) > 1
-            and self._check(
-                [z3.Not(z3.And(*[U.state(p, init) for p in cands]))],
-                "every candidate: initial state",
-                [p.name for p in cands],
-            )
-            == z3.unsat
+        """Houdini over the state candidates, then the step properties and the hazards under
+        what survives, by the one induction prover on the configuration's declaration: for
+        any number of ids and instances, every slot's range proved rather than assumed, a
+        state invariant that follows from the kept auxiliary invariants taking no step of its
+        own.  Returns ``(kept, ctis, unknown, implied)``: the candidates kept, the
+        counterexample to induction of each property not proved, why the solver gave up on
+        any, and the invariants that follow from the auxiliary ones."""
+        sp = self._declared(targets, hazards)
+        ind = Induction(
+            sp, self.rlimit / 1e6, self.timeout_ms / 1000, batch=self.batch, quick_units=QUICK_UNITS
         )
-        for p in cands:
-            if every:
-                kept.append(p)
-                continue
-            res = self._check([z3.Not(U.state(p, init))], f"{p.name}: initial state", p.name)
-            if res == z3.unsat:
-                kept.append(p)
-            elif res == z3.sat:
-                ctis[p.name] = CounterexampleToInduction(
-                    p.name, f"{p.name} does not hold in the initial state", initial=True
-                )
-            else:
-                unknown[p.name] = f"initial state: {self._reason}"
-        implied: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            kept_aux = [p for p in kept if p.kind == "auxiliary"]
-            implied = set()
-            others = [p for p in kept if p.kind != "auxiliary"]
-            if len(others) > 1:  # one query for them all first; else each on its own
-                res = self._check(
-                    [U.typed]
-                    + [U.state(h, U.pre) for h in kept_aux]
-                    + [z3.Not(z3.And(*[U.state(p, U.pre) for p in others]))],
-                    "every invariant follows from the auxiliary invariants",
-                    [p.name for p in others],
-                    quick=True,
-                )
-                if res == z3.unsat:
-                    implied = {p.name for p in others}
-            for p in others:
-                if p.name in implied:
-                    continue
-                res = self._check(
-                    [U.typed] + [U.state(h, U.pre) for h in kept_aux] + [z3.Not(U.state(p, U.pre))],
-                    f"{p.name} follows from the auxiliary invariants",
-                    p.name,
-                    quick=True,
-                )
-                if res == z3.unsat:
-                    implied.add(p.name)
-            for name, st in U.steps.items():
-                todo = [p for p in kept if p.name not in implied]
-                if not todo:
-                    break
-                if self.batch and len(todo) > 1:
-                    goal = z3.Not(z3.And(*[U.state(p, st.post) for p in todo]))
-                    # no candidate dropped yet this round: the implied ones follow from the
-                    # rest in the pre-state, so leaving them out asks the same
-                    lean = None if changed else todo
-                    res = self._batch(
-                        U, st, kept, lean, goal, f"every candidate preserved by {name}", todo
-                    )
-                    if res == z3.unsat:
-                        continue
-                hyps = list(kept)
-                for p in todo:
-                    goal = z3.Not(U.state(p, st.post))
-                    verdict, cti = self._obligation(
-                        U.hypotheses(st, hyps) + [goal],
-                        f"{p.name} preserved by {name}",
-                        p.name,
-                        partial(self._finite_cti, hyps, p, name),
-                    )
-                    if verdict == "ok":
-                        continue
-                    kept.remove(p)
-                    changed = True
-                    if verdict == "unknown":
-                        unknown[p.name] = cti
-                    else:
-                        ctis[p.name] = cti or self._raw_cti(st, p)
-        step_props = [p for p in [*targets, *hazards] if p.scope == "step"]
-        for name, st in U.steps.items():
-            pending: list[tuple[Property, Any]] = []
-            for p in step_props:
-                if p.name in ctis or p.name in unknown:
-                    continue
-                v = U.step_prop(p, st)
-                if v is not True:
-                    pending.append((p, sym.to_bool(v)))
-            if not pending:
-                continue
-            # the invariants in one query first (a hazard is expected to fail: on its own)
-            invs = [(p, v) for p, v in pending if p.kind == "invariant"]
-            if self.batch and len(invs) > 1:
-                lean = [p for p in kept if p.name not in implied]
-                res = self._batch(
-                    U,
-                    st,
-                    kept,
-                    lean,
-                    z3.Not(z3.And(*[v for _, v in invs])),
-                    f"every step property on {name}",
-                    [p for p, _ in invs],
-                )
-                if res == z3.unsat:
-                    pending = [(p, v) for p, v in pending if p.kind != "invariant"]
-            for p, v in pending:
-                verdict, cti = self._obligation(
-                    U.hypotheses(st, kept) + [z3.Not(v)],
-                    f"{p.name} on {name}",
-                    p.name,
-                    partial(self._finite_cti, kept, p, name),
-                )
-                if verdict == "ok":
-                    continue
-                if verdict == "unknown":
-                    unknown[p.name] = cti
-                else:
-                    ctis[p.name] = cti or self._raw_cti(st, p)
-        self._vacuity(U, kept, [p for p in targets if p.kind == "invariant"])
-        return kept, ctis, unknown, implied
+        done = ind.run()
+        self.queries += done.queries
+        for n, dt in done.spent.items():
+            self.spent[n] = self.spent.get(n, 0.0) + dt
+        if done.slowest[0] > self.slowest[0]:
+            self.slowest = done.slowest
+        words = {**done.verdicts, **done.hazards}
+        ctis: dict[str, Any] = {}
+        unknown: dict[str, str] = {}
+        for name, c in done.ctis.items():
+            ctis[name] = self._cti(name, c, done.cti_states.get(name))
+        for name, word in words.items():
+            if word == "unknown":
+                unknown[name] = done.notes.get(name, "the solver gave up")
+        for name in done.dropped:
+            if name not in ctis:
+                unknown[name] = done.notes.get(name, "the solver gave up")
+        if done.verdicts.get(IN_RANGE, "proved") != "proved":  # every verdict rests on it
+            why = ctis.get(IN_RANGE) or unknown.get(IN_RANGE)
+            self.progress(f"{self.cfg.label}: the slots' ranges are not proved: {why}")
+        kept_names = set(done.kept) | {n for n, w in done.verdicts.items() if w == "proved"}
+        cands = [*[p for p in self.auxiliary if p.applies(self.cfg)], *targets, *hazards]
+        kept = [p for p in cands if p.scope == "state" and p.name in kept_names]
+        self._vacuity(ind, sp, kept, [p for p in targets if p.kind == "invariant"])
+        return kept, ctis, unknown, set(done.implied)
 
-    def _batch(
-        self,
-        U: _Universe,
-        st: _Step,
-        kept: list[Property],
-        lean: list[Property] | None,
-        goal: Any,
-        what: str,
-        about: Sequence[Property],
-    ) -> z3.CheckSatResult:
-        """One quick query for several obligations of step ``st`` at once (``goal``: the
-        negation of their conjunction), from the states where ``kept`` holds.  ``lean``: the
-        kept candidates less those that follow from the kept auxiliary invariants (the same
-        states, fewer quantified hypotheses for the solver), asked first; when that is not
-        unsat, the query with every kept candidate, as without it."""
-        names = [p.name for p in about]
-        if lean is not None and len(lean) < len(kept):
-            res = self._check(U.hypotheses(st, lean) + [goal], what, names, quick=True)
-            if res == z3.unsat:
-                return res
-        return self._check(U.hypotheses(st, kept) + [goal], what, names, quick=True)
+    def _cti(self, name: str, c: dict[str, Any], st: CtiStates | None) -> CounterexampleToInduction:
+        """A counterexample to induction of the one prover in the session's words."""
+        if st is None:
+            action = c.get("action")
+            if action is None:
+                return CounterexampleToInduction(name, c["text"], initial=True)
+            n, m = CTI_UNIVERSES[-1]
+            return CounterexampleToInduction(
+                name,
+                f"{name} is not preserved by {action}; the counterexample needs more than "
+                f"{n} instances or {m} ids to show",
+                action=action,
+            )
+        pre, post = State(*st.pre), State(*st.post)
+        args = {"r": inst_name(st.args["r"])}
+        if "i" in st.args:
+            args["i"] = id_name(st.args["i"])
+        return CounterexampleToInduction(
+            name,
+            f"{name} is not preserved by {st.action}"
+            f"({', '.join(f'{k}={v}' for k, v in args.items())})",
+            action=st.action,
+            args=args,
+            pre=describe_state(pre),
+            post=describe_state(post),
+            changes=changes(pre, post),
+        )
 
-    def _vacuity(self, U: _Universe, kept: list[Property], invariants: list[Property]) -> None:
+    def _vacuity(
+        self, ind: Induction, sp: Spec, kept: list[Property], invariants: list[Property]
+    ) -> None:
         """Each action's guard satisfiable where the proved invariants hold (else the action is
         dead, and everything said about it holds vacuously); each invariant not a constant."""
         self.dead, self.vacuous = [], []
         # satisfiability under quantified invariants rarely comes back sat on the unbounded
         # universe: ask on the finite universe of the explorer's default bound (2 x 2), where
         # each query is decidable; a guard that can hold there can hold
-        if (2, 2) not in self._universes:
-            b = sym.Symbolic({"inst": range(2), "id": range(2)})
-            self._universes[(2, 2)] = _Universe(self.cfg, b, "cti22")
-        F = self._universes[(2, 2)]
+        F = ind.finite({"inst": 2, "id": 2})
+        props = {p.name: p for p in sp.props + sp.aux}
         # the finite queries have no quantifiers: one solver holds what every action's query
         # shares (typedness and the invariants), each action's guard is asked in a scope of
         # its own; a state found for one action that also enables another (the whole query
         # evaluated true in it) shows that one can fire too, without a query of its own
-        base = [F.typed] + [F.state(h, F.pre) for h in kept]
+        base = [F.typed] + [sym.to_bool(props[h.name].fn(F.b, F.pre)) for h in kept]
         s = self._solver()
         s.add(*base)
         witnesses: list[z3.ModelRef] = []
-        for name, st in F.steps.items():
-            mine = [sym.to_bool(st.params), sym.to_bool(st.guard)]
+        for st in F.steps:
+            mine = [st.params, st.guard]
             whole = z3.And(*base, *mine)
             if any(z3.is_true(m.eval(whole, model_completion=True)) for m in witnesses):
                 continue
-            res = self._check(mine, f"{name} can fire", name, on=s)
+            res = self._check(mine, f"{st.name} can fire", st.name, on=s)
             if res == z3.sat:
                 witnesses.append(self._model)
             elif res == z3.unsat:
-                self.dead.append(name)
+                self.dead.append(st.name)
             elif res == z3.unknown:
-                self.dead.append(f"{name} (undecided: {self._reason})")
+                self.dead.append(f"{st.name} (undecided: {self._reason})")
+        U = ind.U
+        actions = [st.name for st in U.steps]
         for p in invariants:
-            if SPEAKS_OF.get(p.name, "") not in ("", *U.steps):
+            if SPEAKS_OF.get(p.name, "") not in ("", *actions):
                 continue  # the one action it judges is not part of this configuration
+            d = props[p.name]
             if p.scope == "step":
-                folds = all(U.step_prop(p, st) is True for st in U.steps.values())
+                folds = all(
+                    d.on_step(U.b, U.pre, st.post, st.move, st.out) is True for st in U.steps
+                )
             else:
-                folds = z3.is_true(z3.simplify(U.state(p, U.pre)))
+                folds = z3.is_true(z3.simplify(sym.to_bool(d.fn(U.b, U.pre))))
             if folds:
                 self.vacuous.append(p.name)
-
-    def _finite_cti(
-        self, hyps: list[Property], prop: Property, action_name: str
-    ) -> CounterexampleToInduction | None:
-        """A counterexample to induction on the smallest finite universe that has one."""
-        for n, m in CTI_UNIVERSES:
-            if (n, m) not in self._universes:
-                b = sym.Symbolic({"inst": range(n), "id": range(m)})
-                self._universes[(n, m)] = _Universe(self.cfg, b, f"cti{n}{m}")
-            U = self._universes[(n, m)]
-            st = U.steps[action_name]
-            if prop.scope == "state":
-                goal = z3.Not(U.state(prop, st.post))
-                base = [h for h in hyps if h is not prop] + [prop]
-            else:
-                v = U.step_prop(prop, st)
-                if v is True:
-                    continue
-                goal = z3.Not(sym.to_bool(v))
-                base = hyps
-            res = self._check(
-                U.hypotheses(st, base) + [goal],
-                f"{prop.name} on {action_name}: counterexample, {n} instances {m} ids",
-                prop.name,
-            )
-            if res == z3.sat:
-                return self._render_cti(self._model, U, st, prop, list(range(n)), list(range(m)))
-        return None
-
-    def _raw_cti(self, st: _Step, prop: Property) -> CounterexampleToInduction:
-        return CounterexampleToInduction(
-            prop.name,
-            f"{prop.name} is not preserved by {st.action.name}; the counterexample "
-            f"needs more than {CTI_UNIVERSES[-1][0]} instances or "
-            f"{CTI_UNIVERSES[-1][1]} ids to show",
-            action=st.action.name,
-        )
-
-    def _render_cti(
-        self,
-        model: z3.ModelRef,
-        U: _Universe,
-        st: _Step,
-        prop: Property,
-        insts: list[int],
-        ids: list[int],
-    ) -> CounterexampleToInduction:
-        pre = sym.concrete_state(model, U.pre, insts, ids, State)
-        post = sym.concrete_state(model, st.post, insts, ids, State)
-        r = model.eval(st.r, model_completion=True).as_long()
-        args = {"r": inst_name(r)}
-        if st.i is not None:
-            args["i"] = id_name(model.eval(st.i, model_completion=True).as_long())
-        return CounterexampleToInduction(
-            prop.name,
-            f"{prop.name} is not preserved by {st.action.name}"
-            f"({', '.join(f'{k}={v}' for k, v in args.items())})",
-            action=st.action.name,
-            args=args,
-            pre=describe_state(pre),
-            post=describe_state(post),
-            changes=changes(pre, post),
-        )
 
     # -- bounded model checking (proofs/bmc.py)
     def bmc(

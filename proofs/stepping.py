@@ -84,7 +84,7 @@ def trace_text(steps: list[dict[str, Any]]) -> list[str]:
 
 def cti_lines(cti: Mapping[str, Any]) -> list[str]:
     """The text of a counterexample to induction: the two states and the move."""
-    if cti.get("initial"):
+    if cti.get("pre") is None:  # in the initial state, or no small universe shows it
         return [f"  {cti['text']}"]
     out = [f"  counterexample to induction: {cti['text']}", "    pre-state:"]
     out += [f"      {k} = {v}" for k, v in cti["pre"].items()]
