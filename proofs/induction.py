@@ -1,7 +1,10 @@
-"""The one z3 induction prover of the declared models (``model/declare.py``).
+"""The one z3 induction prover of every model: the declared ones (``model/declare.py``) and
+the session, in its declaration (``model/session_spec.py``; ``proofs/prove.py`` adds the
+session's bounded search and vacuity checks around it).
 
 :func:`prove` reads a :class:`~mcp_inflight.model.declare.Spec`'s guards, outputs, effects and
-properties with the z3 backend of ``proofs/symbolic.py``: a scalar is a z3 constant; a keyed
+properties with the z3 backend of ``proofs/symbolic.py`` (one reading per universe,
+``proofs/universe.py``): a scalar is a z3 constant; a keyed
 variable over a sort the spec declares ``unbounded`` is a z3 array (and an argument over it any
 natural), so that what is proved holds for any number of them (``proved``); a keyed variable
 over a finite sort is one z3 constant per slot (:class:`~.symbolic.Vec`), so that what is proved
@@ -28,18 +31,19 @@ on is ``unknown``, never a pass.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
 import z3
 
-from mcp_inflight.model.declare import Move, Prop, Spec, Var, changes, describe
-from mcp_inflight.model.logic import NONE, Concrete, Write
+from mcp_inflight.model.declare import Prop, Spec, changes, describe
+from mcp_inflight.model.logic import Concrete
 
 from .bmc import solve, why
-from .symbolic import Symbolic, Vec, fast_operators, strict_truth, to_bool
+from .symbolic import Vec, fast_operators, strict_truth, to_bool
+from .universe import StateTerms, Step, Universe, value_of
 
 #: z3 resource units per query (millions) on an unbounded universe
 DEFAULT_BUDGET = 200
@@ -49,212 +53,6 @@ DEFAULT_TIMEOUT = 60.0
 #: quickly).
 QUICK_UNITS = 300_000
 IN_RANGE = "in_range"
-
-
-class _Logic(Symbolic):
-    """The z3 backend over a universe where some sorts are finite (``domains``) and the others
-    range over every natural."""
-
-    def __init__(self, domains: Mapping[str, Iterable[int]], unbounded: Iterable[str]):
-        super().__init__(dict(domains))
-        self.unbounded = frozenset(unbounded)
-
-    def _quant(self, sort: str, fn: Callable[..., Any], forall: bool) -> Any:
-        if sort not in self.unbounded:
-            return super()._quant(sort, fn, forall)
-        saved, self.domains = self.domains, None
-        try:
-            return super()._quant(sort, fn, forall)
-        finally:
-            self.domains = saved
-
-    def finite(self, sort: str) -> tuple[int, ...] | None:
-        if sort in self.unbounded or self.domains is None:
-            return None
-        return self.domains[sort]
-
-
-class _State:
-    """A state of z3 terms read like a concrete one (``s.var[k]``, ``s.var``)."""
-
-    def __init__(self, vals: dict[str, Any]):
-        self.__dict__.update(vals)
-
-    def fields(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def _z3sort(v: Var) -> z3.SortRef:
-    return z3.BoolSort() if v.boolean else z3.IntSort()
-
-
-def _lit(v: Var, x: Any) -> z3.ExprRef:
-    return z3.BoolVal(bool(x)) if v.boolean else z3.IntVal(int(x))
-
-
-def _py(v: z3.ExprRef) -> Any:
-    if z3.is_true(v):
-        return True
-    if z3.is_false(v):
-        return False
-    return v.as_long()
-
-
-class Universe:
-    """One reading of the spec: its sorts' sizes (``sizes``; an unbounded sort absent), a fresh
-    pre-state, the initial state, and one step per action (symbolic arguments) or, when every
-    sort is finite, per move (concrete arguments)."""
-
-    def __init__(
-        self, spec: Spec, sizes: Mapping[str, int] | None, tag: str, per_move: bool = False
-    ):
-        self.spec = spec
-        unbounded = spec.unbounded if sizes is None else ()
-        doms = {
-            s: range(sizes[s]) if sizes is not None and s in sizes else r
-            for s, r in spec.domains.items()
-            if s not in unbounded
-        }
-        self.b = _Logic(doms, unbounded)
-        self.sizes = {s: len(r) for s, r in doms.items()}
-        self.unbounded = tuple(unbounded)
-        self.pre = self._fresh(tag)
-        self.init = self._initial()
-        self.typed = to_bool(self.well_typed(self.pre))
-        self.steps = self._steps(tag, per_move)
-
-    # states
-
-    def _slots(self, v: Var) -> int | None:
-        """The number of slots of keyed ``v`` here, or None over an unbounded sort."""
-        assert v.keys is not None
-        if v.sort is None:
-            return v.keys
-        return None if v.sort in self.unbounded else self.sizes[v.sort]
-
-    def _fresh(self, tag: str) -> _State:
-        vals: dict[str, Any] = {}
-        for v in self.spec.vars:
-            if v.keys is None:
-                vals[v.name] = z3.Const(f"{tag}.{v.name}", _z3sort(v))
-                continue
-            n = self._slots(v)
-            if n is None:
-                vals[v.name] = z3.Array(f"{tag}.{v.name}", z3.IntSort(), _z3sort(v))
-            else:
-                slots = [z3.Const(f"{tag}.{v.name}[{k}]", _z3sort(v)) for k in range(n)]
-                vals[v.name] = Vec(slots, _lit(v, v.init))
-        return _State(vals)
-
-    def _initial(self) -> _State:
-        vals: dict[str, Any] = {}
-        for v in self.spec.vars:
-            d = _lit(v, v.init)
-            if v.keys is None:
-                vals[v.name] = d
-                continue
-            n = self._slots(v)
-            vals[v.name] = z3.K(z3.IntSort(), d) if n is None else Vec([d] * n, d)
-        return _State(vals)
-
-    def literal(self, s: Any) -> _State:
-        """A concrete state as z3 literals (every slot of a finite universe)."""
-        vals: dict[str, Any] = {}
-        for v in self.spec.vars:
-            x = getattr(s, v.name)
-            d = _lit(v, v.init)
-            vals[v.name] = _lit(v, x) if v.keys is None else Vec([_lit(v, y) for y in x], d)
-        return _State(vals)
-
-    def well_typed(self, s: _State) -> Any:
-        """Every slot holds a value of its variable: its range, or the sort it names, or (a
-        growing natural) at least its lower end."""
-        b = self.b
-
-        def slot(v: Var, x: Any) -> Any:
-            if v.boolean:
-                return True
-            if v.ref is not None:
-                none = (NONE,) if v.lo == NONE else ()
-                dom = b.finite(v.ref)
-                return x >= (NONE if none else 0) if dom is None else b.In(x, none + dom)
-            if v.grows:
-                return x >= v.lo
-            return b.And(x >= v.lo, x <= v.hi)
-
-        parts = []
-        for v in self.spec.vars:
-            x = getattr(s, v.name)
-            if v.keys is None:
-                parts.append(slot(v, x))
-            elif isinstance(x, Vec):
-                parts += [slot(v, t) for t in x.slots]
-            else:
-                assert v.sort is not None
-
-                def at(k: Any, v: Var = v, x: Any = x) -> Any:
-                    return slot(v, x[k])
-
-                parts.append(b.ForAll(v.sort, at))
-        return b.And(*parts)
-
-    def apply(self, s: _State, writes: list[Write]) -> _State:
-        """Stores in list order, each under its ``when`` (``model/logic.py``'s semantics)."""
-        vals = s.fields()
-        for w in writes:
-            when = w.when
-            if isinstance(when, bool) and not when:
-                continue
-            v = self.spec.var(w.field)
-            value = w.value
-            if isinstance(value, (bool, int)):
-                value = _lit(v, value)
-            old = vals[w.field]
-            if isinstance(old, Vec):
-                vals[w.field] = old.store(w.key, value, when)
-                continue
-            new = value if w.key is None else z3.Store(old, w.key, value)
-            vals[w.field] = new if isinstance(when, bool) else z3.If(when, new, old)
-        return _State(vals)
-
-    # steps
-
-    def _steps(self, tag: str, per_move: bool) -> list[_Step]:
-        out = []
-        if per_move:
-            for m in self.spec.moves():
-                out.append(_Step(self, m.act.name, m, {}, True))
-            return out
-        for a in self.spec.acts:
-            args: dict[str, Any] = {}
-            params = []
-            for p, size in a.params:
-                x = z3.Int(f"{tag}.{a.name}.{p}")
-                args[p] = x
-                sort = a.sort_of(p)
-                if sort is None:
-                    if self.unbounded:
-                        raise ValueError(f"{a.name}: parameter {p} has no sort")
-                    params.append(self.b.And(x >= 0, x < size))
-                elif sort in self.unbounded:
-                    params.append(x >= 0)
-                else:
-                    params.append(self.b.In(x, self.b.finite(sort) or ()))
-            m = Move(a, tuple(args.items()))
-            out.append(_Step(self, a.name, m, args, self.b.And(*params)))
-        return out
-
-
-class _Step:
-    """One action (or move) on the universe's pre-state: its guard, output and post-state."""
-
-    def __init__(self, u: Universe, name: str, m: Move, args: dict[str, Any], params: Any):
-        self.name, self.move, self.args = name, m, args
-        kw = m.kw
-        self.guard = to_bool(m.act.guard(u.b, u.pre, **kw))
-        self.out = m.act.outputs(u.b, u.pre, **kw)
-        self.post = u.apply(u.pre, m.act.effect(u.b, u.pre, **kw))
-        self.params = to_bool(params)
 
 
 @dataclass(frozen=True)
@@ -436,7 +234,7 @@ class Induction:
             self.slowest = (dt, what)
         return res
 
-    def _goal(self, U: Universe, p: Prop | None, st: _Step, on_step: bool) -> Any:
+    def _goal(self, U: Universe, p: Prop | None, st: Step, on_step: bool) -> Any:
         if U is self.U:
             key = (IN_RANGE if p is None else p.name, id(st), on_step)
             if key not in self._terms:
@@ -444,14 +242,14 @@ class Induction:
             return self._terms[key]
         return self._make_goal(U, p, st, on_step)
 
-    def _make_goal(self, U: Universe, p: Prop | None, st: _Step, on_step: bool) -> Any:
+    def _make_goal(self, U: Universe, p: Prop | None, st: Step, on_step: bool) -> Any:
         if p is None:
             return to_bool(U.well_typed(st.post))
         if on_step:
             return to_bool(p.on_step(U.b, U.pre, st.post, st.move, st.out))
         return to_bool(p.fn(U.b, st.post))
 
-    def _hyps(self, U: Universe, st: _Step, kept: list[Prop]) -> list[Any]:
+    def _hyps(self, U: Universe, st: Step, kept: list[Prop]) -> list[Any]:
         return [U.typed, st.params, st.guard] + [self._pre(h, U) for h in kept]
 
     def _obligation(
@@ -545,7 +343,7 @@ class Induction:
         return {p.name for p in props if follows([p])}
 
     def _at_bounds(
-        self, kept: list[Prop], st: _Step | None, goal: Any, what: str, about: Iterable[str]
+        self, kept: list[Prop], st: Step | None, goal: Any, what: str, about: Iterable[str]
     ) -> tuple[Any, Any]:
         """One obligation at the spec's bounds, on the solver that holds ``kept``."""
         key = tuple(p.name for p in kept)
@@ -571,11 +369,11 @@ class Induction:
             self._terms[key] = to_bool(p.fn(U.b, U.pre))
         return self._terms[key]
 
-    def _render(self, U: Universe, p: Prop | None, st: _Step, model: Any) -> dict[str, Any]:
+    def _render(self, U: Universe, p: Prop | None, st: Step, model: Any) -> dict[str, Any]:
         spec = self.spec
         a = self._concrete(U, model, U.pre)
         z = self._concrete(U, model, st.post)
-        kw = {k: _py(model.eval(v, model_completion=True)) for k, v in st.args.items()}
+        kw = {k: value_of(model.eval(v, model_completion=True)) for k, v in st.args.items()}
         kw = kw or st.move.kw
         act = st.move.act
         name = IN_RANGE if p is None else p.name
@@ -599,18 +397,18 @@ class Induction:
             f"{act.name}({args}) leads to one where it fails",
         }
 
-    def _concrete(self, U: Universe, model: Any, s: _State) -> Any:
+    def _concrete(self, U: Universe, model: Any, s: StateTerms) -> Any:
         vals = []
         for v in self.spec.vars:
             x = getattr(s, v.name)
             if v.keys is None:
-                vals.append(_py(model.eval(x, model_completion=True)))
+                vals.append(value_of(model.eval(x, model_completion=True)))
                 continue
             if isinstance(x, Vec):
                 terms = x.slots
             else:
                 terms = [x[k] for k in range(U.sizes.get(v.sort or "", v.keys))]
-            vals.append(tuple(_py(model.eval(t, model_completion=True)) for t in terms))
+            vals.append(tuple(value_of(model.eval(t, model_completion=True)) for t in terms))
         return self.spec.state_type(*vals)
 
     def run(self) -> Proved:
