@@ -295,6 +295,27 @@ class Induction:
             return "cti", None
         return "unknown", None
 
+    def _holds_on(
+        self,
+        kept: list[Prop],
+        p: Prop,
+        idx: int,
+        ctis: dict[str, dict[str, Any] | None],
+        unknown: dict[str, str],
+    ) -> bool:
+        """Whether step property ``p`` holds on step ``idx`` from every well-typed state where
+        ``kept`` holds; when it does not, its counterexample to induction (or why the solver
+        gave up) is recorded in ``ctis`` (``unknown``)."""
+        verdict, cti = self._obligation(kept, p, idx, on_step=True)
+        if verdict == "ok":
+            return True
+        st = self.U.steps[idx]
+        if verdict == "cti":
+            ctis[p.name] = cti or _no_cti(p.name, st.name)
+        else:
+            unknown[p.name] = f"on {st.name}: {self.reason}"
+        return False
+
     def _all_hold(
         self, kept: list[Prop], props: list[Prop], idx: int, on_step: bool = False
     ) -> bool:
@@ -479,29 +500,15 @@ class Induction:
         # each step property on every step, up to the first that breaks it; the steps in
         # order, with one query for every property still open on a step before any of its own
         open_ = list(steps)
-        for idx, st in enumerate(U.steps):
+        for idx in range(len(U.steps)):
             if not open_ or self._all_hold(kept, open_, idx, on_step=True):
                 continue
             for p in list(open_):
-                verdict, cti = self._obligation(kept, p, idx, on_step=True)
-                if verdict == "ok":
-                    continue
-                if verdict == "cti":
-                    ctis[p.name] = cti or _no_cti(p.name, st.name)
-                else:
-                    unknown[p.name] = f"on {st.name}: {self.reason}"
-                open_.remove(p)
+                if not self._holds_on(kept, p, idx, ctis, unknown):
+                    open_.remove(p)
         # each hazard on its own (one is expected to break): on every step, up to the first
         for p in hazards:
-            for idx, st in enumerate(U.steps):
-                verdict, cti = self._obligation(kept, p, idx, on_step=True)
-                if verdict == "ok":
-                    continue
-                if verdict == "cti":
-                    ctis[p.name] = cti or _no_cti(p.name, st.name)
-                else:
-                    unknown[p.name] = f"on {st.name}: {self.reason}"
-                break
+            all(self._holds_on(kept, p, idx, ctis, unknown) for idx in range(len(U.steps)))
         for p in hazards:
             res.hazards[p.name] = (
                 "unknown" if p.name in unknown else "not proved" if p.name in ctis else "proved"

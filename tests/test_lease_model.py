@@ -15,7 +15,7 @@ from mcp_inflight.model import lease as L
 from mcp_inflight.model import lease_state as LS
 from mcp_inflight.model.declare import Move
 from mcp_inflight.proofs import declared as P
-from mcp_inflight.proofs.induction import Universe
+from mcp_inflight.proofs.universe import Universe
 from mcp_inflight.proofs.stepping import take
 from mcp_inflight.proofs.symbolic import to_bool
 
