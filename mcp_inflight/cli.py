@@ -406,7 +406,16 @@ def cmd_check(args: argparse.Namespace) -> int:
                     run["prover"] = {
                         k: v
                         for k, v in pr.to_json().items()
-                        if k in ("seconds", "queries", "slowest_query", "ok", "depth", "auxiliary")
+                        if k
+                        in (
+                            "seconds",
+                            "queries",
+                            "slowest_query",
+                            "ok",
+                            "depth",
+                            "auxiliary",
+                            "in_range",
+                        )
                     }
             doc["runs"] = runs
         elif proofs is not None:

@@ -161,8 +161,8 @@ def unknown_note(proofs: Iterable[ProveResult]) -> str:
     unknown = [
         f"{p.name} on {r.cfg.label} ({p.note})"
         for r in proofs or []
-        for p in r.proofs
-        if p.applies and p.kind == "invariant" and p.status == "unknown"
+        for p in r.proofs + ([r.in_range] if r.in_range is not None else [])
+        if p.applies and p.kind in ("invariant", "typedness") and p.status == "unknown"
     ]
     if not unknown:
         return ""

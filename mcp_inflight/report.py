@@ -176,7 +176,8 @@ def _proof_sections(results: Sequence[ProveResult]) -> list[str]:
     ):
         lines.append(title)
         for r in results:
-            for p in r.of(kind):
+            typed = [r.in_range] if kind == "invariant" and r.in_range is not None else []
+            for p in r.of(kind) + typed:
                 extra = f"  {p.seconds:.2f}s" if p.applies else ""
                 lines.append(f"  {r.cfg.label:<{width}}  {p.name:<28} {proof_mark(p)}{extra}")
         lines.append("")
@@ -200,7 +201,7 @@ def _prove_run(r: ProveResult, width: int) -> Iterator[str]:
 
 
 def _proof_problems(r: ProveResult) -> Iterator[str]:
-    for p in r.proofs:
+    for p in r.proofs + ([r.in_range] if r.in_range is not None else []):
         if not p.applies or p.kind == "auxiliary" or p.proved:
             continue
         if p.status == "trace" and p.trace is not None:
@@ -243,6 +244,11 @@ def _side_by_side(results: Sequence[RunResult], proofs: Sequence[ProveResult]) -
                         f"{verdict_mark(v):<10} {z:<34} {word[r.cfg.label, v.name]:<16} "
                         f"{rests_on(v)}".rstrip()
                     )
+            if "invariant" in kinds and pr.in_range is not None:  # z3 alone proves typedness
+                out.append(
+                    f"  {r.cfg.label:<{width}}  {'typedness':<9}  {'in_range':<28} {'-':<10} "
+                    f"{proof_mark(pr.in_range):<34} {word[r.cfg.label, 'in_range']}"
+                )
         return out
 
     return _sectioned(
@@ -320,13 +326,13 @@ def _check_cases(results: Sequence[RunResult], proofs: Sequence[ProveResult] | N
 def _prove_cases(results: Sequence[ProveResult]) -> list[_Case]:
     cases = []
     for r in results:
-        for p in r.proofs:
+        for p in r.proofs + ([r.in_range] if r.in_range is not None else []):
             if p.kind == "auxiliary":
                 continue
             outcome = message = text = None
             if not p.applies:
                 outcome, message = "skipped", "does not apply to this profile"
-            elif not p.proved and p.kind == "invariant":
+            elif not p.proved and p.kind in ("invariant", "typedness"):
                 outcome, message = "failure", f"{p.name} {proof_mark(p)}"
                 text = "\n".join(
                     trace_lines(p.trace) if p.trace else p.cti.lines() if p.cti else [p.note]

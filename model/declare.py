@@ -130,6 +130,11 @@ class Var:
             object.__setattr__(self, "role", "ghost")
 
     def label(self, v: int) -> str:
+        """``v`` as the reports show it; a value outside the variable's range (what a
+        counterexample to typedness shows) as the number it is, said so.  (A reference's
+        range is its sort's size in the universe shown, so it is not judged here.)"""
+        if self.ref is None and (v < self.lo or (v > self.hi and not self.grows)):
+            return f"{v} (out of range)"
         return self.show(v) if self.show is not None else str(v)
 
     def slot(self, k: int) -> str:

@@ -31,6 +31,8 @@ def id_name(k: int) -> str:
 def render_value(f: Field, v: Any) -> str:
     """A field's value as the reports show it (an enumeration's label, an instance's letter)."""
     if f.domain is not None:
+        if not min(f.domain) <= v <= max(f.domain):  # what a counterexample to typedness shows
+            return f"{v} (out of range)"
         return f.domain(v).label
     if f.sort == "inst?":
         return inst_name(v)

@@ -216,6 +216,13 @@ def session_cells(results: Sequence[Any] | None, proofs: Sequence[Any] | None) -
     out: list[Cell] = []
     for pr in proofs or ():
         out += _vacuous("session", pr.cfg.design.name, pr.cfg.label, pr)
+        typed = getattr(pr, "in_range", None)
+        if typed is not None:  # every verdict of the run rests on it
+            detail = typed.cti.lines() if typed.cti else [f"  {typed.note}"] if typed.note else []
+            word = _proof_word(typed.status, True)
+            out.append(
+                _cell("session", pr.cfg.design.name, pr.cfg.label, "in_range", None, word, detail)
+            )
     if results is None:
         for pr in proofs or ():
             d, run = pr.cfg.design.name, pr.cfg.label

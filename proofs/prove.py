@@ -69,6 +69,12 @@ from mcp_inflight.proofs.bmc import solve, why
 from mcp_inflight.proofs.induction import IN_RANGE, CtiStates, Induction
 from mcp_inflight.proofs.records import Proof, ProveResult
 
+#: what the session's ``in_range`` row says
+TYPEDNESS = (
+    "Every slot keeps a value of its field's range (a lifecycle, an enumeration, an id, an "
+    "instance or none, a flag, a send time) after every action: proved, not assumed, since "
+    "every other verdict rests on it."
+)
 DEFAULT_DEPTH = 12
 #: z3 resource units per query, in millions.  The slowest query of the default runs (a
 #: 12-step bounded search on 2025-11-25 http) needs about 150 million; 20-30 s on this budget's
@@ -126,6 +132,7 @@ class Prover:
         self.spent: dict[str, float] = {}
         self.dead: list[str] = []
         self.vacuous: list[str] = []
+        self.in_range: Proof | None = None
 
     # -- solving
     def _check(
@@ -213,9 +220,17 @@ class Prover:
         for name in done.dropped:
             if name not in ctis:
                 unknown[name] = done.notes.get(name, "the solver gave up")
-        if done.verdicts.get(IN_RANGE, "proved") != "proved":  # every verdict rests on it
-            why = ctis.get(IN_RANGE) or unknown.get(IN_RANGE)
-            self.progress(f"{self.cfg.label}: the slots' ranges are not proved: {why}")
+        self.in_range = Proof(IN_RANGE, "typedness", True, doc=TYPEDNESS)
+        typed = done.verdicts[IN_RANGE]
+        if typed == "proved":
+            self.in_range.status = "proved"
+        elif typed == "unknown":
+            self.in_range.status = "unknown"
+            self.in_range.note = done.notes.get(IN_RANGE, "the solver gave up")
+        else:
+            self.in_range.status, self.in_range.cti = "cti", ctis.get(IN_RANGE)
+            self.in_range.note = "a slot can leave its field's range"
+        self.in_range.seconds = done.spent.get(IN_RANGE, 0.0)
         kept_names = set(done.kept) | {n for n, w in done.verdicts.items() if w == "proved"}
         cands = [*[p for p in self.auxiliary if p.applies(self.cfg)], *targets, *hazards]
         kept = [p for p in cands if p.scope == "state" and p.name in kept_names]
@@ -363,6 +378,7 @@ class Prover:
                     pr.status, pr.cti = "cti", ctis.get(p.name)
                     pr.note = "not an invariant of this design's proof"
             res.proofs.append(pr)
+        res.in_range = self.in_range
         if names is None:
             res.dead, res.vacuous = self.dead, self.vacuous
         res.seconds = time.monotonic() - t0

@@ -184,6 +184,10 @@ class ProveResult:
     #: invariants that fold to true before the solver sees them (on every action, for a step
     #: invariant): they cannot fail, whatever the design
     vacuous: list[Any] = field(default_factory=list)
+    #: typedness, proved rather than assumed: every slot keeps a value of its field's range
+    #: after every action from a state where the proved invariants hold (every verdict above
+    #: rests on it); None in a result read from an older cache entry
+    in_range: Proof | None = None
 
     def of(self, kind: str) -> list[Proof]:
         return [p for p in self.proofs if p.kind == kind]
@@ -196,7 +200,8 @@ class ProveResult:
 
     @property
     def ok(self) -> bool:
-        return all(p.proved for p in self.of("invariant") if p.applies)
+        typed = self.in_range is None or self.in_range.proved
+        return typed and all(p.proved for p in self.of("invariant") if p.applies)
 
     def to_json(self) -> dict[str, Any]:
         c = self.cfg
@@ -219,6 +224,7 @@ class ProveResult:
             **({"cached": True} if self.cached else {}),
             "ok": self.ok,
             "invariants": [entry(p) for p in self.of("invariant")],
+            **({} if self.in_range is None else {"in_range": entry(self.in_range)}),
             "hazards": [entry(p) for p in self.of("hazard")],
             "auxiliary": [dict(entry(p), doc=p.doc) for p in self.of("auxiliary")],
         }

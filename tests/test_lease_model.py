@@ -15,9 +15,9 @@ from mcp_inflight.model import lease as L
 from mcp_inflight.model import lease_state as LS
 from mcp_inflight.model.declare import Move
 from mcp_inflight.proofs import declared as P
-from mcp_inflight.proofs.universe import Universe
 from mcp_inflight.proofs.stepping import take
 from mcp_inflight.proofs.symbolic import to_bool
+from mcp_inflight.proofs.universe import Universe
 
 INVARIANTS = {p.name for p in L.INVARIANTS}
 WITNESSES = {p.name for p in L.WITNESSES}

@@ -110,6 +110,7 @@ def test_the_verdict_words_say_how_far_each_guarantee_reaches():
         if c["property"] == "in_range"
     }
     assert typed == {
+        "session": "proved",
         "lease": "proved",
         **{m: "proved at bounds" for m in ("rounds", "resume", "tasks", "subscriptions")},
     }
