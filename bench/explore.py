@@ -22,7 +22,7 @@ import sys
 import time
 
 from mcp_inflight.model import DESIGNS, Config, mutants, profiles
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 
 ALL = {**DESIGNS, **mutants()}
 DEFAULT_BOUNDS = "2x3,3x3,2x4,3x4,2x5"

@@ -322,7 +322,7 @@ def counterexample(cls: str, profile: str) -> dict | None:
         revision, transport = "2026-07-28", "http"
     from mcp_inflight.model.config import DESIGNS, Config, mutants
     from mcp_inflight.model.trace import trace_lines
-    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.explorer import explore
 
     key = (design_name, revision, transport)
     if key not in _CX:  # one exploration per design and profile

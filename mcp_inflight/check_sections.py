@@ -68,10 +68,10 @@ def session_section(
         early = not args.no_prove and not reference_paths()
         proved = prover(True) if early else None
         if not args.no_explore:
-            from mcp_inflight.proofs.explore import explore_many
             from mcp_inflight.proofs.progress import Display
+            from mcp_inflight.proofs.session_search import search_many
 
-            results = explore_many(
+            results = search_many(
                 cfgs,
                 symmetry=symmetric,
                 max_states=args.max_states,

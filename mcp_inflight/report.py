@@ -1,6 +1,6 @@
 """Reports of the two checkers: text tables, the combined check report, JUnit XML.
 
-The records come from the checkers (``proofs.explore.RunResult``/``Verdict``,
+The records come from the checkers (``proofs.session_search.RunResult``/``Verdict``,
 ``proofs.prove.ProveResult``/``Proof``) and their traces and counterexamples to induction from
 ``model/trace.py``, which renders each of them one way.  This module lays them out: the
 explorer's table, the prover's table, both side by side for ``mcp-inflight check``, and one
@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from mcp_inflight.model.trace import trace_lines
-from mcp_inflight.proofs.explore import RunResult, Verdict
 from mcp_inflight.proofs.outcome import Cell, session_cells
 from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS
 from mcp_inflight.proofs.records import Proof, ProveResult
+from mcp_inflight.proofs.session_search import RunResult, Verdict
 
 _SECTIONS = (
     ("Invariants and witnesses", ("invariant", "witness")),

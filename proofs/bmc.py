@@ -171,7 +171,7 @@ def shortest(
     search then asks z3 only at that length: every shallower query would come back unsat
     and the deeper ones are not needed; a property absent here has no violation within
     ``depth`` steps.  z3 finds the trace itself and its replay is checked as before."""
-    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.explorer import explore
 
     cfg = dataclasses.replace(pr.cfg, ids=m, requests=n)  # the same client and options
     t0 = time.monotonic()

@@ -1,22 +1,22 @@
 """The one checker of the declared models, behind one façade: :func:`check` explores a
 :class:`~mcp_inflight.model.declare.Spec` (``proofs/explorer.py``) and proves it
-(``proofs/induction.py``); :func:`hazard` explores a hazard's own run.
+(``proofs/induction.py``, through ``proofs/prove.py``); :func:`hazard` explores a hazard's own run.
 
 Lease, rounds, resume (and every model declared with ``model/declare.py``) are checked here;
 the words of the verdicts are the same for all: ``proved`` (for any size of the sorts the model
 declares unbounded), ``proved at bounds`` (the induction ran on the model's finite bounds),
 ``holds (explored)`` (the explorer alone judged it).
 
-Each model is explored by :func:`explore_declared`: on the native engine
-(``proofs/native_spec.py``, the rules and the search as C) where a C compiler is present and
-the engine does not refuse the spec, else on the explorer's ``auto`` engine; the run's
-``engine`` says which ran, and why the native one did not.  Both find the same states,
-verdicts and traces (``tests/test_native_spec.py``).
+Each model is explored by the one entry point, :func:`~.explorer.explore`, on its ``fastest``
+engine: native (``proofs/native_spec.py``, the rules and the search as C) where a C compiler
+is present and the engine does not refuse the spec, else the explorer's ``auto`` engine; the
+run's ``engine`` says which ran, and why the native one did not.  Both find the same states,
+verdicts and traces (``tests/test_native_spec.py``).  It is proved by the one entry point of
+proof, :func:`~.prove.prove`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,8 @@ from mcp_inflight.model.declare import Hazard, Spec
 
 from .explored import Explored
 from .explorer import drive, explore, path_to, transitions, transitions_out
-from .induction import Proved, prove
+from .induction import Proved
+from .prove import prove
 from .stepping import cti_lines, trace_text
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "cti_lines",
     "drive",
     "explore",
-    "explore_declared",
     "hazard",
     "path_to",
     "prove",
@@ -63,31 +63,10 @@ class Checked:
         }
 
 
-def explore_declared(spec: Spec, until: Iterable[str] | None = None) -> Explored:
-    """``spec`` explored on the native engine where it runs, else on ``auto`` (the compiled
-    engine, or the concrete one where the generator refuses a rule): :attr:`Explored.engine`
-    is ``native``, or the engine that ran followed by why the native one did not."""
-    from . import native
-
-    if native.available():
-        from .native_spec import Refused, explore_native
-
-        try:
-            return explore_native(spec, until=until)
-        except Refused as e:
-            why = f"the native engine refused the spec: {e}"
-        except native.BuildError as e:
-            why = f"the native engine could not be built: {str(e).splitlines()[0]}"
-    else:
-        why = "no C compiler for the native engine"
-    ex = explore(spec, until=until)
-    ex.engine = f"{ex.engine} ({why})"
-    return ex
-
-
 def check(spec: Spec, with_proof: bool = True) -> Checked:
-    """Explore ``spec`` (:func:`explore_declared`) and, unless ``with_proof`` is false, prove it."""
-    return Checked(explore_declared(spec), prove(spec) if with_proof else None)
+    """Explore ``spec`` on the fastest engine that runs it and, unless ``with_proof`` is false,
+    prove it."""
+    return Checked(explore(spec, engine="fastest"), prove(spec) if with_proof else None)
 
 
 @dataclass
@@ -123,4 +102,4 @@ class HazardRun:
 
 def hazard(h: Hazard, spec: Spec) -> HazardRun:
     """``h``'s run: ``spec`` is the model at the hazard's bound (its action enabled)."""
-    return HazardRun(h, explore_declared(spec))
+    return HazardRun(h, explore(spec, engine="fastest"))

@@ -1,4 +1,6 @@
-"""The one explorer of the declared models (``model/declare.py``): lease, rounds, resume, ...
+"""The one explorer: :func:`explore` is the entry point of exploration for every model (the
+session's runs go to its own engines, ``proofs/session_search.py``), and the search of the
+declared models (``model/declare.py``: lease, rounds, resume, ...).
 
 :func:`explore` walks every reachable state of a :class:`~mcp_inflight.model.declare.Spec`
 breadth first from the initial state (so each counterexample is a shortest one), on the rules
@@ -42,10 +44,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
 
@@ -53,32 +55,154 @@ from .explored import NOT_JUDGED, Explored, default_sink, stoppable
 from .progress import Sink, Tracker
 from .stepping import take
 
+if TYPE_CHECKING:
+    from mcp_inflight.model.config import Config
+
+    from .records import RunResult
+
 W = TypeVar("W")
 
 
+@overload
 def explore(
-    spec: Spec,
-    max_states: int = 2_000_000,
+    model: Spec,
+    max_states: int | None = None,
+    *,
     until: Iterable[str] | None = None,
-    engine: str = "auto",
+    engine: str | None = None,
     progress: Sink | None = None,
-    symmetry: bool = False,
-) -> Explored:
-    """Every reachable state of ``spec``, breadth first (see the module text); with ``until``,
-    only until each property it names has failed.  ``engine``: ``compiled`` (the rules
-    generated as Python per move, ``proofs/compiled_spec.py``), ``concrete`` (the rules read
-    through the concrete logic) or ``auto`` (compiled, or concrete where the generator refuses
-    a rule; :attr:`Explored.engine` says which ran and why).  ``symmetry``: keep one state
-    per orbit under renaming of the declared sorts, once ``proofs/declared_symmetry.py`` has
-    checked that the rules commute with renaming (else the run is unreduced);
-    :attr:`Explored.symmetry` says which, and why.  ``progress``: where the run reports its
-    states, depth and queue as it goes (default: :func:`progress_to`'s sink).  ``native``: the
-    rules and the search generated as C (``proofs/native_spec.py``: the same findings, or
-    ``Refused`` for a spec it does not run)."""
-    if engine == "native":
-        from .native_spec import explore_native
+    symmetry: bool | None = None,
+) -> Explored: ...
 
-        return explore_native(spec, max_states, until, progress, symmetry)
+
+@overload
+def explore(
+    model: Config,
+    max_states: int | None = None,
+    *,
+    engine: str | None = None,
+    progress: bool | Sink | None = None,
+    symmetry: bool | None = None,
+    properties: Sequence[Any] | None = None,
+    on_edge: Callable[..., Any] | None = None,
+    liveness: bool = False,
+) -> RunResult: ...
+
+
+def explore(
+    model: Spec | Config,
+    max_states: int | None = None,
+    *,
+    until: Iterable[str] | None = None,
+    engine: str | None = None,
+    progress: bool | Sink | None = None,
+    symmetry: bool | None = None,
+    properties: Sequence[Any] | None = None,
+    on_edge: Callable[..., Any] | None = None,
+    liveness: bool = False,
+) -> Explored | RunResult:
+    """The one entry point of exploration, for every model: every reachable state, breadth
+    first, and every property judged on them.
+
+    A declared model (a :class:`~mcp_inflight.model.declare.Spec`) is searched here (see the
+    module text) and comes back as an :class:`Explored`; the session model (a
+    :class:`~mcp_inflight.model.config.Config`: a design at a profile and bounds) by its own
+    engines (``proofs/session_search.py``: the exact reduction over every instance, liveness
+    judged under it) as a :class:`~.records.RunResult`; ``proofs/outcome.py`` reads both into
+    the one result.  The options mean the same for both:
+
+    * ``max_states``: stop, incomplete, beyond that many states (default: two million for a
+      declared model; none for the session);
+    * ``engine``: ``fastest`` (native where a C compiler is and the model is one it runs, else
+      as ``auto``), ``native``, ``compiled``, and the reading of the rules as written
+      (``concrete``, or the session's ``interpreted``); ``auto``: for a declared model the
+      compiled engine, or the concrete one where the generator refuses a rule; for the
+      session, native where a compiler is.  Default: ``auto`` for a declared model,
+      ``compiled`` for the session;
+    * ``symmetry``: one state per orbit under renaming (default: on for the session, whose
+      symmetry ``proofs/symmetry.py`` checks; off for a declared model, whose symmetry is
+      checked by ``proofs/declared_symmetry.py`` when asked);
+    * ``progress``: where a run reports its states, depth and queue as it goes.
+
+    ``until`` (a declared model's: stop once the properties it names have failed) and
+    ``properties``, ``on_edge`` and ``liveness`` (the session's: which properties, a callback
+    per transition, keep the graph and judge liveness on it; a declared model judges its own
+    properties, liveness included, always) are refused for the other kind of model."""
+    if not isinstance(model, Spec):
+        if until is not None:
+            raise TypeError("explore: until is an option of the declared models")
+        from mcp_inflight.model.properties import PROPERTIES
+
+        from .session_search import search
+
+        return search(
+            model,
+            symmetry=True if symmetry is None else symmetry,
+            max_states=max_states,
+            progress=progress,
+            properties=PROPERTIES if properties is None else properties,
+            on_edge=on_edge,
+            engine="compiled" if engine is None else "auto" if engine == "fastest" else engine,
+            liveness=liveness,
+        )
+    if properties is not None or on_edge is not None or liveness:
+        raise TypeError(
+            "explore: properties, on_edge and liveness are options of the session model (a "
+            "declared model judges all its properties, liveness included)"
+        )
+    if isinstance(progress, bool):
+        raise TypeError("explore: a declared model's progress is a sink (or None)")
+    limit = 2_000_000 if max_states is None else max_states
+    if engine == "fastest":
+        return _fastest(model, limit, until, progress, bool(symmetry))
+    return _search(model, limit, until, engine or "auto", progress, bool(symmetry))
+
+
+def _fastest(
+    spec: Spec, max_states: int, until: Iterable[str] | None, progress: Sink | None, symmetry: bool
+) -> Explored:
+    """``spec`` searched on the native engine where it runs, else on ``auto``;
+    :attr:`Explored.engine` is ``native``, or the engine that ran followed by why the native
+    one did not."""
+    from . import native
+
+    if native.available():
+        from .native_spec import Refused, search_native
+
+        try:
+            return search_native(spec, max_states, until, progress, symmetry)
+        except Refused as e:
+            why = f"the native engine refused the spec: {e}"
+        except native.BuildError as e:
+            why = f"the native engine could not be built: {str(e).splitlines()[0]}"
+    else:
+        why = "no C compiler for the native engine"
+    ex = _search(spec, max_states, until, "auto", progress, symmetry)
+    ex.engine = f"{ex.engine} ({why})"
+    return ex
+
+
+def _search(
+    spec: Spec,
+    max_states: int,
+    until: Iterable[str] | None,
+    engine: str,
+    progress: Sink | None,
+    symmetry: bool,
+) -> Explored:
+    """The declared model's breadth-first search (see the module text) on ``engine``:
+    ``compiled`` (the rules generated as Python per move, ``proofs/compiled_spec.py``),
+    ``concrete`` (the rules read through the concrete logic), ``auto`` (compiled, or concrete
+    where the generator refuses a rule; :attr:`Explored.engine` says which ran and why) or
+    ``native`` (the rules and the search generated as C, ``proofs/native_spec.py``: the same
+    findings, or ``Refused`` for a spec it does not run).  ``symmetry``: keep one state per
+    orbit under renaming of the declared sorts, once ``proofs/declared_symmetry.py`` has
+    checked that the rules commute with renaming (else the run is unreduced);
+    :attr:`Explored.symmetry` says which, and why."""
+    if engine == "native":
+        from .native_spec import search_native
+
+        return search_native(spec, max_states, until, progress, symmetry)
     t0 = time.perf_counter()
     tracker = Tracker(spec.label(), progress if progress is not None else default_sink())
     res = Explored(spec)

@@ -2,7 +2,8 @@
 the session, in its declaration (``model/session_spec.py``; ``proofs/prove.py`` adds the
 session's bounded search and vacuity checks around it).
 
-:func:`prove` reads a :class:`~mcp_inflight.model.declare.Spec`'s guards, outputs, effects and
+:class:`Induction` (run by ``proofs/prove.py:prove``, the one entry point of proof) reads a
+:class:`~mcp_inflight.model.declare.Spec`'s guards, outputs, effects and
 properties with the z3 backend of ``proofs/symbolic.py`` (one reading per universe,
 ``proofs/universe.py``): a scalar is a z3 constant; a keyed
 variable over a sort the spec declares ``unbounded`` is a z3 array (and an argument over it any
@@ -42,7 +43,7 @@ from mcp_inflight.model.declare import Prop, Spec, changes, describe
 from mcp_inflight.model.logic import Concrete
 
 from .bmc import solve, why
-from .symbolic import Vec, fast_operators, strict_truth, to_bool
+from .symbolic import Vec, to_bool
 from .universe import StateTerms, Step, Universe, value_of
 
 #: z3 resource units per query (millions) on an unbounded universe
@@ -70,7 +71,7 @@ class CtiStates:
 
 @dataclass
 class Proved:
-    """What :func:`prove` found: per ``always``/``step`` property and ``in_range`` (every slot
+    """What :class:`Induction` found: per ``always``/``step`` property and ``in_range`` (every slot
     keeps a value of its variable) ``proved``, ``not proved`` (with a counterexample to
     induction) or ``unknown``; the auxiliary invariants kept and dropped; whether the proof is
     for any size (``unbounded``) or at the spec's bounds."""
@@ -130,25 +131,13 @@ class Proved:
         }
 
 
-def prove(
-    spec: Spec,
-    budget: float = DEFAULT_BUDGET,
-    timeout: float = DEFAULT_TIMEOUT,
-    unbounded: bool = True,
-) -> Proved:
-    """Induction over ``spec`` (see the module text): for any size of its ``unbounded`` sorts
-    (unless ``unbounded`` is false: then at its bounds)."""
-    with strict_truth(), fast_operators():
-        return Induction(spec, budget, timeout, unbounded).run()
-
-
 class Induction:
     """One run of the prover over ``spec`` (:meth:`run`); ``U`` is the universe it proves on.
     ``batch``: ask the obligations of one step in one query first (off, each is asked on its
     own: the same verdicts, to see what each costs); ``quick_units``: the budget of the quick
     first attempt at an unbounded obligation (a heuristic: no verdict depends on it).  Call it inside
-    :func:`~.symbolic.strict_truth` and :func:`~.symbolic.fast_operators`, as :func:`prove`
-    does."""
+    :func:`~.symbolic.strict_truth` and :func:`~.symbolic.fast_operators`, as
+    ``proofs/prove.py:prove`` (the one entry point of proof) does."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""Liveness over the explored state graph (``proofs/explore.py`` records it when asked).
+"""Liveness over the explored state graph (``proofs/session_search.py`` records it when asked).
 
 Three properties, judged on the graph whose nodes are the explored states (their canonical
 keys under symmetry) and whose edges are the moves between them:
@@ -298,7 +298,7 @@ def judge_liveness(
     index: StateIndex,
     flat: Callable[[int], tuple[Any, ...]] | None = None,
 ) -> list[Any]:
-    """The liveness verdicts of one run (``proofs/explore.py:Verdict``), with lasso traces.
+    """The liveness verdicts of one run (``proofs/records.py:Verdict``), with lasso traces.
     ``g``: the explored graph, read by :func:`find`, or a function that gives its
     :class:`Found` from a node's state (the native engine's, computed in C)."""
     from mcp_inflight.model.trace import build_trace

@@ -39,7 +39,7 @@ The C text of the search (the same for every configuration) is in ``proofs/nativ
 this module (about 750 lines) keeps the rest together: the generation, the build and the run
 share one contract, the C functions' names and signatures, the packed layout and the event
 records, which the :mod:`ctypes` declarations of ``load`` and the reading of results in
-``explore_native`` must match line for line; split further, each part would restate it.  The
+``search_native`` must match line for line; split further, each part would restate it.  The
 cache directory is ``proofs/cache.py``'s.
 """
 
@@ -508,7 +508,7 @@ def load(source: str, flags: list[str] = CFLAGS) -> ctypes.CDLL:
 # --- the search -----------------------------------------------------------------------------
 
 
-def explore_native(
+def search_native(
     cfg: Config,
     symmetry: bool = False,
     max_states: int | None = None,
@@ -517,7 +517,7 @@ def explore_native(
     on_edge: Any = None,
     liveness: bool = False,
 ) -> RunResult:
-    """``proofs.explore.explore`` with ``engine="native"`` (see the module docstring).  With
+    """``proofs.session_search.search`` with ``engine="native"`` (see the module docstring).  With
     ``liveness`` the C search also keeps the state graph, and the liveness properties of
     ``proofs/liveness.py`` are judged on it (:func:`_judge_liveness`)."""
     from mcp_inflight.model.trace import build_trace

@@ -5,7 +5,7 @@ and each state property of a :class:`~mcp_inflight.model.declare.Spec` as C over
 one byte a slot; ``proofs/native_spec_search.py`` is the breadth-first search.  The C is built
 once per generated source with the C compiler and cached (:func:`build`: the directory of
 ``proofs/native.py``'s engine under ``proofs/cache.py``'s, keyed by a hash of the source), then
-loaded with :mod:`ctypes`.  :func:`explore_native` hands back the :class:`Explored` of
+loaded with :mod:`ctypes`.  :func:`search_native` hands back the :class:`Explored` of
 ``proofs/explorer.py``, found exactly as the compiled engine finds it: states, transitions,
 depth, per property its verdict and shortest trace, coverage per action, deadlocks, the early
 stop of ``until``, ``max_states``, and liveness under the weak fairness each property names
@@ -39,7 +39,7 @@ from .explored import NOT_JUDGED, Explored, default_sink, stoppable
 from .native_spec_c import Generated, Refused, generate
 from .progress import Sink, Tracker
 
-__all__ = ["NativeExplored", "NativeSpecError", "Refused", "explore_native"]
+__all__ = ["NativeExplored", "NativeSpecError", "Refused", "search_native"]
 
 
 class NativeSpecError(RuntimeError):
@@ -115,7 +115,7 @@ def _pack(spec: Spec, s: Any) -> bytes:
     return bytes(int(x) & 0xFF for x in out)
 
 
-def explore_native(
+def search_native(
     spec: Spec,
     max_states: int = 2_000_000,
     until: Iterable[str] | None = None,

@@ -1,6 +1,6 @@
 """Worker processes for the checkers' many runs, that never outlive the run that started them.
 
-``explore_many`` and ``prove_all`` spread configurations over processes.  When the parent is
+``session_search.search_many`` and ``prove_all`` spread configurations over processes.  When the parent is
 stopped (Ctrl-C, or SIGTERM as a CI timeout sends it), every worker must stop too, not go on
 exploring as an orphan: :func:`worker_pool` terminates the workers when the block it guards is
 left by an exception (``KeyboardInterrupt``, ``SystemExit`` raised by a signal handler), and each

@@ -3,7 +3,7 @@
 A run reports through a :class:`Tracker`, which it ticks from its search loop (states found,
 BFS depth, queue length) and tells the size of each finished BFS level.  The tracker hands a
 :class:`Snapshot` to a *sink* a few times a second: a :class:`Display` writing to stderr in the
-same process, or, in a worker process of ``explore_many``, a :class:`QueueSink` sending it to the
+same process, or, in a worker process of ``search_many``, a :class:`QueueSink` sending it to the
 parent, whose display draws the runs of every worker.  Nothing here writes to stdout.
 
 A display has two modes:
@@ -234,7 +234,7 @@ def sink_for(progress: Any) -> Sink | None:
     return cast(Sink, progress)
 
 
-# set in a worker process of explore_many: where its runs send their snapshots
+# set in a worker process of search_many: where its runs send their snapshots
 _worker_queue: Any = None
 
 

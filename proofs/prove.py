@@ -43,7 +43,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, overload
 
 import z3
 
@@ -63,10 +63,10 @@ from mcp_inflight.model.trace import (
     id_name,
     inst_name,
 )
-from mcp_inflight.proofs import bmc
+from mcp_inflight.proofs import bmc, induction
 from mcp_inflight.proofs import symbolic as sym
 from mcp_inflight.proofs.bmc import solve, why
-from mcp_inflight.proofs.induction import IN_RANGE, CtiStates, Induction
+from mcp_inflight.proofs.induction import IN_RANGE, CtiStates, Induction, Proved
 from mcp_inflight.proofs.records import Proof, ProveResult
 
 #: what the session's ``in_range`` row says
@@ -387,25 +387,69 @@ class Prover:
         return res
 
 
+@overload
 def prove(
-    cfg: Config,
+    model: Spec,
+    *,
+    budget: float | None = None,
+    timeout: float | None = None,
+    unbounded: bool = True,
+) -> Proved: ...
+
+
+@overload
+def prove(
+    model: Config,
+    *,
     depth: int = DEFAULT_DEPTH,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
     names: Iterable[str] | None = None,
     progress: Callable[[str], Any] | None = None,
-    budget: float = DEFAULT_BUDGET,
+    budget: float | None = None,
     symmetric: bool = True,
-) -> ProveResult:
-    """Prove (or refute) every invariant and hazard of ``cfg``; see the module docstring.
-    ``symmetric``: the model was checked symmetric in ids and instances (``proofs/symmetry.py``);
-    without it the bounded search takes ids in any order."""
+) -> ProveResult: ...
+
+
+def prove(
+    model: Spec | Config,
+    *,
+    depth: int = DEFAULT_DEPTH,
+    timeout: float | None = None,
+    names: Iterable[str] | None = None,
+    progress: Callable[[str], Any] | None = None,
+    budget: float | None = None,
+    symmetric: bool = True,
+    unbounded: bool = True,
+) -> Proved | ProveResult:
+    """The one entry point of proof, for every model.
+
+    A declared model (a :class:`~mcp_inflight.model.declare.Spec`) is proved by induction
+    (``proofs/induction.py``: for any size of the sorts it declares unbounded, unless
+    ``unbounded`` is false, else at its bounds) and comes back as a
+    :class:`~.induction.Proved`.  The session model (a :class:`~mcp_inflight.model.config.Config`)
+    is proved by the same induction on its declaration, with the bounded search for traces
+    (at most ``depth`` steps) and the vacuity checks around it (see the module docstring), as a
+    :class:`~.records.ProveResult`; ``names`` restricts it to those properties, and
+    ``symmetric`` says the model was checked symmetric in ids and instances
+    (``proofs/symmetry.py``; without it the bounded search takes ids in any order).
+    ``budget`` (millions of z3 resource units per query) and ``timeout`` (seconds per query)
+    default to each model's own (:data:`DEFAULT_BUDGET` and :data:`DEFAULT_TIMEOUT` for the
+    session, ``induction.DEFAULT_BUDGET`` and ``induction.DEFAULT_TIMEOUT`` otherwise)."""
+    if isinstance(model, Spec):
+        with sym.strict_truth(), sym.fast_operators():
+            return Induction(
+                model,
+                induction.DEFAULT_BUDGET if budget is None else budget,
+                induction.DEFAULT_TIMEOUT if timeout is None else timeout,
+                unbounded,
+            ).run()
     with sym.strict_truth(), sym.fast_operators():
         return Prover(
-            cfg,
+            model,
             depth=depth,
-            timeout=timeout,
+            timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
             progress=progress,
-            budget=budget,
+            budget=DEFAULT_BUDGET if budget is None else budget,
             symmetric=symmetric,
         ).run(names)
 

@@ -2,7 +2,7 @@
 one run, :class:`RunResult`) and the prover's (one property's proof, :class:`Proof`; one
 configuration's, :class:`ProveResult`).
 
-They live apart from ``proofs/explore.py`` so that the engines the explorer drives (``native.py``,
+They live apart from ``proofs/session_search.py`` so that the engines the explorer drives (``native.py``,
 ``liveness.py``) can build them without importing the explorer back; ``explore.py`` re-exports
 the explorer's and ``prove.py`` the prover's, and users import them from there.
 """

@@ -105,7 +105,7 @@ def session(ids: int = 2, requests: int = 2) -> list[Cell]:
     from mcp_inflight.model.properties import BROKEN_BY, INVARIANTS
     from mcp_inflight.proofs.liveness import NAMES
 
-    from .explore import explore_many
+    from .session_search import search_many
 
     designs = {**SAFE, **mutants(), **liveness_mutants()}
     props = {p.name: kind_of(p.kind, p.scope) for p in INVARIANTS} | {
@@ -128,7 +128,7 @@ def session(ids: int = 2, requests: int = 2) -> list[Cell]:
         todo = [(e, c) for e in batch for c in cfgs(e)]
         if not todo:
             continue
-        results = explore_many(
+        results = search_many(
             [c for _, c in todo],
             symmetry=True,
             progress=False,
@@ -151,7 +151,7 @@ def lease() -> list[Cell]:
 def small(name: str) -> list[Cell]:
     import importlib
 
-    from .declared import explore_declared
+    from .explorer import explore
 
     m = importlib.import_module(f"mcp_inflight.model.{name}")
     safe = m.spec(next(iter(m.DESIGNS)))
@@ -164,7 +164,7 @@ def small(name: str) -> list[Cell]:
             return {}
         # only whether it breaks what it must is asked: the search stops once it has
         until = [p for p, es in m.BROKEN_BY.items() if design in es and p in props]
-        ex = explore_declared(m.spec(design), until=until)
+        ex = explore(m.spec(design), until=until, engine="fastest")
         return {
             k: f"fails on {ex.spec.label()} ({len(ex.traces.get(k, ()))} steps)"
             for k, v in ex.verdicts.items()

@@ -23,7 +23,7 @@ from mcp_inflight.model import (
 from mcp_inflight.model.codegen import Expr, Gen
 from mcp_inflight.model.session_state import domains, settled
 from mcp_inflight.proofs.compiled_model import Compiled, View
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.flat import Layout
 
 ALL_DESIGNS = {**DESIGNS, **mutants()}

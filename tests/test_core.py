@@ -43,7 +43,7 @@ from mcp_inflight.model import (
 from mcp_inflight.model import properties as P
 from mcp_inflight.model.session import SERVER_ACTIONS, on_cancel
 from mcp_inflight.model.session_state import FIELDS, domains, quiescent
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 from support.explored import expanded
 
 N = 6  # request instances in the bounded model

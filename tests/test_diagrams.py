@@ -19,7 +19,7 @@ from mcp_inflight.model.logic import Concrete
 from mcp_inflight.model.properties import INVARIANTS
 from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_state import domains
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 
 HAVE_DOT = shutil.which("dot") is not None
 

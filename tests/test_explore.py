@@ -8,17 +8,18 @@ import re
 import pytest
 
 import mcp_inflight.proofs.compiled_model as compiled_model
-import mcp_inflight.proofs.explore as explore_mod
 import mcp_inflight.proofs.flat as flat
 import mcp_inflight.proofs.native as native
 import mcp_inflight.proofs.progress as progress_mod
+import mcp_inflight.proofs.session_search as explore_mod
 from mcp_inflight.model import DESIGNS, Config, Life, profiles, step
 from mcp_inflight.model.config import REMOVAL_SITES
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_state import FIELDS, Field
-from mcp_inflight.proofs.explore import Canonicalizer, explore, explore_many
+from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.flat import Layout, key_function
+from mcp_inflight.proofs.session_search import Canonicalizer, search_many
 from support.explored import expanded, expanded_flat
 
 # --- deadlocks -------------------------------------------------------------------------------
@@ -277,7 +278,7 @@ def test_canonicalizer_returns_a_renaming_in_the_same_orbit():
 # --- runs --------------------------------------------------------------------------------------
 
 
-def test_explore_many_matches_one_run_after_another():
+def test_search_many_matches_one_run_after_another():
     cfgs = [
         Config(DESIGNS[d], rev, tr, ids=2, requests=2)
         for d in ("atomic", "unguarded")
@@ -285,7 +286,7 @@ def test_explore_many_matches_one_run_after_another():
         if rev == "2026-07-28"
     ]
     seq = [explore(c, progress=False).to_json() for c in cfgs]
-    par = [r.to_json() for r in explore_many(cfgs, jobs=2, progress=False)]
+    par = [r.to_json() for r in search_many(cfgs, jobs=2, progress=False)]
     for a, b in zip(seq, par, strict=False):
         a.pop("seconds")
         b.pop("seconds")
@@ -352,7 +353,7 @@ SAME_GRAPH = {
 )
 def test_equivalent_mutants_have_atomic_reachable_graph(rev, tr):
     from mcp_inflight.model.config import ATOMIC, mutants
-    from mcp_inflight.proofs.explore import reachable_graph
+    from mcp_inflight.proofs.session_search import reachable_graph
 
     assert set(SAME_GRAPH) == set(mutants())
     # 2025-11-25 at one id: its graphs without symmetry are an order of magnitude larger since
@@ -369,7 +370,7 @@ def test_unguarded_write_writes_for_a_cancelled_handler():
     # still runs has its progress and elicitation written (atomic drops them: only a live
     # request's own open stream is written on); no invariant forbids that
     from mcp_inflight.model.config import ATOMIC, mutants
-    from mcp_inflight.proofs.explore import reachable_graph
+    from mcp_inflight.proofs.session_search import reachable_graph
 
     def written_after_cancel(cfg):
         lay = compiled_model.Compiled(cfg, ()).layout
@@ -466,7 +467,7 @@ def test_estimate_left_only_from_shrinking_levels():
 def test_worker_runs_report_progress_to_the_parent_while_running(every_tick):
     err = io.StringIO()
     cfgs = [_PROGRESS_CFG, Config(DESIGNS["unguarded"], "2025-11-25", "stdio", 1, 2)]
-    rs = explore_many(
+    rs = search_many(
         cfgs, jobs=2, symmetry=False, progress=progress_mod.Display(err, live=False, interval=0)
     )
     lines = err.getvalue().splitlines()

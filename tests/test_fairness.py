@@ -21,7 +21,7 @@ from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config, liveness_mutants
 from mcp_inflight.model.declare import FAIRNESS
 from mcp_inflight.proofs import liveness as L
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 
 WAITS = Config(liveness_mutants()["atomic-waits-on-answer"], "2025-11-25", "stdio", 2, 2)
 ATOMIC = Config(DESIGNS["atomic"], "2026-07-28", "stdio", 2, 2)

@@ -107,13 +107,13 @@ def test_every_import_keeps_the_layers():
 def test_the_check_sees_a_runtime_module_importing_a_checker():
     core = ROOT / "impl" / "core.py"
     for source in (
-        "from mcp_inflight.proofs.explore import explore\n",
+        "from mcp_inflight.proofs.explorer import explore\n",
         "def f():\n    from ..proofs import prove\n",
-        "import mcp_inflight.proofs.explore\n",
+        "import mcp_inflight.proofs.session_search\n",
     ):
         assert violations(core, source), source
     assert violations(ROOT / "model" / "session.py", "from mcp_inflight.impl import core\n")
-    assert violations(ROOT / "proofs" / "explore.py", "from mcp_inflight import cli\n")
+    assert violations(ROOT / "proofs" / "session_search.py", "from mcp_inflight import cli\n")
     assert violations(ROOT / "impl" / "core.py", "from mcp_inflight import probe\n")
     assert not violations(core, "from mcp_inflight.model import ATOMIC\nfrom .sse import Decoder\n")
 

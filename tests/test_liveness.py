@@ -12,7 +12,7 @@ import pytest
 from mcp_inflight import report
 from mcp_inflight.model.config import ATOMIC, Config, liveness_mutants
 from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.liveness import NAMES, Graph, unanswered
 
 PROFILES = [("2025-11-25", "stdio"), ("2025-11-25", "http"), ("2026-07-28", "http")]

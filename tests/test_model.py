@@ -130,7 +130,7 @@ def test_check_then_claim_on_stdio_keeps_the_invariants():
 def test_freeing_the_id_on_cancel_lets_a_duplicates_cancel_remove_the_clients_entry():
     from dataclasses import replace
 
-    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.explorer import explore
 
     early = replace(ATOMIC, name="atomic-free-on-cancel", free_on="cancel")
     r = explore(Config(early, "2025-11-25", "stdio"), progress=False)
@@ -144,7 +144,7 @@ def test_freeing_the_id_on_cancel_lets_a_duplicates_cancel_remove_the_clients_en
 def test_quiescent_clean_fails_when_a_response_releases_nothing(monkeypatch):
     # No design knob leaks, so break the model itself: a respond that frees no entry.
     from mcp_inflight.model import session
-    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.explorer import explore
 
     monkeypatch.setattr(session, "_release_all", lambda b, s, c, site, r: [])
     r = explore(Config(ATOMIC, "2026-07-28", "stdio"), progress=False)
@@ -180,7 +180,7 @@ def test_the_id_rule_of_each_client():
     from dataclasses import replace
 
     from mcp_inflight.model.auxiliary import AUX
-    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.explorer import explore
 
     prop = (replace(AUX["client_ids_fresh"], applies=lambda c: True),)
     for client, holds in (("fresh", True), ("reusing", False)):
@@ -276,7 +276,7 @@ def test_stale_cancel_on_each_profile(design, revision, transport, holds, trace,
     transport orders the cancel before a later request under its id
     (``stale_cancel_is_inert_in_order``), which a server with cancels out of order breaks."""
     from mcp_inflight.model.config import mutants
-    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.explorer import explore
 
     if design in mutants():
         r = explore(Config(mutants()[design], revision, transport), progress=False)
@@ -307,7 +307,7 @@ def test_each_post_is_a_scope_of_its_own_on_2026_http():
     never refuses; with one registry for every POST (the mutant) the same id is refused, which
     ``no_refusal_across_posts`` flags, and the registry invariants apply again."""
     from mcp_inflight.model.config import mutants
-    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.explorer import explore
 
     r = run("atomic", "2026-07-28", "http")
     assert r.ok and r.verdict("duplicate_served").ok and r.verdict("no_refusal_across_posts").ok

@@ -10,7 +10,7 @@ import pytest
 from mcp_inflight.model import DESIGNS, Config, mutants, profiles
 from mcp_inflight.model.config import liveness_mutants
 from mcp_inflight.proofs import native
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 

@@ -38,7 +38,7 @@ def test_quick_and_optimised_builds_find_the_same(tmp_path, monkeypatch):
     found = []
     for flags in (native.QUICK_CFLAGS, native.CFLAGS):
         monkeypatch.setattr(native, "flags_for", lambda c, f=flags: f)
-        r = native.explore_native(cfg, symmetry=True)
+        r = native.search_native(cfg, symmetry=True)
         doc = r.to_json()
         doc.pop("seconds", None)
         found.append(doc)

@@ -19,7 +19,7 @@ from mcp_inflight.model.declare import Var
 from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.proofs import compiled_spec, native, native_spec
 from mcp_inflight.proofs.explorer import NOT_JUDGED, explore
-from mcp_inflight.proofs.native_spec import NativeSpecError, Refused, explore_native
+from mcp_inflight.proofs.native_spec import NativeSpecError, Refused, search_native
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
@@ -191,7 +191,7 @@ def test_a_trace_the_concrete_rules_do_not_retake_stops_the_run(monkeypatch):
 
     monkeypatch.setattr(native_spec, "generate", skewed)
     with pytest.raises(NativeSpecError, match="concrete"):
-        explore_native(spec)
+        search_native(spec)
 
 
 def test_the_build_is_cached_by_its_source(tmp_path, monkeypatch):
@@ -202,7 +202,7 @@ def test_the_build_is_cached_by_its_source(tmp_path, monkeypatch):
     assert so.parent == tmp_path / "native"
     mtime = so.stat().st_mtime_ns
     assert native_spec.build(src) == so and so.stat().st_mtime_ns == mtime
-    ran = explore_native(spec)
+    ran = search_native(spec)
     assert ran.build_seconds > 0 and ran.search_seconds > 0
     assert ran.to_json()["engine"] == "native"
 
@@ -211,15 +211,16 @@ def test_the_declared_checker_runs_native_and_says_why_when_it_does_not(monkeypa
     from mcp_inflight.proofs import declared
 
     spec = _model("subscriptions").spec("graceful-response")
-    ran = declared.explore_declared(spec)
+    ran = declared.explore(spec, engine="fastest")
     assert ran.engine == "native"
     assert _found(ran) == _found(explore(spec, engine="compiled"))
     v = spec.vars[0]
     wide = replace(spec, vars=(Var(v.name, v.lo, 300, v.init, v.keys), *spec.vars[1:]))
-    fell = declared.explore_declared(wide)
+    fell = declared.explore(wide, engine="fastest")
     assert fell.engine.startswith("compiled (the native engine refused the spec: variable")
     assert _found(fell) == _found(explore(wide, engine="compiled"))
     monkeypatch.setattr(native, "available", lambda: False)
     assert (
-        declared.explore_declared(spec).engine == "compiled (no C compiler for the native engine)"
+        declared.explore(spec, engine="fastest").engine
+        == "compiled (no C compiler for the native engine)"
     )

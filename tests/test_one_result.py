@@ -197,7 +197,7 @@ def test_the_old_section_flags_leave_models_out(flag):
 
 def test_a_dead_action_fails_the_run_with_its_name():
     from mcp_inflight.model.config import DESIGNS, Config
-    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.explorer import explore
     from mcp_inflight.proofs.outcome import ok, session_cells
 
     # one instance: no second request can meet the first under its id, so nothing is refused

@@ -22,7 +22,7 @@ from mcp_inflight.model import (
 from mcp_inflight.model.auxiliary import AUXILIARY
 from mcp_inflight.model.session_state import FIELDS, domains
 from mcp_inflight.proofs import symbolic as S
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.prove import Prover, prove
 from support.explored import expanded
 from support.explored import run as explored

@@ -19,10 +19,9 @@ from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_spec import spec
 from mcp_inflight.model.session_state import FIELDS
 from mcp_inflight.model.trace import id_name, inst_name
-from mcp_inflight.proofs.explore import explore as session_explore
 from mcp_inflight.proofs.explorer import explore as one_explore
-from mcp_inflight.proofs.induction import prove
-from mcp_inflight.proofs.prove import all_designs
+from mcp_inflight.proofs.explorer import explore as session_explore
+from mcp_inflight.proofs.prove import all_designs, prove
 
 PROFILES = profiles()
 

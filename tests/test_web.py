@@ -23,7 +23,7 @@ import pytest
 
 from mcp_inflight.model import DESIGNS, FIELDS, Config
 from mcp_inflight.model.trace import changes, id_name, inst_name, render_value
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 from support import procs
 
 DEFAULTS = [

@@ -22,7 +22,7 @@ from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.model.properties import PROPERTIES, PROPERTY, WITNESSES
 from mcp_inflight.model.property_kinds import judged
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.native import available
 
 CFG = Config(DESIGNS["atomic"], "2026-07-28", "stdio", 2, 2)

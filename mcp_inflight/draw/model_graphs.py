@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_inflight.model.declare import Move, Spec, declared_models
-from mcp_inflight.proofs.declared import explore_declared
+from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.stepping import move as make_move
 from mcp_inflight.proofs.stepping import take
 
@@ -274,7 +274,9 @@ def _replay(spec: Spec, trace: list[dict[str, Any]]) -> list[tuple[Any, Move, An
 def _place_liveness(spec: Spec, g: Graph) -> None:
     """Put each liveness property the explorer finds failing on the node of the state from
     which it found a fair run that never reaches the goal (its trace's last state)."""
-    res = explore_declared(spec)  # native where a compiler is (the same verdicts and traces)
+    res = explore(
+        spec, engine="fastest"
+    )  # native where a compiler is (the same verdicts and traces)
     if (res.states, res.transitions) != (g.states, g.transitions):
         raise RuntimeError(
             f"{spec.label()}: walked {g.states} states and {g.transitions} transitions, the "

@@ -43,7 +43,7 @@ from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.properties import PROPERTY
 from mcp_inflight.model.session import ACTION
 from mcp_inflight.model.trace import changes, id_name, inst_name
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 
 from .render import quote
 

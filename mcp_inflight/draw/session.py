@@ -1,6 +1,6 @@
 """The session-level state graph of a design, drawn from the explorer's transitions.
 
-The graph is the one ``proofs/explore.py`` walks: ``explore(..., on_edge=...)`` reports every
+The graph is the one ``proofs/session_search.py`` walks: ``explore(..., on_edge=...)`` reports every
 transition, and nothing here searches on its own.  It is explored *without* symmetry reduction
 so that every node is a concrete state of the model (no canonical form is involved), and the
 nodes are numbered breadth-first from the initial state with the outgoing transitions of each
@@ -51,7 +51,7 @@ from mcp_inflight.model.properties import INVARIANTS
 from mcp_inflight.model.session import ACTIONS
 from mcp_inflight.model.session_state import FIELDS
 from mcp_inflight.model.trace import id_name, inst_name, render_value
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 
 from .render import quote, quote_escaped
 

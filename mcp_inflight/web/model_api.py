@@ -50,7 +50,7 @@ from mcp_inflight.model.trace import (
     trace_json,
     trace_to_json,
 )
-from mcp_inflight.proofs.explore import explore
+from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.trace.format import TraceError, parse
 from mcp_inflight.trace.replay import report as _replay_report
 from mcp_inflight.web.explain import explain

@@ -16,7 +16,7 @@ def run(
     """One explorer run, shared by every test that asks for it: on the native engine where a
     compiler is (its findings are the compiled engine's, ``tests/test_native.py``)."""
     from mcp_inflight.model import DESIGNS, Config
-    from mcp_inflight.proofs.explore import explore
+    from mcp_inflight.proofs.explorer import explore
 
     return explore(
         Config(DESIGNS[design], revision, transport, ids, requests, client),

@@ -1,4 +1,6 @@
-"""Explicit-state explorer over the model of ``model/`` (breadth-first, so traces are shortest).
+"""The session model's search engines, reached through the one explorer's entry point
+(``proofs/explorer.py:explore`` with a session :class:`~mcp_inflight.model.config.Config`):
+explicit-state, breadth-first (so traces are shortest).
 
 It reads the actions, conditions and properties of ``model/session.py``,
 ``model/session_conditions.py`` and ``model/properties.py`` and adds no rule of its own.  By default it runs them compiled: the
@@ -24,11 +26,14 @@ always a renaming of the state, so the reduction is sound for properties that ar
 symmetric (all of ours), and it is exact (one state per orbit; ``tests/test_explore.py`` checks
 it against a brute-force orbit).
 
-One module (about 630 lines): the two Python engines (compiled and interpreted) share the
+One module (about 600 lines): the two Python engines (compiled and interpreted) share the
 result records, the symmetry key, the path rebuilding and the judging of verdicts
-(``_judge``), and ``explore`` is the one entry that chooses between them and the native engine
-of ``proofs/native.py``; the liveness judge (``proofs/liveness.py``) and progress
-(``proofs/progress.py``) live apart.
+(``_judge``), and :func:`search` chooses between them and the native engine of
+``proofs/native.py``; the liveness judge (``proofs/liveness.py``) and progress
+(``proofs/progress.py``) live apart.  What they add to the one explorer of the declared models
+(which finds on the session's declaration, ``model/session_spec.py``, the same states, verdicts
+and traces without symmetry: ``tests/test_session_spec.py``) is speed and the session's exact
+reduction, renaming every instance rather than only the sent ones.
 """
 
 from __future__ import annotations
@@ -86,10 +91,8 @@ from mcp_inflight.proofs.records import RunResult, Verdict  # noqa: E402
 #: ``on_edge(pre, action, args, post, out)``: called for every transition a search takes
 OnEdge = Callable[[Any, Any, Any, Any, Any], Any]
 
-__all__ = ["RunResult", "Verdict", "explore", "explore_many"]
 
-
-def explore(
+def search(
     cfg: Config,
     symmetry: bool = True,
     max_states: int | None = None,
@@ -118,24 +121,24 @@ def explore(
     ``proofs/liveness.py`` on it (the compiled and native engines; ``interpreted`` reports none).
     """
     if engine == "auto":  # native when it can be built, else compiled
-        from mcp_inflight.proofs.native import BuildError, available, explore_native
+        from mcp_inflight.proofs.native import BuildError, available, search_native
 
         if on_edge is None and available():
             try:
-                return explore_native(
+                return search_native(
                     cfg, symmetry, max_states, progress, properties, on_edge, liveness
                 )
             except BuildError as e:
-                sys.stderr.write(f"explore: the native engine is unavailable ({e}); compiled\n")
+                sys.stderr.write(f"search: the native engine is unavailable ({e}); compiled\n")
         engine = "compiled"
     if engine == "interpreted":
         res = _explore_interpreted(cfg, symmetry, max_states, progress, properties, on_edge)
         res.engine = "interpreted"
         return res
     if engine == "native":
-        from mcp_inflight.proofs.native import explore_native
+        from mcp_inflight.proofs.native import search_native
 
-        return explore_native(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
+        return search_native(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
     if engine != "compiled":
         raise ValueError(f"engine must be auto, compiled, interpreted or native, not {engine!r}")
     res = _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
@@ -500,17 +503,17 @@ def _explore_job(args: tuple[Config, dict[str, Any]]) -> RunResult:
     cfg, kwargs = args
     if kwargs.pop("progress_to_parent", False):
         kwargs["progress"] = worker_sink() or False
-    return explore(cfg, **kwargs)
+    return search(cfg, **kwargs)
 
 
-def explore_many(
+def search_many(
     cfgs: Iterable[Config], jobs: int | None = None, progress: Any = None, **kwargs: Any
 ) -> list[RunResult]:
-    """``explore(cfg, **kwargs)`` for each of ``cfgs``, in that order, the runs spread over up
+    """``search(cfg, **kwargs)`` for each of ``cfgs``, in that order, the runs spread over up
     to ``jobs`` processes (default: the number of CPUs) when there is more than one.  Results
     are the same as one run after another; only the wall time differs.
 
-    ``progress`` as for :func:`explore` (True, False, None: on a terminal, or a sink such as a
+    ``progress`` as for :func:`search` (True, False, None: on a terminal, or a sink such as a
     ``proofs.progress.Display``).  Runs in worker processes send their progress to this
     process through a queue while they run; it is drawn here with the others'.
 
@@ -522,14 +525,14 @@ def explore_many(
     flags = kwargs.pop("symmetry", True)
     per = list(flags) if isinstance(flags, list | tuple) else [flags] * len(cfgs)
     if len(per) != len(cfgs):
-        raise ValueError("explore_many: one symmetry flag per configuration")
+        raise ValueError("search_many: one symmetry flag per configuration")
     if kwargs.get("on_edge") is not None:
-        raise ValueError("explore_many does not take on_edge (it runs in other processes)")
+        raise ValueError("search_many does not take on_edge (it runs in other processes)")
     sink = sink_for(progress)
     jobs = min(jobs or os.cpu_count() or 1, len(cfgs))
     if jobs <= 1:
         return [
-            explore(c, progress=sink or False, symmetry=y, **kwargs)
+            search(c, progress=sink or False, symmetry=y, **kwargs)
             for c, y in zip(cfgs, per, strict=True)
         ]
     import multiprocessing as mp
@@ -570,13 +573,7 @@ def explore_many(
     return out
 
 
-__all__ = [
-    "explore",
-    "explore_many",
-    "RunResult",
-    "Verdict",
-    "Canonicalizer",
-]
+__all__ = ["Canonicalizer", "RunResult", "Verdict", "search", "search_many"]
 
 
 def reachable_graph(cfg: Config) -> tuple[frozenset[Any], frozenset[Any]]:
