@@ -23,10 +23,11 @@ from typing import Any
 from mcp_inflight.model.declare import Hazard, Spec
 
 from .explored import Explored
-from .explorer import drive, explore, path_to, transitions, transitions_out
+from .explorer import explore
 from .induction import Proved
 from .prove import prove
 from .stepping import cti_lines, trace_text
+from .walk import drive, path_to, transitions, transitions_out
 
 __all__ = [
     "Checked",

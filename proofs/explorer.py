@@ -35,9 +35,8 @@ the weak fairness of moves, and the reduced graph names each move as on its orbi
 representative, not as on the run.
 
 A failure comes back as a trace: the moves from the initial state, each with its story and only
-the variables it changed.  :func:`drive` walks another implementation (the runtime) along every
-transition, for agreement tests; :func:`transitions` and :func:`path_to` give the space's
-transitions and a shortest run to a state.
+the variables it changed.  The space walked for its other readers (a shortest run to a state,
+every transition, another implementation driven along them) is ``proofs/walk.py``.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
 
@@ -59,9 +58,6 @@ if TYPE_CHECKING:
     from mcp_inflight.model.config import Config
 
     from .records import RunResult
-
-W = TypeVar("W")
-
 
 @overload
 def explore(
@@ -547,110 +543,3 @@ def _path_inside(
 
 
 # --- walking the space for other readers -----------------------------------------------------
-
-
-def path_to(spec: Spec, target: Any) -> list[tuple[Move, Any, Any]] | None:
-    """A shortest run ``[(move, pre, post)]`` from the initial state to ``target`` (for the
-    runtime agreement tests), or None when it is not reachable."""
-    b = spec.logic()
-    moves = list(spec.moves())
-    init = spec.initial()
-    parent: dict[Any, Any] = {init: None}
-    queue = deque([init])
-    while queue and target not in parent:
-        s = queue.popleft()
-        for m in moves:
-            t = take(spec, s, m, b)
-            if t is not None and t[0] not in parent:
-                parent[t[0]] = (s, m)
-                queue.append(t[0])
-    if target not in parent:
-        return None
-    run = []
-    s = target
-    while parent[s] is not None:
-        pre, m = parent[s]
-        run.append((m, pre, s))
-        s = pre
-    return run[::-1]
-
-
-def transitions(spec: Spec) -> Iterable[tuple[Any, Move, Any]]:
-    """Every transition ``(pre, move, post)`` of the reachable space, breadth first."""
-    for pre, m, post, _ in transitions_out(spec):
-        yield pre, m, post
-
-
-def transitions_out(spec: Spec) -> Iterable[tuple[Any, Move, Any, Any]]:
-    """Every transition ``(pre, move, post, output)`` of the reachable space, breadth first."""
-    b = spec.logic()
-    moves = list(spec.moves())
-    init = spec.initial()
-    seen = {init}
-    queue = deque([init])
-    while queue:
-        s = queue.popleft()
-        for m in moves:
-            t = take(spec, s, m, b)
-            if t is None:
-                continue
-            yield s, m, t[0], t[1]
-            if t[0] not in seen:
-                seen.add(t[0])
-                queue.append(t[0])
-
-
-def drive(
-    spec: Spec,
-    fresh: Callable[[], W],
-    step: Callable[[W, Any, Move, Any], list[str]],
-    copy: Callable[[W], W],
-    stop_at: int = 1,
-    limit: int | None = None,
-) -> list[str]:
-    """Drive another implementation (the runtime) along every transition of ``spec``'s
-    reachable space, breadth first: ``fresh()`` is its world in the initial state, ``step(world,
-    pre, move, post)`` takes the move's counterpart in ``world`` (a copy of the world of the
-    first run that reached ``pre``; the call may change it) and returns the disagreements
-    it saw.  Stops after ``stop_at`` transitions with disagreements; returns them, each
-    prefixed with the run that led to it.  ``limit``: drive only the first ``limit``
-    transitions, in breadth-first order (the shortest runs first), for an implementation
-    whose steps are too slow for the whole space."""
-    b = spec.logic()
-    moves = list(spec.moves())
-    init = spec.initial()
-    worlds: dict[Any, W] = {init: fresh()}
-    parent: dict[Any, Any] = {init: None}
-    queue = deque([init])
-    problems: list[str] = []
-    driven = 0
-    while queue:
-        s = queue.popleft()
-        for m in moves:
-            t = take(spec, s, m, b)
-            if t is None:
-                continue
-            if limit is not None and driven >= limit:
-                return problems
-            driven += 1
-            post = t[0]
-            world = copy(worlds[s])
-            seen = step(world, s, m, post)
-            if seen:
-                run = [str(mv) for mv in _moves_to(parent, s)] + [str(m)]
-                problems.append(f"after {' '.join(run)}: " + "; ".join(seen))
-                if len(problems) >= stop_at:
-                    return problems
-            if post not in worlds:
-                worlds[post] = world
-                parent[post] = (s, m)
-                queue.append(post)
-    return problems
-
-
-def _moves_to(parent: dict[Any, Any], s: Any) -> list[Move]:
-    out = []
-    while parent[s] is not None:
-        s, m = parent[s]
-        out.append(m)
-    return out[::-1]

@@ -25,8 +25,9 @@ from mcp_inflight.model.declare import Spec, always
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
-from mcp_inflight.proofs.explorer import Explored, explore, symmetry_of, transitions
+from mcp_inflight.proofs.explorer import Explored, explore, symmetry_of
 from mcp_inflight.proofs.prove import all_designs
+from mcp_inflight.proofs.walk import transitions
 
 
 def _session(design: str, revision: str, ids: int, transport: str = "http") -> Spec:

@@ -1,0 +1,124 @@
+"""The reachable space of a declared model walked for its other readers, on the concrete rules
+(``proofs/stepping.py``): a shortest run to a state (:func:`path_to`), every transition
+(:func:`transitions`, :func:`transitions_out`), and :func:`drive`, which walks another
+implementation (the runtime) along every transition for the agreement tests.  The search that
+judges the properties is ``proofs/explorer.py``'s."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from mcp_inflight.model.declare import Move, Spec
+
+from .stepping import take
+
+W = TypeVar("W")
+
+
+def path_to(spec: Spec, target: Any) -> list[tuple[Move, Any, Any]] | None:
+    """A shortest run ``[(move, pre, post)]`` from the initial state to ``target`` (for the
+    runtime agreement tests), or None when it is not reachable."""
+    b = spec.logic()
+    moves = list(spec.moves())
+    init = spec.initial()
+    parent: dict[Any, Any] = {init: None}
+    queue = deque([init])
+    while queue and target not in parent:
+        s = queue.popleft()
+        for m in moves:
+            t = take(spec, s, m, b)
+            if t is not None and t[0] not in parent:
+                parent[t[0]] = (s, m)
+                queue.append(t[0])
+    if target not in parent:
+        return None
+    run = []
+    s = target
+    while parent[s] is not None:
+        pre, m = parent[s]
+        run.append((m, pre, s))
+        s = pre
+    return run[::-1]
+
+
+def transitions(spec: Spec) -> Iterable[tuple[Any, Move, Any]]:
+    """Every transition ``(pre, move, post)`` of the reachable space, breadth first."""
+    for pre, m, post, _ in transitions_out(spec):
+        yield pre, m, post
+
+
+def transitions_out(spec: Spec) -> Iterable[tuple[Any, Move, Any, Any]]:
+    """Every transition ``(pre, move, post, output)`` of the reachable space, breadth first."""
+    b = spec.logic()
+    moves = list(spec.moves())
+    init = spec.initial()
+    seen = {init}
+    queue = deque([init])
+    while queue:
+        s = queue.popleft()
+        for m in moves:
+            t = take(spec, s, m, b)
+            if t is None:
+                continue
+            yield s, m, t[0], t[1]
+            if t[0] not in seen:
+                seen.add(t[0])
+                queue.append(t[0])
+
+
+def drive(
+    spec: Spec,
+    fresh: Callable[[], W],
+    step: Callable[[W, Any, Move, Any], list[str]],
+    copy: Callable[[W], W],
+    stop_at: int = 1,
+    limit: int | None = None,
+) -> list[str]:
+    """Drive another implementation (the runtime) along every transition of ``spec``'s
+    reachable space, breadth first: ``fresh()`` is its world in the initial state, ``step(world,
+    pre, move, post)`` takes the move's counterpart in ``world`` (a copy of the world of the
+    first run that reached ``pre``; the call may change it) and returns the disagreements
+    it saw.  Stops after ``stop_at`` transitions with disagreements; returns them, each
+    prefixed with the run that led to it.  ``limit``: drive only the first ``limit``
+    transitions, in breadth-first order (the shortest runs first), for an implementation
+    whose steps are too slow for the whole space."""
+    b = spec.logic()
+    moves = list(spec.moves())
+    init = spec.initial()
+    worlds: dict[Any, W] = {init: fresh()}
+    parent: dict[Any, Any] = {init: None}
+    queue = deque([init])
+    problems: list[str] = []
+    driven = 0
+    while queue:
+        s = queue.popleft()
+        for m in moves:
+            t = take(spec, s, m, b)
+            if t is None:
+                continue
+            if limit is not None and driven >= limit:
+                return problems
+            driven += 1
+            post = t[0]
+            world = copy(worlds[s])
+            seen = step(world, s, m, post)
+            if seen:
+                run = [str(mv) for mv in _moves_to(parent, s)] + [str(m)]
+                problems.append(f"after {' '.join(run)}: " + "; ".join(seen))
+                if len(problems) >= stop_at:
+                    return problems
+            if post not in worlds:
+                worlds[post] = world
+                parent[post] = (s, m)
+                queue.append(post)
+    return problems
+
+
+def _moves_to(parent: dict[Any, Any], s: Any) -> list[Move]:
+    out = []
+    while parent[s] is not None:
+        s, m = parent[s]
+        out.append(m)
+    return out[::-1]
