@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
     from .records import RunResult
 
+
 @overload
 def explore(
     model: Spec,
