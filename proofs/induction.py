@@ -157,6 +157,9 @@ class Induction:
         self.slowest = (0.0, "")
         self.spent: dict[str, float] = {}
         self.cti_states: dict[str, CtiStates] = {}
+        #: kept properties that follow from the kept auxiliary invariants, left out of the
+        #: hypotheses while that holds (see :meth:`_hyps`)
+        self._lean: frozenset[str] = frozenset()
         #: why the last query the solver gave up on was not decided
         self.reason = "the solver gave up"
         self.unbounded = unbounded and bool(spec.unbounded)
@@ -239,7 +242,14 @@ class Induction:
         return to_bool(p.fn(U.b, st.post))
 
     def _hyps(self, U: Universe, st: Step, kept: list[Prop]) -> list[Any]:
-        return [U.typed, st.params, st.guard] + [self._pre(h, U) for h in kept]
+        """What an obligation of step ``st`` assumes: a well-typed pre-state where the move is
+        enabled and ``kept`` holds.  On the universe proved on, the kept properties shown to
+        follow from the kept auxiliary invariants (``_lean``) are left out: the same states,
+        fewer quantified hypotheses for the solver."""
+        lean = self._lean if U is self.U else frozenset()
+        return [U.typed, st.params, st.guard] + [
+            self._pre(h, U) for h in kept if h.name not in lean
+        ]
 
     def _obligation(
         self, kept: list[Prop], p: Prop | None, idx: int, on_step: bool = False
@@ -306,20 +316,34 @@ class Induction:
         return False
 
     def _all_hold(
-        self, kept: list[Prop], props: list[Prop], idx: int, on_step: bool = False
+        self,
+        kept: list[Prop],
+        props: list[Prop],
+        idx: int,
+        on_step: bool = False,
+        typed: bool = False,
     ) -> bool:
         """Whether every one of ``props`` holds after (``on_step``: on) step ``idx`` from every
-        well-typed state where ``kept`` holds, shown by one query for them all (their
-        conjunction's negation unsatisfiable; on an unbounded sort on the quick budget only).
-        False says nothing: each is then decided on its own, as without this query."""
-        if not self.batch or len(props) < 2:
+        well-typed state where ``kept`` holds (with ``typed``, and every slot keeps a value of
+        its range after it), shown by one query for them all (their conjunction's negation
+        unsatisfiable; on an unbounded sort on the quick budget only); a goal that is true as
+        built takes no part, and none left needs no query.  False says nothing: each is then
+        decided on its own, as without this query."""
+        if not self.batch:
             return False
         U = self.U
         st = U.steps[idx]
         goals = [self._goal(U, p, st, on_step) for p in props]
+        if typed:
+            goals.append(self._goal(U, None, st, False))
+        goals = [g for g in goals if not z3.is_true(g)]
+        if not goals:
+            return True
+        if len(goals) < 2:
+            return False
         goal = z3.And(*goals)
         what = f"every {'step property on' if on_step else 'candidate preserved by'} {st.name}"
-        about = [p.name for p in props]
+        about = [p.name for p in props] + ([IN_RANGE] if typed else [])
         if not self.unbounded:
             res, _ = self._at_bounds(kept, st, goal, what, about)
         else:
@@ -452,12 +476,16 @@ class Induction:
         # try the rest again without it
         changed = True
         implied: set[str] = set()
+        typed_on: set[int] = set()  # the steps whose batch showed typedness too
         while changed:
             changed = False
             implied = self._implied(kept)
+            self._lean = frozenset(implied)
+            typed_on = set()
             for idx, st in enumerate(U.steps):
                 todo = [p for p in kept if p.name not in implied]
-                if not todo or self._all_hold(kept, todo, idx):
+                if todo and self._all_hold(kept, todo, idx, typed=True):
+                    typed_on.add(idx)
                     continue  # every candidate preserved by this step, in one query
                 for p in todo:
                     if p not in kept:
@@ -467,15 +495,21 @@ class Induction:
                         continue
                     kept.remove(p)
                     changed = True
+                    self._lean = frozenset()  # what followed may no longer
                     if verdict == "cti":
                         ctis[p.name] = cti or _no_cti(p.name, st.name)
                     else:
                         unknown[p.name] = f"preserved by {st.name}: {self.reason}"
+        self._lean = frozenset(implied)  # the last round dropped nothing
         res.kept = [p.name for p in spec.aux if p in kept]
         res.dropped = [p.name for p in spec.aux if p not in kept]
-        # typedness: assumed in every pre-state above, so proved here under the kept set
+        # typedness: assumed in every pre-state above, so proved here under the kept set (on
+        # the steps whose batch in Houdini's last round, which dropped nothing, did not show
+        # it)
         typed = "proved"
         for idx, st in enumerate(U.steps):
+            if idx in typed_on:
+                continue
             verdict, cti = self._obligation(kept, None, idx)
             if verdict == "ok":
                 continue
