@@ -6,7 +6,7 @@
 For every design x profile x bound (ids x requests) it runs:
 
 * ours: ``explore(cfg, symmetry=False)`` and ``explore(cfg, symmetry=True)``
-  (``mcp_inflight.proofs.session_search``, the Python engine), timed around the call; and, when a C
+  (``mcp_inflight.proofs.explorer``, the session's Python engine), timed around the call; and, when a C
   compiler is present, ``explore(cfg, symmetry=False, engine="native")`` (``proofs/native.py``:
   the same rules generated as C, the whole search in C), its build (C generation and gcc, into a
   fresh cache directory) timed apart from its search, so that its states per second, like pan's,
@@ -60,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from promela import generate, properties_for  # noqa: E402
 
 from mcp_inflight.model import DESIGNS, Config, mutants, profiles  # noqa: E402
-from mcp_inflight.proofs.session_search import explore  # noqa: E402
+from mcp_inflight.proofs.explorer import explore  # noqa: E402
 
 GCC_FLAGS = ["-O2", "-DSAFETY", "-DNOCLAIM"]
 
