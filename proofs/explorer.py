@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, overload
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
 
 from .explored import NOT_JUDGED, Explored, default_sink, stoppable
-from .progress import Sink, Tracker
+from .progress import Silent, Sink, Tracker, sink_for
 from .stepping import take
 
 if TYPE_CHECKING:
@@ -119,7 +119,9 @@ def explore(
     * ``symmetry``: one state per orbit under renaming (default: on for the session, whose
       symmetry ``proofs/symmetry.py`` checks; off for a declared model, whose symmetry is
       checked by ``proofs/declared_symmetry.py`` when asked);
-    * ``progress``: where a run reports its states, depth and queue as it goes.
+    * ``progress``: where a run reports its states, depth and queue as it goes: a sink, True
+      (a display on stderr), False (nothing), or None (for the session, a display when stderr
+      is a terminal; for a declared model, the process's default sink, ``explored.progress_to``).
 
     ``until`` (a declared model's: stop once the properties it names have failed) and
     ``properties``, ``on_edge`` and ``liveness`` (the session's: which properties, a callback
@@ -147,8 +149,8 @@ def explore(
             "explore: properties, on_edge and liveness are options of the session model (a "
             "declared model judges all its properties, liveness included)"
         )
-    if isinstance(progress, bool):
-        raise TypeError("explore: a declared model's progress is a sink (or None)")
+    if isinstance(progress, bool):  # as for the session: a display on stderr, or none at all
+        progress = sink_for(True) if progress else Silent()
     limit = 2_000_000 if max_states is None else max_states
     if engine == "fastest":
         return _fastest(model, limit, until, progress, bool(symmetry))

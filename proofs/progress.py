@@ -79,6 +79,14 @@ class Sink(Protocol):
     def update(self, snap: Snapshot) -> None: ...
 
 
+class Silent:
+    """The sink of a run asked for no progress at all (rather than the process's default):
+    a :class:`Tracker` given it reports nothing and takes no snapshots."""
+
+    def update(self, snap: Snapshot) -> None:
+        pass
+
+
 def estimate_left(levels: list[int], next_found: int) -> int | None:
     """States left to find, extrapolated from finished BFS level sizes (module docstring)."""
     if len(levels) < 3:
@@ -95,7 +103,7 @@ class Tracker:
 
     def __init__(self, label: str, sink: Sink | None, every: float | None = None):
         self.label = label
-        self.sink = sink
+        self.sink = None if isinstance(sink, Silent) else sink
         self.every = TICK_INTERVAL if every is None else every
         self.t0 = time.monotonic()
         self.last = self.t0

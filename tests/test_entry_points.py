@@ -12,7 +12,7 @@ import pytest
 from mcp_inflight.model import rounds
 from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.proofs import native
-from mcp_inflight.proofs.explored import Explored
+from mcp_inflight.proofs.explored import Explored, progress_to
 from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.induction import Proved
 from mcp_inflight.proofs.prove import prove
@@ -61,10 +61,31 @@ def test_the_other_kinds_options_are_refused():
         explore(spec, liveness=True)
     with pytest.raises(TypeError, match="session model"):
         explore(spec, on_edge=lambda *a: None)
-    with pytest.raises(TypeError, match="sink"):
-        explore(spec, progress=False)
     with pytest.raises(TypeError, match="declared models"):
         explore(cfg, until=["no_misrouted_response"])
+
+
+def test_progress_off_is_silent_even_beside_a_default_sink(capfd):
+    """``progress=False`` means no progress for a declared model as for the session, even where
+    the process has a default sink (``check`` sets one for the declared models)."""
+    spec = rounds.spec("sealed", **TINY)
+    seen: list[object] = []
+
+    class Recorder:
+        def update(self, snap: object) -> None:
+            seen.append(snap)
+
+    progress_to(Recorder())
+    try:
+        explore(spec, engine="compiled")
+        assert seen, "the default sink hears a run not told otherwise"
+        seen.clear()
+        explore(spec, engine="compiled", progress=False)
+        assert seen == []
+    finally:
+        progress_to(None)
+    explore(Config(DESIGNS["atomic"], "2026-07-28", "http"), progress=False)
+    assert capfd.readouterr().err == ""
 
 
 def test_fastest_takes_the_native_engine_where_it_runs():
