@@ -1,7 +1,16 @@
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# Bytecode caches are written even where PYTHONDONTWRITEBYTECODE is set: a run starts many
+# Python processes (xdist workers, the command line, servers, nested pytest runs) importing the
+# same modules, and without caches each compiles them again and pytest rewrites the asserts of
+# every test module and of the plugin's package anew (about 6 s of CPU a pytest process). The
+# worker processes and every subprocess inherit the environment as it is here.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 settings.register_profile(
     "ci",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import replace
+from functools import cache
 from types import SimpleNamespace
 
 import pytest
@@ -12,8 +13,16 @@ import pytest
 from mcp_inflight import report
 from mcp_inflight.model.config import ATOMIC, Config, liveness_mutants
 from mcp_inflight.model.lifecycle import Life
-from mcp_inflight.proofs.explorer import explore
+from mcp_inflight.proofs.explorer import explore as _explore
 from mcp_inflight.proofs.liveness import NAMES, Graph, unanswered
+
+
+@cache
+def explore(cfg: Config, symmetry: bool = True, liveness: bool = False):
+    """One explorer run per configuration and options, shared by the tests of this module that
+    ask for the same one (they only read it)."""
+    return _explore(cfg, symmetry=symmetry, liveness=liveness)
+
 
 PROFILES = [("2025-11-25", "stdio"), ("2025-11-25", "http"), ("2026-07-28", "http")]
 MUT = liveness_mutants()
