@@ -168,6 +168,17 @@ def test_a_failing_invariant_cannot_make_another_one_proved():
     assert both.ctis["at_most_two"]["pre"] == {"x": "2"}
 
 
+def test_a_property_implied_by_a_dropped_auxiliary_invariant_is_not_proved_through_it():
+    """at_most_two follows from the auxiliary at_most_one, so while that one is kept it takes
+    no step of its own; at_most_one is not preserved (inc from 1 gives 2), so it is dropped and
+    at_most_two is judged on its own again: not proved, with its counterexample at x = 2."""
+    spec = replace(_counter((always(at_most_two),)), aux=(always(at_most_one),))
+    res = prove(spec)
+    assert res.dropped == ["at_most_one"] and res.implied == []
+    assert res.verdicts["at_most_two"] == "not proved"
+    assert res.ctis["at_most_two"]["pre"] == {"x": "2"}
+
+
 def test_the_lease_prover_proves_that_states_stay_well_typed(monkeypatch):
     assert P.prove(L.spec()).verdicts["in_range"] == "proved"
     # a renewal that writes a negative fence: out of its sort, so nothing is proved
