@@ -20,27 +20,16 @@ W = TypeVar("W")
 def path_to(spec: Spec, target: Any) -> list[tuple[Move, Any, Any]] | None:
     """A shortest run ``[(move, pre, post)]`` from the initial state to ``target`` (for the
     runtime agreement tests), or None when it is not reachable."""
-    b = spec.logic()
-    moves = list(spec.moves())
-    init = spec.initial()
-    parent: dict[Any, Any] = {init: None}
-    queue = deque([init])
-    while queue and target not in parent:
-        s = queue.popleft()
-        for m in moves:
-            t = take(spec, s, m, b)
-            if t is not None and t[0] not in parent:
-                parent[t[0]] = (s, m)
-                queue.append(t[0])
+    parent: dict[Any, Any] = {spec.initial(): None}
+    if target not in parent:
+        for pre, m, post, _ in transitions_out(spec):
+            if post not in parent:
+                parent[post] = (pre, m)
+                if post == target:
+                    break
     if target not in parent:
         return None
-    run = []
-    s = target
-    while parent[s] is not None:
-        pre, m = parent[s]
-        run.append((m, pre, s))
-        s = pre
-    return run[::-1]
+    return _run_to(parent, target)
 
 
 def transitions(spec: Spec) -> Iterable[tuple[Any, Move, Any]]:
@@ -84,41 +73,32 @@ def drive(
     prefixed with the run that led to it.  ``limit``: drive only the first ``limit``
     transitions, in breadth-first order (the shortest runs first), for an implementation
     whose steps are too slow for the whole space."""
-    b = spec.logic()
-    moves = list(spec.moves())
     init = spec.initial()
     worlds: dict[Any, W] = {init: fresh()}
     parent: dict[Any, Any] = {init: None}
-    queue = deque([init])
     problems: list[str] = []
-    driven = 0
-    while queue:
-        s = queue.popleft()
-        for m in moves:
-            t = take(spec, s, m, b)
-            if t is None:
-                continue
-            if limit is not None and driven >= limit:
-                return problems
-            driven += 1
-            post = t[0]
-            world = copy(worlds[s])
-            seen = step(world, s, m, post)
-            if seen:
-                run = [str(mv) for mv in _moves_to(parent, s)] + [str(m)]
-                problems.append(f"after {' '.join(run)}: " + "; ".join(seen))
-                if len(problems) >= stop_at:
-                    return problems
-            if post not in worlds:
-                worlds[post] = world
-                parent[post] = (s, m)
-                queue.append(post)
+    for driven, (s, m, post, _) in enumerate(transitions_out(spec)):
+        if limit is not None and driven >= limit:
+            break
+        world = copy(worlds[s])
+        seen = step(world, s, m, post)
+        if seen:
+            run = [str(mv) for mv, _, _ in _run_to(parent, s)] + [str(m)]
+            problems.append(f"after {' '.join(run)}: " + "; ".join(seen))
+            if len(problems) >= stop_at:
+                break
+        if post not in worlds:
+            worlds[post] = world
+            parent[post] = (s, m)
     return problems
 
 
-def _moves_to(parent: dict[Any, Any], s: Any) -> list[Move]:
+def _run_to(parent: dict[Any, Any], s: Any) -> list[tuple[Move, Any, Any]]:
+    """The run ``[(move, pre, post)]`` that ``parent`` (each state's first ``(pre, move)``)
+    records from the initial state to ``s``."""
     out = []
     while parent[s] is not None:
-        s, m = parent[s]
-        out.append(m)
+        pre, m = parent[s]
+        out.append((m, pre, s))
+        s = pre
     return out[::-1]

@@ -88,6 +88,16 @@ def test_progress_off_is_silent_even_beside_a_default_sink(capfd):
     assert capfd.readouterr().err == ""
 
 
+def test_progress_on_shows_a_declared_models_run_on_stderr(capfd):
+    """``progress=True`` draws a declared model's run on stderr as it does the session's: at
+    least the line that says the run is done, with its states."""
+    spec = rounds.spec("sealed", **TINY)
+    for engine in ("compiled", "fastest"):
+        ran = explore(spec, engine=engine, progress=True)
+        err = capfd.readouterr().err
+        assert "done" in err and f"{ran.states:,} states" in err, (engine, err)
+
+
 def test_fastest_takes_the_native_engine_where_it_runs():
     spec = rounds.spec("sealed", **TINY)
     ran = explore(spec, engine="fastest")
