@@ -179,6 +179,13 @@ def check_interpreted(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
     relaxed: dict[Any, list[Transition | None]] = {}
     judged: dict[Any, list[bool]] = {}
     judged_steps: dict[tuple[Any, int], list[bool]] = {}
+    renamings: list[dict[Any, Any]] = [{} for _ in gens]
+
+    def renamed_state(s: Any, g: int) -> Any:
+        found = renamings[g].get(s)
+        if found is None:
+            found = renamings[g][s] = rename_state(cfg, s, gens[g])
+        return found
 
     def steps_of(s: Any) -> list[Transition | None]:
         found = relaxed.get(s)
@@ -207,7 +214,7 @@ def check_interpreted(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
             return SymmetryResult(cfg.label, count, False, Broken(rule, "-", s, "-"))
         mine = steps_of(s)
         for g, pi in enumerate(gens):
-            ps = rename_state(cfg, s, pi)
+            ps = renamed_state(s, g)
             for p, v, w in zip(state_props, verdicts_of(s), verdicts_of(ps), strict=True):
                 if v != w:
                     return SymmetryResult(
@@ -221,7 +228,7 @@ def check_interpreted(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
                 if (t is None) != (u is None):
                     where = f"the guard of {m.action.name}"
                 elif t is not None and u is not None:
-                    if rename_state(cfg, t.post, pi) != u.post:
+                    if renamed_state(t.post, g) != u.post:
                         where = f"the effect of {m.action.name}"
                     elif _rename_out(t.out, pi) != u.out:
                         where = f"the output of {m.action.name}"
