@@ -232,6 +232,12 @@ def test_unknown_scenarios_are_refused():
 
 
 @pytest.mark.slow
+def _unjudged(doc: dict) -> bool:
+    return doc["status"] == "untested" or any(
+        sc["status"] == "not_judged" for sc in doc.get("scenarios", [])
+    )
+
+
 def test_in_process_verdicts_equal_the_url_probes(sdk_bare, sdk_guarded, tmp_path):
     from mcp_inflight.impl.http import create_app
     from mcp_inflight.serve import demo_server
@@ -257,6 +263,17 @@ def test_in_process_verdicts_equal_the_url_probes(sdk_bare, sdk_guarded, tmp_pat
             for n, u in urls.items()
         }
         url_docs = {n: json.loads(p.communicate(timeout=120)[0]) for n, p in procs.items()}
+        for n, u in urls.items():
+            # A probe that could not judge (a scenario's deadline passed on a loaded machine:
+            # the three probes run at once) is not a verdict: that one runs again, alone.
+            if _unjudged(url_docs[n]):
+                again = subprocess.run(
+                    [sys.executable, "-m", "mcp_inflight", "probe", u, "--json", "--quiet"],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                url_docs[n] = json.loads(again.stdout)
     finally:
         serve.terminate()
         serve.wait(10)
