@@ -75,12 +75,27 @@ if TYPE_CHECKING:
     from mcp_inflight.proofs.records import RunResult
 
 C_SYNTAX = codegen.Syntax("1", "0", " && ", " || ", "(!{x})", "({c} ? {a} : {b})", False)
-CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-w"]
+CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-pthread", "-w"]
 #: For a search at ``check``'s default bound or below (at most :data:`QUICK_UP_TO` ids x
 #: instances: well under a million states), building costs more than searching: gcc builds
 #: the session's C 4-5x faster at -O0, and the search runs 1.6-2x slower (bench/RESULTS.md).
 QUICK_CFLAGS = ["-O0", *CFLAGS[1:]]
 QUICK_UP_TO = 4
+
+
+#: A level's batch of fewer states than this is expanded on one thread: below it the threads'
+#: start and the records' hand-over cost about what the second core saves (bench/RESULTS.md).
+PARALLEL_FROM = 2048
+
+
+def default_threads() -> int:
+    """Threads for one search: both cores (at most two) in a process of its own, one in a
+    worker of the checkers' pools (``proofs/pool.py``), whose runs already fill the cores."""
+    from mcp_inflight.proofs import pool
+
+    if pool.in_worker:
+        return 1
+    return max(1, min(2, os.cpu_count() or 1))
 
 
 def flags_for(cfg: Config) -> list[str]:
@@ -357,12 +372,17 @@ class Generated:
             )
         src.emit(0, "}")
         src.emit(0, f"static int settled_(const sc *s) {{ return {lit(settled(b, pre))}; }}")
-        src.emit(0, "static int expand(Run *R, const sc *s, sc *t, long si) {")
-        src.emit(1, "int n = 0;")
+        body = Source()
         for m, mv in enumerate(self.moves):
-            self._move(b, pre, post, cfg, m, mv, src)
-        src.emit(1, "return n;")
-        src.emit(0, "}")
+            self._move(b, pre, post, cfg, m, mv, body)
+        # the moves twice: ``expand`` takes each transition at once (``edge``), ``expand_rec``
+        # records it for ``nb_run_par`` (``rec``, on a worker thread)
+        for name, run, take in (("expand", "Run", "edge"), ("expand_rec", "Rec", "rec")):
+            src.emit(0, f"static int {name}({run} *R, const sc *s, sc *t, long si) {{")
+            src.emit(1, "int n = 0;")
+            src.lines.extend(line.replace("TAKE(", f"{take}(") for line in body.lines)
+            src.emit(1, "return n;")
+            src.emit(0, "}")
         self.source = head.text() + RUNTIME + src.text() + API
 
     def _move(
@@ -400,7 +420,7 @@ class Generated:
                 src.emit(d, f"if ({'' if wit else '!'}({v.src})) bad |= {1 << j};")
             elif bool(v) == wit:
                 src.emit(d, f"bad |= {1 << j};")
-        src.emit(d, f"n++; edge(R, s, t, si, {m}, bad);")
+        src.emit(d, f"n++; TAKE(R, s, t, si, {m}, bad);")
         src.emit(d, "if (R->error) return -1;")
         src.emit(1, "}")
 
@@ -471,6 +491,7 @@ _L, _P, _LP = ctypes.c_long, ctypes.c_void_p, ctypes.POINTER(ctypes.c_long)
 SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_new": (_P, [ctypes.c_char_p, _L]),
     "nb_run": (ctypes.c_int, [_P, _L]),
+    "nb_run_par": (ctypes.c_int, [_P, _L, ctypes.c_int, _L]),
     "nb_stats": (None, [_P, _LP]),
     "nb_level": (_L, [_P, _L]),
     "nb_results": (None, [_P, _LP, _LP, _LP, _LP]),
@@ -516,10 +537,16 @@ def search_native(
     properties: Sequence[Property] = PROPERTIES,
     on_edge: Any = None,
     liveness: bool = False,
+    threads: int | None = None,
+    parallel_from: int = PARALLEL_FROM,
 ) -> RunResult:
     """``proofs.session_search.search`` with ``engine="native"`` (see the module docstring).  With
     ``liveness`` the C search also keeps the state graph, and the liveness properties of
-    ``proofs/liveness.py`` are judged on it (:func:`_judge_liveness`)."""
+    ``proofs/liveness.py`` are judged on it (:func:`_judge_liveness`).
+
+    ``threads``: how many threads expand a level's states (``nb_run_par``; None:
+    :func:`default_threads`); a batch of fewer than ``parallel_from`` states is expanded on one.
+    The states, their numbering, counts, verdicts and traces are the same on any number."""
     from mcp_inflight.model.trace import build_trace
     from mcp_inflight.proofs.progress import Tracker, sink_for
     from mcp_inflight.proofs.records import RunResult, Verdict
@@ -528,6 +555,7 @@ def search_native(
         raise ValueError("the native engine does not take on_edge")
     t0 = time.monotonic()
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
+    threads = default_threads() if threads is None else max(1, threads)
     gen = Generated(cfg, properties, symmetry, graph=liveness)
     before = compiles
     lib = load(gen.source, flags_for(cfg))
@@ -540,13 +568,16 @@ def search_native(
     R = lib.nb_new(init, min(limit, (1 << 31) - 2))
     if not R:
         raise NativeError("out of memory")
-    st = (ctypes.c_long * 11)()
+    st = (ctypes.c_long * 12)()
     try:
         fed = 1  # levels handed to the tracker (level 0 is in it already)
         budget = 4096
         while True:
             c0 = time.monotonic()
-            rc = lib.nb_run(R, budget)
+            if threads > 1:
+                rc = lib.nb_run_par(R, budget, threads, parallel_from)
+            else:
+                rc = lib.nb_run(R, budget)
             lib.nb_stats(R, st)
             if rc < 0:
                 err = st[9]
@@ -581,8 +612,11 @@ def search_native(
             return [buf[k] for k in range(n)][::-1]
 
         res = RunResult(cfg, symmetry)
+        on = f" on {threads} threads" if st[11] else ""
         res.engine = (
-            f"native, C built in {built:.2f}s" if compiles > before else "native, C from the cache"
+            f"native{on}, C built in {built:.2f}s"
+            if compiles > before
+            else f"native{on}, C from the cache"
         )
         res.states, res.transitions, res.depth = st[0], st[1], st[3]
         res.complete = bool(st[6])
@@ -694,7 +728,7 @@ def _judge_liveness(
         (m.action.name, m.args) for m in gen.moves
     ]:
         raise NativeError("the compiled and native engines number the moves differently")
-    st = (ctypes.c_long * 11)()
+    st = (ctypes.c_long * 12)()
     lib.nb_stats(run, st)
     key_of = key_function(cfg, comp.layout, gen.symmetry)
     width = comp.layout.width

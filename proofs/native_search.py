@@ -11,14 +11,17 @@ the breadth-first expansion; :data:`API` the functions ``load`` declares with :m
 """
 
 RUNTIME = r"""
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
+struct Rec;
+
+typedef struct Run {
     sc *states; unsigned char *keys; int32_t *parent; int16_t *pmove;
     long count, cap, next, limit;
-    uint32_t *table; long tcap;
+    uint64_t *table; long tcap;  /* (the hash's high 32 bits << 32) | (index + 1); 0 empty */
     long transitions, deadlocks, first_deadlock;
     long level_start, level_end, depth, nlevels;
     long *levels; long levels_cap;
@@ -32,6 +35,8 @@ typedef struct {
     int32_t *esrc, *edst; int16_t *emove; long ecount, ecap;
     unsigned char *gsettled, *gfair; int32_t *gstutter;
 #endif
+    /* the workers of nb_run_par (one record each) and the batches they expanded */
+    struct Rec *recs; int nrecs; long parallel;
 } Run;
 
 static uint64_t hash_key(const unsigned char *x) {
@@ -47,16 +52,21 @@ static uint64_t hash_key(const unsigned char *x) {
 #define KEY_AT(R, i) ((const unsigned char *)((R)->states + (long)(i) * W))
 #endif
 
+/* A slot of the table holds a state's index and its hash's high 32 bits, which place it (so
+   the table grows without reading a key) and are compared before the key is. */
+#define TAG(hash) ((uint32_t)((hash) >> 32))
+#define SLOT(tag, cap) ((uint64_t)(tag) & (uint64_t)((cap) - 1))
+
 static int grow_table(Run *R) {
     long ncap = R->tcap * 2;
-    uint32_t *nt = calloc((size_t)ncap, sizeof(uint32_t));
+    uint64_t *nt = calloc((size_t)ncap, sizeof(uint64_t));
     if (!nt) return -1;
     for (long k = 0; k < R->tcap; k++) {
-        uint32_t v = R->table[k];
-        if (!v) continue;
-        uint64_t h = hash_key(KEY_AT(R, v - 1)) & (uint64_t)(ncap - 1);
+        uint64_t e = R->table[k];
+        if (!e) continue;
+        uint64_t h = SLOT(e >> 32, ncap);
         while (nt[h]) h = (h + 1) & (uint64_t)(ncap - 1);
-        nt[h] = v;
+        nt[h] = e;
     }
     free(R->table); R->table = nt; R->tcap = ncap;
     return 0;
@@ -95,20 +105,30 @@ static int grow_states(Run *R) {
 
 static void judge_state(Run *R, const sc *t, long idx);
 
-/* the index of t (reached from state si by move m), added if new (*isnew set), or -1 when it is
-   new and the search is at its limit */
-static long add_state(Run *R, const sc *t, long si, int m, int *isnew) {
-#if SYM
-    unsigned char key[KW];
-    make_key(t, key);
-#else
-    const unsigned char *key = (const unsigned char *)t;
-#endif
-    uint64_t h = hash_key(key) & (uint64_t)(R->tcap - 1);
+/* the index of the state of key `key` (its hash `hash`), or -1; reads the table only */
+static long find_keyed(const Run *R, const unsigned char *key, uint64_t hash) {
+    uint32_t tag = TAG(hash);
+    uint64_t h = SLOT(tag, R->tcap);
     for (;;) {
-        uint32_t v = R->table[h];
-        if (!v) break;
-        if (memcmp(KEY_AT(R, v - 1), key, KW) == 0) return (long)v - 1;
+        uint64_t e = R->table[h];
+        if (!e) return -1;
+        uint32_t v = (uint32_t)e;
+        if ((uint32_t)(e >> 32) == tag && memcmp(KEY_AT(R, v - 1), key, KW) == 0) return (long)v - 1;
+        h = (h + 1) & (uint64_t)(R->tcap - 1);
+    }
+}
+
+/* the index of t (key `key`, its hash `hash`; reached from state si by move m), added if new
+   (*isnew set), or -1 when it is new and the search is at its limit */
+static long add_keyed(Run *R, const sc *t, const unsigned char *key, uint64_t hash, long si,
+                      int m, int *isnew) {
+    uint32_t tag = TAG(hash);
+    uint64_t h = SLOT(tag, R->tcap);
+    for (;;) {
+        uint64_t e = R->table[h];
+        if (!e) break;
+        uint32_t v = (uint32_t)e;
+        if ((uint32_t)(e >> 32) == tag && memcmp(KEY_AT(R, v - 1), key, KW) == 0) return (long)v - 1;
         h = (h + 1) & (uint64_t)(R->tcap - 1);
     }
     if (R->count >= R->limit) { R->complete = 0; return -1; }
@@ -120,11 +140,21 @@ static long add_state(Run *R, const sc *t, long si, int m, int *isnew) {
 #endif
     R->parent[idx] = (int32_t)si;
     R->pmove[idx] = (int16_t)m;
-    R->table[h] = (uint32_t)(idx + 1);
+    R->table[h] = ((uint64_t)tag << 32) | (uint64_t)(idx + 1);
     *isnew = 1;
     if (R->count * 2 > R->tcap && grow_table(R)) { R->error = -2; return idx; }
     judge_state(R, t, idx);
     return idx;
+}
+
+static long add_state(Run *R, const sc *t, long si, int m, int *isnew) {
+#if SYM
+    unsigned char key[KW];
+    make_key(t, key);
+#else
+    const unsigned char *key = (const unsigned char *)t;
+#endif
+    return add_keyed(R, t, key, hash_key(key), si, m, isnew);
 }
 
 /* the index of the state whose key is that of t, or -1 */
@@ -135,16 +165,11 @@ static long find_state(Run *R, const sc *t) {
 #else
     const unsigned char *key = (const unsigned char *)t;
 #endif
-    uint64_t h = hash_key(key) & (uint64_t)(R->tcap - 1);
-    for (;;) {
-        uint32_t v = R->table[h];
-        if (!v) return -1;
-        if (memcmp(KEY_AT(R, v - 1), key, KW) == 0) return (long)v - 1;
-        h = (h + 1) & (uint64_t)(R->tcap - 1);
-    }
+    return find_keyed(R, key, hash_key(key));
 }
 
-static void edge(Run *R, const sc *s, const sc *t, long si, int m, int bad) {
+/* a transition from si by m counted, and the step properties' first events */
+static void count_edge(Run *R, long si, int m, int bad) {
     R->transitions++;
     R->move_count[m]++;
     if (bad) {
@@ -153,13 +178,10 @@ static void edge(Run *R, const sc *s, const sc *t, long si, int m, int bad) {
                 R->first_step[j] = si; R->first_step_move[j] = m;
             }
     }
-#if GRAPH
-    if (memcmp(s, t, W) == 0) { R->gstutter[si] = m; return; }  /* a step that changes nothing */
-#else
-    (void)s;
-#endif
-    int isnew = 0;
-    long v = add_state(R, t, si, m, &isnew);
+}
+
+/* the transition from si by m ends in state v (-1: a new state past the limit), new if isnew */
+static void edge_to(Run *R, long v, int isnew, long si, int m) {
 #if GRAPH
     if (v >= 0) {
         if (R->ecount == R->ecap) {
@@ -180,7 +202,7 @@ static void edge(Run *R, const sc *s, const sc *t, long si, int m, int bad) {
         if (FAIR[m]) R->gfair[si] = 1;
     }
 #else
-    (void)v;
+    (void)v; (void)si; (void)m;
 #endif
     if (isnew) {
         long lvl = R->nlevels;  /* level of the new state: the one after the level expanded */
@@ -195,6 +217,135 @@ static void edge(Run *R, const sc *s, const sc *t, long si, int m, int bad) {
         R->levels[lvl]++;
     }
 }
+
+static void edge(Run *R, const sc *s, const sc *t, long si, int m, int bad) {
+    count_edge(R, si, m, bad);
+#if GRAPH
+    if (memcmp(s, t, W) == 0) { R->gstutter[si] = m; return; }  /* a step that changes nothing */
+#else
+    (void)s;
+#endif
+    int isnew = 0;
+    long v = add_state(R, t, si, m, &isnew);
+    edge_to(R, v, isnew, si, m);
+}
+
+/* One worker of nb_run_par: the states [from, to) of a level expanded (expand_rec, generated
+   beside expand) into records, in order: per state whether it is settled and its number of
+   successors; per successor its move, its step events and where it leads, looked up in the
+   table as it was before the batch (read only while the workers run): the index of a state
+   found there, or (-1 - j) for the j-th distinct successor of this worker not found there,
+   kept whole (state, key, hash; a table of the worker's own finds them again) for the
+   hand-over, which adds it once and keeps its index (mres). */
+typedef struct Rec {
+    const Run *run;
+    long from, to;
+    long n, cap;          /* successors recorded, room for */
+    int32_t *dst; int32_t *bad; int16_t *mv; unsigned char *stut;
+    long nm, mcap;        /* distinct successors not found, room for */
+    sc *msucc; unsigned char *mkeys; uint64_t *mhash; long *mres;
+    uint32_t *mtab; long mtcap;  /* their open-addressing table (j + 1; 0 empty) */
+    int32_t *nsucc; unsigned char *settled; long scap;  /* per state expanded */
+    int error;
+} Rec;
+
+#if SYM
+#define MKEY(B, j) ((B)->mkeys + (long)(j) * KW)
+#else
+#define MKEY(B, j) ((const unsigned char *)((B)->msucc + (long)(j) * W))
+#endif
+
+static int rec_grow(Rec *B) {
+    long nc = B->cap ? B->cap * 2 : 4096;
+    int32_t *d = realloc(B->dst, (size_t)nc * sizeof(int32_t)); if (!d) return -1; B->dst = d;
+    int32_t *b = realloc(B->bad, (size_t)nc * sizeof(int32_t)); if (!b) return -1; B->bad = b;
+    int16_t *m = realloc(B->mv, (size_t)nc * sizeof(int16_t)); if (!m) return -1; B->mv = m;
+    unsigned char *u = realloc(B->stut, (size_t)nc); if (!u) return -1; B->stut = u;
+    B->cap = nc;
+    return 0;
+}
+
+static int miss_grow(Rec *B) {
+    long nc = B->mcap ? B->mcap * 2 : 1024;
+    sc *a = realloc(B->msucc, (size_t)nc * W); if (!a) return -1; B->msucc = a;
+    uint64_t *h = realloc(B->mhash, (size_t)nc * sizeof(uint64_t)); if (!h) return -1; B->mhash = h;
+    long *r = realloc(B->mres, (size_t)nc * sizeof(long)); if (!r) return -1; B->mres = r;
+#if SYM
+    unsigned char *k = realloc(B->mkeys, (size_t)nc * KW); if (!k) return -1; B->mkeys = k;
+#endif
+    B->mcap = nc;
+    /* the table: at most half full */
+    long tc = B->mtcap ? B->mtcap : 2048;
+    while (tc < nc * 2) tc *= 2;
+    if (tc != B->mtcap) {
+        uint32_t *t = calloc((size_t)tc, sizeof(uint32_t)); if (!t) return -1;
+        for (long j = 0; j < B->nm; j++) {
+            uint64_t x = B->mhash[j] & (uint64_t)(tc - 1);
+            while (t[x]) x = (x + 1) & (uint64_t)(tc - 1);
+            t[x] = (uint32_t)(j + 1);
+        }
+        free(B->mtab); B->mtab = t; B->mtcap = tc;
+    }
+    return 0;
+}
+
+static void rec(Rec *B, const sc *s, const sc *t, long si, int m, int bad) {
+    (void)si;
+    if (B->n == B->cap && rec_grow(B)) { B->error = -2; return; }
+    long k = B->n++;
+    B->mv[k] = (int16_t)m; B->bad[k] = bad; B->stut[k] = 0; B->dst[k] = 0;
+#if GRAPH
+    if (memcmp(s, t, W) == 0) { B->stut[k] = 1; return; }
+#else
+    (void)s;
+#endif
+#if SYM
+    unsigned char key[KW];
+    make_key(t, key);
+#else
+    const unsigned char *key = (const unsigned char *)t;
+#endif
+    uint64_t h = hash_key(key);
+    long v = find_keyed(B->run, key, h);
+    if (v >= 0) { B->dst[k] = (int32_t)v; return; }
+    if (B->nm == B->mcap && miss_grow(B)) { B->error = -2; return; }
+    uint64_t x = h & (uint64_t)(B->mtcap - 1);
+    for (;;) {
+        uint32_t e = B->mtab[x];
+        if (!e) break;
+        if (B->mhash[e - 1] == h && memcmp(MKEY(B, e - 1), key, KW) == 0) {
+            B->dst[k] = (int32_t)(-(long)e);
+            return;
+        }
+        x = (x + 1) & (uint64_t)(B->mtcap - 1);
+    }
+    long j = B->nm++;
+    memcpy(B->msucc + j * W, t, W);
+#if SYM
+    memcpy(B->mkeys + j * KW, key, KW);
+#endif
+    B->mhash[j] = h; B->mres[j] = -1;
+    B->mtab[x] = (uint32_t)(j + 1);
+    B->dst[k] = (int32_t)(-1 - j);
+}
+
+/* successor k of B (from state si) taken as edge() takes a transition */
+static void replay_edge(Run *R, Rec *B, long k, long si) {
+    int m = B->mv[k];
+    count_edge(R, si, m, B->bad[k]);
+#if GRAPH
+    if (B->stut[k]) { R->gstutter[si] = m; return; }
+#endif
+    int isnew = 0;
+    long v = B->dst[k];
+    if (v < 0) {
+        long j = -1 - v;
+        v = B->mres[j];
+        if (v < 0)
+            v = B->mres[j] = add_keyed(R, B->msucc + j * W, MKEY(B, j), B->mhash[j], si, m, &isnew);
+    }
+    edge_to(R, v, isnew, si, m);
+}
 """
 
 API = r"""
@@ -205,7 +356,7 @@ void *nb_new(const sc *s0, long limit) {
     R->states = malloc((size_t)R->cap * W);
     R->parent = malloc((size_t)R->cap * sizeof(int32_t));
     R->pmove = malloc((size_t)R->cap * sizeof(int16_t));
-    R->table = calloc((size_t)R->tcap, sizeof(uint32_t));
+    R->table = calloc((size_t)R->tcap, sizeof(uint64_t));
     R->levels_cap = 64; R->levels = calloc((size_t)R->levels_cap, sizeof(long));
     if (!R->states || !R->parent || !R->pmove || !R->table || !R->levels) return 0;
 #if GRAPH
@@ -226,8 +377,9 @@ void *nb_new(const sc *s0, long limit) {
 #if SYM
     make_key(s0, R->keys);
 #endif
-    uint64_t h = hash_key(KEY_AT(R, 0)) & (uint64_t)(R->tcap - 1);
-    R->parent[0] = -1; R->pmove[0] = -1; R->table[h] = 1; R->count = 1;
+    uint32_t tag = TAG(hash_key(KEY_AT(R, 0)));
+    R->parent[0] = -1; R->pmove[0] = -1; R->count = 1;
+    R->table[SLOT(tag, R->tcap)] = ((uint64_t)tag << 32) | 1;
     judge_state(R, s0, 0);
     return R;
 }
@@ -258,13 +410,107 @@ int nb_run(void *p, long budget) {
     return R->next >= R->count ? 1 : 0;
 }
 
+#define MAX_THREADS 16
+
+static void *expand_range(void *arg) {
+    Rec *B = arg;
+    sc t[W];
+    B->n = 0; B->nm = 0; B->error = 0;
+    if (B->mtab) memset(B->mtab, 0, (size_t)B->mtcap * sizeof(uint32_t));
+    long len = B->to - B->from;
+    if (len > B->scap) {
+        int32_t *a = realloc(B->nsucc, (size_t)len * sizeof(int32_t));
+        if (!a) { B->error = -2; return 0; }
+        B->nsucc = a;
+        unsigned char *b = realloc(B->settled, (size_t)len);
+        if (!b) { B->error = -2; return 0; }
+        B->settled = b; B->scap = len;
+    }
+    for (long si = B->from; si < B->to; si++) {
+        const sc *s = B->run->states + si * W;
+        B->settled[si - B->from] = (unsigned char)(settled_(s) ? 1 : 0);
+        int n = expand_rec(B, s, t, si);
+        if (n < 0 || B->error) { if (!B->error) B->error = -2; return 0; }
+        B->nsucc[si - B->from] = n;
+    }
+    return 0;
+}
+
+/* nb_run on `threads` threads: each batch (at most `budget` states, within one level) is split
+   among the threads, which expand their parts at once (expand_range); the records are then
+   taken in order on this thread as nb_run takes its transitions, so states are numbered, and
+   counts, first events and the graph are, exactly as nb_run's.  A batch under `min_batch`
+   states is expanded by nb_run itself.  1 when the search is over, 0 when not, -1 on an
+   error. */
+int nb_run_par(void *p, long budget, int threads, long min_batch) {
+    Run *R = p;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads < 2) return nb_run(p, budget);
+    if (!R->recs) {
+        R->recs = calloc((size_t)threads, sizeof(Rec));
+        if (!R->recs) { R->error = -2; return -1; }
+        R->nrecs = threads;
+    }
+    if (threads > R->nrecs) threads = R->nrecs;
+    Rec *B = R->recs;
+    while (R->next < R->count && budget > 0) {
+        if (R->next == R->level_end) {
+            R->level_start = R->level_end; R->level_end = R->count; R->nlevels++;
+        }
+        long from = R->next, to = R->level_end;
+        if (to - from > budget) to = from + budget;
+        long len = to - from;
+        budget -= len;
+        if (len < min_batch || len < threads) {
+            if (nb_run(p, len) < 0) return -1;
+            continue;
+        }
+        long per = (len + threads - 1) / threads;
+        for (int k = 0; k < threads; k++) {
+            B[k].run = R;
+            B[k].from = from + k * per < to ? from + k * per : to;
+            B[k].to = from + (k + 1) * per < to ? from + (k + 1) * per : to;
+        }
+        pthread_t th[MAX_THREADS];
+        int started[MAX_THREADS] = {0};
+        for (int k = 1; k < threads; k++)
+            started[k] = pthread_create(&th[k], 0, expand_range, &B[k]) == 0;
+        expand_range(&B[0]);
+        for (int k = 1; k < threads; k++) {
+            if (started[k]) pthread_join(th[k], 0);
+            else expand_range(&B[k]);  /* no thread to be had: expanded here */
+        }
+        R->parallel++;
+        for (int k = 0; k < threads; k++)
+            if (B[k].error) { R->error = B[k].error; return -1; }
+        for (int k = 0; k < threads; k++) {
+            long at = 0;
+            for (long si = B[k].from; si < B[k].to; si++) {
+                long j = si - B[k].from;
+                int n = B[k].nsucc[j];
+                R->next = si + 1;
+#if GRAPH
+                R->gsettled[si] = B[k].settled[j]; R->gstutter[si] = -1; R->gfair[si] = 0;
+#endif
+                for (int e = 0; e < n; e++, at++) replay_edge(R, &B[k], at, si);
+                if (R->error) return -1;
+                if (n == 0 && !B[k].settled[j]) {
+                    R->deadlocks++;
+                    if (R->first_deadlock < 0) R->first_deadlock = si;
+                }
+            }
+        }
+    }
+    return R->next >= R->count ? 1 : 0;
+}
+
 /* states, transitions, expanded, depth, level_start, level_end, complete, deadlocks,
-   first deadlock, error */
+   first deadlock, error, levels, batches expanded in parallel */
 void nb_stats(void *p, long *o) {
     Run *R = p;
     o[0] = R->count; o[1] = R->transitions; o[2] = R->next; o[3] = R->depth;
     o[4] = R->level_start; o[5] = R->level_end; o[6] = R->complete; o[7] = R->deadlocks;
-    o[8] = R->first_deadlock; o[9] = R->error; o[10] = R->nlevels;
+    o[8] = R->first_deadlock; o[9] = R->error; o[10] = R->nlevels; o[11] = R->parallel;
 }
 
 long nb_level(void *p, long k) { Run *R = p; return k < R->levels_cap ? R->levels[k] : 0; }
@@ -445,6 +691,12 @@ void nb_free(void *p) {
     free(R->esrc); free(R->edst); free(R->emove); free(R->gsettled); free(R->gfair);
     free(R->gstutter);
 #endif
+    for (int k = 0; k < R->nrecs; k++) {
+        Rec *B = &R->recs[k];
+        free(B->dst); free(B->bad); free(B->mv); free(B->stut); free(B->msucc); free(B->mkeys);
+        free(B->mhash); free(B->mres); free(B->mtab); free(B->nsucc); free(B->settled);
+    }
+    free(R->recs);
     free(R->states); free(R->keys); free(R->parent); free(R->pmove); free(R->table); free(R->levels); free(R);
 }
 """

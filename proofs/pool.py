@@ -22,10 +22,16 @@ from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
+#: set in a worker of :func:`worker_pool` (a search there keeps to one thread: the pool's
+#: workers already use the cores)
+in_worker = False
+
 
 def _worker_init(init: Callable[..., object] | None = None, initargs: tuple[Any, ...] = ()) -> None:
     """In a worker: default signal handling (a parent's handlers are not inherited in effect),
     and SIGTERM when the parent dies (Linux); then ``init(*initargs)`` if given."""
+    global in_worker
+    in_worker = True
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
