@@ -145,7 +145,13 @@ def run_spin(
     }
 
 
-def run_ours(cfg: Config, symmetry: bool, engine: str = "compiled", liveness: bool = False) -> dict:
+def run_ours(
+    cfg: Config,
+    symmetry: bool,
+    engine: str = "compiled",
+    liveness: bool = False,
+    threads: int | None = None,
+) -> dict:
     build = 0.0
     if engine == "native":
         from mcp_inflight.proofs import native
@@ -155,7 +161,9 @@ def run_ours(cfg: Config, symmetry: bool, engine: str = "compiled", liveness: bo
         native.build(gen.source, native.flags_for(cfg) if liveness else native.CFLAGS)
         build = time.monotonic() - b0
     t0 = time.monotonic()
-    r = explore(cfg, symmetry=symmetry, progress=False, engine=engine, liveness=liveness)
+    r = explore(
+        cfg, symmetry=symmetry, progress=False, engine=engine, liveness=liveness, threads=threads
+    )
     sec = time.monotonic() - t0
     return {
         "engine": engine,
@@ -180,7 +188,9 @@ def compare(cfg: Config, workdir, depth=200_000, embedded_c=True, with_native=Fa
     engine too, whose counts and verdicts must equal the Python engine's)."""
     nosym = run_ours(cfg, symmetry=False)
     sym = run_ours(cfg, symmetry=True)
-    nat = run_ours(cfg, symmetry=False, engine="native") if with_native else None
+    nat = run_ours(cfg, symmetry=False, engine="native", threads=1) if with_native else None
+    # the same on both cores (a level's states expanded on two threads, handed over in order)
+    nat2 = run_ours(cfg, symmetry=False, engine="native", threads=2) if with_native else None
     # as check runs it: native, symmetry on, liveness judged (its C built here, timed)
     as_check = run_ours(cfg, symmetry=True, engine="native", liveness=True) if with_native else None
     # a hash table about twice the expected number of states (pan's default is -w24)
@@ -190,8 +200,12 @@ def compare(cfg: Config, workdir, depth=200_000, embedded_c=True, with_native=Fa
     disagree = sorted(n for n in kinds if nosym["verdicts"].get(n) != spin["verdicts"].get(n))
     if nosym["deadlock"] != spin["deadlock"]:
         disagree.append("deadlock")
-    native_same = nat is None or all(
-        nat[k] == nosym[k] for k in ("states", "transitions", "verdicts", "deadlock", "complete")
+    native_same = all(
+        n is None
+        or all(
+            n[k] == nosym[k] for k in ("states", "transitions", "verdicts", "deadlock", "complete")
+        )
+        for n in (nat, nat2)
     )
     if not native_same:
         disagree.append("native engine")
@@ -203,6 +217,7 @@ def compare(cfg: Config, workdir, depth=200_000, embedded_c=True, with_native=Fa
         "ours": nosym,
         "ours_sym": sym,
         "native": nat,
+        "native2": nat2,
         "as_check": as_check,
         "spin": spin,
         "states_match": nosym["states"] == spin["states"],
@@ -310,29 +325,30 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         )
     print()
     print(
-        "Unreduced states per second, side by side: pan (search alone), our Python engine,"
-        " our native engine (search alone; its build beside it); ratios to pan"
+        "Unreduced states per second, side by side: pan (search alone, one core), our Python"
+        " engine, our native engine (search alone; its build beside it) on one thread and on"
+        " two (both cores); ratios to pan"
     )
     hdr = (
         f"{'design':<{w}} {'profile':<17} {'bound':>5} {'states':>9} {'pan st/s':>10}"
-        f" {'Python st/s':>11} {'native st/s':>11} {'Py/pan':>7} {'nat/pan':>7}"
-        f" {'nat/Py':>7} {'native build s':>14}"
+        f" {'Python st/s':>11} {'native st/s':>11} {'2 thr st/s':>11} {'Py/pan':>7}"
+        f" {'nat/pan':>7} {'2thr/pan':>8} {'2thr/nat':>8} {'native build s':>14}"
     )
     for r, prof, bound in _table(hdr, rows):
-        o, s, n = r["ours"], r["spin"], r.get("native")
+        o, s, n, n2 = r["ours"], r["spin"], r.get("native"), r.get("native2")
         r_s = _rate(s["states"], s["seconds"]["pan"])
         r_o = _rate(o["states"], o["seconds"])
-        if n is None:
-            nat = f"{'-':>11} {'':>7} {'-':>7} {'-':>7} {'-':>14}"
+        if n is None or n2 is None:
+            nat = f"{'-':>11} {'-':>11} {r_o / r_s:>7.3f} {'-':>7} {'-':>8} {'-':>8} {'-':>14}"
         else:
-            r_n = _rate(n["states"], n["seconds"])
+            r_n, r_2 = _rate(n["states"], n["seconds"]), _rate(n2["states"], n2["seconds"])
             nat = (
-                f"{r_n:>11,.0f} {'':>7} {r_n / r_s:>7.3f} {r_n / r_o:>7.1f}"
-                f" {n['build_seconds']:>14.2f}"
+                f"{r_n:>11,.0f} {r_2:>11,.0f} {r_o / r_s:>7.3f} {r_n / r_s:>7.3f}"
+                f" {r_2 / r_s:>8.3f} {r_2 / r_n:>8.2f} {n['build_seconds']:>14.2f}"
             )
         print(
             f"{r['design']:<{w}} {prof:<17} {bound:>5} {o['states']:>9,} {r_s:>10,.0f}"
-            f" {r_o:>11,.0f} " + nat.replace(f" {'':>7} ", f" {r_o / r_s:>7.3f} ", 1)
+            f" {r_o:>11,.0f} " + nat
         )
     if any(r.get("as_check") for r in rows):
         print()
@@ -370,6 +386,12 @@ def print_report(rows: list[dict], mach: dict, load_after: str, pure: bool = Fal
         if n is not None:
             q = _rate(n["states"], n["seconds"]) / _rate(s["states"], s["seconds"]["pan"])
             parts.append(f"native rate >= 1/2 of pan's: {'yes' if q >= 0.5 else 'no'} ({q:.3f})")
+        n2 = r.get("native2")
+        if n2 is not None and (r["ids"], r["requests"]) == (3, 2):
+            q = _rate(n2["states"], n2["seconds"]) / _rate(s["states"], s["seconds"]["pan"])
+            parts.append(
+                f"native rate on both cores >= 2x pan's: {'yes' if q >= 2 else 'no'} ({q:.3f})"
+            )
         parts.append(f"symmetry fewer states: {'yes' if y['states'] < o['states'] else 'no'}")
         parts.append(f"symmetry less time: {'yes' if y['seconds'] < o['seconds'] else 'no'}")
         print(tag, "; ".join(parts))

@@ -83,6 +83,7 @@ def explore(
     properties: Sequence[Any] | None = None,
     on_edge: Callable[..., Any] | None = None,
     liveness: bool = False,
+    threads: int | None = None,
 ) -> RunResult: ...
 
 
@@ -97,6 +98,7 @@ def explore(
     properties: Sequence[Any] | None = None,
     on_edge: Callable[..., Any] | None = None,
     liveness: bool = False,
+    threads: int | None = None,
 ) -> Explored | RunResult:
     """The one entry point of exploration, for every model: every reachable state, breadth
     first, and every property judged on them.
@@ -124,9 +126,11 @@ def explore(
       is a terminal; for a declared model, the process's default sink, ``explored.progress_to``).
 
     ``until`` (a declared model's: stop once the properties it names have failed) and
-    ``properties``, ``on_edge`` and ``liveness`` (the session's: which properties, a callback
-    per transition, keep the graph and judge liveness on it; a declared model judges its own
-    properties, liveness included, always) are refused for the other kind of model."""
+    ``properties``, ``on_edge``, ``liveness`` and ``threads`` (the session's: which properties,
+    a callback per transition, keep the graph and judge liveness on it, and how many threads
+    its native engine expands a level on, by default both cores but one in a worker of the
+    checkers' pools; a declared model judges its own properties, liveness included, always,
+    on one thread) are refused for the other kind of model."""
     if not isinstance(model, Spec):
         if until is not None:
             raise TypeError("explore: until is an option of the declared models")
@@ -143,11 +147,12 @@ def explore(
             on_edge=on_edge,
             engine="compiled" if engine is None else "auto" if engine == "fastest" else engine,
             liveness=liveness,
+            threads=threads,
         )
-    if properties is not None or on_edge is not None or liveness:
+    if properties is not None or on_edge is not None or liveness or threads is not None:
         raise TypeError(
-            "explore: properties, on_edge and liveness are options of the session model (a "
-            "declared model judges all its properties, liveness included)"
+            "explore: properties, on_edge, liveness and threads are options of the session "
+            "model (a declared model judges all its properties, liveness included)"
         )
     if isinstance(progress, bool):  # as for the session: a display on stderr, or none at all
         progress = sink_for(True) if progress else Silent()

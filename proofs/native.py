@@ -25,8 +25,9 @@ also keeps the state graph (an edge per move to another state; per state whether
 its stuttering move and whether a fair move leaves it), node for node the compiled engine's, and
 ``proofs/liveness.py`` judges it: the graph's work (reachability of a settled state, stuck
 states, strongly connected components and their fairness) in C (``nb_live``), the rest in
-Python, looking states up in the C search's own table.  What it does
-not: ``on_edge`` (the state graph stays in C).  Without a C compiler it is unavailable
+Python, looking states up in the C search's own table; and both cores: a level's states
+expanded on two threads and handed over in order (``proofs/native_threads.py``; the same run,
+field for field).  What it does not: ``on_edge`` (the state graph stays in C).  Without a C compiler it is unavailable
 (:func:`available`).
 
 Semantics kept from the generated Python: every key, value and condition of an effect is read on
@@ -36,7 +37,7 @@ model bug and stops the run (``NativeError``); reading a registry slot by a key 
 renumbered after every step as ``model.session_state.canonical_clock`` does (ranks by (time, slot)).
 
 The C text of the search (the same for every configuration) is in ``proofs/native_search.py``;
-this module (about 750 lines) keeps the rest together: the generation, the build and the run
+this module (about 790 lines) keeps the rest together: the generation, the build and the run
 share one contract, the C functions' names and signatures, the packed layout and the event
 records, which the :mod:`ctypes` declarations of ``load`` and the reading of results in
 ``search_native`` must match line for line; split further, each part would restate it.  The
@@ -70,6 +71,7 @@ from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_state import FIELDS, Cmsg, domains, settled
 from mcp_inflight.proofs.flat import FieldCode, Layout, canonical_source
 from mcp_inflight.proofs.native_search import API, RUNTIME
+from mcp_inflight.proofs.native_threads import DRIVER, RECORDS
 
 if TYPE_CHECKING:
     from mcp_inflight.proofs.records import RunResult
@@ -202,7 +204,7 @@ def _writes(lay: Layout, writes: list[Write], src: Source, d: int, m: int) -> No
             src.emit(dd, f"if ({cond}) {{")
             dd += 1
         if check is not None:
-            src.emit(dd, f"if ({check} < 0) {{ R->error = {m + 1}; return -1; }}")
+            src.emit(dd, f"if ({check} < 0) {{ *err = {m + 1}; return -1; }}")
         if at is not None:
             src.emit(dd, f"t[{at}] = (sc)({val});")
         if cond is not None:
@@ -372,18 +374,16 @@ class Generated:
             )
         src.emit(0, "}")
         src.emit(0, f"static int settled_(const sc *s) {{ return {lit(settled(b, pre))}; }}")
-        body = Source()
+        # one function for both ways of taking a transition: at once (``edge``; ``B`` null) or
+        # recorded for nb_run_par's hand-over (``rec``, on a worker thread; ``R`` null)
+        src.emit(0, "static int expand(Run *R, Rec *B, const sc *s, sc *t, long si) {")
+        src.emit(1, "int n = 0;")
+        src.emit(1, "int *err = B ? &B->error : &R->error;")
         for m, mv in enumerate(self.moves):
-            self._move(b, pre, post, cfg, m, mv, body)
-        # the moves twice: ``expand`` takes each transition at once (``edge``), ``expand_rec``
-        # records it for ``nb_run_par`` (``rec``, on a worker thread)
-        for name, run, take in (("expand", "Run", "edge"), ("expand_rec", "Rec", "rec")):
-            src.emit(0, f"static int {name}({run} *R, const sc *s, sc *t, long si) {{")
-            src.emit(1, "int n = 0;")
-            src.lines.extend(line.replace("TAKE(", f"{take}(") for line in body.lines)
-            src.emit(1, "return n;")
-            src.emit(0, "}")
-        self.source = head.text() + RUNTIME + src.text() + API
+            self._move(b, pre, post, cfg, m, mv, src)
+        src.emit(1, "return n;")
+        src.emit(0, "}")
+        self.source = head.text() + RUNTIME + RECORDS + src.text() + DRIVER + API
 
     def _move(
         self, b: CGen, pre: CView, post: CView, cfg: Config, m: int, mv: Any, src: Source
@@ -420,8 +420,9 @@ class Generated:
                 src.emit(d, f"if ({'' if wit else '!'}({v.src})) bad |= {1 << j};")
             elif bool(v) == wit:
                 src.emit(d, f"bad |= {1 << j};")
-        src.emit(d, f"n++; TAKE(R, s, t, si, {m}, bad);")
-        src.emit(d, "if (R->error) return -1;")
+        src.emit(d, "n++;")
+        src.emit(d, f"if (B) rec(B, s, t, si, {m}, bad); else edge(R, s, t, si, {m}, bad);")
+        src.emit(d, "if (*err) return -1;")
         src.emit(1, "}")
 
 

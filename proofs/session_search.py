@@ -101,6 +101,7 @@ def search(
     on_edge: OnEdge | None = None,
     engine: str = "compiled",
     liveness: bool = False,
+    threads: int | None = None,
 ) -> RunResult:
     """Explore every reachable state of ``cfg`` and judge every property on it.
 
@@ -119,6 +120,8 @@ def search(
 
     ``liveness``: keep the graph's edges and judge the liveness properties of
     ``proofs/liveness.py`` on it (the compiled and native engines; ``interpreted`` reports none).
+
+    ``threads``: the native engine's, see :func:`mcp_inflight.proofs.native.search_native`.
     """
     if engine == "auto":  # native when it can be built, else compiled
         from mcp_inflight.proofs.native import BuildError, available, search_native
@@ -126,7 +129,7 @@ def search(
         if on_edge is None and available():
             try:
                 return search_native(
-                    cfg, symmetry, max_states, progress, properties, on_edge, liveness
+                    cfg, symmetry, max_states, progress, properties, on_edge, liveness, threads
                 )
             except BuildError as e:
                 sys.stderr.write(f"search: the native engine is unavailable ({e}); compiled\n")
@@ -138,7 +141,9 @@ def search(
     if engine == "native":
         from mcp_inflight.proofs.native import search_native
 
-        return search_native(cfg, symmetry, max_states, progress, properties, on_edge, liveness)
+        return search_native(
+            cfg, symmetry, max_states, progress, properties, on_edge, liveness, threads
+        )
     if engine != "compiled":
         raise ValueError(f"engine must be auto, compiled, interpreted or native, not {engine!r}")
     res = _explore_compiled(cfg, symmetry, max_states, progress, properties, on_edge, liveness)

@@ -61,6 +61,8 @@ def test_the_other_kinds_options_are_refused():
         explore(spec, liveness=True)
     with pytest.raises(TypeError, match="session model"):
         explore(spec, on_edge=lambda *a: None)
+    with pytest.raises(TypeError, match="session model"):
+        explore(spec, threads=2)
     with pytest.raises(TypeError, match="declared models"):
         explore(cfg, until=["no_misrouted_response"])
 

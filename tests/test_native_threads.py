@@ -72,6 +72,14 @@ def test_three_ids_on_two_threads():
     _both(Config(DESIGNS["unguarded"], "2026-07-28", "stdio", ids=3, requests=2), symmetry=True)
 
 
+def test_explore_takes_the_threads_to_the_native_engine():
+    from mcp_inflight.proofs.explorer import explore
+
+    cfg = Config(DESIGNS["atomic"], "2025-11-25", "http", 2, 2)
+    assert " on 2 threads" in explore(cfg, engine="native", threads=2).engine
+    assert " threads" not in explore(cfg, engine="native", threads=1).engine
+
+
 def test_a_small_batch_stays_on_one_thread():
     """Under ``parallel_from`` states a batch is expanded on the calling thread alone."""
     cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 1)
