@@ -231,13 +231,13 @@ def test_unknown_scenarios_are_refused():
 # --- the same verdicts in-process and over a socket (slow) ------------------------------------
 
 
-@pytest.mark.slow
 def _unjudged(doc: dict) -> bool:
     return doc["status"] == "untested" or any(
         sc["status"] == "not_judged" for sc in doc.get("scenarios", [])
     )
 
 
+@pytest.mark.slow
 def test_in_process_verdicts_equal_the_url_probes(sdk_bare, sdk_guarded, tmp_path):
     from mcp_inflight.impl.http import create_app
     from mcp_inflight.serve import demo_server
