@@ -85,8 +85,11 @@ QUICK_CFLAGS = ["-O0", *CFLAGS[1:]]
 QUICK_UP_TO = 4
 
 
-#: A level's batch of fewer states than this is expanded on one thread: below it the threads'
-#: start and the records' hand-over cost about what the second core saves (bench/RESULTS.md).
+#: A level's batch of fewer states than this is expanded on one thread.  Splitting a level of a
+#: few hundred states costs more than it saves (0.81x at 628 states a level); at the default
+#: bound (1,800-15,000 states a level) the two are within the machine's noise (0.92-1.12x), and
+#: from a few hundred thousand states two threads gain 1.1-1.3x, most with symmetry, whose keys
+#: the workers compute (``bench/native_threads.py``, bench/RESULTS.md).
 PARALLEL_FROM = 2048
 
 
