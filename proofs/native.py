@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, cast
 from mcp_inflight.model import codegen, step
 from mcp_inflight.model.codegen import Gen, Source
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.eventually import fair_actions
+from mcp_inflight.model.eventually import fair_actions, pending_in
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.properties import PROPERTIES
@@ -377,6 +377,10 @@ class Generated:
             )
         src.emit(0, "}")
         src.emit(0, f"static int settled_(const sc *s) {{ return {lit(settled(b, pre))}; }}")
+        # some client request is pending (the liveness judge reads it on the states of the
+        # components a fair run can stay in)
+        pend = b.Or(*[pending_in(b, pre, r) for r in range(cfg.requests)])
+        src.emit(0, f"static int pending_(const sc *s) {{ return {lit(pend)}; }}")
         # one function for both ways of taking a transition: at once (``edge``; ``B`` null) or
         # recorded for nb_run_par's hand-over (``rec``, on a worker thread; ``R`` null)
         src.emit(0, "static int expand(Run *R, Rec *B, const sc *s, sc *t, long si) {")
@@ -506,6 +510,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_edges": (_L, [_P]),
     "nb_graph": (None, [_P] * 7),
     "nb_live": (_L, [_P] * 4),
+    "nb_pending": (_L, [_P, _L]),
 }
 
 
@@ -745,7 +750,7 @@ def _judge_liveness(
     return judge_liveness(
         cfg,
         comp,
-        partial(_found, lib, run, int(st[2]), cfg.requests),
+        partial(_found, lib, run, int(st[2])),
         complete,
         path,
         lambda t: _Key(key_of(t), t),
@@ -754,10 +759,12 @@ def _judge_liveness(
     )
 
 
-def _found(lib: Any, run: Any, nodes: int, requests: int, state_of: Any) -> Any:
-    """``proofs/liveness.py:find`` of a native run's graph: ``nb_live`` in C, then the pending
-    requests of the states of each component where a fair run can stay, by least node."""
-    from mcp_inflight.proofs.liveness import Found, pending
+def _found(lib: Any, run: Any, nodes: int, state_of: Any) -> Any:
+    """``proofs/liveness.py:find`` of a native run's graph: ``nb_live`` in C, then whether a
+    client request is pending in every state of each component where a fair run can stay, by
+    least node (``nb_pending``: ``model/eventually.py:pending_in`` generated as C; the states
+    are not read back, ``state_of`` is not needed)."""
+    from mcp_inflight.proofs.liveness import Found
 
     size = max(nodes, 1)
     flags, comps, trap = (
@@ -778,7 +785,7 @@ def _found(lib: Any, run: Any, nodes: int, requests: int, state_of: Any) -> Any:
             members.setdefault(c, []).append(v)
     # nodes are met in index order, so each list starts at its component's least node
     for ms in sorted(members.values()):
-        if all(any(pending(state_of(u), r) for r in range(requests)) for u in ms):
+        if all(lib.nb_pending(run, u) for u in ms):
             return Found(nodes, never, dead, ms[0], set(ms))
     return Found(nodes, never, dead, None, set())
 

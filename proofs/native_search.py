@@ -6,7 +6,7 @@ configuration.
 and the canonical key, and between :data:`RUNTIME` and :data:`API` the generated moves, the
 property judges and ``settled_``.  :data:`RUNTIME` is the run's record, the hash set of keys and
 the breadth-first expansion; :data:`API` the functions ``load`` declares with :mod:`ctypes`
-(``nb_new``, ``nb_run``, ``nb_stats``, ``nb_results``, ``nb_path``, ``nb_find``, ``nb_state``,
+(``nb_new``, ``nb_run``, ``nb_stats``, ``nb_results``, ``nb_path``, ``nb_find``, ``nb_pending``, ``nb_state``,
 ``nb_graph``, ``nb_live``, ``nb_free``, ...), whose signatures both sides must keep alike.
 """
 
@@ -319,6 +319,9 @@ long nb_path(void *p, long idx, int *out, long cap) {
 }
 
 long nb_find(void *p, const sc *t) { return find_state(p, t); }
+
+/* 1 when some client request is pending in state idx (the generated pending_) */
+long nb_pending(void *p, long idx) { Run *R = p; return pending_(R->states + idx * W); }
 
 /* the state of index idx, as the search met it */
 void nb_state(void *p, long idx, sc *out) { Run *R = p; memcpy(out, R->states + idx * W, W); }

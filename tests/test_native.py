@@ -200,8 +200,9 @@ def test_the_graph_work_in_c_finds_what_the_python_reference_finds(
 ):
     """``nb_live`` (reachability of a settled state, stuck states, components and their
     fairness, in C) gives the judge what ``proofs/liveness.py:find`` gives on the same graph,
-    each enabled fair move read from the compiled rules: the same states that never settle, the
-    same stuck ones, the same fair component with a request pending throughout, or none."""
+    each enabled fair move and each pending request read from the compiled rules: the same
+    states that never settle, the same stuck ones, the same fair component with a request
+    pending throughout (``nb_pending`` in C against ``model/eventually.py:pending``), or none."""
     from mcp_inflight.model.properties import PROPERTIES
     from mcp_inflight.proofs.compiled_model import Compiled
     from mcp_inflight.proofs.liveness import fair_actions, find
@@ -213,8 +214,8 @@ def test_the_graph_work_in_c_finds_what_the_python_reference_finds(
     real = native._found
     compared = []
 
-    def both(lib, run, nodes, requests, state_of):
-        got = real(lib, run, nodes, requests, state_of)
+    def both(lib, run, nodes, state_of):
+        got = real(lib, run, nodes, state_of)
         state = (__import__("ctypes").c_byte * comp.layout.width)()
 
         def flat(n):
@@ -227,7 +228,7 @@ def test_the_graph_work_in_c_finds_what_the_python_reference_finds(
                 m for m, t, _, _ in comp.expand(x) if comp.moves[m].action.name in fair and t != x
             }
 
-        want = find(_graph_of(lib, run, nodes), state_of, enabled_fair, requests)
+        want = find(_graph_of(lib, run, nodes), state_of, enabled_fair, cfg.requests)
         assert (got.nodes, got.never, got.dead, got.hung, got.hung_comp) == (
             want.nodes,
             want.never,
@@ -253,7 +254,7 @@ def test_a_wrong_fairness_test_in_the_graph_work_is_seen(monkeypatch):
 
     from mcp_inflight.proofs.liveness import Found, pending
 
-    def careless(lib, run, nodes, requests, state_of):
+    def careless(lib, run, nodes, state_of):
         flags, comps = (ctypes.c_ubyte * nodes)(), (ctypes.c_int32 * nodes)()
         trap = (ctypes.c_ubyte * nodes)()
         lib.nb_live(run, flags, comps, trap)
@@ -262,7 +263,7 @@ def test_a_wrong_fairness_test_in_the_graph_work_is_seen(monkeypatch):
         for v in range(nodes):
             members.setdefault(comp_of[v], []).append(v)
         for ms in sorted(members.values()):
-            if all(any(pending(state_of(u), r) for r in range(requests)) for u in ms):
+            if all(any(pending(state_of(u), r) for r in range(2)) for u in ms):
                 return Found(nodes, [], [], ms[0], set(ms))
         return Found(nodes, [], [], None, set())
 
