@@ -158,7 +158,7 @@ def run_ours(
 
         b0 = time.monotonic()
         gen = native.Generated(cfg, symmetry=symmetry, graph=liveness)
-        native.build(gen.source, native.flags_for(cfg) if liveness else native.CFLAGS)
+        native.build(gen.source, native.flags_for(cfg, symmetry) if liveness else native.CFLAGS)
         build = time.monotonic() - b0
     t0 = time.monotonic()
     r = explore(

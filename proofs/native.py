@@ -81,6 +81,9 @@ CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-pthread", "-w"]
 #: For a search at ``check``'s default bound or below (at most :data:`QUICK_UP_TO` ids x
 #: instances: well under a million states), building costs more than searching: gcc builds
 #: the session's C 4-5x faster at -O0, and the search runs 1.6-2x slower (bench/RESULTS.md).
+#: So too with symmetry at two instances and up to three ids: at most 610 thousand states
+#: (unguarded 2025-11-25 http; 2-3 thousand on 2026-07-28), where the -O2 build was most of
+#: the time to a verdict (0.55-1.6 s of 0.6-1.9 s in ``bench/explore_vs_spin.py``).
 QUICK_CFLAGS = ["-O0", *CFLAGS[1:]]
 QUICK_UP_TO = 4
 
@@ -103,9 +106,13 @@ def default_threads() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def flags_for(cfg: Config) -> list[str]:
-    """The C flags for ``cfg``'s search: :data:`QUICK_CFLAGS` up to the default bound."""
-    return QUICK_CFLAGS if cfg.ids * cfg.requests <= QUICK_UP_TO else CFLAGS
+def flags_for(cfg: Config, symmetry: bool = False) -> list[str]:
+    """The C flags for ``cfg``'s search: :data:`QUICK_CFLAGS` up to the default bound, and with
+    ``symmetry`` at two instances and up to three ids."""
+    quick = cfg.ids * cfg.requests <= QUICK_UP_TO or (
+        symmetry and cfg.requests <= 2 and cfg.ids <= 3
+    )
+    return QUICK_CFLAGS if quick else CFLAGS
 
 
 class NativeError(RuntimeError):
@@ -567,7 +574,7 @@ def search_native(
     threads = default_threads() if threads is None else max(1, threads)
     gen = Generated(cfg, properties, symmetry, graph=liveness)
     before = compiles
-    lib = load(gen.source, flags_for(cfg))
+    lib = load(gen.source, flags_for(cfg, symmetry))
     built = time.monotonic() - t0
     lay = gen.layout
     s0 = step.start(cfg)

@@ -1,5 +1,5 @@
-"""The native engine builds a search at ``check``'s default bound quickly (gcc -O0) and a
-larger one optimised; both builds find the same states, verdicts and traces, and a quick build
+"""The native engine builds a search at ``check``'s default bound (or with symmetry at two
+instances and three ids) quickly (gcc -O0) and a larger one optimised; both builds find the same states, verdicts and traces, and a quick build
 takes the optimised shared object when that one is cached already."""
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ def test_the_default_bound_builds_quickly_and_a_larger_one_optimised():
         native.CFLAGS
     )
     assert native.QUICK_CFLAGS != native.CFLAGS
+    three_ids = Config(DESIGNS["atomic"], "2025-11-25", "http", 3, 2)
+    assert native.flags_for(three_ids, symmetry=True) == native.QUICK_CFLAGS
+    assert native.flags_for(three_ids, symmetry=False) == native.CFLAGS
 
 
 def test_a_quick_build_takes_a_cached_optimised_one(tmp_path, monkeypatch):
@@ -37,7 +40,7 @@ def test_quick_and_optimised_builds_find_the_same(tmp_path, monkeypatch):
     cfg = Config(DESIGNS["check_then_claim"], "2026-07-28", "http", 2, 2)
     found = []
     for flags in (native.QUICK_CFLAGS, native.CFLAGS):
-        monkeypatch.setattr(native, "flags_for", lambda c, f=flags: f)
+        monkeypatch.setattr(native, "flags_for", lambda c, symmetry=False, f=flags: f)
         r = native.search_native(cfg, symmetry=True)
         doc = r.to_json()
         doc.pop("seconds", None)
