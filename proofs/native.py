@@ -37,7 +37,7 @@ model bug and stops the run (``NativeError``); reading a registry slot by a key 
 renumbered after every step as ``model.session_state.canonical_clock`` does (ranks by (time, slot)).
 
 The C text of the search (the same for every configuration) is in ``proofs/native_search.py``;
-this module (about 790 lines) keeps the rest together: the generation, the build and the run
+this module (about 800 lines) keeps the rest together: the generation, the build and the run
 share one contract, the C functions' names and signatures, the packed layout and the event
 records, which the :mod:`ctypes` declarations of ``load`` and the reading of results in
 ``search_native`` must match line for line; split further, each part would restate it.  The
