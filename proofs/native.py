@@ -24,11 +24,12 @@ same representatives), ``max_states``, progress, and liveness: with ``liveness``
 also keeps the state graph (an edge per move to another state; per state whether it is settled,
 its stuttering move and whether a fair move leaves it), node for node the compiled engine's, and
 ``proofs/liveness.py`` judges it: the graph's work (reachability of a settled state, stuck
-states, strongly connected components and their fairness) in C (``nb_live``), the rest in
+states, strongly connected components and their fairness) and the requests pending in the
+states a fair run can stay among in C (``nb_live``, ``nb_pending``), the lassos' walks in
 Python, looking states up in the C search's own table; and both cores: a level's states
 expanded on two threads and handed over in order (``proofs/native_threads.py``; the same run,
-field for field).  What it does not: ``on_edge`` (the state graph stays in C).  Without a C compiler it is unavailable
-(:func:`available`).
+field for field).  What it does not: ``on_edge`` (the state graph stays in C).  Without a C
+compiler it is unavailable (:func:`available`).
 
 Semantics kept from the generated Python: every key, value and condition of an effect is read on
 the pre-state, the writes are then applied in list order; a write whose key is ``NONE`` is a
@@ -731,9 +732,9 @@ def _judge_liveness(
     C search kept: the same graph, node for node, as the compiled engine's (nodes in the order
     met, an edge per move to another state, the stuttering and fair moves of each node), so the
     same verdicts and lassos.  The graph's work (backward reachability, stuck states, strongly
-    connected components and their fairness) runs in C (``nb_live``), leaving to Python only
-    the pending requests of the states of the components a fair run can stay in; the walks of
-    a lasso take the compiled rules' moves."""
+    connected components and their fairness) and the pending requests of the states of the
+    components a fair run can stay in run in C (``nb_live``, ``nb_pending``); the walks of a
+    lasso, in Python, take the compiled rules' moves."""
     from mcp_inflight.proofs.compiled_model import Compiled
     from mcp_inflight.proofs.flat import key_function
     from mcp_inflight.proofs.liveness import judge_liveness
