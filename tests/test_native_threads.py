@@ -108,10 +108,19 @@ def test_a_model_error_on_a_worker_thread_is_the_one_thread_error(monkeypatch, f
     assert errors[0] == errors[1] and errors[0].startswith("respond")
 
 
-def test_a_pool_worker_keeps_to_one_thread(monkeypatch):
+def _threads_in_a_worker() -> int:
+    return native.default_threads()
+
+
+def test_a_pool_worker_keeps_to_one_thread():
+    """A worker of the checkers' pools says so, and its searches keep to one thread; a
+    process of its own takes both cores (at most two)."""
+    import multiprocessing as mp
+    import os
+
     from mcp_inflight.proofs import pool
 
-    monkeypatch.setattr(pool, "in_worker", True)
-    assert native.default_threads() == 1
-    monkeypatch.setattr(pool, "in_worker", False)
-    assert native.default_threads() >= 1
+    with pool.worker_pool(1, mp.get_context("fork")) as ex:
+        assert ex.submit(_threads_in_a_worker).result(timeout=60) == 1
+    assert not pool.in_worker
+    assert native.default_threads() == max(1, min(2, os.cpu_count() or 1))

@@ -231,6 +231,10 @@ def test_unknown_scenarios_are_refused():
 # --- the same verdicts in-process and over a socket (slow) ------------------------------------
 
 
+def _probe_argv(url: str) -> list[str]:
+    return [sys.executable, "-m", "mcp_inflight", "probe", url, "--json", "--quiet"]
+
+
 def _unjudged(doc: dict) -> bool:
     return doc["status"] == "untested" or any(
         sc["status"] == "not_judged" for sc in doc.get("scenarios", [])
@@ -255,7 +259,7 @@ def test_in_process_verdicts_equal_the_url_probes(sdk_bare, sdk_guarded, tmp_pat
         urls = {"bare": sdk_bare, "guarded": sdk_guarded, "serve": serve_url}
         procs = {
             n: subprocess.Popen(
-                [sys.executable, "-m", "mcp_inflight", "probe", u, "--json", "--quiet"],
+                _probe_argv(u),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 text=True,
@@ -267,12 +271,7 @@ def test_in_process_verdicts_equal_the_url_probes(sdk_bare, sdk_guarded, tmp_pat
             # A probe that could not judge (a scenario's deadline passed on a loaded machine:
             # the three probes run at once) is not a verdict: that one runs again, alone.
             if _unjudged(url_docs[n]):
-                again = subprocess.run(
-                    [sys.executable, "-m", "mcp_inflight", "probe", u, "--json", "--quiet"],
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                )
+                again = subprocess.run(_probe_argv(u), capture_output=True, text=True, timeout=120)
                 url_docs[n] = json.loads(again.stdout)
     finally:
         serve.terminate()
