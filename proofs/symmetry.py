@@ -34,7 +34,7 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import NONE, Concrete, apply_writes
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session_conditions import SLOT_ORDER
+from mcp_inflight.model.session_conditions import CONDITIONS, SLOT_ORDER
 from mcp_inflight.model.session_state import FIELDS, canonical_clock, initial
 from mcp_inflight.model.step import Move, Transition, backend, moves, start, take
 
@@ -95,6 +95,9 @@ def _judge(p: Any, b: Any, cfg: Config, t: Transition | None, s: Any) -> bool:
 def _relaxed(cfg: Config, s: Any, m: Move, b: Concrete) -> Transition | None:
     """``m`` from ``s`` with the guard's slot-order condition left out."""
     a, r, i = m.action, m.r, m.i
+    src = a.sources(cfg)  # the guard's first part, the cheap test (as model/step.py:enabled)
+    if src is not None and s.life[r] not in src:
+        return None
     if not a.guard(b, s, cfg, r, i, skip=(SLOT_ORDER,)):
         return None
     out = a.output(b, s, cfg, r, i)
@@ -205,8 +208,20 @@ def check_interpreted(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
             found = judged_steps[s, k] = [_judge(p, b, cfg, t, None) for p in step_props]
         return found
 
-    count, cut = 0, [False]
-    for s in _states(cfg, limit, cut):
+    def in_order(s: Any, m: Move) -> bool:
+        """Whether ``m``'s slot-order condition, left out of its relaxed transition, holds."""
+        a = m.action
+        return SLOT_ORDER not in a.conditions(cfg) or bool(
+            CONDITIONS[SLOT_ORDER](b, s, cfg, m.r, m.i)
+        )
+
+    # the reachable states, breadth first as _states visits them: a move's transition is its
+    # relaxed one where its slot-order condition holds
+    s0 = start(cfg)
+    seen, todo = {s0}, deque([s0])
+    count, cut = 0, False
+    while todo:
+        s = todo.popleft()
         count += 1
         apart = _unsent_apart(cfg, s)
         if apart is not None:
@@ -244,7 +259,14 @@ def check_interpreted(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
                 if where is not None:
                     mv = f"{m.action.name}({', '.join(f'{k}={v}' for k, v in m.args.items())})"
                     return SymmetryResult(cfg.label, count, False, Broken(where, str(pi), s, mv))
-    return SymmetryResult(cfg.label, count, not cut[0], None)
+        for k, t in enumerate(mine):
+            if t is not None and t.post not in seen and in_order(s, ms[k]):
+                if len(seen) >= limit:
+                    cut = True
+                    continue
+                seen.add(t.post)
+                todo.append(t.post)
+    return SymmetryResult(cfg.label, count, not cut, None)
 
 
 def checked(cfg: Config, cache: str | None = "use") -> SymmetryResult:
