@@ -252,7 +252,12 @@ class Induction:
         ]
 
     def _obligation(
-        self, kept: list[Prop], p: Prop | None, idx: int, on_step: bool = False
+        self,
+        kept: list[Prop],
+        p: Prop | None,
+        idx: int,
+        on_step: bool = False,
+        expect_cti: bool = False,
     ) -> tuple[str, dict[str, Any] | None]:
         """Whether ``p`` (None: typedness) holds after (``on_step``: on) step ``idx`` from every
         well-typed state where ``kept`` holds: ``ok``, ``cti`` (with the counterexample, when
@@ -272,9 +277,30 @@ class Induction:
                 return "cti", self._render(U, p, st, model)
             return "unknown", None
         formulas = self._hyps(U, st, kept) + [z3.Not(goal)]
+        if expect_cti:  # the finite counterexample first, then the quick attempt
+            found = self._finite_cti(kept, p, idx, on_step, what, name)
+            if found is not None:
+                return "cti", found
         res, model = self._check(formulas, what, [name], quick=True)
         if res == z3.unsat:
             return "ok", None
+        if not expect_cti:
+            found = self._finite_cti(kept, p, idx, on_step, what, name)
+            if found is not None:
+                return "cti", found
+        if res == z3.unknown:
+            res, _ = self._check(formulas, what, [name])
+            if res == z3.unsat:
+                return "ok", None
+        if res == z3.sat:
+            return "cti", None
+        return "unknown", None
+
+    def _finite_cti(
+        self, kept: list[Prop], p: Prop | None, idx: int, on_step: bool, what: str, name: str
+    ) -> dict[str, Any] | None:
+        """A counterexample to ``p`` on step ``idx`` on the finite universes, smallest first
+        (None: none there)."""
         for F in self._universes():
             fst = F.steps[idx]
             fgoal = self._goal(F, p, fst, on_step)
@@ -285,14 +311,8 @@ class Induction:
                 [name],
             )
             if r2 == z3.sat:
-                return "cti", self._render(F, p, fst, m2)
-        if res == z3.unknown:
-            res, _ = self._check(formulas, what, [name])
-            if res == z3.unsat:
-                return "ok", None
-        if res == z3.sat:
-            return "cti", None
-        return "unknown", None
+                return self._render(F, p, fst, m2)
+        return None
 
     def _holds_on(
         self,
@@ -301,11 +321,13 @@ class Induction:
         idx: int,
         ctis: dict[str, dict[str, Any] | None],
         unknown: dict[str, str],
+        expect_cti: bool = False,
     ) -> bool:
         """Whether step property ``p`` holds on step ``idx`` from every well-typed state where
         ``kept`` holds; when it does not, its counterexample to induction (or why the solver
-        gave up) is recorded in ``ctis`` (``unknown``)."""
-        verdict, cti = self._obligation(kept, p, idx, on_step=True)
+        gave up) is recorded in ``ctis`` (``unknown``).  ``expect_cti``: look for a finite
+        counterexample before the quick unbounded attempt (the same verdict either way)."""
+        verdict, cti = self._obligation(kept, p, idx, on_step=True, expect_cti=expect_cti)
         if verdict == "ok":
             return True
         st = self.U.steps[idx]
@@ -529,9 +551,14 @@ class Induction:
             for p in list(open_):
                 if not self._holds_on(kept, p, idx, ctis, unknown):
                     open_.remove(p)
-        # each hazard on its own (one is expected to break): on every step, up to the first
+        # each hazard on its own (one is expected to break): on every step, up to the first;
+        # a finite counterexample looked for first (the quick attempt at a step that breaks
+        # it would spend its whole budget before that search)
         for p in hazards:
-            all(self._holds_on(kept, p, idx, ctis, unknown) for idx in range(len(U.steps)))
+            all(
+                self._holds_on(kept, p, idx, ctis, unknown, expect_cti=True)
+                for idx in range(len(U.steps))
+            )
         for p in hazards:
             res.hazards[p.name] = (
                 "unknown" if p.name in unknown else "not proved" if p.name in ctis else "proved"

@@ -493,3 +493,29 @@ def test_a_configurations_cache_key_is_the_same_in_every_process():
     }
     assert len(keys) == 1, keys
     assert "guarded" in repr(DESIGNS["atomic"]) and isinstance(DESIGNS["atomic"].guarded, frozenset)
+
+
+def test_a_hazards_finite_counterexample_first_changes_queries_not_verdicts(monkeypatch):
+    """The hazards look for a finite counterexample before the quick unbounded attempt
+    (``proofs/induction.py``): the same statuses, counterexample actions and traces as asking
+    in the order every other obligation takes, in fewer queries on a profile where one breaks."""
+    from mcp_inflight.proofs import induction
+
+    cfg = Config(ATOMIC, "2025-11-25", "stdio")
+
+    def rows(res):
+        return [
+            (p.name, p.status, p.cti and p.cti.action, p.trace and len(p.trace)) for p in res.proofs
+        ]
+
+    first = prove(cfg)
+    holds_on = induction.Induction._holds_on
+
+    def quick_first(self, *a, expect_cti=False, **k):
+        return holds_on(self, *a, **k)
+
+    monkeypatch.setattr(induction.Induction, "_holds_on", quick_first)
+    quick = prove(cfg)
+    assert rows(first) == rows(quick)
+    assert any(p.kind == "hazard" and p.status == "trace" for p in first.proofs)
+    assert first.queries < quick.queries
