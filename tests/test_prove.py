@@ -519,3 +519,24 @@ def test_a_hazards_finite_counterexample_first_changes_queries_not_verdicts(monk
     assert rows(first) == rows(quick)
     assert any(p.kind == "hazard" and p.status == "trace" for p in first.proofs)
     assert first.queries < quick.queries
+
+
+def test_the_implications_shown_fit_the_budget_asked_for_them(monkeypatch):
+    """``FOLLOWS_UNITS`` (``proofs/induction.py``) is the budget of asking whether kept
+    properties follow from the auxiliary invariants: the same properties follow on it as on the
+    quick attempt's whole budget, and a budget far too small loses some (so this would see it)."""
+    from mcp_inflight.model import lease, resume, session_spec
+    from mcp_inflight.proofs import induction
+
+    specs = [lease.spec(), resume.spec(next(iter(resume.DESIGNS)))]
+    specs.append(session_spec.spec(Config(ATOMIC, "2025-11-25", "stdio")))
+
+    def implied(specs):
+        return [prove(sp).implied for sp in specs]
+
+    asked = implied(specs)
+    assert all(asked)
+    monkeypatch.setattr(induction, "FOLLOWS_UNITS", induction.QUICK_UNITS)
+    assert implied(specs) == asked
+    monkeypatch.setattr(induction, "FOLLOWS_UNITS", 1_000)
+    assert implied(specs[:1]) != asked[:1]  # the lease model's (the others then search long)
