@@ -8,7 +8,6 @@ then runs concretely and says why."""
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import replace
 
 import pytest
@@ -16,25 +15,8 @@ import pytest
 from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.proofs.compiled_spec import Refused, compile_spec
 from mcp_inflight.proofs.explorer import explore
-
-MODELS = ("lease", "rounds", "resume", "tasks", "subscriptions")
-
-
-def _model(name: str):
-    return importlib.import_module(f"mcp_inflight.model.{name}")
-
-
-def _found(ex):
-    return (
-        ex.states,
-        ex.transitions,
-        ex.depth,
-        ex.verdicts,
-        ex.traces,
-        ex.coverage,
-        ex.errors,
-        ex.complete,
-    )
+from support.declared import MODELS, found
+from support.declared import model as _model
 
 
 def _agree(spec) -> None:
@@ -42,7 +24,7 @@ def _agree(spec) -> None:
     concrete = explore(spec, engine="concrete")
     assert compiled.engine == "compiled" and concrete.engine == "concrete"
     assert compiled.states > 1
-    assert _found(compiled) == _found(concrete)
+    assert found(compiled) == found(concrete)
 
 
 #: the default run: every design of the cheap models at their default bounds; the tasks model
@@ -105,7 +87,7 @@ def test_a_rule_that_branches_on_a_state_value_is_refused_and_run_concretely():
         explore(odd, engine="compiled")
     ran = explore(odd)
     assert ran.engine.startswith("concrete (the generator refused a rule")
-    assert _found(ran) == _found(explore(odd, engine="concrete"))
+    assert found(ran) == found(explore(odd, engine="concrete"))
 
 
 def test_a_write_to_a_none_key_is_a_model_bug_on_both_engines():

@@ -10,7 +10,6 @@ designs a model (each a build of a second or so, cached afterwards); the slow ru
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import replace
 
 import pytest
@@ -20,30 +19,10 @@ from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.proofs import compiled_spec, native, native_spec
 from mcp_inflight.proofs.explorer import NOT_JUDGED, explore
 from mcp_inflight.proofs.native_spec import NativeSpecError, Refused, search_native
+from support.declared import MODELS, found
+from support.declared import model as _model
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
-
-MODELS = ("lease", "rounds", "resume", "tasks", "subscriptions")
-
-
-def _model(name: str):
-    return importlib.import_module(f"mcp_inflight.model.{name}")
-
-
-def _found(ex):
-    return (
-        ex.states,
-        ex.transitions,
-        ex.depth,
-        ex.verdicts,
-        ex.traces,
-        ex.coverage,
-        ex.dead_actions,
-        ex.errors,
-        ex.complete,
-        ex.deadlocks,
-        ex.deadlock_trace,
-    )
 
 
 def _agree(spec, **kw):
@@ -51,7 +30,7 @@ def _agree(spec, **kw):
     ran = explore(spec, engine="native", **kw)
     assert compiled.engine == "compiled" and ran.engine == "native"
     assert compiled.states > 1
-    assert _found(ran) == _found(compiled)
+    assert found(ran) == found(compiled)
     assert {k: len(v) for k, v in ran.traces.items()} == {
         k: len(v) for k, v in compiled.traces.items()
     }
@@ -213,12 +192,12 @@ def test_the_declared_checker_runs_native_and_says_why_when_it_does_not(monkeypa
     spec = _model("subscriptions").spec("graceful-response")
     ran = declared.explore(spec, engine="fastest")
     assert ran.engine == "native"
-    assert _found(ran) == _found(explore(spec, engine="compiled"))
+    assert found(ran) == found(explore(spec, engine="compiled"))
     v = spec.vars[0]
     wide = replace(spec, vars=(Var(v.name, v.lo, 300, v.init, v.keys), *spec.vars[1:]))
     fell = declared.explore(wide, engine="fastest")
     assert fell.engine.startswith("compiled (the native engine refused the spec: variable")
-    assert _found(fell) == _found(explore(wide, engine="compiled"))
+    assert found(fell) == found(explore(wide, engine="compiled"))
     monkeypatch.setattr(native, "available", lambda: False)
     assert (
         declared.explore(spec, engine="fastest").engine
