@@ -21,18 +21,10 @@ from mcp_inflight.probe import recording
 from mcp_inflight.trace.format import Writer, read
 from mcp_inflight.trace.record import Recorder
 from support import http_server
+from support.sessions import initialize
 
 H = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT = initialize()
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ import pytest
 from test_redis_workers import H, call, events, registry_keys, session
 
 from support.redis_workers import REDIS_SERVER, DelayProxy, Pool, Redis
+from support.sessions import initialize
 
 pytestmark = [
     pytest.mark.slow,
@@ -341,16 +342,7 @@ async def _load(workers, sessions=50, calls=20, dup_every=5):
     return tally
 
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "load", "version": "1"},
-    },
-}
+INIT = initialize(name="load")
 
 
 def test_load_50_sessions_x_20_calls_with_duplicates_over_4_workers(redis, workers):

@@ -24,6 +24,7 @@ from mcp_inflight.impl.server import Server
 from support.http_server import serving, sse_stream, start
 from support.rpc_client import NumberedClient, messages, run
 from support.sessions import http_session as session
+from support.sessions import initialize
 
 #: what the tools did, seen from the test's thread
 EVENTS: list[str] = []
@@ -111,16 +112,7 @@ def test_capability_and_tool_listing(srv):
         async with httpx.AsyncClient(timeout=10) as c:
             r = await c.post(
                 srv.url,
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "t", "version": "1"},
-                    },
-                },
+                json=initialize(),
                 headers={
                     "accept": "application/json, text/event-stream",
                     "content-type": "application/json",

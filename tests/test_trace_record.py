@@ -18,6 +18,7 @@ from mcp_inflight.trace.format import Writer, read
 from mcp_inflight.trace.record import Recorder
 from support import http_server
 from support.servers import sdk_server, stop
+from support.sessions import initialize
 
 H = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
@@ -27,16 +28,7 @@ def _session(c: httpx.Client, url: str) -> dict:
     r = c.post(
         url,
         headers=h,
-        json={
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        },
+        json=initialize(version="0"),
     )
     h["Mcp-Session-Id"] = r.headers["mcp-session-id"]
     h["MCP-Protocol-Version"] = "2025-11-25"
