@@ -124,6 +124,41 @@ def hoist_outputs(
     return hoisted, flat_out
 
 
+def move_head(
+    src: Source, a: Action, r: int, i: int | None, guard: Any, out: dict[str, Any]
+) -> tuple[int, dict[str, tuple[Any, Any]], list[str]]:
+    """The generated text of move ``a(r, i)`` up to its effect: a comment naming it, its
+    guard's ``if`` (where the guard is not constant) and its outputs hoisted; (the depth of its
+    body, the outputs as the effect reads them, their flat source)."""
+    src.emit(1, f"# {a.name} r={r} i={i}")
+    d = 1
+    if isinstance(guard, Expr):
+        src.emit(d, f"if {guard.src}:")
+        d += 1
+    hoisted, flat_out = hoist_outputs(out, tuple(out), src, d)
+    return d, hoisted, flat_out
+
+
+def move_effect(
+    lay: Layout,
+    b: Gen,
+    pre: Any,
+    cfg: Config,
+    a: Action,
+    r: int,
+    i: int | None,
+    hoisted: dict[str, tuple[Any, Any]],
+    src: Source,
+    d: int,
+) -> None:
+    """The successor ``t`` of move ``a(r, i)``: its effect's writes applied to the flat
+    pre-state (unpacked into ``x``), and on stdio the clock renumbered."""
+    writes = a.effect(b, pre, cfg, r, i, hoisted)
+    _writes_source(lay, writes, src, d, "w", unpacked="x")
+    if cfg.stdio:
+        _clock_source(lay, cfg, src, "t", d)
+
+
 def _clock_source(lay: Layout, cfg: Config, src: Source, var: str, depth: int) -> None:
     """stdio: ``model.session_state.canonical_clock`` on the flat tuple ``var`` (rebinds ``var``).
 
@@ -295,16 +330,8 @@ class Compiled:
         self.moves.append(Move(m, a, r, i, kinds))
         if not isinstance(guard, Expr) and not guard:
             return
-        src.emit(1, f"# {a.name} r={r} i={i}")
-        d = 1
-        if isinstance(guard, Expr):
-            src.emit(d, f"if {guard.src}:")
-            d += 1
-        hoisted, flat_out = hoist_outputs(out, kinds, src, d)
-        writes = a.effect(b, pre, cfg, r, i, hoisted)
-        _writes_source(self.layout, writes, src, d, "w", unpacked="x")
-        if cfg.stdio:
-            _clock_source(self.layout, cfg, src, "t", d)
+        d, hoisted, flat_out = move_head(src, a, r, i, guard, out)
+        move_effect(self.layout, b, pre, cfg, a, r, i, hoisted, src, d)
         events = []  # a step invariant or hazard that fails, a step witness reached
         for j, p in enumerate(self.step_props):
             v = p.fn(b, pre, post, cfg, a, r, i, hoisted)

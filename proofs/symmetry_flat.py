@@ -34,7 +34,7 @@ from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_conditions import SLOT_ORDER
 from mcp_inflight.model.session_state import FIELDS, State, domains, initial
 
-from .compiled_model import View, _clock_source, _writes_source, hoist_outputs, unpack_line
+from .compiled_model import View, _clock_source, move_effect, move_head, unpack_line
 from .declared_symmetry import Broken
 from .flat import Layout
 from .renaming import Renaming, SymmetryResult, generators
@@ -130,17 +130,9 @@ class Generated:
         if not isinstance(guard, Expr) and not guard:
             src.emit(1, "res.append(None)")
             return
-        src.emit(1, f"# {a.name} r={r} i={i}")
-        d = 1
-        if isinstance(guard, Expr):
-            src.emit(d, f"if {guard.src}:")
-            d += 1
-        hoisted, flat_out = hoist_outputs(out, kinds, src, d)
+        d, hoisted, flat_out = move_head(src, a, r, i, guard, out)
         src.emit(d, f"en = bool({lift(full)})")
-        writes = a.effect(b, pre, cfg, r, i, hoisted)
-        _writes_source(self.layout, writes, src, d, "w", unpacked="x")
-        if cfg.stdio:
-            _clock_source(self.layout, cfg, src, "t", d)
+        move_effect(self.layout, b, pre, cfg, a, r, i, hoisted, src, d)
         steps = [
             f"bool({lift(p.fn(b, pre, post, cfg, a, r, i, hoisted))})" for p in self.step_props
         ]
