@@ -351,7 +351,8 @@ def test_bad_queries_are_400_with_the_reason(base, query, step, message):
 def test_page_and_static_files(base):
     status, html = get(base, "/")
     assert status == 200 and '<script src="/static/app.js">' in html
-    for name in ("app.js", "app.css"):
+    assert html.index('<script src="/static/dom.js">') < html.index('src="/static/app.js"')
+    for name in ("dom.js", "app.js", "app.css"):
         assert get(base, f"/static/{name}")[0] == 200
     assert get(base, "/static/../server.py")[0] == 404
     assert get(base, "/static/nothing.js")[0] == 404

@@ -312,6 +312,7 @@ def test_explore_needs_the_pages_token(base):
 def test_the_page_and_its_link_from_the_index(base):
     status, page = get(base, "/models")
     assert status == 200 and "/static/models.js" in page
+    assert page.index('<script src="/static/dom.js">') < page.index('src="/static/models.js"')
     assert re.search(r'name="explore-token" content="[^"]+"', page)
     status, script = get(base, "/static/models.js")
     assert status == 200 and "/api/models/view" in script

@@ -2,7 +2,6 @@
 // URL (configuration, path of moves, position), so a copied link reopens the same step.
 "use strict";
 
-const $ = (id) => document.getElementById(id);
 const CONFIG_KEYS = ["design", "revision", "transport", "ids", "requests"];
 
 let meta = null;       // /api/meta
@@ -12,22 +11,6 @@ let lastStatus = null; // property statuses of the view shown before this one (s
 let tracesFor = null;  // the configuration key whose trace list is shown
 let pollTimer = null;
 let recorded = [];     // /api/recorded: the recorded runtime traces opened so far
-
-function el(tag, attrs, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
-    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of kids.flat()) {
-    if (c === null || c === undefined) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return e;
-}
 
 function configKey(q) { return CONFIG_KEYS.map((k) => q[k]).join("|"); }
 

@@ -3,8 +3,6 @@
 // state in the URL (model, design, bounds, path of moves, position), so a link reopens a step.
 "use strict";
 
-const $ = (id) => document.getElementById(id);
-
 let models = null;     // /api/models: name -> model
 let defaultModel = null;
 let view = null;       // the last /api/models/view answer
@@ -15,21 +13,6 @@ let pollTimer = null;
 let goSerial = 0;
 
 const TOKEN = (document.querySelector('meta[name="explore-token"]') || {}).content || "";
-
-function el(tag, attrs, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "class") e.className = v;
-    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of kids.flat()) {
-    if (c === null || c === undefined) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return e;
-}
 
 function boundNames(model) {
   const m = models[model];
