@@ -95,6 +95,7 @@ from .streams import (
     SERVER_BUSY,
     HttpSession,
     StreamOutlet,
+    busy_response,
     json_body,
 )
 
@@ -431,14 +432,7 @@ class App(StreamWriting):
         """The request path of one session's core: admitted (its stream, :meth:`start_stream`),
         answered at once, or refused (409)."""
         if self.max_in_flight is not None and len(session.tasks) >= self.max_in_flight:
-            return await self._error(
-                send,
-                429,
-                SERVER_BUSY,
-                "Too Many Requests: too many requests in flight in this session",
-                msg["id"],
-                headers=extra,
-            )
+            return await busy_response(send, msg["id"], extra)
         if isinstance(session, HttpSession) and session.store is not None:
             outlet = session.outlet()  # kept: resumable
         else:

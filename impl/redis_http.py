@@ -110,6 +110,7 @@ from .streams import (
     SERVER_BUSY,
     HttpSession,
     StreamOutlet,
+    busy_response,
     error_response,
     reply,
 )
@@ -505,13 +506,7 @@ class RedisSessions:
         anything is registered), then the local core; its end releases the claim."""
         assert isinstance(session, RedisSession)
         if self.app.max_in_flight is not None and len(session.tasks) >= self.app.max_in_flight:
-            return await error_response(
-                send,
-                429,
-                SERVER_BUSY,
-                "Too Many Requests: too many requests in flight in this session",
-                msg["id"],
-            )
+            return await busy_response(send, msg["id"])
         rid = msg["id"]
         key = typed_id(rid)
         method = msg["method"]
@@ -521,13 +516,7 @@ class RedisSessions:
         stream = session.next_stream() if hold and self.resumable else None
         tok = await self.store.claim(session.sid, key, hold, stream)
         if tok == -2:
-            return await error_response(
-                send,
-                429,
-                SERVER_BUSY,
-                "Too Many Requests: too many requests in flight in this session",
-                msg["id"],
-            )
+            return await busy_response(send, msg["id"])
         if tok < 0:
             self.app.end_session(session)
             return await error_response(send, 404, -32600, "Session not found")

@@ -44,6 +44,8 @@ SSE_HEADERS: HeaderList = [(b"content-type", b"text/event-stream"), (b"cache-con
 #: JSON-RPC code of a request refused for a resource bound (too many sessions or requests); the
 #: implementation-defined server-error range of JSON-RPC 2.0.
 SERVER_BUSY = -32000
+#: the message of a request refused because its session has ``max_in_flight`` requests running
+TOO_MANY_IN_FLIGHT = "Too Many Requests: too many requests in flight in this session"
 #: the default bound on the bytes queued for one stream's writer (a reader that slow is cut off)
 MAX_STREAM_BUFFER = 1024 * 1024
 #: how many queued messages are left uncounted (a writer that keeps up never pays for counting)
@@ -242,3 +244,8 @@ async def error_response(
 ) -> None:
     """An HTTP response whose body is a JSON-RPC error."""
     await reply(send, status, dumps(error_reply(rid, error(code, message, data))), headers)
+
+
+async def busy_response(send: Send, rid: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """429: the request ``rid`` refused, its session having its bound of requests in flight."""
+    await error_response(send, 429, SERVER_BUSY, TOO_MANY_IN_FLIGHT, rid, headers=headers)

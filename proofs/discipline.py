@@ -131,26 +131,16 @@ class _Judge:
 
 
 def _cell(model: str, design: str, run: str, problems: list[str], states: int) -> Cell:
-    if not problems:
-        return Cell(
-            model,
-            design,
-            run,
-            "server_reads_no_ghost",
-            None,
-            Word.HOLDS,
-            True,
-            f"judged on {states} states",
-        )
+    ok = not problems
     return Cell(
         model,
         design,
         run,
         "server_reads_no_ghost",
         None,
-        Word.FAILS,
-        False,
-        "; ".join(problems),
+        Word.HOLDS if ok else Word.FAILS,
+        ok,
+        f"judged on {states} states" if ok else "; ".join(problems),
         [f"  {p}" for p in problems],
     )
 
