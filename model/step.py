@@ -73,13 +73,16 @@ def start(cfg: Config) -> State:
     return canonical_clock(cfg, initial(cfg))
 
 
-def enabled(cfg: Config, s: State, move: Move, b: Concrete | None = None) -> bool:
-    """``move``'s guard on ``s`` (the source set first, the cheap test)."""
+def enabled(
+    cfg: Config, s: State, move: Move, b: Concrete | None = None, skip: tuple[str, ...] = ()
+) -> bool:
+    """``move``'s guard on ``s`` (the source set first, the cheap test); ``skip``: without the
+    conditions named (``Action.guard``'s)."""
     a = move.action
     src = a.sources(cfg)
     if src is not None and s.life[move.r] not in src:
         return False
-    return bool(a.guard(b or backend(cfg), s, cfg, move.r, move.i))
+    return bool(a.guard(b or backend(cfg), s, cfg, move.r, move.i, skip=skip))
 
 
 def take(cfg: Config, s: State, move: Move, b: Concrete | None = None) -> Transition | None:

@@ -27,7 +27,7 @@ initial values), so that taking the first of them loses no behaviour up to renam
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from mcp_inflight.model.config import Config
@@ -36,7 +36,7 @@ from mcp_inflight.model.logic import NONE, Concrete, apply_writes
 from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.session_conditions import CONDITIONS, SLOT_ORDER
 from mcp_inflight.model.session_state import FIELDS, canonical_clock, initial
-from mcp_inflight.model.step import Move, Transition, backend, moves, start, take
+from mcp_inflight.model.step import Move, Transition, backend, enabled, moves, start, take
 
 from .declared_symmetry import Broken
 from .renaming import Renaming, SymmetryResult, generators
@@ -95,10 +95,7 @@ def _judge(p: Any, b: Any, cfg: Config, t: Transition | None, s: Any) -> bool:
 def _relaxed(cfg: Config, s: Any, m: Move, b: Concrete) -> Transition | None:
     """``m`` from ``s`` with the guard's slot-order condition left out."""
     a, r, i = m.action, m.r, m.i
-    src = a.sources(cfg)  # the guard's first part, the cheap test (as model/step.py:enabled)
-    if src is not None and s.life[r] not in src:
-        return None
-    if not a.guard(b, s, cfg, r, i, skip=(SLOT_ORDER,)):
+    if not enabled(cfg, s, m, b, skip=(SLOT_ORDER,)):
         return None
     out = a.output(b, s, cfg, r, i)
     return Transition(
@@ -118,24 +115,35 @@ def _unsent_apart(cfg: Config, s: Any) -> str | None:
     return None
 
 
-def _states(cfg: Config, limit: int, cut: list[bool]) -> Iterator[Any]:
+def _states(
+    cfg: Config,
+    limit: int,
+    cut: list[bool],
+    successors: Callable[[Any], Iterable[Any]] | None = None,
+) -> Iterator[Any]:
     """The reachable states, breadth first, at most ``limit``; ``cut[0]`` set when some were
-    left out."""
-    b = backend(cfg)
+    left out.  ``successors``: a state's successors in the order of its moves (default: each
+    move taken through ``model/step.py``); a state's are asked for after it is yielded."""
+    if successors is None:
+        b = backend(cfg)
+        ms = list(moves(cfg))
+
+        def successors(s: Any) -> Iterable[Any]:
+            return [t.post for m in ms if (t := take(cfg, s, m, b)) is not None]
+
     s0 = start(cfg)
     seen = {s0}
     todo = deque([s0])
     while todo:
         s = todo.popleft()
         yield s
-        for m in moves(cfg):
-            t = take(cfg, s, m, b)
-            if t is not None and t.post not in seen:
+        for post in successors(s):
+            if post not in seen:
                 if len(seen) >= limit:
                     cut[0] = True
                     continue
-                seen.add(t.post)
-                todo.append(t.post)
+                seen.add(post)
+                todo.append(post)
 
 
 def check(cfg: Config, limit: int = LIMIT, engine: str | None = None) -> SymmetryResult:
@@ -215,13 +223,12 @@ def check_interpreted(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
             CONDITIONS[SLOT_ORDER](b, s, cfg, m.r, m.i)
         )
 
-    # the reachable states, breadth first as _states visits them: a move's transition is its
-    # relaxed one where its slot-order condition holds
-    s0 = start(cfg)
-    seen, todo = {s0}, deque([s0])
-    count, cut = 0, False
-    while todo:
-        s = todo.popleft()
+    def successors(s: Any) -> list[Any]:
+        """A move's transition is its relaxed one where its slot-order condition holds."""
+        return [t.post for m, t in zip(ms, steps_of(s), strict=True) if t and in_order(s, m)]
+
+    count, cut = 0, [False]
+    for s in _states(cfg, limit, cut, successors):
         count += 1
         apart = _unsent_apart(cfg, s)
         if apart is not None:
@@ -259,14 +266,7 @@ def check_interpreted(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
                 if where is not None:
                     mv = f"{m.action.name}({', '.join(f'{k}={v}' for k, v in m.args.items())})"
                     return SymmetryResult(cfg.label, count, False, Broken(where, str(pi), s, mv))
-        for k, t in enumerate(mine):
-            if t is not None and t.post not in seen and in_order(s, ms[k]):
-                if len(seen) >= limit:
-                    cut = True
-                    continue
-                seen.add(t.post)
-                todo.append(t.post)
-    return SymmetryResult(cfg.label, count, not cut, None)
+    return SymmetryResult(cfg.label, count, not cut[0], None)
 
 
 def checked(cfg: Config, cache: str | None = "use") -> SymmetryResult:
