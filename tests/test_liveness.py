@@ -20,8 +20,10 @@ from mcp_inflight.proofs.liveness import NAMES, Graph, unanswered
 @cache
 def explore(cfg: Config, symmetry: bool = True, liveness: bool = False):
     """One explorer run per configuration and options, shared by the tests of this module that
-    ask for the same one (they only read it)."""
-    return _explore(cfg, symmetry=symmetry, liveness=liveness)
+    ask for the same one (they only read it); on the engine ``check`` runs, native where a C
+    compiler is (it judges liveness as the compiled engine and ``proofs/liveness.py`` do,
+    ``tests/test_native.py``)."""
+    return _explore(cfg, symmetry=symmetry, liveness=liveness, engine="auto")
 
 
 PROFILES = [("2025-11-25", "stdio"), ("2025-11-25", "http"), ("2026-07-28", "http")]

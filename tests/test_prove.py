@@ -173,7 +173,8 @@ def test_every_invariant_is_proved_on_atomic(atomic_proofs, profile):
 
 def test_auxiliary_invariants_hold_in_the_explorer_too():
     for profile in PROFILES:
-        res = explore(Config(ATOMIC, *profile), progress=False, properties=AUXILIARY)
+        res = explore(Config(ATOMIC, *profile), progress=False, properties=AUXILIARY, engine="auto")
+        assert [v.name for v in res.verdicts] == [a.name for a in AUXILIARY]
         assert all(v.ok for v in res.verdicts if v.applies), profile
 
 
@@ -364,14 +365,16 @@ def test_mutant_caught_with_a_trace(mutant, profile, name):
     d = mutants()[mutant]
     res = Prover(Config(d, *profile), auxiliary=()).run([name])
     assert res.proof(name).status == "trace"
-    assert not explore(Config(d, *profile), progress=False).verdict(name).ok
+    assert not explore(Config(d, *profile), progress=False, engine="auto").verdict(name).ok
 
 
 def test_equivalent_mutant_is_proved_like_atomic():
     res = prove(Config(mutants()["atomic-unguarded-respond"], "2026-07-28", "http"))
     assert res.ok
     assert explore(
-        Config(mutants()["atomic-unguarded-respond"], "2026-07-28", "http"), progress=False
+        Config(mutants()["atomic-unguarded-respond"], "2026-07-28", "http"),
+        progress=False,
+        engine="auto",
     ).ok
 
 
