@@ -7,6 +7,8 @@ leases declared lost.  Real ``redis-server`` and real worker processes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import signal
 import time
@@ -15,6 +17,7 @@ import httpx
 import pytest
 from test_redis_workers import INIT, H, call, events, session
 
+from mcp_inflight.impl.streams import SERVER_BUSY, TOO_MANY_IN_FLIGHT
 from support.redis_workers import REDIS_SERVER, Pool, Redis
 
 pytestmark = pytest.mark.skipif(
@@ -88,6 +91,44 @@ def test_the_in_flight_cap_holds_across_workers(workers):
 
     statuses = asyncio.run(go())
     assert sorted(statuses) == [200] * 4 + [429] * 5, statuses
+
+
+def _store_ops(pool: Pool) -> dict[str, int]:
+    """The store operations a stopped worker counted (its last line: ``stopping: store``)."""
+    line = pool.wait_for(r"stopping: store (\{.*\})").group(1)
+    return json.loads(line)["ops"]
+
+
+def test_a_worker_at_the_cap_refuses_before_asking_the_store(redis):
+    """A worker whose session has ``max_in_flight`` handlers running here answers the next
+    request with 429 from its own count, before the store's claim (one round trip saved).  Two
+    long calls seen running (each sent its first progress), a third on the same worker: 429
+    with the busy error under its id; after both end, a fourth is admitted.  The worker's
+    count of claims, printed when it stops, is that of the three admitted calls: the refused
+    one never reached the store (the store refuses too, but only after a claim is counted)."""
+    pool = Pool(1, "--redis", redis.url, "--lease-ms", "1500", "--max-in-flight", "2")
+    try:
+        with httpx.Client(timeout=20) as c:
+            sid, h = session(c, pool[0].url)
+            with contextlib.ExitStack() as running:
+                for k in (1, 2):
+                    body = call(k, "slow", {"label": f"s{k}", "steps": 10, "delay": 0.1}, f"t{k}")
+                    r = running.enter_context(c.stream("POST", pool[0].url, headers=h, json=body))
+                    assert r.status_code == 200
+                    lines = r.iter_lines()
+                    assert any('"notifications/progress"' in x for x in lines)  # it runs
+                    running.callback(lambda lines=lines: [*lines])  # read to its end
+                busy = c.post(pool[0].url, headers=h, json=call(3, "echo", {"text": "x"}))
+                assert busy.status_code == 429, busy.text
+                err = busy.json()
+                assert err["id"] == 3 and err["error"]["code"] == SERVER_BUSY
+                assert err["error"]["message"] == TOO_MANY_IN_FLIGHT
+            r = c.post(pool[0].url, headers=h, json=call(4, "echo", {"text": "y"}))
+            assert r.status_code == 200 and "y" in r.text
+            _delete(c, pool[0].url, h)
+    finally:
+        pool.stop()
+    assert _store_ops(pool)["claim"] == 3
 
 
 def test_every_key_of_a_session_expires(workers, redis):
