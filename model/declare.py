@@ -41,7 +41,7 @@ declaration above meaning what it meant:
   natural with no upper bound for the prover (``hi`` is the bound the explorer checks);
   ``boolean``: a flag read as a truth value;
 * an action's ``side`` (``server``, ``client`` or ``environment``), ``fair`` (``weak``: a
-  liveness property may rest on it; ``none``), ``sorts`` (the sort of each named parameter),
+  liveness property may rest on it; ``none``: a property that names it is refused), ``sorts`` (the sort of each named parameter),
   ``output`` (``fn(b, s, **args) -> {name: value}``: what the move tells, read by the step
   properties and the runtime agreement tests), ``out_sorts`` (the sort each output's value
   names, ``"*"`` for every output, a tuple of sorts for a tuple value: what a renaming of the
@@ -340,12 +340,18 @@ class Spec:
     state_type: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        acts = {x.name: x for x in self.acts}
         for p in self.props + self.aux:
             if p.kind not in KINDS:
                 raise ValueError(f"{p.name}: unknown kind {p.kind!r}")
             for a in p.fair:
-                if a not in {x.name for x in self.acts}:
+                if a not in acts:
                     raise ValueError(f"{p.name}: rests on the fairness of {a!r}, not an action")
+                if acts[a].fair != "weak":  # a property cannot lend an action its fairness
+                    raise ValueError(
+                        f"{p.name}: rests on the weak fairness of {a}, which its declaration "
+                        f"does not give it (fair={acts[a].fair!r})"
+                    )
         for s in self.unbounded:
             if s not in self.domains:
                 raise ValueError(f"unbounded sort {s!r} is not a sort of the model")

@@ -8,6 +8,11 @@ or somewhere disabled (``proofs/explorer.py:_fair_violation``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
+from mcp_inflight.model import lease
 from mcp_inflight.model.declare import Act, Spec, Var, eventually
 from mcp_inflight.model.logic import Write
 from mcp_inflight.proofs.explorer import explore
@@ -145,3 +150,15 @@ def test_the_lease_no_ttl_lasso_never_frees_the_crashed_workers_claim():
 
     for a in fair - taken:
         assert any(all(m.name != a for m, _, _ in successors(spec, s, b)) for s in loop), a
+
+
+def test_a_property_cannot_lend_an_action_fairness_its_declaration_withholds():
+    """A liveness property names the actions it rests on; each must be declared weakly fair.
+    The lease model's liveness rests on ``expire``: with ``expire`` declared ``none`` the
+    declaration is refused, naming both (before, the explorer took the property's word and
+    judged the run fair to an action nobody declared fair)."""
+    sp = lease.spec("fenced")
+    assert any(p.kind == "liveness" and "expire" in p.fair for p in sp.props)
+    acts = tuple(dataclasses.replace(a, fair="none") if a.name == "expire" else a for a in sp.acts)
+    with pytest.raises(ValueError, match="rests on the weak fairness of expire, which its decl"):
+        dataclasses.replace(sp, acts=acts)
