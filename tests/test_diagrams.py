@@ -441,7 +441,10 @@ def test_declared_models_counterexamples_are_drawn():
     for name, mod in paths.MODELS.items():
         mutants = {d for d in mod.DESIGNS if (name, d) not in safe}
         assert {d.design for d in [*drawn, *lassos] if d.model == name} == mutants, name
-    assert [(x.model, x.design) for x in lassos] == [("lease", "no-ttl")]
+    assert [(x.model, x.design) for x in lassos] == [
+        ("lease", "no-ttl"),
+        ("tasks", "unbounded-ttl"),
+    ]
     d = next(x for x in drawn if x.name == "rounds-unsigned-forged_refused")
     text = paths.mermaid(d)
     notes = [line for line in text.splitlines() if line.startswith("    Note over ")]
@@ -449,7 +452,7 @@ def test_declared_models_counterexamples_are_drawn():
     assert "forged_refused breaks on this step" in text
     assert text.index("rect rgb(") < text.index(f"{len(d.trace)}. the rogue presents a forged")
     assert "participant rogue" in text and "participant caller" in text
-    (x,) = lassos
+    x = lassos[0]
     text = paths.lasso_mermaid(x)
     notes = [line for line in text.splitlines() if line.startswith("    Note over ")]
     assert x.loop and len(notes) == len(x.trace) + len(x.loop)
@@ -461,6 +464,10 @@ def test_declared_models_counterexamples_are_drawn():
     index = paths.index(drawn, lassos)
     assert all(f"({x.name}.mmd)" in index for x in drawn)
     assert "ids_free_after_lease fails on lease `no-ttl`" in index
+    # the tasks model's: a task with no ttl asking for input and answered, round and round
+    t = lassos[1]
+    assert [s["action"] for s in t.loop] == ["ask", "answer"]
+    assert "tasks_end fails on tasks `unbounded-ttl`" in index
 
 
 def test_sequence_explorations_are_read_back_from_the_cache_on_disk(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ sensitivity cells of the model are all ``broken (as it must be)``.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -48,7 +49,9 @@ TRACES = {
     },
     "not-sticky": {"no_status_after_terminal": (4, "finish")},
     "result-once": {"result_on_every_read": (5, "read")},
-    "unbounded-ttl": {"every_task_ends": (4, "ask")},
+    # the liveness trace leads to where a fair run can stay away from the goal for ever (here: a
+    # task with no ttl asking for input and answered, round and round; nothing ends it)
+    "unbounded-ttl": {"every_task_ends": (4, "ask"), "tasks_end": (3, "create")},
 }
 
 
@@ -72,7 +75,25 @@ def test_the_safe_design_is_proved_at_its_bounds():
     res = prove(tasks.spec("fresh-bound"))
     assert res.ok, res.verdicts
     assert not res.dropped
-    assert set(res.verdicts) >= set(tasks.BROKEN_BY)
+    safe = tasks.spec("fresh-bound")
+    invariants = {p.name for p in safe.props if p.kind in ("always", "step")}
+    assert set(res.verdicts) >= invariants & set(tasks.BROKEN_BY)
+    assert "tasks_end" not in res.verdicts  # liveness: the explorer's to judge, not the prover's
+
+
+def test_the_ttl_is_what_ends_a_task_nobody_finishes():
+    """``tasks_end`` rests on the weak fairness of the ttl's expiry: on the safe design, judged
+    without it, a task waiting for input (its client never answering, or its work asking again
+    after each answer) is a fair run that never ends."""
+    sp = tasks.spec("fresh-bound")
+    (live,) = [p for p in sp.props if p.name == "tasks_end"]
+    assert live.kind == "liveness" and set(live.fair) == {"finish", "honour", "expire"}
+    without = replace(live, fair=("finish", "honour"))
+    res = explore(
+        replace(sp, props=tuple(without if p is live else p for p in sp.props)), engine="fastest"
+    )
+    assert res.verdicts["tasks_end"] == "fails"
+    assert res.verdicts["every_task_ends"] == "holds"  # the way out is there; nothing owes it
 
 
 @pytest.mark.parametrize("design", sorted(TRACES))
@@ -90,7 +111,9 @@ def test_broken_by_names_exactly_what_the_mutants_break():
     found = {(p, d) for d, ps in TRACES.items() for p in ps}
     assert declared <= found
     safe = tasks.spec()
-    assert set(tasks.BROKEN_BY) == {p.name for p in safe.props if p.kind in ("always", "step")}
+    assert set(tasks.BROKEN_BY) == {
+        p.name for p in safe.props if p.kind in ("always", "step", "liveness")
+    }
 
 
 def test_derived_ids_confuse_two_tasks_of_one_requester():
