@@ -29,9 +29,9 @@ class Explored:
     seconds: float = 0.0
     verdicts: dict[str, str] = field(default_factory=dict)
     traces: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: per failing liveness property (the generated-Python engines, without symmetry): the
-    #: loop of its lasso, a closed walk from the trace's last state through the component a
-    #: fair run can stay in forever (empty: the run stays in that state, no fair move enabled)
+    #: per failing liveness property (every engine, without symmetry): the loop of its lasso,
+    #: a closed walk from the trace's last state through the component a fair run can stay in
+    #: forever (empty: the run stays in that state, no fair move enabled)
     loops: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     coverage: dict[str, int] = field(default_factory=dict)

@@ -53,6 +53,7 @@ from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
 from .explored import NOT_JUDGED, Explored, default_sink, stoppable
 from .progress import Silent, Sink, Tracker, sink_for
 from .stepping import take
+from .walk import tour
 
 if TYPE_CHECKING:
     from mcp_inflight.model.config import Config
@@ -347,7 +348,7 @@ def _search(
                 if canon is None:  # a reduced state's successors are renamed: no plain loop
                     res.loops[key] = [
                         render_step(spec, table[j][0], states[n], *table[j][1](states[n]))
-                        for n, j in _tour(bad, set(comp), edges)
+                        for n, j in tour(bad, set(comp), edges)
                     ]
         elif p.name in failed:
             res.verdicts[key] = "fails"
@@ -499,55 +500,6 @@ def _fair_violation(
             if found is None or first < found[0]:
                 found = (first, sorted(comp))
     return found
-
-
-def _tour(
-    start: int, members: set[int], edges: list[list[tuple[int, int]]]
-) -> list[tuple[int, int]]:
-    """A closed walk ``[(state, move row)]`` from ``start`` through every state of the
-    component ``members`` and back (the loop of a lasso: a weakly fair run that stays in the
-    component visits all of it forever); empty for a single state without a move back to
-    itself (the run stays there, every fair move disabled)."""
-    walk: list[tuple[int, int, int]] = []
-    at, left = start, members - {start}
-    while True:
-        # a shortest path inside the component to the nearest state not yet visited, and
-        # once every state is, back to the start
-        path = _path_inside(at, left or {start}, members, edges)
-        if path is None:
-            return [(n, j) for n, j, _ in walk]
-        walk += path
-        at = path[-1][2]
-        left.discard(at)
-        if at == start and not left:
-            return [(n, j) for n, j, _ in walk]
-
-
-def _path_inside(
-    at: int, targets: set[int], members: set[int], edges: list[list[tuple[int, int]]]
-) -> list[tuple[int, int, int]] | None:
-    """A shortest path ``[(state, move row, successor)]`` of one move or more from ``at`` to a
-    state of ``targets``, through ``members`` only; None when there is none."""
-    parent: dict[int, tuple[int, int]] = {}
-    queue = deque([at])
-    seen = {at}
-    while queue:
-        n = queue.popleft()
-        for j, k in edges[n]:
-            if k not in members:
-                continue
-            if k in targets:
-                path = [(n, j, k)]
-                while n != at:
-                    n0, j0 = parent[n]
-                    path.append((n0, j0, n))
-                    n = n0
-                return path[::-1]
-            if k not in seen:
-                seen.add(k)
-                parent[k] = (n, j)
-                queue.append(k)
-    return None
 
 
 # --- walking the space for other readers -----------------------------------------------------

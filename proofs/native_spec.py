@@ -9,7 +9,8 @@ loaded with :mod:`ctypes`.  :func:`search_native` hands back the :class:`Explore
 ``proofs/explorer.py``, found exactly as the compiled engine finds it: states, transitions,
 depth, per property its verdict and shortest trace, coverage per action, deadlocks, the early
 stop of ``until``, ``max_states``, and liveness under the weak fairness each property names
-(the fair strongly connected components found in C on the graph it kept).
+(the fair strongly connected components found in C on the graph it kept; a failure's lasso
+loop walked here on that graph's edges, as the compiled engine walks its own).
 
 The C side gives back indices: the first state (or state and move) that settles each property,
 and parent pointers.  A trace is rebuilt here by replaying the moves from the initial state
@@ -38,6 +39,7 @@ from mcp_inflight.model.declare import Spec, out_of_range, render_step, take
 from .explored import NOT_JUDGED, Explored, default_sink, stoppable
 from .native_spec_c import Generated, Refused, generate
 from .progress import Sink, Tracker
+from .walk import tour
 
 __all__ = ["NativeExplored", "NativeSpecError", "Refused", "search_native"]
 
@@ -77,6 +79,7 @@ def build(source: str) -> Path:
 
 _L, _P, _B = ctypes.c_long, ctypes.c_void_p, ctypes.c_char_p
 _LP = ctypes.POINTER(ctypes.c_long)
+_IP = ctypes.POINTER(ctypes.c_int)
 #: the C functions of ``proofs/native_spec_search.py`` as :mod:`ctypes` sees them
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_new": (_P, [_B, _L, _B, _B, _B, _B, _B]),
@@ -86,7 +89,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_results": (None, [_P, _LP, _LP, _LP, _LP]),
     "nb_path": (_L, [_P, _L, ctypes.POINTER(ctypes.c_int), _L]),
     "nb_state": (None, [_P, _L, _B]),
-    "nb_fair": (_L, [_P, ctypes.c_int, _B]),
+    "nb_fair": (_L, [_P, ctypes.c_int, _B, _LP, _LP]),
+    "nb_edges": (_L, [_P, _L, _IP, _IP, _L]),
     "nb_free": (None, [_P]),
 }
 
@@ -236,6 +240,29 @@ def _run(
             steps.append(render_step(spec, m, s, post, m.act.outputs(b, s, **m.kw)))
         return steps
 
+    def loop(start: int, component: set[int]) -> list[dict[str, Any]]:
+        """The loop of a lasso: the compiled engine's walk (``proofs/walk.py:tour``) through
+        the component on the edges the C search kept, each move taken by the concrete rules
+        from the state before it, and the walk's end compared with its start."""
+        edges: list[list[tuple[int, int]]] = [[] for _ in range(res.states)]
+        cap = len(gen.table)
+        mv, to = (ctypes.c_int * cap)(), (ctypes.c_int * cap)()
+        for n in component:
+            k = lib.nb_edges(R, n, mv, to, cap)
+            edges[n] = list(zip(mv[:k], to[:k], strict=True))
+        s, _ = state_at(start)
+        first, steps = s, []
+        for _, row in tour(start, component, edges):
+            m = gen.moves[gen.table[row]]
+            post = take(spec, s, m, b)
+            if post is None:
+                raise NativeSpecError(f"{m} of the native lasso is not enabled concretely")
+            steps.append(render_step(spec, m, s, post, m.act.outputs(b, s, **m.kw)))
+            s = post
+        if s != first:
+            raise NativeSpecError("the native lasso's loop does not come back to its start")
+        return steps
+
     if st[6] >= 0:
         bad, _ = state_at(st[6])
         res.errors.append(f"model bug: {out_of_range(spec, bad)}")
@@ -263,12 +290,14 @@ def _run(
                 res.traces[key] = trace(n, row)
         elif p.kind == "liveness":
             fair = _flags(gen.moves[k].act.name in p.fair for k in gen.table)
-            bad_state = lib.nb_fair(R, live.index(key), fair)
+            members, count = (ctypes.c_long * max(res.states, 1))(), ctypes.c_long(0)
+            bad_state = lib.nb_fair(R, live.index(key), fair, members, ctypes.byref(count))
             if bad_state == -2:
                 raise NativeSpecError("out of memory")
             res.verdicts[key] = "holds" if bad_state < 0 else "fails"
             if bad_state >= 0:
                 res.traces[key] = trace(bad_state)
+                res.loops[key] = loop(bad_state, set(members[: count.value]))
         elif settled:
             res.verdicts[key] = "fails"
             res.traces[key] = trace(n, row)

@@ -18,7 +18,8 @@ the explorer of ``proofs/explorer.py`` records, at the same moments and in the s
 at a level's end once every property in ``want`` is settled, and returns 1 when done.
 ``nb_fair`` judges one liveness goal: the first state (least index) of a strongly connected
 component of goal-less states in which no fair move is enabled everywhere yet never taken
-inside (Tarjan's algorithm, iterative).
+inside (Tarjan's algorithm, iterative), and, given room, that component's states; ``nb_edges``
+reads a state's kept edges (the lasso's loop is walked through them in Python).
 """
 
 SEARCH = r"""
@@ -227,9 +228,9 @@ long nb_path(void *rp, long i, int *out, long cap) {
 
 void nb_state(void *rp, long i, char *out) { memcpy(out, ((R *)rp)->st + i * NV, NV); }
 
-long nb_fair(void *rp, int live, const unsigned char *fair) {
+long nb_fair(void *rp, int live, const unsigned char *fair, long *members, long *nmembers) {
     R *r = rp;
-    long n = r->head, found = -1, counter = 0, sp = 0, cs = 0;
+    long n = r->head, found = -1, root_of_found = -1, counter = 0, sp = 0, cs = 0;
     long *idx = malloc((n + 1) * sizeof(long)), *low = malloc((n + 1) * sizeof(long));
     long *stack = malloc((n + 1) * sizeof(long)), *call = malloc((n + 1) * sizeof(long));
     long *pos = malloc((n + 1) * sizeof(long)), *comp = malloc((n + 1) * sizeof(long));
@@ -271,13 +272,28 @@ long nb_fair(void *rp, int live, const unsigned char *fair) {
             sp = top;
             int escapes = 0;
             for (int j = 0; j < NM; j++) if (fair[j] && cnt[j] == size && !inside[j]) escapes = 1;
-            if (!escapes && (found < 0 || first < found)) found = first;
+            if (!escapes && (found < 0 || first < found)) { found = first; root_of_found = v; }
         }
     }
 #undef BAD
+    if (found >= 0 && members) {
+        long k = 0;
+        for (long w = 0; w < n; w++) if (comp[w] == root_of_found) members[k++] = w;
+        *nmembers = k;
+    }
 out:
     free(idx); free(low); free(stack); free(call); free(pos); free(comp); free(on);
     return found;
+}
+
+/* the edges of state v: up to cap (move row, successor) pairs; returns how many it has */
+long nb_edges(void *rp, long v, int *mv, int *to, long cap) {
+    R *r = rp;
+    long k = 0;
+    for (long e = r->estart[v]; e < r->estart[v + 1] && k < cap; e++, k++) {
+        mv[k] = r->emv[e]; to[k] = r->eto[e];
+    }
+    return r->estart[v + 1] - r->estart[v];
 }
 
 void nb_free(void *rp) {

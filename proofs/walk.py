@@ -1,8 +1,9 @@
 """The reachable space of a declared model walked for its other readers, on the concrete rules
 (``proofs/stepping.py``): a shortest run to a state (:func:`path_to`), every transition
 (:func:`transitions`, :func:`transitions_out`), and :func:`drive`, which walks another
-implementation (the runtime) along every transition for the agreement tests.  The search that
-judges the properties is ``proofs/explorer.py``'s."""
+implementation (the runtime) along every transition for the agreement tests; and :func:`tour`,
+the loop of a liveness failure's lasso on an explored graph, for the explorer's engines.  The
+search that judges the properties is ``proofs/explorer.py``'s."""
 
 from __future__ import annotations
 
@@ -102,3 +103,52 @@ def _run_to(parent: dict[Any, Any], s: Any) -> list[tuple[Move, Any, Any]]:
         out.append((m, pre, s))
         s = pre
     return out[::-1]
+
+
+def tour(
+    start: int, members: set[int], edges: list[list[tuple[int, int]]]
+) -> list[tuple[int, int]]:
+    """A closed walk ``[(state, move row)]`` from ``start`` through every state of the
+    component ``members`` and back (the loop of a lasso: a weakly fair run that stays in the
+    component visits all of it forever); empty for a single state without a move back to
+    itself (the run stays there, every fair move disabled)."""
+    walk: list[tuple[int, int, int]] = []
+    at, left = start, members - {start}
+    while True:
+        # a shortest path inside the component to the nearest state not yet visited, and
+        # once every state is, back to the start
+        path = _path_inside(at, left or {start}, members, edges)
+        if path is None:
+            return [(n, j) for n, j, _ in walk]
+        walk += path
+        at = path[-1][2]
+        left.discard(at)
+        if at == start and not left:
+            return [(n, j) for n, j, _ in walk]
+
+
+def _path_inside(
+    at: int, targets: set[int], members: set[int], edges: list[list[tuple[int, int]]]
+) -> list[tuple[int, int, int]] | None:
+    """A shortest path ``[(state, move row, successor)]`` of one move or more from ``at`` to a
+    state of ``targets``, through ``members`` only; None when there is none."""
+    parent: dict[int, tuple[int, int]] = {}
+    queue = deque([at])
+    seen = {at}
+    while queue:
+        n = queue.popleft()
+        for j, k in edges[n]:
+            if k not in members:
+                continue
+            if k in targets:
+                path = [(n, j, k)]
+                while n != at:
+                    n0, j0 = parent[n]
+                    path.append((n0, j0, n))
+                    n = n0
+                return path[::-1]
+            if k not in seen:
+                seen.add(k)
+                parent[k] = (n, j)
+                queue.append(k)
+    return None

@@ -108,6 +108,9 @@ def test_liveness_fails_natively_where_a_fair_run_can_stay_away_from_the_goal():
             ran = explore(spec, engine="native")
             assert [ran.verdicts[n] for n in live] == [compiled.verdicts[n] for n in live]
             assert {n: ran.traces.get(n) for n in live} == {n: compiled.traces.get(n) for n in live}
+            # the lasso's loop, walked on the edges the C search kept, is the compiled engine's
+            assert any(ran.loops.get(n) for n in live)
+            assert {n: ran.loops.get(n) for n in live} == {n: compiled.loops.get(n) for n in live}
             return
     pytest.skip("no lease design fails a liveness property at the default bounds")
 

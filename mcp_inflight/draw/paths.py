@@ -90,16 +90,14 @@ def _explored() -> tuple[tuple[Drawn, ...], tuple[Lasso, ...]]:
                     trace = res.traces[p.name]
                     drawn.append(Drawn(model, design, p.name, p.kind, p.doc, trace, actors))
                 elif p.kind == "liveness":
-                    # the loop is found by the generated-Python engine (the same verdict)
-                    live = explore(spec)
                     lassos.append(
                         Lasso(
                             model,
                             design,
                             p.name,
                             p.doc,
-                            live.traces[p.name],
-                            live.loops[p.name],
+                            res.traces[p.name],
+                            res.loops[p.name],
                             actors,
                             p.fair,
                         )

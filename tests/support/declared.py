@@ -16,14 +16,16 @@ def model(name: str) -> ModuleType:
 
 
 def found(ex: Any) -> tuple[Any, ...]:
-    """What two engines must find alike on one spec: counts, depth, verdicts, shortest traces,
-    coverage and dead actions, errors, completeness and deadlocks."""
+    """What two engines must find alike on one spec: counts, depth, verdicts, shortest traces
+    and the loops of liveness failures' lassos, coverage and dead actions, errors,
+    completeness and deadlocks."""
     return (
         ex.states,
         ex.transitions,
         ex.depth,
         ex.verdicts,
         ex.traces,
+        ex.loops,
         ex.coverage,
         ex.dead_actions,
         ex.errors,
