@@ -86,6 +86,7 @@ class Explored:
                     "doc": p.doc,
                     "trace": self.traces.get(p.name),
                     **({"fair": list(p.fair)} if p.fair else {}),
+                    **({"loop": self.loops[p.name]} if p.name in self.loops else {}),
                 }
                 for p in self.spec.props
             },

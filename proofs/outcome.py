@@ -297,7 +297,7 @@ def declared_cells(explored: Any, proved: Any | None, hazards: Sequence[Any] = (
     ``Proved`` (or None) and its hazards' runs (``HazardRun``).  A proof is ``proved`` when
     the prover took the model's unbounded sorts for any size, ``proved at bounds`` when it ran
     on the model's finite bounds."""
-    from .stepping import cti_lines, trace_text
+    from .stepping import cti_lines, loop_text, trace_text
 
     ex, pr = explored, proved
     sp = ex.spec
@@ -332,6 +332,8 @@ def declared_cells(explored: Any, proved: Any | None, hazards: Sequence[Any] = (
         kind = kind_of(p.kind)
         v = ex.verdicts[p.name]
         detail = trace_text(ex.traces[p.name]) if p.name in ex.traces else []
+        if p.name in ex.loops:  # a liveness failure: its lasso
+            detail += loop_text(len(ex.traces[p.name]), ex.loops[p.name])
         if kind is Kind.WITNESS:
             word, detail = (Word.REACHED if v == "reached" else Word.NOT_REACHED), []
         elif v == "fails":

@@ -82,6 +82,18 @@ def trace_text(steps: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def loop_text(start: int, loop: list[dict[str, Any]]) -> list[str]:
+    """The loop of a liveness failure's lasso, after a trace of ``start`` steps: the steps a
+    fair run repeats for ever, numbered on from the trace (none: it stays in the trace's last
+    state, where no move it is owed is enabled)."""
+    if not loop:
+        return ["  then it stays there for ever: no move it is owed is enabled"]
+    out = [f"  loop (steps {start + 1}-{start + len(loop)} repeat forever):"]
+    for n, st in enumerate(loop, start + 1):
+        out.extend(step_lines(n, st))
+    return out
+
+
 def cti_lines(cti: Mapping[str, Any]) -> list[str]:
     """The text of a counterexample to induction: the two states and the move."""
     if cti.get("pre") is None:  # in the initial state, or no small universe shows it

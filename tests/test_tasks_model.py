@@ -142,3 +142,17 @@ def test_the_server_rules_read_no_ghost():
     from mcp_inflight.proofs import discipline
 
     assert discipline.small(tasks.spec()).passed
+
+
+def test_check_prints_a_liveness_failure_as_its_lasso(capsys):
+    """``check`` on the mutant: the trace to where the fair run's loop starts, then the loop
+    (the native engine's, where a C compiler is, as the compiled engine's)."""
+    from mcp_inflight.cli import main
+
+    args = ["--design", "unbounded-ttl", "--no-prove", "--no-sensitivity"]
+    assert main(["check", "--model", "tasks", *args]) == 1
+    out = capsys.readouterr().out
+    lasso = out[out.index("counterexample: tasks_end") :]
+    assert "  3. the server answers r0 CreateTaskResult" in lasso
+    assert "  loop (steps 4-5 repeat forever):" in lasso
+    assert lasso.index("4. r0's task needs input") < lasso.index("5. r0's requester answers")
