@@ -275,10 +275,10 @@ def test_check_usage_errors(capsys):
     assert main(["paths"]) == 2 and "check --model rounds" in capsys.readouterr().err
 
 
-# --- the small checker on another model -------------------------------------------------------
+# --- the one checker on another model ---------------------------------------------------------
 
 
-def test_small_checker_reads_another_model():
+def test_the_one_checker_reads_another_model():
     """The one checker (proofs/declared.py) on another model: explored and proved with its auxiliary
     invariant; without it, a counterexample to induction (two states and the move)."""
     from mcp_inflight.model.declare import Act, Spec, Var, always
