@@ -206,7 +206,27 @@ def test_a_mutants_traces_are_the_explorers_and_replay(base, name, design, bound
         served = body["properties"][prop]
         assert [s["story"] for s in served["trace"]] == [s["story"] for s in res.traces[prop]]
         v = models_view(base, model=name, design=design, path="-".join(served["path"]), **bounds)
-        assert len(v["path"]) == len(served["trace"])
+        assert len(v["path"]) == len(served["trace"]) + len(served.get("loop", []))
+        if served["kind"] == "liveness":  # the path walks the lasso: the trace, the loop once
+            assert served["loop"] == res.loops[prop] and served["loop_from"] == len(
+                res.traces[prop]
+            )
+            assert [s["story"] for s in served["loop"]] == [
+                s["story"] for s in v["path"][served["loop_from"] :]
+            ]
+            start = models_view(
+                base,
+                model=name,
+                design=design,
+                path="-".join(served["path"]),
+                at=str(served["loop_from"]),
+                **bounds,
+            )
+
+            def values(view: dict) -> dict:
+                return {f["name"]: f["value"] for f in view["state"]}
+
+            assert values(start) == values(v)  # once round, the loop is back where it started
         status = {p["name"]: p["status"] for p in v["properties"]}
         assert status[prop] in ("fails", "goal not yet"), (prop, status[prop])
         if status[prop] == "fails":

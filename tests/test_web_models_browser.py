@@ -75,6 +75,27 @@ def test_walk_a_mutants_counterexample_and_reopen_its_link(server, page):
         other.close()
 
 
+def test_a_liveness_failure_opens_as_its_lasso(server, page):
+    """The tasks mutant without a ttl: its liveness failure is listed with the steps that
+    repeat forever, and opens as the trace followed by the loop once round, whose last step
+    leaves the goal still not reached."""
+    from mcp_inflight.model import tasks
+
+    res = explore(tasks.spec("unbounded-ttl", requests=1))
+    trace, loop = res.traces["tasks_end"], res.loops["tasks_end"]
+    n = len(trace) + len(loop)
+    page.goto(server + "models?model=tasks&design=unbounded-ttl&requests=1")
+    link = page.locator('#verdict-list a[data-trace="tasks_end"][data-what="counterexample"]')
+    expect(link).to_contain_text(f"({n} steps, steps {len(trace) + 1}-{n} repeat forever)")
+    link.click()
+    expect(page.locator("#position")).to_have_text(f"step 0 of {n}")
+    page.locator("#last").click()
+    expect(page.locator("#position")).to_have_text(f"step {n} of {n}")
+    stories = page.locator("#path li[data-step] .text").all_inner_texts()[1:]
+    assert stories == [s["story"] for s in trace + loop]
+    assert _status(page, "tasks_end") == "goal not yet"
+
+
 def test_step_from_the_initial_state_with_ghosts_marked(server, page):
     page.goto(server + "models")
     # the server was started with --model subscriptions: the page opens on it

@@ -325,14 +325,17 @@ def view(q: Mapping[str, str]) -> dict[str, Any]:
 def explored(job: Job, max_states: int | None) -> dict[str, Any]:
     """The explorer's run on ``job`` (model, design, bounds), as the page lists it: the
     verdicts, each failing property's (and reached witness's) shortest trace with its path of
-    tokens, the coverage and dead actions, the first deadlock (if any) and whether the run was
-    complete (``max_states`` cuts it)."""
+    tokens (a liveness failure's: the trace, then its loop once round, ``loop_from`` the step
+    the loop starts after), the coverage and dead actions, the first deadlock (if any) and
+    whether the run was complete (``max_states`` cuts it)."""
     sp = spec(*job)
     res = explore(sp, max_states=max_states or MAX_STATES)
     out = res.to_json()
     for p in out["properties"].values():
         if p["trace"] is not None:
-            p["path"] = trace_tokens(sp, p["trace"])
+            p["path"] = trace_tokens(sp, p["trace"] + p.get("loop", []))
+            if "loop" in p:
+                p["loop_from"] = len(p["trace"])
     if out["deadlock_trace"] is not None:
         out["deadlock_path"] = trace_tokens(sp, out["deadlock_trace"])
     out["broken"] = res.broken()

@@ -265,10 +265,12 @@ async function loadExplored() {
   renderProperties(view);
 }
 
-function traceLink(label, kind, path, name, len) {
+// loopFrom: a liveness failure's lasso, whose steps after loopFrom repeat forever
+function traceLink(label, kind, path, name, len, loopFrom) {
+  const loop = loopFrom === undefined ? "" : `, steps ${loopFrom + 1}-${len} repeat forever`;
   const a = el("a", { href: "#", "data-trace": name, "data-what": kind },
     el("span", { class: "kind " + kind }, kind), el("span", { class: "tname" }, label),
-    el("span", { class: "len" }, ` (${len} steps)`));
+    el("span", { class: "len" }, ` (${len} steps${loop})`));
   a.addEventListener("click", (ev) => {
     ev.preventDefault();
     go({ ...query, path: path.join("-"), at: "0", trace: name });
@@ -289,7 +291,7 @@ function renderExplored() {
     const bad = p.verdict === "fails";
     if (p.path) {
       const kind = bad ? (p.kind === "hazard" ? "hazard" : "counterexample") : "witness";
-      ul.append(traceLink(name, kind, p.path, name, p.path.length));
+      ul.append(traceLink(name, kind, p.path, name, p.path.length, p.loop_from));
     } else {
       ul.append(el("li", { class: "plain", "data-property": name },
         el("span", { class: "kind " + (bad ? "counterexample" : "clean") }, `${p.kind}: ${p.verdict}`),
