@@ -346,7 +346,12 @@ def declared_cells(explored: Any, proved: Any | None, hazards: Sequence[Any] = (
                     detail = cti_lines(pr.ctis[p.name])
                 elif p.name in pr.notes:
                     detail = [f"  {pr.notes[p.name]}"]
-        out.append(_cell(sp.model, sp.design, run, p.name, kind, word, detail, ex.seconds))
+        fairness = p.fair if kind is Kind.LIVENESS else None  # what a liveness verdict rests on
+        out.append(
+            _cell(
+                sp.model, sp.design, run, p.name, kind, word, detail, ex.seconds, fairness=fairness
+            )
+        )
     if pr is not None:  # the prover proves typedness too (every slot within its range)
         out.append(
             _cell(

@@ -138,3 +138,15 @@ def test_check_prints_the_fairness_of_each_liveness_cell(tmp_path, monkeypatch, 
     row = next(ln for ln in out.splitlines() if "requests_answered" in ln)
     assert "fair: arrive, admit, refuse" in row and "respond" in row
     assert any("settles" in ln and "fair: none" in ln for ln in out.splitlines())
+
+
+def test_check_prints_the_fairness_of_a_declared_models_liveness_cell(capsys):
+    """The declared models' liveness cells say what they rest on, as the session's do."""
+    argv = ["check", "--model", "lease", "--no-prove", "--no-sensitivity", "--no-progress"]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    live = {c["property"]: c for c in doc["results"] if c["kind"] == "liveness"}
+    assert live and all(c["fairness"] == ["expire"] for c in live.values()), live
+    assert main(argv) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if "ids_free_after_lease" in ln)
+    assert "(fair: expire)" in row

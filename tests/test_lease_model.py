@@ -235,7 +235,9 @@ def test_the_check_section_reports_fenced_and_the_hazard_and_is_cached(
     text = check_declared.text([res])
     # proved by induction for any number of workers, instances and ids: the exact word
     assert re.search(r"invariant\s+single_writer\s+proved\n", text)
-    assert re.search(r"liveness\s+ids_free_after_lease\s+holds \(explored\)\n", text)
+    assert re.search(
+        r"liveness\s+ids_free_after_lease\s+holds \(explored\)  \(fair: expire\)\n", text
+    )
     assert re.search(r"hazard\s+failover\s+fails\s+\(hazard: reported, never fails", text)
     assert "breaks single_writer, owned_release" in text
     assert [h["name"] for h in res.json["hazards"]] == ["failover"]
