@@ -213,18 +213,23 @@ def _run(
     buf = (ctypes.c_int * (res.depth + 1))()
     packed = ctypes.create_string_buffer(max(gen.nslots, 1))
 
+    def step(s: Any, row: int, steps: list[dict[str, Any]], what: str = "search") -> Any:
+        """Move ``row`` of the C search taken from ``s`` by the concrete rules, its rendered
+        step appended to ``steps``: the successor."""
+        m = gen.moves[gen.table[row]]
+        post = take(spec, s, m, b)
+        if post is None:
+            raise NativeSpecError(f"{m} of the native {what} is not enabled concretely")
+        steps.append(render_step(spec, m, s, post, m.act.outputs(b, s, **m.kw)))
+        return post
+
     def state_at(n: int) -> tuple[Any, list[dict[str, Any]]]:
         """The state ``n`` of the C search, replayed through the concrete rules, with its trace."""
         k = lib.nb_path(R, n, buf, len(buf))
         steps: list[dict[str, Any]] = []
         s = s0
         for row in reversed(buf[:k]):
-            m = gen.moves[gen.table[row]]
-            post = take(spec, s, m, b)
-            if post is None:
-                raise NativeSpecError(f"{m} of the native search is not enabled concretely")
-            steps.append(render_step(spec, m, s, post, m.act.outputs(b, s, **m.kw)))
-            s = post
+            s = step(s, row, steps)
         lib.nb_state(R, n, packed)
         if packed.raw[: gen.nslots] != _pack(spec, s):
             raise NativeSpecError(f"state {n} of the native search is not the concrete one")
@@ -233,11 +238,7 @@ def _run(
     def trace(n: int, row: int | None = None) -> list[dict[str, Any]]:
         s, steps = state_at(n)
         if row is not None:
-            m = gen.moves[gen.table[row]]
-            post = take(spec, s, m, b)
-            if post is None:
-                raise NativeSpecError(f"{m} of the native search is not enabled concretely")
-            steps.append(render_step(spec, m, s, post, m.act.outputs(b, s, **m.kw)))
+            step(s, row, steps)
         return steps
 
     def loop(start: int, component: set[int]) -> list[dict[str, Any]]:
@@ -251,14 +252,10 @@ def _run(
             k = lib.nb_edges(R, n, mv, to, cap)
             edges[n] = list(zip(mv[:k], to[:k], strict=True))
         s, _ = state_at(start)
-        first, steps = s, []
+        first = s
+        steps: list[dict[str, Any]] = []
         for _, row in tour(start, component, edges):
-            m = gen.moves[gen.table[row]]
-            post = take(spec, s, m, b)
-            if post is None:
-                raise NativeSpecError(f"{m} of the native lasso is not enabled concretely")
-            steps.append(render_step(spec, m, s, post, m.act.outputs(b, s, **m.kw)))
-            s = post
+            s = step(s, row, steps, "lasso")
         if s != first:
             raise NativeSpecError("the native lasso's loop does not come back to its start")
         return steps
