@@ -41,12 +41,12 @@ declaration above meaning what it meant:
   natural with no upper bound for the prover (``hi`` is the bound the explorer checks);
   ``boolean``: a flag read as a truth value;
 * an action's ``side`` (``server``, ``client`` or ``environment``), ``fair`` (``weak``: a
-  liveness property may rest on it; ``none``: a property that names it is refused), ``sorts`` (the sort of each named parameter),
-  ``output`` (``fn(b, s, **args) -> {name: value}``: what the move tells, read by the step
-  properties and the runtime agreement tests), ``out_sorts`` (the sort each output's value
-  names, ``"*"`` for every output, a tuple of sorts for a tuple value: what a renaming of the
-  sorts renames in it) and ``tell`` (``fn(args, pre, post, out)``: the move's story once taken,
-  when it says more than ``story(args)``);
+  liveness property may rest on it; ``none``: a property that names it is refused), ``sorts``
+  (the sort of each named parameter), ``output`` (``fn(b, s, **args) -> {name: value}``: what
+  the move tells, read by the step properties and the runtime agreement tests), ``out_sorts``
+  (the sort each output's value names, ``"*"`` for every output, a tuple of sorts for a tuple
+  value: what a renaming of the sorts renames in it) and ``tell`` (``fn(args, pre, post,
+  out)``: the move's story once taken, when it says more than ``story(args)``);
 * properties of kind ``liveness`` (:func:`eventually`: every run weakly fair to the actions it
   names reaches a goal state, from every reachable state) and ``hazard`` (a step
   property the protocol cannot guarantee, given a sender it names: judged and reported like a
