@@ -15,7 +15,9 @@ import pytest
 from mcp_inflight.model import lease
 from mcp_inflight.model.declare import Act, Spec, Var, eventually
 from mcp_inflight.model.logic import Write
+from mcp_inflight.proofs import native
 from mcp_inflight.proofs.explorer import explore
+from mcp_inflight.proofs.stepping import loop_text
 
 
 def _toggle_and_finish(fair: tuple[str, ...], toggle_guard=None) -> Spec:
@@ -116,18 +118,34 @@ def _replay(spec: Spec, steps: list[dict], s=None):
     return out
 
 
-def test_a_lasso_loops_through_its_component_and_back():
+@pytest.mark.parametrize("engine", ["compiled", "native"])
+def test_a_lasso_loops_through_its_component_and_back(engine):
+    if engine == "native" and not native.available():
+        pytest.skip("no C compiler")
     spec = _toggle_and_finish(("toggle",))
-    ex = explore(spec)
+    ex = explore(spec, engine=engine)
+    assert ex.engine == engine
     # from the initial state, toggle for ever: y goes 0 -> 1 -> 0 and x is never set
     assert [st["action"] for st in ex.loops["done"]] == ["toggle", "toggle"]
     states = _replay(spec, ex.loops["done"])
     assert states[-1] == states[0] and {s.y for s in states} == {0, 1}
     # a dead end has no loop: the run stays in its last state
-    stuck = explore(_toggle_and_finish(("toggle",), toggle_guard=lambda b, s: s.y == 1))
+    stuck_spec = _toggle_and_finish(("toggle",), toggle_guard=lambda b, s: s.y == 1)
+    stuck = explore(stuck_spec, engine=engine)
     assert stuck.verdicts["done"] == "fails" and stuck.loops["done"] == []
     # a property that holds has no lasso
-    assert "done" not in explore(_toggle_and_finish(("toggle", "finish"))).loops
+    assert "done" not in explore(_toggle_and_finish(("toggle", "finish")), engine=engine).loops
+
+
+def test_a_lassos_text_numbers_its_loop_on_from_the_trace_or_says_it_stays():
+    ex = explore(_toggle_and_finish(("toggle",)))
+    text = loop_text(len(ex.traces["done"]), ex.loops["done"])
+    assert text[0] == "  loop (steps 1-2 repeat forever):"
+    assert [ln.split(".")[0] for ln in text if ln.startswith("  ") and ln[2].isdigit()] == [
+        "  1",
+        "  2",
+    ]
+    assert loop_text(3, []) == ["  then it stays there for ever: no move it is owed is enabled"]
 
 
 def test_the_lease_no_ttl_lasso_never_frees_the_crashed_workers_claim():
