@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
+from mcp_inflight.model.declare import loop_header
 from mcp_inflight.model.trace import trace_lines
 from mcp_inflight.proofs.outcome import Cell, session_cells
 from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS
@@ -79,7 +80,7 @@ def _trace_text(v: Verdict) -> list[str]:
     loop = [
         ln for n, st in enumerate(steps[v.loop_start :], v.loop_start + 1) for ln in st.lines(n)
     ]
-    return prefix + [f"  loop (steps {v.loop_start + 1}-{len(steps)} repeat forever):"] + loop
+    return prefix + [loop_header(v.loop_start + 1, len(steps))] + loop
 
 
 def _width(runs: Sequence[RunResult] | Sequence[ProveResult]) -> int:

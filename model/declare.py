@@ -468,6 +468,11 @@ def describe(spec: Spec, s: Any) -> dict[str, Any]:
     return out
 
 
+def loop_header(first: int, last: int) -> str:
+    """The line before a lasso's loop, steps ``first`` to ``last`` (every model's text)."""
+    return f"  loop (steps {first}-{last} repeat forever):"
+
+
 def step_lines(n: int, st: Mapping[str, Any]) -> list[str]:
     """The text of one rendered step: its story, then its changes."""
     out = [f"  {n}. {st['story']}"]

@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from mcp_inflight.model.declare import Move, Spec, changes, describe, render_step, step_lines
+from mcp_inflight.model.declare import (
+    Move,
+    Spec,
+    changes,
+    describe,
+    loop_header,
+    render_step,
+    step_lines,
+)
 from mcp_inflight.model.logic import Concrete
 
 __all__ = [
@@ -88,7 +96,7 @@ def loop_text(start: int, loop: list[dict[str, Any]]) -> list[str]:
     state, where no move it is owed is enabled)."""
     if not loop:
         return ["  then it stays there for ever: no move it is owed is enabled"]
-    out = [f"  loop (steps {start + 1}-{start + len(loop)} repeat forever):"]
+    out = [loop_header(start + 1, start + len(loop))]
     for n, st in enumerate(loop, start + 1):
         out.extend(step_lines(n, st))
     return out
