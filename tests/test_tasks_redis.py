@@ -378,13 +378,27 @@ H = ACCEPT
 LEASE_MS = 900
 
 
-@pytest.fixture
+def _serve_args(url: str) -> tuple[str, ...]:
+    return ("--redis", url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS))
+
+
+@pytest.fixture(scope="module")
 def pair(redis):
     """Two ``serve --redis`` processes (one worker each, a port each) serving the tasks
-    fixture; the test picks the worker of every request."""
-    with serve_pair(
-        "--redis", redis.url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS)
-    ) as two:
+    fixture, started once for the module's tests that only make requests; the test picks the
+    worker of every request.  Each such test opens sessions of its own, so what it reads
+    (tasks, lists) is its own whatever ran before it.  The store's tests above may flush the
+    Redis in between: the servers keep nothing there beyond their sessions and tasks, so
+    they serve the next test's new sessions as before."""
+    with serve_pair(*_serve_args(redis.url)) as two:
+        yield two
+
+
+@pytest.fixture
+def pair_to_break(redis):
+    """Two ``serve --redis`` processes like ``pair``'s, of one test alone: the test kills or
+    pauses one of them."""
+    with serve_pair(*_serve_args(redis.url)) as two:
         yield two
 
 
@@ -458,10 +472,10 @@ def test_a_cancel_through_another_worker_stops_the_work_and_stays(pair):
         assert again["error"]["code"] == -32602
 
 
-def test_a_killed_worker_leaves_its_task_failed_within_the_lease(pair):
+def test_a_killed_worker_leaves_its_task_failed_within_the_lease(pair_to_break):
     import httpx
 
-    one, two = pair
+    one, two = pair_to_break
     with httpx.Client(timeout=30) as c:
         h = _open(c, one.url)
         tid = _task(c, one.url, h, 1, "job", {"label": "z", "seconds": 60})
@@ -512,13 +526,13 @@ async def _raw(serve, sid: str, tid: str) -> dict:
         await tasks.store.close()
 
 
-def test_a_paused_worker_finds_its_task_lost_and_stops_the_work(pair):
+def test_a_paused_worker_finds_its_task_lost_and_stops_the_work(pair_to_break):
     """SIGSTOP past the lease: another worker reads the task failed; once resumed, the runner's
     renewal is refused and it stops the work, so ``tasks/result`` on the runner (answered by
     its own runtime) ends at once instead of after the work's 60 s."""
     import httpx
 
-    one, two = pair
+    one, two = pair_to_break
     with httpx.Client(timeout=30) as c:
         h = _open(c, one.url)
         tid = _task(c, one.url, h, 1, "job", {"label": "p", "seconds": 60})

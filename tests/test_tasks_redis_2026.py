@@ -87,11 +87,24 @@ def test_questions_are_kept_by_key_and_an_update_elsewhere_reaches_the_runner(re
 # --- the server: two instances on one Redis ----------------------------------------------------
 
 
-@pytest.fixture
+def _serve_args(url: str) -> tuple[str, ...]:
+    return ("--redis", url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS))
+
+
+@pytest.fixture(scope="module")
 def pair(redis):
-    with serve_pair(
-        "--redis", redis.url, "--fixtures", "tasks", "--lease-ms", str(LEASE_MS)
-    ) as two:
+    """Two ``serve --redis`` instances serving the tasks fixture, started once for the
+    module's tests that only make requests.  Their 2026-07-28 requests share one owner, so
+    each test reads and asserts on the tasks it made itself (by id, or through a 2025-11-25
+    session of its own), whatever ran before it."""
+    with serve_pair(*_serve_args(redis.url)) as two:
+        yield two
+
+
+@pytest.fixture
+def pair_to_break(redis):
+    """Two instances like ``pair``'s, of one test alone: the test kills one of them."""
+    with serve_pair(*_serve_args(redis.url)) as two:
         yield two
 
 
@@ -217,8 +230,8 @@ def test_the_two_revisions_never_reach_each_others_tasks(pair):
         assert rpc(two.url, "tasks/get", {"taskId": new})["result"]["status"] == "working"
 
 
-def test_a_killed_instance_leaves_its_task_failed_within_the_lease(pair):
-    one, two = pair
+def test_a_killed_instance_leaves_its_task_failed_within_the_lease(pair_to_break):
+    one, two = pair_to_break
     with httpx.Client(timeout=30) as c:
         rpc = Rpc(c)
         tid = rpc.task(one.url, "job", {"label": "k", "seconds": 60})
