@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import pathlib
 import re
@@ -10,6 +11,7 @@ import shutil
 import pytest
 
 from mcp_inflight import draw
+from mcp_inflight.draw import output as draw_output
 from mcp_inflight.draw import render
 from mcp_inflight.draw import sequence as draw_sequence
 from mcp_inflight.draw import session as draw_session
@@ -36,6 +38,52 @@ def _texts(d, rev):
 
 def _rel(paths, root):
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in paths}
+
+
+#: The diagrams' contents (``{relative name: bytes}``), with and without ``dot``, drawn once for
+#: the module: a function of the model alone (``test_deterministic`` draws them from scratch
+#: and compares them with the committed tree, which another process drew).
+_CONTENTS: dict[bool, dict[str, bytes]] = {}
+_draw_contents = draw_output._contents
+
+
+def _contents_once(have_dot, progress=None):
+    if have_dot not in _CONTENTS:
+        _CONTENTS[have_dot] = _draw_contents(have_dot, progress)
+    return _CONTENTS[have_dot]
+
+
+@pytest.fixture
+def contents_once(monkeypatch):
+    """``generate`` and ``check`` (and ``run``, through them) write and compare the module's one
+    drawing of the contents: what they do with a directory is what these tests check."""
+    monkeypatch.setattr(draw_output, "_contents", _contents_once)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """One generation of the whole diagram tree, shared by the module's tests: those that only
+    read it read this directory, and those that change files work on a copy of it."""
+    out = tmp_path_factory.mktemp("generated")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(draw_output, "_contents", _contents_once)
+        draw.generate(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def generated_check(generated):
+    """``draw.check`` of the shared generation, the same for every test that asks for it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(draw_output, "_contents", _contents_once)
+        return draw.check(generated)
+
+
+def _copy(generated, tmp_path):
+    """A copy of the shared generation that a test may change."""
+    out = tmp_path / "diagrams"
+    shutil.copytree(generated, out)
+    return out
 
 
 @pytest.mark.slow  # several seconds of real time; CI runs it with the slow tests
@@ -65,32 +113,36 @@ def test_deterministic(tmp_path, monkeypatch):
         assert str(pathlib.Path.cwd()).encode() not in data, name
 
 
-def test_check_passes_then_detects_stale_and_missing(tmp_path):
-    draw.generate(tmp_path)
-    ok, report = draw.check(tmp_path)
+def test_check_passes_then_detects_stale_and_missing(
+    generated, generated_check, tmp_path, contents_once
+):
+    ok, report = generated_check
     assert ok, report
+    out = _copy(generated, tmp_path)
     rev = lc.REVISIONS[0]
-    stale = tmp_path / f"lifecycle-{rev}.mmd"
+    stale = out / f"lifecycle-{rev}.mmd"
     stale.write_text(stale.read_text().replace("send", "sned", 1))
-    (tmp_path / f"lifecycle-{lc.REVISIONS[1]}.dot").unlink()
-    ok, report = draw.check(tmp_path)
+    (out / f"lifecycle-{lc.REVISIONS[1]}.dot").unlink()
+    ok, report = draw.check(out)
     assert not ok
     assert f"stale:   lifecycle-{rev}.mmd" in report
     assert f"missing: lifecycle-{lc.REVISIONS[1]}.dot" in report
     assert "-    unsent --> sent : sned" in report and "+    unsent --> sent : send" in report
 
 
-def test_check_detects_stale_missing_and_extra_session_and_counterexample_files(tmp_path):
-    draw.generate(tmp_path)
-    ok, report = draw.check(tmp_path)
+def test_check_detects_stale_missing_and_extra_session_and_counterexample_files(
+    generated, generated_check, tmp_path, contents_once
+):
+    ok, report = generated_check
     assert ok, report
-    cex = sorted((tmp_path / "counterexamples").glob("*.mmd"))[0]
+    out = _copy(generated, tmp_path)
+    cex = sorted((out / "counterexamples").glob("*.mmd"))[0]
     cex.write_text(cex.read_text().replace("server reads", "server eats", 1))
-    full = sorted((tmp_path / "session").glob("session-*-http.dot"))[0]
+    full = sorted((out / "session").glob("session-*-http.dot"))[0]
     full.unlink()
-    (tmp_path / "counterexamples" / "index.md").write_text("old\n")
-    (tmp_path / "counterexamples" / "gone-2025-11-25-http-no_orphan.mmd").write_text("x\n")
-    ok, report = draw.check(tmp_path)
+    (out / "counterexamples" / "index.md").write_text("old\n")
+    (out / "counterexamples" / "gone-2025-11-25-http-no_orphan.mmd").write_text("x\n")
+    ok, report = draw.check(out)
     assert not ok
     rel_cex = f"counterexamples/{cex.name}"
     assert f"stale:   {rel_cex}" in report
@@ -99,18 +151,18 @@ def test_check_detects_stale_missing_and_extra_session_and_counterexample_files(
     assert "extra:   counterexamples/gone-2025-11-25-http-no_orphan.mmd" in report
     assert "server eats" in report and "server reads" in report
     # regenerating removes what the model no longer produces, and check is happy again
-    draw.generate(tmp_path)
-    assert not (tmp_path / "counterexamples" / "gone-2025-11-25-http-no_orphan.mmd").exists()
-    ok, report = draw.check(tmp_path)
+    draw.generate(out)
+    assert not (out / "counterexamples" / "gone-2025-11-25-http-no_orphan.mmd").exists()
+    ok, report = draw.check(out)
     assert ok, report
     if HAVE_DOT:
-        svg = sorted((tmp_path / "session").glob("*-reduced.svg"))[0]
+        svg = sorted((out / "session").glob("*-reduced.svg"))[0]
         svg.unlink()
-        ok, report = draw.check(tmp_path)
+        ok, report = draw.check(out)
         assert f"missing: session/{svg.name}" in report
 
 
-def test_run_exit_codes(tmp_path, capsys):
+def test_run_exit_codes(tmp_path, capsys, contents_once):
     assert draw.run(["--out", str(tmp_path)]) == 0
     assert draw.run(["--out", str(tmp_path), "--check"]) == 0
     (tmp_path / f"lifecycle-{lc.REVISIONS[0]}.dot").write_text("stale\n")
@@ -119,9 +171,8 @@ def test_run_exit_codes(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("rev", lc.REVISIONS)
-def test_every_state_and_trigger_in_every_format(tmp_path, rev):
-    draw.generate(tmp_path)
-    for fmt, text in _texts(tmp_path, rev).items():
+def test_every_state_and_trigger_in_every_format(generated, rev):
+    for fmt, text in _texts(generated, rev).items():
         for s in lc.STATES:
             assert s in text, (fmt, s)
         for r in lc.table(rev):
@@ -150,20 +201,21 @@ def test_revisions_differ_where_the_table_differs(tmp_path):
     assert b - a == {"in_flight --> cancelled : stream_closed"}
 
 
-def test_committed_diagrams_are_current():
+def test_committed_diagrams_are_current(contents_once):
     import pathlib
 
     ok, report = draw.check(pathlib.Path(__file__).resolve().parent.parent / "diagrams")
     assert ok, report
 
 
-def test_without_dot_svg_is_skipped_with_one_warning(tmp_path, monkeypatch, capsys):
-    draw.generate(tmp_path)
+def test_without_dot_svg_is_skipped_with_one_warning(
+    generated, tmp_path, monkeypatch, capsys, contents_once
+):
     monkeypatch.setattr(render, "dot_binary", lambda: None)
     written = draw.generate(tmp_path / "nodot")
     assert all(p.suffix != ".svg" for p in written)
     assert capsys.readouterr().err.count("warning") == 1
-    ok, report = draw.check(tmp_path)
+    ok, report = draw.check(generated)
     assert ok, report
     assert "SVG files were not compared" in report
 
@@ -212,10 +264,11 @@ def _red(attrs):
     return re.search(r'(^|, )color="' + draw_session.RED + '"', attrs) is not None
 
 
+@functools.cache
 def _explored(cfg):
     """Every state and every transition of ``cfg`` (no symmetry), judged here with the model's
     invariants: ``({state: [broken state invariants]}, number of transitions breaking a step
-    invariant)``."""
+    invariant)``; explored once per configuration for the tests that read it."""
     b = Concrete(domains(cfg))
     states, bad_edges = set(), [0]
     step = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "step"]
@@ -231,11 +284,10 @@ def _explored(cfg):
 
 
 @pytest.mark.parametrize("design", draw_session.DESIGNS_DRAWN)
-def test_red_nodes_are_exactly_the_states_that_break_a_state_invariant(design, tmp_path):
-    draw.generate(tmp_path)
+def test_red_nodes_are_exactly_the_states_that_break_a_state_invariant(design, generated):
     cfg = next(c for c in draw_session.configs() if c.design.name == design)
     name = f"session-{design}-{cfg.revision}-{cfg.transport}"
-    text = (tmp_path / "session" / f"{name}.dot").read_text()
+    text = (generated / "session" / f"{name}.dot").read_text()
     drawn = _full_nodes(text)
     judged, bad_edges = _explored(cfg)
     expected = {draw_session.state_text(cfg, s): bool(bad) for s, bad in judged.items()}
@@ -244,7 +296,7 @@ def test_red_nodes_are_exactly_the_states_that_break_a_state_invariant(design, t
     red_edges = sum(1 for line in text.splitlines() if " -> " in line and _red(line))
     assert red_edges == bad_edges
     # the reduced view: a merged node is red exactly when one of its states is
-    reduced = (tmp_path / "session" / f"{name}-reduced.dot").read_text()
+    reduced = (generated / "session" / f"{name}-reduced.dot").read_text()
     red_labels = set()
     for line in reduced.splitlines():
         m = re.match(r'^    n\d+ \[label="([^"]*)"(.*)\];$', line)
@@ -262,7 +314,7 @@ def test_red_nodes_are_exactly_the_states_that_break_a_state_invariant(design, t
         assert not any(drawn.values()) and bad_edges == 0
 
 
-def test_red_node_check_catches_a_wrong_colour(tmp_path):
+def test_red_node_check_catches_a_wrong_colour():
     """The comparison above fails on a drawing that colours one state wrongly."""
     cfg = next(c for c in draw_session.configs() if c.design.name == "unguarded")
     g = draw_session.graph(cfg)
@@ -353,11 +405,10 @@ def _mismatches(cfg, trace, mmd):
     return bad
 
 
-def test_a_diagram_for_every_counterexample_and_arrows_follow_the_trace(tmp_path):
+def test_a_diagram_for_every_counterexample_and_arrows_follow_the_trace(generated):
     """One diagram per failing invariant or hazard of every design and profile, no more, and
     each one's arrows are its trace's steps, in order, to the lanes the trace names."""
-    draw.generate(tmp_path)
-    d = tmp_path / "counterexamples"
+    d = generated / "counterexamples"
     expected_names = set()
     marks = 0
     cfgs = draw_sequence.configs()
