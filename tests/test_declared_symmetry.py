@@ -15,6 +15,8 @@ reduction by it (``explore(spec, symmetry=True)``).
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
+from functools import cache
 from typing import Any
 
 import pytest
@@ -25,9 +27,9 @@ from mcp_inflight.model.declare import Spec, always
 from mcp_inflight.model.logic import Write
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
+from mcp_inflight.proofs.compiled_spec import compile_spec
 from mcp_inflight.proofs.explorer import Explored, explore, symmetry_of
 from mcp_inflight.proofs.prove import all_designs
-from mcp_inflight.proofs.walk import transitions
 
 
 def _session(design: str, revision: str, ids: int, transport: str = "http") -> Spec:
@@ -63,9 +65,30 @@ def safety(sp: Spec) -> Spec:
     return dataclasses.replace(sp, props=tuple(p for p in sp.props if p.kind != "liveness"))
 
 
+@cache
+def lease_runs(design: str) -> tuple[Explored, Explored]:
+    """:func:`same_verdicts` on the lease's safety properties at ``design``, once per test
+    process: the runs are only read, and only by tests that patch nothing."""
+    return same_verdicts(safety(lease.spec(design)))
+
+
+@cache
+def session_runs(design: str, revision: str, ids: int) -> tuple[Explored, Explored]:
+    """:func:`same_verdicts` on the session declaration over http, once per test process: the
+    runs are only read, and only by tests that patch nothing."""
+    return same_verdicts(_session(design, revision, ids))
+
+
+@pytest.fixture(scope="module")
+def lease_symmetry() -> ds.SymmetryResult:
+    """The check of the lease declaration as ``lease.spec()`` gives it, liveness included (set
+    up before a test body patches the model; no test changes the result)."""
+    return symmetry_of(lease.spec())
+
+
 @pytest.mark.parametrize("design", list(lease_state.DESIGNS))
 def test_lease_reduced_agrees(design: str) -> None:
-    plain, reduced = same_verdicts(safety(lease.spec(design)))
+    plain, reduced = lease_runs(design)
     assert reduced.states < plain.states  # two workers: swapped states merge
 
 
@@ -95,7 +118,7 @@ def test_a_model_with_liveness_runs_unreduced_and_says_why() -> None:
 )
 @pytest.mark.parametrize("design", ["atomic", "unguarded"])
 def test_session_one_id_agrees(design: str, revision: str) -> None:
-    plain, reduced = same_verdicts(_session(design, revision, 1))
+    plain, reduced = session_runs(design, revision, 1)
     assert reduced.states < plain.states  # one id: sent instances renamed
 
 
@@ -126,25 +149,31 @@ def test_session_2025_two_ids_agrees() -> None:
 # --- the check names what breaks symmetry, and the explorer refuses -------------------------
 
 
-def refused(sp: Spec, rule: str, max_states: int = 2_000_000) -> ds.SymmetryResult:
+def refused(
+    sp: Spec, rule: str, max_states: int = 2_000_000, engine: str | None = None
+) -> tuple[ds.SymmetryResult, Explored]:
     """The check of ``sp`` fails on ``rule`` (a prefix of its name), and the explorer runs
-    unreduced, saying so."""
+    unreduced, saying so: the check's result and that run.  The plain run it is compared with
+    is on ``engine`` (default: the explorer's; ``fastest``: native where a C compiler is, which
+    finds the states the compiled engine finds, tests/test_native_spec.py)."""
     res = symmetry_of(sp)
     assert not res.ok and res.broken is not None
     assert res.broken.rule.startswith(rule), res.broken.text()
     run = explore(sp, max_states, symmetry=True)
     assert run.symmetry.startswith("unreduced: ") and rule in run.symmetry
-    assert run.states == explore(sp, max_states).states
-    return res
+    assert run.states == explore(sp, max_states, engine=engine).states
+    return res, run
 
 
-def test_guard_that_spares_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_guard_that_spares_worker_0(
+    monkeypatch: pytest.MonkeyPatch, lease_symmetry: ds.SymmetryResult
+) -> None:
     def spare(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
         return w != 0
 
-    assert symmetry_of(lease.spec()).ok
+    assert lease_symmetry.ok  # the unpatched model
     monkeypatch.setattr(lease_actions, "_true", spare)  # crash, pause and resume
-    res = refused(lease.spec(), "the guard of ")
+    res, _ = refused(lease.spec(), "the guard of ")
     assert res.broken is not None and res.broken.rule.split()[-1] in ("crash", "pause", "resume")
     assert "worker 0->1" in res.broken.renaming
 
@@ -161,7 +190,7 @@ def test_effect_that_kills_worker_0_on_pause(monkeypatch: pytest.MonkeyPatch) ->
         return effect
 
     monkeypatch.setattr(lease_actions, "_set_proc", set_proc)
-    res = refused(lease.spec(), "the effect of pause")
+    res, _ = refused(lease.spec(), "the effect of pause")
     assert res.broken is not None and "pause(w=" in res.broken.move
 
 
@@ -175,8 +204,8 @@ def first_worker_never_dies_alone(b: Any, s: Any, cfg: Any) -> Any:
 def test_property_about_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lease, "PROPERTIES", lease.PROPERTIES + (first_worker_never_dies_alone,))
     sp = safety(lease.spec())
-    refused(sp, "property first_worker_never_dies_alone")
-    assert explore(sp, symmetry=True).verdicts["first_worker_never_dies_alone"] == "fails"
+    _, run = refused(sp, "property first_worker_never_dies_alone")
+    assert run.verdicts["first_worker_never_dies_alone"] == "fails"
     # past a failed check, the reduction keeps (alive, dead) for (dead, alive): it misses the failure
     passed = dataclasses.replace(symmetry_of(sp), broken=None)
     monkeypatch.setattr(ds, "check", lambda *a, **k: passed)
@@ -209,7 +238,7 @@ def test_session_guard_that_spares_id_0() -> None:
 
     new = dataclasses.replace(a, guard=spare)
     bad = dataclasses.replace(sp, acts=tuple(new if x is a else x for x in sp.acts))
-    refused(bad, f"the guard of {a.name}")
+    refused(bad, f"the guard of {a.name}", engine="fastest")
 
 
 # --- the declaration must name every sort the rules rename -----------------------------------
@@ -222,12 +251,18 @@ def test_session_ids_need_their_ref() -> None:
 
 
 @pytest.mark.parametrize("which", ["lease", "session"])
-def test_ordered_instances_are_not_symmetric(which: str) -> None:
+def test_ordered_instances_are_not_symmetric(which: str, request: pytest.FixtureRequest) -> None:
     sp = lease.spec() if which == "lease" else _session("atomic", "2026-07-28", 1)
     res = symmetry_of(dataclasses.replace(sp, ordered=()))
     assert res.broken is not None and res.broken.rule.startswith("the guard of ")
     assert "inst 0->1" in res.broken.renaming
-    assert "inst renamed only among its used slots" in symmetry_of(sp).text()
+    # the check of ``sp`` itself (for the session, in the text of the reduced run: "reduced: "
+    # and the check's text)
+    if which == "lease":
+        text = request.getfixturevalue("lease_symmetry").text()
+    else:
+        text = session_runs("atomic", "2026-07-28", 1)[1].symmetry
+    assert "inst renamed only among its used slots" in text
 
 
 def test_arrivals_out_of_order_break_the_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,7 +281,8 @@ def test_a_move_that_frees_a_used_slot_breaks_the_order(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(lease_actions, "_release", forget)
     # (instances that come back fresh take the fence past its bound: a short run says enough)
-    refused(lease.spec(), "the effect of release (it frees a used slot of inst", 20_000)
+    rule = "the effect of release (it frees a used slot of inst"
+    refused(lease.spec(), rule, 20_000, engine="fastest")
 
 
 def test_a_sort_left_out_is_not_renamed() -> None:
@@ -255,36 +291,56 @@ def test_a_sort_left_out_is_not_renamed() -> None:
     assert res.ok and "worker left out: a test leaves it out" in res.text()
     plain, fewer = same_verdicts(sp)
     assert fewer.states < plain.states  # instances still renamed
-    assert fewer.states > explore(safety(lease.spec()), symmetry=True).states
+    assert fewer.states > lease_runs("fenced")[1].states  # lease.spec()'s design
 
 
 # --- renamings and the canonical form ---------------------------------------------------------
 
 
 def _reachable(sp: Spec) -> set[Any]:
-    out = {sp.initial()}
-    for _, _, post in transitions(sp):
-        out.add(post)
+    """The reachable states of ``sp``, breadth first on its generated rules (the states the
+    concrete reading reaches: tests/test_compiled_spec.py)."""
+    fire = [f for f in compile_spec(sp).fire if f is not None]
+    init = sp.initial()
+    out = {init}
+    queue = deque([init])
+    while queue:
+        s = queue.popleft()
+        for f in fire:
+            t = f(s)
+            if t is not None and t[0] not in out:
+                out.add(t[0])
+                queue.append(t[0])
     return out
 
 
 @pytest.mark.parametrize("which", ["lease", "session"])
 def test_renaming_is_a_bijection_and_canon_is_constant_on_orbits(which: str) -> None:
     sp = lease.spec("fenced", ids=2) if which == "lease" else _session("atomic", "2026-07-28", 2)
-    states = _reachable(sp)
+    states = list(_reachable(sp))
     whole = ds.group(sp, (2,))  # every renaming, instances included
     assert len(whole) == (8 if which == "lease" else 4)
     for pi in whole:
         fn, inverse = ds.renamer(sp, pi), ds.renamer(sp, _inverse(pi))
-        image = {fn(s) for s in states}
-        assert len(image) == len(states), str(pi)
-        assert all(inverse(fn(s)) == s for s in states), str(pi)
+        image = [fn(s) for s in states]
+        assert len(set(image)) == len(states), str(pi)
+        assert all(inverse(t) == s for s, t in zip(states, image, strict=True)), str(pi)
     canon = ds.Canon(sp)
+    # each state's canonical form, computed once (the states of one orbit list one another)
+    canonical: dict[Any, Any] = {}
+
+    def canon_of(x: Any) -> Any:
+        c = canonical.get(x)
+        if c is None:
+            c = canonical[x] = canon(x)
+        return c
+
     for s in states:
-        c = canon(s)
+        c = canon_of(s)
         group, fns = canon.group(s)
-        assert c in {fn(s) for fn in fns}
-        assert all(canon(fn(s)) == c for fn in fns)
+        orbit = {fn(s) for fn in fns}
+        assert c in orbit
+        assert all(canon_of(t) == c for t in orbit)
         assert canon.relating(c, s) is not None
 
 

@@ -31,6 +31,25 @@ def check(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.fixture
+def fresh_results(tmp_path, monkeypatch) -> Path:
+    """``tmp_path`` as the checkers' cache (``MCP_INFLIGHT_CACHE``): no result cached before the
+    test is read.  Its ``native/`` is the default cache's directory of built engines, each keyed
+    by a hash of its C source and flags (``proofs/native.py``), so an engine found there is the
+    one a build would give."""
+    from mcp_inflight.proofs import native
+
+    built = native.cache_dir()
+    try:
+        built.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no default cache to share: the engines are built under tmp_path
+        pass
+    else:
+        (tmp_path / "native").symlink_to(built, target_is_directory=True)
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    return tmp_path
+
+
 def junit_failures(path) -> tuple[int, int, set[tuple[str, str]]]:
     suite = ET.parse(path).getroot()
     failed = {
@@ -390,13 +409,12 @@ def test_a_design_file_with_an_unknown_knob_is_a_usage_error(tmp_path):
     assert p.returncode == 2 and "guard_write must be true or false" in p.stderr
 
 
-def test_check_takes_the_declared_models_bounds(tmp_path, monkeypatch):
+def test_check_takes_the_declared_models_bounds(fresh_results):
     """``check --bound NAME=N``: each selected declared model takes the names it has (the
     lease at 3 workers explores more states than at 2, and says so); a name no selected model
     has is a usage error, and the session model's bounds stay --ids and --requests."""
     from mcp_inflight import check_declared
 
-    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
     (two,) = check_declared.section("use", {"lease": ["fenced"]}, prove=False)
     (three,) = check_declared.section("use", {"lease": ["fenced"]}, False, {"workers": 3})
     assert three.states > two.states
@@ -412,7 +430,7 @@ def test_check_takes_the_declared_models_bounds(tmp_path, monkeypatch):
         + ["--bound", "workers=3", "--no-prove", "--no-sensitivity", "--json"],
         capture_output=True,
         text=True,
-        env={**os.environ, "MCP_INFLIGHT_CACHE": str(tmp_path)},
+        env={**os.environ, "MCP_INFLIGHT_CACHE": str(fresh_results)},
     )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["declared"][0]["bounds"]["workers"] == 3
@@ -470,10 +488,9 @@ def test_every_declared_model_names_the_interface_check_reads():
         assert m.spec(check_declared.designs_of(name)[0]).model == name
 
 
-def test_design_all_shows_a_models_designs_side_by_side(tmp_path, monkeypatch):
+def test_design_all_shows_a_models_designs_side_by_side(fresh_results):
     from mcp_inflight import check_declared
 
-    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
     bounds = {"questions": 1, "max_rounds": 1, "tokens": 3}
     runs = check_declared.section(None, {"rounds": ["sealed", "no-nonce"]}, False, bounds)
     text = check_declared.text(runs)

@@ -9,6 +9,8 @@ them with the fresh client.
 
 from __future__ import annotations
 
+from functools import cache
+
 import pytest
 
 from mcp_inflight.model.config import Config, client_for, profiles
@@ -19,9 +21,11 @@ from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_spec import spec
 from mcp_inflight.model.session_state import FIELDS
 from mcp_inflight.model.trace import id_name, inst_name
+from mcp_inflight.proofs.explored import Explored
 from mcp_inflight.proofs.explorer import explore as one_explore
 from mcp_inflight.proofs.explorer import explore as session_explore
 from mcp_inflight.proofs.prove import all_designs, prove
+from mcp_inflight.proofs.records import RunResult
 
 PROFILES = profiles()
 
@@ -52,9 +56,20 @@ def _named(step) -> tuple[str, dict[str, str]]:
     return step["action"], args
 
 
-def agree(cfg: Config) -> None:
+@cache
+def runs(cfg: Config) -> tuple[Explored, RunResult]:
+    """The one explorer's run of ``cfg``'s declaration and the session explorer's run of
+    ``cfg`` (unreduced, compiled, liveness judged), once per test process: ``agree`` and
+    ``_live_words`` compare the same two runs, and only read them."""
     one = one_explore(spec(cfg))
     ref = session_explore(cfg, symmetry=False, progress=False, engine="compiled", liveness=True)
+    return one, ref
+
+
+def agree(cfg: Config) -> Explored:
+    """The one explorer's run of ``cfg``'s declaration, checked to find what the session
+    explorer finds; returned for a test's own assertions."""
+    one, ref = runs(cfg)
     assert not one.errors, one.errors
     assert (one.states, one.transitions) == (ref.states, ref.transitions), cfg.label
     assert one.coverage == ref.coverage
@@ -68,6 +83,7 @@ def agree(cfg: Config) -> None:
         mine = one.traces[v.name]
         assert [_named(s) for s in mine] == [(s.action, s.args) for s in v.trace], v.name
         assert [s["story"] for s in mine] == [s.story for s in v.trace], v.name
+    return one
 
 
 def test_the_declaration_reads_every_field_action_and_property():
@@ -93,11 +109,9 @@ def test_the_one_explorer_agrees_with_the_session_explorer(design, revision, tra
 
 
 def test_a_mutant_fails_in_both_with_the_same_trace():
-    cfg = _cfg("unguarded", "2026-07-28", "stdio")
-    one = one_explore(spec(cfg))
+    one = agree(_cfg("unguarded", "2026-07-28", "stdio"))
     assert one.verdicts["unique_in_flight"] == "fails"
     assert not one.ok
-    agree(cfg)
 
 
 #: the cases the default run compares (the two tests above), left out of the slow run's
@@ -150,9 +164,11 @@ def test_the_one_prover_proves_the_session_for_any_size(revision, transport):
 
 
 def test_the_one_prover_does_not_prove_a_broken_invariant_of_the_session():
-    """On ``unguarded`` every invariant the explorer finds broken is left unproved."""
+    """On ``unguarded`` every invariant the explorer finds broken is left unproved (explored on
+    the engine ``check`` runs: native where a C compiler is)."""
     sp = spec(_cfg("unguarded", "2026-07-28", "http"))
-    broken = [k for k, v in one_explore(sp).verdicts.items() if v == "fails" and ":" not in k]
+    run = one_explore(sp, engine="fastest")
+    broken = [k for k, v in run.verdicts.items() if v == "fails" and ":" not in k]
     assert "no_misrouted_response" in broken
     res = prove(sp)
     assert not res.ok
@@ -162,10 +178,9 @@ def test_the_one_prover_does_not_prove_a_broken_invariant_of_the_session():
 def _live_words(cfg: Config) -> tuple[str, str]:
     """requests_answered on ``cfg``: the one explorer's verdict on the declaration, and the
     session engine's (its own liveness judge on its graph)."""
-    one = one_explore(spec(cfg)).verdicts["requests_answered"]
-    ref = session_explore(cfg, symmetry=False, progress=False, engine="compiled", liveness=True)
+    one, ref = runs(cfg)
     (v,) = [v for v in ref.verdicts if v.name == "requests_answered"]
-    return one, "holds" if v.ok else "fails"
+    return one.verdicts["requests_answered"], "holds" if v.ok else "fails"
 
 
 def _live_cfg(design: str, revision: str, transport: str, ids: int) -> Config:
