@@ -21,6 +21,7 @@ from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.flat import Layout, key_function
 from mcp_inflight.proofs.session_search import Canonicalizer, search_many
 from support.explored import expanded, expanded_flat
+from support.explored import run as explored_run
 
 # --- deadlocks -------------------------------------------------------------------------------
 
@@ -302,9 +303,11 @@ def test_max_states_stops_the_run_and_says_so():
 
 def test_traces_replay_on_the_model():
     """Every step of a reported trace is an enabled move of the model from the previous state
-    (traces are rebuilt by replaying stored moves)."""
-    cfg = Config(DESIGNS["unguarded"], "2025-11-25", "http", ids=2, requests=2)
-    r = explore(cfg, progress=False)
+    (traces are rebuilt by replaying stored moves).  The run is the shared one on the engine
+    ``check`` uses, native where a compiler is; ``tests/test_native.py`` holds its traces equal
+    to the Python engine's."""
+    r = explored_run("unguarded", "2025-11-25", "http", ids=2, requests=2)
+    assert r.cfg == Config(DESIGNS["unguarded"], "2025-11-25", "http", ids=2, requests=2)
     traces = [v.trace for v in r.verdicts if v.trace]
     assert traces
     for t in traces:
@@ -528,11 +531,15 @@ def test_the_one_explorer_reports_its_progress_and_a_patient_sink_keeps_short_ru
     from mcp_inflight.proofs import explored, explorer
     from mcp_inflight.proofs.progress import Patient
 
+    def final_is_the_run(kept, ex):
+        final = [s for s in kept.snaps if s.final]
+        assert len(final) == 1 and final[0].states == ex.states
+        assert final[0].transitions == ex.transitions and final[0].complete
+
+    # the whole model on the engine check runs it on (native where a compiler is); the runs
+    # below, on one request, take the default engine (compiled)
     kept = _Kept()
-    ex = explorer.explore(T.spec("fresh-bound"), progress=kept)
-    final = [s for s in kept.snaps if s.final]
-    assert len(final) == 1 and final[0].states == ex.states
-    assert final[0].transitions == ex.transitions and final[0].complete
+    final_is_the_run(kept, explorer.explore(T.spec("fresh-bound"), progress=kept, engine="fastest"))
     quiet = _Kept()
     explorer.explore(T.spec("fresh-bound", requests=1), progress=Patient(quiet, after=60.0))
     assert quiet.snaps == []
@@ -540,7 +547,8 @@ def test_the_one_explorer_reports_its_progress_and_a_patient_sink_keeps_short_ru
     default = _Kept()
     explored.progress_to(default)
     try:
-        explorer.explore(T.spec("fresh-bound", requests=1))
+        ex = explorer.explore(T.spec("fresh-bound", requests=1))
     finally:
         explored.progress_to(None)
     assert [s.final for s in default.snaps][-1:] == [True]
+    final_is_the_run(default, ex)

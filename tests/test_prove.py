@@ -33,6 +33,8 @@ ATOMIC = DESIGNS["atomic"]
 
 @pytest.fixture(scope="module")
 def atomic_proofs():
+    """atomic proved on every profile, once for the module: the tests that take it only read
+    the results."""
     return {p: prove(Config(ATOMIC, *p)) for p in PROFILES}
 
 
@@ -501,7 +503,10 @@ def test_a_configurations_cache_key_is_the_same_in_every_process():
 def test_a_hazards_finite_counterexample_first_changes_queries_not_verdicts(monkeypatch):
     """The hazards look for a finite counterexample before the quick unbounded attempt
     (``proofs/induction.py``): the same statuses, counterexample actions and traces as asking
-    in the order every other obligation takes, in fewer queries on a profile where one breaks."""
+    in the order every other obligation takes, in fewer queries on a profile where one breaks.
+    Both runs are made here, one after the other: z3's answers, and so the number of queries,
+    depend on the terms the process made before (``proofs/prove.py``), so a proof made earlier
+    for another test is not the one to compare with."""
     from mcp_inflight.proofs import induction
 
     cfg = Config(ATOMIC, "2025-11-25", "stdio")
