@@ -134,6 +134,7 @@ class Abstractor:
     def forget(self) -> None:
         self.ids: dict[Any, int] = {}
         self.post_inst: dict[Any, int] = {}
+        self.calls = 0  # tool calls seen: each one is an instance of its own
         self.tokens: dict[Any, list[int]] = {}
         self.refused: set[int] = set()
         self.answered: set[int] = set()
@@ -158,7 +159,10 @@ class Abstractor:
                     own[ex].add(_key(tok))
             if m.get("method") == "tools/call" and "id" in m:
                 i = ids.setdefault(_key(m["id"]), len(ids))
-                r = post_inst[(ex, n) if self.stdio else ex] = len(post_inst)
+                # a new instance even where an exchange number comes again (traces joined
+                # together): numbered by the calls seen, never by the exchanges
+                r = post_inst[(ex, n) if self.stdio else ex] = self.calls
+                self.calls += 1
                 meta = (m.get("params") or {}).get("_meta") or {}
                 if "progressToken" in meta:
                     tokens.setdefault(_key(meta["progressToken"]), []).append(r)
@@ -282,5 +286,5 @@ def abstract(
     out = Abstraction(transport=transport)
     for n, ev in zip(at, events, strict=True):
         out.steps += ab.feed(n, ev)
-    out.ids, out.requests = max(1, len(ab.ids)), max(1, len(ab.post_inst))
+    out.ids, out.requests = max(1, len(ab.ids)), max(1, ab.calls)
     return out

@@ -482,6 +482,23 @@ def test_the_mutation_property_catches_a_checker_blind_to_the_post():
     assert check(blind).clean  # so `check(...).clean == realisable(...)` fails for it
 
 
+def test_a_trace_joined_to_itself_numbers_each_call_as_an_instance_of_its_own(tmp_path):
+    """The same exchanges recorded again (one file appended to another): every tools/call is an
+    instance of its own, so the check runs on every step, where instances numbered by the
+    exchanges ran past the bound they set (an IndexError out of ``model/step.py``)."""
+    once = _unguarded_wire()
+    ab = abstract(once * 3)
+    assert ab.requests == 3 * abstract(once).requests == 6
+    assert {o.r for o in ab.steps if o.kind == "send"} == set(range(6))
+    u = check(ab, UNGUARDED)
+    assert u.explained and u.broken is not None
+    p = tmp_path / "joined.jsonl"
+    p.write_text("".join(json.dumps(e) + "\n" for e in once * 3))
+    r = _replay_cli(p, "--budget", "0")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "behaves like the unguarded design" in r.stdout
+
+
 def _unguarded_wire() -> list[dict]:
 
     cfg = Config(UNGUARDED, "2025-11-25", "http", ids=1, requests=2)
