@@ -123,36 +123,43 @@ def traces(base: str, **query) -> dict:
 # --- the explorer's state graph, to compare with ------------------------------------------
 
 
-def _graph(cfg: Config) -> dict:
-    """Every reachable concrete state -> ``{token: (post, changes)}``, from the explorer's own
-    successor function (no symmetry, so every concrete state is expanded; each state made
-    concrete once, however many edges reach it)."""
+def _graph(cfg: Config):
+    """The explorer's state graph, out of the states a walk asks for: ``(s0, edges)``, the
+    initial concrete state and ``edges(s)`` -> ``{token: (post, changes)}`` for a state ``s``
+    met along the edges, by the explorer's own successor function (the one its breadth-first
+    search applies, without symmetry, so each concrete state is expanded as it is; each state
+    expanded and made concrete once, however many edges reach it)."""
     from mcp_inflight.proofs.compiled_model import Compiled
-    from support.explored import expanded_flat
 
     comp = Compiled(cfg)
     unflatten = comp.layout.unflatten
-    concrete: dict = {}
+    concrete: dict = {}  # flat state -> concrete state
+    flat: dict = {}  # concrete state -> flat state
+    expanded: dict = {}
 
     def state(t):
         c = concrete.get(t)
         if c is None:
             c = concrete[t] = unflatten(t)
+            flat[c] = t
         return c
 
-    edges: dict = {}
-    for s in expanded_flat(cfg, symmetry=False):
-        pre = state(s)
-        for m, t, _outs, _bad in comp.expand(s):
-            mv = comp.moves[m]
-            args = mv.args
-            tok = ".".join(
-                [mv.action.name, inst_name(args["r"])]
-                + ([id_name(args["i"])] if "i" in args else [])
-            )
-            post = state(t)
-            edges.setdefault(pre, {})[tok] = (post, changes(pre, post))
-    return edges
+    def edges(pre) -> dict:
+        out = expanded.get(pre)
+        if out is None:
+            out = expanded[pre] = {}
+            for m, t, _outs, _bad in comp.expand(flat[pre]):
+                mv = comp.moves[m]
+                args = mv.args
+                tok = ".".join(
+                    [mv.action.name, inst_name(args["r"])]
+                    + ([id_name(args["i"])] if "i" in args else [])
+                )
+                post = state(t)
+                out[tok] = (post, changes(pre, post))
+        return out
+
+    return state(comp.initial()), edges
 
 
 def _table(v: dict) -> dict:
@@ -189,8 +196,7 @@ def test_enabled_moves_are_the_explorers_edges(base, design, revision, transport
     reaches is offered, and edges alike but for a hidden argument that reach one state are
     offered once."""
     cfg = Config(DESIGNS[design], revision, transport, ids=ids, requests=2)
-    edges = _graph(cfg)
-    s0 = next(iter(edges))  # the explorer reports the initial state's edges first
+    s0, edges = _graph(cfg)
     rng = random.Random(7)
     q = dict(design=design, revision=revision, transport=transport, ids=ids, requests=2)
     seen_states = 0
@@ -199,19 +205,20 @@ def test_enabled_moves_are_the_explorers_edges(base, design, revision, transport
         for _ in range(14):
             v = view(base, **q, path="-".join(path))
             offered = {e["token"]: e["changes"] for e in v["enabled"]}
-            expected = {t: ch for t, (_, ch) in edges.get(s, {}).items()}
+            out = edges(s)
+            expected = {t: ch for t, (_, ch) in out.items()}
             where = f"at {'-'.join(path) or 'the initial state'}"
             assert set(offered) <= set(expected), where
             assert all(offered[t] == expected[t] for t in offered), where
-            targets = {target for target, _ in edges.get(s, {}).values()}
-            assert {edges[s][t][0] for t in offered} == targets, where
+            targets = {target for target, _ in out.values()}
+            assert {out[t][0] for t in offered} == targets, where
             assert _table(v) == _rendered(s), f"at {'-'.join(path) or 'the initial state'}"
             seen_states += 1
             if not offered:
                 break
             tok = rng.choice(sorted(offered))
             path.append(tok)
-            s = edges[s][tok][0]
+            s = out[tok][0]
     assert seen_states > 50
 
 

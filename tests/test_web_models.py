@@ -36,7 +36,9 @@ def module(name: str):
 
 @pytest.fixture(scope="module")
 def base():
-    proc, url = start_server("--max-states", str(LIMIT))
+    # the session model's configuration, explored as the server starts, at its smallest: no
+    # test here reads the session page's traces
+    proc, url = start_server("--max-states", str(LIMIT), "--ids", "1", "--requests", "1")
     yield url
     stop_server(proc)
 
