@@ -11,18 +11,23 @@ from types import SimpleNamespace
 import pytest
 
 from mcp_inflight import report
-from mcp_inflight.model.config import ATOMIC, Config, liveness_mutants
+from mcp_inflight.model.config import ATOMIC, DESIGNS, Config, liveness_mutants
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.proofs.explorer import explore as _explore
 from mcp_inflight.proofs.liveness import NAMES, Graph, unanswered
+from support.explored import run
 
 
 @cache
 def explore(cfg: Config, symmetry: bool = True, liveness: bool = False):
     """One explorer run per configuration and options, shared by the tests of this module that
-    ask for the same one (they only read it); on the engine ``check`` runs, native where a C
-    compiler is (it judges liveness as the compiled engine and ``proofs/liveness.py`` do,
-    ``tests/test_native.py``)."""
+    ask for the same one (they only read it), and a design's run without liveness by every test
+    of the test run that asks for it (``support.explored.run``); on the engine ``check`` runs,
+    native where a C compiler is (it judges liveness as the compiled engine and
+    ``proofs/liveness.py`` do, ``tests/test_native.py``)."""
+    d = cfg.design
+    if not liveness and DESIGNS.get(d.name) == d:
+        return run(d.name, cfg.revision, cfg.transport, cfg.ids, cfg.requests, symmetry, cfg.client)
     return _explore(cfg, symmetry=symmetry, liveness=liveness, engine="auto")
 
 

@@ -11,6 +11,7 @@ designs a model (each a build of a second or so, cached afterwards); the slow ru
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache
 
 import pytest
 
@@ -25,9 +26,24 @@ from support.declared import model as _model
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
 
+@cache
+def _run(model: str, design: str, engine: str, bounds: tuple = ()):
+    """A run of ``model``'s ``design`` (at its default bounds but ``bounds``, as pairs) on
+    ``engine``, shared by the tests of this module that ask for the same one (they only read
+    it)."""
+    return explore(_model(model).spec(design, **dict(bounds)), engine=engine)
+
+
 def _agree(spec, **kw):
-    compiled = explore(spec, engine="compiled", **kw)
-    ran = explore(spec, engine="native", **kw)
+    return _same(explore(spec, engine="compiled", **kw), explore(spec, engine="native", **kw))
+
+
+def _agree_on(model: str, design: str, bounds: tuple = ()):
+    """:func:`_agree` on ``model``'s ``design`` as declared, from the shared runs."""
+    return _same(_run(model, design, "compiled", bounds), _run(model, design, "native", bounds))
+
+
+def _same(compiled, ran):
     assert compiled.engine == "compiled" and ran.engine == "native"
     assert compiled.states > 1
     assert found(ran) == found(compiled)
@@ -50,12 +66,12 @@ def _session(design, revision, transport="http", ids=1, requests=2):
 #: the default run: a safe design and a mutant where a model has a liveness property or a
 #: cheap space, one design elsewhere, tasks at one request; every design in the slow run
 CASES = [
-    ("lease", "fenced", {}),
-    ("lease", "unfenced", {}),
-    ("rounds", "no-expiry", {}),
-    ("resume", "shared-store", {}),
-    ("tasks", "fresh-bound", {"requests": 1}),
-    *[("subscriptions", d, {}) for d in _model("subscriptions").DESIGNS],
+    ("lease", "fenced", ()),
+    ("lease", "unfenced", ()),
+    ("rounds", "no-expiry", ()),
+    ("resume", "shared-store", ()),
+    ("tasks", "fresh-bound", (("requests", 1),)),
+    *[("subscriptions", d, ()) for d in _model("subscriptions").DESIGNS],
 ]
 
 
@@ -63,7 +79,7 @@ CASES = [
     ("model", "design", "bounds"), CASES, ids=[f"{m}-{d}" for m, d, _ in CASES]
 )
 def test_the_native_engine_finds_what_the_compiled_engine_finds(model, design, bounds):
-    _agree(_model(model).spec(design, **bounds))
+    _agree_on(model, design, bounds)
 
 
 @pytest.mark.slow
@@ -86,14 +102,13 @@ def test_the_native_engine_agrees_on_every_session_design_over_http(design, revi
 
 
 def test_a_mutants_failure_is_found_natively_with_its_shortest_trace():
-    L = _model("lease")
-    compiled, ran = _agree(L.spec("unfenced"))
+    compiled, ran = _agree_on("lease", "unfenced")
     broken = ran.broken()
     assert broken and broken == compiled.broken()
     for name in broken:
         assert ran.traces[name] == compiled.traces[name] and ran.traces[name]
     assert not ran.ok
-    assert _agree(L.spec("fenced"))[1].ok
+    assert _agree_on("lease", "fenced")[1].ok
 
 
 def test_liveness_fails_natively_where_a_fair_run_can_stay_away_from_the_goal():
@@ -102,10 +117,10 @@ def test_liveness_fails_natively_where_a_fair_run_can_stay_away_from_the_goal():
         spec = L.spec(design)
         if not any(p.kind == "liveness" for p in spec.props):
             continue
-        compiled = explore(spec, engine="compiled")
+        compiled = _run("lease", design, "compiled")
         live = [p.name for p in spec.props if p.kind == "liveness"]
         if any(compiled.verdicts[n] == "fails" for n in live):
-            ran = explore(spec, engine="native")
+            ran = _run("lease", design, "native")
             assert [ran.verdicts[n] for n in live] == [compiled.verdicts[n] for n in live]
             assert {n: ran.traces.get(n) for n in live} == {n: compiled.traces.get(n) for n in live}
             # the lasso's loop, walked on the edges the C search kept, is the compiled engine's
@@ -118,7 +133,7 @@ def test_liveness_fails_natively_where_a_fair_run_can_stay_away_from_the_goal():
 def test_an_early_stop_and_a_state_limit_are_kept_as_the_compiled_engine_keeps_them():
     L = _model("lease")
     spec = L.spec("unfenced")
-    until = explore(spec, engine="compiled").broken()[:1]
+    until = _run("lease", "unfenced", "compiled").broken()[:1]
     _, ran = _agree(spec, until=until)
     assert not ran.complete and NOT_JUDGED in ran.verdicts.values()
     _, cut = _agree(spec, max_states=200)
@@ -146,7 +161,8 @@ def test_a_canon_and_symmetry_are_refused_with_their_reasons():
 def test_a_write_to_a_none_key_stops_the_native_search_as_a_model_bug():
     L = _model("lease")
     spec = L.spec("fenced")
-    fires = next(a for a in spec.acts if explore(spec).coverage[a.name] > 0)
+    coverage = _run("lease", "fenced", "compiled").coverage
+    fires = next(a for a in spec.acts if coverage[a.name] > 0)
     var = next(v for v in spec.vars if v.keys is not None)
 
     def unmasked(b, s, **kw):
@@ -195,7 +211,7 @@ def test_the_declared_checker_runs_native_and_says_why_when_it_does_not(monkeypa
     spec = _model("subscriptions").spec("graceful-response")
     ran = declared.explore(spec, engine="fastest")
     assert ran.engine == "native"
-    assert found(ran) == found(explore(spec, engine="compiled"))
+    assert found(ran) == found(_run("subscriptions", "graceful-response", "compiled"))
     v = spec.vars[0]
     wide = replace(spec, vars=(Var(v.name, v.lo, 300, v.init, v.keys), *spec.vars[1:]))
     fell = declared.explore(wide, engine="fastest")

@@ -24,6 +24,7 @@ from mcp_inflight.model.properties import PROPERTIES, PROPERTY, WITNESSES
 from mcp_inflight.model.property_kinds import judged
 from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.native import available
+from support.explored import run
 
 CFG = Config(DESIGNS["atomic"], "2026-07-28", "stdio", 2, 2)
 ENGINES = ["compiled", "interpreted"] + (["native"] if available() else [])
@@ -181,7 +182,8 @@ def test_a_witness_whose_path_is_not_in_the_design_does_not_apply():
     assert not S.ACTION["refuse"].applies(cfg)
     assert not PROPERTY["duplicate_refused"].applies(cfg)
     assert PROPERTY["duplicate_refused"].applies(CFG)
-    r = explore(cfg, progress=False)
+    r = run("unguarded", "2026-07-28", "stdio")  # cfg's run, shared by the tests that ask for it
+    assert r.cfg == cfg and r.symmetry
     assert not r.verdict("duplicate_refused").applies
     plain = explore(cfg, progress=False, properties=_without_path("duplicate_refused", True))
     assert plain.verdict("duplicate_refused").trace[-1].action == "reject"
