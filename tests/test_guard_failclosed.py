@@ -58,6 +58,21 @@ class _Asking:
         self.done.set()
 
 
+def _answer(c: httpx.Client, url: str, headers: dict, first: _Asking) -> None:
+    """Accept the in-flight request's elicitation; the request then ends with its own
+    response."""
+    ask = next(m for m in first.messages if m.get("method") == "elicitation/create")
+    answer = {
+        "jsonrpc": "2.0",
+        "id": ask["id"],
+        "result": {"action": "accept", "content": {"ok": True}},
+    }
+    assert c.post(url, headers=headers, json=answer).status_code == 202
+    assert first.done.wait(10)
+    final = first.messages[-1]
+    assert final["id"] == IN_FLIGHT and "ask:held:accept" in json.dumps(final)
+
+
 # JSON the SDK's parser (pydantic-core) accepts and a strict reader refuses or reads otherwise
 HOSTILE_NUMBERS = ["NaN", "Infinity", "-Infinity", "1E400", "1E999", "-1E400", "2.5e+308"]
 # spellings of the in-flight id, as the SDK reads them
@@ -108,13 +123,14 @@ def test_the_generated_bodies_are_what_the_property_needs(body):
         assert pydantic_core.from_json(body)["id"] == IN_FLIGHT
 
 
-def test_no_lax_duplicate_of_an_in_flight_id_reaches_the_sdk():
+def test_no_lax_duplicate_of_an_in_flight_id_reaches_the_sdk(sdk_guarded):
     """The property over JSON the SDK accepts and strict JSON does not: a duplicate of an
     in-flight id is never served (400 or 409, never 200), and the first request still gets
-    its own elicitation answered and its own response."""
-    proc, url = sdk_server("--guard")
+    its own elicitation answered and its own response.  On the run's guarded SDK server
+    (``sdk_guarded``), in a session of this test's own."""
+    url = sdk_guarded
+    c, h = _raw_session(url)
     try:
-        c, h = _raw_session(url)
         first = _Asking(url, h)
 
         @settings(
@@ -130,19 +146,9 @@ def test_no_lax_duplicate_of_an_in_flight_id_reaches_the_sdk():
                 assert r.status_code == 409 and r.json()["error"]["data"] == {"id": IN_FLIGHT}
 
         one()
-        ask = next(m for m in first.messages if m.get("method") == "elicitation/create")
-        answer = {
-            "jsonrpc": "2.0",
-            "id": ask["id"],
-            "result": {"action": "accept", "content": {"ok": True}},
-        }
-        assert c.post(url, headers=h, json=answer).status_code == 202
-        assert first.done.wait(10)
-        final = first.messages[-1]
-        assert final["id"] == IN_FLIGHT and "ask:held:accept" in json.dumps(final)
-        c.close()
+        _answer(c, url, h, first)
     finally:
-        stop(proc)
+        c.close()
 
 
 def test_a_body_over_the_limit_is_refused_unread_whatever_its_content_length_says():
@@ -194,6 +200,9 @@ def test_a_raised_sdk_limit_does_not_let_a_large_duplicate_past_the_guard():
         r = c.post(url, headers=h, content=body)
         assert r.status_code == 413
         assert not first.done.is_set()
+        # the first request, still in flight, is answered and gets its own response (a server
+        # stopped with a stream open waits seconds for it to close)
+        _answer(c, url, h, first)
         c.close()
     finally:
         stop(proc)

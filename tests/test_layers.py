@@ -9,6 +9,7 @@ application.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -52,9 +53,12 @@ def module_of(path: pathlib.Path) -> str:
     return ".".join([PACKAGES[top], *names])
 
 
-def imports(source: str, module: str, is_package: bool) -> list[tuple[int, str]]:
-    """Every project module named by an import in ``source`` (absolute and relative)."""
-    out = []
+@functools.cache
+def imports(source: str, module: str, is_package: bool) -> tuple[tuple[int, str], ...]:
+    """Every project module named by an import in ``source`` (absolute and relative).  A pure
+    function of its arguments, kept per source text: the checks below read every file of the
+    project several times, and a file is parsed once per text (a patched text is parsed anew)."""
+    out: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names]
@@ -72,7 +76,7 @@ def imports(source: str, module: str, is_package: bool) -> list[tuple[int, str]]
                 for a in node.names
                 if target in ("mcp_inflight",)
             ]
-    return out
+    return tuple(out)
 
 
 def violations(path: pathlib.Path, source: str | None = None) -> list[str]:

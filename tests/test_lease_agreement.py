@@ -9,11 +9,17 @@ instance runs the operation through ``RedisStore`` (the same scripts the workers
 result and the store afterwards are compared with the model's output and post-state.  Cases
 that the store cannot tell apart (the same action on the same store contents and the same
 instance view) run once.  A script changed to delete by id, as the ``release-by-id`` mutant
-does, is caught by the same comparison."""
+does, is caught by the same comparison.
+
+The model's transitions are taken by its compiled engine (``proofs/compiled_spec.py``, the
+explorer's default for a declared model: each move's guard, output and writes generated as
+Python, on the same states as the concrete reading of the rules, which
+``tests/test_compiled_spec.py`` holds it to)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections import deque
 
@@ -23,7 +29,7 @@ from mcp_inflight.impl.core import typed_id
 from mcp_inflight.impl.redis_store import RedisStore
 from mcp_inflight.model import lease as L
 from mcp_inflight.model import lease_state as LS
-from mcp_inflight.proofs.stepping import successors
+from mcp_inflight.proofs.compiled_spec import compile_spec
 from support.redis_workers import REDIS_SERVER
 
 pytestmark = pytest.mark.skipif(
@@ -34,16 +40,23 @@ S = "agree"
 STORE_ACTIONS = ("claim", "renew", "write", "release", "expire")
 
 
+@functools.cache
 def cases(cfg: LS.Config) -> dict:
     """Every distinct store case of the explored space: (action, the acting instance's id,
-    worker and token, the claims, the fence) -> (model output, model's claims and fence after)."""
+    worker and token, the claims, the fence) -> (model output, model's claims and fence after).
+    Made once per configuration and only read: the tests of a configuration share it."""
     spec = L.spec_of(cfg)
-    b = spec.logic()
+    fire = compile_spec(spec).fire
+    moves = [(m, f) for m, f in zip(spec.moves(), fire, strict=True) if f is not None]
     start = spec.initial()
     seen, queue, out = {start}, deque([start]), {}
     while queue:
         s = queue.popleft()
-        for m, post, o in successors(spec, s, b):
+        for m, f in moves:
+            taken = f(s)
+            if taken is None:
+                continue
+            post, o = taken
             if m.name in STORE_ACTIONS:
                 r = m.kw.get("r")
                 view = (s.rid[r], s.wk[r], s.tok[r]) if r is not None else (m.kw["i"], None, None)
