@@ -39,17 +39,34 @@ def transitions(spec: Spec) -> Iterable[tuple[Any, Move, Any]]:
         yield pre, m, post
 
 
-def transitions_out(spec: Spec) -> Iterable[tuple[Any, Move, Any, Any]]:
-    """Every transition ``(pre, move, post, output)`` of the reachable space, breadth first."""
-    b = spec.logic()
+#: a move's step: ``s -> (post, output)``, or None where the move is not enabled on ``s``
+Fire = Callable[[Any], "tuple[Any, Any] | None"]
+
+
+def transitions_out(
+    spec: Spec, fire: list[Fire | None] | None = None
+) -> Iterable[tuple[Any, Move, Any, Any]]:
+    """Every transition ``(pre, move, post, output)`` of the reachable space, breadth first.
+    ``fire``: per move of ``spec.moves()``, its step (None: never enabled), as
+    ``proofs/compiled_spec.py:compile_spec`` generates them; default: each move taken through
+    the rules as written (``proofs/stepping.py:take``)."""
     moves = list(spec.moves())
+    if fire is None:
+        b = spec.logic()
+
+        def taking(m: Move) -> Fire:
+            return lambda s: take(spec, s, m, b)
+
+        steps = [(m, taking(m)) for m in moves]
+    else:
+        steps = [(m, f) for m, f in zip(moves, fire, strict=True) if f is not None]
     init = spec.initial()
     seen = {init}
     queue = deque([init])
     while queue:
         s = queue.popleft()
-        for m in moves:
-            t = take(spec, s, m, b)
+        for m, step in steps:
+            t = step(s)
             if t is None:
                 continue
             yield s, m, t[0], t[1]

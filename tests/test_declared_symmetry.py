@@ -15,7 +15,6 @@ reduction by it (``explore(spec, symmetry=True)``).
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from functools import cache
 from typing import Any
 
@@ -30,6 +29,7 @@ from mcp_inflight.proofs import declared_symmetry as ds
 from mcp_inflight.proofs.compiled_spec import compile_spec
 from mcp_inflight.proofs.explorer import Explored, explore, symmetry_of
 from mcp_inflight.proofs.prove import all_designs
+from mcp_inflight.proofs.walk import transitions_out
 
 
 def _session(design: str, revision: str, ids: int, transport: str = "http") -> Spec:
@@ -298,19 +298,10 @@ def test_a_sort_left_out_is_not_renamed() -> None:
 
 
 def _reachable(sp: Spec) -> set[Any]:
-    """The reachable states of ``sp``, breadth first on its generated rules (the states the
-    concrete reading reaches: tests/test_compiled_spec.py)."""
-    fire = [f for f in compile_spec(sp).fire if f is not None]
-    init = sp.initial()
-    out = {init}
-    queue = deque([init])
-    while queue:
-        s = queue.popleft()
-        for f in fire:
-            t = f(s)
-            if t is not None and t[0] not in out:
-                out.add(t[0])
-                queue.append(t[0])
+    """The reachable states of ``sp``, walked on its generated rules (the states the concrete
+    reading reaches: tests/test_compiled_spec.py)."""
+    out = {sp.initial()}
+    out.update(post for _, _, post, _ in transitions_out(sp, compile_spec(sp).fire))
     return out
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections import deque
 
 import pytest
 
@@ -30,6 +29,7 @@ from mcp_inflight.impl.redis_store import RedisStore
 from mcp_inflight.model import lease as L
 from mcp_inflight.model import lease_state as LS
 from mcp_inflight.proofs.compiled_spec import compile_spec
+from mcp_inflight.proofs.walk import transitions_out
 from support.redis_workers import REDIS_SERVER
 
 pytestmark = pytest.mark.skipif(
@@ -46,25 +46,13 @@ def cases(cfg: LS.Config) -> dict:
     worker and token, the claims, the fence) -> (model output, model's claims and fence after).
     Made once per configuration and only read: the tests of a configuration share it."""
     spec = L.spec_of(cfg)
-    fire = compile_spec(spec).fire
-    moves = [(m, f) for m, f in zip(spec.moves(), fire, strict=True) if f is not None]
-    start = spec.initial()
-    seen, queue, out = {start}, deque([start]), {}
-    while queue:
-        s = queue.popleft()
-        for m, f in moves:
-            taken = f(s)
-            if taken is None:
-                continue
-            post, o = taken
-            if m.name in STORE_ACTIONS:
-                r = m.kw.get("r")
-                view = (s.rid[r], s.wk[r], s.tok[r]) if r is not None else (m.kw["i"], None, None)
-                key = (m.name, view, s.ctok, s.cw, s.fence)
-                out.setdefault(key, (o, (post.ctok, post.cw, post.fence)))
-            if post not in seen:
-                seen.add(post)
-                queue.append(post)
+    out: dict = {}
+    for s, m, post, o in transitions_out(spec, compile_spec(spec).fire):
+        if m.name in STORE_ACTIONS:
+            r = m.kw.get("r")
+            view = (s.rid[r], s.wk[r], s.tok[r]) if r is not None else (m.kw["i"], None, None)
+            key = (m.name, view, s.ctok, s.cw, s.fence)
+            out.setdefault(key, (o, (post.ctok, post.cw, post.fence)))
     return out
 
 
