@@ -18,7 +18,7 @@ group (per sort with two or more values a swap of its first two, and a rotation 
 or more: they compose every renaming, so commutation with them gives it for all).  The states
 checked are those reached from the initial state by moves *and* by the generators, breadth first:
 every renaming of a checked state is then checked too (a reachable state's renaming need not be
-reachable: the lease's unsent instances keep id 0), which is what the composition argument needs.
+reachable), which is what the composition argument needs.
 At most ``limit`` states are checked (the result says whether that was all).  The first rule that
 breaks it is named: the guard, effect or output of an action, or a property, with the renaming,
 the state and the move.
@@ -32,8 +32,9 @@ lease's arrivals and the session's sends, ``model/session_conditions.py:SLOT_ORD
 so a renaming of all instances is not a symmetry).  A slot is *used* once a variable keyed by
 the sort leaves its initial value there (a variable whose values a renaming keeps at it: one
 naming no sort, or starting at ``NONE``); the used slots of a state form a prefix, and a move
-never frees one.  Renaming the used slots among themselves keeps the fresh ones in place, so
-the states related by such renamings (of each state its own used slots) are an equivalence,
+never frees one.  Renaming the used slots among themselves keeps the fresh ones in place, their
+values too (a fresh slot's initial id names nothing yet: the move that uses the slot writes it,
+and a rule that read it first would fail the check), so the states related by such renamings (of each state its own used slots) are an equivalence,
 and, when the rules commute with them, a bisimulation.  The check then takes, per state, the
 generators of the renamings of its used slots, and checks both conditions on every state and
 move (a used slot after a fresh one, a move that frees a used slot: each named as the rule that
@@ -198,10 +199,15 @@ def group(spec: Spec, key: tuple[int, ...] | None = None) -> list[Renaming]:
     return _renamings(spec, key or (0,) * len(ordered(spec)), True)
 
 
-def renamer(spec: Spec, pi: Renaming) -> Callable[[Any], Any]:
+def renamer(spec: Spec, pi: Renaming, key: tuple[int, ...] | None = None) -> Callable[[Any], Any]:
     """``s -> pi(s)`` as generated Python: each keyed slot moved to its renamed key, each value
-    of a ``ref`` renamed (``NONE`` kept), then the spec's ``canon``."""
+    of a ``ref`` renamed (``NONE`` kept), then the spec's ``canon``.  ``key``: the number of
+    used slots of each ordered sort in the states it renames (as :class:`Canon` groups them);
+    a fresh slot of an ordered sort keeps its values as they are, a ``ref`` included (the lease's
+    unsent instances keep id 0, the session's their ``rid`` 0: the initial value of a slot no
+    move has used yet, which the send that uses it overwrites, is no name of anything)."""
     env: dict[str, Any] = {"T": spec.state_type, "C": spec.canon}
+    fresh_from = dict(zip(ordered(spec), key or (), strict=False))
     parts = []
     for n, v in enumerate(spec.vars):
         vp = pi.of(v.ref)
@@ -219,7 +225,14 @@ def renamer(spec: Spec, pi: Renaming) -> Callable[[Any], Any]:
         if kp is not None:
             for k, to in enumerate(kp):
                 inv[to] = k
-        parts.append("(" + "".join(val(f"s[{n}][{k}]") + ", " for k in inv) + ")")
+        first_fresh = fresh_from.get(v.sort, v.keys) if v.sort is not None else v.keys
+        parts.append(
+            "("
+            + "".join(
+                (val(f"s[{n}][{k}]") if k < first_fresh else f"s[{n}][{k}]") + ", " for k in inv
+            )
+            + ")"
+        )
     body = f"T({', '.join(parts)})"
     src = f"def rename(s):\n    return {body if spec.canon is None else f'C({body})'}\n"
     exec(compile(src, f"<renaming {pi}>", "exec"), env)
@@ -249,7 +262,7 @@ class Canon:
         found = self._at.get(key)
         if found is None:
             rs = group(self.spec, key)
-            found = self._at[key] = (rs, [renamer(self.spec, pi) for pi in rs])
+            found = self._at[key] = (rs, [renamer(self.spec, pi, key) for pi in rs])
         return found
 
     def __call__(self, s: Any) -> Any:
@@ -332,11 +345,19 @@ def check(spec: Spec, rules: Any, limit: int = LIMIT) -> SymmetryResult:
     def result(count: int, complete: bool, broken: Broken | None) -> SymmetryResult:
         return SymmetryResult(spec.label(), sizes, left, count, complete, broken)
 
+    renamers: dict[tuple[Renaming, tuple[int, ...]], Callable[[Any], Any]] = {}
+
+    def rename(pi: Renaming, key: tuple[int, ...]) -> Callable[[Any], Any]:
+        found = renamers.get((pi, key))
+        if found is None:
+            found = renamers[pi, key] = renamer(spec, pi, key)
+        return found
+
     def gens(key: tuple[int, ...]) -> list[tuple[Renaming, Callable[[Any], Any], list[int]]]:
         found = gens_at.get(key)
         if found is None:
             found = gens_at[key] = [
-                (pi, renamer(spec, pi), [at[pi.move(m)] for m in moves])
+                (pi, rename(pi, key), [at[pi.move(m)] for m in moves])
                 for pi in generators(spec, key)
             ]
         return found
@@ -365,10 +386,12 @@ def check(spec: Spec, rules: Any, limit: int = LIMIT) -> SymmetryResult:
             return result(count, False, Broken(rule, "-", s, "-"))
         mine = [None if f is None else f(s) for f in rules.fire]
         nxt = []
+        keys_after: list[tuple[int, ...] | None] = [None] * len(mine)
         for k, t in enumerate(mine):
             if t is None:
                 continue
             after, sort = order(t[0])
+            keys_after[k] = after
             if after is None:
                 rule = f"the order of {sort} (a used slot after a fresh one)"
             else:
@@ -395,7 +418,9 @@ def check(spec: Spec, rules: Any, limit: int = LIMIT) -> SymmetryResult:
                 if (t is None) != (u is None):
                     where = f"the guard of {m.name}"
                 elif t is not None and u is not None:
-                    if fn(t[0]) != u[0]:
+                    after = keys_after[k]
+                    assert after is not None  # else the order was refused above
+                    if rename(pi, after)(t[0]) != u[0]:
                         where = f"the effect of {m.name}"
                     elif pi.output(m, t[1]) != dict(u[1]):
                         where = f"the output of {m.name}"
