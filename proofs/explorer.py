@@ -30,9 +30,13 @@ checked that the rules and properties commute with renaming; otherwise it runs u
 says why in :attr:`Explored.symmetry`.  Each orbit is reached at the least depth of its members,
 so every verdict and every shortest trace length is that of the unreduced run; a trace is
 rebuilt as a real run from the initial state, each move renamed onto the real state and taken
-by the concrete rules.  A model with liveness properties runs unreduced: they are judged under
-the weak fairness of moves, and the reduced graph names each move as on its orbit's
-representative, not as on the run.
+by the concrete rules.  Liveness is judged under reduction exactly as on the whole graph: the
+reduced graph names each move as on its orbit's representative, not as on the run, so weak
+fairness is not read there; a component of goal-less reduced states a run can go round in has
+its orbits unfolded (every renaming of its states and every real move between them) and is
+judged on the real moves, a lasso's loop walked among them from the real state its trace ends
+in; a component of one state with no move back into its orbit is judged on its representative
+(each renaming of it is such a state, its moves renamed alike).
 
 A failure comes back as a trace: the moves from the initial state, each with its story and only
 the variables it changed.  The space walked for its other readers (a shortest run to a state,
@@ -50,6 +54,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
 
+from . import liveness
 from .explored import NOT_JUDGED, Explored, default_sink, stoppable
 from .progress import Silent, Sink, Tracker, sink_for
 from .stepping import take
@@ -316,6 +321,38 @@ def _search(
     res.complete = res.complete and not stopped
     tracker.done(res.states, res.transitions, res.depth, res.complete)
 
+    def unfold(comp: list[int]) -> liveness.Unfolded:
+        """The real states of the orbits of reduced component ``comp`` and the moves between
+        them (each real move, to the real successor, or -1 where it leaves the component)."""
+        assert canon is not None
+        members = set(comp)
+        real = liveness.Unfolded()
+        for n in comp:
+            for rename in canon.group(states[n])[1]:
+                real.add(rename(states[n]), n)
+        i = 0
+        while i < len(real.states):
+            x = real.states[i]
+            row = []
+            for j, (_, fire, _, _) in enumerate(table):
+                fired = fire(x)
+                if fired is not None:
+                    k = index.get(canon(fired[0]), -1)
+                    row.append((j, real.add(fired[0], k) if k in members else -1))
+            real.edges.append(row)
+            i += 1
+        return real
+
+    def trace_to(n: int) -> tuple[list[dict[str, Any]], Any]:
+        """A reduced run's trace to state ``n`` and the real state it ends in."""
+        from .declared_symmetry import replay
+
+        assert canon is not None
+        tr, x, wrong = replay(spec, canon, states, parent, n)
+        if wrong is not None:
+            res.errors.append(f"symmetry: a reduced trace does not replay: {wrong}")
+        return tr, x
+
     def trace(n: int, last: tuple[Any, Any, Any, Any] | None = None) -> list[dict[str, Any]]:
         if canon is not None:
             from .declared_symmetry import replay
@@ -340,16 +377,23 @@ def _search(
                 res.traces[key] = trace(reached[p.name][0], reached[p.name])
         elif p.kind == "liveness":
             fair = {j for j, row in enumerate(table) if row[0].act.name in p.fair}
-            found = _fair_violation(goal[p.name], edges, fair)
-            res.verdicts[key] = "holds" if found is None else "fails"
-            if found is not None:
-                bad, comp = found
-                res.traces[key] = trace(bad)
-                if canon is None:  # a reduced state's successors are renamed: no plain loop
+            if canon is None:
+                found = liveness.fair_violation(goal[p.name], edges, fair)
+                res.verdicts[key] = "holds" if found is None else "fails"
+                if found is not None:
+                    bad, comp = found
+                    res.traces[key] = trace(bad)
                     res.loops[key] = [
                         render_step(spec, table[j][0], states[n], *table[j][1](states[n]))
                         for n, j in tour(bad, set(comp), edges)
                     ]
+                continue
+            unfolded = liveness.fair_violation_reduced(goal[p.name], edges, fair, unfold)
+            res.verdicts[key] = "holds" if unfolded is None else "fails"
+            if unfolded is not None:
+                bad, real = unfolded
+                res.traces[key], x = trace_to(bad)
+                res.loops[key] = real.loop(x, table, spec)
         elif p.name in failed:
             res.verdicts[key] = "fails"
             res.traces[key] = trace(failed[p.name][0], failed[p.name])
@@ -398,14 +442,6 @@ def _reduction(spec: Spec, rules: _Rules, res: Explored) -> Any:
         res.symmetry = "unreduced: no declared sort has two or more values to rename"
         return None
     sym = check(spec, rules)
-    if sym.ok and any(p.kind == "liveness" for p in spec.props):
-        # the reduced graph names each move as on its orbit's representative, so the weak
-        # fairness of a move cannot be read there as it is on the runs themselves
-        res.symmetry = (
-            "unreduced: liveness under the weak fairness of moves is judged on the whole "
-            "graph (" + sym.text() + ")"
-        )
-        return None
     res.symmetry = ("reduced: " if sym.ok else "unreduced: ") + sym.text()
     return Canon(spec) if sym.ok else None
 
@@ -467,39 +503,6 @@ def _trace(
         steps.append(render_step(spec, m, states[k], states[n], out))
         n = k
     return steps[::-1]
-
-
-def _fair_violation(
-    goal: list[bool], edges: list[list[tuple[int, int]]], fair: set[int]
-) -> tuple[int, list[int]] | None:
-    """A state from which a run weakly fair to the moves ``fair`` (rows of the move table)
-    can stay forever where the goal does not hold, and the component it can stay in; or None
-    when every such run reaches the goal.
-
-    Such a run ends in a strongly connected component of the states where the goal fails
-    (a single state counts: stuttering is always allowed) and visits all of it forever; it is
-    fair when every fair move is either taken inside the component or disabled in one of its
-    states (weak fairness: a move that stays enabled is eventually taken).  Returned: the
-    first such state in breadth-first order (its shortest run is the trace's prefix)."""
-    from .liveness import sccs
-
-    found: tuple[int, list[int]] | None = None
-    bad = [not g for g in goal]
-    # the graph of the goal-less states only: a good state has no edge there
-    succ = [[k for _, k in edges[n] if bad[k]] if bad[n] else [] for n in range(len(goal))]
-    for comp in sccs(succ):
-        if not bad[comp[0]]:
-            continue
-        members = set(comp)
-        inside = {j for n in comp for j, k in edges[n] if k in members}
-        everywhere = set.intersection(*({j for j, _ in edges[n]} for n in comp))
-        # a fair move enabled in every state of the component and never taken inside it
-        # would have to be taken: such a component is no place for a fair run to stay
-        if not (fair & everywhere) - inside:
-            first = min(comp)
-            if found is None or first < found[0]:
-                found = (first, sorted(comp))
-    return found
 
 
 # --- walking the space for other readers -----------------------------------------------------

@@ -1,4 +1,6 @@
-"""Liveness over the explored state graph (``proofs/session_search.py`` records it when asked).
+"""Liveness over the explored state graph: the session's (``proofs/session_search.py`` records
+its graph when asked) and, at the end, the declared models' ``eventually`` properties as the one
+explorer (``proofs/explorer.py``) judges them, on the whole graph or on a reduced one.
 
 Three properties, judged on the graph whose nodes are the explored states (their canonical
 keys under symmetry) and whose edges are the moves between them:
@@ -36,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mcp_inflight.model.declare import Spec, render_step
+
 # the session's liveness properties are stated in the model (``model/eventually.py``); this
 # module judges them on the explored graph
 from mcp_inflight.model.eventually import (
@@ -48,6 +52,8 @@ from mcp_inflight.model.eventually import (
     pending,
 )
 
+from .walk import tour
+
 __all__ = [
     "DOCS",
     "NAMES",
@@ -56,7 +62,12 @@ __all__ = [
     "RESTS_ON",
     "Graph",
     "StateIndex",
+    "Unfolded",
     "fair_actions",
+    "bad_components",
+    "fair_component",
+    "fair_violation",
+    "fair_violation_reduced",
     "find",
     "is_fair",
     "judge_liveness",
@@ -377,3 +388,124 @@ def judge_liveness(
             )
         )
     return out
+
+
+# --- the declared models' liveness (proofs/explorer.py), whole or reduced ------------------------
+
+
+def bad_components(goal: list[bool], edges: list[list[tuple[int, int]]]) -> list[list[int]]:
+    """The strongly connected components of the graph of the states where the goal fails."""
+    bad = [not g for g in goal]
+    # the graph of the goal-less states only: a good state has no edge there
+    succ = [[k for _, k in edges[n] if bad[k]] if bad[n] else [] for n in range(len(goal))]
+    return [comp for comp in sccs(succ) if bad[comp[0]]]
+
+
+def fair_component(comp: list[int], edges: list[list[tuple[int, int]]], fair: set[int]) -> bool:
+    """Whether a run weakly fair to ``fair`` can stay in component ``comp`` forever: every
+    fair move enabled in all of its states is taken inside it."""
+    members = set(comp)
+    inside = {j for n in comp for j, k in edges[n] if k in members}
+    everywhere = set.intersection(*({j for j, _ in edges[n]} for n in comp))
+    # a fair move enabled in every state of the component and never taken inside it
+    # would have to be taken: such a component is no place for a fair run to stay
+    return not (fair & everywhere) - inside
+
+
+class Unfolded:
+    """Real states of some orbits (``states``, numbered by ``add``, each with the reduced
+    state of its orbit in ``node``) and per state its real moves ``(row, successor)``, -1 for a
+    successor outside them."""
+
+    def __init__(self) -> None:
+        self.states: list[Any] = []
+        self.node: list[int] = []
+        self.at: dict[Any, int] = {}
+        self.edges: list[list[tuple[int, int]]] = []
+
+    def add(self, x: Any, node: int) -> int:
+        k = self.at.get(x)
+        if k is None:
+            k = self.at[x] = len(self.states)
+            self.states.append(x)
+            self.node.append(node)
+        return k
+
+    def first_fair(self, fair: set[int]) -> int | None:
+        """The first reduced state (breadth first) whose orbit meets a component of these
+        states that a weakly fair run can stay in, or None when none can be stayed in."""
+        succ = [[k for _, k in row if k >= 0] for row in self.edges]
+        firsts = [
+            min(self.node[n] for n in comp)
+            for comp in sccs(succ)
+            if fair_component(comp, self.edges, fair)
+        ]
+        return min(firsts, default=None)
+
+    def loop(self, x: Any, table: list[Any], spec: Spec) -> list[dict[str, Any]]:
+        """The loop of the lasso from real state ``x`` (the reduced trace's real end): a closed
+        walk through the fair component that holds ``x``.  Every renaming of a fair component
+        is one, and ``x`` is in the orbit of one of its states, so the component of ``x`` is
+        fair too; empty when ``x`` is not among these states (never, for an exact reduction)."""
+        start = self.at.get(x)
+        if start is None:
+            return []
+        succ = [[k for _, k in row if k >= 0] for row in self.edges]
+        comp = next(c for c in sccs(succ) if start in c)
+        return [
+            render_step(spec, table[j][0], self.states[n], *table[j][1](self.states[n]))
+            for n, j in tour(start, set(comp), self.edges)
+        ]
+
+
+def fair_violation_reduced(
+    goal: list[bool],
+    edges: list[list[tuple[int, int]]],
+    fair: set[int],
+    unfold: Callable[[list[int]], Unfolded],
+) -> tuple[int, Unfolded] | None:
+    """:func:`_fair_violation` on a reduced graph, exactly as on the whole one: the first
+    reduced state (breadth first) whose orbit meets a component of real states a weakly fair
+    run can stay in, where the goal fails, and the orbits unfolded around it.
+
+    A reduced state's moves are named as on its representative, so weak fairness is not read
+    on the reduced graph itself.  A reduced component of one state without a move back into its
+    own orbit unfolds into single states, each a renaming of the representative with its moves
+    renamed alike (fairness names actions, which renaming keeps): judged on the representative.
+    Any other component is unfolded (``unfold``: every renaming of its states, and every real
+    move between them) and judged on the real moves."""
+    found: tuple[int, Unfolded] | None = None
+    for comp in bad_components(goal, edges):
+        first = min(comp)
+        if found is not None and first >= found[0]:
+            continue
+        if len(comp) == 1 and all(k != first for _, k in edges[first]):
+            if fair_component(comp, edges, fair):
+                found = (first, Unfolded())
+            continue
+        real = unfold(comp)
+        at = real.first_fair(fair)
+        if at is not None and (found is None or at < found[0]):
+            found = (at, real)
+    return found
+
+
+def fair_violation(
+    goal: list[bool], edges: list[list[tuple[int, int]]], fair: set[int]
+) -> tuple[int, list[int]] | None:
+    """A state from which a run weakly fair to the moves ``fair`` (rows of the move table)
+    can stay forever where the goal does not hold, and the component it can stay in; or None
+    when every such run reaches the goal.
+
+    Such a run ends in a strongly connected component of the states where the goal fails
+    (a single state counts: stuttering is always allowed) and visits all of it forever; it is
+    fair when every fair move is either taken inside the component or disabled in one of its
+    states (weak fairness: a move that stays enabled is eventually taken).  Returned: the
+    first such state in breadth-first order (its shortest run is the trace's prefix)."""
+    found: tuple[int, list[int]] | None = None
+    for comp in bad_components(goal, edges):
+        if fair_component(comp, edges, fair):
+            first = min(comp)
+            if found is None or first < found[0]:
+                found = (first, sorted(comp))
+    return found

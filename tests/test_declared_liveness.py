@@ -4,7 +4,7 @@
 That a goal state stays reachable from every state is not enough: the way there may need an
 action nobody owes (a client's), and a fair run may go round forever without it.  The explorer
 looks for a strongly connected component of goal-less states in which every fair move is taken
-or somewhere disabled (``proofs/explorer.py:_fair_violation``)."""
+or somewhere disabled (``proofs/liveness.py:fair_violation``)."""
 
 from __future__ import annotations
 
@@ -180,3 +180,117 @@ def test_a_property_cannot_lend_an_action_fairness_its_declaration_withholds():
     acts = tuple(dataclasses.replace(a, fair="none") if a.name == "expire" else a for a in sp.acts)
     with pytest.raises(ValueError, match="rests on the weak fairness of expire, which its decl"):
         dataclasses.replace(sp, acts=acts)
+
+
+# --- under symmetry reduction: a component's orbits unfolded ---------------------------------
+
+
+def _baton() -> Spec:
+    """Two holders (sort ``w``) pass a baton ``x`` between them (``pass``); the one not
+    holding it may ``finish`` (``d``).  Both are fair, and the goal is ``d == 1``.  A fair run
+    may pass the baton for ever: ``finish(w)`` is enabled only while the other holds it, so
+    never continuously, and weak fairness does not force it."""
+
+    def done(b, s):
+        """d is set."""
+        return s.d == 1
+
+    return Spec(
+        "baton",
+        "-",
+        {},
+        (Var("x", 0, 1, 0, ref="w"), Var("d", 0, 1, 0)),
+        (
+            Act(
+                "pass",
+                (("w", 2),),
+                lambda b, s, w: b.And(s.x == w, s.d == 0),
+                lambda b, s, w: [Write("x", None, 1 - w)],
+                lambda a: f"{a['w']} passes the baton",
+                fair="weak",
+                sorts=(("w", "w"),),
+            ),
+            Act(
+                "finish",
+                (("w", 2),),
+                lambda b, s, w: b.And(s.x != w, s.d == 0),
+                lambda b, s, w: [Write("d", None, 1)],
+                lambda a: f"{a['w']} finishes",
+                fair="weak",
+                sorts=(("w", "w"),),
+            ),
+        ),
+        (eventually("pass", "finish")(done),),
+        {"w": (0, 1)},
+    )
+
+
+def _lasso_closes(spec: Spec, ex, name: str) -> None:
+    """The reduced run's trace replays, its loop replays from the state it ends in and comes
+    back to it, and the goal fails all along."""
+    start = _replay(spec, ex.traces[name])[-1]
+    loop = _replay(spec, ex.loops[name], start)
+    assert loop[-1] == start
+    goal = next(p for p in spec.props if p.name == name).fn
+    assert not any(goal(spec.logic(), s) for s in loop)
+
+
+def test_under_reduction_a_component_is_judged_on_its_real_moves():
+    spec = _baton()
+    plain, reduced = explore(spec), explore(spec, symmetry=True)
+    assert reduced.symmetry.startswith("reduced: ") and reduced.states < plain.states
+    assert plain.verdicts["done"] == reduced.verdicts["done"] == "fails"
+    assert len(reduced.traces["done"]) == len(plain.traces["done"]) == 0
+    # one orbit, two real states: the loop passes the baton there and back
+    assert [st["action"] for st in reduced.loops["done"]] == ["pass", "pass"]
+    _lasso_closes(spec, reduced, "done")
+
+
+def test_judged_on_the_representatives_moves_the_baton_would_be_said_to_finish(monkeypatch):
+    """What the unfolding is for: on the reduced graph the baton's one orbit is one state
+    with a move back to itself (``pass`` from holder 0, as the representative names it) and
+    ``finish`` from holder 1 enabled there, never taken inside: read there, weak fairness
+    would force it, and the property would hold."""
+    from mcp_inflight.proofs import liveness
+
+    def on_representatives(goal, edges, fair, unfold):
+        found = liveness.fair_violation(goal, edges, fair)
+        return None if found is None else (found[0], liveness.Unfolded())
+
+    monkeypatch.setattr(liveness, "fair_violation_reduced", on_representatives)
+    assert explore(_baton(), symmetry=True).verdicts["done"] == "holds"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(lambda: lease.spec("no-ttl"), id="lease-no-ttl"),
+        pytest.param(lambda: lease.spec("no-ttl", ids=2), id="lease-no-ttl-two-ids"),
+        pytest.param(lambda: lease.spec("fenced"), id="lease-fenced"),
+        pytest.param(
+            lambda: _session_spec("atomic-waits-on-answer", "2025-11-25", "stdio", 1),
+            id="session-waits-on-answer",
+        ),
+        pytest.param(lambda: _session_spec("atomic", "2026-07-28", "http", 2), id="session-atomic"),
+    ],
+)
+def test_liveness_under_reduction_is_the_whole_graphs(spec):
+    spec = spec()
+    plain, reduced = explore(spec, engine="fastest"), explore(spec, symmetry=True)
+    assert reduced.symmetry.startswith("reduced: ") and reduced.states < plain.states
+    assert reduced.verdicts == plain.verdicts and not reduced.errors
+    assert {k: len(v) for k, v in reduced.traces.items()} == {
+        k: len(v) for k, v in plain.traces.items()
+    }
+    for p in spec.props:
+        if p.kind == "liveness" and reduced.verdicts[p.name] == "fails":
+            _lasso_closes(spec, reduced, p.name)
+
+
+def _session_spec(design: str, revision: str, transport: str, ids: int) -> Spec:
+    from mcp_inflight.model.config import Config, liveness_mutants
+    from mcp_inflight.model.session_spec import spec as session_spec
+    from mcp_inflight.proofs.prove import all_designs
+
+    d = {**all_designs(), **liveness_mutants()}[design]
+    return session_spec(Config(d, revision, transport, ids, 2))
