@@ -52,6 +52,10 @@ declaration above meaning what it meant:
   property the protocol cannot guarantee, given a sender it names: judged and reported like a
   step invariant, its failure never fails the run); a step property declared ``with_output``
   reads the move's output as a fifth argument;
+* a spec's ``ranks`` (:class:`Ranks`): send times kept as their ranks among the live ones, an
+  exact abstraction applied after every step (the session's stdio clock), declared as data so
+  that every engine, the native one included, applies the same renumbering; the spec's
+  ``canon`` is that renumbering as a Python function (None without ``ranks``);
 * a spec's ``ordered`` sorts: those whose slots the rules fill in order (a slot is *used* once
   a variable keyed by the sort, naming no sort or starting at ``NONE``, leaves its initial
   value there), each with why: the symmetry
@@ -313,6 +317,40 @@ class Hazard:
 
 
 @dataclass(frozen=True)
+class Ranks:
+    """Send times kept by their order alone: ``clock`` (a scalar) is the next time, and each of
+    ``stamps`` is a variable of times with the condition ``live(b, s, k)`` under which its slot
+    ``k`` holds one that is still read.  After every step each live time is replaced by its
+    rank among all live ones (ordered by time, then by the stamp's place in ``stamps``, then
+    by slot), every other time by 0, and the clock by their number.  Exact when only the order
+    of live times is ever read: every guard, effect and property gives the same answer before
+    and after (the model says why; its agreement tests show it)."""
+
+    clock: str
+    stamps: tuple[tuple[str, Callable[[Any, Any, int], Any]], ...]
+
+    def function(self, spec: Spec) -> Callable[[Any], Any]:
+        """The renumbering as a function of a state of ``spec``."""
+        b = spec.logic()
+        stamps = [(name, live, spec.var(name).keys or 1) for name, live in self.stamps]
+
+        def ranked(s: Any) -> Any:
+            live = sorted(
+                (getattr(s, name)[k], j, k)
+                for j, (name, is_live, keys) in enumerate(stamps)
+                for k in range(keys)
+                if is_live(b, s, k)
+            )
+            times = [[0] * keys for _, _, keys in stamps]
+            for rank, (_, j, k) in enumerate(live):
+                times[j][k] = rank
+            new = {name: tuple(ts) for (name, _, _), ts in zip(stamps, times, strict=True)}
+            return s._replace(**new, **{self.clock: len(live)})
+
+        return ranked
+
+
+@dataclass(frozen=True)
 class Spec:
     """One small model at one design and bounds (see the module text)."""
 
@@ -327,10 +365,9 @@ class Spec:
     unbounded: tuple[str, ...] = ()
     run: str = ""
     universes: tuple[tuple[tuple[str, int], ...], ...] = ()
-    #: an exact abstraction of states (every guard, effect and property reads the same before
-    #: and after it), applied to the initial state and to every successor: the session's stdio
-    #: send times renumbered by rank.  None: states are kept as the effects write them.
-    canon: Callable[[Any], Any] | None = field(default=None, compare=False)
+    #: send times kept by rank (:class:`Ranks`), applied to the initial state and to every
+    #: successor: the session's stdio clock.  None: states are kept as the effects write them.
+    ranks: Ranks | None = field(default=None, compare=False)
     #: sorts whose slots the rules fill in order, each with why: ``(sort, reason)`` (a slot is
     #: used once a variable keyed by the sort, naming no sort or starting at ``NONE``, leaves its
     #: initial value there; ``proofs/declared_symmetry.py`` renames only the used slots)
@@ -338,6 +375,8 @@ class Spec:
     #: sorts the rules do not treat alike at all, each with why: ``(sort, reason)``
     asymmetric: tuple[tuple[str, str], ...] = ()
     state_type: Any = field(init=False, repr=False, compare=False)
+    #: :attr:`ranks` as a function of a state (None without them), built once
+    canon: Callable[[Any], Any] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         acts = {x.name: x for x in self.acts}
@@ -358,6 +397,10 @@ class Spec:
         object.__setattr__(
             self, "state_type", namedtuple(f"{self.model}_state", [v.name for v in self.vars])
         )
+        if self.ranks is not None:
+            for name in (self.ranks.clock, *(n for n, _ in self.ranks.stamps)):
+                self.var(name)  # KeyError names a stamp or clock that is not a variable
+        object.__setattr__(self, "canon", None if self.ranks is None else self.ranks.function(self))
 
     def var(self, name: str) -> Var:
         for v in self.vars:

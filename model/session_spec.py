@@ -23,7 +23,7 @@ declaration says of them is read from the session's tables:
   ``reached_on_step``); a hazard is a ``hazard``; a property that does not apply to the profile
   is left out, as the session's explorers report it ``n/a``;
 * the stdio clock's renumbering (``canonical_clock``, an exact abstraction) is the declaration's
-  ``canon``.
+  ``ranks`` (:data:`RANKS`, read from the same table of stamps).
 
 What this reading is checked by, and what it is not yet (``tests/test_session_spec.py``):
 
@@ -53,14 +53,14 @@ from typing import Any
 from . import trace
 from .auxiliary import AUXILIARY
 from .config import Config
-from .declare import Act, Prop, Spec, Var
+from .declare import Act, Prop, Ranks, Spec, Var
 from .eventually import DOCS, answered, fair_actions
 from .logic import NONE, Logic, Outputs
 from .properties import PROPERTIES
 from .property_kinds import Property, reached_on_step
 from .session import ACTION, Action, actions_for
 from .session_conditions import SLOT_ORDER
-from .session_state import FIELDS, Field, canonical_clock, domains
+from .session_state import CLOCK_STAMPS, FIELDS, Field, domains
 from .trace import id_name, inst_name
 
 #: the session's sides in the declaration's words
@@ -214,6 +214,9 @@ def _requests_answered(cfg: Config) -> Prop:
     )
 
 
+#: stdio's send times by rank (``session_state.canonical_clock``, as the declaration says it)
+RANKS = Ranks("clock", CLOCK_STAMPS)
+
 #: The finite universes (request instances, ids) a counterexample to induction is looked for
 #: on, smallest first: the fewest instances and ids that show one.
 CTI_UNIVERSES = ((1, 1), (2, 1), (2, 2), (3, 2), (3, 3), (4, 3))
@@ -233,7 +236,7 @@ def spec(cfg: Config) -> Spec:
         domains=domains(cfg),
         aux=tuple(declared(p, cfg) for p in AUXILIARY if p.applies(cfg)),
         run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",
-        canon=(lambda s: canonical_clock(cfg, s)) if cfg.stdio else None,
+        ranks=RANKS if cfg.stdio else None,
         ordered=(("inst", SLOT_ORDER_WHY),),
         unbounded=("inst", "id"),
         universes=tuple((("inst", n), ("id", m)) for n, m in CTI_UNIVERSES),

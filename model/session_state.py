@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .lifecycle import LIVE, Domain, Life
-from .logic import NONE, Logic
+from .logic import NONE, Concrete, Logic
 
 # --- value domains ------------------------------------------------------------------------
 
@@ -225,6 +225,18 @@ def settled(b: Logic, s: Any) -> Any:
     return b.And(quiescent(b, s), b.ForAll("inst", lambda r: s.cmsg[r] != Cmsg.WIRE))
 
 
+#: The send times ``canonical_clock`` renumbers, in its order of kinds, each with when its slot
+#: holds a time still read: a request's while it is on the wire, a cancel's likewise (the
+#: declaration's ``ranks``, ``model/session_spec.py``, reads this table too).
+CLOCK_STAMPS: tuple[tuple[str, Any], ...] = (
+    ("ts", lambda b, s, r: s.life[r] == Life.SENT),
+    ("cts", lambda b, s, r: s.cmsg[r] == Cmsg.WIRE),
+)
+
+
+_PLAIN = Concrete({})  # the stamps' conditions quantify over nothing
+
+
 def canonical_clock(c: Config, s: State) -> State:
     """Renumber send times: only the order of *undelivered* messages is ever read (``in_order``),
     so times are replaced by their rank among undelivered messages and the rest set to 0.  This
@@ -234,8 +246,10 @@ def canonical_clock(c: Config, s: State) -> State:
     if not c.stdio:
         return s
     pending = sorted(
-        [(s.ts[r], 0, r) for r in range(c.requests) if s.life[r] == Life.SENT]
-        + [(s.cts[r], 1, r) for r in range(c.requests) if s.cmsg[r] == Cmsg.WIRE]
+        (getattr(s, name)[r], kind, r)
+        for kind, (name, live) in enumerate(CLOCK_STAMPS)
+        for r in range(c.requests)
+        if live(_PLAIN, s, r)
     )
     ts = [0] * c.requests
     cts = [0] * c.requests
