@@ -18,11 +18,25 @@ through the concrete rules (``model/declare.py``'s ``take``, the outputs read co
 its last state is compared with the packed state the C side found: a move sequence the concrete
 rules do not take to the same state stops the run (:class:`NativeSpecError`), never a wrong trace.
 
+With ``symmetry`` the run is reduced as the compiled engine reduces it: the check of
+``proofs/declared_symmetry.py`` is made first, here in Python on the compiled rules
+(:func:`reduction`: ``Explored.symmetry`` worded as the explorer words it), and only when it
+passes does the C keep one state per orbit, the least of its renamings under the same order as
+Python's tuple comparison (``proofs/native_spec_symmetry.py``: the used slots of each ordered
+sort counted, every renaming of the group at that count tried from a table), so the same
+representatives, counts, depth, coverage, verdicts and deadlocks.  A reduced trace is rebuilt
+by the compiled engine's own replay (``declared_symmetry.replay``) on the states of its path in
+the C search: each move renamed onto the real state before it and taken by the concrete rules,
+and each real state's least renaming, computed in Python, compared with the state the C kept; a
+step that disagrees is reported in ``errors``, as the compiled engine reports it.  When the
+check fails the run is unreduced and says why.
+
 Refused (:class:`~.native_spec_c.Refused`, a ``Refused`` of the compiled engine): a variable
-wider than a signed byte, a spec with a ``canon`` (a Python function), a rule the generator
-cannot read, and symmetry reduction (the least renaming of ``proofs/declared_symmetry.py`` is
-not generated as C; the compiled engine runs it).  Without a C compiler the build fails with
-``proofs/native.py``'s ``BuildError``.
+wider than a signed byte, a spec with a ``canon`` (a Python function, which a renaming would
+pass through too), a rule the generator cannot read, and symmetry asked of a spec with
+liveness properties and a sort to rename (weak fairness is not judged in C on a reduced graph,
+whose moves are named as on each orbit's representative; the compiled engine judges it).
+Without a C compiler the build fails with ``proofs/native.py``'s ``BuildError``.
 """
 
 from __future__ import annotations
@@ -34,10 +48,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_inflight.model.declare import Spec, out_of_range, render_step, take
+from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step, take
 
 from .explored import NOT_JUDGED, Explored, default_sink, stoppable
-from .native_spec_c import Generated, Refused, generate
+from .native_spec_c import Generated, Refused, generate, refusal
 from .progress import Sink, Tracker
 from .walk import tour
 
@@ -51,8 +65,9 @@ class NativeSpecError(RuntimeError):
 
 @dataclass
 class NativeExplored(Explored):
-    """:class:`Explored` of the native engine: the build (generation, compiler or cache, load)
-    and the search (with verdicts and traces) timed apart; ``seconds`` is their sum."""
+    """:class:`Explored` of the native engine: the build (with ``symmetry``, the symmetry check
+    first; generation, compiler or cache, load) and the search (with verdicts and traces) timed
+    apart; ``seconds`` is their sum."""
 
     build_seconds: float = 0.0
     search_seconds: float = 0.0
@@ -88,7 +103,9 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_level": (_L, [_P, _L]),
     "nb_results": (None, [_P, _LP, _LP, _LP, _LP]),
     "nb_path": (_L, [_P, _L, ctypes.POINTER(ctypes.c_int), _L]),
+    "nb_nodes": (_L, [_P, _L, _LP, _L]),
     "nb_state": (None, [_P, _L, _B]),
+    "nb_canon": (None, [_B, _B]),
     "nb_fair": (_L, [_P, ctypes.c_int, _B, _LP, _LP]),
     "nb_edges": (_L, [_P, _L, _IP, _IP, _L]),
     "nb_free": (None, [_P]),
@@ -101,9 +118,10 @@ def _load(source: str) -> Any:
     return open_library(build(source), _SIGNATURES)
 
 
-def prepare(spec: Spec) -> tuple[Generated, Any]:
-    """The generated C of ``spec`` and its loaded library (built or read from the cache)."""
-    gen = generate(spec)
+def prepare(spec: Spec, symmetry: bool = False) -> tuple[Generated, Any]:
+    """The generated C of ``spec`` (with ``symmetry``, keeping the least renaming of each
+    state) and its loaded library (built or read from the cache)."""
+    gen = generate(spec, symmetry)
     return gen, _load(gen.source)
 
 
@@ -119,6 +137,50 @@ def _pack(spec: Spec, s: Any) -> bytes:
     return bytes(int(x) & 0xFF for x in out)
 
 
+def _unpack(spec: Spec, raw: bytes) -> Any:
+    """The state packed in ``raw`` (signed bytes) as the explorer's state tuple."""
+    xs = [x - 256 if x > 127 else x for x in raw]
+    out: list[Any] = []
+    at = 0
+    for v in spec.vars:
+        if v.keys is None:
+            out.append(xs[at])
+            at += 1
+        else:
+            out.append(tuple(xs[at : at + v.keys]))
+            at += v.keys
+    return spec.state_type(*out)
+
+
+def reduction(spec: Spec) -> tuple[str, Any]:
+    """What ``explore(spec, symmetry=True)`` says of its reduction (``Explored.symmetry``,
+    worded as ``proofs/explorer.py:_reduction`` words it) and the canonical form of the orbits
+    (``declared_symmetry.Canon``) when the check passes, else None: the run is unreduced.
+    ``Refused`` for a spec the C does not reduce: one with a ``canon``, and one with liveness
+    properties and a sort to rename (see the module text)."""
+    from .declared_symmetry import Canon, ordered, sorts
+    from .explorer import symmetry_of
+
+    if spec.canon is not None:
+        raise Refused(
+            "symmetry: the spec abstracts its states with a canon (a Python function the C "
+            "cannot run), which every renaming is followed by"
+        )
+    why = refusal(spec)  # before the check, which a refused spec would make for nothing
+    if why is not None:
+        raise Refused(why)
+    if all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()]):
+        return "unreduced: no declared sort has two or more values to rename", None
+    if any(p.kind == "liveness" for p in spec.props):
+        raise Refused(
+            "symmetry with liveness properties: weak fairness is not judged in C on a reduced "
+            "graph, whose moves are named as on each orbit's representative (the compiled "
+            "engine judges it)"
+        )
+    sym = symmetry_of(spec)
+    return ("reduced: " if sym.ok else "unreduced: ") + sym.text(), Canon(spec) if sym.ok else None
+
+
 def search_native(
     spec: Spec,
     max_states: int = 2_000_000,
@@ -127,15 +189,11 @@ def search_native(
     symmetry: bool = False,
 ) -> NativeExplored:
     """``proofs/explorer.py``'s ``explore`` on the native engine (see the module text)."""
-    if symmetry:
-        raise Refused(
-            "symmetry: the least renaming of proofs/declared_symmetry.py is not generated as C "
-            "(run the compiled engine for a reduced search)"
-        )
     t0 = time.perf_counter()
-    gen, lib = prepare(spec)
+    told, canon = reduction(spec) if symmetry else ("", None)
+    gen, lib = prepare(spec, canon is not None)
     t1 = time.perf_counter()
-    res = NativeExplored(spec, engine="native", build_seconds=t1 - t0)
+    res = NativeExplored(spec, engine="native", build_seconds=t1 - t0, symmetry=told)
     tracker = Tracker(spec.label(), progress if progress is not None else default_sink())
     wanted = stoppable(spec, until)
     sp, tp = gen.state_props, gen.step_props
@@ -156,7 +214,7 @@ def search_native(
     if not R:
         raise NativeSpecError("out of memory")
     try:
-        return _run(spec, gen, lib, R, res, tracker, t0, max_states)
+        return _run(spec, gen, lib, R, res, tracker, t0, max_states, canon)
     finally:
         lib.nb_free(R)
 
@@ -170,6 +228,7 @@ def _run(
     tracker: Tracker,
     t0: float,
     max_states: int,
+    canon: Any,
 ) -> NativeExplored:
     t1 = time.perf_counter()
     st = (ctypes.c_long * 11)()
@@ -235,7 +294,40 @@ def _run(
             raise NativeSpecError(f"state {n} of the native search is not the concrete one")
         return s, steps
 
+    def kept(n: int) -> Any:
+        """The state ``n`` of the C search, as it keeps it (with symmetry: a representative)."""
+        lib.nb_state(R, n, packed)
+        return _unpack(spec, packed.raw[: gen.nslots])
+
+    def replayed(n: int, row: int | None) -> list[dict[str, Any]]:
+        """The trace to reduced state ``n`` (and move ``row`` from it): the compiled engine's
+        replay (``declared_symmetry.replay``) on the states of its path in the C search, each
+        move renamed onto the real state, and each real state checked to lie in the orbit the
+        C search kept (Python's least renaming of it is the C's)."""
+        from .declared_symmetry import replay
+
+        nodes = (ctypes.c_long * (res.depth + 1))()
+        k = lib.nb_nodes(R, n, nodes, len(nodes))
+        rows = list(reversed(buf[: lib.nb_path(R, n, buf, len(buf))]))
+        states = [kept(x) for x in reversed(nodes[:k])]
+        moves = [gen.moves[gen.table[j]] for j in rows]
+        parent: list[tuple[int, Move | None, Any]] = [(-1, None, None)]
+        parent += [(i, m, None) for i, m in enumerate(moves)]
+        last = None
+        if row is not None:
+            m = gen.moves[gen.table[row]]
+            post = take(spec, states[-1], m, b)
+            if post is None:
+                raise NativeSpecError(f"{m} of the native search is not enabled concretely")
+            last = (len(states) - 1, m, post, None)
+        steps, _, wrong = replay(spec, canon, states, parent, len(states) - 1, last)
+        if wrong is not None:
+            res.errors.append(f"symmetry: a reduced trace does not replay: {wrong}")
+        return steps
+
     def trace(n: int, row: int | None = None) -> list[dict[str, Any]]:
+        if canon is not None:
+            return replayed(n, row)
         s, steps = state_at(n)
         if row is not None:
             step(s, row, steps)
@@ -261,9 +353,8 @@ def _run(
         return steps
 
     if st[6] >= 0:
-        bad, _ = state_at(st[6])
+        bad = kept(st[6]) if canon is not None else state_at(st[6])[0]
         res.errors.append(f"model bug: {out_of_range(spec, bad)}")
-        res.traces["range"] = trace(st[6])
     elif st[7]:
         res.errors.append(f"more than {max_states} states: bounds too large")
     first = {k: sfirst[n] for n, (k, _) in enumerate(sp)}
@@ -300,6 +391,8 @@ def _run(
             res.traces[key] = trace(n, row)
         else:
             res.verdicts[key] = "holds"
+    if st[6] >= 0:
+        res.traces["range"] = trace(st[6])
     res.deadlocks = st[4]
     if st[5] >= 0:
         res.deadlock_trace = trace(st[5])

@@ -15,6 +15,8 @@ not fold to false, in ``spec.moves()`` order):
   does not fit a byte, stops the run (``err``): a model bug;
 * ``judge(p, need, res)``: each state property (``always``, auxiliary, ``sometimes``, liveness
   goals) on ``p``; ``in_range(p)``: every slot within its variable's range;
+* ``canon(s, out)``: the state the search keeps for ``s``: ``s`` itself, or under symmetry
+  reduction (``REDUCE``) the least of its renamings (``proofs/native_spec_symmetry.py``);
 
 and the search of :data:`SEARCH` (breadth first, an open-addressing hash set of the packed
 states, parent pointers, the graph's edges when there is a liveness property, and the fair
@@ -35,6 +37,10 @@ from mcp_inflight.model.logic import ModelError, Write
 
 from .compiled_spec import Refused as CompiledRefused
 from .native_spec_search import SEARCH
+from .native_spec_symmetry import canon_source
+
+#: ``canon`` of a search that keeps every state as it is
+IDENTITY = "static void canon(const sc *s, sc *out) { memcpy(out, s, NV); }\n"
 
 C_SYNTAX = codegen.Syntax("1", "0", " && ", " || ", "(!{x})", "({c} ? {a} : {b})", False)
 
@@ -139,18 +145,20 @@ def refusal(spec: Spec) -> str | None:
     return None
 
 
-def generate(spec: Spec) -> Generated:
-    """The C of ``spec`` (:class:`Refused` when a rule or a variable cannot be read)."""
+def generate(spec: Spec, symmetry: bool = False) -> Generated:
+    """The C of ``spec`` (:class:`Refused` when a rule or a variable cannot be read); with
+    ``symmetry``, each state kept as the least of its renamings (``canon``,
+    ``proofs/native_spec_symmetry.py``)."""
     why = refusal(spec)
     if why is not None:
         raise Refused(why)
     try:
-        return _generate(spec)
+        return _generate(spec, symmetry)
     except (ModelError, TypeError, AttributeError, KeyError, IndexError) as e:
         raise Refused(f"{type(e).__name__}: {e}") from e
 
 
-def _generate(spec: Spec) -> Generated:
+def _generate(spec: Spec, symmetry: bool) -> Generated:
     g = CGen(spec.domains)
     moves = list(spec.moves())
     base = layout(spec)
@@ -178,6 +186,7 @@ def _generate(spec: Spec) -> Generated:
     src.emit(
         0, "static const mvfn MOVES[] = {" + "".join(f"mv_{j}, " for j in range(len(table))) + "0};"
     )
+    reduce = canon_source(spec) if symmetry else IDENTITY
     head = [
         "#include <stdlib.h>",
         "#include <string.h>",
@@ -187,8 +196,9 @@ def _generate(spec: Spec) -> Generated:
         f"#define NM {len(table)}",
         f"#define NS {len(state_props)}",
         f"#define NT {len(step_props)}",
+        f"#define REDUCE {int(symmetry)}",
     ]
-    text = "\n".join(head) + "\n" + src.text() + SEARCH
+    text = "\n".join(head) + "\n" + src.text() + reduce + SEARCH
     return Generated(text, table, moves, state_props, step_props, nslots)
 
 

@@ -2,7 +2,10 @@
 
 ``proofs/native_spec_c.py`` puts before it the sizes (``NV`` bytes a state, ``NM`` moves in
 the table, ``NS`` state and ``NT`` step properties), the moves ``MOVES[j](p, q, need, res,
-err)``, ``judge`` and ``in_range``.  The search keeps the states packed in discovery order (so
+err)``, ``judge``, ``in_range`` and ``canon``, and ``REDUCE``: with it, the initial state and
+every successor are kept as ``canon`` gives them (the least of their renamings), while each
+step property is judged on the successor as the move wrote it, as the explorer judges it.
+The search keeps the states packed in discovery order (so
 the queue is the range ``head .. n`` and the levels are ranges too), an open-addressing hash
 set of them, and per state its parent, the move taken from it and its depth.  It records what
 the explorer of ``proofs/explorer.py`` records, at the same moments and in the same order:
@@ -19,7 +22,8 @@ at a level's end once every property in ``want`` is settled, and returns 1 when 
 ``nb_fair`` judges one liveness goal: the first state (least index) of a strongly connected
 component of goal-less states in which no fair move is enabled everywhere yet never taken
 inside (Tarjan's algorithm, iterative), and, given room, that component's states; ``nb_edges``
-reads a state's kept edges (the lasso's loop is walked through them in Python).
+reads a state's kept edges (the lasso's loop is walked through them in Python); ``nb_nodes``
+the states on the path to one (a reduced trace is replayed through them in Python).
 """
 
 SEARCH = r"""
@@ -138,7 +142,9 @@ void *nb_new(const char *init, long max_states, const unsigned char *trig_s,
     }
     r->first_dead = -1; r->range_first = -1;
     int added;
-    find_or_add(r, (const sc *)init, -1, -1, &added);
+    sc first[NV];
+    canon((const sc *)init, first);
+    find_or_add(r, first, -1, -1, &added);
     r->levels[r->nlevels++] = 1;
     judge_state(r, 0);
     return r;
@@ -153,7 +159,7 @@ static int wanted_settled(R *r) {
 
 int nb_run(void *rp, long budget) {
     R *r = rp;
-    sc q[NV];
+    sc q[NV], cq[NV];
     unsigned char res[NT + 1];
     while (r->head < r->n && budget-- > 0) {
         long i = r->head;
@@ -182,7 +188,8 @@ int nb_run(void *rp, long budget) {
                     r->tfirst[k] = i; r->tmove[k] = j; r->need_t[k] = 0;
                 }
             int added;
-            long t = find_or_add(r, q, i, j, &added);
+            if (REDUCE) canon(q, cq);
+            long t = find_or_add(r, REDUCE ? cq : q, i, j, &added);
             if (t == -2) return -1;
             if (t < 0) continue;
             if (added) judge_state(r, t);
@@ -226,7 +233,19 @@ long nb_path(void *rp, long i, int *out, long cap) {
     return n;
 }
 
+/* the states from state i back to the initial state, i first; their number */
+long nb_nodes(void *rp, long i, long *out, long cap) {
+    R *r = rp;
+    long n = 0;
+    out[n++] = i;
+    while (r->parent[i] >= 0 && n < cap) { i = r->parent[i]; out[n++] = i; }
+    return n;
+}
+
 void nb_state(void *rp, long i, char *out) { memcpy(out, ((R *)rp)->st + i * NV, NV); }
+
+/* the state kept for packed state s: itself, or with REDUCE its least renaming */
+void nb_canon(const char *s, char *out) { canon((const sc *)s, (sc *)out); }
 
 long nb_fair(void *rp, int live, const unsigned char *fair, long *members, long *nmembers) {
     R *r = rp;

@@ -151,11 +151,15 @@ def test_a_variable_wider_than_a_byte_is_refused_with_its_reason():
     assert explore(wide, engine="compiled").states > 1
 
 
-def test_a_canon_and_symmetry_are_refused_with_their_reasons():
+def test_a_canon_and_symmetry_with_liveness_are_refused_with_their_reasons():
+    # symmetry reduction itself runs natively: tests/test_native_spec_symmetry.py
+    stdio = _session("atomic", "2026-07-28", "stdio")
     with pytest.raises(Refused, match="canon"):
-        explore(_session("atomic", "2026-07-28", "stdio"), engine="native")
-    with pytest.raises(Refused, match="symmetry"):
-        explore(_model("lease").spec("fenced"), engine="native", symmetry=True)
+        search_native(stdio)
+    with pytest.raises(Refused, match="symmetry: .*canon"):
+        search_native(stdio, symmetry=True)
+    with pytest.raises(Refused, match="symmetry with liveness properties"):
+        search_native(_model("lease").spec("fenced"), symmetry=True)
 
 
 def test_a_write_to_a_none_key_stops_the_native_search_as_a_model_bug():
@@ -181,8 +185,8 @@ def test_a_trace_the_concrete_rules_do_not_retake_stops_the_run(monkeypatch):
     spec = _model("lease").spec("unfenced")
     real = native_spec.generate
 
-    def skewed(sp):
-        gen = real(sp)
+    def skewed(sp, *args):
+        gen = real(sp, *args)
         copy = "memcpy(q, p, NV);"
         assert copy in gen.source
         return replace(gen, source=gen.source.replace(copy, copy + " q[NV - 1] ^= 1;", 1))
