@@ -48,7 +48,9 @@ declaration above meaning what it meant:
   value: what a renaming of the sorts renames in it) and ``tell`` (``fn(args, pre, post,
   out)``: the move's story once taken, when it says more than ``story(args)``);
 * properties of kind ``liveness`` (:func:`eventually`: every run weakly fair to the actions it
-  names reaches a goal state, from every reachable state) and ``hazard`` (a step
+  names reaches a goal state, from every reachable state; of the graph itself, on no fairness,
+  :func:`reachable`: a goal state stays reachable, and :func:`unstuck`: every state outside
+  the goal has a move that changes it) and ``hazard`` (a step
   property the protocol cannot guarantee, given a sender it names: judged and reported like a
   step invariant, its failure never fails the run); a step property declared ``with_output``
   reads the move's output as a fifth argument;
@@ -101,6 +103,10 @@ def declared_models() -> dict[str, Any]:
 
 
 KINDS = ("always", "step", "sometimes", "happens", "liveness", "hazard")
+#: what a liveness property says of its goal: ``eventually`` (every run weakly fair to the
+#: actions it names reaches it), ``reachable`` (some run reaches it from every state) and
+#: ``unstuck`` (every state outside it has a move that changes the state)
+SHAPES = ("eventually", "reachable", "unstuck")
 ROLES = ("server", "wire", "ghost")
 SIDES = ("server", "client", "environment")
 FAIRNESS = ("none", "weak")
@@ -212,6 +218,14 @@ class Prop:
     doc: str
     fair: tuple[str, ...] = ()
     with_output: bool = False
+    #: of a ``liveness`` property, what it says of its goal (:data:`SHAPES`)
+    shape: str = "eventually"
+
+    def __post_init__(self) -> None:
+        if self.shape not in SHAPES:
+            raise ValueError(f"{self.name}: unknown liveness shape {self.shape!r}")
+        if self.shape != "eventually" and (self.kind != "liveness" or self.fair):
+            raise ValueError(f"{self.name}: a {self.shape} property is liveness on no fairness")
 
     @property
     def scope(self) -> str:
@@ -256,6 +270,19 @@ def eventually(*fair: str) -> Callable[[Callable[..., Any]], Prop]:
         return replace(_prop("liveness", fn), fair=tuple(fair))
 
     return make
+
+
+def reachable(fn: Callable[..., Any]) -> Prop:
+    """A liveness property ``fn(b, s)`` of the graph itself: from every reachable state some
+    run reaches a state where it holds (no fairness is needed: the run need only exist)."""
+    return replace(_prop("liveness", fn), shape="reachable")
+
+
+def unstuck(fn: Callable[..., Any]) -> Prop:
+    """A liveness property ``fn(b, s)`` of the graph itself: every reachable state where it
+    does not hold has a move that changes the state (a move to the same state, such as one
+    that only sends a message, is no way out)."""
+    return replace(_prop("liveness", fn), shape="unstuck")
 
 
 def _prop(kind: str, fn: Callable[..., Any]) -> Prop:

@@ -177,10 +177,10 @@ def _fastest(
     from . import native
 
     if native.available():
-        from .native_spec import Refused, search_native
+        from .native_spec import Refused
 
         try:
-            return search_native(spec, max_states, until, progress, symmetry)
+            return _native(spec, max_states, until, progress, symmetry)
         except Refused as e:
             why = f"the native engine refused the spec: {e}"
         except native.BuildError as e:
@@ -190,6 +190,19 @@ def _fastest(
     ex = _search(spec, max_states, until, "auto", progress, symmetry)
     ex.engine = f"{ex.engine} ({why})"
     return ex
+
+
+def _native(
+    spec: Spec, max_states: int, until: Iterable[str] | None, progress: Sink | None, symmetry: bool
+) -> Explored:
+    """``proofs/native_spec.py``'s search, or its ``Refused`` for what its C does not judge:
+    liveness of the graph itself (``reachable``, ``unstuck``)."""
+    from .native_spec import Refused, search_native
+
+    shapes = sorted({p.shape for p in spec.props if p.kind == "liveness"} - {"eventually"})
+    if shapes:
+        raise Refused(f"liveness of the graph itself ({', '.join(shapes)}) is not judged in C")
+    return search_native(spec, max_states, until, progress, symmetry)
 
 
 def _search(
@@ -210,9 +223,7 @@ def _search(
     checked that the rules commute with renaming (else the run is unreduced);
     :attr:`Explored.symmetry` says which, and why."""
     if engine == "native":
-        from .native_spec import search_native
-
-        return search_native(spec, max_states, until, progress, symmetry)
+        return _native(spec, max_states, until, progress, symmetry)
     t0 = time.perf_counter()
     tracker = Tracker(spec.label(), progress if progress is not None else default_sink())
     res = Explored(spec)
@@ -224,6 +235,8 @@ def _search(
     always_tests = [(p.name, rules.state[k]) for p, k in zip(always, always_keys, strict=True)]
     witnesses = [(p.name, rules.state[p.name]) for p in spec.props if p.kind == "sometimes"]
     live = [p for p in spec.props if p.kind == "liveness"]
+    # per state, whether some move changes it (what an ``unstuck`` property reads)
+    changes: list[bool] | None = [False] if any(p.shape == "unstuck" for p in live) else None
     live_tests = [(p.name, rules.state[p.name]) for p in live]
     steps = {p.name for p in spec.props if p.kind in ("step", "hazard")}
     happens = {p.name for p in spec.props if p.kind == "happens"}
@@ -286,6 +299,8 @@ def _search(
                 continue
             moved = True
             post, out = fired
+            if changes is not None and post != s:
+                changes[n] = True
             res.transitions += 1
             coverage[m.name] += 1
             for name, test in step_tests:
@@ -309,6 +324,8 @@ def _search(
                 depth.append(depth[n] + 1)
                 if live:
                     edges.append([])
+                if changes is not None:
+                    changes.append(False)
                 judge_state(k, key)
                 queue.append(k)
             if live:
@@ -344,10 +361,11 @@ def _search(
         return real
 
     def trace_to(n: int) -> tuple[list[dict[str, Any]], Any]:
-        """A reduced run's trace to state ``n`` and the real state it ends in."""
+        """A trace to state ``n`` and the real state it ends in."""
         from .declared_symmetry import replay
 
-        assert canon is not None
+        if canon is None:
+            return trace(n), states[n]
         tr, x, wrong = replay(spec, canon, states, parent, n)
         if wrong is not None:
             res.errors.append(f"symmetry: a reduced trace does not replay: {wrong}")
@@ -375,6 +393,22 @@ def _search(
             res.verdicts[key] = "reached" if p.name in reached else "not reached"
             if p.name in reached:
                 res.traces[key] = trace(reached[p.name][0], reached[p.name])
+        elif p.kind == "liveness" and p.shape != "eventually":
+            if p.shape == "reachable":
+                away = liveness.cannot_reach(goal[p.name], edges)
+            else:
+                assert changes is not None
+                pairs = zip(goal[p.name], changes, strict=True)
+                away = [n for n, (g, c) in enumerate(pairs) if not g and not c]
+            res.verdicts[key] = "fails" if away else "holds"
+            if away:
+                # the run from the first such state on: from one with no way to the goal,
+                # whatever it does stays away from it; a stuck one stays where it is
+                res.traces[key], x = trace_to(away[0])
+                stem, res.loops[key] = (
+                    liveness.walk_on(spec, x, table) if p.shape == "reachable" else ([], [])
+                )
+                res.traces[key] += stem
         elif p.kind == "liveness":
             fair = {j for j, row in enumerate(table) if row[0].act.name in p.fair}
             if canon is None:

@@ -65,6 +65,7 @@ __all__ = [
     "Unfolded",
     "fair_actions",
     "bad_components",
+    "cannot_reach",
     "fair_component",
     "fair_violation",
     "fair_violation_reduced",
@@ -75,6 +76,7 @@ __all__ = [
     "sccs",
     "settle_unreachable",
     "stuck",
+    "walk_on",
     "unanswered",
 ]
 
@@ -509,3 +511,41 @@ def fair_violation(
             if found is None or first < found[0]:
                 found = (first, sorted(comp))
     return found
+
+
+def cannot_reach(goal: list[bool], edges: list[list[tuple[int, int]]]) -> list[int]:
+    """The states from which no goal state is reachable, in index order (on a reduced graph
+    too: a path between orbits is a path between some of their states)."""
+    pred: list[list[int]] = [[] for _ in goal]
+    for u, row in enumerate(edges):
+        for _, v in row:
+            pred[v].append(u)
+    seen = bytearray(goal)
+    stack = [n for n, g in enumerate(goal) if g]
+    while stack:
+        for u in pred[stack.pop()]:
+            if not seen[u]:
+                seen[u] = 1
+                stack.append(u)
+    return [n for n in range(len(goal)) if not seen[n]]
+
+
+def walk_on(
+    spec: Spec, x: Any, table: list[Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A run from real state ``x`` taking each state's first enabled move until a state comes
+    again: the steps before that state (the stem) and the loop from it back to it; the loop is
+    empty when the run ends in a state with no move (it stays there)."""
+    seen = {x: 0}
+    steps: list[dict[str, Any]] = []
+    while True:
+        fired = next(((m, f) for m, f, *_ in table if f(x) is not None), None)
+        if fired is None:
+            return steps, []
+        m, fire = fired
+        post, out = fire(x)
+        steps.append(render_step(spec, m, x, post, out))
+        if post in seen:
+            return steps[: seen[post]], steps[seen[post] :]
+        seen[post] = len(steps)
+        x = post

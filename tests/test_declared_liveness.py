@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from mcp_inflight.model import lease
-from mcp_inflight.model.declare import Act, Spec, Var, eventually
+from mcp_inflight.model.declare import Act, Spec, Var, eventually, reachable, unstuck
 from mcp_inflight.model.logic import Write
 from mcp_inflight.proofs import native
 from mcp_inflight.proofs.explorer import explore
@@ -294,3 +294,80 @@ def _session_spec(design: str, revision: str, transport: str, ids: int) -> Spec:
 
     d = {**all_designs(), **liveness_mutants()}[design]
     return session_spec(Config(d, revision, transport, ids, 2))
+
+
+# --- liveness of the graph itself: a goal that stays reachable, a state that is never stuck ---
+
+
+def _spin_then_finish(spin_changes: bool) -> Spec:
+    """``spin`` is always enabled (it flips ``y``, or with ``spin_changes`` False leaves the
+    state as it is); ``finish`` sets ``x`` once ``y == 1`` and nobody owes it.  The goal is
+    ``x == 1``: reachable from every state exactly when spinning can reach ``y == 1``."""
+
+    def done(b, s):
+        """x is set."""
+        return s.x == 1
+
+    spin = (lambda b, s: [Write("y", None, b.Ite(s.y == 0, 1, 0))]) if spin_changes else None
+    return Spec(
+        "toy",
+        "-",
+        {},
+        (Var("x", 0, 1, 0), Var("y", 0, 1, 0)),
+        (
+            Act(
+                "spin",
+                (),
+                lambda b, s: s.x == 0,
+                spin or (lambda b, s: []),
+                lambda a: "spin",
+                fair="weak",
+            ),
+            Act(
+                "finish",
+                (),
+                lambda b, s: b.And(s.x == 0, s.y == 1),
+                lambda b, s: [Write("x", None, 1)],
+                lambda a: "finish",
+                side="client",
+            ),
+        ),
+        (reachable(done), unstuck(done), eventually("spin")(done)),
+        {},
+    )
+
+
+def test_reachable_and_unstuck_read_the_graph_and_fail_where_it_says():
+    """Spinning reaches ``y == 1``, where finish is enabled: the goal stays reachable and no
+    state is stuck, but a run fair to spin alone may spin for ever without finishing."""
+
+    def shaped(spin_changes: bool) -> dict[str, str]:
+        sp = _spin_then_finish(spin_changes)
+        # one name per shape, to read the three verdicts apart
+        named = tuple(dataclasses.replace(p, name=p.shape) for p in sp.props)
+        return explore(dataclasses.replace(sp, props=named)).verdicts
+
+    assert shaped(True) == {"reachable": "holds", "unstuck": "holds", "eventually": "fails"}
+    # spin changes nothing: y stays 0, finish never enabled; the initial state is stuck (its
+    # only move comes back to it) and the goal unreachable
+    assert shaped(False) == {"reachable": "fails", "unstuck": "fails", "eventually": "fails"}
+
+
+def test_a_stuck_state_stays_and_an_unreachable_goal_runs_on_without_it():
+    sp = _spin_then_finish(spin_changes=False)
+    named = tuple(dataclasses.replace(p, name=p.shape) for p in sp.props)
+    ex = explore(dataclasses.replace(sp, props=named))
+    assert ex.traces["unstuck"] == [] and ex.loops["unstuck"] == []  # it stays where it starts
+    # from the initial state nothing reaches the goal: the run spins in place for ever
+    assert ex.traces["reachable"] == [] and [s["action"] for s in ex.loops["reachable"]] == ["spin"]
+
+
+def test_a_liveness_shape_on_fairness_or_unknown_is_refused():
+    def done(b, s):
+        """x is set."""
+        return s.x == 1
+
+    with pytest.raises(ValueError, match="liveness on no fairness"):
+        dataclasses.replace(reachable(done), fair=("spin",))
+    with pytest.raises(ValueError, match="unknown liveness shape"):
+        dataclasses.replace(reachable(done), shape="sometime")
