@@ -54,6 +54,7 @@ from typing import Any
 from mcp_inflight.model.declare import Move, Spec, render_step
 from mcp_inflight.model.logic import NONE
 
+from .rules import rules_of
 from .stepping import take
 
 #: States checked at most, breadth first over moves and renamings.
@@ -328,7 +329,7 @@ class SymmetryResult:
 def check(spec: Spec, rules: Any, limit: int = LIMIT) -> SymmetryResult:
     """Check that ``spec``'s rules and properties commute with renaming, and that its ordered
     sorts are filled in order (module text), on ``rules``, the rules the explorer runs
-    (``proofs/explorer.py``: ``symmetry_of(spec, engine)`` calls this on an engine's), on the
+    (:func:`symmetry_of` calls this on an engine's, ``proofs/rules.py``), on the
     states reached from the initial one by moves and by the generators, breadth first, at most
     ``limit``."""
     sizes = tuple(sorts(spec).items()) + tuple(ordered(spec).items())
@@ -440,6 +441,12 @@ def check(spec: Spec, rules: Any, limit: int = LIMIT) -> SymmetryResult:
                 seen.add(x)
                 todo.append(x)
     return result(count, not cut, None)
+
+
+def symmetry_of(spec: Spec, engine: str = "auto") -> Any:
+    """The check of ``proofs/declared_symmetry.py`` on the rules of ``engine``: do they commute
+    with renaming of the declared sorts (a ``SymmetryResult``)?"""
+    return check(spec, rules_of(spec, engine))
 
 
 def replay(

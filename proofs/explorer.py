@@ -48,8 +48,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, overload
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
@@ -57,7 +55,7 @@ from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
 from . import liveness
 from .explored import NOT_JUDGED, Explored, default_sink, stoppable
 from .progress import Silent, Sink, Tracker, sink_for
-from .stepping import take
+from .rules import Rules, rules_of
 from .walk import tour
 
 if TYPE_CHECKING:
@@ -227,7 +225,7 @@ def _search(
     t0 = time.perf_counter()
     tracker = Tracker(spec.label(), progress if progress is not None else default_sink())
     res = Explored(spec)
-    rules = _rules(spec, engine)
+    rules = rules_of(spec, engine)
     res.engine = rules.name
     canon = _reduction(spec, rules, res) if symmetry else None
     always = [p for p in spec.props if p.kind == "always"] + list(spec.aux)
@@ -442,32 +440,7 @@ def _search(
     return res
 
 
-@dataclass
-class _Rules:
-    """A spec's rules as the explorer calls them, on one engine: per move ``fire(s) -> (post,
-    output) | None``; per state property ``test(s)``; per move and step property ``test(pre,
-    post, output)``; ``in_range(s)``."""
-
-    name: str
-    moves: list[Move]
-    fire: list[Callable[[Any], Any] | None]
-    state: dict[str, Callable[[Any], Any]]
-    step: list[dict[str, Callable[[Any, Any, Any], Any]]]
-    in_range: Callable[[Any], bool]
-
-
-ENGINES = ("auto", "compiled", "concrete", "native")
-
-
-def symmetry_of(spec: Spec, engine: str = "auto") -> Any:
-    """The check of ``proofs/declared_symmetry.py`` on the rules of ``engine``: do they commute
-    with renaming of the declared sorts (a ``SymmetryResult``)?"""
-    from .declared_symmetry import check
-
-    return check(spec, _rules(spec, engine))
-
-
-def _reduction(spec: Spec, rules: _Rules, res: Explored) -> Any:
+def _reduction(spec: Spec, rules: Rules, res: Explored) -> Any:
     """The canonical representative of orbits when ``spec`` is checked symmetric (said in
     ``res.symmetry``), else None: the run is then unreduced, and ``res.symmetry`` says why."""
     from .declared_symmetry import Canon, check, ordered, sorts
@@ -478,53 +451,6 @@ def _reduction(spec: Spec, rules: _Rules, res: Explored) -> Any:
     sym = check(spec, rules)
     res.symmetry = ("reduced: " if sym.ok else "unreduced: ") + sym.text()
     return Canon(spec) if sym.ok else None
-
-
-def _rules(spec: Spec, engine: str) -> _Rules:
-    if engine not in ENGINES or engine == "native":
-        raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
-    moves = list(spec.moves())
-    if engine != "concrete":
-        from .compiled_spec import Refused, compile_spec
-
-        try:
-            c = compile_spec(spec)
-        except Refused as e:
-            if engine == "compiled":
-                raise
-            why = f"concrete (the generator refused a rule: {e})"
-        else:
-            return _Rules("compiled", moves, c.fire, c.state, c.step, c.in_range)
-    else:
-        why = "concrete"
-    b = spec.logic()
-    state: dict[str, Callable[[Any], Any]] = {}
-    for p in spec.props:
-        if p.scope == "state":
-            state[p.name] = partial(_state_test, p.fn, b)
-    for p in spec.aux:
-        state["aux:" + p.name] = partial(_state_test, p.fn, b)
-    step_props = [p for p in spec.props if p.scope == "step"]
-    return _Rules(
-        why,
-        moves,
-        [partial(_fire, spec, m, b) for m in moves],
-        state,
-        [{p.name: partial(_step_test, p, m, b) for p in step_props} for m in moves],
-        lambda s: out_of_range(spec, s) is None,
-    )
-
-
-def _fire(spec: Spec, m: Move, b: Any, s: Any) -> Any:
-    return take(spec, s, m, b)
-
-
-def _state_test(fn: Callable[..., Any], b: Any, s: Any) -> bool:
-    return bool(fn(b, s))
-
-
-def _step_test(p: Any, m: Move, b: Any, pre: Any, post: Any, out: Any) -> bool:
-    return bool(p.on_step(b, pre, post, m, out))
 
 
 def _trace(

@@ -158,8 +158,7 @@ def reduction(spec: Spec) -> tuple[str, Any]:
     (``declared_symmetry.Canon``) when the check passes, else None: the run is unreduced.
     ``Refused`` for a spec the C does not reduce: one with a ``canon``, and one with liveness
     properties and a sort to rename (see the module text)."""
-    from .declared_symmetry import Canon, ordered, sorts
-    from .explorer import symmetry_of
+    from .declared_symmetry import Canon, ordered, sorts, symmetry_of
 
     if spec.canon is not None:
         raise Refused(

@@ -37,7 +37,7 @@ from mcp_inflight.model.logic import ModelError, Write
 
 from .compiled_spec import Refused as CompiledRefused
 from .native_spec_search import SEARCH
-from .native_spec_symmetry import canon_source
+from .native_spec_symmetry import Untabulated, canon_source
 
 #: ``canon`` of a search that keeps every state as it is
 IDENTITY = "static void canon(const sc *s, sc *out) { memcpy(out, s, NV); }\n"
@@ -186,7 +186,10 @@ def _generate(spec: Spec, symmetry: bool) -> Generated:
     src.emit(
         0, "static const mvfn MOVES[] = {" + "".join(f"mv_{j}, " for j in range(len(table))) + "0};"
     )
-    reduce = canon_source(spec) if symmetry else IDENTITY
+    try:
+        reduce = canon_source(spec) if symmetry else IDENTITY
+    except Untabulated as e:
+        raise Refused(str(e)) from e
     head = [
         "#include <stdlib.h>",
         "#include <string.h>",

@@ -74,13 +74,16 @@ def row_of(
     return out
 
 
-def canon_source(spec: Spec) -> str:
-    """The C of ``canon_key`` and ``canon`` for ``spec`` (see the module text); ``Refused`` for
-    a spec with a ``canon`` or too many renamings."""
-    from .native_spec_c import Refused
+class Untabulated(ValueError):
+    """A reduction this module does not generate (``proofs/native_spec_c.py`` refuses the spec
+    with the reason)."""
 
+
+def canon_source(spec: Spec) -> str:
+    """The C of ``canon_key`` and ``canon`` for ``spec`` (see the module text);
+    :class:`Untabulated` for a spec with a ``canon`` or too many renamings."""
     if spec.canon is not None:
-        raise Refused(
+        raise Untabulated(
             "symmetry: the spec abstracts its states with a canon (a Python function the C "
             "can neither run nor rename through)"
         )
@@ -97,7 +100,7 @@ def canon_source(spec: Spec) -> str:
                 seen.add(row)
                 rows.append(row)
             if len(rows) > MAX_ROWS:
-                raise Refused(
+                raise Untabulated(
                     f"symmetry: more than {MAX_ROWS} renamings to tabulate in C (the compiled "
                     "engine renames them in Python)"
                 )

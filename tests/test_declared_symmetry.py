@@ -27,7 +27,8 @@ from mcp_inflight.model.logic import Write
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
 from mcp_inflight.proofs.compiled_spec import compile_spec
-from mcp_inflight.proofs.explorer import Explored, explore, symmetry_of
+from mcp_inflight.proofs.declared_symmetry import symmetry_of
+from mcp_inflight.proofs.explorer import Explored, explore
 from mcp_inflight.proofs.prove import all_designs
 from mcp_inflight.proofs.walk import transitions_out
 

@@ -1,0 +1,85 @@
+"""A declared model's rules as the explorer and the symmetry check call them, on one engine.
+
+:func:`rules_of` gives per move ``fire(s) -> (post, output) | None``, per state property
+``test(s)``, per move and step property ``test(pre, post, output)`` and ``in_range(s)``: the
+rules generated as Python per move (``proofs/compiled_spec.py``), or read through the concrete
+logic (``model/declare.py``'s ``take``; the fallback, and the reference the tests compare with).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from mcp_inflight.model.declare import Move, Spec, out_of_range
+
+from .stepping import take
+
+
+@dataclass
+class Rules:
+    """A spec's rules as the explorer calls them, on one engine: per move ``fire(s) -> (post,
+    output) | None``; per state property ``test(s)``; per move and step property ``test(pre,
+    post, output)``; ``in_range(s)``."""
+
+    name: str
+    moves: list[Move]
+    fire: list[Callable[[Any], Any] | None]
+    state: dict[str, Callable[[Any], Any]]
+    step: list[dict[str, Callable[[Any, Any, Any], Any]]]
+    in_range: Callable[[Any], bool]
+
+
+ENGINES = ("auto", "compiled", "concrete", "native")
+
+
+def rules_of(spec: Spec, engine: str) -> Rules:
+    """``spec``'s rules on ``engine`` (:data:`ENGINES`, less ``native``, whose rules are C):
+    ``compiled``, ``concrete``, or ``auto`` (compiled, or concrete where the generator refuses
+    a rule: :attr:`Rules.name` says which and why)."""
+    if engine not in ENGINES or engine == "native":
+        raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    moves = list(spec.moves())
+    if engine != "concrete":
+        from .compiled_spec import Refused, compile_spec
+
+        try:
+            c = compile_spec(spec)
+        except Refused as e:
+            if engine == "compiled":
+                raise
+            why = f"concrete (the generator refused a rule: {e})"
+        else:
+            return Rules("compiled", moves, c.fire, c.state, c.step, c.in_range)
+    else:
+        why = "concrete"
+    b = spec.logic()
+    state: dict[str, Callable[[Any], Any]] = {}
+    for p in spec.props:
+        if p.scope == "state":
+            state[p.name] = partial(_state_test, p.fn, b)
+    for p in spec.aux:
+        state["aux:" + p.name] = partial(_state_test, p.fn, b)
+    step_props = [p for p in spec.props if p.scope == "step"]
+    return Rules(
+        why,
+        moves,
+        [partial(_fire, spec, m, b) for m in moves],
+        state,
+        [{p.name: partial(_step_test, p, m, b) for p in step_props} for m in moves],
+        lambda s: out_of_range(spec, s) is None,
+    )
+
+
+def _fire(spec: Spec, m: Move, b: Any, s: Any) -> Any:
+    return take(spec, s, m, b)
+
+
+def _state_test(fn: Callable[..., Any], b: Any, s: Any) -> bool:
+    return bool(fn(b, s))
+
+
+def _step_test(p: Any, m: Move, b: Any, pre: Any, post: Any, out: Any) -> bool:
+    return bool(p.on_step(b, pre, post, m, out))
