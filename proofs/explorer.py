@@ -193,13 +193,9 @@ def _fastest(
 def _native(
     spec: Spec, max_states: int, until: Iterable[str] | None, progress: Sink | None, symmetry: bool
 ) -> Explored:
-    """``proofs/native_spec.py``'s search, or its ``Refused`` for what its C does not judge:
-    liveness of the graph itself (``reachable``, ``unstuck``)."""
-    from .native_spec import Refused, search_native
+    """``proofs/native_spec.py``'s search, or its ``Refused`` for a spec it does not run."""
+    from .native_spec import search_native
 
-    shapes = sorted({p.shape for p in spec.props if p.kind == "liveness"} - {"eventually"})
-    if shapes:
-        raise Refused(f"liveness of the graph itself ({', '.join(shapes)}) is not judged in C")
     return search_native(spec, max_states, until, progress, symmetry)
 
 
@@ -403,9 +399,7 @@ def _search(
                 # the run from the first such state on: from one with no way to the goal,
                 # whatever it does stays away from it; a stuck one stays where it is
                 res.traces[key], x = trace_to(away[0])
-                stem, res.loops[key] = (
-                    liveness.walk_on(spec, x, table) if p.shape == "reachable" else ([], [])
-                )
+                stem, res.loops[key] = liveness.walk_on(spec, x, table)
                 res.traces[key] += stem
         elif p.kind == "liveness":
             fair = {j for j, row in enumerate(table) if row[0].act.name in p.fair}

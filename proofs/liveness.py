@@ -533,17 +533,34 @@ def cannot_reach(goal: list[bool], edges: list[list[tuple[int, int]]]) -> list[i
 def walk_on(
     spec: Spec, x: Any, table: list[Any]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """A run from real state ``x`` taking each state's first enabled move until a state comes
-    again: the steps before that state (the stem) and the loop from it back to it; the loop is
-    empty when the run ends in a state with no move (it stays there)."""
+    """A run from real state ``x`` on which a goal unreachable from ``x`` stays unreached (or a
+    stuck state stays stuck): the steps before its loop (the stem) and the loop.  Each step
+    takes the first move (in table order) to a state not met yet, else the first to one met
+    before, which closes the loop there; a state whose every move leaves it as it is loops on
+    the first of them (a pure-output step repeated); one with no move has an empty loop (the
+    run stops there).  The session's engines walk the same way."""
     seen = {x: 0}
     steps: list[dict[str, Any]] = []
     while True:
-        fired = next(((m, f) for m, f, *_ in table if f(x) is not None), None)
-        if fired is None:
-            return steps, []
-        m, fire = fired
-        post, out = fire(x)
+        stutter = back = None
+        for m, fire, *_ in table:
+            fired = fire(x)
+            if fired is None:
+                continue
+            post, out = fired
+            if post == x:
+                stutter = stutter or (m, post, out)
+            elif post not in seen:
+                back = (m, post, out)
+                break
+            else:
+                back = back or (m, post, out)
+        if back is None:
+            if stutter is None:
+                return steps, []
+            m, post, out = stutter
+            return steps, [render_step(spec, m, x, post, out)]
+        m, post, out = back
         steps.append(render_step(spec, m, x, post, out))
         if post in seen:
             return steps[: seen[post]], steps[seen[post] :]

@@ -357,9 +357,17 @@ def test_a_stuck_state_stays_and_an_unreachable_goal_runs_on_without_it():
     sp = _spin_then_finish(spin_changes=False)
     named = tuple(dataclasses.replace(p, name=p.shape) for p in sp.props)
     ex = explore(dataclasses.replace(sp, props=named))
-    assert ex.traces["unstuck"] == [] and ex.loops["unstuck"] == []  # it stays where it starts
-    # from the initial state nothing reaches the goal: the run spins in place for ever
-    assert ex.traces["reachable"] == [] and [s["action"] for s in ex.loops["reachable"]] == ["spin"]
+    # the initial state is stuck: its one move leaves it as it is, and the run repeats it
+    assert ex.traces["unstuck"] == [] and [s["action"] for s in ex.loops["unstuck"]] == ["spin"]
+    # nothing reaches the goal from the initial state either: the same run
+    assert ex.traces["reachable"] == [] and ex.loops["reachable"] == ex.loops["unstuck"]
+    # a stuck state with no move at all: the run stops there, its loop empty
+    stop = dataclasses.replace(
+        sp,
+        props=named,
+        acts=(dataclasses.replace(sp.acts[0], guard=lambda b, s: s.x == 1), sp.acts[1]),
+    )
+    assert explore(stop).loops["unstuck"] == []
 
 
 def test_a_liveness_shape_on_fairness_or_unknown_is_refused():
