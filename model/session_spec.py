@@ -38,11 +38,11 @@ What this reading is checked by, and what it is not yet (``tests/test_session_sp
   (:data:`CTI_UNIVERSES`, smallest first).  It does not apply ``canon``: it reads the effects'
   send times as written, so those are declared ``grows`` (naturals without an upper bound for
   the prover; the explorer checks the bound);
-* of the session's liveness properties (``model/eventually.py``), ``requests_answered`` is part
-  of this reading, an ``eventually`` property resting on the same actions' weak fairness, and
-  the one explorer's verdict on it is the session engines' (``tests/test_session_spec.py``);
-  ``settles`` and ``no_deadlock``, properties of the graph itself rather than eventualities
-  under fairness, are judged by the session's own engines only (``proofs/liveness.py``).
+* the session's liveness properties (``model/eventually.py``) are part of this reading:
+  ``requests_answered`` an ``eventually`` property resting on the same actions' weak fairness,
+  ``settles`` and ``no_deadlock`` properties of the graph itself (``reachable`` and
+  ``unstuck``, on no fairness), each with the session engines' goal; the one explorer's
+  verdicts on them are the session engines' (``tests/test_session_spec.py``).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from .properties import PROPERTIES
 from .property_kinds import Property, reached_on_step
 from .session import ACTION, Action, actions_for
 from .session_conditions import SLOT_ORDER
-from .session_state import CLOCK_STAMPS, FIELDS, Field, domains
+from .session_state import CLOCK_STAMPS, FIELDS, Field, domains, settled
 from .trace import id_name, inst_name
 
 #: the session's sides in the declaration's words
@@ -222,6 +222,20 @@ RANKS = Ranks("clock", CLOCK_STAMPS)
 CTI_UNIVERSES = ((1, 1), (2, 1), (2, 2), (3, 2), (3, 3), (4, 3))
 
 
+def _of_the_graph() -> tuple[Prop, ...]:
+    """The session's ``settles`` (a settled state stays reachable) and ``no_deadlock`` (every
+    unsettled state has a move that changes it), properties of the graph itself on no
+    fairness, with the goal the session's engines read: ``settled``."""
+
+    def goal(b: Logic, s: Any) -> Any:
+        return settled(b, s)
+
+    return (
+        Prop("settles", "liveness", goal, DOCS["settles"], shape="reachable"),
+        Prop("no_deadlock", "liveness", goal, DOCS["no_deadlock"], shape="unstuck"),
+    )
+
+
 def spec(cfg: Config) -> Spec:
     """``cfg`` (a design at a profile and bounds) in the one declaration: its bounds size the
     explorer's run; for the prover, ids and instances are unbounded."""
@@ -232,7 +246,7 @@ def spec(cfg: Config) -> Spec:
         vars=tuple(_var(f, cfg) for f in FIELDS),
         acts=tuple(_act(a, cfg) for a in actions_for(cfg)),
         props=tuple(declared(p, cfg) for p in PROPERTIES if p.applies(cfg))
-        + (_requests_answered(cfg),),
+        + (_requests_answered(cfg), *_of_the_graph()),
         domains=domains(cfg),
         aux=tuple(declared(p, cfg) for p in AUXILIARY if p.applies(cfg)),
         run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",

@@ -8,9 +8,13 @@ once per generated source with the C compiler and cached (:func:`build`: the dir
 loaded with :mod:`ctypes`.  :func:`search_native` hands back the :class:`Explored` of
 ``proofs/explorer.py``, found exactly as the compiled engine finds it: states, transitions,
 depth, per property its verdict and shortest trace, coverage per action, deadlocks, the early
-stop of ``until``, ``max_states``, and liveness under the weak fairness each property names
-(the fair strongly connected components found in C on the graph it kept; a failure's lasso
-loop walked here on that graph's edges, as the compiled engine walks its own).
+stop of ``until``, ``max_states``, and liveness on the graph it kept: an ``eventually``
+property under the weak fairness it names (the fair strongly connected components found in C;
+a failure's lasso loop walked here on that graph's edges, as the compiled engine walks its
+own), and the graph's own ``reachable`` (backward reachability from the goal states, in C) and
+``unstuck`` (per state, whether some move changes it, recorded by the C search as it expands
+the state): the first state in index order that breaks one, the trace to it, then the run from
+it that ``liveness.walk_on`` walks, each move taken by the concrete rules.
 
 The C side gives back indices: the first state (or state and move) that settles each property,
 and parent pointers.  A trace is rebuilt here by replaying the moves from the initial state
@@ -51,6 +55,7 @@ from typing import Any
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step, take
 
 from .explored import NOT_JUDGED, Explored, default_sink, stoppable
+from .liveness import walk_on
 from .native_spec_c import Generated, Refused, generate, refusal
 from .progress import Sink, Tracker
 from .walk import tour
@@ -108,6 +113,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_canon": (None, [_B, _B]),
     "nb_fair": (_L, [_P, ctypes.c_int, _B, _LP, _LP]),
     "nb_edges": (_L, [_P, _L, _IP, _IP, _L]),
+    "nb_reach": (_L, [_P, ctypes.c_int]),
+    "nb_stuck": (_L, [_P, ctypes.c_int]),
     "nb_free": (None, [_P]),
 }
 
@@ -298,11 +305,12 @@ def _run(
         lib.nb_state(R, n, packed)
         return _unpack(spec, packed.raw[: gen.nslots])
 
-    def replayed(n: int, row: int | None) -> list[dict[str, Any]]:
-        """The trace to reduced state ``n`` (and move ``row`` from it): the compiled engine's
-        replay (``declared_symmetry.replay``) on the states of its path in the C search, each
-        move renamed onto the real state, and each real state checked to lie in the orbit the
-        C search kept (Python's least renaming of it is the C's)."""
+    def replayed(n: int, row: int | None) -> tuple[list[dict[str, Any]], Any]:
+        """The trace to reduced state ``n`` (and move ``row`` from it) and the real state it
+        ends in: the compiled engine's replay (``declared_symmetry.replay``) on the states of
+        its path in the C search, each move renamed onto the real state, and each real state
+        checked to lie in the orbit the C search kept (Python's least renaming of it is the
+        C's)."""
         from .declared_symmetry import replay
 
         nodes = (ctypes.c_long * (res.depth + 1))()
@@ -319,18 +327,37 @@ def _run(
             if post is None:
                 raise NativeSpecError(f"{m} of the native search is not enabled concretely")
             last = (len(states) - 1, m, post, None)
-        steps, _, wrong = replay(spec, canon, states, parent, len(states) - 1, last)
+        steps, x, wrong = replay(spec, canon, states, parent, len(states) - 1, last)
         if wrong is not None:
             res.errors.append(f"symmetry: a reduced trace does not replay: {wrong}")
-        return steps
+        return steps, x
 
     def trace(n: int, row: int | None = None) -> list[dict[str, Any]]:
         if canon is not None:
-            return replayed(n, row)
+            return replayed(n, row)[0]
         s, steps = state_at(n)
         if row is not None:
             step(s, row, steps)
         return steps
+
+    def trace_to(n: int) -> tuple[list[dict[str, Any]], Any]:
+        """A trace to state ``n`` and the real state it ends in."""
+        if canon is not None:
+            return replayed(n, None)
+        s, steps = state_at(n)
+        return steps, s
+
+    def fire_of(m: Move) -> Any:
+        """``x -> (post, output)`` of move ``m`` by the concrete rules, or None where its guard
+        does not hold (a row of the move table as ``liveness.walk_on`` reads it)."""
+
+        def fire(x: Any) -> Any:
+            post = take(spec, x, m, b)
+            return None if post is None else (post, m.act.outputs(b, x, **m.kw))
+
+        return fire
+
+    table = [(gen.moves[k], fire_of(gen.moves[k])) for k in gen.table]
 
     def loop(start: int, component: set[int]) -> list[dict[str, Any]]:
         """The loop of a lasso: the compiled engine's walk (``proofs/walk.py:tour``) through
@@ -375,6 +402,18 @@ def _run(
             res.verdicts[key] = "reached" if settled else "not reached"
             if settled:
                 res.traces[key] = trace(n, row)
+        elif p.kind == "liveness" and p.shape != "eventually":
+            g = live.index(key)
+            away = lib.nb_reach(R, g) if p.shape == "reachable" else lib.nb_stuck(R, g)
+            if away == -2:
+                raise NativeSpecError("out of memory")
+            res.verdicts[key] = "fails" if away >= 0 else "holds"
+            if away >= 0:
+                # the run from the first such state on, walked as the compiled engine walks
+                # it (``liveness.walk_on``, each move taken by the concrete rules)
+                res.traces[key], x = trace_to(away)
+                stem, res.loops[key] = walk_on(spec, x, table)
+                res.traces[key] += stem
         elif p.kind == "liveness":
             fair = _flags(gen.moves[k].act.name in p.fair for k in gen.table)
             members, count = (ctypes.c_long * max(res.states, 1))(), ctypes.c_long(0)

@@ -15,7 +15,9 @@ the explorer of ``proofs/explorer.py`` records, at the same moments and in the s
 * per step property, the first transition (state, move row) where it is settled;
 * transitions, per move its firings, dead ends (the first and their count), the first state out
   of its variables' ranges, whether a successor was dropped past ``max_states``;
-* with a liveness goal, every kept edge (move row, successor), each state's edges contiguous.
+* with a liveness goal, every kept edge (move row, successor), each state's edges contiguous,
+  and per state whether some move changes it (its successor, as the move wrote it, differs
+  from the state: with ``REDUCE``, before its renaming).
 
 ``nb_run`` expands at most ``budget`` states a call (so the caller can report progress), stops
 at a level's end once every property in ``want`` is settled, and returns 1 when done.
@@ -24,6 +26,9 @@ component of goal-less states in which no fair move is enabled everywhere yet ne
 inside (Tarjan's algorithm, iterative), and, given room, that component's states; ``nb_edges``
 reads a state's kept edges (the lasso's loop is walked through them in Python); ``nb_nodes``
 the states on the path to one (a reduced trace is replayed through them in Python).
+``nb_reach`` and ``nb_stuck`` judge the liveness of the graph itself: the first state from
+which no goal state is reachable (backward over the kept edges), and the first goal-less state
+no move changes.
 """
 
 SEARCH = r"""
@@ -37,7 +42,7 @@ typedef struct {
     long *levels;
     long *estart;
     int *eto, *emv;
-    unsigned char *goal;
+    unsigned char *goal, *changed;
     long cov[NM + 1];
     long sfirst[NS + 1];
     long tfirst[NT + 1], tmove[NT + 1];
@@ -88,7 +93,8 @@ static long find_or_add(R *r, const sc *p, long from, int mv, int *added) {
         if (!grow((void **)&r->st, c * NV, 1) || !grow((void **)&r->parent, c, sizeof(int))
             || !grow((void **)&r->pmove, c, sizeof(int)) || !grow((void **)&r->depth, c, sizeof(int))
             || !grow((void **)&r->estart, c + 1, sizeof(long))
-            || (r->nlive && !grow((void **)&r->goal, c * r->nlive, 1)))
+            || (r->nlive && (!grow((void **)&r->goal, c * r->nlive, 1)
+                             || !grow((void **)&r->changed, c, 1))))
             return -2;
         r->cap = c;
     }
@@ -97,6 +103,7 @@ static long find_or_add(R *r, const sc *p, long from, int mv, int *added) {
     r->parent[i] = (int)from;
     r->pmove[i] = mv;
     r->depth[i] = from < 0 ? 0 : r->depth[from] + 1;
+    if (r->nlive) r->changed[i] = 0;
     r->hash[x] = i + 1;
     *added = 1;
     if (2 * r->n > r->hcap && !rehash(r)) return -2;
@@ -137,7 +144,7 @@ void *nb_new(const char *init, long max_states, const unsigned char *trig_s,
         r->tfirst[k] = -1; r->tmove[k] = -1;
     }
     if (r->nlive) {
-        r->goal = malloc((size_t)r->cap * r->nlive);
+        r->goal = malloc((size_t)r->cap * r->nlive); r->changed = malloc((size_t)r->cap);
         r->eto = malloc(r->ecap * sizeof(int)); r->emv = malloc(r->ecap * sizeof(int));
     }
     r->first_dead = -1; r->range_first = -1;
@@ -181,6 +188,7 @@ int nb_run(void *rp, long budget) {
             if (f == 0) continue;
             if (f < 0) return -1;
             moved = 1;
+            if (r->nlive && !r->changed[i] && memcmp(p, q, NV)) r->changed[i] = 1;
             r->transitions++;
             r->cov[j]++;
             for (int k = 0; k < NT; k++)
@@ -315,10 +323,51 @@ long nb_edges(void *rp, long v, int *mv, int *to, long cap) {
     return r->estart[v + 1] - r->estart[v];
 }
 
+/* the first state (least index) from which no state where liveness goal `live` holds is
+   reachable over the kept edges (backward reachability from the goal states); -1: none,
+   -2: no memory */
+long nb_reach(void *rp, int live) {
+    R *r = rp;
+    long n = r->n, found = -1;
+    long *start = calloc((size_t)n + 2, sizeof(long)), *from = malloc((r->ne + 1) * sizeof(long));
+    long *stack = malloc((n + 1) * sizeof(long));
+    unsigned char *seen = malloc((size_t)n + 1);
+    if (!start || !from || !stack || !seen) { found = -2; goto out; }
+    for (long v = 0; v < r->head; v++)
+        for (long e = r->estart[v]; e < r->estart[v + 1]; e++) start[r->eto[e] + 2]++;
+    for (long v = 0; v < n; v++) start[v + 2] += start[v + 1];
+    for (long v = 0; v < r->head; v++)
+        for (long e = r->estart[v]; e < r->estart[v + 1]; e++) from[start[r->eto[e] + 1]++] = v;
+    long sp = 0;
+    for (long v = 0; v < n; v++) {
+        seen[v] = r->goal[v * r->nlive + live];
+        if (seen[v]) stack[sp++] = v;
+    }
+    while (sp) {
+        long v = stack[--sp];
+        for (long e = start[v]; e < start[v + 1]; e++)
+            if (!seen[from[e]]) { seen[from[e]] = 1; stack[sp++] = from[e]; }
+    }
+    for (long v = 0; v < n; v++) if (!seen[v]) { found = v; break; }
+out:
+    free(start); free(from); free(stack); free(seen);
+    return found;
+}
+
+/* the first state (least index) where liveness goal `live` does not hold and no move changes
+   the state (none at all, or each to the state itself); -1: none */
+long nb_stuck(void *rp, int live) {
+    R *r = rp;
+    for (long v = 0; v < r->n; v++)
+        if (!r->goal[v * r->nlive + live] && !r->changed[v]) return v;
+    return -1;
+}
+
 void nb_free(void *rp) {
     R *r = rp;
     if (!r) return;
     free(r->st); free(r->parent); free(r->pmove); free(r->depth); free(r->hash);
-    free(r->levels); free(r->estart); free(r->eto); free(r->emv); free(r->goal); free(r);
+    free(r->levels); free(r->estart); free(r->eto); free(r->emv); free(r->goal); free(r->changed);
+    free(r);
 }
 """

@@ -4,7 +4,9 @@ The native engine generates each declared model's rules and the search as C; it 
 exactly what the compiled engine finds: states, transitions, depth, verdicts, shortest traces
 (each step's story and changes), coverage, errors, completeness and deadlocks, on every design
 and mutant of every model, and on the session's declaration where it runs (HTTP: stdio's
-states are abstracted by a Python ``canon``, refused).  The default run takes one or two
+states are abstracted by a Python ``canon``, refused), its liveness mutant included, which
+breaks the liveness of the graph itself (``reachable`` and ``unstuck``, also shown on a small
+counter, and C that judges either wrongly is caught).  The default run takes one or two
 designs a model (each a build of a second or so, cached afterwards); the slow run takes all.
 """
 
@@ -15,7 +17,7 @@ from functools import cache
 
 import pytest
 
-from mcp_inflight.model.declare import Var
+from mcp_inflight.model.declare import Act, Spec, Var, reachable, unstuck
 from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.proofs import compiled_spec, native, native_spec
 from mcp_inflight.proofs.explorer import NOT_JUDGED, explore
@@ -54,13 +56,12 @@ def _same(compiled, ran):
 
 
 def _session(design, revision, transport="http", ids=1, requests=2):
-    from mcp_inflight.model.config import DESIGNS, Config, client_for
+    """The session declaration at ``design`` (a design or a liveness mutant)."""
+    from mcp_inflight.model.config import DESIGNS, Config, client_for, liveness_mutants
     from mcp_inflight.model.session_spec import spec
 
-    cfg = Config(
-        DESIGNS[design], revision, transport, ids, requests, client_for("reusing", revision)
-    )
-    return spec(cfg)
+    d = {**DESIGNS, **liveness_mutants()}[design]
+    return spec(Config(d, revision, transport, ids, requests, client_for("reusing", revision)))
 
 
 #: the default run: a safe design and a mutant where a model has a liveness property or a
@@ -128,6 +129,84 @@ def test_liveness_fails_natively_where_a_fair_run_can_stay_away_from_the_goal():
             assert {n: ran.loops.get(n) for n in live} == {n: compiled.loops.get(n) for n in live}
             return
     pytest.skip("no lease design fails a liveness property at the default bounds")
+
+
+@pytest.mark.parametrize("revision", ["2026-07-28", "2025-11-25"])
+def test_liveness_of_the_graph_itself_fails_natively_where_the_compiled_engine_fails_it(revision):
+    """The session's liveness mutant that keeps running after it responded: ``settles`` (a
+    ``reachable`` property) and ``no_deadlock`` (an ``unstuck`` one) fail on both engines with
+    the same trace (to the first such state, then the walk from it) and loop."""
+    compiled, ran = _agree(_session("atomic-runs-after-respond", revision))
+    assert ran.verdicts["requests_answered"] == "holds"
+    for name in ("settles", "no_deadlock"):
+        assert ran.verdicts[name] == compiled.verdicts[name] == "fails"
+        assert ran.traces[name] and ran.traces[name] == compiled.traces[name]
+        assert ran.loops[name] and ran.loops[name] == compiled.loops[name]
+
+
+def _counter(spin: bool):
+    """``x`` counts 0..3 (``inc``); from 1 a ``reset`` (the first move) goes back to 0, and
+    with ``spin`` the last state has a move that leaves it as it is.  Goal ``x == 0``:
+    reachable from 0 and 1 only, and 3 is stuck (2 still moves)."""
+
+    @reachable
+    def back(b, s):
+        """x is 0 again."""
+        return s.x == 0
+
+    @unstuck
+    def moves(b, s):
+        """x is 0 or some move changes it."""
+        return s.x == 0
+
+    acts = [
+        Act("reset", (), lambda b, s: s.x == 1, lambda b, s: [Write("x", None, 0)], str),
+        Act("inc", (), lambda b, s: s.x < 3, lambda b, s: [Write("x", None, s.x + 1)], str),
+    ]
+    if spin:
+        acts.append(Act("spin", (), lambda b, s: s.x == 3, lambda b, s: [], str))
+    return Spec("counter", "-", {}, (Var("x", 0, 3, 0),), tuple(acts), (back, moves), {})
+
+
+@pytest.mark.parametrize("spin", [True, False])
+def test_the_first_state_away_from_the_goal_and_the_walk_from_it_are_the_compiled_ones(spin):
+    compiled, ran = _agree(_counter(spin))
+    acts = {k: [st["action"] for st in ran.traces[k]] for k in ("back", "moves")}
+    loops = {k: [st["action"] for st in ran.loops[k]] for k in ("back", "moves")}
+    # no way back from x == 2: two steps there, then inc to the last state and its loop
+    assert acts["back"] == ["inc", "inc", "inc"]
+    assert acts["moves"] == ["inc", "inc", "inc"]  # stuck at x == 3
+    assert loops == ({"back": ["spin"], "moves": ["spin"]} if spin else {"back": [], "moves": []})
+    assert ran.deadlocks == compiled.deadlocks == (0 if spin else 1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "name"),
+    [
+        # every move counted as one that leaves the state as it is
+        ("memcmp(p, q, NV)", "0", "moves"),
+        # the goal reached from no state but itself
+        ("if (!seen[from[e]])", "if (0)", "back"),
+    ],
+)
+def test_c_that_judges_the_graph_wrongly_is_caught(monkeypatch, tmp_path, old, new, name):
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    spec = _counter(True)
+    compiled = explore(spec, engine="compiled")
+    real = native_spec.generate
+
+    def wrong(sp, *args):
+        gen = real(sp, *args)
+        assert old in gen.source
+        return replace(gen, source=gen.source.replace(old, new))
+
+    monkeypatch.setattr(native_spec, "generate", wrong)
+    ran = explore(spec, engine="native")
+    assert ran.verdicts[name] == compiled.verdicts[name] == "fails"
+    # x == 1 taken for the first state away from the goal: one step there, then round reset
+    assert [st["action"] for st in ran.traces[name]] == ["inc"]
+    assert [st["action"] for st in ran.loops[name]] == ["reset", "inc"]
+    assert found(ran) != found(compiled)
 
 
 def test_an_early_stop_and_a_state_limit_are_kept_as_the_compiled_engine_keeps_them():

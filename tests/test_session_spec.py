@@ -1,6 +1,7 @@
 """The session model in the one declaration (``model/session_spec.py``), checked by the one
-explorer (``proofs/explorer.py``): the same states, transitions, coverage, verdicts and
-counterexamples as the session's own explorer without its symmetry reduction.
+explorer (``proofs/explorer.py``): the same states, transitions, coverage, verdicts (its three
+liveness properties included) and counterexamples as the session's own explorer without its
+symmetry reduction.
 
 The default run takes the safe design on the four profiles and a mutant at small bounds (2025-11-25
 at one id); the slow run takes every design and mutant of ``check --design all``, and three of
@@ -36,11 +37,10 @@ def _cfg(design: str, revision: str, transport: str, client: str = "reusing") ->
 
 
 def _words(res) -> dict[str, str]:
-    """The session explorer's verdicts in the one explorer's words (of its liveness, the
-    eventuality the declaration carries: requests_answered)."""
+    """The session explorer's verdicts in the one explorer's words."""
     out = {}
     for v in res.verdicts:
-        if not v.applies or (v.kind == "liveness" and v.name != "requests_answered"):
+        if not v.applies:
             continue
         if v.kind == "witness":
             out[v.name] = "reached" if v.ok else "not reached"
@@ -92,9 +92,11 @@ def test_the_declaration_reads_every_field_action_and_property():
     assert [v.name for v in sp.vars] == [f.name for f in FIELDS]
     assert [a.name for a in sp.acts] == [a.name for a in actions_for(cfg)]
     applying = [p.name for p in PROPERTIES if p.applies(cfg)]
-    assert [p.name for p in sp.props] == [*applying, "requests_answered"]
+    assert [p.name for p in sp.props] == [*applying, "requests_answered", "settles", "no_deadlock"]
     live = sp.prop("requests_answered")
     assert live.kind == "liveness" and set(live.fair) == set(fair_actions("requests_answered", cfg))
+    shapes = {p.name: (p.shape, p.fair) for p in sp.props if p.kind == "liveness"}
+    assert shapes["settles"] == ("reachable", ()) and shapes["no_deadlock"] == ("unstuck", ())
     assert {p.kind for p in sp.props} <= set(KINDS)
     assert {v.role for v in sp.vars} == {"server", "wire", "ghost"}
     assert sp.canon is not None and spec(_cfg("atomic", "2026-07-28", "http")).canon is None
@@ -175,12 +177,13 @@ def test_the_one_prover_does_not_prove_a_broken_invariant_of_the_session():
     assert all(res.verdicts[k] != "proved" for k in broken), res.verdicts
 
 
-def _live_words(cfg: Config) -> tuple[str, str]:
-    """requests_answered on ``cfg``: the one explorer's verdict on the declaration, and the
-    session engine's (its own liveness judge on its graph)."""
+def _live_words(cfg: Config) -> tuple[dict[str, str], dict[str, str]]:
+    """The liveness verdicts on ``cfg``: the one explorer's on the declaration, and the session
+    engine's (its own liveness judge on its graph)."""
     one, ref = runs(cfg)
-    (v,) = [v for v in ref.verdicts if v.name == "requests_answered"]
-    return one.verdicts["requests_answered"], "holds" if v.ok else "fails"
+    mine = {v.name: one.verdicts[v.name] for v in ref.verdicts if v.kind == "liveness"}
+    theirs = {v.name: "holds" if v.ok else "fails" for v in ref.verdicts if v.kind == "liveness"}
+    return mine, theirs
 
 
 def _live_cfg(design: str, revision: str, transport: str, ids: int) -> Config:
@@ -190,10 +193,22 @@ def _live_cfg(design: str, revision: str, transport: str, ids: int) -> Config:
     return Config(d, revision, transport, ids, 2, client_for("reusing", revision))
 
 
-@pytest.mark.parametrize("design, broken", [("atomic", False), ("atomic-waits-on-answer", True)])
-def test_requests_answered_is_judged_alike_and_a_liveness_mutant_breaks_it_in_both(design, broken):
+@pytest.mark.parametrize(
+    "design, broken",
+    [
+        ("atomic", set()),
+        ("atomic-waits-on-answer", {"requests_answered"}),
+        ("atomic-runs-after-respond", {"settles", "no_deadlock"}),
+    ],
+)
+def test_liveness_is_judged_alike_and_the_liveness_mutants_break_it_in_both(design, broken):
+    """``requests_answered`` (an eventuality under weak fairness), ``settles`` and
+    ``no_deadlock`` (properties of the graph itself): the one explorer's verdicts are the
+    session engine's, and each is broken by the mutant that breaks it."""
     one, ref = _live_words(_live_cfg(design, "2025-11-25", "stdio", 1))
-    assert one == ref == ("fails" if broken else "holds")
+    assert set(one) == {"requests_answered", "settles", "no_deadlock"}
+    assert one == ref
+    assert {k for k, v in one.items() if v == "fails"} == broken
 
 
 @pytest.mark.slow
@@ -202,7 +217,7 @@ def test_requests_answered_is_judged_alike_and_a_liveness_mutant_breaks_it_in_bo
     "design",
     ["atomic", "atomic-waits-on-answer", "atomic-waits-on-lost", "atomic-runs-after-respond"],
 )
-def test_requests_answered_agrees_on_every_liveness_mutant(design, revision, transport):
+def test_liveness_agrees_on_every_liveness_mutant(design, revision, transport):
     for ids in (1, 2) if revision == "2026-07-28" else (1,):
         one, ref = _live_words(_live_cfg(design, revision, transport, ids))
         assert one == ref, (design, revision, transport, ids)
