@@ -2,7 +2,10 @@
 
 ``proofs/native_spec_c.py`` generates each move's guard, outputs, writes and step properties
 and each state property of a :class:`~mcp_inflight.model.declare.Spec` as C over states packed
-one byte a slot; ``proofs/native_spec_search.py`` is the breadth-first search.  The C is built
+one byte a slot, with the spec's ``ranks`` (send times kept by rank, ``model/declare.py``:
+the session's stdio clock) applied after every move's writes and to the initial state, as
+the compiled engine applies the ``canon`` they define; ``proofs/native_spec_search.py`` is the
+breadth-first search.  The C is built
 once per generated source with the C compiler and cached (:func:`build`: the directory of
 ``proofs/native.py``'s engine under ``proofs/cache.py``'s, keyed by a hash of the source), then
 loaded with :mod:`ctypes`.  :func:`search_native` hands back the :class:`Explored` of
@@ -27,7 +30,8 @@ With ``symmetry`` the run is reduced as the compiled engine reduces it: the chec
 (:func:`reduction`: ``Explored.symmetry`` worded as the explorer words it), and only when it
 passes does the C keep one state per orbit, the least of its renamings under the same order as
 Python's tuple comparison (``proofs/native_spec_symmetry.py``: the used slots of each ordered
-sort counted, every renaming of the group at that count tried from a table), so the same
+sort counted, every renaming of the group at that count tried from a table, each followed by
+the ranks as ``declared_symmetry.renamer`` follows it by the ``canon``), so the same
 representatives, counts, depth, coverage, verdicts and deadlocks.  A reduced trace is rebuilt
 by the compiled engine's own replay (``declared_symmetry.replay``) on the states of its path in
 the C search: each move renamed onto the real state before it and taken by the concrete rules,
@@ -36,8 +40,9 @@ step that disagrees is reported in ``errors``, as the compiled engine reports it
 check fails the run is unreduced and says why.
 
 Refused (:class:`~.native_spec_c.Refused`, a ``Refused`` of the compiled engine): a variable
-wider than a signed byte, a spec with a ``canon`` (a Python function, which a renaming would
-pass through too), a rule the generator cannot read, and symmetry asked of a spec with
+wider than a signed byte, a spec whose ``canon`` does not come from its ``ranks`` (a Python
+function the C cannot run; no spec has one today, as ``Spec.canon`` is always the ranks'
+renumbering), a rule the generator cannot read, and symmetry asked of a spec with
 liveness properties and a sort to rename (weak fairness is not judged in C on a reduced graph,
 whose moves are named as on each orbit's representative; the compiled engine judges it).
 Without a C compiler the build fails with ``proofs/native.py``'s ``BuildError``.
@@ -111,6 +116,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_nodes": (_L, [_P, _L, _LP, _L]),
     "nb_state": (None, [_P, _L, _B]),
     "nb_canon": (None, [_B, _B]),
+    "nb_ranks": (None, [_B, _B]),
     "nb_fair": (_L, [_P, ctypes.c_int, _B, _LP, _LP]),
     "nb_edges": (_L, [_P, _L, _IP, _IP, _L]),
     "nb_reach": (_L, [_P, ctypes.c_int]),
@@ -163,15 +169,11 @@ def reduction(spec: Spec) -> tuple[str, Any]:
     """What ``explore(spec, symmetry=True)`` says of its reduction (``Explored.symmetry``,
     worded as ``proofs/explorer.py:_reduction`` words it) and the canonical form of the orbits
     (``declared_symmetry.Canon``) when the check passes, else None: the run is unreduced.
-    ``Refused`` for a spec the C does not reduce: one with a ``canon``, and one with liveness
-    properties and a sort to rename (see the module text)."""
+    ``Refused`` for a spec the C does not run (:func:`~.native_spec_c.refusal`: a ``canon``
+    that is not its ``ranks``, ...) and one with liveness properties and a sort to rename
+    (see the module text)."""
     from .declared_symmetry import Canon, ordered, sorts, symmetry_of
 
-    if spec.canon is not None:
-        raise Refused(
-            "symmetry: the spec abstracts its states with a canon (a Python function the C "
-            "cannot run), which every renaming is followed by"
-        )
     why = refusal(spec)  # before the check, which a refused spec would make for nothing
     if why is not None:
         raise Refused(why)

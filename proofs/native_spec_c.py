@@ -10,9 +10,13 @@ not fold to false, in ``spec.moves()`` order):
 
 * ``mv_<j>(p, q, need, res, err)``: the guard on ``p``; the outputs as C locals; ``q`` = ``p``
   with the writes applied in order (keys, values and conditions all read on ``p``, as the
-  compiled engine reads them); then each step property still ``need``-ed judged on ``(p, q,
+  compiled engine reads them), then ``ranks(q)``; then each step property still ``need``-ed judged on ``(p, q,
   outputs)`` into ``res``.  A write to a negative key or past the last slot, or of a value that
   does not fit a byte, stops the run (``err``): a model bug;
+* ``ranks(q)``: the spec's :class:`~mcp_inflight.model.declare.Ranks` applied to ``q`` in
+  place (every live condition generated as the guards are, read on ``q`` before any time is
+  renumbered), called by each move after its writes and before its step properties, and on
+  the initial state; it changes nothing when the spec has no ranks;
 * ``judge(p, need, res)``: each state property (``always``, auxiliary, ``sometimes``, liveness
   goals) on ``p``; ``in_range(p)``: every slot within its variable's range;
 * ``canon(s, out)``: the state the search keeps for ``s``: ``s`` itself, or under symmetry
@@ -21,7 +25,8 @@ not fold to false, in ``spec.moves()`` order):
 and the search of :data:`SEARCH` (breadth first, an open-addressing hash set of the packed
 states, parent pointers, the graph's edges when there is a liveness property, and the fair
 strongly connected components).  Nothing here states a rule.  A spec this cannot read (a
-variable wider than a byte, a ``canon``, a rule the generator refuses) raises ``Refused``.
+variable wider than a byte, a ``canon`` that is not the spec's ranks, ranks whose clock is keyed or
+whose stamp is a scalar, a rule the generator refuses) raises ``Refused``.
 """
 
 from __future__ import annotations
@@ -137,8 +142,15 @@ class Generated:
 
 def refusal(spec: Spec) -> str | None:
     """Why the native engine does not run ``spec`` (None: it may try)."""
-    if spec.canon is not None:
+    if spec.canon is not None and spec.ranks is None:
+        # never today: a spec's canon is its ranks' renumbering (``model/declare.py``)
         return "the spec abstracts its states with a canon (a Python function the C cannot run)"
+    if spec.ranks is not None:
+        if spec.var(spec.ranks.clock).keys is not None:
+            return f"the clock {spec.ranks.clock} of the ranks is not a scalar"
+        for name, _ in spec.ranks.stamps:
+            if spec.var(name).keys is None:
+                return f"stamp {name} of the ranks is a scalar, not a variable of slots"
     for v in spec.vars:
         if v.lo < -128 or v.hi > 127:
             return f"variable {v.name} ranges over {v.lo}..{v.hi}, wider than a byte"
@@ -168,6 +180,7 @@ def _generate(spec: Spec, symmetry: bool) -> Generated:
     state_props += [("aux:" + x.name, x) for x in spec.aux]
     step_props = [x for x in spec.props if x.scope == "step"]
     src = Source()
+    _emit_ranks(spec, g, src, q, base)
     table: list[int] = []
     for k, m in enumerate(moves):
         if _emit_move(spec, g, src, len(table), m, p, q, base, step_props):
@@ -200,6 +213,7 @@ def _generate(spec: Spec, symmetry: bool) -> Generated:
         f"#define NS {len(state_props)}",
         f"#define NT {len(step_props)}",
         f"#define REDUCE {int(symmetry)}",
+        f"#define RANKS {int(spec.ranks is not None)}",
     ]
     text = "\n".join(head) + "\n" + src.text() + reduce + SEARCH
     return Generated(text, table, moves, state_props, step_props, nslots)
@@ -287,8 +301,41 @@ def _emit_move(
                 src.emit(depth, f"q[{base[w.field]} + k] = {value};")
         if depth == 2:
             src.emit(1, "}")
+    src.emit(1, "ranks(q);")
     for n, x in enumerate(step_props):
         src.emit(1, f"if (need[{n}]) res[{n}] = {_truth(x.on_step(g, p, q, m, out))};")
     src.emit(1, "return 1;")
     src.emit(0, "}")
     return True
+
+
+def _emit_ranks(spec: Spec, g: Gen, src: Source, q: _View, base: dict[str, int]) -> None:
+    """``ranks(q)``: the spec's :class:`~mcp_inflight.model.declare.Ranks` applied to ``q`` in
+    place, as ``Ranks.function`` applies it: every live condition read on ``q`` first, then
+    each live time replaced by its rank among the live ones (by time, then stamp, then slot:
+    the slots are met in that order and inserted after every equal time), every other time by
+    0, and the clock by their number.  Without ranks, it changes nothing."""
+    if spec.ranks is None:
+        src.emit(0, "static void ranks(sc *q) { (void)q; }")
+        return
+    slots = [
+        (base[name] + k, _truth(live(g, q, k)))
+        for name, live in spec.ranks.stamps
+        for k in range(spec.var(name).keys or 0)
+    ]
+    n = max(len(slots), 1)
+    src.emit(0, "static void ranks(sc *q) {")
+    src.emit(1, f"int at[{n}], tm[{n}], live[{n}], count = 0;")
+    for j, (slot, live) in enumerate(slots):
+        src.emit(1, f"live[{j}] = {live}; tm[{j}] = q[{slot}];")
+    src.emit(1, f"static const int SLOT[{n}] = {{{', '.join(str(s) for s, _ in slots) or '0'}}};")
+    src.emit(1, f"for (int j = 0; j < {len(slots)}; j++) {{")
+    src.emit(2, "q[SLOT[j]] = 0;")
+    src.emit(2, "if (!live[j]) continue;")
+    src.emit(2, "int r = count++;")
+    src.emit(2, "while (r > 0 && tm[at[r - 1]] > tm[j]) { at[r] = at[r - 1]; r--; }")
+    src.emit(2, "at[r] = j;")
+    src.emit(1, "}")
+    src.emit(1, "for (int r = 0; r < count; r++) q[SLOT[at[r]]] = (sc)r;")
+    src.emit(1, f"q[{base[spec.ranks.clock]}] = (sc)count;")
+    src.emit(0, "}")

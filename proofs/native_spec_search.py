@@ -2,9 +2,10 @@
 
 ``proofs/native_spec_c.py`` puts before it the sizes (``NV`` bytes a state, ``NM`` moves in
 the table, ``NS`` state and ``NT`` step properties), the moves ``MOVES[j](p, q, need, res,
-err)``, ``judge``, ``in_range`` and ``canon``, and ``REDUCE``: with it, the initial state and
-every successor are kept as ``canon`` gives them (the least of their renamings), while each
-step property is judged on the successor as the move wrote it, as the explorer judges it.
+err)`` (each ending in ``ranks``), ``judge``, ``in_range``, ``ranks`` and ``canon``, and
+``REDUCE``: with it, the initial state (its ranks applied, as every successor's) and every
+successor are kept as ``canon`` gives them (the least of their renamings), while each step
+property is judged on the successor as the move wrote it, as the explorer judges it.
 The search keeps the states packed in discovery order (so
 the queue is the range ``head .. n`` and the levels are ranges too), an open-addressing hash
 set of them, and per state its parent, the move taken from it and its depth.  It records what
@@ -26,6 +27,7 @@ component of goal-less states in which no fair move is enabled everywhere yet ne
 inside (Tarjan's algorithm, iterative), and, given room, that component's states; ``nb_edges``
 reads a state's kept edges (the lasso's loop is walked through them in Python); ``nb_nodes``
 the states on the path to one (a reduced trace is replayed through them in Python).
+``nb_canon`` and ``nb_ranks`` apply ``canon`` and ``ranks`` to one packed state (for the tests).
 ``nb_reach`` and ``nb_stuck`` judge the liveness of the graph itself: the first state from
 which no goal state is reachable (backward over the kept edges), and the first goal-less state
 no move changes.
@@ -149,8 +151,10 @@ void *nb_new(const char *init, long max_states, const unsigned char *trig_s,
     }
     r->first_dead = -1; r->range_first = -1;
     int added;
-    sc first[NV];
-    canon((const sc *)init, first);
+    sc ranked[NV], first[NV];
+    memcpy(ranked, init, NV);
+    ranks(ranked);
+    canon(ranked, first);
     find_or_add(r, first, -1, -1, &added);
     r->levels[r->nlevels++] = 1;
     judge_state(r, 0);
@@ -254,6 +258,9 @@ void nb_state(void *rp, long i, char *out) { memcpy(out, ((R *)rp)->st + i * NV,
 
 /* the state kept for packed state s: itself, or with REDUCE its least renaming */
 void nb_canon(const char *s, char *out) { canon((const sc *)s, (sc *)out); }
+
+/* packed state s with the spec's ranks applied (s itself without them) */
+void nb_ranks(const char *s, char *out) { memcpy(out, s, NV); ranks((sc *)out); }
 
 long nb_fair(void *rp, int live, const unsigned char *fair, long *members, long *nmembers) {
     R *r = rp;

@@ -16,10 +16,13 @@ declaration order, a keyed variable's slots in key order):
 * ``canon(s, out)``: ``out`` the least of ``s`` and its renamings, compared byte by byte as
   signed values (``NONE`` is -1, below every name), which is the order of Python's tuple
   comparison on states of these fixed shapes.  A renaming is abandoned at its first byte
-  above the best so far.
+  above the best so far.  With ``RANKS`` (a spec whose ``canon`` is its ranks), each
+  renaming, the identity included, is followed by ``ranks`` before it is compared, as
+  ``renamer`` follows it by the ``canon``: every renamed state is built whole first.
 
-A spec with a ``canon`` of its own (a Python function) is not read here (the native engine
-refuses it), nor a group of more than :data:`MAX_ROWS` renamings in all.
+A spec with a ``canon`` that is not its ranks (a Python function) is not read here (the native
+engine refuses it; no spec has one today), nor a group of more than :data:`MAX_ROWS` renamings
+in all.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ class Untabulated(ValueError):
 def canon_source(spec: Spec) -> str:
     """The C of ``canon_key`` and ``canon`` for ``spec`` (see the module text);
     :class:`Untabulated` for a spec with a ``canon`` or too many renamings."""
-    if spec.canon is not None:
+    if spec.canon is not None and spec.ranks is None:
         raise Untabulated(
             "symmetry: the spec abstracts its states with a canon (a Python function the C "
             "can neither run nor rename through)"
@@ -150,6 +153,29 @@ def _used(spec: Spec, o: int, sort: str, n: int) -> list[str]:
 
 
 CANON = r"""
+#if RANKS
+/* out: the least of s and its renamings at s's key, each (the identity too) followed by the
+   ranks, compared as signed bytes */
+static void canon(const sc *s, sc *out) {
+    sc t[NV];
+    memcpy(out, s, NV);
+    long key = canon_key(s);
+    for (long g = CROW[key] - 1; g < CROW[key + 1]; g++) {
+        if (g < CROW[key]) memcpy(t, s, NV);  /* the identity */
+        else {
+            const unsigned short *src = CSRC + g * NV, *mid = CMID + g * NV;
+            for (int i = 0; i < NV; i++) t[i] = CMAP[mid[i]][(unsigned char)s[src[i]]];
+        }
+        ranks(t);
+        for (int i = 0; i < NV; i++) {
+            if (t[i] != out[i]) {
+                if (t[i] < out[i]) memcpy(out, t, NV);
+                break;
+            }
+        }
+    }
+}
+#else
 /* out: the least of s and its renamings at s's key, compared as signed bytes */
 static void canon(const sc *s, sc *out) {
     memcpy(out, s, NV);
@@ -168,4 +194,5 @@ static void canon(const sc *s, sc *out) {
     next:;
     }
 }
+#endif
 """

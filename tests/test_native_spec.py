@@ -3,8 +3,8 @@
 The native engine generates each declared model's rules and the search as C; it must find
 exactly what the compiled engine finds: states, transitions, depth, verdicts, shortest traces
 (each step's story and changes), coverage, errors, completeness and deadlocks, on every design
-and mutant of every model, and on the session's declaration where it runs (HTTP: stdio's
-states are abstracted by a Python ``canon``, refused), its liveness mutant included, which
+and mutant of every model, and on the session's declaration over HTTP (stdio, whose send
+times are kept by rank: ``tests/test_native_spec_ranks.py``), its liveness mutant included, which
 breaks the liveness of the graph itself (``reachable`` and ``unstuck``, also shown on a small
 counter, and C that judges either wrongly is caught).  The default run takes one or two
 designs a model (each a build of a second or so, cached afterwards); the slow run takes all.
@@ -230,13 +230,14 @@ def test_a_variable_wider_than_a_byte_is_refused_with_its_reason():
     assert explore(wide, engine="compiled").states > 1
 
 
-def test_a_canon_and_symmetry_with_liveness_are_refused_with_their_reasons():
-    # symmetry reduction itself runs natively: tests/test_native_spec_symmetry.py
-    stdio = _session("atomic", "2026-07-28", "stdio")
-    with pytest.raises(Refused, match="canon"):
-        search_native(stdio)
-    with pytest.raises(Refused, match="symmetry: .*canon"):
-        search_native(stdio, symmetry=True)
+def test_a_canon_not_from_ranks_and_symmetry_with_liveness_are_refused_with_their_reasons():
+    # symmetry reduction itself runs natively: tests/test_native_spec_symmetry.py; a canon
+    # that is the spec's ranks runs natively too: tests/test_native_spec_ranks.py
+    odd = replace(_model("lease").spec("fenced"))
+    object.__setattr__(odd, "canon", lambda s: s)  # no spec declares one: set by hand
+    for symmetry in (False, True):
+        with pytest.raises(Refused, match="abstracts its states with a canon"):
+            search_native(odd, symmetry=symmetry)
     with pytest.raises(Refused, match="symmetry with liveness properties"):
         search_native(_model("lease").spec("fenced"), symmetry=True)
 
