@@ -58,6 +58,8 @@ declaration above meaning what it meant:
   exact abstraction applied after every step (the session's stdio clock), declared as data so
   that every engine, the native one included, applies the same renumbering; the spec's
   ``canon`` is that renumbering as a Python function (None without ``ranks``);
+* a spec's ``final`` states: where a run may end, so that a state with no move there is no
+  deadlock (by default every state with no move is one);
 * a spec's ``ordered`` sorts: those whose slots the rules fill in order (a slot is *used* once
   a variable keyed by the sort, naming no sort or starting at ``NONE``, leaves its initial
   value there), each with why: the symmetry
@@ -395,6 +397,9 @@ class Spec:
     #: send times kept by rank (:class:`Ranks`), applied to the initial state and to every
     #: successor: the session's stdio clock.  None: states are kept as the effects write them.
     ranks: Ranks | None = field(default=None, compare=False)
+    #: where a run may end, ``fn(b, s)``: a state with no move where it holds is no deadlock
+    #: (the session's settled states).  None: every state with no move is one.
+    final: Callable[[Any, Any], Any] | None = field(default=None, compare=False)
     #: sorts whose slots the rules fill in order, each with why: ``(sort, reason)`` (a slot is
     #: used once a variable keyed by the sort, naming no sort or starting at ``NONE``, leaves its
     #: initial value there; ``proofs/declared_symmetry.py`` renames only the used slots)

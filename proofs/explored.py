@@ -38,7 +38,8 @@ class Explored:
     complete: bool = True
     #: the engine that ran: ``compiled``, ``concrete``, or why the generator was refused
     engine: str = ""
-    #: states where no move is enabled (a run ends there), and a shortest run to the first
+    #: states where no move is enabled (a run ends there) and the spec's ``final`` does not
+    #: hold, and a shortest run to the first
     deadlocks: int = 0
     deadlock_trace: list[dict[str, Any]] | None = None
     #: with ``symmetry``: whether the run kept one state per orbit, and why (or why not)

@@ -193,9 +193,12 @@ def _fastest(
 def _native(
     spec: Spec, max_states: int, until: Iterable[str] | None, progress: Sink | None, symmetry: bool
 ) -> Explored:
-    """``proofs/native_spec.py``'s search, or its ``Refused`` for a spec it does not run."""
-    from .native_spec import search_native
+    """``proofs/native_spec.py``'s search, or its ``Refused`` for a spec it does not run (one
+    with ``final`` states, which its C does not yet read when it counts deadlocks)."""
+    from .native_spec import Refused, search_native
 
+    if spec.final is not None:
+        raise Refused("final states: the C counts every state with no move as a deadlock")
     return search_native(spec, max_states, until, progress, symmetry)
 
 
@@ -257,7 +260,8 @@ def _search(
     goal: dict[str, list[bool]] = {p.name: [] for p in live}
     wanted = stoppable(spec, until)
     stopped = False
-    dead_ends: list[int] = []
+    dead_ends: list[int] = []  # states with no move where a run may not end
+    final, b = spec.final, spec.logic()
 
     def judge_state(n: int, s: Any) -> None:
         if not in_range(s) and not res.errors:
@@ -324,7 +328,7 @@ def _search(
                 queue.append(k)
             if live:
                 edges[n].append((j, k))
-        if not moved:
+        if not moved and (final is None or not final(b, s)):
             dead_ends.append(n)
     res.states = len(states)
     res.depth = max(depth)

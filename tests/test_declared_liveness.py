@@ -98,6 +98,12 @@ def test_the_states_where_no_move_is_enabled_are_counted_with_a_shortest_run_to_
     assert ex.deadlocks == 1 and [st["action"] for st in ex.deadlock_trace] == ["finish"]
     assert ex.to_json()["deadlocks"] == 1
     assert explore(_toggle_and_finish(("toggle",))).deadlocks == 0  # toggle always moves
+    # a run may end once x is set: that state is then no deadlock
+    spec = _toggle_and_finish(("toggle",), toggle_guard=lambda b, s: s.y == 1)
+    ended = explore(dataclasses.replace(spec, final=lambda b, s: s.x == 1))
+    assert ended.deadlocks == 0 and ended.deadlock_trace is None
+    not_there = explore(dataclasses.replace(spec, final=lambda b, s: s.y == 1))
+    assert not_there.deadlocks == 1  # a final condition elsewhere leaves the dead end one
 
 
 # --- the lasso: the trace to the component and the loop a fair run repeats there -------------
@@ -379,3 +385,10 @@ def test_a_liveness_shape_on_fairness_or_unknown_is_refused():
         dataclasses.replace(reachable(done), fair=("spin",))
     with pytest.raises(ValueError, match="unknown liveness shape"):
         dataclasses.replace(reachable(done), shape="sometime")
+
+
+def test_the_native_engine_refuses_final_states_and_fastest_falls_back():
+    spec = _toggle_and_finish(("toggle",), toggle_guard=lambda b, s: s.y == 1)
+    ended = dataclasses.replace(spec, final=lambda b, s: s.x == 1)
+    ran = explore(ended, engine="fastest")
+    assert ran.deadlocks == 0 and ran.engine.startswith("compiled") and "final states" in ran.engine
