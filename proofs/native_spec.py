@@ -17,7 +17,8 @@ a failure's lasso loop walked here on that graph's edges, as the compiled engine
 own), and the graph's own ``reachable`` (backward reachability from the goal states, in C) and
 ``unstuck`` (per state, whether some move changes it, recorded by the C search as it expands
 the state): the first state in index order that breaks one, the trace to it, then the run from
-it that ``liveness.walk_on`` walks, each move taken by the concrete rules.
+it that ``liveness.walk_on`` walks, each move fired by the compiled engine's rules
+(``proofs/rules.py``).
 
 The C side gives back indices: the first state (or state and move) that settles each property,
 and parent pointers.  A trace is rebuilt here by replaying the moves from the initial state
@@ -37,15 +38,19 @@ by the compiled engine's own replay (``declared_symmetry.replay``) on the states
 the C search: each move renamed onto the real state before it and taken by the concrete rules,
 and each real state's least renaming, computed in Python, compared with the state the C kept; a
 step that disagrees is reported in ``errors``, as the compiled engine reports it.  When the
-check fails the run is unreduced and says why.
+check fails the run is unreduced and says why.  Liveness is judged on the reduced graph as the
+compiled engine judges it: ``reachable`` and ``unstuck`` in C as above, the walk from the real
+state the replayed trace ends in; an ``eventually`` property by
+``liveness.fair_violation_reduced`` on the goal flags and edges read from the C search at once,
+each component a run can go round in unfolded into the real states of its orbits (each kept
+state's renamings, ``Canon.group``) and their real moves (the compiled rules), each real
+successor's reduced state found by the C search's own least renaming and table (``nb_find``);
+a lasso's loop is walked among those real states from the trace's real end.
 
 Refused (:class:`~.native_spec_c.Refused`, a ``Refused`` of the compiled engine): a variable
 wider than a signed byte, a spec whose ``canon`` does not come from its ``ranks`` (a Python
 function the C cannot run; no spec has one today, as ``Spec.canon`` is always the ranks'
-renumbering), a rule the generator cannot read, and symmetry asked of a spec with
-liveness properties and a sort to rename (weak fairness is not judged in C on a reduced graph,
-whose moves are named as on each orbit's representative; the compiled engine judges it).
-Without a C compiler the build fails with ``proofs/native.py``'s ``BuildError``.
+renumbering), and a rule the generator cannot read.  Without a C compiler the build fails with ``proofs/native.py``'s ``BuildError``.
 """
 
 from __future__ import annotations
@@ -60,9 +65,10 @@ from typing import Any
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step, take
 
 from .explored import NOT_JUDGED, Explored, default_sink, stoppable
-from .liveness import walk_on
+from .liveness import Unfolded, fair_violation_reduced, walk_on
 from .native_spec_c import Generated, Refused, generate, refusal
 from .progress import Sink, Tracker
+from .rules import rules_of
 from .walk import tour
 
 __all__ = ["NativeExplored", "NativeSpecError", "Refused", "search_native"]
@@ -119,6 +125,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_ranks": (None, [_B, _B]),
     "nb_fair": (_L, [_P, ctypes.c_int, _B, _LP, _LP]),
     "nb_edges": (_L, [_P, _L, _IP, _IP, _L]),
+    "nb_find": (_L, [_P, _B]),
+    "nb_graph": (_L, [_P, ctypes.c_int, ctypes.POINTER(ctypes.c_ubyte), _LP, _IP, _IP]),
     "nb_reach": (_L, [_P, ctypes.c_int]),
     "nb_stuck": (_L, [_P, ctypes.c_int]),
     "nb_free": (None, [_P]),
@@ -136,6 +144,11 @@ def prepare(spec: Spec, symmetry: bool = False) -> tuple[Generated, Any]:
     state) and its loaded library (built or read from the cache)."""
     gen = generate(spec, symmetry)
     return gen, _load(gen.source)
+
+
+def _never(x: Any) -> None:
+    """The fire of a move whose guard the compiled rules fold to false: never enabled."""
+    return None
 
 
 def _flags(xs: Iterable[bool]) -> bytes:
@@ -170,8 +183,7 @@ def reduction(spec: Spec) -> tuple[str, Any]:
     worded as ``proofs/explorer.py:_reduction`` words it) and the canonical form of the orbits
     (``declared_symmetry.Canon``) when the check passes, else None: the run is unreduced.
     ``Refused`` for a spec the C does not run (:func:`~.native_spec_c.refusal`: a ``canon``
-    that is not its ``ranks``, ...) and one with liveness properties and a sort to rename
-    (see the module text)."""
+    that is not its ``ranks``, ...)."""
     from .declared_symmetry import Canon, ordered, sorts, symmetry_of
 
     why = refusal(spec)  # before the check, which a refused spec would make for nothing
@@ -179,12 +191,6 @@ def reduction(spec: Spec) -> tuple[str, Any]:
         raise Refused(why)
     if all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()]):
         return "unreduced: no declared sort has two or more values to rename", None
-    if any(p.kind == "liveness" for p in spec.props):
-        raise Refused(
-            "symmetry with liveness properties: weak fairness is not judged in C on a reduced "
-            "graph, whose moves are named as on each orbit's representative (the compiled "
-            "engine judges it)"
-        )
     sym = symmetry_of(spec)
     return ("reduced: " if sym.ok else "unreduced: ") + sym.text(), Canon(spec) if sym.ok else None
 
@@ -239,7 +245,7 @@ def _run(
     canon: Any,
 ) -> NativeExplored:
     t1 = time.perf_counter()
-    st = (ctypes.c_long * 11)()
+    st = (ctypes.c_long * 12)()
     fed, budget = 1, 1 << 14
     while True:
         c0 = time.perf_counter()
@@ -349,17 +355,60 @@ def _run(
         s, steps = state_at(n)
         return steps, s
 
-    def fire_of(m: Move) -> Any:
-        """``x -> (post, output)`` of move ``m`` by the concrete rules, or None where its guard
-        does not hold (a row of the move table as ``liveness.walk_on`` reads it)."""
+    fires: list[tuple[Move, Any]] = []
 
-        def fire(x: Any) -> Any:
-            post = take(spec, x, m, b)
-            return None if post is None else (post, m.act.outputs(b, x, **m.kw))
+    def moves() -> list[tuple[Move, Any]]:
+        """The move table's rows as ``liveness`` reads them, ``(move, fire)``: each move fired
+        by the compiled engine's own rules (``proofs/rules.py``), built once a walk or an
+        unfolding needs them."""
+        if not fires:
+            rules = rules_of(spec, "auto")
+            fires.extend((gen.moves[k], rules.fire[k] or _never) for k in gen.table)
+        return fires
 
-        return fire
+    graph: dict[str, Any] = {}
 
-    table = [(gen.moves[k], fire_of(gen.moves[k])) for k in gen.table]
+    def goal_and_edges(g: int) -> tuple[list[bool], list[list[tuple[int, int]]]]:
+        """Liveness goal ``g`` per state and every state's kept edges ``(move row,
+        successor)``, read from the C search at once (the edges once for every goal)."""
+        n, ne = res.states, st[11]
+        goal = (ctypes.c_ubyte * max(n, 1))()
+        start = (ctypes.c_long * (n + 1))()
+        mv, to = (ctypes.c_int * max(ne, 1))(), (ctypes.c_int * max(ne, 1))()
+        lib.nb_graph(R, g, goal, start, mv, to)
+        if "edges" not in graph:
+            at, rows, succ = list(start), list(mv[:ne]), list(to[:ne])
+            graph["edges"] = [
+                list(zip(rows[a:z], succ[a:z], strict=True))
+                for a, z in zip(at[:-1], at[1:], strict=True)
+            ]
+        return [bool(x) for x in goal[:n]], graph["edges"]
+
+    def unfold(comp: list[int]) -> Unfolded:
+        """The real states of the orbits of reduced component ``comp`` and the moves between
+        them, as the compiled engine unfolds them (``proofs/explorer.py``): each renaming of
+        each kept state (``Canon.group``), each move fired by the compiled rules, its
+        successor's reduced state found by the C search's own canon and table (-1 where it
+        leaves the component)."""
+        members = set(comp)
+        real = Unfolded()
+        for n in comp:
+            s = kept(n)
+            for rename in canon.group(s)[1]:
+                real.add(rename(s), n)
+        table = moves()
+        i = 0
+        while i < len(real.states):
+            x = real.states[i]
+            row = []
+            for j, (_, fire) in enumerate(table):
+                fired = fire(x)
+                if fired is not None:
+                    k = lib.nb_find(R, _pack(spec, fired[0]))
+                    row.append((j, real.add(fired[0], k) if k in members else -1))
+            real.edges.append(row)
+            i += 1
+        return real
 
     def loop(start: int, component: set[int]) -> list[dict[str, Any]]:
         """The loop of a lasso: the compiled engine's walk (``proofs/walk.py:tour``) through
@@ -411,11 +460,21 @@ def _run(
                 raise NativeSpecError("out of memory")
             res.verdicts[key] = "fails" if away >= 0 else "holds"
             if away >= 0:
-                # the run from the first such state on, walked as the compiled engine walks
-                # it (``liveness.walk_on``, each move taken by the concrete rules)
+                # the run from the first such state on (the real one the trace ends in),
+                # walked as the compiled engine walks it (``liveness.walk_on``)
                 res.traces[key], x = trace_to(away)
-                stem, res.loops[key] = walk_on(spec, x, table)
+                stem, res.loops[key] = walk_on(spec, x, moves())
                 res.traces[key] += stem
+        elif p.kind == "liveness" and canon is not None:
+            # weak fairness judged on the real moves of the reduced components' orbits
+            goal, edges = goal_and_edges(live.index(key))
+            fair_rows = {j for j, k in enumerate(gen.table) if gen.moves[k].act.name in p.fair}
+            unfolded = fair_violation_reduced(goal, edges, fair_rows, unfold)
+            res.verdicts[key] = "holds" if unfolded is None else "fails"
+            if unfolded is not None:
+                bad, real = unfolded
+                res.traces[key], x = trace_to(bad)
+                res.loops[key] = real.loop(x, moves(), spec)
         elif p.kind == "liveness":
             fair = _flags(gen.moves[k].act.name in p.fair for k in gen.table)
             members, count = (ctypes.c_long * max(res.states, 1))(), ctypes.c_long(0)

@@ -27,6 +27,9 @@ component of goal-less states in which no fair move is enabled everywhere yet ne
 inside (Tarjan's algorithm, iterative), and, given room, that component's states; ``nb_edges``
 reads a state's kept edges (the lasso's loop is walked through them in Python); ``nb_nodes``
 the states on the path to one (a reduced trace is replayed through them in Python).
+``nb_graph`` copies out one liveness goal per state and every kept edge (an ``eventually``
+property under symmetry reduction is judged in Python on them), and ``nb_find`` gives the
+index of the state kept for a packed state (its least renaming looked up in the hash set).
 ``nb_canon`` and ``nb_ranks`` apply ``canon`` and ``ranks`` to one packed state (for the tests).
 ``nb_reach`` and ``nb_stuck`` judge the liveness of the graph itself: the first state from
 which no goal state is reachable (backward over the kept edges), and the first goal-less state
@@ -226,6 +229,7 @@ void nb_stats(void *rp, long *out) {
     out[0] = r->n; out[1] = r->transitions; out[2] = r->n ? r->depth[r->n - 1] : 0;
     out[3] = r->head; out[4] = r->deadlocks; out[5] = r->first_dead; out[6] = r->range_first;
     out[7] = r->overflow; out[8] = r->stopped; out[9] = r->err; out[10] = r->nlevels;
+    out[11] = r->ne;
 }
 
 long nb_level(void *rp, long k) { return ((R *)rp)->levels[k]; }
@@ -328,6 +332,35 @@ long nb_edges(void *rp, long v, int *mv, int *to, long cap) {
         mv[k] = r->emv[e]; to[k] = r->eto[e];
     }
     return r->estart[v + 1] - r->estart[v];
+}
+
+/* the index of the state kept for packed state s (canon applied), or -1 when none is */
+long nb_find(void *rp, const char *s) {
+    R *r = rp;
+    sc c[NV];
+    canon((const sc *)s, c);
+    unsigned long x = hash_of(c) & (unsigned long)(r->hcap - 1);
+    while (r->hash[x]) {
+        long i = r->hash[x] - 1;
+        if (!memcmp(r->st + i * NV, c, NV)) return i;
+        x = (x + 1) & (unsigned long)(r->hcap - 1);
+    }
+    return -1;
+}
+
+/* the kept graph: liveness goal `live` per state into goal (n bytes), each expanded state's
+   first edge into start (n + 1 entries: an unexpanded state has none) and every edge's move
+   row and successor into mv and to (ne entries); returns ne */
+long nb_graph(void *rp, int live, unsigned char *goal, long *start, int *mv, int *to) {
+    R *r = rp;
+    for (long v = 0; v < r->n; v++) {
+        goal[v] = r->goal[v * r->nlive + live];
+        start[v] = v < r->head ? r->estart[v] : r->ne;
+    }
+    start[r->n] = r->ne;
+    memcpy(mv, r->emv, (size_t)r->ne * sizeof(int));
+    memcpy(to, r->eto, (size_t)r->ne * sizeof(int));
+    return r->ne;
 }
 
 /* the first state (least index) from which no state where liveness goal `live` holds is

@@ -230,16 +230,13 @@ def test_a_variable_wider_than_a_byte_is_refused_with_its_reason():
     assert explore(wide, engine="compiled").states > 1
 
 
-def test_a_canon_not_from_ranks_and_symmetry_with_liveness_are_refused_with_their_reasons():
-    # symmetry reduction itself runs natively: tests/test_native_spec_symmetry.py; a canon
-    # that is the spec's ranks runs natively too: tests/test_native_spec_ranks.py
+def test_a_canon_not_from_ranks_is_refused_with_its_reason():
+    # a canon that is the spec's ranks runs natively: tests/test_native_spec_ranks.py
     odd = replace(_model("lease").spec("fenced"))
     object.__setattr__(odd, "canon", lambda s: s)  # no spec declares one: set by hand
     for symmetry in (False, True):
         with pytest.raises(Refused, match="abstracts its states with a canon"):
             search_native(odd, symmetry=symmetry)
-    with pytest.raises(Refused, match="symmetry with liveness properties"):
-        search_native(_model("lease").spec("fenced"), symmetry=True)
 
 
 def test_a_write_to_a_none_key_stops_the_native_search_as_a_model_bug():

@@ -5,7 +5,8 @@ initial state, and after each renaming of the least-renaming search).
 
 * 2026-07-28 over stdio at two ids and two instances, atomic and unguarded: the native run finds
   what the compiled run finds, field by field, unreduced and reduced (liveness dropped there:
-  the native engine does not yet reduce a spec with liveness properties), each trace replayed
+  judged under reduction, over stdio too, in ``tests/test_native_spec_reduced_liveness.py``),
+  each trace replayed
   through the concrete rules; the 2025-11-25 profile at the same bounds is in the slow set.
 * The liveness mutant at 2025-11-25 over stdio, one id, that breaks ``settles`` and
   ``no_deadlock``: the same verdicts, traces and loops.
@@ -46,7 +47,8 @@ def _stdio(design: str, revision: str = "2026-07-28", ids: int = 2) -> Spec:
 
 
 def safety(sp: Spec) -> Spec:
-    """``sp`` without its liveness properties (the native engine does not reduce those yet)."""
+    """``sp`` without its liveness properties (judged under reduction in
+    ``tests/test_native_spec_reduced_liveness.py``)."""
     return dataclasses.replace(sp, props=tuple(p for p in sp.props if p.kind != "liveness"))
 
 

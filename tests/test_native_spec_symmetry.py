@@ -2,17 +2,17 @@
 ``symmetry=True``, the least renaming in C by ``proofs/native_spec_symmetry.py``) against the
 compiled engine's reduced run.
 
-* On every design of the lease model (its liveness properties dropped), on the lease at two
-  ids, and on the session declaration (2026-07-28 over HTTP at two ids and two instances,
-  atomic and unguarded, liveness dropped), the native reduced run finds what the compiled
+* On every design of the lease model, on the lease at two ids, and on the session declaration
+  (2026-07-28 over HTTP at two ids and two instances, atomic and unguarded), their liveness
+  properties dropped (judged under reduction in ``tests/test_native_spec_reduced_liveness.py``),
+  the native reduced run finds what the compiled
   reduced run finds: states, transitions, depth, verdicts, traces, coverage, errors,
   completeness, deadlocks and the same words in ``symmetry``; each of its traces replays as a
   real run through the concrete rules.
 * The C's least renaming is Python's (``declared_symmetry.Canon``) on every reachable state
   and on random states of every variable's range.
 * Where the check fails, or no sort has two values, the native run is unreduced and says why in
-  the compiled engine's words; symmetry with liveness properties is refused and ``fastest``
-  falls back to the compiled engine.
+  the compiled engine's words.
 * The comparison can fail: C that moves the slots but leaves the values naming them as they
   are merges states the rules tell apart (another count), and C that compares bytes unsigned
   (``NONE`` above every name) keeps other representatives, which its traces' replay reports.
@@ -49,7 +49,8 @@ pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
 
 def safety(sp: Spec) -> Spec:
-    """``sp`` without its liveness properties (the native engine does not reduce those)."""
+    """``sp`` without its liveness properties (judged under reduction in
+    ``tests/test_native_spec_reduced_liveness.py``)."""
     return dataclasses.replace(sp, props=tuple(p for p in sp.props if p.kind != "liveness"))
 
 
@@ -205,17 +206,6 @@ def test_nothing_to_rename_runs_unreduced_without_a_check(monkeypatch: pytest.Mo
     )
     assert ran.symmetry == "unreduced: no declared sort has two or more values to rename"
     agree(compiled, ran)
-
-
-def test_symmetry_with_liveness_is_refused_and_fastest_falls_back() -> None:
-    sp = lease.spec("no-ttl")
-    assert any(p.kind == "liveness" for p in sp.props)
-    with pytest.raises(native_spec.Refused, match="symmetry with liveness properties"):
-        native_spec.search_native(sp, symmetry=True)
-    ran = explore(sp, engine="fastest", symmetry=True)
-    assert ran.engine.startswith(
-        "compiled (the native engine refused the spec: symmetry with liveness properties"
-    )
 
 
 # --- the comparison can fail ------------------------------------------------------------------
