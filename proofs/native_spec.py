@@ -56,8 +56,9 @@ renumbering), and a rule the generator cannot read.  Without a C compiler the bu
 from __future__ import annotations
 
 import ctypes
+import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,25 @@ def _pack(spec: Spec, s: Any) -> bytes:
         x = getattr(s, v.name)
         out += [x] if v.keys is None else list(x)
     return bytes(int(x) & 0xFF for x in out)
+
+
+def _packer(spec: Spec) -> Callable[[Any], bytes]:
+    """:func:`_pack` for many states of ``spec``: the slots joined by one generated call of
+    :mod:`struct` (what an unfolding packs each real successor with), the plain reading where
+    a value does not fit a signed byte."""
+    n = sum(1 if v.keys is None else v.keys for v in spec.vars)
+    parts = [f"s[{k}]" if v.keys is None else f"*s[{k}]" for k, v in enumerate(spec.vars)]
+    env: dict[str, Any] = {"P": struct.Struct(f"{n}b").pack}
+    exec(compile(f"def pack(s):\n    return P({', '.join(parts)})\n", "<pack>", "exec"), env)
+    fast: Callable[[Any], bytes] = env["pack"]
+
+    def pack(s: Any) -> bytes:
+        try:
+            return fast(s)
+        except struct.error:
+            return _pack(spec, s)
+
+    return pack
 
 
 def _unpack(spec: Spec, raw: bytes) -> Any:
@@ -367,6 +387,7 @@ def _run(
         return fires
 
     graph: dict[str, Any] = {}
+    packs: dict[int, Callable[[Any], bytes]] = {}
 
     def goal_and_edges(g: int) -> tuple[list[bool], list[list[tuple[int, int]]]]:
         """Liveness goal ``g`` per state and every state's kept edges ``(move row,
@@ -392,6 +413,7 @@ def _run(
         leaves the component)."""
         members = set(comp)
         real = Unfolded()
+        pack = packs[0] if packs else packs.setdefault(0, _packer(spec))
         for n in comp:
             s = kept(n)
             for rename in canon.group(s)[1]:
@@ -404,7 +426,7 @@ def _run(
             for j, (_, fire) in enumerate(table):
                 fired = fire(x)
                 if fired is not None:
-                    k = lib.nb_find(R, _pack(spec, fired[0]))
+                    k = lib.nb_find(R, pack(fired[0]))
                     row.append((j, real.add(fired[0], k) if k in members else -1))
             real.edges.append(row)
             i += 1

@@ -303,3 +303,25 @@ def test_the_declared_checker_runs_native_and_says_why_when_it_does_not(monkeypa
         declared.explore(spec, engine="fastest").engine
         == "compiled (no C compiler for the native engine)"
     )
+
+
+def test_the_packing_of_many_states_is_the_plain_one():
+    """The generated packer an unfolding uses (one call of struct) packs as ``_pack`` does,
+    a value wider than a signed byte included (it falls back to the plain reading)."""
+    import random
+
+    spec = _session("atomic", "2026-07-28")
+    rnd = random.Random(5)
+
+    def value(v, lo, hi):
+        return (
+            rnd.randint(lo, hi)
+            if v.keys is None
+            else tuple(rnd.randint(lo, hi) for _ in range(v.keys))
+        )
+
+    pack = native_spec._packer(spec)
+    for lo, hi in ((-128, 127), (-300, 300)):
+        for _ in range(200):
+            s = spec.state_type(*[value(v, lo, hi) for v in spec.vars])
+            assert pack(s) == native_spec._pack(spec, s)
