@@ -359,24 +359,50 @@ class Ranks:
     stamps: tuple[tuple[str, Callable[[Any, Any, int], Any]], ...]
 
     def function(self, spec: Spec) -> Callable[[Any], Any]:
-        """The renumbering as a function of a state of ``spec``."""
-        b = spec.logic()
-        stamps = [(name, live, spec.var(name).keys or 1) for name, live in self.stamps]
+        """The renumbering as a function of a state of ``spec``: generated as Python once per
+        spec, each live condition specialised to its slot (``model/codegen.py``)."""
+        from .codegen import Expr, Gen, Source, compile_source, lift
 
-        def ranked(s: Any) -> Any:
-            live = sorted(
-                (getattr(s, name)[k], j, k)
-                for j, (name, is_live, keys) in enumerate(stamps)
-                for k in range(keys)
-                if is_live(b, s, k)
-            )
-            times = [[0] * keys for _, _, keys in stamps]
-            for rank, (_, j, k) in enumerate(live):
-                times[j][k] = rank
-            new = {name: tuple(ts) for (name, _, _), ts in zip(stamps, times, strict=True)}
-            return s._replace(**new, **{self.clock: len(live)})
+        at = {v.name: n for n, v in enumerate(spec.vars)}
 
-        return ranked
+        class Keyed:
+            def __init__(self, n: int) -> None:
+                self.n = n
+
+            def __getitem__(self, k: int) -> Expr:
+                return Expr(f"s[{self.n}][{k}]")
+
+        view = type("View", (), {})()
+        for v in spec.vars:
+            setattr(view, v.name, Expr(f"s[{at[v.name]}]") if v.keys is None else Keyed(at[v.name]))
+        g = Gen(spec.domains)
+        src = Source()
+        src.emit(0, "def ranked(s):")
+        src.emit(1, "live = []")
+        slots: list[tuple[int, int]] = []
+        for j, (name, is_live) in enumerate(self.stamps):
+            for k in range(spec.var(name).keys or 1):
+                cond = is_live(g, view, k)
+                test = cond.src if isinstance(cond, Expr) else lift(bool(cond))
+                src.emit(1, f"if {test}: live.append((s[{at[name]}][{k}], {len(slots)}))")
+                slots.append((j, k))
+        src.emit(1, "live.sort()")
+        src.emit(1, f"new = [0] * {len(slots)}")
+        src.emit(1, "for rank, (_, n) in enumerate(live): new[n] = rank")
+        parts = []
+        for v in spec.vars:
+            mine = [n for n, (j, _) in enumerate(slots) if self.stamps[j][0] == v.name]
+            if v.name == self.clock:
+                parts.append("len(live)")
+            elif mine:
+                parts.append("(" + "".join(f"new[{n}], " for n in mine) + ")")
+            else:
+                parts.append(f"s[{at[v.name]}]")
+        src.emit(1, f"return T({', '.join(parts)})")
+        ns = compile_source(src.text(), f"<ranks of {spec.model} {spec.design}>")
+        ns["T"] = spec.state_type
+        fn: Callable[[Any], Any] = ns["ranked"]
+        return fn
 
 
 @dataclass(frozen=True)

@@ -261,6 +261,7 @@ def _search(
     wanted = stoppable(spec, until)
     stopped = False
     dead_ends: list[int] = []  # states with no move where a run may not end
+    renamed: set[int] = set()  # reduced states with a move to another state of their orbit
     final, b = spec.final, spec.logic()
 
     def judge_state(n: int, s: Any) -> None:
@@ -328,6 +329,8 @@ def _search(
                 queue.append(k)
             if live:
                 edges[n].append((j, k))
+                if k == n and post != s:
+                    renamed.add(n)
         if not moved and (final is None or not final(b, s)):
             dead_ends.append(n)
     res.states = len(states)
@@ -418,7 +421,7 @@ def _search(
                         for n, j in tour(bad, set(comp), edges)
                     ]
                 continue
-            unfolded = liveness.fair_violation_reduced(goal[p.name], edges, fair, unfold)
+            unfolded = liveness.fair_violation_reduced(goal[p.name], edges, fair, unfold, renamed)
             res.verdicts[key] = "holds" if unfolded is None else "fails"
             if unfolded is not None:
                 bad, real = unfolded

@@ -34,7 +34,7 @@ reduction on the configurations ``tests/test_liveness.py`` compares.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -465,23 +465,29 @@ def fair_violation_reduced(
     edges: list[list[tuple[int, int]]],
     fair: set[int],
     unfold: Callable[[list[int]], Unfolded],
+    renamed: Container[int] | None = None,
 ) -> tuple[int, Unfolded] | None:
-    """:func:`_fair_violation` on a reduced graph, exactly as on the whole one: the first
+    """:func:`fair_violation` on a reduced graph, exactly as on the whole one: the first
     reduced state (breadth first) whose orbit meets a component of real states a weakly fair
     run can stay in, where the goal fails, and the orbits unfolded around it.
 
     A reduced state's moves are named as on its representative, so weak fairness is not read
-    on the reduced graph itself.  A reduced component of one state without a move back into its
-    own orbit unfolds into single states, each a renaming of the representative with its moves
-    renamed alike (fairness names actions, which renaming keeps): judged on the representative.
-    Any other component is unfolded (``unfold``: every renaming of its states, and every real
-    move between them) and judged on the real moves."""
+    on the reduced graph itself.  A reduced component of one state with no move to another
+    state of its own orbit (``renamed``: the reduced states with such a move, when the search
+    kept them; else every state with a move back into its orbit) unfolds into single states,
+    each a renaming of the representative with its moves renamed alike, its moves that leave
+    it as it is included (fairness names actions, which renaming keeps): judged on the
+    representative.  Any other component is unfolded (``unfold``: every renaming of its
+    states, and every real move between them) and judged on the real moves."""
     found: tuple[int, Unfolded] | None = None
     for comp in bad_components(goal, edges):
         first = min(comp)
         if found is not None and first >= found[0]:
             continue
-        if len(comp) == 1 and all(k != first for _, k in edges[first]):
+        alone = (
+            all(k != first for _, k in edges[first]) if renamed is None else first not in renamed
+        )
+        if len(comp) == 1 and alone:
             if fair_component(comp, edges, fair):
                 found = (first, Unfolded())
             continue

@@ -221,3 +221,25 @@ def test_liveness_agrees_on_every_liveness_mutant(design, revision, transport):
     for ids in (1, 2) if revision == "2026-07-28" else (1,):
         one, ref = _live_words(_live_cfg(design, revision, transport, ids))
         assert one == ref, (design, revision, transport, ids)
+
+
+def test_the_declared_ranks_renumber_as_the_session_clock_does():
+    """``ranks`` (``model/declare.py:Ranks``, generated per spec) against the session's own
+    ``canonical_clock`` on random states of every value in range, stdio at 2 x 3."""
+    import random
+
+    from mcp_inflight.model.session_state import canonical_clock
+
+    cfg = Config(all_designs()["atomic"], "2025-11-25", "stdio", 2, 3)
+    sp = spec(cfg)
+    rng = random.Random(7)
+    for _ in range(2000):
+        s = sp.state_type(
+            *[
+                rng.randint(v.lo, v.hi)
+                if v.keys is None
+                else tuple(rng.randint(v.lo, v.hi) for _ in range(v.keys))
+                for v in sp.vars
+            ]
+        )
+        assert sp.canon(s) == canonical_clock(cfg, s), s
