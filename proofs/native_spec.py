@@ -42,8 +42,9 @@ check fails the run is unreduced and says why.  Liveness is judged on the reduce
 compiled engine judges it: ``reachable`` and ``unstuck`` in C as above, the walk from the real
 state the replayed trace ends in; an ``eventually`` property by
 ``liveness.fair_violation_reduced`` on the goal flags and edges read from the C search at once,
-each component a run can go round in unfolded into the real states of its orbits (each kept
-state's renamings, ``Canon.group``) and their real moves (the compiled rules), each real
+with the states it saw move to another state of their own orbit (the compiled engine's
+``renamed``: a state alone is unfolded only then), each component a run can go round in
+unfolded into the real states of its orbits (each kept state's renamings, ``Canon.group``) and their real moves (the compiled rules), each real
 successor's reduced state found by the C search's own least renaming and table (``nb_find``);
 a lasso's loop is walked among those real states from the trace's real end.
 
@@ -112,6 +113,7 @@ def build(source: str) -> Path:
 _L, _P, _B = ctypes.c_long, ctypes.c_void_p, ctypes.c_char_p
 _LP = ctypes.POINTER(ctypes.c_long)
 _IP = ctypes.POINTER(ctypes.c_int)
+_UP = ctypes.POINTER(ctypes.c_ubyte)
 #: the C functions of ``proofs/native_spec_search.py`` as :mod:`ctypes` sees them
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_new": (_P, [_B, _L, _B, _B, _B, _B, _B]),
@@ -127,7 +129,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_fair": (_L, [_P, ctypes.c_int, _B, _LP, _LP]),
     "nb_edges": (_L, [_P, _L, _IP, _IP, _L]),
     "nb_find": (_L, [_P, _B]),
-    "nb_graph": (_L, [_P, ctypes.c_int, ctypes.POINTER(ctypes.c_ubyte), _LP, _IP, _IP]),
+    "nb_graph": (_L, [_P, ctypes.c_int, _UP, _UP, _LP, _IP, _IP]),
     "nb_reach": (_L, [_P, ctypes.c_int]),
     "nb_stuck": (_L, [_P, ctypes.c_int]),
     "nb_free": (None, [_P]),
@@ -389,21 +391,23 @@ def _run(
     graph: dict[str, Any] = {}
     packs: dict[int, Callable[[Any], bytes]] = {}
 
-    def goal_and_edges(g: int) -> tuple[list[bool], list[list[tuple[int, int]]]]:
-        """Liveness goal ``g`` per state and every state's kept edges ``(move row,
-        successor)``, read from the C search at once (the edges once for every goal)."""
+    def goal_and_edges(g: int) -> tuple[list[bool], list[list[tuple[int, int]]], set[int]]:
+        """Liveness goal ``g`` per state, every state's kept edges ``(move row, successor)``
+        and the states with a move to another state of their own orbit, read from the C search
+        at once (the edges and those states once for every goal)."""
         n, ne = res.states, st[11]
-        goal = (ctypes.c_ubyte * max(n, 1))()
+        goal, renamed = (ctypes.c_ubyte * max(n, 1))(), (ctypes.c_ubyte * max(n, 1))()
         start = (ctypes.c_long * (n + 1))()
         mv, to = (ctypes.c_int * max(ne, 1))(), (ctypes.c_int * max(ne, 1))()
-        lib.nb_graph(R, g, goal, start, mv, to)
+        lib.nb_graph(R, g, goal, renamed, start, mv, to)
         if "edges" not in graph:
             at, rows, succ = list(start), list(mv[:ne]), list(to[:ne])
             graph["edges"] = [
                 list(zip(rows[a:z], succ[a:z], strict=True))
                 for a, z in zip(at[:-1], at[1:], strict=True)
             ]
-        return [bool(x) for x in goal[:n]], graph["edges"]
+            graph["renamed"] = {v for v, x in enumerate(renamed[:n]) if x}
+        return [bool(x) for x in goal[:n]], graph["edges"], graph["renamed"]
 
     def unfold(comp: list[int]) -> Unfolded:
         """The real states of the orbits of reduced component ``comp`` and the moves between
@@ -489,9 +493,9 @@ def _run(
                 res.traces[key] += stem
         elif p.kind == "liveness" and canon is not None:
             # weak fairness judged on the real moves of the reduced components' orbits
-            goal, edges = goal_and_edges(live.index(key))
+            goal, edges, renamed = goal_and_edges(live.index(key))
             fair_rows = {j for j, k in enumerate(gen.table) if gen.moves[k].act.name in p.fair}
-            unfolded = fair_violation_reduced(goal, edges, fair_rows, unfold)
+            unfolded = fair_violation_reduced(goal, edges, fair_rows, unfold, renamed)
             res.verdicts[key] = "holds" if unfolded is None else "fails"
             if unfolded is not None:
                 bad, real = unfolded

@@ -18,7 +18,8 @@ the explorer of ``proofs/explorer.py`` records, at the same moments and in the s
   of its variables' ranges, whether a successor was dropped past ``max_states``;
 * with a liveness goal, every kept edge (move row, successor), each state's edges contiguous,
   and per state whether some move changes it (its successor, as the move wrote it, differs
-  from the state: with ``REDUCE``, before its renaming).
+  from the state: with ``REDUCE``, before its renaming) and whether some move goes to another
+  state of its orbit (its successor differs from it but is kept as it).
 
 ``nb_run`` expands at most ``budget`` states a call (so the caller can report progress), stops
 at a level's end once every property in ``want`` is settled, and returns 1 when done.
@@ -47,7 +48,7 @@ typedef struct {
     long *levels;
     long *estart;
     int *eto, *emv;
-    unsigned char *goal, *changed;
+    unsigned char *goal, *changed, *renamed;
     long cov[NM + 1];
     long sfirst[NS + 1];
     long tfirst[NT + 1], tmove[NT + 1];
@@ -99,7 +100,8 @@ static long find_or_add(R *r, const sc *p, long from, int mv, int *added) {
             || !grow((void **)&r->pmove, c, sizeof(int)) || !grow((void **)&r->depth, c, sizeof(int))
             || !grow((void **)&r->estart, c + 1, sizeof(long))
             || (r->nlive && (!grow((void **)&r->goal, c * r->nlive, 1)
-                             || !grow((void **)&r->changed, c, 1))))
+                             || !grow((void **)&r->changed, c, 1)
+                             || !grow((void **)&r->renamed, c, 1))))
             return -2;
         r->cap = c;
     }
@@ -108,7 +110,7 @@ static long find_or_add(R *r, const sc *p, long from, int mv, int *added) {
     r->parent[i] = (int)from;
     r->pmove[i] = mv;
     r->depth[i] = from < 0 ? 0 : r->depth[from] + 1;
-    if (r->nlive) r->changed[i] = 0;
+    if (r->nlive) r->changed[i] = r->renamed[i] = 0;
     r->hash[x] = i + 1;
     *added = 1;
     if (2 * r->n > r->hcap && !rehash(r)) return -2;
@@ -150,6 +152,7 @@ void *nb_new(const char *init, long max_states, const unsigned char *trig_s,
     }
     if (r->nlive) {
         r->goal = malloc((size_t)r->cap * r->nlive); r->changed = malloc((size_t)r->cap);
+        r->renamed = malloc((size_t)r->cap);
         r->eto = malloc(r->ecap * sizeof(int)); r->emv = malloc(r->ecap * sizeof(int));
     }
     r->first_dead = -1; r->range_first = -1;
@@ -209,6 +212,7 @@ int nb_run(void *rp, long budget) {
             if (t < 0) continue;
             if (added) judge_state(r, t);
             if (r->nlive) {
+                if (t == i && memcmp(r->st + i * NV, q, NV)) r->renamed[i] = 1;
                 if (r->ne == r->ecap) {
                     r->ecap *= 2;
                     if (!grow((void **)&r->eto, r->ecap, sizeof(int))
@@ -348,13 +352,16 @@ long nb_find(void *rp, const char *s) {
     return -1;
 }
 
-/* the kept graph: liveness goal `live` per state into goal (n bytes), each expanded state's
-   first edge into start (n + 1 entries: an unexpanded state has none) and every edge's move
-   row and successor into mv and to (ne entries); returns ne */
-long nb_graph(void *rp, int live, unsigned char *goal, long *start, int *mv, int *to) {
+/* the kept graph: liveness goal `live` per state into goal (n bytes), whether the state has
+   a move to another state of its own orbit into renamed (n bytes), each expanded state's first
+   edge into start (n + 1 entries: an unexpanded state has none) and every edge's move row and
+   successor into mv and to (ne entries); returns ne */
+long nb_graph(void *rp, int live, unsigned char *goal, unsigned char *renamed, long *start,
+              int *mv, int *to) {
     R *r = rp;
     for (long v = 0; v < r->n; v++) {
         goal[v] = r->goal[v * r->nlive + live];
+        renamed[v] = r->renamed[v];
         start[v] = v < r->head ? r->estart[v] : r->ne;
     }
     start[r->n] = r->ne;
@@ -407,7 +414,7 @@ void nb_free(void *rp) {
     R *r = rp;
     if (!r) return;
     free(r->st); free(r->parent); free(r->pmove); free(r->depth); free(r->hash);
-    free(r->levels); free(r->estart); free(r->eto); free(r->emv); free(r->goal); free(r->changed);
+    free(r->levels); free(r->estart); free(r->eto); free(r->emv); free(r->goal); free(r->changed); free(r->renamed);
     free(r);
 }
 """

@@ -4,7 +4,8 @@ the compiled engine's reduced run.
 
 The native engine judges them as the compiled engine does: an ``eventually`` property by
 ``liveness.fair_violation_reduced`` on the reduced graph the C search kept, each component that
-a run can go round in unfolded into the real states of its orbits (``Canon.group``) and the
+a run can go round in (a reduced state alone only when the C search saw it move to another
+state of its own orbit) unfolded into the real states of its orbits (``Canon.group``) and the
 real moves between them (the compiled rules, each successor's reduced state found by the C's own
 least renaming and table); ``reachable`` and ``unstuck`` in C on the reduced graph, the run
 after the first failing state walked from the real state its replayed trace ends in.
@@ -17,8 +18,9 @@ after the first failing state walked from the real state its replayed trace ends
   field (verdicts, traces, the lassos' loops), its traces and loops replayed as real runs.
 * A baton passed between two holders, where weak fairness read on the representatives' move
   names gets the verdict wrong: judged on the real moves natively too; C whose table finds no
-  real successor's reduced state (every real move read as leaving the component) gets it wrong,
-  and the test sees it.
+  real successor's reduced state (every real move read as leaving the component), or that
+  marks no state as having a move to another state of its orbit (so that none is unfolded),
+  gets it wrong, and the test sees it.
 * ``fastest`` runs such a spec natively rather than falling back to the compiled engine.
 
 The 2025-11-25 stdio mutant that breaks ``settles`` and ``no_deadlock`` is in the slow set.
@@ -144,7 +146,7 @@ def test_a_session_liveness_mutant_fails_natively_under_reduction_as_compiled(
     ran = agree(_session(design, revision, transport, 1))
     live = ("requests_answered", "settles", "no_deadlock")
     assert {k for k in live if ran.verdicts[k] == "fails"} == broken
-    assert all(ran.loops[k] for k in broken)
+    assert all(k in ran.loops for k in broken)  # a lasso each (its loop may be empty)
 
 
 # --- the unfolding decides, and the test sees C that gets it wrong ----------------------------
@@ -199,21 +201,32 @@ def test_the_baton_is_judged_on_its_real_moves_natively() -> None:
     assert [st["action"] for st in ran.loops["done"]] == ["pass", "pass"]
 
 
-def test_c_that_finds_no_real_successors_reduced_state_gets_the_baton_wrong(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # nb_find answering -1 for every state: each real move of the unfolded orbit reads as
+        # leaving it, and the real states fall apart into components a fair run must leave
+        (
+            "    canon((const sc *)s, c);\n",
+            "    canon((const sc *)s, c);\n    (void)r; return -1;\n",
+        ),
+        # no state said to have a move to another state of its orbit: the orbit is judged on
+        # its representative, where finish is enabled and never taken
+        ("r->renamed[i] = 1;", "r->renamed[i] = 0;"),
+    ],
+    ids=["no-successor-found", "no-move-within-an-orbit"],
+)
+def test_c_that_unfolds_wrongly_gets_the_baton_wrong(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, old: str, new: str
 ) -> None:
-    """``nb_find`` answering -1 for every state: each real move of the unfolded orbit reads as
-    leaving it, the real states fall apart into components a fair run must leave, and the
-    native run says the goal holds where the compiled run says it fails."""
+    """The native run then says the goal holds where the compiled run says it fails."""
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
     real = native_spec.generate
-    old = "    canon((const sc *)s, c);\n"
 
     def wrong(sp: Spec, *args: Any) -> Any:
         gen = real(sp, *args)
         assert old in gen.source
-        source = gen.source.replace(old, old + "    (void)r; return -1;\n")
-        return dataclasses.replace(gen, source=source)
+        return dataclasses.replace(gen, source=gen.source.replace(old, new))
 
     monkeypatch.setattr(native_spec, "generate", wrong)
     compiled = explore(_baton(), symmetry=True, engine="compiled")
