@@ -10,9 +10,9 @@ once per generated source with the C compiler and cached (:func:`build`: the dir
 ``proofs/native.py``'s engine under ``proofs/cache.py``'s, keyed by a hash of the source), then
 loaded with :mod:`ctypes`.  :func:`search_native` hands back the :class:`Explored` of
 ``proofs/explorer.py``, found exactly as the compiled engine finds it: states, transitions,
-depth, per property its verdict and shortest trace, coverage per action, deadlocks, the early
-stop of ``until``, ``max_states``, and liveness on the graph it kept: an ``eventually``
-property under the weak fairness it names (the fair strongly connected components found in C;
+depth, per property its verdict and shortest trace, coverage per action, deadlocks (the states
+with no move where the spec's ``final`` does not hold, judged in C), the early stop of
+``until``, ``max_states``, and liveness on the graph it kept: an ``eventually`` property under the weak fairness it names (the fair strongly connected components found in C;
 a failure's lasso loop walked here on that graph's edges, as the compiled engine walks its
 own), and the graph's own ``reachable`` (backward reachability from the goal states, in C) and
 ``unstuck`` (per state, whether some move changes it, recorded by the C search as it expands

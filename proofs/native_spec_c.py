@@ -19,6 +19,8 @@ not fold to false, in ``spec.moves()`` order):
   the initial state; it changes nothing when the spec has no ranks;
 * ``judge(p, need, res)``: each state property (``always``, auxiliary, ``sometimes``, liveness
   goals) on ``p``; ``in_range(p)``: every slot within its variable's range;
+* ``final(p)``: the spec's ``final`` on ``p`` (where a run may end: a state with no move
+  there is no deadlock), generated as the state properties are; 0 when the spec has none;
 * ``canon(s, out)``: the state the search keeps for ``s``: ``s`` itself, or under symmetry
   reduction (``REDUCE``) the least of its renamings (``proofs/native_spec_symmetry.py``);
 
@@ -196,6 +198,8 @@ def _generate(spec: Spec, symmetry: bool) -> Generated:
             checks.append(f"({v.lo} <= p[{base[v.name] + k}] && p[{base[v.name] + k}] <= {v.hi})")
     src.emit(1, "return " + (" && ".join(checks) or "1") + ";")
     src.emit(0, "}")
+    ends = "0" if spec.final is None else _truth(spec.final(g, p))
+    src.emit(0, f"static int final(const sc *p) {{ (void)p; return {ends}; }}")
     src.emit(
         0, "static const mvfn MOVES[] = {" + "".join(f"mv_{j}, " for j in range(len(table))) + "0};"
     )

@@ -2,7 +2,7 @@
 
 ``proofs/native_spec_c.py`` puts before it the sizes (``NV`` bytes a state, ``NM`` moves in
 the table, ``NS`` state and ``NT`` step properties), the moves ``MOVES[j](p, q, need, res,
-err)`` (each ending in ``ranks``), ``judge``, ``in_range``, ``ranks`` and ``canon``, and
+err)`` (each ending in ``ranks``), ``judge``, ``in_range``, ``final``, ``ranks`` and ``canon``, and
 ``REDUCE``: with it, the initial state (its ranks applied, as every successor's) and every
 successor are kept as ``canon`` gives them (the least of their renamings), while each step
 property is judged on the successor as the move wrote it, as the explorer judges it.
@@ -14,8 +14,10 @@ the explorer of ``proofs/explorer.py`` records, at the same moments and in the s
 * per state property, the first state where it is settled (``always``/auxiliary: false;
   ``sometimes``: true; ``trig_s`` says which) and, per liveness goal, its value on each state;
 * per step property, the first transition (state, move row) where it is settled;
-* transitions, per move its firings, dead ends (the first and their count), the first state out
-  of its variables' ranges, whether a successor was dropped past ``max_states``;
+* transitions, per move its firings, deadlocks (the states with no move where ``final`` does
+  not hold, judged on the state as kept, a reduced one as it is: the first and their count),
+  the first state out of its variables' ranges, whether a successor was dropped past
+  ``max_states``;
 * with a liveness goal, every kept edge (move row, successor), each state's edges contiguous,
   and per state whether some move changes it (its successor, as the move wrote it, differs
   from the state: with ``REDUCE``, before its renaming) and whether some move goes to another
@@ -222,7 +224,10 @@ int nb_run(void *rp, long budget) {
             }
         }
         r->estart[i + 1] = r->ne;
-        if (!moved) { if (r->first_dead < 0) r->first_dead = i; r->deadlocks++; }
+        if (!moved && !final(r->st + i * NV)) {
+            if (r->first_dead < 0) r->first_dead = i;
+            r->deadlocks++;
+        }
     }
     if (r->head >= r->n || r->stopped) { r->done = 1; return 1; }
     return 0;

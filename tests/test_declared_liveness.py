@@ -387,8 +387,18 @@ def test_a_liveness_shape_on_fairness_or_unknown_is_refused():
         dataclasses.replace(reachable(done), shape="sometime")
 
 
-def test_the_native_engine_refuses_final_states_and_fastest_falls_back():
+@pytest.mark.skipif(not native.available(), reason="no C compiler")
+def test_the_native_engine_reads_final_states_as_the_compiled_engine_does():
     spec = _toggle_and_finish(("toggle",), toggle_guard=lambda b, s: s.y == 1)
     ended = dataclasses.replace(spec, final=lambda b, s: s.x == 1)
-    ran = explore(ended, engine="fastest")
-    assert ran.deadlocks == 0 and ran.engine.startswith("compiled") and "final states" in ran.engine
+    for engine in ("native", "compiled"):
+        ran = explore(ended, engine=engine)
+        assert ran.deadlocks == 0 and ran.deadlock_trace is None, engine
+        assert ran.engine.startswith(engine), ran.engine
+    # a final condition elsewhere leaves the dead end one, on both, with the same trace
+    elsewhere = dataclasses.replace(spec, final=lambda b, s: s.y == 1)
+    native_run, compiled_run = (explore(elsewhere, engine=e) for e in ("native", "compiled"))
+    assert native_run.deadlocks == compiled_run.deadlocks == 1
+    assert native_run.deadlock_trace == compiled_run.deadlock_trace
+    assert [st["action"] for st in native_run.deadlock_trace] == ["finish"]
+    assert explore(ended, engine="fastest").engine.startswith("native")
