@@ -12,9 +12,9 @@ loaded with :mod:`ctypes`.  :func:`search_native` hands back the :class:`Explore
 ``proofs/explorer.py``, found exactly as the compiled engine finds it: states, transitions,
 depth, per property its verdict and shortest trace, coverage per action, deadlocks (the states
 with no move where the spec's ``final`` does not hold, judged in C), the early stop of
-``until``, ``max_states``, and liveness on the graph it kept: an ``eventually`` property under the weak fairness it names (the fair strongly connected components found in C;
-a failure's lasso loop walked here on that graph's edges, as the compiled engine walks its
-own), and the graph's own ``reachable`` (backward reachability from the goal states, in C) and
+``until``, ``max_states``, and liveness on the graph it kept: an ``eventually`` property under
+the weak fairness it names (the fair strongly connected components found in C; a failure's
+lasso loop walked here on that graph's edges, as the compiled engine walks its own), and the graph's own ``reachable`` (backward reachability from the goal states, in C) and
 ``unstuck`` (per state, whether some move changes it, recorded by the C search as it expands
 the state): the first state in index order that breaks one, the trace to it, then the run from
 it that ``liveness.walk_on`` walks, each move fired by the compiled engine's rules
