@@ -14,9 +14,9 @@ depth, per property its verdict and shortest trace, coverage per action, deadloc
 with no move where the spec's ``final`` does not hold, judged in C), the early stop of
 ``until``, ``max_states``, and liveness on the graph it kept: an ``eventually`` property under
 the weak fairness it names (the fair strongly connected components found in C; a failure's
-lasso loop walked here on that graph's edges, as the compiled engine walks its own), and the graph's own ``reachable`` (backward reachability from the goal states, in C) and
-``unstuck`` (per state, whether some move changes it, recorded by the C search as it expands
-the state): the first state in index order that breaks one, the trace to it, then the run from
+lasso loop walked here on that graph's edges, as the compiled engine walks its own), and the
+graph's own ``reachable`` (backward reachability from the goal states, in C) and ``unstuck``
+(per state, whether some move changes it, recorded by the C search as it expands the state): the first state in index order that breaks one, the trace to it, then the run from
 it that ``liveness.walk_on`` walks, each move fired by the compiled engine's rules
 (``proofs/rules.py``).
 
