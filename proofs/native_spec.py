@@ -16,8 +16,9 @@ with no move where the spec's ``final`` does not hold, judged in C), the early s
 the weak fairness it names (the fair strongly connected components found in C; a failure's
 lasso loop walked here on that graph's edges, as the compiled engine walks its own), and the
 graph's own ``reachable`` (backward reachability from the goal states, in C) and ``unstuck``
-(per state, whether some move changes it, recorded by the C search as it expands the state): the first state in index order that breaks one, the trace to it, then the run from
-it that ``liveness.walk_on`` walks, each move fired by the compiled engine's rules
+(per state, whether some move changes it, recorded by the C search as it expands the state):
+the first state in index order that breaks one, the trace to it, then the run from it that
+``liveness.walk_on`` walks, each move fired by the compiled engine's rules
 (``proofs/rules.py``).
 
 The C side gives back indices: the first state (or state and move) that settles each property,
