@@ -23,7 +23,10 @@ declaration says of them is read from the session's tables:
   ``reached_on_step``); a hazard is a ``hazard``; a property that does not apply to the profile
   is left out, as the session's explorers report it ``n/a``;
 * the stdio clock's renumbering (``canonical_clock``, an exact abstraction) is the declaration's
-  ``ranks`` (:data:`RANKS`, read from the same table of stamps).
+  ``ranks`` (:data:`RANKS`, read from the same table of stamps);
+* the settled states (``session_state.settled``: nothing unfinished, no cancel on the wire) are
+  the declaration's ``final`` states: a state with no move is a deadlock only where it is not
+  settled, as the session's engines count one.
 
 What this reading is checked by, and what it is not yet (``tests/test_session_spec.py``):
 
@@ -251,6 +254,7 @@ def spec(cfg: Config) -> Spec:
         aux=tuple(declared(p, cfg) for p in AUXILIARY if p.applies(cfg)),
         run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",
         ranks=RANKS if cfg.stdio else None,
+        final=settled,
         ordered=(("inst", SLOT_ORDER_WHY),),
         unbounded=("inst", "id"),
         universes=tuple((("inst", n), ("id", m)) for n, m in CTI_UNIVERSES),
