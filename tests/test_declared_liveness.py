@@ -18,6 +18,7 @@ from mcp_inflight.model.logic import Write
 from mcp_inflight.proofs import native
 from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.stepping import loop_text
+from support.declared import baton
 
 
 def _toggle_and_finish(fair: tuple[str, ...], toggle_guard=None) -> Spec:
@@ -191,46 +192,6 @@ def test_a_property_cannot_lend_an_action_fairness_its_declaration_withholds():
 # --- under symmetry reduction: a component's orbits unfolded ---------------------------------
 
 
-def _baton() -> Spec:
-    """Two holders (sort ``w``) pass a baton ``x`` between them (``pass``); the one not
-    holding it may ``finish`` (``d``).  Both are fair, and the goal is ``d == 1``.  A fair run
-    may pass the baton for ever: ``finish(w)`` is enabled only while the other holds it, so
-    never continuously, and weak fairness does not force it."""
-
-    def done(b, s):
-        """d is set."""
-        return s.d == 1
-
-    return Spec(
-        "baton",
-        "-",
-        {},
-        (Var("x", 0, 1, 0, ref="w"), Var("d", 0, 1, 0)),
-        (
-            Act(
-                "pass",
-                (("w", 2),),
-                lambda b, s, w: b.And(s.x == w, s.d == 0),
-                lambda b, s, w: [Write("x", None, 1 - w)],
-                lambda a: f"{a['w']} passes the baton",
-                fair="weak",
-                sorts=(("w", "w"),),
-            ),
-            Act(
-                "finish",
-                (("w", 2),),
-                lambda b, s, w: b.And(s.x != w, s.d == 0),
-                lambda b, s, w: [Write("d", None, 1)],
-                lambda a: f"{a['w']} finishes",
-                fair="weak",
-                sorts=(("w", "w"),),
-            ),
-        ),
-        (eventually("pass", "finish")(done),),
-        {"w": (0, 1)},
-    )
-
-
 def _lasso_closes(spec: Spec, ex, name: str) -> None:
     """The reduced run's trace replays, its loop replays from the state it ends in and comes
     back to it, and the goal fails all along."""
@@ -242,7 +203,7 @@ def _lasso_closes(spec: Spec, ex, name: str) -> None:
 
 
 def test_under_reduction_a_component_is_judged_on_its_real_moves():
-    spec = _baton()
+    spec = baton()
     plain, reduced = explore(spec), explore(spec, symmetry=True)
     assert reduced.symmetry.startswith("reduced: ") and reduced.states < plain.states
     assert plain.verdicts["done"] == reduced.verdicts["done"] == "fails"
@@ -264,7 +225,7 @@ def test_judged_on_the_representatives_moves_the_baton_would_be_said_to_finish(m
         return None if found is None else (found[0], liveness.Unfolded())
 
     monkeypatch.setattr(liveness, "fair_violation_reduced", on_representatives)
-    assert explore(_baton(), symmetry=True).verdicts["done"] == "holds"
+    assert explore(baton(), symmetry=True).verdicts["done"] == "holds"
 
 
 @pytest.mark.parametrize(

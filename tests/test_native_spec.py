@@ -22,7 +22,7 @@ from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.proofs import compiled_spec, native, native_spec
 from mcp_inflight.proofs.explorer import NOT_JUDGED, explore
 from mcp_inflight.proofs.native_spec import NativeSpecError, Refused, search_native
-from support.declared import MODELS, found
+from support.declared import MODELS, found, wrong_c
 from support.declared import model as _model
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
@@ -193,14 +193,7 @@ def test_c_that_judges_the_graph_wrongly_is_caught(monkeypatch, tmp_path, old, n
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
     spec = _counter(True)
     compiled = explore(spec, engine="compiled")
-    real = native_spec.generate
-
-    def wrong(sp, *args):
-        gen = real(sp, *args)
-        assert old in gen.source
-        return replace(gen, source=gen.source.replace(old, new))
-
-    monkeypatch.setattr(native_spec, "generate", wrong)
+    wrong_c(monkeypatch, old, new)
     ran = explore(spec, engine="native")
     assert ran.verdicts[name] == compiled.verdicts[name] == "fails"
     # x == 1 taken for the first state away from the goal: one step there, then round reset

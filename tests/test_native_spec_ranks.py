@@ -22,21 +22,19 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import random
 from functools import cache
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 
 from mcp_inflight.model.config import DESIGNS, Config, client_for, liveness_mutants
-from mcp_inflight.model.declare import Move, Spec, render_step, take
+from mcp_inflight.model.declare import Spec
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
 from mcp_inflight.proofs import native, native_spec, native_spec_c
 from mcp_inflight.proofs.explorer import Explored, explore
 from mcp_inflight.proofs.native_spec import NativeSpecError
-from support.declared import found
+from support.declared import agree, random_states, reduced, replays, wrong_c
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
@@ -57,44 +55,6 @@ def unreduced(design: str, revision: str = "2026-07-28") -> tuple[Explored, Expl
     """The compiled and native runs of the stdio session at ``design`` (shared: only read)."""
     sp = _stdio(design, revision)
     return explore(sp, engine="compiled"), explore(sp, engine="native")
-
-
-def reduced(sp: Spec) -> tuple[Explored, Explored]:
-    """The compiled and native reduced runs of ``sp``, the symmetry check made once for both
-    (each engine asks for it on the compiled rules; the second asking is answered with the
-    first's result)."""
-    real, made = ds.check, []
-
-    def once(spec: Spec, rules: Any, *args: Any) -> ds.SymmetryResult:
-        assert spec is sp and rules.name == "compiled"
-        made.append(made[0] if made else real(spec, rules, *args))
-        return made[0]
-
-    with patch.object(ds, "check", once):
-        compiled = explore(sp, symmetry=True, engine="compiled")
-        ran = explore(sp, symmetry=True, engine="native")
-    assert len(made) == 2
-    return compiled, ran
-
-
-def replays(sp: Spec, steps: list[dict[str, Any]]) -> None:
-    """Each rendered step of ``steps`` taken from the initial state by the concrete rules (the
-    ranks applied after each) and rendered again alike."""
-    b = sp.logic()
-    x = sp.initial()
-    for st in steps:
-        m = Move(sp.act(st["action"]), tuple(st["args"].items()))
-        y = take(sp, x, m, b)
-        assert y is not None, f"{m} is not enabled"
-        assert render_step(sp, m, x, y, m.act.outputs(b, x, **m.kw)) == st
-        x = y
-
-
-def agree(compiled: Explored, ran: Explored) -> None:
-    assert compiled.engine == "compiled" and ran.engine == "native"
-    assert ran.symmetry == compiled.symmetry
-    assert found(ran) == found(compiled)
-    assert not ran.errors
 
 
 @pytest.mark.parametrize("design", ["atomic", "unguarded"])
@@ -135,17 +95,6 @@ def test_a_liveness_mutant_over_stdio_fails_natively_as_compiled() -> None:
 # --- the C ranks and least renaming are Python's ------------------------------------------------
 
 
-def _random_states(sp: Spec, n: int, seed: int) -> list[Any]:
-    rnd = random.Random(seed)
-
-    def value(v: Any) -> Any:
-        if v.keys is None:
-            return rnd.randint(v.lo, v.hi)
-        return tuple(rnd.randint(v.lo, v.hi) for _ in range(v.keys))
-
-    return [sp.state_type(*[value(v) for v in sp.vars]) for _ in range(n)]
-
-
 def _c(sp: Spec, fn: str, symmetry: bool) -> Any:
     """``s -> `` the C's ``fn`` (``nb_ranks``, ``nb_canon``) of ``s``, as a state."""
     _, lib = native_spec.prepare(sp, symmetry)
@@ -166,12 +115,12 @@ RANDOM = 2000
 def _wrong_ranks(sp: Spec) -> list[Any]:
     assert sp.canon is not None
     ranks = _c(sp, "nb_ranks", False)
-    return [s for s in _random_states(sp, RANDOM, seed=11) if ranks(s) != sp.canon(s)]
+    return [s for s in random_states(sp, RANDOM, seed=11) if ranks(s) != sp.canon(s)]
 
 
 def _wrong_canon(sp: Spec) -> list[Any]:
     python, c = ds.Canon(sp), _c(sp, "nb_canon", True)
-    return [s for s in _random_states(sp, RANDOM, seed=13) if c(s) != python(s)]
+    return [s for s in random_states(sp, RANDOM, seed=13) if c(s) != python(s)]
 
 
 def test_the_c_ranks_and_least_renaming_are_pythons() -> None:
@@ -179,7 +128,7 @@ def test_the_c_ranks_and_least_renaming_are_pythons() -> None:
     wrong = _wrong_ranks(sp)
     assert not wrong, wrong[:3]
     # the states tried tell the orders apart: live stamps of equal time, and renamings
-    assert sum(s != sp.canon(s) for s in _random_states(sp, RANDOM, seed=11)) > RANDOM // 2
+    assert sum(s != sp.canon(s) for s in random_states(sp, RANDOM, seed=11)) > RANDOM // 2
     wrong = _wrong_canon(sp)
     assert not wrong, wrong[:3]
 
@@ -204,14 +153,7 @@ def _patched(
 
         monkeypatch.setattr(native_spec_c, "canon_source", canon)
         return
-    real = native_spec.generate
-
-    def wrong(sp: Spec, *args: Any) -> Any:
-        gen = real(sp, *args)
-        assert old in gen.source
-        return dataclasses.replace(gen, source=gen.source.replace(old, new))
-
-    monkeypatch.setattr(native_spec, "generate", wrong)
+    wrong_c(monkeypatch, old, new)
 
 
 def test_c_that_skips_the_ranks_after_a_move_keeps_other_states(

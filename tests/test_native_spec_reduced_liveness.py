@@ -28,21 +28,17 @@ The 2025-11-25 stdio mutant that breaks ``settles`` and ``no_deadlock`` is in th
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 
 from mcp_inflight.model import lease, lease_state
 from mcp_inflight.model.config import DESIGNS, Config, client_for, liveness_mutants
-from mcp_inflight.model.declare import Act, Move, Spec, Var, eventually, take
-from mcp_inflight.model.logic import Write
+from mcp_inflight.model.declare import Spec
 from mcp_inflight.model.session_spec import spec as session_spec
-from mcp_inflight.proofs import declared_symmetry as ds
-from mcp_inflight.proofs import native, native_spec
+from mcp_inflight.proofs import native
 from mcp_inflight.proofs.explorer import Explored, explore
-from support.declared import found
+from support.declared import baton, found, reduced, replays, wrong_c
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
@@ -50,39 +46,6 @@ pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 def _session(design: str, revision: str, transport: str, ids: int) -> Spec:
     d = {**DESIGNS, **liveness_mutants()}[design]
     return session_spec(Config(d, revision, transport, ids, 2, client_for("reusing", revision)))
-
-
-def reduced(sp: Spec) -> tuple[Explored, Explored]:
-    """The compiled and native reduced runs of ``sp``, the symmetry check made once for both
-    (each engine asks for it on the compiled rules; the second asking is answered with the
-    first's result)."""
-    real, made = ds.check, []
-
-    def once(spec: Spec, rules: Any, *args: Any) -> ds.SymmetryResult:
-        assert spec is sp and rules.name == "compiled"
-        made.append(made[0] if made else real(spec, rules, *args))
-        return made[0]
-
-    with patch.object(ds, "check", once):
-        compiled = explore(sp, symmetry=True, engine="compiled")
-        ran = explore(sp, symmetry=True, engine="native")
-    assert len(made) == 2
-    return compiled, ran
-
-
-def replays(sp: Spec, steps: list[dict[str, Any]], x: Any = None) -> list[Any]:
-    """The states ``steps`` pass through from ``x`` (default: the initial state), each step
-    taken by the concrete rules."""
-    b = sp.logic()
-    x = sp.initial() if x is None else x
-    out = [x]
-    for st in steps:
-        m = Move(sp.act(st["action"]), tuple(st["args"].items()))
-        y = take(sp, x, m, b)
-        assert y is not None, f"{m} is not enabled"
-        out.append(y)
-        x = y
-    return out
 
 
 def agree(sp: Spec) -> Explored:
@@ -152,50 +115,8 @@ def test_a_session_liveness_mutant_fails_natively_under_reduction_as_compiled(
 # --- the unfolding decides, and the test sees C that gets it wrong ----------------------------
 
 
-def _baton() -> Spec:
-    """Two holders (sort ``w``) pass a baton ``x`` between them (``pass``); the one not
-    holding it may ``finish`` (``d``).  Both are fair, and the goal is ``d == 1``.  A fair run
-    may pass the baton for ever: ``finish(w)`` is enabled only while the other holds it, so
-    never continuously.  Reduced, the one orbit of the goal-less states is one state with a
-    move back to itself, where ``finish`` is enabled and never taken: read on the
-    representative's move names, weak fairness would force it and the goal would hold."""
-
-    def done(b: Any, s: Any) -> Any:
-        """d is set."""
-        return s.d == 1
-
-    return Spec(
-        "baton",
-        "-",
-        {},
-        (Var("x", 0, 1, 0, ref="w"), Var("d", 0, 1, 0)),
-        (
-            Act(
-                "pass",
-                (("w", 2),),
-                lambda b, s, w: b.And(s.x == w, s.d == 0),
-                lambda b, s, w: [Write("x", None, 1 - w)],
-                lambda a: f"{a['w']} passes the baton",
-                fair="weak",
-                sorts=(("w", "w"),),
-            ),
-            Act(
-                "finish",
-                (("w", 2),),
-                lambda b, s, w: b.And(s.x != w, s.d == 0),
-                lambda b, s, w: [Write("d", None, 1)],
-                lambda a: f"{a['w']} finishes",
-                fair="weak",
-                sorts=(("w", "w"),),
-            ),
-        ),
-        (eventually("pass", "finish")(done),),
-        {"w": (0, 1)},
-    )
-
-
 def test_the_baton_is_judged_on_its_real_moves_natively() -> None:
-    ran = agree(_baton())
+    ran = agree(baton())
     assert ran.verdicts["done"] == "fails" and ran.traces["done"] == []
     # one orbit, two real states: the loop passes the baton there and back
     assert [st["action"] for st in ran.loops["done"]] == ["pass", "pass"]
@@ -221,16 +142,9 @@ def test_c_that_unfolds_wrongly_gets_the_baton_wrong(
 ) -> None:
     """The native run then says the goal holds where the compiled run says it fails."""
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
-    real = native_spec.generate
-
-    def wrong(sp: Spec, *args: Any) -> Any:
-        gen = real(sp, *args)
-        assert old in gen.source
-        return dataclasses.replace(gen, source=gen.source.replace(old, new))
-
-    monkeypatch.setattr(native_spec, "generate", wrong)
-    compiled = explore(_baton(), symmetry=True, engine="compiled")
-    ran = explore(_baton(), symmetry=True, engine="native")
+    wrong_c(monkeypatch, old, new)
+    compiled = explore(baton(), symmetry=True, engine="compiled")
+    ran = explore(baton(), symmetry=True, engine="native")
     assert compiled.verdicts["done"] == "fails" and ran.verdicts["done"] == "holds"
 
 

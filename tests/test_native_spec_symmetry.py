@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import random
 from functools import cache
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 
 from mcp_inflight.model import lease, lease_actions, lease_state
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.declare import Act, Move, Spec, Var, render_step, sometimes, take
+from mcp_inflight.model.declare import Act, Spec, Var, sometimes
 from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
@@ -43,7 +41,7 @@ from mcp_inflight.proofs.compiled_spec import compile_spec
 from mcp_inflight.proofs.explorer import Explored, explore
 from mcp_inflight.proofs.prove import all_designs
 from mcp_inflight.proofs.walk import transitions_out
-from support.declared import found
+from support.declared import agree, random_states, reduced, replays
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
@@ -75,49 +73,14 @@ def spec_of(name: str) -> Spec:
 @cache
 def runs(name: str) -> tuple[Explored, Explored]:
     """The compiled and native reduced runs of ``SPECS[name]``, once per test process (the
-    tests only read them).  Each engine asks for the symmetry check of the spec on its compiled
-    rules (most of either run's time); the second asking is answered with the first's result,
-    and both askings are counted."""
-    sp = spec_of(name)
-    real, made = ds.check, []
-
-    def once(spec: Spec, rules: Any, *args: Any) -> ds.SymmetryResult:
-        assert spec is sp and rules.name == "compiled"
-        made.append(made[0] if made else real(spec, rules, *args))
-        return made[0]
-
-    with patch.object(ds, "check", once):
-        compiled = explore(sp, symmetry=True, engine="compiled")
-        ran = explore(sp, symmetry=True, engine="native")
-    assert len(made) == 2
-    return compiled, ran
+    tests only read them; the symmetry check made once for both, ``support.declared.reduced``)."""
+    return reduced(spec_of(name))
 
 
 def runs_of(sp: Spec) -> tuple[Explored, Explored]:
     """The compiled and native reduced runs of ``sp``."""
     compiled = explore(sp, symmetry=True, engine="compiled")
     return compiled, explore(sp, symmetry=True, engine="native")
-
-
-def replays(sp: Spec, steps: list[dict[str, Any]]) -> Any:
-    """Each rendered step of ``steps`` taken from the initial state by the concrete rules and
-    rendered again alike: the state the trace ends in."""
-    b = sp.logic()
-    x = sp.initial()
-    for st in steps:
-        m = Move(sp.act(st["action"]), tuple(st["args"].items()))
-        y = take(sp, x, m, b)
-        assert y is not None, f"{m} is not enabled"
-        assert render_step(sp, m, x, y, m.act.outputs(b, x, **m.kw)) == st
-        x = y
-    return x
-
-
-def agree(compiled: Explored, ran: Explored) -> None:
-    assert ran.engine == "native" and compiled.engine == "compiled"
-    assert ran.symmetry == compiled.symmetry
-    assert found(ran) == found(compiled)
-    assert not ran.errors
 
 
 @pytest.mark.parametrize("name", list(SPECS))
@@ -134,7 +97,7 @@ def test_failures_and_their_traces_are_kept() -> None:
     compiled, ran = runs("lease-unfenced-2-ids")
     assert ran.broken() and ran.broken() == compiled.broken()
     sp = spec_of("lease-unfenced-2-ids")
-    bad = replays(sp, ran.traces["single_writer"])
+    bad = replays(sp, ran.traces["single_writer"])[-1]
     assert not sp.prop("single_writer").fn(sp.logic(), bad)
 
 
@@ -154,24 +117,13 @@ def _canon_c(sp: Spec) -> Any:
     return canon
 
 
-def _random_states(sp: Spec, n: int, seed: int) -> list[Any]:
-    rnd = random.Random(seed)
-
-    def value(v: Any) -> Any:
-        if v.keys is None:
-            return rnd.randint(v.lo, v.hi)
-        return tuple(rnd.randint(v.lo, v.hi) for _ in range(v.keys))
-
-    return [sp.state_type(*[value(v) for v in sp.vars]) for _ in range(n)]
-
-
 @pytest.mark.parametrize("name", ["lease-fenced", "lease-unfenced-2-ids", "session-unguarded"])
 def test_the_c_least_renaming_is_pythons(name: str) -> None:
     sp = spec_of(name)
     reachable = {sp.initial()}
     reachable.update(post for _, _, post, _ in transitions_out(sp, compile_spec(sp).fire))
     python, c = ds.Canon(sp), _canon_c(sp)
-    states = [*reachable, *_random_states(sp, 2000, seed=7)]
+    states = [*reachable, *random_states(sp, 2000, seed=7)]
     wrong = [s for s in states if c(s) != python(s)]
     assert not wrong, wrong[:3]
     # the renamings matter: a quarter or more of the reachable states are not their own
