@@ -200,6 +200,17 @@ def group(spec: Spec, key: tuple[int, ...] | None = None) -> list[Renaming]:
     return _renamings(spec, key or (0,) * len(ordered(spec)), True)
 
 
+def sources(pi: Renaming, sort: str | None, keys: int) -> list[int]:
+    """For each slot of a variable keyed by ``sort`` (``keys`` slots), the slot whose values
+    it takes under ``pi``."""
+    inv = list(range(keys))
+    kp = pi.of(sort)
+    if kp is not None:
+        for k, to in enumerate(kp):
+            inv[to] = k
+    return inv
+
+
 def renamer(spec: Spec, pi: Renaming, key: tuple[int, ...] | None = None) -> Callable[[Any], Any]:
     """``s -> pi(s)`` as generated Python: each keyed slot moved to its renamed key, each value
     of a ``ref`` renamed (``NONE`` kept), then the spec's ``canon``.  ``key``: the number of
@@ -221,11 +232,7 @@ def renamer(spec: Spec, pi: Renaming, key: tuple[int, ...] | None = None) -> Cal
         if v.keys is None:
             parts.append(val(f"s[{n}]"))
             continue
-        kp = pi.of(v.sort)
-        inv = list(range(v.keys))
-        if kp is not None:
-            for k, to in enumerate(kp):
-                inv[to] = k
+        inv = sources(pi, v.sort, v.keys)
         first_fresh = fresh_from.get(v.sort, v.keys) if v.sort is not None else v.keys
         parts.append(
             "("

@@ -33,7 +33,7 @@ from math import prod
 from mcp_inflight.model.declare import Spec
 from mcp_inflight.model.logic import NONE
 
-from .declared_symmetry import Renaming, group, ordered
+from .declared_symmetry import Renaming, group, ordered, sources
 
 #: renamings tabulated at most, over every key (each a row of a byte's source and map a slot):
 #: beyond, the table would be most of the C the compiler reads
@@ -66,11 +66,7 @@ def row_of(
             out.append((at, mid))
             at += 1
             continue
-        kp = pi.of(v.sort)
-        inv = list(range(v.keys))
-        if kp is not None:
-            for k, to in enumerate(kp):
-                inv[to] = k
+        inv = sources(pi, v.sort, v.keys)
         first_fresh = fresh_from.get(v.sort, v.keys) if v.sort is not None else v.keys
         out += [(at + k, mid if k < first_fresh else 0) for k in inv]
         at += v.keys
