@@ -28,9 +28,11 @@ its last state is compared with the packed state the C side found: a move sequen
 rules do not take to the same state stops the run (:class:`NativeSpecError`), never a wrong trace.
 
 With ``symmetry`` the run is reduced as the compiled engine reduces it: the check of
-``proofs/declared_symmetry.py`` is made first, here in Python on the compiled rules
-(:func:`reduction`: ``Explored.symmetry`` worded as the explorer words it), and only when it
-passes does the C keep one state per orbit, the least of its renamings under the same order as
+``proofs/declared_symmetry.py`` is made first, in C on the reduced search's own library
+(``proofs/native_spec_check.py``: the same result as the Python check on the compiled rules),
+or in Python where that C is not generated (an output shape it does not compare) or does not
+decide (:func:`reduction`: ``Explored.symmetry`` worded as the explorer words it), and only
+when it passes does the C keep one state per orbit, the least of its renamings under the same order as
 Python's tuple comparison (``proofs/native_spec_symmetry.py``: the used slots of each ordered
 sort counted, every renaming of the group at that count tried from a table, each followed by
 the ranks as ``declared_symmetry.renamer`` follows it by the ``canon``), so the same
@@ -207,15 +209,37 @@ def reduction(spec: Spec) -> tuple[str, Any]:
     (``declared_symmetry.Canon``) when the check passes, else None: the run is unreduced.
     ``Refused`` for a spec the C does not run (:func:`~.native_spec_c.refusal`: a ``canon``
     that is not its ``ranks``, ...)."""
+    told, canon, _ = _reduction(spec)
+    return told, canon
+
+
+def _reduction(spec: Spec) -> tuple[str, Any, tuple[Generated, Any] | None]:
+    """:func:`reduction`, and the reduced search's generated C and library when it was built
+    for the check.  The check is ``proofs/native_spec_check.py``'s, in C on that library, the
+    same result as ``declared_symmetry.check`` on the compiled rules; the Python check is made
+    instead where the C check is not generated (an output shape it does not compare, said in
+    ``Generated.check``), where the C did not decide, or where the reduced search is refused
+    (too many renamings to tabulate: the run may still go unreduced, as the check decides)."""
     from .declared_symmetry import Canon, ordered, sorts, symmetry_of
+    from .native_spec_check import check_native
 
     why = refusal(spec)  # before the check, which a refused spec would make for nothing
     if why is not None:
         raise Refused(why)
     if all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()]):
-        return "unreduced: no declared sort has two or more values to rename", None
-    sym = symmetry_of(spec)
-    return ("reduced: " if sym.ok else "unreduced: ") + sym.text(), Canon(spec) if sym.ok else None
+        return "unreduced: no declared sort has two or more values to rename", None, None
+    sym = None
+    built: tuple[Generated, Any] | None = None
+    try:
+        built = prepare(spec, True)
+    except Refused:
+        pass
+    if built is not None and not isinstance(built[0].check, (str, type(None))):
+        sym = check_native(spec, *built)
+    if sym is None:
+        sym = symmetry_of(spec)
+    told = ("reduced: " if sym.ok else "unreduced: ") + sym.text()
+    return told, Canon(spec) if sym.ok else None, built if sym.ok else None
 
 
 def search_native(
@@ -227,8 +251,8 @@ def search_native(
 ) -> NativeExplored:
     """``proofs/explorer.py``'s ``explore`` on the native engine (see the module text)."""
     t0 = time.perf_counter()
-    told, canon = reduction(spec) if symmetry else ("", None)
-    gen, lib = prepare(spec, canon is not None)
+    told, canon, built = _reduction(spec) if symmetry else ("", None, None)
+    gen, lib = built if built is not None else prepare(spec, canon is not None)
     t1 = time.perf_counter()
     res = NativeExplored(spec, engine="native", build_seconds=t1 - t0, symmetry=told)
     tracker = Tracker(spec.label(), progress if progress is not None else default_sink())

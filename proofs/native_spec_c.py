@@ -43,6 +43,7 @@ from mcp_inflight.model.declare import Move, Prop, Spec
 from mcp_inflight.model.logic import ModelError, Write
 
 from .compiled_spec import Refused as CompiledRefused
+from .native_spec_check import Unchecked, check_source
 from .native_spec_search import SEARCH
 from .native_spec_symmetry import Untabulated, canon_source
 
@@ -140,6 +141,9 @@ class Generated:
     state_props: list[tuple[str, Prop]]  # (verdict key, property), C order
     step_props: list[Prop]  # C order
     nslots: int
+    #: with ``symmetry``: the tables of the symmetry check in C (``proofs/native_spec_check.py``),
+    #: or why it is not generated (a ``str``: the Python check is made instead)
+    check: Any = None
 
 
 def refusal(spec: Spec) -> str | None:
@@ -220,7 +224,15 @@ def _generate(spec: Spec, symmetry: bool) -> Generated:
         f"#define RANKS {int(spec.ranks is not None)}",
     ]
     text = "\n".join(head) + "\n" + src.text() + reduce + SEARCH
-    return Generated(text, table, moves, state_props, step_props, nslots)
+    check: Any = None
+    if symmetry:
+        try:
+            more, check = check_source(spec, g, p, moves, table)
+        except Unchecked as e:
+            check = str(e)
+        else:
+            text += more
+    return Generated(text, table, moves, state_props, step_props, nslots, check)
 
 
 def _outputs(spec: Spec, g: Gen, m: Move, p: _View, src: Source) -> dict[str, Any]:

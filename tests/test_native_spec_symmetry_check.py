@@ -1,0 +1,161 @@
+"""The symmetry check in C (``proofs/native_spec_check.py``) against the Python check
+(``declared_symmetry.check`` on the compiled rules): the whole ``SymmetryResult`` alike, states
+checked, completeness and the first break (rule, renaming, state and move).
+
+* On every lease design, the lease at two ids, and the session declaration 2026-07-28 over HTTP
+  and stdio at two ids and two instances (atomic and unguarded): both pass, on the same states.
+* On models made wrong as ``tests/test_declared_symmetry.py`` makes them (a guard sparing worker
+  0, an effect killing worker 0 on pause, a property about worker 0, arrivals out of order, a
+  move that frees a used slot, an output naming a sort without ``out_sorts``): the same first
+  break.
+* The native reduced run takes the C check's result, and says the same as the compiled run.
+
+The 2025-11-25 session at two ids and two instances is in the slow set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from mcp_inflight.model import lease, lease_actions, lease_state
+from mcp_inflight.model.config import Config
+from mcp_inflight.model.declare import Spec, always
+from mcp_inflight.model.logic import Write
+from mcp_inflight.model.session_spec import spec as session_spec
+from mcp_inflight.proofs import declared_symmetry as ds
+from mcp_inflight.proofs import native, native_spec
+from mcp_inflight.proofs.explorer import explore
+from mcp_inflight.proofs.native_spec_check import check_native
+from mcp_inflight.proofs.prove import all_designs
+from mcp_inflight.proofs.rules import rules_of
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+
+
+def both(sp: Spec) -> ds.SymmetryResult:
+    """The C check of ``sp``, asserted decided in C and equal to the Python check."""
+    gen, lib = native_spec.prepare(sp, True)
+    assert not isinstance(gen.check, str), gen.check
+    mine = check_native(sp, gen, lib)
+    assert mine is not None
+    theirs = ds.check(sp, rules_of(sp, "compiled"))
+    assert mine == theirs
+    assert mine.text() == theirs.text()
+    return mine
+
+
+def _session(design: str, revision: str, transport: str) -> Spec:
+    return session_spec(Config(all_designs()[design], revision, transport, 2, 2))
+
+
+@pytest.mark.parametrize("design", list(lease_state.DESIGNS))
+def test_lease_designs(design: str) -> None:
+    res = both(lease.spec(design))
+    assert res.ok and res.complete
+
+
+def test_lease_two_ids() -> None:
+    assert both(lease.spec("unfenced", ids=2)).ok
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("design", ["atomic", "unguarded"])
+def test_session_2026(design: str, transport: str) -> None:
+    assert both(_session(design, "2026-07-28", transport)).ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("design", ["atomic", "unguarded"])
+def test_session_2025(design: str, transport: str) -> None:
+    assert both(_session(design, "2025-11-25", transport)).ok
+
+
+def broken(sp: Spec, rule: str) -> ds.SymmetryResult:
+    res = both(sp)
+    assert res.broken is not None and res.broken.rule.startswith(rule), res.text()
+    return res
+
+
+def test_guard_that_spares_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    def spare(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        return w != 0
+
+    monkeypatch.setattr(lease_actions, "_true", spare)
+    res = broken(lease.spec(), "the guard of ")
+    assert res.broken is not None and "worker 0->1" in res.broken.renaming
+
+
+def test_effect_that_kills_worker_0_on_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = lease_actions._set_proc
+
+    def set_proc(to: Any) -> Any:
+        def effect(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+            if to == lease_state.Proc.PAUSED and w == 0:
+                return plain(lease_state.Proc.DEAD)(b, s, c, r, w, i)
+            return plain(to)(b, s, c, r, w, i)
+
+        return effect
+
+    monkeypatch.setattr(lease_actions, "_set_proc", set_proc)
+    broken(lease.spec(), "the effect of pause")
+
+
+@always
+def first_worker_never_dies_alone(b: Any, s: Any, cfg: Any) -> Any:
+    """Worker 0 dies only once worker 1 has (a property about one worker)."""
+    dead = lease_state.Proc.DEAD
+    return b.Implies(s.wstate[0] == dead, s.wstate[1] == dead)
+
+
+def test_property_about_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lease, "PROPERTIES", lease.PROPERTIES + (first_worker_never_dies_alone,))
+    broken(lease.spec(), "property first_worker_never_dies_alone")
+
+
+def test_arrivals_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    def anywhere(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        return True
+
+    monkeypatch.setattr(lease_actions, "_arrive_guard", anywhere)
+    broken(lease.spec(), "the effect of arrive (the order of inst")
+
+
+def test_a_move_that_frees_a_used_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forget(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        fresh = {"life": lease_state.Phase.UNSENT, "tok": 0, "checked": False}
+        fresh.update(told=lease_state.Told.NONE, expired=lease_state.Expiry.NO)
+        return [Write(name, r, v) for name, v in fresh.items()]
+
+    monkeypatch.setattr(lease_actions, "_release", forget)
+    broken(lease.spec(), "the effect of release (it frees a used slot of inst")
+
+
+def _with_output(sp: Spec, name: str, out_sorts: Any) -> Spec:
+    """``sp`` whose action ``name`` also tells the worker it acts on."""
+    a = sp.act(name)
+
+    def output(b: Any, s: Any, **args: int) -> dict[str, Any]:
+        return {**a.outputs(b, s, **args), "who": args["w"]}
+
+    new = dataclasses.replace(a, output=output, out_sorts=out_sorts)
+    return dataclasses.replace(sp, acts=tuple(new if x is a else x for x in sp.acts))
+
+
+def test_output_naming_a_sort() -> None:
+    broken(_with_output(lease.spec(), "pause", ()), "the output of pause")
+    assert both(_with_output(lease.spec(), "pause", (("who", "worker"),))).ok
+
+
+def test_the_native_run_takes_the_c_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native reduced run makes no Python check where the C one decides, and says what
+    the compiled run says."""
+    sp = lease.spec("unfenced", ids=2)
+    compiled = explore(sp, symmetry=True, engine="compiled")
+    monkeypatch.setattr(ds, "check", None)  # not called
+    ran = explore(sp, symmetry=True, engine="native")
+    assert ran.symmetry == compiled.symmetry and ran.symmetry.startswith("reduced: ")
+    assert ran.states == compiled.states
