@@ -8,7 +8,10 @@ checked, completeness and the first break (rule, renaming, state and move).
   0, an effect killing worker 0 on pause, a property about worker 0, arrivals out of order, a
   move that frees a used slot, an output naming a sort without ``out_sorts``): the same first
   break.
-* The native reduced run takes the C check's result, and says the same as the compiled run.
+* The native reduced run takes the C check's result, and says the same as the compiled run;
+  where an output is not generated for the C check, it makes the Python check.
+* The comparison can fail: C that renames the slots but not the values naming them breaks
+  where Python finds no break.
 
 The 2025-11-25 session at two ids and two instances is in the slow set.
 """
@@ -31,6 +34,7 @@ from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.native_spec_check import check_native
 from mcp_inflight.proofs.prove import all_designs
 from mcp_inflight.proofs.rules import rules_of
+from support.declared import wrong_c
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
@@ -159,3 +163,37 @@ def test_the_native_run_takes_the_c_check(monkeypatch: pytest.MonkeyPatch) -> No
     ran = explore(sp, symmetry=True, engine="native")
     assert ran.symmetry == compiled.symmetry and ran.symmetry.startswith("reduced: ")
     assert ran.states == compiled.states
+
+
+def test_an_output_the_c_does_not_compare_falls_back_to_python() -> None:
+    """An output holding a tuple of tuples is not generated for the C check (``Generated.check``
+    says why): the native run makes the Python check and says what the compiled run says (here:
+    the output names a worker undeclared, so both run unreduced)."""
+    sp = lease.spec("unfenced")
+    a = sp.act("pause")
+
+    def output(b: Any, s: Any, **args: int) -> dict[str, Any]:
+        return {**a.outputs(b, s, **args), "who": ((args["w"], 0),)}
+
+    new = dataclasses.replace(a, output=output)
+    sp = dataclasses.replace(sp, acts=tuple(new if x is a else x for x in sp.acts))
+    gen, _ = native_spec.prepare(sp, True)
+    assert isinstance(gen.check, str) and "tuple of tuples" in gen.check
+    compiled = explore(sp, symmetry=True, engine="compiled")
+    ran = explore(sp, symmetry=True, engine="native")
+    assert ran.symmetry == compiled.symmetry
+    assert ran.symmetry.startswith("unreduced: ") and "the output of pause" in ran.symmetry
+    assert ran.states == compiled.states
+
+
+def test_the_comparison_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """C that moves the slots but leaves the values naming them as they are finds a break the
+    Python check does not."""
+    sp = lease.spec("unfenced", ids=2)
+    wrong_c(
+        monkeypatch, "out[i] = CK_MAP[mid[i]][(unsigned char)s[src[i]]];", "out[i] = s[src[i]];"
+    )
+    gen, lib = native_spec.prepare(sp, True)
+    mine = check_native(sp, gen, lib)
+    assert mine is not None and not mine.ok
+    assert ds.check(sp, rules_of(sp, "compiled")).ok
