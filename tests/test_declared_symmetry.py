@@ -20,10 +20,9 @@ from typing import Any
 
 import pytest
 
-from mcp_inflight.model import lease, lease_actions, lease_state
+from mcp_inflight.model import lease, lease_state
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.declare import Spec, always
-from mcp_inflight.model.logic import Write
+from mcp_inflight.model.declare import Spec
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
 from mcp_inflight.proofs.compiled_spec import compile_spec
@@ -31,6 +30,14 @@ from mcp_inflight.proofs.declared_symmetry import symmetry_of
 from mcp_inflight.proofs.explorer import Explored, explore
 from mcp_inflight.proofs.prove import all_designs
 from mcp_inflight.proofs.walk import transitions_out
+from support.declared import (
+    arrivals_anywhere,
+    kill_worker_0_on_pause,
+    property_about_worker_0,
+    release_frees_its_slot,
+    spare_worker_0,
+    with_output,
+)
 
 
 def _session(design: str, revision: str, ids: int, transport: str = "http") -> Spec:
@@ -191,41 +198,21 @@ def refused(
 def test_guard_that_spares_worker_0(
     monkeypatch: pytest.MonkeyPatch, lease_symmetry: ds.SymmetryResult
 ) -> None:
-    def spare(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-        return w != 0
-
     assert lease_symmetry.ok  # the unpatched model
-    monkeypatch.setattr(lease_actions, "_true", spare)  # crash, pause and resume
+    spare_worker_0(monkeypatch)  # crash, pause and resume
     res, _ = refused(lease.spec(), "the guard of ")
     assert res.broken is not None and res.broken.rule.split()[-1] in ("crash", "pause", "resume")
     assert "worker 0->1" in res.broken.renaming
 
 
 def test_effect_that_kills_worker_0_on_pause(monkeypatch: pytest.MonkeyPatch) -> None:
-    plain = lease_actions._set_proc
-
-    def set_proc(to: Any) -> Any:
-        def effect(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-            if to == lease_state.Proc.PAUSED and w == 0:
-                return plain(lease_state.Proc.DEAD)(b, s, c, r, w, i)
-            return plain(to)(b, s, c, r, w, i)
-
-        return effect
-
-    monkeypatch.setattr(lease_actions, "_set_proc", set_proc)
+    kill_worker_0_on_pause(monkeypatch)
     res, _ = refused(lease.spec(), "the effect of pause")
     assert res.broken is not None and "pause(w=" in res.broken.move
 
 
-@always
-def first_worker_never_dies_alone(b: Any, s: Any, cfg: Any) -> Any:
-    """Worker 0 dies only once worker 1 has (a property about one worker)."""
-    dead = lease_state.Proc.DEAD
-    return b.Implies(s.wstate[0] == dead, s.wstate[1] == dead)
-
-
 def test_property_about_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lease, "PROPERTIES", lease.PROPERTIES + (first_worker_never_dies_alone,))
+    property_about_worker_0(monkeypatch)
     sp = safety(lease.spec())
     _, run = refused(sp, "property first_worker_never_dies_alone")
     assert run.verdicts["first_worker_never_dies_alone"] == "fails"
@@ -235,20 +222,9 @@ def test_property_about_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
     assert explore(sp, symmetry=True).verdicts["first_worker_never_dies_alone"] == "holds"
 
 
-def _with_output(sp: Spec, name: str, out_sorts: Any) -> Spec:
-    """``sp`` whose action ``name`` also tells the worker it acts on."""
-    a = sp.act(name)
-
-    def output(b: Any, s: Any, **args: int) -> dict[str, Any]:
-        return {**a.outputs(b, s, **args), "who": args["w"]}
-
-    new = dataclasses.replace(a, output=output, out_sorts=out_sorts)
-    return dataclasses.replace(sp, acts=tuple(new if x is a else x for x in sp.acts))
-
-
 def test_output_naming_a_sort_is_renamed_only_when_declared() -> None:
-    refused(_with_output(lease.spec(), "pause", ()), "the output of pause")
-    assert symmetry_of(_with_output(lease.spec(), "pause", (("who", "worker"),))).ok
+    refused(with_output(lease.spec(), "pause", ()), "the output of pause")
+    assert symmetry_of(with_output(lease.spec(), "pause", (("who", "worker"),))).ok
 
 
 def test_session_guard_that_spares_id_0() -> None:
@@ -289,20 +265,12 @@ def test_ordered_instances_are_not_symmetric(which: str, request: pytest.Fixture
 
 
 def test_arrivals_out_of_order_break_the_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    def anywhere(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-        return True
-
-    monkeypatch.setattr(lease_actions, "_arrive_guard", anywhere)
+    arrivals_anywhere(monkeypatch)
     refused(lease.spec(), "the effect of arrive (the order of inst")
 
 
 def test_a_move_that_frees_a_used_slot_breaks_the_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    def forget(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-        fresh = {"life": lease_state.Phase.UNSENT, "tok": 0, "checked": False}
-        fresh.update(told=lease_state.Told.NONE, expired=lease_state.Expiry.NO)
-        return [Write(name, r, v) for name, v in fresh.items()]
-
-    monkeypatch.setattr(lease_actions, "_release", forget)
+    release_frees_its_slot(monkeypatch)
     # (instances that come back fresh take the fence past its bound: a short run says enough)
     rule = "the effect of release (it frees a used slot of inst"
     refused(lease.spec(), rule, 20_000, engine="fastest")

@@ -23,10 +23,9 @@ from typing import Any
 
 import pytest
 
-from mcp_inflight.model import lease, lease_actions, lease_state
+from mcp_inflight.model import lease, lease_state
 from mcp_inflight.model.config import Config
-from mcp_inflight.model.declare import Spec, always
-from mcp_inflight.model.logic import Write
+from mcp_inflight.model.declare import Spec
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
 from mcp_inflight.proofs import native, native_spec
@@ -34,7 +33,15 @@ from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.native_spec_check import check_native
 from mcp_inflight.proofs.prove import all_designs
 from mcp_inflight.proofs.rules import rules_of
-from support.declared import wrong_c
+from support.declared import (
+    arrivals_anywhere,
+    kill_worker_0_on_pause,
+    property_about_worker_0,
+    release_frees_its_slot,
+    spare_worker_0,
+    with_output,
+    wrong_c,
+)
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
@@ -86,73 +93,34 @@ def broken(sp: Spec, rule: str) -> ds.SymmetryResult:
 
 
 def test_guard_that_spares_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
-    def spare(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-        return w != 0
-
-    monkeypatch.setattr(lease_actions, "_true", spare)
+    spare_worker_0(monkeypatch)
     res = broken(lease.spec(), "the guard of ")
     assert res.broken is not None and "worker 0->1" in res.broken.renaming
 
 
 def test_effect_that_kills_worker_0_on_pause(monkeypatch: pytest.MonkeyPatch) -> None:
-    plain = lease_actions._set_proc
-
-    def set_proc(to: Any) -> Any:
-        def effect(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-            if to == lease_state.Proc.PAUSED and w == 0:
-                return plain(lease_state.Proc.DEAD)(b, s, c, r, w, i)
-            return plain(to)(b, s, c, r, w, i)
-
-        return effect
-
-    monkeypatch.setattr(lease_actions, "_set_proc", set_proc)
+    kill_worker_0_on_pause(monkeypatch)
     broken(lease.spec(), "the effect of pause")
 
 
-@always
-def first_worker_never_dies_alone(b: Any, s: Any, cfg: Any) -> Any:
-    """Worker 0 dies only once worker 1 has (a property about one worker)."""
-    dead = lease_state.Proc.DEAD
-    return b.Implies(s.wstate[0] == dead, s.wstate[1] == dead)
-
-
 def test_property_about_worker_0(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lease, "PROPERTIES", lease.PROPERTIES + (first_worker_never_dies_alone,))
-    broken(lease.spec(), "property first_worker_never_dies_alone")
+    name = property_about_worker_0(monkeypatch)
+    broken(lease.spec(), f"property {name}")
 
 
 def test_arrivals_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    def anywhere(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-        return True
-
-    monkeypatch.setattr(lease_actions, "_arrive_guard", anywhere)
+    arrivals_anywhere(monkeypatch)
     broken(lease.spec(), "the effect of arrive (the order of inst")
 
 
 def test_a_move_that_frees_a_used_slot(monkeypatch: pytest.MonkeyPatch) -> None:
-    def forget(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
-        fresh = {"life": lease_state.Phase.UNSENT, "tok": 0, "checked": False}
-        fresh.update(told=lease_state.Told.NONE, expired=lease_state.Expiry.NO)
-        return [Write(name, r, v) for name, v in fresh.items()]
-
-    monkeypatch.setattr(lease_actions, "_release", forget)
+    release_frees_its_slot(monkeypatch)
     broken(lease.spec(), "the effect of release (it frees a used slot of inst")
 
 
-def _with_output(sp: Spec, name: str, out_sorts: Any) -> Spec:
-    """``sp`` whose action ``name`` also tells the worker it acts on."""
-    a = sp.act(name)
-
-    def output(b: Any, s: Any, **args: int) -> dict[str, Any]:
-        return {**a.outputs(b, s, **args), "who": args["w"]}
-
-    new = dataclasses.replace(a, output=output, out_sorts=out_sorts)
-    return dataclasses.replace(sp, acts=tuple(new if x is a else x for x in sp.acts))
-
-
 def test_output_naming_a_sort() -> None:
-    broken(_with_output(lease.spec(), "pause", ()), "the output of pause")
-    assert both(_with_output(lease.spec(), "pause", (("who", "worker"),))).ok
+    broken(with_output(lease.spec(), "pause", ()), "the output of pause")
+    assert both(with_output(lease.spec(), "pause", (("who", "worker"),))).ok
 
 
 def test_the_native_run_takes_the_c_check(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,3 +156,81 @@ def wrong_c(monkeypatch: Any, old: str, new: str) -> None:
         return dataclasses.replace(gen, source=gen.source.replace(old, new))
 
     monkeypatch.setattr(native_spec, "generate", wrong)
+
+
+# --- the lease broken on purpose: rules that treat one value of a sort apart ------------------
+
+
+def spare_worker_0(monkeypatch: Any) -> None:
+    """Crash, pause and resume never take worker 0 (a guard that spares it)."""
+    from mcp_inflight.model import lease_actions
+
+    def spare(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        return w != 0
+
+    monkeypatch.setattr(lease_actions, "_true", spare)
+
+
+def kill_worker_0_on_pause(monkeypatch: Any) -> None:
+    """Pausing worker 0 kills it (an effect that treats it apart)."""
+    from mcp_inflight.model import lease_actions, lease_state
+
+    plain = lease_actions._set_proc
+
+    def set_proc(to: Any) -> Any:
+        def effect(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+            if to == lease_state.Proc.PAUSED and w == 0:
+                return plain(lease_state.Proc.DEAD)(b, s, c, r, w, i)
+            return plain(to)(b, s, c, r, w, i)
+
+        return effect
+
+    monkeypatch.setattr(lease_actions, "_set_proc", set_proc)
+
+
+def property_about_worker_0(monkeypatch: Any) -> str:
+    """The lease's properties with one about worker 0 alone; its name."""
+    from mcp_inflight.model import lease, lease_state
+    from mcp_inflight.model.declare import always
+
+    @always
+    def first_worker_never_dies_alone(b: Any, s: Any, cfg: Any) -> Any:
+        """Worker 0 dies only once worker 1 has (a property about one worker)."""
+        dead = lease_state.Proc.DEAD
+        return b.Implies(s.wstate[0] == dead, s.wstate[1] == dead)
+
+    monkeypatch.setattr(lease, "PROPERTIES", lease.PROPERTIES + (first_worker_never_dies_alone,))
+    return first_worker_never_dies_alone.name
+
+
+def arrivals_anywhere(monkeypatch: Any) -> None:
+    """A request may arrive in any instance slot, not the next free one."""
+    from mcp_inflight.model import lease_actions
+
+    def anywhere(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        return True
+
+    monkeypatch.setattr(lease_actions, "_arrive_guard", anywhere)
+
+
+def release_frees_its_slot(monkeypatch: Any) -> None:
+    """A release puts its instance slot back as it was before the request arrived."""
+    from mcp_inflight.model import lease_actions, lease_state
+
+    def forget(b: Any, s: Any, c: Any, r: Any, w: Any, i: Any) -> Any:
+        fresh = {"life": lease_state.Phase.UNSENT, "tok": 0, "checked": False}
+        fresh.update(told=lease_state.Told.NONE, expired=lease_state.Expiry.NO)
+        return [Write(name, r, v) for name, v in fresh.items()]
+
+    monkeypatch.setattr(lease_actions, "_release", forget)
+
+
+def with_output(sp: Spec, name: str, out_sorts: Any) -> Spec:
+    """``sp`` whose action ``name`` also tells the worker it acts on (``who``)."""
+    a = sp.act(name)
+
+    def output(b: Any, s: Any, **args: int) -> dict[str, Any]:
+        return {**a.outputs(b, s, **args), "who": args["w"]}
+
+    new = dataclasses.replace(a, output=output, out_sorts=out_sorts)
+    return dataclasses.replace(sp, acts=tuple(new if x is a else x for x in sp.acts))
