@@ -465,7 +465,7 @@ def fair_violation_reduced(
     edges: list[list[tuple[int, int]]],
     fair: set[int],
     unfold: Callable[[list[int]], Unfolded],
-    renamed: Container[int] | None = None,
+    renamed: Container[int],
 ) -> tuple[int, Unfolded] | None:
     """:func:`fair_violation` on a reduced graph, exactly as on the whole one: the first
     reduced state (breadth first) whose orbit meets a component of real states a weakly fair
@@ -473,8 +473,8 @@ def fair_violation_reduced(
 
     A reduced state's moves are named as on its representative, so weak fairness is not read
     on the reduced graph itself.  A reduced component of one state with no move to another
-    state of its own orbit (``renamed``: the reduced states with such a move, when the search
-    kept them; else every state with a move back into its orbit) unfolds into single states,
+    state of its own orbit (``renamed``: the reduced states with such a move, as the search
+    found them) unfolds into single states,
     each a renaming of the representative with its moves renamed alike, its moves that leave
     it as it is included (fairness names actions, which renaming keeps): judged on the
     representative.  Any other component is unfolded (``unfold``: every renaming of its
@@ -484,10 +484,7 @@ def fair_violation_reduced(
         first = min(comp)
         if found is not None and first >= found[0]:
             continue
-        alone = (
-            all(k != first for _, k in edges[first]) if renamed is None else first not in renamed
-        )
-        if len(comp) == 1 and alone:
+        if len(comp) == 1 and first not in renamed:
             if fair_component(comp, edges, fair):
                 found = (first, Unfolded())
             continue

@@ -220,7 +220,7 @@ def test_judged_on_the_representatives_moves_the_baton_would_be_said_to_finish(m
     would force it, and the property would hold."""
     from mcp_inflight.proofs import liveness
 
-    def on_representatives(goal, edges, fair, unfold, renamed=None):
+    def on_representatives(goal, edges, fair, unfold, renamed):
         found = liveness.fair_violation(goal, edges, fair)
         return None if found is None else (found[0], liveness.Unfolded())
 
