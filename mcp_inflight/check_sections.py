@@ -31,8 +31,11 @@ def session_section(
 ) -> tuple[Any, Any, list[Any]]:
     """The session model's runs: the symmetry check, then the explorer and the prover (each
     spread over worker processes; the prover's started first, to prove while the explorer
-    searches); returns (explored, proved, symmetry cells).  ``MCP_INFLIGHT_REFERENCE=1``: the
-    reference paths (the interpreted symmetry check, the prover after the explorer)."""
+    searches); returns (explored, proved, symmetry cells).  The symmetry check and the
+    explorer are the one explorer's on the session's declaration (``proofs/session_run.py``).
+    ``MCP_INFLIGHT_REFERENCE=1``: the reference paths (the symmetry check on the compiled
+    rules rather than in C, the prover after the explorer)."""
+    from mcp_inflight.proofs import session_run
     from mcp_inflight.proofs.symmetry import reference_paths
 
     # --no-symmetry: no reduction anywhere (the explorer's, the bounded search's id order)
@@ -40,11 +43,13 @@ def session_section(
     sym_cells: list[Any] = []
     results = proofs = None
     if not args.no_symmetry:
-        from mcp_inflight.proofs import symmetry
-
-        checked = symmetry.checked_all(cfgs, cache, jobs=min(2, os.cpu_count() or 1))
-        symmetric = [r.ok for r in checked]
-        sym_cells = [symmetry.cell(c, r) for c, r in zip(cfgs, checked, strict=True)]
+        # the one explorer's declared symmetry check (in C where the native engine runs, the
+        # compiled rules' on the reference paths): the explorer reduces where it passed (and
+        # checks again itself), the prover's bounded search takes ids in order
+        engine = "auto" if reference_paths() else session_run.ENGINES[args.engine]
+        checked = session_run.symmetry_checked(cfgs, cache, engine)
+        symmetric = [session_run.reducible(t) for t in checked]
+        sym_cells = [session_run.symmetry_cell(c, t) for c, t in zip(cfgs, checked, strict=True)]
     with ExitStack() as stack:
 
         def prover(background: bool) -> Callable[[], Any]:
@@ -69,9 +74,8 @@ def session_section(
         proved = prover(True) if early else None
         if not args.no_explore:
             from mcp_inflight.proofs.progress import Display
-            from mcp_inflight.proofs.session_search import search_many
 
-            results = search_many(
+            results = session_run.search_many(
                 cfgs,
                 symmetry=symmetric,
                 max_states=args.max_states,

@@ -273,10 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         default="auto",
         type=choice(["auto", "native", "compiled", "interpreted"], "engine"),
-        help="the explorer's engine: native (the model's rules generated as C, built once per "
-        "configuration with the C compiler and cached), compiled (generated Python), "
-        "interpreted (model/step.py); the same states, verdicts and traces (tests compare "
-        "them). Default auto: native when a C compiler is present, else compiled",
+        help="the one explorer's engine for the session model (its declaration, "
+        "model/session_spec.py), and for its symmetry check: native (the rules generated as "
+        "C, built once per configuration with the C compiler and cached), compiled "
+        "(generated Python), interpreted (the rules read as written); the same states, "
+        "verdicts and traces (tests compare them). Default auto: native when a C compiler is "
+        "present and the declaration is one it runs, else compiled",
     )
     c.add_argument(
         "--no-progress",

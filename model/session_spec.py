@@ -239,9 +239,11 @@ def _of_the_graph() -> tuple[Prop, ...]:
     )
 
 
-def spec(cfg: Config) -> Spec:
+def spec(cfg: Config, liveness: bool = True) -> Spec:
     """``cfg`` (a design at a profile and bounds) in the one declaration: its bounds size the
-    explorer's run; for the prover, ids and instances are unbounded."""
+    explorer's run; for the prover, ids and instances are unbounded.  Without ``liveness`` the
+    three liveness properties are left out (the explorer then keeps no graph: ``check`` at
+    bounds where the graph would not fit)."""
     return Spec(
         model="session",
         design=cfg.design.name,
@@ -249,10 +251,11 @@ def spec(cfg: Config) -> Spec:
         vars=tuple(_var(f, cfg) for f in FIELDS),
         acts=tuple(_act(a, cfg) for a in actions_for(cfg)),
         props=tuple(declared(p, cfg) for p in PROPERTIES if p.applies(cfg))
-        + (_requests_answered(cfg), *_of_the_graph()),
+        + ((_requests_answered(cfg), *_of_the_graph()) if liveness else ()),
         domains=domains(cfg),
         aux=tuple(declared(p, cfg) for p in AUXILIARY if p.applies(cfg)),
-        run=f"{cfg.label}, {cfg.ids} ids, {cfg.requests} requests",
+        run=f"{cfg.label.removeprefix(cfg.design.name + ' ')}, {cfg.ids} ids, "
+        f"{cfg.requests} requests",
         ranks=RANKS if cfg.stdio else None,
         final=settled,
         ordered=(("inst", SLOT_ORDER_WHY),),

@@ -16,6 +16,10 @@ from .progress import Sink
 __all__ = ["NOT_JUDGED", "Explored", "default_sink", "progress_to", "stoppable"]
 
 
+#: why a run is unreduced when no declared sort has two values to rename (nothing to reduce)
+NOTHING = "no declared sort has two or more values to rename"
+
+
 @dataclass
 class Explored:
     """What :func:`explore` found: per property ``holds``/``fails`` (with its shortest trace)

@@ -1,6 +1,9 @@
-"""The one explorer: :func:`explore` is the entry point of exploration for every model (the
-session's runs go to its own engines, ``proofs/session_search.py``), and the search of the
-declared models (``model/declare.py``: lease, rounds, resume, ...).
+"""The one explorer: :func:`explore` is the entry point of exploration for every model, and the
+search of the declared models (``model/declare.py``: the session's declaration,
+``model/session_spec.py``, which ``check`` runs through ``proofs/session_run.py``; lease,
+rounds, resume, ...).  A session configuration given to :func:`explore` itself still goes to the
+session's own engines (``proofs/session_search.py``), the references those runs are compared
+with.
 
 :func:`explore` walks every reachable state of a :class:`~mcp_inflight.model.declare.Spec`
 breadth first from the initial state (so each counterexample is a shortest one), on the rules
@@ -53,7 +56,7 @@ from typing import TYPE_CHECKING, Any, overload
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
 
 from . import liveness
-from .explored import NOT_JUDGED, Explored, default_sink, stoppable
+from .explored import NOT_JUDGED, NOTHING, Explored, default_sink, stoppable
 from .progress import Silent, Sink, Tracker, sink_for
 from .rules import Rules, rules_of
 from .walk import tour
@@ -438,13 +441,36 @@ def _search(
     return res
 
 
+def reduction(spec: Spec, engine: str = "fastest") -> str:
+    """What ``explore(spec, symmetry=True, engine=engine)`` says of its reduction
+    (:attr:`Explored.symmetry`: ``reduced: ...`` or ``unreduced: ...`` and why), from the
+    declared symmetry check alone: in C where the native engine runs ``spec`` (``fastest``,
+    ``native``), else on the rules of ``engine`` (``auto`` for ``fastest``)."""
+    if engine in ("fastest", "native"):
+        from . import native
+
+        if native.available():
+            from .native_spec import Refused
+            from .native_spec import reduction as in_c
+
+            try:
+                return in_c(spec)[0]
+            except (Refused, native.BuildError):
+                if engine == "native":
+                    raise
+        engine = "auto"
+    res = Explored(spec)
+    _reduction(spec, rules_of(spec, engine), res)
+    return res.symmetry
+
+
 def _reduction(spec: Spec, rules: Rules, res: Explored) -> Any:
     """The canonical representative of orbits when ``spec`` is checked symmetric (said in
     ``res.symmetry``), else None: the run is then unreduced, and ``res.symmetry`` says why."""
     from .declared_symmetry import Canon, check, ordered, sorts
 
     if all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()]):
-        res.symmetry = "unreduced: no declared sort has two or more values to rename"
+        res.symmetry = "unreduced: " + NOTHING
         return None
     sym = check(spec, rules)
     res.symmetry = ("reduced: " if sym.ok else "unreduced: ") + sym.text()

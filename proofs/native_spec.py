@@ -69,7 +69,7 @@ from typing import Any
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step, take
 
-from .explored import NOT_JUDGED, Explored, default_sink, stoppable
+from .explored import NOT_JUDGED, NOTHING, Explored, default_sink, stoppable
 from .liveness import Unfolded, fair_violation_reduced, walk_on
 from .native_spec_c import Generated, Refused, generate, refusal
 from .progress import Sink, Tracker
@@ -227,7 +227,7 @@ def _reduction(spec: Spec) -> tuple[str, Any, tuple[Generated, Any] | None]:
     if why is not None:
         raise Refused(why)
     if all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()]):
-        return "unreduced: no declared sort has two or more values to rename", None, None
+        return "unreduced: " + NOTHING, None, None
     sym = None
     built: tuple[Generated, Any] | None = None
     try:

@@ -63,6 +63,9 @@ class RunResult:
     #: the engine that searched, and for the native one how its C was built (the text report
     #: shows it beside the run's time; not in the JSON, which is the same whatever engine ran)
     engine: str = ""
+    #: what went wrong in the checker rather than in the model's properties (a value out of
+    #: its declared range, a reduced trace that does not replay): any makes the run fail
+    errors: list[str] = field(default_factory=list)
 
     def of(self, kind: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.kind == kind]
@@ -79,8 +82,10 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        return self.complete and all(
-            v.ok for v in self.verdicts if v.applies and v.kind != "hazard"
+        return (
+            self.complete
+            and not self.errors
+            and all(v.ok for v in self.verdicts if v.applies and v.kind != "hazard")
         )
 
     def to_json(self) -> dict[Any, Any]:
@@ -106,6 +111,7 @@ class RunResult:
             "dead_actions": self.dead_actions,
             "deadlocks": self.deadlocks,
             "deadlock_trace": trace_to_json(self.deadlock_trace),
+            "errors": list(self.errors),
         }
 
 

@@ -105,7 +105,7 @@ def session(ids: int = 2, requests: int = 2) -> list[Cell]:
     from mcp_inflight.model.properties import BROKEN_BY, INVARIANTS
     from mcp_inflight.proofs.liveness import NAMES
 
-    from .session_search import search_many
+    from .session_run import search_many
 
     designs = {**SAFE, **mutants(), **liveness_mutants()}
     props = {p.name: kind_of(p.kind, p.scope) for p in INVARIANTS} | {
@@ -132,7 +132,7 @@ def session(ids: int = 2, requests: int = 2) -> list[Cell]:
             [c for _, c in todo],
             symmetry=True,
             progress=False,
-            engine="auto",  # native where a C compiler is, the liveness graph included
+            engine="auto",  # the one explorer: native where a C compiler is
             liveness=with_graph,
         )
         for (e, _), r in zip(todo, results, strict=True):

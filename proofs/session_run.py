@@ -12,16 +12,61 @@ the three liveness properties with their fairness and the step where a lasso's l
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.eventually import DOCS, NAMES, fair_actions
 from mcp_inflight.model.properties import PROPERTIES
+from mcp_inflight.model.session_spec import spec
 from mcp_inflight.model.step import run_of
 from mcp_inflight.model.trace import Trace, build_trace
 
-from .explored import Explored
+from .explored import NOTHING, Explored
+from .explorer import explore
+from .progress import Silent, Sink, sink_for
 from .records import RunResult, Verdict
+
+#: the session's engine names (``check --engine``) as the one explorer's
+ENGINES = {"auto": "fastest", "native": "native", "compiled": "compiled", "interpreted": "concrete"}
+
+
+def search(
+    cfg: Config,
+    symmetry: bool = True,
+    max_states: int | None = None,
+    progress: bool | Sink | None = None,
+    engine: str = "auto",
+    liveness: bool = True,
+) -> RunResult:
+    """``cfg`` searched by the one explorer (``explore(spec(cfg))``) and read as the session's
+    run record.  ``engine`` is a name of ``check --engine`` (:data:`ENGINES`: ``auto``, the
+    native engine where a C compiler is, else the compiled one); ``symmetry``: one state per
+    orbit where the declared symmetry check passes (the record's ``symmetry`` says whether the
+    run was reduced); ``progress`` as for the session's engines (None: a display when stderr
+    is a terminal); without ``liveness`` the liveness properties are left out of the run (no
+    graph kept) and of the record."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    sink = sink_for(progress)
+    ex = explore(
+        spec(cfg, liveness),
+        max_states=max_states,
+        engine=ENGINES[engine],
+        progress=Silent() if sink is None else sink,
+        symmetry=symmetry,
+    )
+    return run_result(cfg, ex, reducible(ex.symmetry), liveness)
+
+
+def search_many(
+    cfgs: Iterable[Config], jobs: int | None = None, progress: Any = None, **kwargs: Any
+) -> list[RunResult]:
+    """:func:`search` for each of ``cfgs``, spread over processes as the session engines'
+    ``search_many`` spreads its runs (``symmetry`` one flag or one per configuration)."""
+    from .session_search import search_many as spread
+
+    return spread(cfgs, jobs, progress, run=search, **kwargs)
 
 
 def _trace(cfg: Config, steps: list[dict[str, Any]]) -> Trace:
@@ -31,8 +76,59 @@ def _trace(cfg: Config, steps: list[dict[str, Any]]) -> Trace:
     return build_trace(cfg, [(t.action, t.args, t.pre, t.post) for t in run_of(cfg, moves)])
 
 
-def run_result(cfg: Config, ex: Explored, symmetry: bool) -> RunResult:
-    """``ex``, the one explorer's run of ``spec(cfg)``, as the session's run record."""
+#: the run-level property a symmetry cell of ``check`` reports on
+SYMMETRY = "symmetric_in_ids_and_instances"
+
+
+def symmetry_checked(
+    cfgs: list[Config], cache: str | None = "use", engine: str = "fastest"
+) -> list[str]:
+    """The declared symmetry check of ``spec(cfg)`` for each of ``cfgs``, as the one explorer
+    words it (``proofs/explorer.py:reduction``: ``reduced: ...`` where its reduction is sound,
+    else ``unreduced: ...`` and the renaming that breaks it).  ``check`` reads from it whether
+    each run is reduced, for the explorer and the prover's bounded search alike.  Kept in the
+    checkers' cache on disk (``cache="use"``; None: neither read nor written), keyed by the
+    model's and checkers' source."""
+    from . import cache as store
+    from .explorer import reduction
+
+    out = []
+    for cfg in cfgs:
+        key = store.source_key("declared-symmetry", cfg, engine)
+        told = store.load("symmetry", key) if cache == "use" else None
+        if not isinstance(told, str):
+            told = reduction(spec(cfg), engine)
+            if cache is not None:
+                store.store("symmetry", key, told)
+        out.append(told)
+    return out
+
+
+def reducible(told: str) -> bool:
+    """Whether a run may keep one state per orbit after the check that said ``told``: it
+    passed, or there is nothing to rename."""
+    return told.startswith("reduced: ") or told.endswith(NOTHING)
+
+
+def symmetry_cell(cfg: Config, told: str) -> Any:
+    """The run-level cell of ``check`` for one configuration's symmetry check."""
+    from .outcome import Cell, Word
+
+    head, _, why = told.partition(": ")
+    if reducible(told):
+        msg = f"the rules and properties commute with renaming: {why}"
+        return Cell("session", cfg.design.name, cfg.label, SYMMETRY, None, Word.HOLDS, True, msg)
+    msg = f"{why}; explored and searched without the reduction"
+    return Cell(
+        "session", cfg.design.name, cfg.label, SYMMETRY, None, Word.FAILS, False, msg, [f"  {msg}"]
+    )
+
+
+def run_result(cfg: Config, ex: Explored, symmetry: bool, liveness: bool = True) -> RunResult:
+    """``ex``, the one explorer's run of ``spec(cfg)`` (``spec(cfg, liveness)``), as the
+    session's run record.  The explorer's errors (a value out of its declared range, a reduced
+    trace that does not replay) are the record's; the one that says the search stopped at
+    ``max_states`` is its ``complete``."""
     res = RunResult(
         cfg,
         symmetry,
@@ -44,6 +140,7 @@ def run_result(cfg: Config, ex: Explored, symmetry: bool) -> RunResult:
         coverage=dict(ex.coverage),
         deadlocks=ex.deadlocks,
         engine=ex.engine,
+        errors=[e for e in ex.errors if not e.endswith("states: bounds too large")],
     )
     if ex.deadlock_trace is not None:
         res.deadlock_trace = _trace(cfg, ex.deadlock_trace)
@@ -63,7 +160,7 @@ def run_result(cfg: Config, ex: Explored, symmetry: bool) -> RunResult:
                 through=p.through,
             )
         )
-    for name in NAMES:
+    for name in NAMES if liveness else ():
         fair = fair_actions(name, cfg)
         if not ex.complete:
             doc = DOCS[name] + " (not judged: the search stopped at --max-states)"

@@ -24,16 +24,18 @@ names an instance only through its fields).  The key of a state names its orbit 
 of ids and instances (``proofs/flat.py:canonical_source``, built from ``FIELDS``): it is
 always a renaming of the state, so the reduction is sound for properties that are themselves
 symmetric (all of ours), and it is exact (one state per orbit; ``tests/test_explore.py`` checks
-it against a brute-force orbit).
+it against a brute-force orbit) where only the clients' ids use the id sort; on 2025-11-25, whose
+server-minted ids share it, an orbit may get two keys (``proofs/flat.py:canonical_source``).
 
 One module (about 600 lines): the two Python engines (compiled and interpreted) share the
 result records, the symmetry key, the path rebuilding and the judging of verdicts
 (``_judge``), and :func:`search` chooses between them and the native engine of
 ``proofs/native.py``; the liveness judge (``proofs/liveness.py``) and progress
-(``proofs/progress.py``) live apart.  What they add to the one explorer of the declared models
-(which finds on the session's declaration, ``model/session_spec.py``, the same states, verdicts
-and traces without symmetry: ``tests/test_session_spec.py``) is speed and the session's exact
-reduction, renaming every instance rather than only the sent ones.
+(``proofs/progress.py``) live apart.  ``check`` no longer runs them: its session runs are the
+one explorer's on the session's declaration (``model/session_spec.py``,
+``proofs/session_run.py``), which finds the same states, verdicts and traces without symmetry
+(``tests/test_session_spec.py``) and, reduced, one state per orbit.  They stay the references
+those runs are compared with, and the engines of ``explore(cfg)`` (the diagrams, the page).
 """
 
 from __future__ import annotations
@@ -504,19 +506,24 @@ def _judge(
         )
 
 
-def _explore_job(args: tuple[Config, dict[str, Any]]) -> RunResult:
-    cfg, kwargs = args
+def _explore_job(args: tuple[Callable[..., RunResult], Config, dict[str, Any]]) -> RunResult:
+    run, cfg, kwargs = args
     if kwargs.pop("progress_to_parent", False):
         kwargs["progress"] = worker_sink() or False
-    return search(cfg, **kwargs)
+    return run(cfg, **kwargs)
 
 
 def search_many(
-    cfgs: Iterable[Config], jobs: int | None = None, progress: Any = None, **kwargs: Any
+    cfgs: Iterable[Config],
+    jobs: int | None = None,
+    progress: Any = None,
+    run: Callable[..., RunResult] = search,
+    **kwargs: Any,
 ) -> list[RunResult]:
-    """``search(cfg, **kwargs)`` for each of ``cfgs``, in that order, the runs spread over up
+    """``run(cfg, **kwargs)`` for each of ``cfgs``, in that order, the runs spread over up
     to ``jobs`` processes (default: the number of CPUs) when there is more than one.  Results
-    are the same as one run after another; only the wall time differs.
+    are the same as one run after another; only the wall time differs.  ``run`` is
+    :func:`search` (these engines) or ``proofs/session_run.py:search`` (the one explorer).
 
     ``progress`` as for :func:`search` (True, False, None: on a terminal, or a sink such as a
     ``proofs.progress.Display``).  Runs in worker processes send their progress to this
@@ -537,7 +544,7 @@ def search_many(
     jobs = min(jobs or os.cpu_count() or 1, len(cfgs))
     if jobs <= 1:
         return [
-            search(c, progress=sink or False, symmetry=y, **kwargs)
+            run(c, progress=sink or False, symmetry=y, **kwargs)
             for c, y in zip(cfgs, per, strict=True)
         ]
     import multiprocessing as mp
@@ -561,7 +568,7 @@ def search_many(
 
     with worker_pool(jobs, ctx, init=worker_init if q is not None else None, initargs=(q,)) as pool:
         futs = {
-            pool.submit(_explore_job, (c, dict(kwargs, symmetry=per[n]))): n
+            pool.submit(_explore_job, (run, c, dict(kwargs, symmetry=per[n]))): n
             for n, c in enumerate(cfgs)
         }
         todo = set(futs)

@@ -489,7 +489,7 @@ def test_check_json_stdout_is_unchanged_by_progress(capsys):
     assert cli.main(argv) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["ok"] is True  # stdout is the JSON object alone
-    assert "  done atomic 2026-07-28 stdio 2x2: " in err
+    assert "  done session atomic (2026-07-28 stdio, 2 ids, 2 requests): " in err
     assert cli.main(argv + ["--no-progress"]) == 0
     out2, err2 = capsys.readouterr()
     strip = lambda o: [

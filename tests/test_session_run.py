@@ -104,3 +104,75 @@ def test_a_trace_the_session_rules_do_not_take_stops_the_reading():
     ex.deadlock_trace = [{"action": "respond", "args": {"r": 0}}]  # nothing sent yet
     with pytest.raises(ValueError, match="not enabled"):
         run_result(cfg, ex, False)
+
+
+# --- check's session runs ----------------------------------------------------------------------
+
+
+def _untimed(run: dict) -> dict:
+    return {k: v for k, v in run.items() if k != "seconds"}
+
+
+def test_check_runs_the_session_on_the_one_explorer(capsys, monkeypatch, tmp_path):
+    import json
+
+    from mcp_inflight.cli import main
+    from mcp_inflight.proofs import session_run
+
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    argv = ["check", "--model", "session", "--revision", "2025-11-25", "--transport", "stdio"]
+    assert main([*argv, "--json", "--no-prove", "--no-sensitivity", "--no-progress"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    cfg = Config(
+        DESIGNS["atomic"], "2025-11-25", "stdio", 2, 2, client_for("reusing", "2025-11-25")
+    )
+    mine = session_run.search(cfg, progress=False)
+    assert _untimed(run) == _untimed(mine.to_json()) and run["symmetry"] is True
+    # the one explorer's reduction is exact here, the session engines' key is not: fewer states,
+    # the same verdicts
+    own = explore(cfg, symmetry=True, progress=False, engine="compiled", liveness=True)
+    assert mine.states < own.states
+    assert [(v.name, v.ok) for v in mine.verdicts] == [(v.name, v.ok) for v in own.verdicts]
+
+
+def test_without_liveness_the_run_keeps_no_liveness_property():
+    from mcp_inflight.proofs import session_run
+
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 2, client_for("reusing", "2026-07-28"))
+    assert not [p for p in spec(cfg, liveness=False).props if p.kind == "liveness"]
+    assert {p.name for p in spec(cfg).props if p.kind == "liveness"} == {
+        "requests_answered",
+        "settles",
+        "no_deadlock",
+    }
+    res = session_run.search(cfg, progress=False, liveness=False)
+    assert res.ok and not res.of("liveness") and res.of("invariant")
+
+
+def test_a_checker_error_fails_the_record_and_a_cut_search_is_incomplete():
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 2, client_for("reusing", "2026-07-28"))
+    ex = explore(spec(cfg))
+    assert run_result(cfg, ex, False).ok
+    ex.errors.append("model bug: a slot out of its range")
+    res = run_result(cfg, ex, False)
+    assert res.errors == ["model bug: a slot out of its range"] and not res.ok
+    assert res.to_json()["errors"] == res.errors
+    cut = explore(spec(cfg), max_states=10)
+    res = run_result(cfg, cut, False)
+    assert res.errors == [] and not res.complete and not res.ok
+
+
+def test_runs_spread_over_processes_are_the_runs_one_after_another():
+    from mcp_inflight.proofs import session_run
+
+    cfgs = [
+        Config(DESIGNS[d], "2026-07-28", t, 2, 2, client_for("reusing", "2026-07-28"))
+        for d, t in (("atomic", "http"), ("unguarded", "stdio"))
+    ]
+    spread = session_run.search_many(cfgs, jobs=2, progress=False, symmetry=[True, False])
+    alone = [
+        session_run.search(c, symmetry=y, progress=False)
+        for c, y in zip(cfgs, (True, False), strict=True)
+    ]
+    assert [_untimed(r.to_json()) for r in spread] == [_untimed(r.to_json()) for r in alone]
+    assert [r.symmetry for r in spread] == [True, False]
