@@ -75,7 +75,7 @@ def _trace_text(v: Verdict) -> list[str]:
         return lines
     steps = list(v.trace or ())
     if v.loop_start >= len(steps):
-        return lines + ["  (no move is left: the run stops here, unsettled)"]
+        return lines + ["  (the run stays here for ever: no move it is owed is enabled)"]
     prefix = trace_lines(steps[: v.loop_start])
     loop = [
         ln for n, st in enumerate(steps[v.loop_start :], v.loop_start + 1) for ln in st.lines(n)
