@@ -69,6 +69,7 @@ __all__ = [
     "fair_component",
     "fair_violation",
     "fair_violation_reduced",
+    "fair_violation_unfolded",
     "find",
     "is_fair",
     "judge_liveness",
@@ -478,16 +479,35 @@ def fair_violation_reduced(
     each a renaming of the representative with its moves renamed alike, its moves that leave
     it as it is included (fairness names actions, which renaming keeps): judged on the
     representative.  Any other component is unfolded (``unfold``: every renaming of its
-    states, and every real move between them) and judged on the real moves."""
-    found: tuple[int, Unfolded] | None = None
+    states, and every real move between them) and judged on the real moves
+    (:func:`fair_violation_unfolded`)."""
+    single: int | None = None
+    comps = []
     for comp in bad_components(goal, edges):
-        first = min(comp)
-        if found is not None and first >= found[0]:
-            continue
-        if len(comp) == 1 and first not in renamed:
-            if fair_component(comp, edges, fair):
-                found = (first, Unfolded())
-            continue
+        if len(comp) > 1 or comp[0] in renamed:
+            comps.append(comp)
+        elif fair_component(comp, edges, fair) and (single is None or comp[0] < single):
+            single = comp[0]
+    return fair_violation_unfolded(single, comps, fair, unfold)
+
+
+def fair_violation_unfolded(
+    single: int | None,
+    comps: list[list[int]],
+    fair: set[int],
+    unfold: Callable[[list[int]], Unfolded],
+) -> tuple[int, Unfolded] | None:
+    """The end of :func:`fair_violation_reduced`, once the reduced components are judged
+    (``single``: the first component of one state a fair run can stay in, judged on its
+    representative, or None) or listed to be unfolded (``comps``): the first reduced state
+    whose orbit meets a component of real states a weakly fair run can stay in, and the orbits
+    unfolded around it (none for ``single``).  Components are unfolded in the order of their
+    first states, and only while that comes before the state found so far (a component's
+    states are all at or after its first)."""
+    found = None if single is None else (single, Unfolded())
+    for comp in sorted(comps, key=min):
+        if found is not None and min(comp) >= found[0]:
+            break
         real = unfold(comp)
         at = real.first_fair(fair)
         if at is not None and (found is None or at < found[0]):

@@ -43,11 +43,12 @@ and each real state's least renaming, computed in Python, compared with the stat
 step that disagrees is reported in ``errors``, as the compiled engine reports it.  When the
 check fails the run is unreduced and says why.  Liveness is judged on the reduced graph as the
 compiled engine judges it: ``reachable`` and ``unstuck`` in C as above, the walk from the real
-state the replayed trace ends in; an ``eventually`` property by
-``liveness.fair_violation_reduced`` on the goal flags and edges read from the C search at once,
-with the states it saw move to another state of their own orbit (the compiled engine's
-``renamed``: a state alone is unfolded only then), each component a run can go round in
-unfolded into the real states of its orbits (each kept state's renamings, ``Canon.group``) and their real moves (the compiled rules), each real
+state the replayed trace ends in; an ``eventually`` property as
+``liveness.fair_violation_reduced`` judges it: the strongly connected components of goal-less
+states found in C, a component of one state with no move to another state of its own orbit
+(the states the search saw make one) judged there on its representative, and each other
+component, one a run can go round in, handed to Python (``liveness.fair_violation_unfolded``)
+and unfolded into the real states of its orbits (each kept state's renamings, ``Canon.group``) and their real moves (the compiled rules), each real
 successor's reduced state found by the C search's own least renaming and table (``nb_find``);
 a lasso's loop is walked among those real states from the trace's real end.
 
@@ -70,7 +71,7 @@ from typing import Any
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step, take
 
 from .explored import NOT_JUDGED, NOTHING, Explored, default_sink, stoppable
-from .liveness import Unfolded, fair_violation_reduced, walk_on
+from .liveness import Unfolded, fair_violation_unfolded, walk_on
 from .native_spec_c import Generated, Refused, generate, refusal
 from .progress import Sink, Tracker
 from .rules import rules_of
@@ -129,10 +130,9 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_state": (None, [_P, _L, _B]),
     "nb_canon": (None, [_B, _B]),
     "nb_ranks": (None, [_B, _B]),
-    "nb_fair": (_L, [_P, ctypes.c_int, _B, _LP, _LP]),
+    "nb_fair": (_L, [_P, ctypes.c_int, _B, _LP, _LP, _LP, _LP, _LP]),
     "nb_edges": (_L, [_P, _L, _IP, _IP, _L]),
     "nb_find": (_L, [_P, _B]),
-    "nb_graph": (_L, [_P, ctypes.c_int, _UP, _UP, _LP, _IP, _IP]),
     "nb_reach": (_L, [_P, ctypes.c_int]),
     "nb_stuck": (_L, [_P, ctypes.c_int]),
     "nb_free": (None, [_P]),
@@ -413,26 +413,25 @@ def _run(
             fires.extend((gen.moves[k], rules.fire[k] or _never) for k in gen.table)
         return fires
 
-    graph: dict[str, Any] = {}
     packs: dict[int, Callable[[Any], bytes]] = {}
 
-    def goal_and_edges(g: int) -> tuple[list[bool], list[list[tuple[int, int]]], set[int]]:
-        """Liveness goal ``g`` per state, every state's kept edges ``(move row, successor)``
-        and the states with a move to another state of their own orbit, read from the C search
-        at once (the edges and those states once for every goal)."""
-        n, ne = res.states, st[11]
-        goal, renamed = (ctypes.c_ubyte * max(n, 1))(), (ctypes.c_ubyte * max(n, 1))()
-        start = (ctypes.c_long * (n + 1))()
-        mv, to = (ctypes.c_int * max(ne, 1))(), (ctypes.c_int * max(ne, 1))()
-        lib.nb_graph(R, g, goal, renamed, start, mv, to)
-        if "edges" not in graph:
-            at, rows, succ = list(start), list(mv[:ne]), list(to[:ne])
-            graph["edges"] = [
-                list(zip(rows[a:z], succ[a:z], strict=True))
-                for a, z in zip(at[:-1], at[1:], strict=True)
-            ]
-            graph["renamed"] = {v for v, x in enumerate(renamed[:n]) if x}
-        return [bool(x) for x in goal[:n]], graph["edges"], graph["renamed"]
+    def to_unfold(g: int, fair: Any) -> tuple[int | None, list[list[int]]]:
+        """Liveness goal ``g`` under reduction, judged in C where a component is one state
+        with no move to another state of its own orbit (the first such fair one, or None),
+        and the other components of goal-less states, to be unfolded (``nb_fair``)."""
+        n = max(res.states, 1)
+        members, count = (ctypes.c_long * n)(), ctypes.c_long(0)
+        firsts, sizes, ncomps = (ctypes.c_long * n)(), (ctypes.c_long * n)(), ctypes.c_long(0)
+        single = lib.nb_fair(
+            R, g, fair, members, ctypes.byref(count), firsts, sizes, ctypes.byref(ncomps)
+        )
+        if single == -2:
+            raise NativeSpecError("out of memory")
+        comps, at = [], 0
+        for size in sizes[: ncomps.value]:
+            comps.append(members[at : at + size])
+            at += size
+        return (None if single < 0 else single), comps
 
     def unfold(comp: list[int]) -> Unfolded:
         """The real states of the orbits of reduced component ``comp`` and the moves between
@@ -518,9 +517,9 @@ def _run(
                 res.traces[key] += stem
         elif p.kind == "liveness" and canon is not None:
             # weak fairness judged on the real moves of the reduced components' orbits
-            goal, edges, renamed = goal_and_edges(live.index(key))
             fair_rows = {j for j, k in enumerate(gen.table) if gen.moves[k].act.name in p.fair}
-            unfolded = fair_violation_reduced(goal, edges, fair_rows, unfold, renamed)
+            single, comps = to_unfold(live.index(key), _flags(j in fair_rows for j in range(nm)))
+            unfolded = fair_violation_unfolded(single, comps, fair_rows, unfold)
             res.verdicts[key] = "holds" if unfolded is None else "fails"
             if unfolded is not None:
                 bad, real = unfolded
@@ -529,7 +528,9 @@ def _run(
         elif p.kind == "liveness":
             fair = _flags(gen.moves[k].act.name in p.fair for k in gen.table)
             members, count = (ctypes.c_long * max(res.states, 1))(), ctypes.c_long(0)
-            bad_state = lib.nb_fair(R, live.index(key), fair, members, ctypes.byref(count))
+            bad_state = lib.nb_fair(
+                R, live.index(key), fair, members, ctypes.byref(count), None, None, None
+            )
             if bad_state == -2:
                 raise NativeSpecError("out of memory")
             res.verdicts[key] = "holds" if bad_state < 0 else "fails"

@@ -27,12 +27,15 @@ the explorer of ``proofs/explorer.py`` records, at the same moments and in the s
 at a level's end once every property in ``want`` is settled, and returns 1 when done.
 ``nb_fair`` judges one liveness goal: the first state (least index) of a strongly connected
 component of goal-less states in which no fair move is enabled everywhere yet never taken
-inside (Tarjan's algorithm, iterative), and, given room, that component's states; ``nb_edges``
+inside (Tarjan's algorithm, iterative), and, given room, that component's states.  Under
+symmetry reduction (``firsts`` given) it judges so only the components of one state with no
+move to another state of its own orbit, and hands every other component out (its states, in
+the order Python's ``liveness.sccs`` lists them, its first state and its size), to be unfolded
+into its orbits' real states in Python (``liveness.fair_violation_unfolded``); ``nb_edges``
 reads a state's kept edges (the lasso's loop is walked through them in Python); ``nb_nodes``
 the states on the path to one (a reduced trace is replayed through them in Python).
-``nb_graph`` copies out one liveness goal per state and every kept edge (an ``eventually``
-property under symmetry reduction is judged in Python on them), and ``nb_find`` gives the
-index of the state kept for a packed state (its least renaming looked up in the hash set).
+``nb_find`` gives the index of the state kept for a packed state (its least renaming looked up
+in the hash set).
 ``nb_canon`` and ``nb_ranks`` apply ``canon`` and ``ranks`` to one packed state (for the tests).
 ``nb_reach`` and ``nb_stuck`` judge the liveness of the graph itself: the first state from
 which no goal state is reachable (backward over the kept edges), and the first goal-less state
@@ -275,7 +278,8 @@ void nb_canon(const char *s, char *out) { canon((const sc *)s, (sc *)out); }
 /* packed state s with the spec's ranks applied (s itself without them) */
 void nb_ranks(const char *s, char *out) { memcpy(out, s, NV); ranks((sc *)out); }
 
-long nb_fair(void *rp, int live, const unsigned char *fair, long *members, long *nmembers) {
+long nb_fair(void *rp, int live, const unsigned char *fair, long *members, long *nmembers,
+             long *firsts, long *sizes, long *ncomps) {
     R *r = rp;
     long n = r->head, found = -1, root_of_found = -1, counter = 0, sp = 0, cs = 0;
     long *idx = malloc((n + 1) * sizeof(long)), *low = malloc((n + 1) * sizeof(long));
@@ -307,6 +311,13 @@ long nb_fair(void *rp, int live, const unsigned char *fair, long *members, long 
             if (low[v] != idx[v]) continue;
             long size = 0, first = v, top = sp;
             do { long w = stack[--top]; comp[w] = v; size++; if (w < first) first = w; } while (stack[top] != v);
+            if (firsts && (size > 1 || r->renamed[v])) {
+                /* reduced, and a run may go round its orbits: out to be unfolded */
+                firsts[*ncomps] = first; sizes[(*ncomps)++] = size;
+                for (long t = sp - 1; t >= top; t--) { members[(*nmembers)++] = stack[t]; on[stack[t]] = 0; }
+                sp = top;
+                continue;
+            }
             memset(cnt, 0, sizeof cnt); memset(inside, 0, sizeof inside);
             for (long t = top; t < sp; t++) {
                 long u = stack[t];
@@ -323,7 +334,7 @@ long nb_fair(void *rp, int live, const unsigned char *fair, long *members, long 
         }
     }
 #undef BAD
-    if (found >= 0 && members) {
+    if (found >= 0 && members && !firsts) {
         long k = 0;
         for (long w = 0; w < n; w++) if (comp[w] == root_of_found) members[k++] = w;
         *nmembers = k;
@@ -355,24 +366,6 @@ long nb_find(void *rp, const char *s) {
         x = (x + 1) & (unsigned long)(r->hcap - 1);
     }
     return -1;
-}
-
-/* the kept graph: liveness goal `live` per state into goal (n bytes), whether the state has
-   a move to another state of its own orbit into renamed (n bytes), each expanded state's first
-   edge into start (n + 1 entries: an unexpanded state has none) and every edge's move row and
-   successor into mv and to (ne entries); returns ne */
-long nb_graph(void *rp, int live, unsigned char *goal, unsigned char *renamed, long *start,
-              int *mv, int *to) {
-    R *r = rp;
-    for (long v = 0; v < r->n; v++) {
-        goal[v] = r->goal[v * r->nlive + live];
-        renamed[v] = r->renamed[v];
-        start[v] = v < r->head ? r->estart[v] : r->ne;
-    }
-    start[r->n] = r->ne;
-    memcpy(mv, r->emv, (size_t)r->ne * sizeof(int));
-    memcpy(to, r->eto, (size_t)r->ne * sizeof(int));
-    return r->ne;
 }
 
 /* the first state (least index) from which no state where liveness goal `live` holds is

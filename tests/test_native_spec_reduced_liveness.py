@@ -134,8 +134,10 @@ def test_the_baton_is_judged_on_its_real_moves_natively() -> None:
         # no state said to have a move to another state of its orbit: the orbit is judged on
         # its representative, where finish is enabled and never taken
         ("r->renamed[i] = 1;", "r->renamed[i] = 0;"),
+        # every component judged in C on its representatives, none handed out to be unfolded
+        ("if (firsts && (size > 1 || r->renamed[v])) {", "if (firsts && 0) {"),
     ],
-    ids=["no-successor-found", "no-move-within-an-orbit"],
+    ids=["no-successor-found", "no-move-within-an-orbit", "nothing-unfolded"],
 )
 def test_c_that_unfolds_wrongly_gets_the_baton_wrong(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any, old: str, new: str
