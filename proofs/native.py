@@ -467,14 +467,17 @@ def _built(cc: str, flags: list[str], source: str) -> Path:
     return cache_dir() / f"explore-{key}.so"
 
 
-def build(source: str, flags: list[str] = CFLAGS) -> Path:
+def build(source: str, flags: list[str] = CFLAGS, better: list[str] | None = None) -> Path:
     """The shared object of ``source``, compiled once and cached by a hash of source and flags
-    (built with ``flags``; a quick build takes the optimised one instead when it is cached)."""
+    (built with ``flags``; one built with ``better`` is taken instead when it is cached, and a
+    quick build takes the optimised one so)."""
     cc = compiler()
     if cc is None:
         raise BuildError("no C compiler found (set CC or install gcc)")
     d = cache_dir()
-    if flags == QUICK_CFLAGS and (best := _built(cc, CFLAGS, source)).exists():
+    if better is None and flags == QUICK_CFLAGS:
+        better = CFLAGS
+    if better is not None and (best := _built(cc, better, source)).exists():
         return best
     so = _built(cc, flags, source)
     if so.exists():

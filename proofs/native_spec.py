@@ -93,6 +93,8 @@ class NativeExplored(Explored):
 
     build_seconds: float = 0.0
     search_seconds: float = 0.0
+    #: the C search's share of ``search_seconds`` (what :data:`PROMOTE_AFTER` is measured on)
+    c_seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
@@ -104,14 +106,25 @@ class NativeExplored(Explored):
 #: the compiler's flags: ``-O1`` builds in about half the time of ``-O2`` (most of a cold run is
 #: the build); ``bench/explore_declared.py`` shows the build and the search apart
 CFLAGS = ["-O1", "-shared", "-fPIC", "-std=c99", "-w"]
+#: a spec is built first with these: ``-O0`` builds in about half the time of ``-O1`` and
+#: searches about half as fast (the session at 2 x 2 on 2025-11-25 http, reduced: 0.3 s to
+#: build against 0.7, 0.29 s to search against 0.14), and most searches of the declared
+#: models take a few milliseconds
+QUICK_CFLAGS = ["-O0", *CFLAGS[1:]]
+#: seconds of C search after which a spec built quick is built again with :data:`CFLAGS` (for
+#: its next runs: a spec searched that long is searched again faster, and a build costs less)
+PROMOTE_AFTER = 0.25
 
 
-def build(source: str) -> Path:
-    """The shared object of ``source``, compiled once with :data:`CFLAGS` and cached as the
-    session's engines are (``proofs/native.py:build``)."""
+def build(source: str, optimised: bool = False) -> Path:
+    """The shared object of ``source``, compiled once and cached as the session's engines are
+    (``proofs/native.py:build``): with :data:`QUICK_CFLAGS`, or the :data:`CFLAGS` build where
+    one is cached (``optimised``: that build, made now if need be)."""
     from .native import build as build_flags
 
-    return build_flags(source, CFLAGS)
+    if optimised:
+        return build_flags(source, CFLAGS)
+    return build_flags(source, QUICK_CFLAGS, better=CFLAGS)
 
 
 _L, _P, _B = ctypes.c_long, ctypes.c_void_p, ctypes.c_char_p
@@ -275,9 +288,15 @@ def search_native(
     if not R:
         raise NativeSpecError("out of memory")
     try:
-        return _run(spec, gen, lib, R, res, tracker, t0, max_states, canon)
+        _run(spec, gen, lib, R, res, tracker, t0, max_states, canon)
     finally:
         lib.nb_free(R)
+    if res.c_seconds > PROMOTE_AFTER:
+        t2 = time.perf_counter()
+        build(gen.source, optimised=True)  # at once where it is cached already
+        res.build_seconds += time.perf_counter() - t2
+        res.seconds = time.perf_counter() - t0
+    return res
 
 
 def _run(
@@ -297,6 +316,8 @@ def _run(
     while True:
         c0 = time.perf_counter()
         rc = lib.nb_run(R, budget)
+        spent = time.perf_counter() - c0  # about a tenth of a second a slice
+        res.c_seconds += spent
         lib.nb_stats(R, st)
         if rc < 0:
             if st[9] > 0:
@@ -313,7 +334,6 @@ def _run(
             tracker.tick(st[0], st[2], st[0] - st[3])
         if rc == 1:
             break
-        spent = time.perf_counter() - c0  # about a tenth of a second a slice
         budget = max(1024, min(1 << 22, int(budget * 0.1 / max(spent, 1e-4))))
     sp, tp, nm = gen.state_props, gen.step_props, len(gen.table)
     sfirst = (ctypes.c_long * (len(sp) + 1))()

@@ -195,6 +195,14 @@ def test_prove_usage():
     assert cli("prove", "--design", "nope").returncode == 2
 
 
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "?"
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
 @pytest.mark.parametrize(
     "sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"]
@@ -219,12 +227,14 @@ def test_check_stopped_by_a_signal_takes_its_workers_with_it(sig, code):
         time.sleep(0.5)
         proc.send_signal(sig)
         rc = proc.wait(timeout=30)
-        assert rc == code, proc.stderr.read().decode(errors="replace")[-3000:]
+        err = proc.stderr.read().decode(errors="replace")
+        assert rc == code, err[-3000:]
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(alive(p) for p in workers):
             time.sleep(0.05)
-        assert [p for p in workers if alive(p)] == [], "no worker outlives check"
-        assert b"Traceback" not in proc.stderr.read()
+        left = {p: _command(p) for p in workers if alive(p)}
+        assert left == {}, f"no worker outlives check: {left}"
+        assert "Traceback" not in err, err[-3000:]
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -279,6 +279,29 @@ def test_the_build_is_cached_by_its_source(tmp_path, monkeypatch):
     assert ran.to_json()["engine"] == "native"
 
 
+def test_a_spec_is_built_quick_until_a_search_of_it_lasts(monkeypatch, tmp_path):
+    """Built first at -O0; once a search of it lasts more than ``PROMOTE_AFTER`` seconds, at
+    -O1 too, which its next runs load; the verdicts are the same either way."""
+    from mcp_inflight.proofs.native import _built, compiler
+
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    spec = _model("subscriptions").spec("graceful-response")
+    src = native_spec.generate(spec).source
+    quick, best = (
+        _built(compiler(), f, src) for f in (native_spec.QUICK_CFLAGS, native_spec.CFLAGS)
+    )
+    monkeypatch.setattr(native_spec, "PROMOTE_AFTER", 1e9)
+    first = search_native(spec)
+    assert quick.exists() and not best.exists()
+    monkeypatch.setattr(native_spec, "PROMOTE_AFTER", 0.0)
+    second = search_native(spec)
+    assert best.exists() and native_spec.build(src) == best
+    quick.unlink()  # the next run loads the -O1 build and builds nothing
+    third = search_native(spec)
+    assert not quick.exists()
+    assert found(first) == found(second) == found(third)
+
+
 def test_the_declared_checker_runs_native_and_says_why_when_it_does_not(monkeypatch):
     from mcp_inflight.proofs import declared
 
