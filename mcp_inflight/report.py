@@ -138,10 +138,12 @@ def _explore_run(r: RunResult, width: int) -> Iterator[str]:
     dead = f"  dead actions: {', '.join(r.dead_actions)}" if r.dead_actions else ""
     dl = f"  deadlocks: {r.deadlocks}" if r.deadlocks else ""
     how = f" ({r.engine})" if r.engine else ""
+    errs = f"  ERRORS: {'; '.join(r.errors)}" if r.errors else ""
     yield (
         f"  {r.cfg.label:<{width}}  bounds ids={r.cfg.ids} requests={r.cfg.requests}"
         f"  symmetry={'on' if r.symmetry else 'off'}  {r.states:,} states"
         f"  {r.transitions:,} transitions  depth {r.depth}  {r.seconds:.2f}s{how}{extra}{dead}{dl}"
+        f"{errs}"
     )
 
 

@@ -16,6 +16,9 @@ from .progress import Sink
 __all__ = ["NOT_JUDGED", "Explored", "default_sink", "progress_to", "stoppable"]
 
 
+#: how an error says the search stopped at ``max_states`` (after "more than N")
+TOO_MANY = "states: bounds too large"
+
 #: why a run is unreduced when no declared sort has two values to rename (nothing to reduce)
 NOTHING = "no declared sort has two or more values to rename"
 

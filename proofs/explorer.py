@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, overload
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
 
 from . import liveness
-from .explored import NOT_JUDGED, NOTHING, Explored, default_sink, stoppable
+from .explored import NOT_JUDGED, NOTHING, TOO_MANY, Explored, default_sink, stoppable
 from .progress import Silent, Sink, Tracker, sink_for
 from .rules import Rules, rules_of
 from .walk import tour
@@ -314,7 +314,7 @@ def _search(
                 if len(states) >= max_states:
                     res.complete = False
                     if not res.errors:
-                        res.errors.append(f"more than {max_states} states: bounds too large")
+                        res.errors.append(f"more than {max_states} {TOO_MANY}")
                     continue
                 k = len(states)
                 index[key] = k

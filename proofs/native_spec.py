@@ -70,7 +70,7 @@ from typing import Any
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step, take
 
-from .explored import NOT_JUDGED, NOTHING, Explored, default_sink, stoppable
+from .explored import NOT_JUDGED, NOTHING, TOO_MANY, Explored, default_sink, stoppable
 from .liveness import Unfolded, fair_violation_unfolded, walk_on
 from .native_spec_c import Generated, Refused, generate, refusal
 from .progress import Sink, Tracker
@@ -503,7 +503,7 @@ def _run(
         bad = kept(st[6]) if canon is not None else state_at(st[6])[0]
         res.errors.append(f"model bug: {out_of_range(spec, bad)}")
     elif st[7]:
-        res.errors.append(f"more than {max_states} states: bounds too large")
+        res.errors.append(f"more than {max_states} {TOO_MANY}")
     first = {k: sfirst[n] for n, (k, _) in enumerate(sp)}
     first_step = {p.name: (tfirst[n], tmove[n]) for n, p in enumerate(tp)}
     live = [k for k, p in sp if p.kind == "liveness"]

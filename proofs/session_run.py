@@ -22,7 +22,7 @@ from mcp_inflight.model.session_spec import spec
 from mcp_inflight.model.step import run_of
 from mcp_inflight.model.trace import Trace, build_trace
 
-from .explored import NOTHING, Explored
+from .explored import NOTHING, TOO_MANY, Explored
 from .explorer import explore
 from .progress import Silent, Sink, sink_for
 from .records import RunResult, Verdict
@@ -114,7 +114,7 @@ def symmetry_cell(cfg: Config, told: str) -> Any:
     """The run-level cell of ``check`` for one configuration's symmetry check."""
     from .outcome import Cell, Word
 
-    head, _, why = told.partition(": ")
+    why = told.partition(": ")[2]
     if reducible(told):
         msg = f"the rules and properties commute with renaming: {why}"
         return Cell("session", cfg.design.name, cfg.label, SYMMETRY, None, Word.HOLDS, True, msg)
@@ -140,7 +140,7 @@ def run_result(cfg: Config, ex: Explored, symmetry: bool, liveness: bool = True)
         coverage=dict(ex.coverage),
         deadlocks=ex.deadlocks,
         engine=ex.engine,
-        errors=[e for e in ex.errors if not e.endswith("states: bounds too large")],
+        errors=[e for e in ex.errors if not e.endswith(TOO_MANY)],
     )
     if ex.deadlock_trace is not None:
         res.deadlock_trace = _trace(cfg, ex.deadlock_trace)

@@ -484,8 +484,9 @@ def test_worker_runs_report_progress_to_the_parent_while_running(every_tick):
 def test_check_json_stdout_is_unchanged_by_progress(capsys):
     from mcp_inflight import cli
 
+    # every model (their progress lines too), without the sensitivity check, which reports none
     argv = ["check", "--revision", "2026-07-28", "--transport", "stdio", "--requests", "2"]
-    argv += ["--no-prove", "--json"]
+    argv += ["--no-prove", "--no-sensitivity", "--json"]
     assert cli.main(argv) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["ok"] is True  # stdout is the JSON object alone
@@ -501,7 +502,9 @@ def test_check_json_stdout_is_unchanged_by_progress(capsys):
 def test_check_engines_give_the_same_json(monkeypatch, capsys):
     from mcp_inflight import cli
 
-    argv = ["check", "--revision", "2026-07-28", "--requests", "2", "--no-prove", "--json"]
+    # --engine chooses the session's engine: its runs alone are compared
+    argv = ["check", "--model", "session", "--revision", "2026-07-28", "--requests", "2"]
+    argv += ["--no-prove", "--no-sensitivity", "--json"]
     outs = []
     for engine in ("compiled", "native") if native.available() else ("compiled",):
         assert cli.main(argv + ["--engine", engine, "--no-progress"]) == 0

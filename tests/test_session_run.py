@@ -157,6 +157,9 @@ def test_a_checker_error_fails_the_record_and_a_cut_search_is_incomplete():
     res = run_result(cfg, ex, False)
     assert res.errors == ["model bug: a slot out of its range"] and not res.ok
     assert res.to_json()["errors"] == res.errors
+    from mcp_inflight.report import explore_text
+
+    assert "ERRORS: model bug: a slot out of its range" in explore_text([res])
     cut = explore(spec(cfg), max_states=10)
     res = run_result(cfg, cut, False)
     assert res.errors == [] and not res.complete and not res.ok
