@@ -32,7 +32,8 @@ def session_section(
     """The session model's runs: the symmetry check, then the explorer and the prover (each
     spread over worker processes; the prover's started first, to prove while the explorer
     searches); returns (explored, proved, symmetry cells).  The symmetry check and the
-    explorer are the one explorer's on the session's declaration (``proofs/session_run.py``).
+    explorer are the one explorer's on the session's declaration
+    (``proofs/explorer.py:search_session``).
     ``MCP_INFLIGHT_REFERENCE=1``: the reference paths (the symmetry check on the compiled
     rules rather than in C, the prover after the explorer)."""
     from mcp_inflight.proofs import session_run
@@ -47,7 +48,7 @@ def session_section(
         # compiled rules' on the reference paths): the explorer reduces where it passed (and
         # checks again itself), the prover's bounded search takes ids in order
         engine = "auto" if reference_paths() else session_run.ENGINES[args.engine]
-        checked = session_run.symmetry_checked(cfgs, cache, engine)
+        checked = symmetry_checked(cfgs, cache, engine)
         symmetric = [session_run.reducible(t) for t in checked]
         sym_cells = [session_run.symmetry_cell(c, t) for c, t in zip(cfgs, checked, strict=True)]
     with ExitStack() as stack:
@@ -73,9 +74,10 @@ def session_section(
         early = not args.no_prove and not reference_paths()
         proved = prover(True) if early else None
         if not args.no_explore:
+            from mcp_inflight.proofs.explorer import search_sessions
             from mcp_inflight.proofs.progress import Display
 
-            results = session_run.search_many(
+            results = search_sessions(
                 cfgs,
                 symmetry=symmetric,
                 max_states=args.max_states,
@@ -86,6 +88,30 @@ def session_section(
         if not args.no_prove:
             proofs = (proved or prover(False))()
     return results, proofs, sym_cells
+
+
+def symmetry_checked(cfgs: list[Config], cache: str | None, engine: str) -> list[str]:
+    """The declared symmetry check of each of ``cfgs``' declaration
+    (``model/session_spec.py``), as the one explorer words it
+    (``proofs/explorer.py:reduction``: ``reduced: ...`` where its reduction is sound, else
+    ``unreduced: ...`` and the renaming that breaks it): whether each run is reduced, for the
+    explorer and the prover's bounded search alike.  Kept in the checkers' cache on disk
+    (``cache="use"``; None: neither read nor written), keyed by the model's and checkers'
+    source."""
+    from mcp_inflight.model.session_spec import spec
+    from mcp_inflight.proofs import cache as store
+    from mcp_inflight.proofs.explorer import reduction
+
+    out = []
+    for cfg in cfgs:
+        key = store.source_key("declared-symmetry", cfg, engine)
+        told = store.load("symmetry", key) if cache == "use" else None
+        if not isinstance(told, str):
+            told = reduction(spec(cfg), engine)
+            if cache is not None:
+                store.store("symmetry", key, told)
+        out.append(told)
+    return out
 
 
 def session_extras(

@@ -171,12 +171,12 @@ def shortest(
     search then asks z3 only at that length: every shallower query would come back unsat
     and the deeper ones are not needed; a property absent here has no violation within
     ``depth`` steps.  z3 finds the trace itself and its replay is checked as before."""
-    from mcp_inflight.proofs.session_run import search
+    from mcp_inflight.proofs.explorer import explore
 
     cfg = dataclasses.replace(pr.cfg, ids=m, requests=n)  # the same client and options
     t0 = time.monotonic()
     try:
-        ex = search(cfg, symmetry=pr.symmetric, progress=False, liveness=False)
+        ex = explore(cfg, symmetry=pr.symmetric, progress=False)
     except Exception as e:  # pragma: no cover - then z3 searches every depth
         pr.progress(f"bounded search without the explorer ({e})")
         return None

@@ -40,6 +40,9 @@ class Explored:
     #: a closed walk from the trace's last state through the component a fair run can stay in
     #: forever (empty: the run stays in that state, no fair move enabled)
     loops: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: per ``reachable`` and ``unstuck`` property: how many of the states kept fail it (from
+    #: which no goal state is reachable; goal-less that no move changes)
+    away: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     coverage: dict[str, int] = field(default_factory=dict)
     complete: bool = True
@@ -95,6 +98,7 @@ class Explored:
                     "trace": self.traces.get(p.name),
                     **({"fair": list(p.fair)} if p.fair else {}),
                     **({"loop": self.loops[p.name]} if p.name in self.loops else {}),
+                    **({"away": self.away[p.name]} if p.name in self.away else {}),
                 }
                 for p in self.spec.props
             },

@@ -1,9 +1,11 @@
 """The one explorer: :func:`explore` is the entry point of exploration for every model, and the
 search of the declared models (``model/declare.py``: the session's declaration,
-``model/session_spec.py``, which ``check`` runs through ``proofs/session_run.py``; lease,
-rounds, resume, ...).  A session configuration given to :func:`explore` itself still goes to the
-session's own engines (``proofs/session_search.py``), the references those runs are compared
-with.
+``model/session_spec.py``; lease, rounds, resume, ...).  A session configuration (a
+:class:`~mcp_inflight.model.config.Config`) is searched on its declaration and read back as the
+session's run record (:func:`search_session`, ``proofs/session_run.py``); asked for one of
+their engines by name, or for what only they do (a subset of the properties, a callback per
+transition, threads), the session's own engines run it (``proofs/session_search.py``), the
+references the one explorer's runs are compared with.
 
 :func:`explore` walks every reachable state of a :class:`~mcp_inflight.model.declare.Spec`
 breadth first from the initial state (so each counterexample is a shortest one), on the rules
@@ -112,10 +114,12 @@ def explore(
 
     A declared model (a :class:`~mcp_inflight.model.declare.Spec`) is searched here (see the
     module text) and comes back as an :class:`Explored`; the session model (a
-    :class:`~mcp_inflight.model.config.Config`: a design at a profile and bounds) by its own
-    engines (``proofs/session_search.py``: the exact reduction over every instance, liveness
-    judged under it) as a :class:`~.records.RunResult`; ``proofs/outcome.py`` reads both into
-    the one result.  The options mean the same for both:
+    :class:`~mcp_inflight.model.config.Config`: a design at a profile and bounds) is searched
+    here too, on its declaration (:func:`search_session`), and comes back as a
+    :class:`~.records.RunResult`; given an ``engine``, ``properties``, ``on_edge`` or
+    ``threads``, by its own engines (``proofs/session_search.py``, the references);
+    ``proofs/outcome.py`` reads both records into the one result.  The options mean the same
+    for both:
 
     * ``max_states``: stop, incomplete, beyond that many states (default: two million for a
       declared model; none for the session);
@@ -123,11 +127,12 @@ def explore(
       as ``auto``), ``native``, ``compiled``, and the reading of the rules as written
       (``concrete``, or the session's ``interpreted``); ``auto``: for a declared model the
       compiled engine, or the concrete one where the generator refuses a rule; for the
-      session, native where a compiler is.  Default: ``auto`` for a declared model,
-      ``compiled`` for the session;
-    * ``symmetry``: one state per orbit under renaming (default: on for the session, whose
-      symmetry ``proofs/symmetry.py`` checks; off for a declared model, whose symmetry is
-      checked by ``proofs/declared_symmetry.py`` when asked);
+      session's own engines, native where a compiler is.  Default: ``auto`` for a declared
+      model; for the session, the one explorer's fastest engine (:func:`search_session`);
+    * ``symmetry``: one state per orbit under renaming (default: on for the session, off for a
+      declared model; the one explorer's reduction is checked by
+      ``proofs/declared_symmetry.py`` first, the session's own engines' by
+      ``proofs/symmetry.py``);
     * ``progress``: where a run reports its states, depth and queue as it goes: a sink, True
       (a display on stderr), False (nothing), or None (for the session, a display when stderr
       is a terminal; for a declared model, the process's default sink, ``explored.progress_to``).
@@ -141,6 +146,14 @@ def explore(
     if not isinstance(model, Spec):
         if until is not None:
             raise TypeError("explore: until is an option of the declared models")
+        if engine is None and properties is None and on_edge is None and threads is None:
+            return search_session(
+                model,
+                symmetry=True if symmetry is None else symmetry,
+                max_states=max_states,
+                progress=progress,
+                liveness=liveness,
+            )
         from mcp_inflight.model.properties import PROPERTIES
 
         from .session_search import search
@@ -167,6 +180,51 @@ def explore(
     if engine == "fastest":
         return _fastest(model, limit, until, progress, bool(symmetry))
     return _search(model, limit, until, engine or "auto", progress, bool(symmetry))
+
+
+def search_session(
+    cfg: Config,
+    symmetry: bool = True,
+    max_states: int | None = None,
+    progress: bool | Sink | None = None,
+    engine: str = "auto",
+    liveness: bool = True,
+) -> RunResult:
+    """The session configuration ``cfg`` searched by the one explorer, on its declaration
+    (``model/session_spec.py``), and read as the session's run record
+    (``proofs/session_run.py:run_result``).  ``engine`` is a name of ``check --engine``
+    (``session_run.ENGINES``: ``auto``, the native engine where a C compiler is and it runs
+    the declaration, else the compiled one); ``symmetry``: one state per orbit where the
+    declared symmetry check passes (the record's ``symmetry`` says whether the run was
+    reduced); ``progress`` as for the session's own engines (None: a display when stderr is a
+    terminal); without ``liveness`` the liveness properties are left out of the run (no graph
+    kept) and of the record."""
+    from mcp_inflight.model.session_spec import spec
+
+    from .session_run import ENGINES, reducible, run_result
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    sink = sink_for(progress)
+    ex = explore(
+        spec(cfg, liveness),
+        max_states=max_states,
+        engine=ENGINES[engine],
+        progress=Silent() if sink is None else sink,
+        symmetry=symmetry,
+    )
+    return run_result(cfg, ex, reducible(ex.symmetry), liveness)
+
+
+def search_sessions(
+    cfgs: Iterable[Config], jobs: int | None = None, progress: Any = None, **kwargs: Any
+) -> list[RunResult]:
+    """:func:`search_session` for each of ``cfgs``, spread over processes as the session's own
+    engines spread theirs (``session_search.search_many``; ``symmetry`` one flag or one per
+    configuration)."""
+    from .session_search import search_many
+
+    return search_many(cfgs, jobs, progress, run=search_session, **kwargs)
 
 
 def _fastest(
@@ -402,6 +460,7 @@ def _search(
                 pairs = zip(goal[p.name], changes, strict=True)
                 away = [n for n, (g, c) in enumerate(pairs) if not g and not c]
             res.verdicts[key] = "fails" if away else "holds"
+            res.away[key] = len(away)
             if away:
                 # the run from the first such state on: from one with no way to the goal,
                 # whatever it does stays away from it; a stuck one stays where it is

@@ -449,9 +449,17 @@ class Unfolded:
         """The loop of the lasso from real state ``x`` (the reduced trace's real end): a closed
         walk through the fair component that holds ``x``.  Every renaming of a fair component
         is one, and ``x`` is in the orbit of one of its states, so the component of ``x`` is
-        fair too; empty when ``x`` is not among these states (never, for an exact reduction)."""
+        fair too.  Where ``x`` is not among these states (a component of one state judged on
+        its representative, with no move to another state of its orbit), the component is
+        ``x`` alone: the loop is its first move back to itself in table order, as
+        ``walk.tour`` walks it on the whole graph, and empty where it has none (the run stays
+        there, every fair move disabled)."""
         start = self.at.get(x)
         if start is None:
+            for m, fire, *_ in table:
+                fired = fire(x)
+                if fired is not None and fired[0] == x:
+                    return [render_step(spec, m, x, *fired)]
             return []
         succ = [[k for _, k in row if k >= 0] for row in self.edges]
         comp = next(c for c in sccs(succ) if start in c)

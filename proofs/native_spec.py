@@ -146,8 +146,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_fair": (_L, [_P, ctypes.c_int, _B, _LP, _LP, _LP, _LP, _LP]),
     "nb_edges": (_L, [_P, _L, _IP, _IP, _L]),
     "nb_find": (_L, [_P, _B]),
-    "nb_reach": (_L, [_P, ctypes.c_int]),
-    "nb_stuck": (_L, [_P, ctypes.c_int]),
+    "nb_reach": (_L, [_P, ctypes.c_int, _LP]),
+    "nb_stuck": (_L, [_P, ctypes.c_int, _LP]),
     "nb_free": (None, [_P]),
 }
 
@@ -525,10 +525,13 @@ def _run(
                 res.traces[key] = trace(n, row)
         elif p.kind == "liveness" and p.shape != "eventually":
             g = live.index(key)
-            away = lib.nb_reach(R, g) if p.shape == "reachable" else lib.nb_stuck(R, g)
+            many = ctypes.c_long(0)
+            judge = lib.nb_reach if p.shape == "reachable" else lib.nb_stuck
+            away = judge(R, g, ctypes.byref(many))
             if away == -2:
                 raise NativeSpecError("out of memory")
             res.verdicts[key] = "fails" if away >= 0 else "holds"
+            res.away[key] = many.value
             if away >= 0:
                 # the run from the first such state on (the real one the trace ends in),
                 # walked as the compiled engine walks it (``liveness.walk_on``)

@@ -369,9 +369,9 @@ long nb_find(void *rp, const char *s) {
 }
 
 /* the first state (least index) from which no state where liveness goal `live` holds is
-   reachable over the kept edges (backward reachability from the goal states); -1: none,
-   -2: no memory */
-long nb_reach(void *rp, int live) {
+   reachable over the kept edges (backward reachability from the goal states), and how many
+   such states there are into count; -1: none, -2: no memory */
+long nb_reach(void *rp, int live, long *count) {
     R *r = rp;
     long n = r->n, found = -1;
     long *start = calloc((size_t)n + 2, sizeof(long)), *from = malloc((r->ne + 1) * sizeof(long));
@@ -393,19 +393,23 @@ long nb_reach(void *rp, int live) {
         for (long e = start[v]; e < start[v + 1]; e++)
             if (!seen[from[e]]) { seen[from[e]] = 1; stack[sp++] = from[e]; }
     }
-    for (long v = 0; v < n; v++) if (!seen[v]) { found = v; break; }
+    *count = 0;
+    for (long v = 0; v < n; v++) if (!seen[v]) { if (found < 0) found = v; ++*count; }
 out:
     free(start); free(from); free(stack); free(seen);
     return found;
 }
 
 /* the first state (least index) where liveness goal `live` does not hold and no move changes
-   the state (none at all, or each to the state itself); -1: none */
-long nb_stuck(void *rp, int live) {
+   the state (none at all, or each to the state itself), and how many such states there are
+   into count; -1: none */
+long nb_stuck(void *rp, int live, long *count) {
     R *r = rp;
+    long found = -1;
+    *count = 0;
     for (long v = 0; v < r->n; v++)
-        if (!r->goal[v * r->nlive + live] && !r->changed[v]) return v;
-    return -1;
+        if (!r->goal[v * r->nlive + live] && !r->changed[v]) { if (found < 0) found = v; ++*count; }
+    return found;
 }
 
 void nb_free(void *rp) {

@@ -105,7 +105,7 @@ def session(ids: int = 2, requests: int = 2) -> list[Cell]:
     from mcp_inflight.model.properties import BROKEN_BY, INVARIANTS
     from mcp_inflight.proofs.liveness import NAMES
 
-    from .session_run import search_many
+    from .explorer import search_sessions
 
     designs = {**SAFE, **mutants(), **liveness_mutants()}
     props = {p.name: kind_of(p.kind, p.scope) for p in INVARIANTS} | {
@@ -128,7 +128,7 @@ def session(ids: int = 2, requests: int = 2) -> list[Cell]:
         todo = [(e, c) for e in batch for c in cfgs(e)]
         if not todo:
             continue
-        results = search_many(
+        results = search_sessions(
             [c for _, c in todo],
             symmetry=True,
             progress=False,

@@ -12,61 +12,19 @@ the three liveness properties with their fairness and the step where a lasso's l
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from mcp_inflight.model.config import Config
 from mcp_inflight.model.eventually import DOCS, NAMES, fair_actions
 from mcp_inflight.model.properties import PROPERTIES
-from mcp_inflight.model.session_spec import spec
 from mcp_inflight.model.step import run_of
 from mcp_inflight.model.trace import Trace, build_trace
 
 from .explored import NOTHING, TOO_MANY, Explored
-from .explorer import explore
-from .progress import Silent, Sink, sink_for
 from .records import RunResult, Verdict
 
 #: the session's engine names (``check --engine``) as the one explorer's
 ENGINES = {"auto": "fastest", "native": "native", "compiled": "compiled", "interpreted": "concrete"}
-
-
-def search(
-    cfg: Config,
-    symmetry: bool = True,
-    max_states: int | None = None,
-    progress: bool | Sink | None = None,
-    engine: str = "auto",
-    liveness: bool = True,
-) -> RunResult:
-    """``cfg`` searched by the one explorer (``explore(spec(cfg))``) and read as the session's
-    run record.  ``engine`` is a name of ``check --engine`` (:data:`ENGINES`: ``auto``, the
-    native engine where a C compiler is, else the compiled one); ``symmetry``: one state per
-    orbit where the declared symmetry check passes (the record's ``symmetry`` says whether the
-    run was reduced); ``progress`` as for the session's engines (None: a display when stderr
-    is a terminal); without ``liveness`` the liveness properties are left out of the run (no
-    graph kept) and of the record."""
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    sink = sink_for(progress)
-    ex = explore(
-        spec(cfg, liveness),
-        max_states=max_states,
-        engine=ENGINES[engine],
-        progress=Silent() if sink is None else sink,
-        symmetry=symmetry,
-    )
-    return run_result(cfg, ex, reducible(ex.symmetry), liveness)
-
-
-def search_many(
-    cfgs: Iterable[Config], jobs: int | None = None, progress: Any = None, **kwargs: Any
-) -> list[RunResult]:
-    """:func:`search` for each of ``cfgs``, spread over processes as the session engines'
-    ``search_many`` spreads its runs (``symmetry`` one flag or one per configuration)."""
-    from .session_search import search_many as spread
-
-    return spread(cfgs, jobs, progress, run=search, **kwargs)
 
 
 def _trace(cfg: Config, steps: list[dict[str, Any]]) -> Trace:
@@ -78,30 +36,6 @@ def _trace(cfg: Config, steps: list[dict[str, Any]]) -> Trace:
 
 #: the run-level property a symmetry cell of ``check`` reports on
 SYMMETRY = "symmetric_in_ids_and_instances"
-
-
-def symmetry_checked(
-    cfgs: list[Config], cache: str | None = "use", engine: str = "fastest"
-) -> list[str]:
-    """The declared symmetry check of ``spec(cfg)`` for each of ``cfgs``, as the one explorer
-    words it (``proofs/explorer.py:reduction``: ``reduced: ...`` where its reduction is sound,
-    else ``unreduced: ...`` and the renaming that breaks it).  ``check`` reads from it whether
-    each run is reduced, for the explorer and the prover's bounded search alike.  Kept in the
-    checkers' cache on disk (``cache="use"``; None: neither read nor written), keyed by the
-    model's and checkers' source."""
-    from . import cache as store
-    from .explorer import reduction
-
-    out = []
-    for cfg in cfgs:
-        key = store.source_key("declared-symmetry", cfg, engine)
-        told = store.load("symmetry", key) if cache == "use" else None
-        if not isinstance(told, str):
-            told = reduction(spec(cfg), engine)
-            if cache is not None:
-                store.store("symmetry", key, told)
-        out.append(told)
-    return out
 
 
 def reducible(told: str) -> bool:
@@ -170,6 +104,9 @@ def run_result(cfg: Config, ex: Explored, symmetry: bool, liveness: bool = True)
             res.verdicts.append(Verdict(name, "liveness", True, True, None, DOCS[name], fair=fair))
             continue
         prefix, loop = ex.traces[name], ex.loops.get(name, [])
+        doc = DOCS[name]
+        if name in ex.away:  # settles, no_deadlock: how many states fail them
+            doc += f" ({ex.away[name]:,} of {ex.states:,} states)"
         res.verdicts.append(
             Verdict(
                 name,
@@ -177,7 +114,7 @@ def run_result(cfg: Config, ex: Explored, symmetry: bool, liveness: bool = True)
                 True,
                 False,
                 _trace(cfg, prefix + loop),
-                DOCS[name],
+                doc,
                 loop_start=len(prefix),
                 fair=fair,
             )

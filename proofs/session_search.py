@@ -31,11 +31,13 @@ One module (about 600 lines): the two Python engines (compiled and interpreted) 
 result records, the symmetry key, the path rebuilding and the judging of verdicts
 (``_judge``), and :func:`search` chooses between them and the native engine of
 ``proofs/native.py``; the liveness judge (``proofs/liveness.py``) and progress
-(``proofs/progress.py``) live apart.  ``check`` no longer runs them: its session runs are the
-one explorer's on the session's declaration (``model/session_spec.py``,
-``proofs/session_run.py``), which finds the same states, verdicts and traces without symmetry
-(``tests/test_session_spec.py``) and, reduced, one state per orbit.  They stay the references
-those runs are compared with, and the engines of ``explore(cfg)`` (the diagrams, the page).
+(``proofs/progress.py``) live apart.  ``explore(cfg)`` no longer runs them: it runs the one
+explorer on the session's declaration (``model/session_spec.py``,
+``proofs/explorer.py:search_session``), which finds the same states, verdicts and traces
+without symmetry (``tests/test_session_spec.py``) and, reduced, one state per orbit.  They stay
+the references those runs are compared with, reached by naming one of them
+(``explore(cfg, engine=...)``), and the engine of what only they do (a callback per
+transition, for the state-graph drawing).
 """
 
 from __future__ import annotations

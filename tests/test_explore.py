@@ -190,7 +190,7 @@ def test_symmetry_key_names_exactly_the_orbit(design, revision, transport, ids, 
         keys.add(k)
         assert len(keys) == 1 or not exact, "one orbit, two keys (not exact)"
         assert by_key.setdefault(k, o) == o, "one key, two orbits (unsound)"
-    reduced = explore(cfg, progress=False).states
+    reduced = explore(cfg, progress=False, engine="compiled").states  # the session's key
     assert len(by_orbit) <= reduced <= len(by_key) and reduced < len(flat_states)
     if exact:
         assert reduced == len(by_orbit)
@@ -286,7 +286,7 @@ def test_search_many_matches_one_run_after_another():
         for rev, tr in profiles()
         if rev == "2026-07-28"
     ]
-    seq = [explore(c, progress=False).to_json() for c in cfgs]
+    seq = [explore(c, progress=False, engine="compiled").to_json() for c in cfgs]
     par = [r.to_json() for r in search_many(cfgs, jobs=2, progress=False)]
     for a, b in zip(seq, par, strict=False):
         a.pop("seconds")

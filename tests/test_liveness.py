@@ -28,7 +28,7 @@ def explore(cfg: Config, symmetry: bool = True, liveness: bool = False):
     d = cfg.design
     if not liveness and DESIGNS.get(d.name) == d:
         return run(d.name, cfg.revision, cfg.transport, cfg.ids, cfg.requests, symmetry, cfg.client)
-    return _explore(cfg, symmetry=symmetry, liveness=liveness, engine="auto")
+    return _explore(cfg, symmetry=symmetry, liveness=liveness)
 
 
 PROFILES = [("2025-11-25", "stdio"), ("2025-11-25", "http"), ("2026-07-28", "http")]

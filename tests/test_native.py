@@ -16,7 +16,9 @@ pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
 
 
 def _same(cfg, max_states=None, symmetry=False):
-    a = explore(cfg, symmetry=symmetry, progress=False, max_states=max_states).to_json()
+    a = explore(
+        cfg, symmetry=symmetry, progress=False, max_states=max_states, engine="compiled"
+    ).to_json()
     b = explore(
         cfg, symmetry=symmetry, progress=False, max_states=max_states, engine="native"
     ).to_json()

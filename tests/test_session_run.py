@@ -117,7 +117,7 @@ def test_check_runs_the_session_on_the_one_explorer(capsys, monkeypatch, tmp_pat
     import json
 
     from mcp_inflight.cli import main
-    from mcp_inflight.proofs import session_run
+    from mcp_inflight.proofs.explorer import search_session
 
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
     argv = ["check", "--model", "session", "--revision", "2025-11-25", "--transport", "stdio"]
@@ -126,7 +126,7 @@ def test_check_runs_the_session_on_the_one_explorer(capsys, monkeypatch, tmp_pat
     cfg = Config(
         DESIGNS["atomic"], "2025-11-25", "stdio", 2, 2, client_for("reusing", "2025-11-25")
     )
-    mine = session_run.search(cfg, progress=False)
+    mine = search_session(cfg, progress=False)
     assert _untimed(run) == _untimed(mine.to_json()) and run["symmetry"] is True
     # the one explorer's reduction is exact here, the session engines' key is not: fewer states,
     # the same verdicts
@@ -136,7 +136,7 @@ def test_check_runs_the_session_on_the_one_explorer(capsys, monkeypatch, tmp_pat
 
 
 def test_without_liveness_the_run_keeps_no_liveness_property():
-    from mcp_inflight.proofs import session_run
+    from mcp_inflight.proofs.explorer import search_session
 
     cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 2, client_for("reusing", "2026-07-28"))
     assert not [p for p in spec(cfg, liveness=False).props if p.kind == "liveness"]
@@ -145,7 +145,7 @@ def test_without_liveness_the_run_keeps_no_liveness_property():
         "settles",
         "no_deadlock",
     }
-    res = session_run.search(cfg, progress=False, liveness=False)
+    res = search_session(cfg, progress=False, liveness=False)
     assert res.ok and not res.of("liveness") and res.of("invariant")
 
 
@@ -166,15 +166,15 @@ def test_a_checker_error_fails_the_record_and_a_cut_search_is_incomplete():
 
 
 def test_runs_spread_over_processes_are_the_runs_one_after_another():
-    from mcp_inflight.proofs import session_run
+    from mcp_inflight.proofs.explorer import search_session, search_sessions
 
     cfgs = [
         Config(DESIGNS[d], "2026-07-28", t, 2, 2, client_for("reusing", "2026-07-28"))
         for d, t in (("atomic", "http"), ("unguarded", "stdio"))
     ]
-    spread = session_run.search_many(cfgs, jobs=2, progress=False, symmetry=[True, False])
+    spread = search_sessions(cfgs, jobs=2, progress=False, symmetry=[True, False])
     alone = [
-        session_run.search(c, symmetry=y, progress=False)
+        search_session(c, symmetry=y, progress=False)
         for c, y in zip(cfgs, (True, False), strict=True)
     ]
     assert [_untimed(r.to_json()) for r in spread] == [_untimed(r.to_json()) for r in alone]

@@ -1,8 +1,8 @@
 """Sequence diagrams of the counterexamples the explorer finds, as Mermaid and Graphviz.
 
 For every design on every profile, at the default bound (2 ids, 2 request instances),
-the one explorer is run once (``proofs/session_run.py:search``, with symmetry, as ``mcp-inflight
-check`` runs it) and every invariant
+the one explorer is run once (``explore(cfg)``, with symmetry, as ``mcp-inflight check`` runs
+it) and every invariant
 that fails gets one diagram of its shortest trace (today: ``unguarded`` and
 ``check_then_claim``; ``atomic`` none), and so does every protocol hazard that fails (one that
 no server design can avoid on that profile, drawn for each design).  The injected liveness bugs
@@ -44,7 +44,7 @@ from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.properties import PROPERTY
 from mcp_inflight.model.session import ACTION
 from mcp_inflight.model.trace import changes, id_name, inst_name
-from mcp_inflight.proofs.session_run import search
+from mcp_inflight.proofs.explorer import explore
 
 from .render import quote
 
@@ -267,12 +267,11 @@ def clear() -> None:
 
 
 def _explore(cfg: Config) -> Any:
-    return search(cfg, progress=False, liveness=cfg.design.name in LIVENESS_DRAWN)
+    return explore(cfg, progress=False, liveness=cfg.design.name in LIVENESS_DRAWN)
 
 
 def results(cfgs: list[Config], progress: Any = None) -> list[Any]:
-    """The one explorer's run of each of ``cfgs`` (``proofs/session_run.py:search``, in that
-    order), run in parallel processes when the
+    """``explore(cfg)`` for each of ``cfgs`` (in that order), run in parallel processes when the
     machine has more than one CPU; each result is the explorer's, whichever process ran it.
     Results are kept in the checkers' cache on disk, keyed by the source of the model and the
     checkers, so an unchanged model is not explored again by the next process."""

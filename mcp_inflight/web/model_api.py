@@ -5,7 +5,7 @@ defines a rule of its own.  A step is computed by the model's own action exactly
 model's one step function computes it (``model/step.py``): the action's guard on the
 pre-state, its output, its effect applied with ``apply_writes``, then ``canonical_clock``.
 Properties are the model's, judged by the model's own functions (a state property on the
-state, a step property on the transition that led to it).  Traces come from the one explorer (``proofs/session_run.py:search``); the
+state, a step property on the transition that led to it).  Traces come from the one explorer (``explore(cfg)``); the
 sequence diagram's lanes and arrows from ``mcp_inflight.draw.sequence.arrows``.
 
 A path is a list of *moves*, each an action name and its arguments, written as a token
@@ -50,7 +50,7 @@ from mcp_inflight.model.trace import (
     trace_json,
     trace_to_json,
 )
-from mcp_inflight.proofs.session_run import search
+from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.trace.format import TraceError, parse
 from mcp_inflight.trace.replay import report as _replay_report
 from mcp_inflight.web.explain import explain
@@ -430,7 +430,7 @@ def explored(spec: tuple[str, str, str, int, int], max_states: int | None) -> Ex
     """Explore a configuration (by names) and keep every trace the verdicts carry: the
     counterexamples of invariants, the witnesses reached, the hazards, and a deadlock's."""
     cfg = config(*spec)
-    res = search(cfg, progress=False, max_states=max_states, liveness=False)
+    res = explore(cfg, progress=False, max_states=max_states)
     traces = []
     for v in res.verdicts:
         trace = trace_to_json(v.trace)

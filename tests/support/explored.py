@@ -13,8 +13,9 @@ def run(
     symmetry: bool = True,
     client: str = "reusing",
 ):
-    """One explorer run, shared by every test that asks for it: on the native engine where a
-    compiler is (its findings are the compiled engine's, ``tests/test_native.py``)."""
+    """One explorer run, shared by every test that asks for it: the one explorer's, as
+    ``check`` runs it (``explore(cfg)``: the session's declaration, native where a compiler
+    is)."""
     from mcp_inflight.model import DESIGNS, Config
     from mcp_inflight.proofs.explorer import explore
 
@@ -22,7 +23,6 @@ def run(
         Config(DESIGNS[design], revision, transport, ids, requests, client),
         symmetry=symmetry,
         progress=False,
-        engine="auto",
     )
 
 
