@@ -112,8 +112,10 @@ CFLAGS = ["-O1", "-shared", "-fPIC", "-std=c99", "-w"]
 #: models take a few milliseconds
 QUICK_CFLAGS = ["-O0", *CFLAGS[1:]]
 #: seconds of C search after which a spec built quick is built again with :data:`CFLAGS` (for
-#: its next runs: a spec searched that long is searched again faster, and a build costs less)
-PROMOTE_AFTER = 0.25
+#: its next runs, which then search and check symmetry about twice as fast: the session at
+#: 2 x 2 on 2025-11-25, 0.10-0.14 s of search at -O0, is; on 2026-07-28, 2-6 ms, and the
+#: declared models at their default bounds, a few ms, are not)
+PROMOTE_AFTER = 0.05
 
 
 def build(source: str, optimised: bool = False) -> Path:
