@@ -41,16 +41,18 @@ def session_section(
 
     # --no-symmetry: no reduction anywhere (the explorer's, the bounded search's id order)
     symmetric = [False] * len(cfgs)
+    checked: list[bool | str] = [False] * len(cfgs)
     sym_cells: list[Any] = []
     results = proofs = None
     if not args.no_symmetry:
         # the one explorer's declared symmetry check (in C where the native engine runs, the
-        # compiled rules' on the reference paths): the explorer reduces where it passed (and
-        # checks again itself), the prover's bounded search takes ids in order
+        # compiled rules' on the reference paths): the explorer reduces where it passed, on
+        # its verdict, and the prover's bounded search takes ids in order
         engine = "auto" if reference_paths() else session_run.ENGINES[args.engine]
-        checked = symmetry_checked(cfgs, cache, engine)
-        symmetric = [session_run.reducible(t) for t in checked]
-        sym_cells = [session_run.symmetry_cell(c, t) for c, t in zip(cfgs, checked, strict=True)]
+        told = symmetry_checked(cfgs, cache, engine)
+        checked = list(told)
+        symmetric = [session_run.reducible(t) for t in told]
+        sym_cells = [session_run.symmetry_cell(c, t) for c, t in zip(cfgs, told, strict=True)]
     with ExitStack() as stack:
 
         def prover(background: bool) -> Callable[[], Any]:
@@ -79,7 +81,7 @@ def session_section(
 
             results = search_sessions(
                 cfgs,
-                symmetry=symmetric,
+                symmetry=checked,
                 max_states=args.max_states,
                 progress=False if args.no_progress else Display(sys.stderr),
                 engine=args.engine,

@@ -77,7 +77,7 @@ def explore(
     until: Iterable[str] | None = None,
     engine: str | None = None,
     progress: Sink | None = None,
-    symmetry: bool | None = None,
+    symmetry: bool | str | None = None,
 ) -> Explored: ...
 
 
@@ -88,7 +88,7 @@ def explore(
     *,
     engine: str | None = None,
     progress: bool | Sink | None = None,
-    symmetry: bool | None = None,
+    symmetry: bool | str | None = None,
     properties: Sequence[Any] | None = None,
     on_edge: Callable[..., Any] | None = None,
     liveness: bool = False,
@@ -103,7 +103,7 @@ def explore(
     until: Iterable[str] | None = None,
     engine: str | None = None,
     progress: bool | Sink | None = None,
-    symmetry: bool | None = None,
+    symmetry: bool | str | None = None,
     properties: Sequence[Any] | None = None,
     on_edge: Callable[..., Any] | None = None,
     liveness: bool = False,
@@ -132,7 +132,9 @@ def explore(
     * ``symmetry``: one state per orbit under renaming (default: on for the session, off for a
       declared model; the one explorer's reduction is checked by
       ``proofs/declared_symmetry.py`` first, the session's own engines' by
-      ``proofs/symmetry.py``);
+      ``proofs/symmetry.py``); for the one explorer, a string is that check's verdict made
+      already (:func:`reduction`, as ``check`` makes and caches it), reduced on without
+      checking again;
     * ``progress``: where a run reports its states, depth and queue as it goes: a sink, True
       (a display on stderr), False (nothing), or None (for the session, a display when stderr
       is a terminal; for a declared model, the process's default sink, ``explored.progress_to``).
@@ -154,6 +156,8 @@ def explore(
                 progress=progress,
                 liveness=liveness,
             )
+        if isinstance(symmetry, str):
+            raise TypeError("explore: a symmetry check's verdict is for the one explorer")
         from mcp_inflight.model.properties import PROPERTIES
 
         from .session_search import search
@@ -178,13 +182,13 @@ def explore(
         progress = sink_for(True) if progress else Silent()
     limit = 2_000_000 if max_states is None else max_states
     if engine == "fastest":
-        return _fastest(model, limit, until, progress, bool(symmetry))
-    return _search(model, limit, until, engine or "auto", progress, bool(symmetry))
+        return _fastest(model, limit, until, progress, symmetry or False)
+    return _search(model, limit, until, engine or "auto", progress, symmetry or False)
 
 
 def search_session(
     cfg: Config,
-    symmetry: bool = True,
+    symmetry: bool | str = True,
     max_states: int | None = None,
     progress: bool | Sink | None = None,
     engine: str = "auto",
@@ -195,8 +199,8 @@ def search_session(
     (``proofs/session_run.py:run_result``).  ``engine`` is a name of ``check --engine``
     (``session_run.ENGINES``: ``auto``, the native engine where a C compiler is and it runs
     the declaration, else the compiled one); ``symmetry``: one state per orbit where the
-    declared symmetry check passes (the record's ``symmetry`` says whether the run was
-    reduced); ``progress`` as for the session's own engines (None: a display when stderr is a
+    declared symmetry check passes, or where ``symmetry``, that check's verdict made already,
+    says so (the record's ``symmetry`` says whether the run was reduced); ``progress`` as for the session's own engines (None: a display when stderr is a
     terminal); without ``liveness`` the liveness properties are left out of the run (no graph
     kept) and of the record."""
     from mcp_inflight.model.session_spec import spec
@@ -228,7 +232,11 @@ def search_sessions(
 
 
 def _fastest(
-    spec: Spec, max_states: int, until: Iterable[str] | None, progress: Sink | None, symmetry: bool
+    spec: Spec,
+    max_states: int,
+    until: Iterable[str] | None,
+    progress: Sink | None,
+    symmetry: bool | str,
 ) -> Explored:
     """``spec`` searched on the native engine where it runs, else on ``auto``;
     :attr:`Explored.engine` is ``native``, or the engine that ran followed by why the native
@@ -252,7 +260,11 @@ def _fastest(
 
 
 def _native(
-    spec: Spec, max_states: int, until: Iterable[str] | None, progress: Sink | None, symmetry: bool
+    spec: Spec,
+    max_states: int,
+    until: Iterable[str] | None,
+    progress: Sink | None,
+    symmetry: bool | str,
 ) -> Explored:
     """``proofs/native_spec.py``'s search, or its ``Refused`` for a spec it does not run."""
     from .native_spec import search_native
@@ -266,7 +278,7 @@ def _search(
     until: Iterable[str] | None,
     engine: str,
     progress: Sink | None,
-    symmetry: bool,
+    symmetry: bool | str,
 ) -> Explored:
     """The declared model's breadth-first search (see the module text) on ``engine``:
     ``compiled`` (the rules generated as Python per move, ``proofs/compiled_spec.py``),
@@ -276,7 +288,9 @@ def _search(
     findings, or ``Refused`` for a spec it does not run).  ``symmetry``: keep one state per
     orbit under renaming of the declared sorts, once ``proofs/declared_symmetry.py`` has
     checked that the rules commute with renaming (else the run is unreduced);
-    :attr:`Explored.symmetry` says which, and why."""
+    :attr:`Explored.symmetry` says which, and why.  A string ``symmetry`` is that check's
+    verdict, made already (:func:`reduction`): the run reduces where it says ``reduced: ``,
+    without checking again."""
     if engine == "native":
         return _native(spec, max_states, until, progress, symmetry)
     t0 = time.perf_counter()
@@ -284,7 +298,10 @@ def _search(
     res = Explored(spec)
     rules = rules_of(spec, engine)
     res.engine = rules.name
-    canon = _reduction(spec, rules, res) if symmetry else None
+    if isinstance(symmetry, str):
+        canon = _checked(spec, symmetry, res)
+    else:
+        canon = _reduction(spec, rules, res) if symmetry else None
     always = [p for p in spec.props if p.kind == "always"] + list(spec.aux)
     always_keys = [p.name if p in spec.props else "aux:" + p.name for p in always]
     always_tests = [(p.name, rules.state[k]) for p, k in zip(always, always_keys, strict=True)]
@@ -521,6 +538,15 @@ def reduction(spec: Spec, engine: str = "fastest") -> str:
     res = Explored(spec)
     _reduction(spec, rules_of(spec, engine), res)
     return res.symmetry
+
+
+def _checked(spec: Spec, told: str, res: Explored) -> Any:
+    """The canonical representative of orbits where ``told``, the declared symmetry check's
+    verdict made already, says the reduction is sound, else None (said in ``res.symmetry``)."""
+    from .declared_symmetry import Canon
+
+    res.symmetry = told
+    return Canon(spec) if told.startswith("reduced: ") else None
 
 
 def _reduction(spec: Spec, rules: Rules, res: Explored) -> Any:

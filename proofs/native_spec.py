@@ -262,11 +262,18 @@ def search_native(
     max_states: int = 2_000_000,
     until: Iterable[str] | None = None,
     progress: Sink | None = None,
-    symmetry: bool = False,
+    symmetry: bool | str = False,
 ) -> NativeExplored:
-    """``proofs/explorer.py``'s ``explore`` on the native engine (see the module text)."""
+    """``proofs/explorer.py``'s ``explore`` on the native engine (see the module text); a
+    string ``symmetry`` is the declared symmetry check's verdict, made already."""
     t0 = time.perf_counter()
-    told, canon, built = _reduction(spec) if symmetry else ("", None, None)
+    if isinstance(symmetry, str):
+        from .declared_symmetry import Canon
+
+        told, built = symmetry, None
+        canon = Canon(spec) if told.startswith("reduced: ") else None
+    else:
+        told, canon, built = _reduction(spec) if symmetry else ("", None, None)
     gen, lib = built if built is not None else prepare(spec, canon is not None)
     t1 = time.perf_counter()
     res = NativeExplored(spec, engine="native", build_seconds=t1 - t0, symmetry=told)

@@ -179,3 +179,32 @@ def test_runs_spread_over_processes_are_the_runs_one_after_another():
     ]
     assert [_untimed(r.to_json()) for r in spread] == [_untimed(r.to_json()) for r in alone]
     assert [r.symmetry for r in spread] == [True, False]
+
+
+@pytest.mark.parametrize("engine", ["native", "compiled"])
+def test_a_check_made_already_is_reduced_on_without_checking_again(monkeypatch, engine):
+    """``check`` hands each run the verdict of the declared symmetry check it made (and
+    cached): the run reduces on it, or runs unreduced where it failed, and checks nothing
+    again."""
+    import mcp_inflight.proofs.declared_symmetry as declared_symmetry
+    import mcp_inflight.proofs.native_spec as native_spec
+    from mcp_inflight.proofs.explorer import reduction
+
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", 2, 2, client_for("reusing", "2026-07-28"))
+    told = reduction(spec(cfg), engine)
+    assert told.startswith("reduced: ")
+    checked = explore(spec(cfg), symmetry=True, engine=engine)
+
+    def no_check(*args, **kwargs):
+        raise AssertionError("checked again")
+
+    monkeypatch.setattr(declared_symmetry, "check", no_check)
+    monkeypatch.setattr(native_spec, "_reduction", no_check)
+    trusted = explore(spec(cfg), symmetry=told, engine=engine)
+    assert trusted.symmetry == told == checked.symmetry
+    assert trusted.states == checked.states < explore(spec(cfg), engine=engine).states
+    refused = explore(spec(cfg), symmetry="unreduced: a rule breaks it", engine=engine)
+    assert refused.symmetry == "unreduced: a rule breaks it"
+    assert refused.states == explore(spec(cfg), engine=engine).states
+    with pytest.raises(TypeError, match="one explorer"):
+        explore(cfg, symmetry=told, engine="compiled")
