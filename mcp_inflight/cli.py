@@ -276,7 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the one explorer's engine for the session model (its declaration, "
         "model/session_spec.py), and for its symmetry check: native (the rules generated as "
         "C, built once per configuration with the C compiler and cached), compiled "
-        "(generated Python), interpreted (the rules read as written); the same states, "
+        "(generated Python, several times slower), interpreted (the rules read as written: "
+        "minutes at the default bounds, for comparing); the same states, "
         "verdicts and traces (tests compare them). Default auto: native when a C compiler is "
         "present and the declaration is one it runs, else compiled",
     )
