@@ -189,7 +189,9 @@ def _messages(resp) -> list:
 
 def whose(status, messages) -> str:
     """What one POST got: ``refused`` (409, -32600), ``nothing`` (no response before the
-    deadline), or the label of the call whose result it carries (``done:A`` names A)."""
+    deadline), the label of the call whose result it carries (``done:A`` names A), or
+    ``other: <text>`` for a result that names neither (its text shown, so a failing
+    comparison says what the framework answered)."""
     if status is None:
         return "nothing"
     for m in messages:
@@ -201,7 +203,7 @@ def whose(status, messages) -> str:
             for label in ("A", "B"):
                 if f"done:{label}" in text or f'\\"done\\": \\"{label}\\"' in text:
                     return label
-            return "other"
+            return f"other: {text[:300]}"
     return "no response"
 
 
