@@ -132,7 +132,6 @@ def build(source: str, optimised: bool = False) -> Path:
 _L, _P, _B = ctypes.c_long, ctypes.c_void_p, ctypes.c_char_p
 _LP = ctypes.POINTER(ctypes.c_long)
 _IP = ctypes.POINTER(ctypes.c_int)
-_UP = ctypes.POINTER(ctypes.c_ubyte)
 #: the C functions of ``proofs/native_spec_search.py`` as :mod:`ctypes` sees them
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_new": (_P, [_B, _L, _B, _B, _B, _B, _B]),

@@ -15,8 +15,9 @@ configuration, unreduced, breadth first (every state when there are at most ``li
 first ``limit`` in breadth-first order, said in the result), under generators of the renaming
 group (a swap of two elements and a rotation of all; commutation with the generators gives it
 for every renaming they compose).  The first rule that breaks it is named, with the state and
-the move; ``check`` then refuses the reduction for that configuration (it explores unreduced and
-the bounded model checker drops its ordering of ids) and fails, saying so.
+the move.  This is the check of the session's own engines' reduction (``explore(cfg,
+engine=...)``, the references); ``check`` makes the one explorer's declared check instead
+(``proofs/declared_symmetry.py``), whose broken rule it words alike.
 
 One condition breaks the symmetry of instances on purpose: sends fill instance slots in order
 (``model/session_conditions.py:SLOT_ORDER``), a reduction of its own.  The rules are checked without it,
@@ -42,8 +43,10 @@ from .declared_symmetry import Broken
 from .renaming import Renaming, SymmetryResult, generators
 
 #: States checked per configuration at most, breadth first: the default bound's unreduced spaces
-#: on 2026-07-28 (9-17 thousand states) are checked whole at 20,000; ``check`` takes the first
-#: 4,000 (every rule met on the shortest paths; the result says when it stopped short).
+#: on 2026-07-28 (9-17 thousand states) are checked whole at 20,000; the session engines'
+#: reductions were checked on the first 4,000 (every rule met on the shortest paths), the bound
+#: the tests compare the flat and interpreted checks at (``check`` now makes the one
+#: explorer's declared check, ``proofs/declared_symmetry.py``).
 LIMIT = 20_000
 CHECK_LIMIT = 4_000
 
@@ -267,57 +270,3 @@ def check_interpreted(cfg: Config, limit: int = LIMIT) -> SymmetryResult:
                     mv = f"{m.action.name}({', '.join(f'{k}={v}' for k, v in m.args.items())})"
                     return SymmetryResult(cfg.label, count, False, Broken(where, str(pi), s, mv))
     return SymmetryResult(cfg.label, count, not cut[0], None)
-
-
-def checked(cfg: Config, cache: str | None = "use") -> SymmetryResult:
-    """:func:`check` at ``CHECK_LIMIT``, read from the checkers' cache when the model and the
-    checkers are unchanged (``cache="refresh"`` recomputes, None neither reads nor writes)."""
-    return checked_all([cfg], cache, jobs=1)[0]
-
-
-def cell(cfg: Config, res: SymmetryResult) -> Any:
-    """The run-level cell of ``check`` for one configuration's symmetry check."""
-    from .outcome import Cell, Word
-
-    reach = "every reachable state" if res.complete else f"the first {res.states} states"
-    if res.ok:
-        msg = f"the rules and properties commute with renaming, on {reach}"
-        return Cell("session", cfg.design.name, cfg.label, PROP, None, Word.HOLDS, True, msg)
-    assert res.broken is not None
-    msg = f"{res.broken.text()}; explored and searched without the reduction"
-    return Cell(
-        "session", cfg.design.name, cfg.label, PROP, None, Word.FAILS, False, msg, [f"  {msg}"]
-    )
-
-
-#: the run-level property a symmetry cell reports on
-PROP = "symmetric_in_ids_and_instances"
-
-
-def checked_all(
-    cfgs: list[Config], cache: str | None = "use", jobs: int = 2
-) -> list[SymmetryResult]:
-    """:func:`checked` for each of ``cfgs``, those not in the cache spread over ``jobs``
-    processes (forked, so they check the rules of this process)."""
-    import multiprocessing as mp
-
-    from . import cache as store
-    from .pool import worker_pool
-
-    keys = [store.source_key("symmetry", c, CHECK_LIMIT) for c in cfgs]
-    out: list[SymmetryResult | None] = [
-        store.load("symmetry", k) if cache == "use" else None for k in keys
-    ]
-    todo = [n for n, r in enumerate(out) if not isinstance(r, SymmetryResult)]
-    if len(todo) > 1 and jobs > 1 and "fork" in mp.get_all_start_methods():
-        with worker_pool(min(jobs, len(todo)), mp.get_context("fork")) as pool:
-            futs = {n: pool.submit(check, cfgs[n], CHECK_LIMIT) for n in todo}
-            for n, f in futs.items():
-                out[n] = f.result()
-    else:
-        for n in todo:
-            out[n] = check(cfgs[n], CHECK_LIMIT)
-    for n in todo:
-        if cache is not None:
-            store.store("symmetry", keys[n], out[n])
-    return [r for r in out if r is not None]

@@ -15,6 +15,7 @@ from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config, liveness_mutants, mutants
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.proofs import symmetry
+from mcp_inflight.proofs.session_run import SYMMETRY
 
 CFG = Config(DESIGNS["atomic"], "2026-07-28", "stdio", 2, 2)
 
@@ -90,7 +91,7 @@ def test_check_refuses_the_reduction_and_fails(id_one_unguarded, capsys, tmp_pat
     assert main(argv) == 1
     doc = json.loads(capsys.readouterr().out)
     bad = [c for c in doc["results"] if not c["passed"]]
-    sym = [c for c in bad if c["property"] == symmetry.PROP]
+    sym = [c for c in bad if c["property"] == SYMMETRY]
     assert sym and "the guard of admit is not symmetric" in sym[0]["message"]
     assert doc["runs"][0]["symmetry"] is False  # explored unreduced
     # unreduced, the explorer finds what the rule breaks: duplicates under id 1
