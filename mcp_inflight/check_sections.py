@@ -40,7 +40,6 @@ def session_section(
     from mcp_inflight.proofs.symmetry import reference_paths
 
     # --no-symmetry: no reduction anywhere (the explorer's, the bounded search's id order)
-    symmetric = [False] * len(cfgs)
     checked: list[bool | str] = [False] * len(cfgs)
     sym_cells: list[Any] = []
     results = proofs = None
@@ -51,8 +50,8 @@ def session_section(
         engine = "auto" if reference_paths() else session_run.ENGINES[args.engine]
         told = symmetry_checked(cfgs, cache, engine)
         checked = list(told)
-        symmetric = [session_run.reducible(t) for t in told]
         sym_cells = [session_run.symmetry_cell(c, t) for c, t in zip(cfgs, told, strict=True)]
+    symmetric = [isinstance(t, str) and session_run.reducible(t) for t in checked]
     with ExitStack() as stack:
 
         def prover(background: bool) -> Callable[[], Any]:

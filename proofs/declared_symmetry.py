@@ -450,6 +450,24 @@ def check(spec: Spec, rules: Any, limit: int = LIMIT) -> SymmetryResult:
     return result(count, not cut, None)
 
 
+def nothing_to_rename(spec: Spec) -> bool:
+    """Whether no declared sort of ``spec`` has two values to rename (a run is then unreduced,
+    with nothing lost)."""
+    return all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()])
+
+
+def verdict(sym: SymmetryResult) -> str:
+    """How a run says what the check ``sym`` decided (``Explored.symmetry``): ``reduced: `` or
+    ``unreduced: `` and what was checked, or the renaming that breaks it."""
+    return ("reduced: " if sym.ok else "unreduced: ") + sym.text()
+
+
+def canon_of(spec: Spec, told: str) -> Canon | None:
+    """The canonical representative of ``spec``'s orbits where ``told`` (:func:`verdict`)
+    says the reduction is sound, else None: the run is unreduced."""
+    return Canon(spec) if told.startswith("reduced: ") else None
+
+
 def symmetry_of(spec: Spec, engine: str = "auto") -> Any:
     """The check of ``proofs/declared_symmetry.py`` on the rules of ``engine``: do they commute
     with renaming of the declared sorts (a ``SymmetryResult``)?"""

@@ -543,23 +543,22 @@ def reduction(spec: Spec, engine: str = "fastest") -> str:
 def _checked(spec: Spec, told: str, res: Explored) -> Any:
     """The canonical representative of orbits where ``told``, the declared symmetry check's
     verdict made already, says the reduction is sound, else None (said in ``res.symmetry``)."""
-    from .declared_symmetry import Canon
+    from .declared_symmetry import canon_of
 
     res.symmetry = told
-    return Canon(spec) if told.startswith("reduced: ") else None
+    return canon_of(spec, told)
 
 
 def _reduction(spec: Spec, rules: Rules, res: Explored) -> Any:
     """The canonical representative of orbits when ``spec`` is checked symmetric (said in
     ``res.symmetry``), else None: the run is then unreduced, and ``res.symmetry`` says why."""
-    from .declared_symmetry import Canon, check, ordered, sorts
+    from .declared_symmetry import canon_of, check, nothing_to_rename, verdict
 
-    if all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()]):
+    if nothing_to_rename(spec):
         res.symmetry = "unreduced: " + NOTHING
         return None
-    sym = check(spec, rules)
-    res.symmetry = ("reduced: " if sym.ok else "unreduced: ") + sym.text()
-    return Canon(spec) if sym.ok else None
+    res.symmetry = verdict(check(spec, rules))
+    return canon_of(spec, res.symmetry)
 
 
 def _trace(

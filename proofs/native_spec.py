@@ -234,13 +234,13 @@ def _reduction(spec: Spec) -> tuple[str, Any, tuple[Generated, Any] | None]:
     instead where the C check is not generated (an output shape it does not compare, said in
     ``Generated.check``), where the C did not decide, or where the reduced search is refused
     (too many renamings to tabulate: the run may still go unreduced, as the check decides)."""
-    from .declared_symmetry import Canon, ordered, sorts, symmetry_of
+    from .declared_symmetry import canon_of, nothing_to_rename, symmetry_of, verdict
     from .native_spec_check import check_native
 
     why = refusal(spec)  # before the check, which a refused spec would make for nothing
     if why is not None:
         raise Refused(why)
-    if all(n < 2 for n in [*sorts(spec).values(), *ordered(spec).values()]):
+    if nothing_to_rename(spec):
         return "unreduced: " + NOTHING, None, None
     sym = None
     built: tuple[Generated, Any] | None = None
@@ -252,8 +252,8 @@ def _reduction(spec: Spec) -> tuple[str, Any, tuple[Generated, Any] | None]:
         sym = check_native(spec, *built)
     if sym is None:
         sym = symmetry_of(spec)
-    told = ("reduced: " if sym.ok else "unreduced: ") + sym.text()
-    return told, Canon(spec) if sym.ok else None, built if sym.ok else None
+    told = verdict(sym)
+    return told, canon_of(spec, told), built if sym.ok else None
 
 
 def search_native(
@@ -267,10 +267,9 @@ def search_native(
     string ``symmetry`` is the declared symmetry check's verdict, made already."""
     t0 = time.perf_counter()
     if isinstance(symmetry, str):
-        from .declared_symmetry import Canon
+        from .declared_symmetry import canon_of
 
-        told, built = symmetry, None
-        canon = Canon(spec) if told.startswith("reduced: ") else None
+        told, canon, built = symmetry, canon_of(spec, symmetry), None
     else:
         told, canon, built = _reduction(spec) if symmetry else ("", None, None)
     gen, lib = built if built is not None else prepare(spec, canon is not None)
