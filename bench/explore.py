@@ -90,9 +90,9 @@ def growth(a) -> None:
 
 
 def engines(a) -> None:
-    from mcp_inflight.proofs import native
+    from mcp_inflight.proofs import native, native_build
 
-    nat = native.available()
+    nat = native_build.available()
     print(
         f"design {a.design}: compiled vs interpreted"
         + (" vs native (C; build timed apart, not in 'native s')" if nat else "")
@@ -115,7 +115,7 @@ def engines(a) -> None:
                 extra = ""
                 if nat:
                     b0 = time.monotonic()
-                    native.build(native.Generated(cfg, symmetry=sym).source)
+                    native_build.build(native.Generated(cfg, symmetry=sym).source)
                     bs = time.monotonic() - b0
                     rn, wn, _ = measure(cfg, symmetry=sym, max_states=a.max_states, engine="native")
                     same = same and (rn.states, rn.transitions) == (rc.states, rc.transitions)

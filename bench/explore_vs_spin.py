@@ -154,11 +154,13 @@ def run_ours(
 ) -> dict:
     build = 0.0
     if engine == "native":
-        from mcp_inflight.proofs import native
+        from mcp_inflight.proofs import native, native_build
 
         b0 = time.monotonic()
         gen = native.Generated(cfg, symmetry=symmetry, graph=liveness)
-        native.build(gen.source, native.flags_for(cfg, symmetry) if liveness else native.CFLAGS)
+        native_build.build(
+            gen.source, native.flags_for(cfg, symmetry) if liveness else native_build.CFLAGS
+        )
         build = time.monotonic() - b0
     t0 = time.monotonic()
     r = explore(
@@ -178,9 +180,9 @@ def run_ours(
 
 
 def native_available() -> bool:
-    from mcp_inflight.proofs import native
+    from mcp_inflight.proofs import native_build
 
-    return native.available()
+    return native_build.available()
 
 
 def compare(cfg: Config, workdir, depth=200_000, embedded_c=True, with_native=False) -> dict:

@@ -7,7 +7,7 @@ unreduced and with symmetry; safety only: the liveness judgement after a search,
 it kept, runs on one thread and is not timed here), the search alone (its C built before, not
 timed; the C source generated, as every run does, included) on one thread,
 on two with every batch of two or more states split (``parallel_from=1``), and on two as
-``explore`` runs it (batches under ``native.PARALLEL_FROM`` states on one thread), in turns,
+``explore`` runs it (batches under ``native_build.PARALLEL_FROM`` states on one thread), in turns,
 ``--runs`` rounds; each figure is the median wall time of its runs, and the ratios are one
 thread's time over the other's (above 1: two threads are faster).  The states of a level are
 what a batch can split, so the mean states per level (states / levels) is shown: a search whose
@@ -22,7 +22,7 @@ import statistics
 import time
 
 from mcp_inflight.model.config import DESIGNS, Config, client_for
-from mcp_inflight.proofs import native
+from mcp_inflight.proofs import native, native_build
 
 CASES = [
     # (revision, transport, ids, requests, symmetry)
@@ -48,10 +48,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3, help="rounds, in turns (default 3)")
     a = ap.parse_args()
-    if not native.available():
+    if not native_build.available():
         raise SystemExit("no C compiler: the native engine does not run here")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"PARALLEL_FROM = {native.PARALLEL_FROM}; CPUs: {os.cpu_count()}")
+    print(f"PARALLEL_FROM = {native_build.PARALLEL_FROM}; CPUs: {os.cpu_count()}")
     print(
         f"{'profile':<17} {'bound':>5} {'sym':>3} {'states':>10} {'per level':>10}"
         f" {'1 thread s':>10} {'2, all s':>9} {'2, as run s':>11} {'1/(2, all)':>10}"
@@ -59,8 +59,12 @@ def main() -> None:
     )
     for rev, tr, ids, req, sym in CASES:
         cfg = Config(DESIGNS["atomic"], rev, tr, ids, req, client_for("reusing", rev))
-        _run(cfg, sym, 1, native.PARALLEL_FROM)  # builds the C (not timed)
-        ways = {"one": (1, native.PARALLEL_FROM), "all": (2, 1), "run": (2, native.PARALLEL_FROM)}
+        _run(cfg, sym, 1, native_build.PARALLEL_FROM)  # builds the C (not timed)
+        ways = {
+            "one": (1, native_build.PARALLEL_FROM),
+            "all": (2, 1),
+            "run": (2, native_build.PARALLEL_FROM),
+        }
         times: dict[str, list[float]] = {k: [] for k in ways}
         counts = set()
         for _ in range(a.runs):

@@ -345,7 +345,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if unwritable("mcp-inflight check", "--junit-xml", args.junit_xml):
         return 2
     if args.engine == "native" and not args.no_explore:
-        from mcp_inflight.proofs.native import available
+        from mcp_inflight.proofs.native_build import available
 
         if not available():
             sys.stderr.write(

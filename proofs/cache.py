@@ -2,7 +2,7 @@
 
 Everything lives under one directory (``MCP_INFLIGHT_CACHE``, else
 ``$XDG_CACHE_HOME/mcp-inflight``, else ``~/.cache/mcp-inflight``): the native engine's shared
-objects in ``native/`` (keyed by a hash of their C source, ``proofs/native.py``) and the
+objects in ``native/`` (keyed by a hash of their C source, ``proofs/native_build.py``) and the
 prover's results in ``proofs/`` (keyed by :func:`source_key`: a hash of the source of the model
 and of the checkers, so any change to a rule, a property or the prover makes a new key, and of
 the z3 version and the run's parameters).  Entries are written atomically (a temporary file

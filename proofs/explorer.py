@@ -241,16 +241,16 @@ def _fastest(
     """``spec`` searched on the native engine where it runs, else on ``auto``;
     :attr:`Explored.engine` is ``native``, or the engine that ran followed by why the native
     one did not."""
-    from . import native
+    from . import native_build
 
-    if native.available():
+    if native_build.available():
         from .native_spec import Refused
 
         try:
             return _native(spec, max_states, until, progress, symmetry)
         except Refused as e:
             why = f"the native engine refused the spec: {e}"
-        except native.BuildError as e:
+        except native_build.BuildError as e:
             why = f"the native engine could not be built: {str(e).splitlines()[0]}"
     else:
         why = "no C compiler for the native engine"
@@ -523,15 +523,15 @@ def reduction(spec: Spec, engine: str = "fastest") -> str:
     declared symmetry check alone: in C where the native engine runs ``spec`` (``fastest``,
     ``native``), else on the rules of ``engine`` (``auto`` for ``fastest``)."""
     if engine in ("fastest", "native"):
-        from . import native
+        from . import native_build
 
-        if native.available():
+        if native_build.available():
             from .native_spec import Refused
             from .native_spec import reduction as in_c
 
             try:
                 return in_c(spec)[0]
-            except (Refused, native.BuildError):
+            except (Refused, native_build.BuildError):
                 if engine == "native":
                     raise
         engine = "auto"

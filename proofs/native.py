@@ -48,16 +48,10 @@ cache directory is ``proofs/cache.py``'s.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from mcp_inflight.model import codegen, step
@@ -70,7 +64,17 @@ from mcp_inflight.model.properties import PROPERTIES
 from mcp_inflight.model.property_kinds import Property, judged
 from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_state import FIELDS, Cmsg, domains, settled
+from mcp_inflight.proofs import native_build
 from mcp_inflight.proofs.flat import FieldCode, Layout, canonical_source
+from mcp_inflight.proofs.native_build import (
+    CFLAGS,
+    PARALLEL_FROM,
+    QUICK_CFLAGS,
+    NativeError,
+    build,
+    default_threads,
+    open_library,
+)
 from mcp_inflight.proofs.native_search import API, RUNTIME
 from mcp_inflight.proofs.native_threads import DRIVER, RECORDS
 
@@ -78,33 +82,13 @@ if TYPE_CHECKING:
     from mcp_inflight.proofs.records import RunResult
 
 C_SYNTAX = codegen.Syntax("1", "0", " && ", " || ", "(!{x})", "({c} ? {a} : {b})", False)
-CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-pthread", "-w"]
 #: For a search at ``check``'s default bound or below (at most :data:`QUICK_UP_TO` ids x
 #: instances: well under a million states), building costs more than searching: gcc builds
 #: the session's C 4-5x faster at -O0, and the search runs 1.6-2x slower (bench/RESULTS.md).
 #: So too with symmetry at two instances and up to three ids: at most 610 thousand states
 #: (unguarded 2025-11-25 http; 2-3 thousand on 2026-07-28), where the -O2 build was most of
 #: the time to a verdict (0.55-1.6 s of 0.6-1.9 s in ``bench/explore_vs_spin.py``).
-QUICK_CFLAGS = ["-O0", *CFLAGS[1:]]
 QUICK_UP_TO = 4
-
-
-#: A level's batch of fewer states than this is expanded on one thread.  Splitting a level of a
-#: few hundred states costs more than it saves (0.81x at 628 states a level); at the default
-#: bound (1,800-15,000 states a level) the two are within the machine's noise (0.92-1.12x), and
-#: from a few hundred thousand states two threads gain 1.1-1.3x, most with symmetry, whose keys
-#: the workers compute (``bench/native_threads.py``, bench/RESULTS.md).
-PARALLEL_FROM = 2048
-
-
-def default_threads() -> int:
-    """Threads for one search: both cores (at most two) in a process of its own, one in a
-    worker of the checkers' pools (``proofs/pool.py``), whose runs already fill the cores."""
-    from mcp_inflight.proofs import pool
-
-    if pool.in_worker:
-        return 1
-    return max(1, min(2, os.cpu_count() or 1))
 
 
 def flags_for(cfg: Config, symmetry: bool = False) -> list[str]:
@@ -114,14 +98,6 @@ def flags_for(cfg: Config, symmetry: bool = False) -> list[str]:
         symmetry and cfg.requests <= 2 and cfg.ids <= 3
     )
     return QUICK_CFLAGS if quick else CFLAGS
-
-
-class NativeError(RuntimeError):
-    """The native engine cannot run, or stopped on a model error."""
-
-
-class BuildError(NativeError):
-    """The C could not be built or loaded (no compiler, a compiler error, an unwritable cache)."""
 
 
 class CExpr(codegen.Expr):
@@ -441,69 +417,6 @@ class Generated:
         src.emit(1, "}")
 
 
-# --- building and loading ---------------------------------------------------------------------
-
-
-def compiler() -> str | None:
-    """The C compiler to use: ``$CC`` if set and found, else ``gcc`` or ``cc`` on PATH."""
-    for c in (os.environ.get("CC"), "gcc", "cc"):
-        if c and shutil.which(c):
-            return c
-    return None
-
-
-def available() -> bool:
-    return compiler() is not None
-
-
-def cache_dir() -> Path:
-    from mcp_inflight.proofs.cache import root
-
-    return root() / "native"
-
-
-def _built(cc: str, flags: list[str], source: str) -> Path:
-    key = hashlib.sha256("\0".join([cc, *flags, source]).encode()).hexdigest()[:24]
-    return cache_dir() / f"explore-{key}.so"
-
-
-def build(source: str, flags: list[str] = CFLAGS, better: list[str] | None = None) -> Path:
-    """The shared object of ``source``, compiled once and cached by a hash of source and flags
-    (built with ``flags``; one built with ``better`` is taken instead when it is cached, and a
-    quick build takes the optimised one so)."""
-    cc = compiler()
-    if cc is None:
-        raise BuildError("no C compiler found (set CC or install gcc)")
-    d = cache_dir()
-    if better is None and flags == QUICK_CFLAGS:
-        better = CFLAGS
-    if better is not None and (best := _built(cc, better, source)).exists():
-        return best
-    so = _built(cc, flags, source)
-    if so.exists():
-        return so
-    global compiles
-    compiles += 1
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=d) as tmp:
-            c = Path(tmp) / "model.c"
-            c.write_text(source)
-            out = Path(tmp) / "model.so"
-            p = subprocess.run([cc, *flags, "-o", str(out), str(c)], capture_output=True, text=True)
-            if p.returncode != 0:
-                raise BuildError(f"{cc} failed:\n{p.stderr[-3000:]}")
-            os.replace(out, so)  # atomic: a concurrent build of the same source is harmless
-    except OSError as e:
-        raise BuildError(f"cannot build in {d}: {e}") from e
-    return so
-
-
-_loaded: dict[str, Any] = {}
-#: how many times this process ran the C compiler (a run says whether its build was cached)
-compiles = 0
-
-
 _L, _P, _LP = ctypes.c_long, ctypes.c_void_p, ctypes.POINTER(ctypes.c_long)
 #: the C functions of ``proofs/native_search.py`` as :mod:`ctypes` sees them: (result, arguments);
 #: a result of None is ``void``
@@ -523,22 +436,6 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_live": (_L, [_P] * 4),
     "nb_pending": (_L, [_P, _L]),
 }
-
-
-def open_library(so: Path, signatures: dict[str, tuple[Any, list[Any]]]) -> Any:
-    """The shared object ``so``, loaded once per process, each function of ``signatures`` given
-    its result and argument types (this engine's and ``proofs/native_spec.py``'s)."""
-    lib = _loaded.get(str(so))
-    if lib is None:
-        try:
-            lib = ctypes.CDLL(str(so))
-        except OSError as e:
-            raise BuildError(f"cannot load {so}: {e}") from e
-        for name, (result, args) in signatures.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = result, args
-        _loaded[str(so)] = lib
-    return lib
 
 
 def load(source: str, flags: list[str] = CFLAGS) -> ctypes.CDLL:
@@ -577,7 +474,7 @@ def search_native(
     prog = Tracker(f"{cfg.label} {cfg.ids}x{cfg.requests}", sink_for(progress))
     threads = default_threads() if threads is None else max(1, threads)
     gen = Generated(cfg, properties, symmetry, graph=liveness)
-    before = compiles
+    before = native_build.compiles
     lib = load(gen.source, flags_for(cfg, symmetry))
     built = time.monotonic() - t0
     lay = gen.layout
@@ -635,7 +532,7 @@ def search_native(
         on = f" on {threads} threads" if st[11] else ""
         res.engine = (
             f"native{on}, C built in {built:.2f}s"
-            if compiles > before
+            if native_build.compiles > before
             else f"native{on}, C from the cache"
         )
         res.states, res.transitions, res.depth = st[0], st[1], st[3]

@@ -7,7 +7,7 @@ the session's stdio clock) applied after every move's writes and to the initial 
 the compiled engine applies the ``canon`` they define; ``proofs/native_spec_search.py`` is the
 breadth-first search.  The C is built
 once per generated source with the C compiler and cached (:func:`build`: the directory of
-``proofs/native.py``'s engine under ``proofs/cache.py``'s, keyed by a hash of the source), then
+``proofs/native_build.py``, under ``proofs/cache.py``'s directory, keyed by a hash of the source), then
 loaded with :mod:`ctypes`.  :func:`search_native` hands back the :class:`Explored` of
 ``proofs/explorer.py``, found exactly as the compiled engine finds it: states, transitions,
 depth, per property its verdict and shortest trace, coverage per action, deadlocks (the states
@@ -55,7 +55,7 @@ a lasso's loop is walked among those real states from the trace's real end.
 Refused (:class:`~.native_spec_c.Refused`, a ``Refused`` of the compiled engine): a variable
 wider than a signed byte, a spec whose ``canon`` does not come from its ``ranks`` (a Python
 function the C cannot run; no spec has one today, as ``Spec.canon`` is always the ranks'
-renumbering), and a rule the generator cannot read.  Without a C compiler the build fails with ``proofs/native.py``'s ``BuildError``.
+renumbering), and a rule the generator cannot read.  Without a C compiler the build fails with ``proofs/native_build.py``'s ``BuildError``.
 """
 
 from __future__ import annotations
@@ -119,10 +119,10 @@ PROMOTE_AFTER = 0.05
 
 
 def build(source: str, optimised: bool = False) -> Path:
-    """The shared object of ``source``, compiled once and cached as the session's engines are
-    (``proofs/native.py:build``): with :data:`QUICK_CFLAGS`, or the :data:`CFLAGS` build where
+    """The shared object of ``source``, compiled once and cached
+    (``proofs/native_build.py:build``): with :data:`QUICK_CFLAGS`, or the :data:`CFLAGS` build where
     one is cached (``optimised``: that build, made now if need be)."""
-    from .native import build as build_flags
+    from .native_build import build as build_flags
 
     if optimised:
         return build_flags(source, CFLAGS)
@@ -154,7 +154,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
 
 
 def _load(source: str) -> Any:
-    from .native import open_library
+    from .native_build import open_library
 
     return open_library(build(source), _SIGNATURES)
 

@@ -128,7 +128,8 @@ def search(
     ``threads``: the native engine's, see :func:`mcp_inflight.proofs.native.search_native`.
     """
     if engine == "auto":  # native when it can be built, else compiled
-        from mcp_inflight.proofs.native import BuildError, available, search_native
+        from mcp_inflight.proofs.native import search_native
+        from mcp_inflight.proofs.native_build import BuildError, available
 
         if on_edge is None and available():
             try:

@@ -15,7 +15,7 @@ import pytest
 from mcp_inflight.model import lease
 from mcp_inflight.model.declare import Act, Spec, Var, eventually, reachable, unstuck
 from mcp_inflight.model.logic import Write
-from mcp_inflight.proofs import native
+from mcp_inflight.proofs import native_build
 from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.stepping import loop_text
 from support.declared import baton
@@ -127,7 +127,7 @@ def _replay(spec: Spec, steps: list[dict], s=None):
 
 @pytest.mark.parametrize("engine", ["compiled", "native"])
 def test_a_lasso_loops_through_its_component_and_back(engine):
-    if engine == "native" and not native.available():
+    if engine == "native" and not native_build.available():
         pytest.skip("no C compiler")
     spec = _toggle_and_finish(("toggle",))
     ex = explore(spec, engine=engine)
@@ -348,7 +348,7 @@ def test_a_liveness_shape_on_fairness_or_unknown_is_refused():
         dataclasses.replace(reachable(done), shape="sometime")
 
 
-@pytest.mark.skipif(not native.available(), reason="no C compiler")
+@pytest.mark.skipif(not native_build.available(), reason="no C compiler")
 def test_the_native_engine_reads_final_states_as_the_compiled_engine_does():
     spec = _toggle_and_finish(("toggle",), toggle_guard=lambda b, s: s.y == 1)
     ended = dataclasses.replace(spec, final=lambda b, s: s.x == 1)

@@ -92,9 +92,10 @@ def test_deterministic(tmp_path, monkeypatch):
     disk) is byte for byte the committed tree, which an earlier process generated: the output
     depends on the model alone.  Only the native engines' compiled C (build artifacts keyed by
     their source, no result in them) is shared with the other runs."""
-    from mcp_inflight.proofs import native
 
-    built = native.cache_dir()
+    from mcp_inflight.proofs import native_build
+
+    built = native_build.cache_dir()
     built.mkdir(parents=True, exist_ok=True)
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "native").symlink_to(built, target_is_directory=True)

@@ -11,7 +11,7 @@ import pytest
 
 from mcp_inflight.model import rounds
 from mcp_inflight.model.config import DESIGNS, Config
-from mcp_inflight.proofs import native
+from mcp_inflight.proofs import native_build
 from mcp_inflight.proofs.explored import Explored, progress_to
 from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.induction import Proved
@@ -103,7 +103,7 @@ def test_progress_on_shows_a_declared_models_run_on_stderr(capfd):
 def test_fastest_takes_the_native_engine_where_it_runs():
     spec = rounds.spec("sealed", **TINY)
     ran = explore(spec, engine="fastest")
-    if native.available():
+    if native_build.available():
         assert ran.engine.startswith("native")
     else:
         assert ran.engine.endswith("(no C compiler for the native engine)")

@@ -9,7 +9,7 @@ import pytest
 
 import mcp_inflight.proofs.compiled_model as compiled_model
 import mcp_inflight.proofs.flat as flat
-import mcp_inflight.proofs.native as native
+import mcp_inflight.proofs.native_build as native_build
 import mcp_inflight.proofs.progress as progress_mod
 import mcp_inflight.proofs.session_search as explore_mod
 from mcp_inflight.model import DESIGNS, Config, Life, profiles, step
@@ -412,7 +412,7 @@ def every_tick(monkeypatch):
 
 @pytest.mark.parametrize("engine", ["compiled", "interpreted", "native"])
 def test_progress_lines_carry_the_fields(every_tick, engine, capsys):
-    if engine == "native" and not native.available():
+    if engine == "native" and not native_build.available():
         pytest.skip("no C compiler")
     err = io.StringIO()
     r = explore(
@@ -506,14 +506,14 @@ def test_check_engines_give_the_same_json(monkeypatch, capsys):
     argv = ["check", "--model", "session", "--revision", "2026-07-28", "--requests", "2"]
     argv += ["--no-prove", "--no-sensitivity", "--json"]
     outs = []
-    for engine in ("compiled", "native") if native.available() else ("compiled",):
+    for engine in ("compiled", "native") if native_build.available() else ("compiled",):
         assert cli.main(argv + ["--engine", engine, "--no-progress"]) == 0
         runs = json.loads(capsys.readouterr().out)["runs"]
         # liveness too: both engines keep the same graph and judge it the same way
         assert all(r["liveness"] for r in runs)
         outs.append([{k: v for k, v in r.items() if k != "seconds"} for r in runs])
     assert all(o == outs[0] for o in outs)
-    monkeypatch.setattr(native, "available", lambda: False)
+    monkeypatch.setattr(native_build, "available", lambda: False)
     assert cli.main(argv + ["--engine", "native"]) == 2
     assert "needs a C compiler" in capsys.readouterr().err
 

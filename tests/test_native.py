@@ -9,10 +9,10 @@ import pytest
 
 from mcp_inflight.model import DESIGNS, Config, mutants, profiles
 from mcp_inflight.model.config import liveness_mutants
-from mcp_inflight.proofs import native
+from mcp_inflight.proofs import native, native_build
 from mcp_inflight.proofs.explorer import explore
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+pytestmark = pytest.mark.skipif(not native_build.available(), reason="no C compiler")
 
 
 def _same(cfg, max_states=None, symmetry=False):
@@ -60,10 +60,10 @@ def test_native_equals_python_engine_when_cut_short():
 def test_native_build_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
     src = native.Generated(Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 1)).source
-    so = native.build(src)
+    so = native_build.build(src)
     assert so.parent == tmp_path / "native"
     mtime = so.stat().st_mtime_ns
-    assert native.build(src) == so and so.stat().st_mtime_ns == mtime
+    assert native_build.build(src) == so and so.stat().st_mtime_ns == mtime
 
 
 @pytest.mark.slow
@@ -115,7 +115,7 @@ def test_auto_falls_back_to_the_python_engine_when_the_build_fails(tmp_path, mon
     r = explore(cfg, progress=False, engine="auto")
     assert "native engine is unavailable" in capsys.readouterr().err
     assert r.states == explore(cfg, progress=False).states
-    with pytest.raises(native.BuildError):
+    with pytest.raises(native_build.BuildError):
         explore(cfg, progress=False, engine="native")
 
 

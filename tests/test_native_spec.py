@@ -19,13 +19,13 @@ import pytest
 
 from mcp_inflight.model.declare import Act, Spec, Var, reachable, unstuck
 from mcp_inflight.model.logic import NONE, Write
-from mcp_inflight.proofs import compiled_spec, native, native_spec
+from mcp_inflight.proofs import compiled_spec, native_build, native_spec
 from mcp_inflight.proofs.explorer import NOT_JUDGED, explore
 from mcp_inflight.proofs.native_spec import NativeSpecError, Refused, search_native
 from support.declared import MODELS, found, wrong_c
 from support.declared import model as _model
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+pytestmark = pytest.mark.skipif(not native_build.available(), reason="no C compiler")
 
 
 @cache
@@ -282,7 +282,8 @@ def test_the_build_is_cached_by_its_source(tmp_path, monkeypatch):
 def test_a_spec_is_built_quick_until_a_search_of_it_lasts(monkeypatch, tmp_path):
     """Built first at -O0; once a search of it lasts more than ``PROMOTE_AFTER`` seconds, at
     -O1 too, which its next runs load; the verdicts are the same either way."""
-    from mcp_inflight.proofs.native import _built, compiler
+    from mcp_inflight.proofs.native_build import built_path as _built
+    from mcp_inflight.proofs.native_build import compiler
 
     monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
     spec = _model("subscriptions").spec("graceful-response")
@@ -314,7 +315,7 @@ def test_the_declared_checker_runs_native_and_says_why_when_it_does_not(monkeypa
     fell = declared.explore(wide, engine="fastest")
     assert fell.engine.startswith("compiled (the native engine refused the spec: variable")
     assert found(fell) == found(explore(wide, engine="compiled"))
-    monkeypatch.setattr(native, "available", lambda: False)
+    monkeypatch.setattr(native_build, "available", lambda: False)
     assert (
         declared.explore(spec, engine="fastest").engine
         == "compiled (no C compiler for the native engine)"

@@ -31,12 +31,12 @@ from mcp_inflight.model.config import DESIGNS, Config, client_for, liveness_muta
 from mcp_inflight.model.declare import Spec
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
-from mcp_inflight.proofs import native, native_spec, native_spec_c
+from mcp_inflight.proofs import native_build, native_spec, native_spec_c
 from mcp_inflight.proofs.explorer import Explored, explore
 from mcp_inflight.proofs.native_spec import NativeSpecError
 from support.declared import agree, random_states, reduced, replays, wrong_c
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+pytestmark = pytest.mark.skipif(not native_build.available(), reason="no C compiler")
 
 
 def _stdio(design: str, revision: str = "2026-07-28", ids: int = 2) -> Spec:

@@ -36,11 +36,11 @@ from mcp_inflight.model import lease, lease_state
 from mcp_inflight.model.config import DESIGNS, Config, client_for, liveness_mutants
 from mcp_inflight.model.declare import Spec
 from mcp_inflight.model.session_spec import spec as session_spec
-from mcp_inflight.proofs import native
+from mcp_inflight.proofs import native_build
 from mcp_inflight.proofs.explorer import Explored, explore
 from support.declared import baton, found, reduced, replays, wrong_c
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+pytestmark = pytest.mark.skipif(not native_build.available(), reason="no C compiler")
 
 
 def _session(design: str, revision: str, transport: str, ids: int) -> Spec:

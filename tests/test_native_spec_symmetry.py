@@ -36,14 +36,14 @@ from mcp_inflight.model.declare import Act, Spec, Var, sometimes
 from mcp_inflight.model.logic import NONE, Write
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
-from mcp_inflight.proofs import native, native_spec, native_spec_c
+from mcp_inflight.proofs import native_build, native_spec, native_spec_c
 from mcp_inflight.proofs.compiled_spec import compile_spec
 from mcp_inflight.proofs.explorer import Explored, explore
 from mcp_inflight.proofs.prove import all_designs
 from mcp_inflight.proofs.walk import transitions_out
 from support.declared import agree, random_states, reduced, replays
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+pytestmark = pytest.mark.skipif(not native_build.available(), reason="no C compiler")
 
 
 def safety(sp: Spec) -> Spec:

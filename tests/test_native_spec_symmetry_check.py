@@ -28,7 +28,7 @@ from mcp_inflight.model.config import Config
 from mcp_inflight.model.declare import Spec
 from mcp_inflight.model.session_spec import spec as session_spec
 from mcp_inflight.proofs import declared_symmetry as ds
-from mcp_inflight.proofs import native, native_spec
+from mcp_inflight.proofs import native_build, native_spec
 from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.native_spec_check import check_native
 from mcp_inflight.proofs.prove import all_designs
@@ -43,7 +43,7 @@ from support.declared import (
     wrong_c,
 )
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+pytestmark = pytest.mark.skipif(not native_build.available(), reason="no C compiler")
 
 
 def both(sp: Spec) -> ds.SymmetryResult:

@@ -15,9 +15,9 @@ from mcp_inflight.model import DESIGNS, Config, mutants
 from mcp_inflight.model import session as S
 from mcp_inflight.model.config import liveness_mutants
 from mcp_inflight.model.logic import Write
-from mcp_inflight.proofs import native
+from mcp_inflight.proofs import native, native_build
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler")
+pytestmark = pytest.mark.skipif(not native_build.available(), reason="no C compiler")
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +84,7 @@ def test_a_small_batch_stays_on_one_thread():
     """Under ``parallel_from`` states a batch is expanded on the calling thread alone."""
     cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 1)
     res = native.search_native(cfg, threads=2)
-    assert " threads" not in res.engine and res.states < native.PARALLEL_FROM
+    assert " threads" not in res.engine and res.states < native_build.PARALLEL_FROM
 
 
 def test_a_model_error_on_a_worker_thread_is_the_one_thread_error(monkeypatch, fresh_tables):
@@ -102,14 +102,14 @@ def test_a_model_error_on_a_worker_thread_is_the_one_thread_error(monkeypatch, f
     cfg = Config(DESIGNS["atomic"], "2025-11-25", "stdio", 2, 2)
     errors = []
     for threads in (1, 2):
-        with pytest.raises(native.NativeError, match="unmasked NONE key") as e:
+        with pytest.raises(native_build.NativeError, match="unmasked NONE key") as e:
             native.search_native(cfg, threads=threads, parallel_from=1)
         errors.append(str(e.value))
     assert errors[0] == errors[1] and errors[0].startswith("respond")
 
 
 def _threads_in_a_worker() -> int:
-    return native.default_threads()
+    return native_build.default_threads()
 
 
 def test_a_pool_worker_keeps_to_one_thread():
@@ -123,4 +123,4 @@ def test_a_pool_worker_keeps_to_one_thread():
     with pool.worker_pool(1, mp.get_context("fork")) as ex:
         assert ex.submit(_threads_in_a_worker).result(timeout=60) == 1
     assert not pool.in_worker
-    assert native.default_threads() == max(1, min(2, os.cpu_count() or 1))
+    assert native_build.default_threads() == max(1, min(2, os.cpu_count() or 1))

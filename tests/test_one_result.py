@@ -37,9 +37,10 @@ def fresh_results(tmp_path, monkeypatch) -> Path:
     test is read.  Its ``native/`` is the default cache's directory of built engines, each keyed
     by a hash of its C source and flags (``proofs/native.py``), so an engine found there is the
     one a build would give."""
-    from mcp_inflight.proofs import native
 
-    built = native.cache_dir()
+    from mcp_inflight.proofs import native_build
+
+    built = native_build.cache_dir()
     try:
         built.mkdir(parents=True, exist_ok=True)
     except OSError:  # no default cache to share: the engines are built under tmp_path

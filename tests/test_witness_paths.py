@@ -23,7 +23,7 @@ from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.model.properties import PROPERTIES, PROPERTY, WITNESSES
 from mcp_inflight.model.property_kinds import judged
 from mcp_inflight.proofs.explorer import explore
-from mcp_inflight.proofs.native import available
+from mcp_inflight.proofs.native_build import available
 from support.explored import run
 
 CFG = Config(DESIGNS["atomic"], "2026-07-28", "stdio", 2, 2)
