@@ -5,7 +5,12 @@ and each state property of a :class:`~mcp_inflight.model.declare.Spec` as C over
 one byte a slot, with the spec's ``ranks`` (send times kept by rank, ``model/declare.py``:
 the session's stdio clock) applied after every move's writes and to the initial state, as
 the compiled engine applies the ``canon`` they define; ``proofs/native_spec_search.py`` is the
-breadth-first search.  The C is built
+breadth-first search, which :func:`search_native` runs on ``threads`` (default
+``native_build.default_threads()``: both cores at most, one inside a worker of the checkers'
+pools): each level's batches of ``native_build.PARALLEL_FROM`` states or more split among them,
+their records handed over in order (``proofs/native_spec_threads.py``), so the same states,
+numbering, counts and verdicts as on one thread; ``NativeExplored.threads`` says how many it
+took.  The C is built
 once per generated source with the C compiler and cached (:func:`build`: the directory of
 ``proofs/native_build.py``, under ``proofs/cache.py``'s directory, keyed by a hash of the source), then
 loaded with :mod:`ctypes`.  :func:`search_native` hands back the :class:`Explored` of
@@ -95,6 +100,8 @@ class NativeExplored(Explored):
     search_seconds: float = 0.0
     #: the C search's share of ``search_seconds`` (what :data:`PROMOTE_AFTER` is measured on)
     c_seconds: float = 0.0
+    #: the threads the search expanded its levels on (1: every batch on one thread)
+    threads: int = 1
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
@@ -105,7 +112,7 @@ class NativeExplored(Explored):
 
 #: the compiler's flags: ``-O1`` builds in about half the time of ``-O2`` (most of a cold run is
 #: the build); ``bench/explore_declared.py`` shows the build and the search apart
-CFLAGS = ["-O1", "-shared", "-fPIC", "-std=c99", "-w"]
+CFLAGS = ["-O1", "-shared", "-fPIC", "-std=c99", "-pthread", "-w"]
 #: a spec is built first with these: ``-O0`` builds in about half the time of ``-O1`` and
 #: searches about half as fast (the session at 2 x 2 on 2025-11-25 http, reduced: 0.3 s to
 #: build against 0.7, 0.29 s to search against 0.14), and most searches of the declared
@@ -136,6 +143,7 @@ _IP = ctypes.POINTER(ctypes.c_int)
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "nb_new": (_P, [_B, _L, _B, _B, _B, _B, _B]),
     "nb_run": (ctypes.c_int, [_P, _L]),
+    "nb_run_par": (ctypes.c_int, [_P, _L, ctypes.c_int, _L]),
     "nb_stats": (None, [_P, _LP]),
     "nb_level": (_L, [_P, _L]),
     "nb_results": (None, [_P, _LP, _LP, _LP, _LP]),
@@ -262,9 +270,20 @@ def search_native(
     until: Iterable[str] | None = None,
     progress: Sink | None = None,
     symmetry: bool | str = False,
+    threads: int | None = None,
+    parallel_from: int | None = None,
 ) -> NativeExplored:
     """``proofs/explorer.py``'s ``explore`` on the native engine (see the module text); a
-    string ``symmetry`` is the declared symmetry check's verdict, made already."""
+    string ``symmetry`` is the declared symmetry check's verdict, made already.  ``threads``
+    (default ``native_build.default_threads()``) expand each level's batches of at least
+    ``parallel_from`` states (default ``native_build.PARALLEL_FROM``) at once; the result is
+    the one-thread run's."""
+    from .native_build import PARALLEL_FROM, default_threads
+
+    if threads is None:
+        threads = default_threads()
+    if parallel_from is None:
+        parallel_from = PARALLEL_FROM
     t0 = time.perf_counter()
     if isinstance(symmetry, str):
         from .declared_symmetry import canon_of
@@ -295,7 +314,7 @@ def search_native(
     if not R:
         raise NativeSpecError("out of memory")
     try:
-        _run(spec, gen, lib, R, res, tracker, t0, max_states, canon)
+        _run(spec, gen, lib, R, res, tracker, t0, max_states, canon, (threads, parallel_from))
     finally:
         lib.nb_free(R)
     if res.c_seconds > PROMOTE_AFTER:
@@ -316,13 +335,14 @@ def _run(
     t0: float,
     max_states: int,
     canon: Any,
+    threads: tuple[int, int] = (1, 1),
 ) -> NativeExplored:
     t1 = time.perf_counter()
-    st = (ctypes.c_long * 12)()
+    st = (ctypes.c_long * 13)()
     fed, budget = 1, 1 << 14
     while True:
         c0 = time.perf_counter()
-        rc = lib.nb_run(R, budget)
+        rc = lib.nb_run_par(R, budget, *threads) if threads[0] > 1 else lib.nb_run(R, budget)
         spent = time.perf_counter() - c0  # about a tenth of a second a slice
         res.c_seconds += spent
         lib.nb_stats(R, st)
@@ -349,6 +369,7 @@ def _run(
     cov = (ctypes.c_long * (nm + 1))()
     lib.nb_results(R, sfirst, tfirst, tmove, cov)
     stopped = bool(st[8])
+    res.threads = threads[0] if st[12] else 1
     res.states, res.transitions, res.depth = st[0], st[1], st[2]
     res.complete = not st[7] and not stopped
     res.coverage = {a.name: 0 for a in spec.acts}

@@ -25,6 +25,13 @@ the explorer of ``proofs/explorer.py`` records, at the same moments and in the s
 
 ``nb_run`` expands at most ``budget`` states a call (so the caller can report progress), stops
 at a level's end once every property in ``want`` is settled, and returns 1 when done.
+``nb_run_par`` is ``nb_run`` on several threads (``proofs/native_spec_threads.py``): a level's
+states in batches, each split among the threads, which expand their parts into records (the
+table only read, each successor's ``canon`` computed there), then handed over on one thread in
+the order ``nb_run`` takes the transitions, so the run is ``nb_run``'s, number for number; a
+batch under its ``parallel_from`` states is expanded by ``nb_run`` itself.  For it a new state's
+judging comes in two halves (``judge_into`` reads, ``judged`` records) and the table's lookup
+(``find_hashed``) apart from its insertion (``add_hashed``).
 ``nb_fair`` judges one liveness goal: the first state (least index) of a strongly connected
 component of goal-less states in which no fair move is enabled everywhere yet never taken
 inside (Tarjan's algorithm, iterative), and, given room, that component's states.  Under
@@ -42,11 +49,17 @@ which no goal state is reachable (backward over the kept edges), and the first g
 no move changes.
 """
 
-SEARCH = r"""
+from .native_spec_threads import PARALLEL
+
+SEARCH = (
+    r"""
 typedef struct {
     long n, cap, head, level_end, max_states, transitions, deadlocks, first_dead, range_first;
     long err, nlevels, lcap, ne, ecap, hcap;
     int overflow, stopped, done, nlive;
+    long split;           /* batches expanded on more than one thread (nb_run_par) */
+    void *workers;        /* nb_run_par's, kept from batch to batch */
+    int nworkers;
     sc *st;
     int *parent, *pmove, *depth;
     long *hash;
@@ -89,9 +102,10 @@ static int rehash(R *r) {
     return 1;
 }
 
-/* the index of state p, or -1 when new and not added, -2 on no memory; *added says */
-static long find_or_add(R *r, const sc *p, long from, int mv, int *added) {
-    unsigned long x = hash_of(p) & (unsigned long)(r->hcap - 1);
+/* the index of state p (of hash h), or -1 when new and not added, -2 on no memory; *added
+   says */
+static long add_hashed(R *r, const sc *p, unsigned long h, long from, int mv, int *added) {
+    unsigned long x = h & (unsigned long)(r->hcap - 1);
     *added = 0;
     while (r->hash[x]) {
         long i = r->hash[x] - 1;
@@ -122,18 +136,44 @@ static long find_or_add(R *r, const sc *p, long from, int mv, int *added) {
     return i;
 }
 
-static void judge_state(R *r, long i) {
-    const sc *p = r->st + i * NV;
-    unsigned char res[NS + 1];
+static long find_or_add(R *r, const sc *p, long from, int mv, int *added) {
+    return add_hashed(r, p, hash_of(p), from, mv, added);
+}
+
+/* the index of state p (of hash h) in the table, -1 when not there; reads the search only */
+static long find_hashed(const R *r, const sc *p, unsigned long h) {
+    unsigned long x = h & (unsigned long)(r->hcap - 1);
+    while (r->hash[x]) {
+        long i = r->hash[x] - 1;
+        if (!memcmp(r->st + i * NV, p, NV)) return i;
+        x = (x + 1) & (unsigned long)(r->hcap - 1);
+    }
+    return -1;
+}
+
+/* the state properties still needed or liveness goals judged on p into res[0 .. NS), and
+   whether p is within its variables' ranges into res[NS]; reads the search only */
+static void judge_into(const R *r, const sc *p, unsigned char *res) {
     unsigned char all[NS + 1];
-    if (r->range_first < 0 && !r->overflow && !in_range(p)) r->range_first = i;
     for (int k = 0; k < NS; k++) all[k] = r->need_s[k] || r->live_s[k];
     judge(p, all, res);
+    res[NS] = (unsigned char)in_range(p);
+}
+
+/* new state i recorded as judged (judge_into, on it or before: the properties needed then) */
+static void judged(R *r, long i, const unsigned char *res) {
+    if (r->range_first < 0 && !r->overflow && !res[NS]) r->range_first = i;
     int g = 0;
     for (int k = 0; k < NS; k++) {
         if (r->live_s[k]) { r->goal[i * r->nlive + g++] = res[k]; continue; }
         if (r->need_s[k] && res[k] == r->trig_s[k]) { r->sfirst[k] = i; r->need_s[k] = 0; }
     }
+}
+
+static void judge_state(R *r, long i) {
+    unsigned char res[NS + 1];
+    judge_into(r, r->st + i * NV, res);
+    judged(r, i, res);
 }
 
 void *nb_new(const char *init, long max_states, const unsigned char *trig_s,
@@ -179,6 +219,19 @@ static int wanted_settled(R *r) {
     return any;
 }
 
+/* the next level begun (at head, past level_end): 0, or 1 when every property in `want` is
+   settled (the search stops), -1 on no memory */
+static int next_level(R *r) {
+    if (wanted_settled(r)) { r->stopped = 1; return 1; }
+    if (r->nlevels == r->lcap) {
+        r->lcap *= 2;
+        if (!grow((void **)&r->levels, r->lcap, sizeof(long))) return -1;
+    }
+    r->levels[r->nlevels++] = r->n - 1 - r->level_end;
+    r->level_end = r->n - 1;
+    return 0;
+}
+
 int nb_run(void *rp, long budget) {
     R *r = rp;
     sc q[NV], cq[NV];
@@ -186,13 +239,9 @@ int nb_run(void *rp, long budget) {
     while (r->head < r->n && budget-- > 0) {
         long i = r->head;
         if (i > r->level_end) {
-            if (wanted_settled(r)) { r->stopped = 1; break; }
-            if (r->nlevels == r->lcap) {
-                r->lcap *= 2;
-                if (!grow((void **)&r->levels, r->lcap, sizeof(long))) return -1;
-            }
-            r->levels[r->nlevels++] = r->n - 1 - r->level_end;
-            r->level_end = r->n - 1;
+            int lv = next_level(r);
+            if (lv < 0) return -1;
+            if (lv) break;
         }
         r->head++;
         r->estart[i] = r->ne;
@@ -241,7 +290,7 @@ void nb_stats(void *rp, long *out) {
     out[0] = r->n; out[1] = r->transitions; out[2] = r->n ? r->depth[r->n - 1] : 0;
     out[3] = r->head; out[4] = r->deadlocks; out[5] = r->first_dead; out[6] = r->range_first;
     out[7] = r->overflow; out[8] = r->stopped; out[9] = r->err; out[10] = r->nlevels;
-    out[11] = r->ne;
+    out[11] = r->ne; out[12] = r->split;
 }
 
 long nb_level(void *rp, long k) { return ((R *)rp)->levels[k]; }
@@ -412,11 +461,16 @@ long nb_stuck(void *rp, int live, long *count) {
     return found;
 }
 
+static void free_workers(R *r);
+
 void nb_free(void *rp) {
     R *r = rp;
     if (!r) return;
     free(r->st); free(r->parent); free(r->pmove); free(r->depth); free(r->hash);
     free(r->levels); free(r->estart); free(r->eto); free(r->emv); free(r->goal); free(r->changed); free(r->renamed);
+    free_workers(r);
     free(r);
 }
 """
+    + PARALLEL
+)
