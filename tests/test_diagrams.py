@@ -22,6 +22,7 @@ from mcp_inflight.model.properties import INVARIANTS
 from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_state import domains
 from mcp_inflight.proofs.explorer import explore
+from support.explored import edges
 
 HAVE_DOT = shutil.which("dot") is not None
 
@@ -274,12 +275,10 @@ def _explored(cfg):
     states, bad_edges = set(), [0]
     step = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "step"]
 
-    def on_edge(pre, a, args, post, out):
+    for pre, a, args, post, out in edges(cfg, symmetry=False):
         states.update((pre, post))
         if any(not p.fn(b, pre, post, cfg, a, args["r"], args.get("i"), out) for p in step):
             bad_edges[0] += 1
-
-    explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
     state = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "state"]
     return {s: [p.name for p in state if not p.fn(b, s, cfg)] for s in states}, bad_edges[0]
 

@@ -1,5 +1,6 @@
 """The z3 prover: one definition read two ways, inductive proofs, counterexamples, traces."""
 
+import json
 import os
 import subprocess
 import sys
@@ -500,33 +501,48 @@ def test_a_configurations_cache_key_is_the_same_in_every_process():
     assert "guarded" in repr(DESIGNS["atomic"]) and isinstance(DESIGNS["atomic"].guarded, frozenset)
 
 
-def test_a_hazards_finite_counterexample_first_changes_queries_not_verdicts(monkeypatch):
-    """The hazards look for a finite counterexample before the quick unbounded attempt
-    (``proofs/induction.py``): the same statuses, counterexample actions and traces as asking
-    in the order every other obligation takes, in fewer queries on a profile where one breaks.
-    Both runs are made here, one after the other: z3's answers, and so the number of queries,
-    depend on the terms the process made before (``proofs/prove.py``), so a proof made earlier
-    for another test is not the one to compare with."""
-    from mcp_inflight.proofs import induction
+_QUICK_FIRST = """
+import json, sys
+from mcp_inflight.model import ATOMIC, Config
+from mcp_inflight.proofs import induction
+from mcp_inflight.proofs.prove import prove
 
-    cfg = Config(ATOMIC, "2025-11-25", "stdio")
-
-    def rows(res):
-        return [
-            (p.name, p.status, p.cti and p.cti.action, p.trace and len(p.trace)) for p in res.proofs
-        ]
-
-    first = prove(cfg)
+cfg = Config(ATOMIC, "2025-11-25", "stdio")
+if sys.argv[1] == "quick":
     holds_on = induction.Induction._holds_on
 
     def quick_first(self, *a, expect_cti=False, **k):
         return holds_on(self, *a, **k)
 
-    monkeypatch.setattr(induction.Induction, "_holds_on", quick_first)
-    quick = prove(cfg)
-    assert rows(first) == rows(quick)
-    assert any(p.kind == "hazard" and p.status == "trace" for p in first.proofs)
-    assert first.queries < quick.queries
+    induction.Induction._holds_on = quick_first
+res = prove(cfg)
+rows = [
+    (p.name, p.status, p.cti and p.cti.action, p.trace and len(p.trace), p.kind)
+    for p in res.proofs
+]
+print(json.dumps({"rows": rows, "queries": res.queries}))
+"""
+
+
+def test_a_hazards_finite_counterexample_first_changes_queries_not_verdicts():
+    """The hazards look for a finite counterexample before the quick unbounded attempt
+    (``proofs/induction.py``): the same statuses, counterexample actions and traces as asking
+    in the order every other obligation takes, in fewer queries on a profile where one breaks.
+    Each run is made in a fresh process: z3's answers, and so the number of queries, depend on
+    the terms the process made before (``proofs/prove.py``), so two runs in one process after
+    other tests' work are not the same starting point."""
+
+    def run(way):
+        p = subprocess.run(
+            [sys.executable, "-c", _QUICK_FIRST, way], capture_output=True, text=True
+        )
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    first, quick = run("first"), run("quick")
+    assert first["rows"] == quick["rows"]
+    assert any(kind == "hazard" and status == "trace" for _, status, _, _, kind in first["rows"])
+    assert first["queries"] < quick["queries"]
 
 
 def test_the_implications_shown_fit_the_budget_asked_for_them(monkeypatch):

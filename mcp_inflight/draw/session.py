@@ -1,7 +1,8 @@
 """The session-level state graph of a design, drawn from the explorer's transitions.
 
-The graph is the one ``proofs/session_search.py`` walks: ``explore(..., on_edge=...)`` reports every
-transition, and nothing here searches on its own.  It is explored *without* symmetry reduction
+The graph is the session's declaration (``model/session_spec.py``) walked by
+``proofs/walk.py:transitions_out`` on its compiled rules (``proofs/compiled_spec.py``): every
+transition of the reachable space, the one explorer's.  It is walked *without* symmetry reduction
 so that every node is a concrete state of the model (no canonical form is involved), and the
 nodes are numbered breadth-first from the initial state with the outgoing transitions of each
 state taken in a fixed order (the order of ``ACTIONS``, then instance, then id), so the drawing
@@ -44,14 +45,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.properties import INVARIANTS
-from mcp_inflight.model.session import ACTIONS
+from mcp_inflight.model.session import ACTION, ACTIONS
+from mcp_inflight.model.session_spec import spec
 from mcp_inflight.model.session_state import FIELDS
 from mcp_inflight.model.trace import id_name, inst_name, render_value
-from mcp_inflight.proofs.explorer import explore
+from mcp_inflight.proofs.compiled_spec import Refused, compile_spec
+from mcp_inflight.proofs.walk import transitions_out
 
 from .render import quote, quote_escaped
 
@@ -89,25 +91,27 @@ def _edge_key(e: tuple[Any, ...]) -> tuple[int, int, int]:
 
 @cache
 def graph(cfg: Config) -> Graph:
-    """The explored transition graph of ``cfg`` (no symmetry), numbered breadth-first."""
-    b = step.backend(cfg)
+    """The reachable transition graph of ``cfg`` (no symmetry), numbered breadth-first."""
+    sp = spec(cfg, liveness=False)
+    b = sp.logic()
     state_inv = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "state"]
     step_inv = [p for p in INVARIANTS if p.applies(cfg) and p.scope == "step"]
     succ: dict = {}
-
-    def on_edge(pre: Any, action: Any, args: dict[str, int], post: Any, out: Any) -> None:
+    g = Graph(cfg, coverage={a.name: 0 for a in sp.acts})
+    try:
+        fire = compile_spec(sp).fire
+    except Refused:  # a rule the generator cannot read: taken as written
+        fire = None
+    for pre, m, post, out in transitions_out(sp, fire):
+        a, args = ACTION[m.name], dict(m.args)
         broken = [
             p.name
             for p in step_inv
-            if not p.fn(b, pre, post, cfg, action, args["r"], args.get("i"), out)
+            if not p.fn(b, pre, post, cfg, a, m.kw["r"], m.kw.get("i"), out)
         ]
-        succ.setdefault(pre, []).append((pre, action, dict(args), post, broken))
-
-    res = explore(cfg, symmetry=False, progress=False, on_edge=on_edge)
-    if not res.complete:  # pragma: no cover - no bound is given
-        raise RuntimeError(f"exploration of {cfg.label} did not complete")
-    g = Graph(cfg, coverage=dict(res.coverage))
-    s0 = step.start(cfg)
+        succ.setdefault(pre, []).append((pre, a, args, post, broken))
+        g.coverage[m.name] += 1
+    s0 = sp.initial()
     g.number[s0] = 0
     g.states.append(s0)
     todo = deque([s0])
@@ -120,10 +124,6 @@ def graph(cfg: Config) -> Graph:
                 g.states.append(post)
                 todo.append(post)
             g.edges.append((n, a, args, g.number[post], broken))
-    if len(g.states) != res.states:  # the explorer and this numbering must agree
-        raise RuntimeError(
-            f"{cfg.label}: {len(g.states)} states numbered, explorer found {res.states}"
-        )
     for n, s in enumerate(g.states):
         bad = [p.name for p in state_inv if not p.fn(b, s, cfg)]
         if bad:

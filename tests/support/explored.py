@@ -27,37 +27,51 @@ def run(
 
 
 @cache
-def expanded_flat(cfg, symmetry: bool = True) -> tuple:
-    """The states an explorer run of ``cfg`` expands, as flat tuples in the order its
-    breadth-first search meets them (the first met of each symmetry key when ``symmetry``), by
-    the explorer's own successor function and key; shared by every test that asks for it."""
-    from mcp_inflight.proofs.compiled_model import Compiled
-    from mcp_inflight.proofs.flat import key_function
+def expanded(cfg, symmetry: bool = True) -> tuple:
+    """The states a breadth-first search of ``cfg``'s declaration (``model/session_spec.py``)
+    keeps, in the order it meets them, on the one explorer's compiled rules; with ``symmetry``
+    one per orbit, the least of its renamings (``proofs/declared_symmetry.py:Canon``), as the
+    one explorer keeps them; shared by every test that asks for it.  A state reads as the
+    session's (a field per attribute)."""
+    from mcp_inflight.model.session_spec import spec
+    from mcp_inflight.proofs.compiled_spec import compile_spec
+    from mcp_inflight.proofs.declared_symmetry import Canon
 
-    comp = Compiled(cfg)
-    key = key_function(cfg, comp.layout, symmetry)
-    expand = comp.expand
-    s0 = comp.initial()
-    seen = {key(s0)}
+    sp = spec(cfg, liveness=False)
+    fire = [f for f in compile_spec(sp).fire if f is not None]
+    keep = Canon(sp) if symmetry else None
+    s0 = sp.initial() if keep is None else keep(sp.initial())
+    seen = {s0}
     order = [s0]
     level = [s0]
     while level:
         nxt = []
         for s in level:
-            for _m, t, _outs, _bad in expand(s):
-                k = key(t)
+            for f in fire:
+                t = f(s)
+                if t is None:
+                    continue
+                k = t[0] if keep is None else keep(t[0])
                 if k not in seen:
                     seen.add(k)
-                    nxt.append(t)
+                    nxt.append(k)
         order += nxt
         level = nxt
     return tuple(order)
 
 
-@cache
-def expanded(cfg, symmetry: bool = True) -> tuple:
-    """:func:`expanded_flat` as concrete states."""
-    from mcp_inflight.proofs.flat import Layout
+def edges(cfg, symmetry: bool = True):
+    """Every transition out of the states of :func:`expanded`: ``(pre, action, args, post,
+    output)``, the action the session's (``model/session.py``), ``args`` its ``r`` and ``i``,
+    ``post`` the successor as the move writes it (not renamed)."""
+    from mcp_inflight.model.session import ACTION
+    from mcp_inflight.model.session_spec import spec
+    from mcp_inflight.proofs.compiled_spec import compile_spec
 
-    lay = Layout(cfg)
-    return tuple(lay.unflatten(t) for t in expanded_flat(cfg, symmetry))
+    sp = spec(cfg, liveness=False)
+    fire = [(m, f) for m, f in zip(sp.moves(), compile_spec(sp).fire, strict=True) if f]
+    for pre in expanded(cfg, symmetry):
+        for m, f in fire:
+            t = f(pre)
+            if t is not None:
+                yield pre, ACTION[m.name], dict(m.args), t[0], t[1]
