@@ -37,6 +37,7 @@ PARALLEL = (
     + str(BATCH)
     + r"""
 #define NTW ((NT + 63) / 64)
+#define AHEAD 16
 
 /* one thread's part of a batch: the states [from, to) and their records */
 typedef struct {
@@ -180,10 +181,13 @@ static int hand_over(R *r, Wk *w) {
         if (r->nlive && (w->sflag[s] & 2)) r->changed[i] = 1;
         for (int e = 0; e < n; e++, at++) {
             int j = w->mv[at];
+            long ahead = at + AHEAD;  /* a later new state's slot in the table, fetched early */
+            if (ahead < w->n && w->dst[ahead] < 0 && w->mres[-1 - w->dst[ahead]] < 0)
+                __builtin_prefetch(r->hash + (w->mh[-1 - w->dst[ahead]] & (unsigned long)(r->hcap - 1)));
             r->transitions++;
             r->cov[j]++;
-            if (NT) {
-                const unsigned long long *ev = w->ev + at * NTW;
+            const unsigned long long *ev = w->ev + at * NTW;
+            if (NT && (NTW > 1 || ev[0])) {
                 for (int k = 0; k < NT; k++)
                     if (r->need_t[k] && (ev[k >> 6] >> (k & 63) & 1)) {
                         r->tfirst[k] = i; r->tmove[k] = j; r->need_t[k] = 0;
