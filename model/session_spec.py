@@ -19,7 +19,7 @@ declaration says of them is read from the session's tables:
 * instances are declared ``ordered`` (sends fill their slots in order), so the declared
   symmetry reduction renames them only among the sent ones;
 * an invariant is an ``always`` property (state) or a ``step`` property reading the move's
-  output; a witness is a ``happens`` property on the steps of the path it names (the session's
+  output; a witness is a ``happens`` property on the steps of the path it names (a ``sometimes`` one where it names none; the session's
   ``reached_on_step``); a hazard is a ``hazard``; a property that does not apply to the profile
   is left out, as the session's explorers report it ``n/a``;
 * the stdio clock's renumbering (``canonical_clock``, an exact abstraction) is the declaration's
@@ -177,6 +177,9 @@ def _on_step(fn: Callable[..., Any], cfg: Config) -> Callable[..., Any]:
 def declared(p: Property, cfg: Config) -> Prop:
     """The session property ``p`` (an invariant, witness, hazard or auxiliary invariant of
     ``cfg``) as a property of the declaration."""
+    if p.kind == "witness" and p.scope == "state" and not p.through:  # reached on any state
+        fn = p.fn
+        return Prop(p.name, "sometimes", lambda b, s: fn(b, s, cfg), p.doc)
     if p.kind == "witness":
         return Prop(p.name, "happens", _on_step(reached_on_step(p), cfg), p.doc, with_output=True)
     if p.scope == "step":

@@ -14,7 +14,7 @@ from mcp_inflight.model import (
     profiles,
     step,
 )
-from support.explored import run
+from support.explored import judging, run
 
 PROFILES = profiles()
 
@@ -181,14 +181,13 @@ def test_the_id_rule_of_each_client():
     from dataclasses import replace
 
     from mcp_inflight.model.auxiliary import AUX
-    from mcp_inflight.proofs.explorer import explore
 
-    prop = (replace(AUX["client_ids_fresh"], applies=lambda c: True),)
+    prop = [replace(AUX["client_ids_fresh"], applies=lambda c: True)]
     for client, holds in (("fresh", True), ("reusing", False)):
         cfg = Config(ATOMIC, "2025-11-25", "stdio", ids=1, client=client)
-        v = explore(cfg, properties=prop, progress=False).verdict("client_ids_fresh")
-        assert v.ok == holds, client
-    acts = _actions(v.trace)
+        ran = judging(cfg, prop)
+        assert (ran.verdicts["client_ids_fresh"] == "holds") == holds, client
+    acts = _actions(ran.traces["client_ids_fresh"])
     assert acts.count("client_sends") == 2 and acts.index("respond") < len(acts) - 1
     assert "rogue_sends" not in acts
     assert run("atomic", "2025-11-25", "stdio", client="reusing").verdict("sequential_reuse").ok

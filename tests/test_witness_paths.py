@@ -24,10 +24,12 @@ from mcp_inflight.model.properties import PROPERTIES, PROPERTY, WITNESSES
 from mcp_inflight.model.property_kinds import judged
 from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.native_build import available
-from support.explored import run
+from support.explored import judging, run
 
 CFG = Config(DESIGNS["atomic"], "2026-07-28", "stdio", 2, 2)
 ENGINES = ["compiled", "interpreted"] + (["native"] if available() else [])
+#: ``check --engine``'s names as the one explorer's
+ENGINE_OF = {"compiled": "compiled", "interpreted": "concrete", "native": "native"}
 
 
 @pytest.fixture
@@ -50,15 +52,15 @@ def _kill(monkeypatch, name: str) -> None:
     step.moves.cache_clear()
 
 
-def _without_path(name: str, everywhere: bool = False):
-    """The witness judged as before paths: reached on any state where it holds (``everywhere``:
-    on every design and profile, as it applied then)."""
-    return [
-        replace(p, through=(), **({"applies": lambda c: True} if everywhere else {}))
-        if p.name == name
-        else p
-        for p in PROPERTIES
-    ]
+def _without_path(cfg, name: str, engine: str = "fastest"):
+    """The one explorer's run of ``cfg`` with the witness ``name`` judged as before paths:
+    reached on any state where it holds (on every design and profile, as it applied then);
+    ``(run, its verdict word, the last action of its trace or None)``."""
+    plain = judging(
+        cfg, [replace(PROPERTY[name], through=(), applies=lambda c: True)], engine=engine
+    )
+    steps = plain.traces.get(name)
+    return plain, plain.verdicts[name], steps[-1]["action"] if steps else None
 
 
 def test_every_witness_names_a_path_of_actions_of_the_model():
@@ -92,7 +94,7 @@ def test_judged_turns_a_path_witness_into_a_step_witness():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_model_as_written_reaches_every_witness_through_its_path(engine):
     r = explore(CFG, engine=engine, progress=False)
-    plain = explore(CFG, engine=engine, progress=False, properties=_without_path("cancelled"))
+    plain, _, _ = _without_path(CFG, "cancelled", ENGINE_OF[engine])
     assert (r.states, r.transitions) == (plain.states, plain.transitions)
     for v in r.of("witness"):
         if v.applies:
@@ -111,11 +113,7 @@ def test_refuse_dead_leaves_duplicate_refused_unreached(monkeypatch, fresh_table
     assert v.applies and not v.ok and v.through == ("refuse",)
     assert not r.ok
     # another path reaches the state: a request turned away at the session's end
-    plain = explore(
-        CFG, engine=engine, progress=False, properties=_without_path("duplicate_refused")
-    )
-    assert plain.verdict("duplicate_refused").ok
-    assert plain.verdict("duplicate_refused").trace[-1].action == "reject"
+    assert _without_path(CFG, "duplicate_refused", ENGINE_OF[engine])[1:] == ("reached", "reject")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -125,9 +123,7 @@ def test_cancel_dead_leaves_cancelled_unreached(monkeypatch, fresh_tables, engin
     assert r.coverage["deliver_cancel"] == 0 and r.coverage["end_request"] > 0
     v = r.verdict("cancelled")
     assert v.applies and not v.ok and v.through == ("deliver_cancel",)
-    plain = explore(CFG, engine=engine, progress=False, properties=_without_path("cancelled"))
-    assert plain.verdict("cancelled").ok
-    assert plain.verdict("cancelled").trace[-1].action == "end_request"
+    assert _without_path(CFG, "cancelled", ENGINE_OF[engine])[1:] == ("reached", "end_request")
 
 
 def _check(tmp_path, monkeypatch, *extra):
@@ -185,5 +181,4 @@ def test_a_witness_whose_path_is_not_in_the_design_does_not_apply():
     r = run("unguarded", "2026-07-28", "stdio")  # cfg's run, shared by the tests that ask for it
     assert r.cfg == cfg and r.symmetry
     assert not r.verdict("duplicate_refused").applies
-    plain = explore(cfg, progress=False, properties=_without_path("duplicate_refused", True))
-    assert plain.verdict("duplicate_refused").trace[-1].action == "reject"
+    assert _without_path(cfg, "duplicate_refused")[2] == "reject"

@@ -75,3 +75,20 @@ def edges(cfg, symmetry: bool = True):
             t = f(pre)
             if t is not None:
                 yield pre, ACTION[m.name], dict(m.args), t[0], t[1]
+
+
+def judging(cfg, props, symmetry: bool = True, engine: str = "fastest"):
+    """The one explorer's run (an ``Explored``) of ``cfg``'s declaration with each of ``props``
+    (session properties: ``model/properties.py``'s or ``model/auxiliary.py``'s) judged in place
+    of the property of its name, or beside them, whether or not it applies to ``cfg``."""
+    from dataclasses import replace
+
+    from mcp_inflight.model.session_spec import declared, spec
+    from mcp_inflight.proofs.explorer import explore
+
+    sp = spec(cfg, liveness=False)
+    names = {p.name for p in props}
+    kept = tuple(p for p in sp.props if p.name not in names)
+    aux = tuple(p for p in sp.aux if p.name not in names)
+    sp = replace(sp, props=kept + tuple(declared(p, cfg) for p in props), aux=aux)
+    return explore(sp, symmetry=symmetry, engine=engine)
