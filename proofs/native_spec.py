@@ -275,13 +275,13 @@ def search_native(
 ) -> NativeExplored:
     """``proofs/explorer.py``'s ``explore`` on the native engine (see the module text); a
     string ``symmetry`` is the declared symmetry check's verdict, made already.  ``threads``
-    (default ``native_build.default_threads()``) expand each level's batches of at least
+    (default ``native_build.default_threads()``, at most ``MAX_THREADS``) expand each level's batches of at least
     ``parallel_from`` states (default ``native_build.PARALLEL_FROM``) at once; the result is
     the one-thread run's."""
     from .native_build import PARALLEL_FROM, default_threads
+    from .native_spec_threads import MAX_THREADS
 
-    if threads is None:
-        threads = default_threads()
+    threads = max(1, min(default_threads() if threads is None else threads, MAX_THREADS))
     if parallel_from is None:
         parallel_from = PARALLEL_FROM
     t0 = time.perf_counter()

@@ -27,12 +27,16 @@ under two a thread) is expanded by ``nb_run`` itself.
 #: the most states of a batch: the records of a larger one would be handed over no sooner
 #: and take more memory at once
 BATCH = 1 << 16
+#: the most threads a search takes (``nb_run_par`` takes no more)
+MAX_THREADS = 16
 
 PARALLEL = (
     r"""
 #include <pthread.h>
 
-#define MAX_THREADS 16
+#define MAX_THREADS """
+    + str(MAX_THREADS)
+    + """
 #define BATCH """
     + str(BATCH)
     + r"""
