@@ -275,9 +275,9 @@ def search_native(
 ) -> NativeExplored:
     """``proofs/explorer.py``'s ``explore`` on the native engine (see the module text); a
     string ``symmetry`` is the declared symmetry check's verdict, made already.  ``threads``
-    (default ``native_build.default_threads()``, at most ``MAX_THREADS``) expand each level's batches of at least
-    ``parallel_from`` states (default ``native_build.PARALLEL_FROM``) at once; the result is
-    the one-thread run's."""
+    (default ``native_build.default_threads()``, at most ``MAX_THREADS``) expand each level's
+    batches of at least ``parallel_from`` states (default ``native_build.PARALLEL_FROM``) at
+    once; the result is the one-thread run's."""
     from .native_build import PARALLEL_FROM, default_threads
     from .native_spec_threads import MAX_THREADS
 
