@@ -11,10 +11,11 @@ numbered before it) and splits each among the threads.  Each thread expands its 
 (``expand_part``) into records, reading the search's states, table and wants and writing none
 of them: per state whether some move changes it, whether ``final`` holds when no move is
 enabled, its number of successors; per successor its move row, its step properties' events
-(those still needed when the batch began), whether the move changed the state, and where it
-leads: the index of its kept state (its ``canon``, computed by the thread) in the table as it
-stood before the batch, or, when not there, the kept state itself (once per thread: a table
-of the thread's own finds it again), hashed and judged.  The calling thread then hands the
+(those still needed when the batch began), whether the move changed the state (with a
+liveness goal, for the graph) and where it leads: the index of its kept state (its ``canon``,
+computed by the thread) in the table as it stood before the batch, or, when not there, the
+kept state itself (once per thread: a table of the thread's own finds it again), hashed and
+judged.  The calling thread then hands the
 records over (``hand_over``) in the order of the states and of their moves, as ``nb_run`` takes
 the transitions: counts, coverage, first events, the successor added when new (so states are
 numbered as on one thread, and ``max_states`` drops the same ones), the kept edges and the
@@ -145,7 +146,7 @@ static void *expand_part(void *arg) {
             if (w->n == w->cap && !wk_grow(w)) { w->oom = 1; return 0; }
             long k = w->n++;
             w->mv[k] = j;
-            w->moved[k] = memcmp(p, q, NV) != 0;
+            w->moved[k] = r->nlive && memcmp(p, q, NV) != 0;  /* read with a graph only */
             if (w->moved[k]) flag |= 2;
             if (NT) {
                 unsigned long long *ev = w->ev + k * NTW;
