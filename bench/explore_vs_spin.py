@@ -5,12 +5,12 @@
 
 For every design x profile x bound (ids x requests) it runs:
 
-* ours: ``explore(cfg, symmetry=False)`` and ``explore(cfg, symmetry=True)``
-  (``mcp_inflight.proofs.explorer``, the session's Python engine), timed around the call; and, when a C
-  compiler is present, ``explore(cfg, symmetry=False, engine="native")`` (``proofs/native.py``:
-  the same rules generated as C, the whole search in C), its build (C generation and gcc, into a
-  fresh cache directory) timed apart from its search, so that its states per second, like pan's,
-  count the search alone;
+* ours: ``explore(cfg, symmetry=False, engine="compiled")`` and the same with symmetry
+  (``mcp_inflight.proofs.explorer``, the one explorer's Python engine on the session's
+  declaration), timed around the call; and, when a C compiler is present, its native engine
+  (``proofs/native_spec.py``: the same rules generated as C, the whole search in C) on one
+  thread and on two, its build (C generation and gcc, into a fresh cache directory) timed apart
+  from its search, so that its states per second, like pan's, count the search alone;
 * SPIN, end to end and timed as one: the Promela text generated from ``model/`` by
   ``bench/promela.py`` (no hand-written Promela), ``spin -a``, ``gcc -O2 -DSAFETY -DNOCLAIM``
   (safety only, no never claim; no ``-DCOLLAPSE``: on these 30-40 byte state vectors it made
@@ -152,21 +152,23 @@ def run_ours(
     liveness: bool = False,
     threads: int | None = None,
 ) -> dict:
-    build = 0.0
     if engine == "native":
-        from mcp_inflight.proofs import native, native_build
+        # the one explorer's native engine on the session's declaration, called directly for
+        # its thread count; its build (generation and gcc, -O0 then -O1 once the search lasts)
+        # is timed apart from its search
+        from mcp_inflight.model.session_spec import spec
+        from mcp_inflight.proofs.native_spec import search_native
+        from mcp_inflight.proofs.session_run import reducible, run_result
 
-        b0 = time.monotonic()
-        gen = native.Generated(cfg, symmetry=symmetry, graph=liveness)
-        native_build.build(
-            gen.source, native.flags_for(cfg, symmetry) if liveness else native_build.CFLAGS
-        )
-        build = time.monotonic() - b0
-    t0 = time.monotonic()
-    r = explore(
-        cfg, symmetry=symmetry, progress=False, engine=engine, liveness=liveness, threads=threads
-    )
-    sec = time.monotonic() - t0
+        t0 = time.monotonic()
+        ex = search_native(spec(cfg, liveness), symmetry=symmetry, threads=threads)
+        sec = time.monotonic() - t0
+        r = run_result(cfg, ex, reducible(ex.symmetry) if symmetry else False, liveness)
+        build, sec = ex.build_seconds, sec - ex.build_seconds
+    else:
+        t0 = time.monotonic()
+        r = explore(cfg, symmetry=symmetry, progress=False, engine=engine, liveness=liveness)
+        sec, build = time.monotonic() - t0, 0.0
     return {
         "engine": engine,
         "build_seconds": build,

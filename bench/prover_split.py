@@ -47,14 +47,9 @@ if kind.startswith("session"):
     from mcp_inflight.model.config import DESIGNS, Config, client_for
     _, rev, tr = kind.split()
     cfg = Config(DESIGNS["atomic"], rev, tr, 2, 2, client_for("reusing", rev))
-    # imported before the fork (the session's engines moved from proofs/explore.py)
-    for name in ("mcp_inflight.proofs.session_search", "mcp_inflight.proofs.explore"):
-        try:
-            importlib.import_module(name)
-            break
-        except ImportError:
-            pass
-    import mcp_inflight.proofs.native
+    # imported before the fork (the one explorer and its native engine)
+    for name in ("mcp_inflight.proofs.explorer", "mcp_inflight.proofs.native_spec"):
+        importlib.import_module(name)
     timed(P.Prover, "induction", "induction")
     timed(P.Prover, "_vacuity", "vacuity")
     timed(bmc, "search", "bounded search")

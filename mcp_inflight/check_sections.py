@@ -26,6 +26,13 @@ def liveness(args: argparse.Namespace) -> bool:
     return args.liveness or args.requests <= 2
 
 
+def reference_paths() -> bool:
+    """Whether ``MCP_INFLIGHT_REFERENCE`` asks ``check`` for its reference paths (the symmetry
+    check on the compiled rules, not in C; the prover after the explorer): the same verdicts,
+    slower."""
+    return os.environ.get("MCP_INFLIGHT_REFERENCE", "") not in ("", "0")
+
+
 def session_section(
     args: argparse.Namespace, cfgs: list[Config], cache: str
 ) -> tuple[Any, Any, list[Any]]:
@@ -37,7 +44,6 @@ def session_section(
     ``MCP_INFLIGHT_REFERENCE=1``: the reference paths (the symmetry check on the compiled
     rules rather than in C, the prover after the explorer)."""
     from mcp_inflight.proofs import session_run
-    from mcp_inflight.proofs.symmetry import reference_paths
 
     # --no-symmetry: no reduction anywhere (the explorer's, the bounded search's id order)
     checked: list[bool | str] = [False] * len(cfgs)

@@ -1,6 +1,6 @@
 """Reports of the two checkers: text tables, the combined check report, JUnit XML.
 
-The records come from the checkers (``proofs.session_search.RunResult``/``Verdict``,
+The records come from the checkers (``proofs.records.RunResult``/``Verdict``,
 ``proofs.prove.ProveResult``/``Proof``) and their traces and counterexamples to induction from
 ``model/trace.py``, which renders each of them one way.  This module lays them out: the
 explorer's table, the prover's table, both side by side for ``mcp-inflight check``, and one
@@ -17,8 +17,7 @@ from mcp_inflight.model.declare import loop_header
 from mcp_inflight.model.trace import trace_lines
 from mcp_inflight.proofs.outcome import Cell, session_cells
 from mcp_inflight.proofs.prove import BMC_IDS, BMC_REQUESTS
-from mcp_inflight.proofs.records import Proof, ProveResult
-from mcp_inflight.proofs.session_search import RunResult, Verdict
+from mcp_inflight.proofs.records import Proof, ProveResult, RunResult, Verdict
 
 _SECTIONS = (
     ("Invariants and witnesses", ("invariant", "witness")),
@@ -427,7 +426,7 @@ def discipline_text(cells: Sequence[Cell]) -> str:
 
 
 def symmetry_text(cells: Sequence[Cell]) -> str:
-    """The symmetry check of each run (``proofs/symmetry.py``), one line when it holds."""
+    """The symmetry check of each run (``proofs/declared_symmetry.py``), one line when it holds."""
     bad = [c for c in cells if not c.passed]
     if not bad:
         return (

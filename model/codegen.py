@@ -9,7 +9,7 @@ specialised to them (quantifiers unrolled over finite domains, configuration tes
 folded away).
 
 Three readers build on it, each with its own view of the state (what ``s.life[r]`` reads):
-the explorer's flat tuples (``proofs/compiled_model.py``), the runtime core's tables
+the one explorer's generated rules (``proofs/compiled_spec.py``, ``proofs/native_spec_c.py``), the runtime core's tables
 (``impl/generated.py``) and the SPIN benchmark's Promela variables (``bench/promela.py``, with
 :data:`PROMELA` syntax).  This module knows no field and no rule; it turns the interface's
 operations into text.

@@ -1,7 +1,8 @@
 """The session model's actions: every step of a session, its guard, effect and output.
 
 Like h11's ``_state.py``, the session model is the whole of the rules: the explorer
-(``proofs/explorer.py``, its session engines in ``proofs/session_search.py``), the z3 prover, the diagrams and the runtime core (``impl/``) read
+(``proofs/explorer.py``, on the session's declaration), the z3 prover, the diagrams and the
+runtime core (``impl/``) read
 these definitions and add none of their own.  Guards and effects are written against the state
 interface of ``model/logic.py`` so that a concrete and a symbolic backend read the same text.
 The rules are three modules, read in this order, each importing only the ones before it:

@@ -85,8 +85,8 @@ def in_order(b: Logic, s: Any, c: Config, t: Any) -> Any:
 
 #: The one condition that is not symmetric in instances, on purpose: sends fill the instance
 #: slots in order, so of the interchangeable unsent slots only one is ever taken (a reduction of
-#: its own).  ``proofs/symmetry.py`` checks every rule without it, and that unsent slots are
-#: interchangeable (all at their initial values), which is what makes the order lose nothing.
+#: its own).  The declared symmetry check (``proofs/declared_symmetry.py``) renames instances
+#: only among the sent ones, which is what makes the order lose nothing.
 SLOT_ORDER = "next_free_slot"
 
 

@@ -26,14 +26,13 @@ declaration says of them is read from the session's tables:
   ``ranks`` (:data:`RANKS`, read from the same table of stamps);
 * the settled states (``session_state.settled``: nothing unfinished, no cancel on the wire) are
   the declaration's ``final`` states: a state with no move is a deadlock only where it is not
-  settled, as the session's engines count one.
+  settled.
 
 What this reading is checked by, and what it is not yet (``tests/test_session_spec.py``):
 
-* the one explorer (``proofs/explorer.py``) finds on it the states, transitions, coverage,
-  verdicts and shortest traces of the session's own explorer without its symmetry reduction,
-  on every design, mutant and profile: the session's compiled and native engines are its
-  accelerators, compared with it;
+* the one explorer (``proofs/explorer.py``) finds on its compiled and native rules the states,
+  transitions, coverage, verdicts and shortest traces of the rules as written (the concrete
+  engine), without symmetry reduction, on every design, mutant and profile;
 * ids and instances are declared ``unbounded``: the one prover (``proofs/induction.py``)
   proves for any number of them, as the session's own prover does, and its verdict on every
   invariant, step property and auxiliary invariant is that prover's on every design, mutant
@@ -44,8 +43,9 @@ What this reading is checked by, and what it is not yet (``tests/test_session_sp
 * the session's liveness properties (``model/eventually.py``) are part of this reading:
   ``requests_answered`` an ``eventually`` property resting on the same actions' weak fairness,
   ``settles`` and ``no_deadlock`` properties of the graph itself (``reachable`` and
-  ``unstuck``, on no fairness), each with the session engines' goal; the one explorer's
-  verdicts on them are the session engines' (``tests/test_session_spec.py``).
+  ``unstuck``, on no fairness), each with the goal ``model/eventually.py`` states; the verdicts
+  of the compiled and native engines on them are those of the rules as written
+  (``tests/test_session_spec.py``).
 """
 
 from __future__ import annotations
@@ -192,8 +192,7 @@ def declared(p: Property, cfg: Config) -> Prop:
 
 
 #: why instances are renamed only among the sent ones by the declared symmetry reduction
-#: (``proofs/declared_symmetry.py``); the session's own engines rename them all, with this
-#: condition left out and checked apart (``proofs/symmetry.py``)
+#: (``proofs/declared_symmetry.py``)
 SLOT_ORDER_WHY = (
     f"sends fill instance slots in order (the condition {SLOT_ORDER}), itself a reduction: "
     "only a renaming among the sent instances is a symmetry of the rules"

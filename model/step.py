@@ -3,8 +3,8 @@
 Every reader that walks concrete states (the explorer's interpreted engine, the prover's replay
 of a bounded trace, the drawings, the tests) takes a step here, so the sequence "the guard
 holds, the output is computed on the pre-state, the writes are applied, the clock is
-renumbered" is written once.  The compiled engine (``proofs/compiled_model.py``) and the runtime
-(``impl/generated.py``) generate the same sequence as code and are tested against this one.
+renumbered" is written once.  The runtime (``impl/generated.py``) generates the same sequence
+as code and is tested against this one.
 """
 
 from __future__ import annotations

@@ -8,14 +8,13 @@
   fairness), on the rules generated as C (``native_spec.py``) or Python (``compiled_spec.py``)
   or read concretely (``stepping.py``); ``induction.py`` the one z3 induction prover (Houdini,
   typedness proved) on ``universe.py``'s readings, the session's induction included.
-* The session model (``model/session.py``) keeps its own search engines, compared with the one
-  explorer (``tests/test_session_spec.py``): ``session_search.py`` with ``compiled_model.py``
-  and ``native.py`` (symmetry reduction over every instance by ``flat.py``'s keys, liveness on
-  the graph in ``liveness.py``), and around the one induction its bounded search for traces
-  (``bmc.py``), vacuity checks (``prove.py``) and ranking argument (``ranking.py``).
+* The session model (``model/session.py``) is explored on its declaration
+  (``model/session_spec.py``) and read back as its run record (``session_run.py``); around the
+  one induction it keeps its bounded search for traces (``bmc.py``), vacuity checks
+  (``prove.py``) and ranking argument (``ranking.py``).
 * Around both: ``outcome.py`` (every checker's records as cells with one verdict vocabulary),
-  ``sensitivity.py``, ``discipline.py``, ``symmetry.py``, ``cache.py``, ``pool.py``,
-  ``progress.py``.
+  ``sensitivity.py``, ``discipline.py``, ``declared_symmetry.py``, ``cache.py``, ``pool.py``,
+  ``progress.py``, ``native_build.py``.
 
 They read the rules of ``model/`` and define none; they import nothing of the runtime.
 """

@@ -128,7 +128,7 @@ def search(
         choices.append((a_t, r_t, i_t))
         is_send = z3.Or(*[a_t == k for k in sends])
         # ids are interchangeable (the clients' and the server's alike; checked by
-        # proofs/symmetry.py): take them in order of first use (no trace is lost); a model not
+        # proofs/declared_symmetry.py): take them in order of first use (no trace is lost); a model not
         # shown symmetric is searched with ids in any order
         s.add(
             a_t >= 0,

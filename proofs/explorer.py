@@ -2,10 +2,7 @@
 search of the declared models (``model/declare.py``: the session's declaration,
 ``model/session_spec.py``; lease, rounds, resume, ...).  A session configuration (a
 :class:`~mcp_inflight.model.config.Config`) is searched on its declaration and read back as the
-session's run record (:func:`search_session`, ``proofs/session_run.py``); asked for one of
-their engines by name, or for what only they do (a subset of the properties, a callback per
-transition, threads), the session's own engines run it (``proofs/session_search.py``), the
-references the one explorer's runs are compared with.
+session's run record (:func:`search_session`, ``proofs/session_run.py``).
 
 :func:`explore` walks every reachable state of a :class:`~mcp_inflight.model.declare.Spec`
 breadth first from the initial state (so each counterexample is a shortest one), on the rules
@@ -52,7 +49,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, overload
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
@@ -89,10 +86,7 @@ def explore(
     engine: str | None = None,
     progress: bool | Sink | None = None,
     symmetry: bool | str | None = None,
-    properties: Sequence[Any] | None = None,
-    on_edge: Callable[..., Any] | None = None,
     liveness: bool = False,
-    threads: int | None = None,
 ) -> RunResult: ...
 
 
@@ -104,10 +98,7 @@ def explore(
     engine: str | None = None,
     progress: bool | Sink | None = None,
     symmetry: bool | str | None = None,
-    properties: Sequence[Any] | None = None,
-    on_edge: Callable[..., Any] | None = None,
     liveness: bool = False,
-    threads: int | None = None,
 ) -> Explored | RunResult:
     """The one entry point of exploration, for every model: every reachable state, breadth
     first, and every property judged on them.
@@ -116,67 +107,44 @@ def explore(
     module text) and comes back as an :class:`Explored`; the session model (a
     :class:`~mcp_inflight.model.config.Config`: a design at a profile and bounds) is searched
     here too, on its declaration (:func:`search_session`), and comes back as a
-    :class:`~.records.RunResult`; given an ``engine``, ``properties``, ``on_edge`` or
-    ``threads``, by its own engines (``proofs/session_search.py``, the references);
-    ``proofs/outcome.py`` reads both records into the one result.  The options mean the same
-    for both:
+    :class:`~.records.RunResult`; ``proofs/outcome.py`` reads both records into the one
+    result.  The options mean the same for both:
 
     * ``max_states``: stop, incomplete, beyond that many states (default: two million for a
       declared model; none for the session);
     * ``engine``: ``fastest`` (native where a C compiler is and the model is one it runs, else
       as ``auto``), ``native``, ``compiled``, and the reading of the rules as written
-      (``concrete``, or the session's ``interpreted``); ``auto``: for a declared model the
-      compiled engine, or the concrete one where the generator refuses a rule; for the
-      session's own engines, native where a compiler is.  Default: ``auto`` for a declared
-      model; for the session, the one explorer's fastest engine (:func:`search_session`);
-    * ``symmetry``: one state per orbit under renaming (default: on for the session, off for a
-      declared model; the one explorer's reduction is checked by
-      ``proofs/declared_symmetry.py`` first, the session's own engines' by
-      ``proofs/symmetry.py``); for the one explorer, a string is that check's verdict made
-      already (:func:`reduction`, as ``check`` makes and caches it), reduced on without
-      checking again;
+      (``concrete``; for the session also named ``interpreted``, as ``check --engine`` names
+      it); ``auto``: for a declared model the compiled engine, or the concrete one where the
+      generator refuses a rule; for the session, ``fastest``.  Default: ``auto``;
+    * ``symmetry``: one state per orbit under renaming, once ``proofs/declared_symmetry.py``
+      has checked the reduction (default: on for the session, off for a declared model); a
+      string is that check's verdict made already (:func:`reduction`, as ``check`` makes and
+      caches it), reduced on without checking again;
     * ``progress``: where a run reports its states, depth and queue as it goes: a sink, True
       (a display on stderr), False (nothing), or None (for the session, a display when stderr
       is a terminal; for a declared model, the process's default sink, ``explored.progress_to``).
 
     ``until`` (a declared model's: stop once the properties it names have failed) and
-    ``properties``, ``on_edge``, ``liveness`` and ``threads`` (the session's: which properties,
-    a callback per transition, keep the graph and judge liveness on it, and how many threads
-    its native engine expands a level on, by default both cores but one in a worker of the
-    checkers' pools; a declared model judges its own properties, liveness included, always,
-    on one thread) are refused for the other kind of model."""
+    ``liveness`` (the session's: judge its liveness properties, keeping the graph; a declared
+    model judges its own, always) are refused for the other kind of model."""
     if not isinstance(model, Spec):
         if until is not None:
             raise TypeError("explore: until is an option of the declared models")
-        if engine is None and properties is None and on_edge is None and threads is None:
-            return search_session(
-                model,
-                symmetry=True if symmetry is None else symmetry,
-                max_states=max_states,
-                progress=progress,
-                liveness=liveness,
-            )
-        if isinstance(symmetry, str):
-            raise TypeError("explore: a symmetry check's verdict is for the one explorer")
-        from mcp_inflight.model.properties import PROPERTIES
-
-        from .session_search import search
-
-        return search(
+        return search_session(
             model,
             symmetry=True if symmetry is None else symmetry,
             max_states=max_states,
             progress=progress,
-            properties=PROPERTIES if properties is None else properties,
-            on_edge=on_edge,
-            engine="compiled" if engine is None else "auto" if engine == "fastest" else engine,
+            engine={"fastest": "auto", "concrete": "interpreted"}.get(
+                engine or "auto", engine or "auto"
+            ),
             liveness=liveness,
-            threads=threads,
         )
-    if properties is not None or on_edge is not None or liveness or threads is not None:
+    if liveness:
         raise TypeError(
-            "explore: properties, on_edge, liveness and threads are options of the session "
-            "model (a declared model judges all its properties, liveness included)"
+            "explore: liveness is an option of the session model (a declared model judges "
+            "all its properties, liveness included)"
         )
     if isinstance(progress, bool):  # as for the session: a display on stderr, or none at all
         progress = sink_for(True) if progress else Silent()
@@ -200,8 +168,8 @@ def search_session(
     (``session_run.ENGINES``: ``auto``, the native engine where a C compiler is and it runs
     the declaration, else the compiled one); ``symmetry``: one state per orbit where the
     declared symmetry check passes, or where ``symmetry``, that check's verdict made already,
-    says so (the record's ``symmetry`` says whether the run was reduced); ``progress`` as for the session's own engines (None: a display when stderr is a
-    terminal); without ``liveness`` the liveness properties are left out of the run (no graph
+    says so (the record's ``symmetry`` says whether the run was reduced); ``progress``: a sink,
+    True, False, or None (a display when stderr is a terminal); without ``liveness`` the liveness properties are left out of the run (no graph
     kept) and of the record."""
     from mcp_inflight.model.session_spec import spec
 
@@ -223,12 +191,19 @@ def search_session(
 def search_sessions(
     cfgs: Iterable[Config], jobs: int | None = None, progress: Any = None, **kwargs: Any
 ) -> list[RunResult]:
-    """:func:`search_session` for each of ``cfgs``, spread over processes as the session's own
-    engines spread theirs (``session_search.search_many``; ``symmetry`` one flag or one per
-    configuration)."""
-    from .session_search import search_many
+    """:func:`search_session` for each of ``cfgs``, in that order, spread over up to ``jobs``
+    processes (``proofs/pool.py:run_many``; default: the number of CPUs); ``symmetry`` one
+    flag or verdict for every run, or a sequence of them, one per configuration."""
+    from .pool import run_many
 
-    return search_many(cfgs, jobs, progress, run=search_session, **kwargs)
+    cfgs = list(cfgs)
+    flags = kwargs.pop("symmetry", True)
+    per = list(flags) if isinstance(flags, list | tuple) else [flags] * len(cfgs)
+    if len(per) != len(cfgs):
+        raise ValueError("search_sessions: one symmetry flag per configuration")
+    return run_many(
+        search_session, cfgs, jobs, progress, per=[{"symmetry": y} for y in per], **kwargs
+    )
 
 
 def _fastest(

@@ -1,139 +1,41 @@
-"""Liveness over the explored state graph: the session's (``proofs/session_search.py`` records
-its graph when asked) and, at the end, the declared models' ``eventually`` properties as the one
-explorer (``proofs/explorer.py``) judges them, on the whole graph or on a reduced one.
+"""Liveness on an explored state graph, as the one explorer (``proofs/explorer.py``) and its
+native engine (``proofs/native_spec.py``) judge the declared models' liveness properties
+(``model/declare.py``: ``eventually`` under the weak fairness of the actions a property names,
+``reachable`` and ``unstuck`` of the graph itself; the session's three, ``model/eventually.py``,
+read so in ``model/session_spec.py``), on the whole graph or on a reduced one.
 
-Three properties, judged on the graph whose nodes are the explored states (their canonical
-keys under symmetry) and whose edges are the moves between them:
-
-``settles``
-    From every reachable state a settled state (``model/session_state.py:settled``) is reachable:
-    backward reachability from the settled states over the graph.
-``no_deadlock``
-    Every state that is not settled has a move that changes the state: a move whose successor is
-    the state itself (a pure-output step such as ``emit``) does not count as progress.  (The run's
-    ``deadlocks`` count, states with no move at all, is kept as it was.)
-``requests_answered``
-    Every client request is eventually answered, refused, cancelled or its stream broken, on
-    every run that is *weakly fair* to the actions it rests on (:data:`RESTS_ON`: the server's
-    steps and the wire's deliveries, each declared ``fair="weak"`` in ``model/session.py``; not a
-    stream breaking, which is the network's doing, nor the session's end): a move of those
-    actions that stays enabled is eventually taken.  The
-    clients and the rogue owe nothing (they may stop sending at any point), and stuttering is
-    always allowed.  A violation is a strongly connected component (a state with stuttering
-    counts as one) that a fair run can stay in forever with a client request pending throughout:
-    for a single state, one where no fair move changes the state; for a larger component, one in
-    which every fair move enabled in all of its states is taken inside it (weak fairness per
-    move, with moves named as on each state's representative).
-
-Each failure comes with a lasso: the shortest prefix to the first bad state the search met,
-then a loop (a walk that stays among bad states until it repeats a state up to renaming, or a
-stuttering step that changes nothing).  The verdicts are the same with and without symmetry
-reduction on the configurations ``tests/test_liveness.py`` compares.
+An ``eventually`` property fails where a run fair to its actions can stay for ever among states
+where its goal does not hold: a strongly connected component of such states (:func:`sccs`,
+:func:`bad_components`) in which every fair move enabled in all of its states is taken inside
+it (:func:`fair_component`; a single state counts, stuttering is allowed).  Under symmetry
+reduction a component a run can go round in is unfolded into its orbits' real states and moves
+(:class:`Unfolded`, :func:`fair_violation_unfolded`) and judged on them, weak fairness being a
+matter of real moves, not of moves named on representatives.  ``reachable`` fails on the states
+from which no goal state is reachable (:func:`cannot_reach`).  Each failure comes with a lasso:
+the shortest prefix to the first bad state the search met, then a loop walked among bad states
+(:func:`walk_on`, ``proofs/walk.py:tour``).
 """
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Container
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from mcp_inflight.model.declare import Spec, render_step
-
-# the session's liveness properties are stated in the model (``model/eventually.py``); this
-# module judges them on the explored graph
-from mcp_inflight.model.eventually import (
-    DOCS,
-    NAMES,
-    PENDING,
-    RESTS_ON,
-    fair_actions,
-    is_fair,
-    pending,
-)
 
 from .walk import tour
 
 __all__ = [
-    "DOCS",
-    "NAMES",
-    "Found",
-    "PENDING",
-    "RESTS_ON",
-    "Graph",
-    "StateIndex",
     "Unfolded",
-    "fair_actions",
     "bad_components",
     "cannot_reach",
     "fair_component",
     "fair_violation",
     "fair_violation_reduced",
     "fair_violation_unfolded",
-    "find",
-    "is_fair",
-    "judge_liveness",
-    "pending",
     "sccs",
-    "settle_unreachable",
-    "stuck",
     "walk_on",
-    "unanswered",
 ]
-
-
-class StateIndex(Protocol):
-    """A state's node by its key: a dict in the compiled engine, the C search's own table in
-    the native one (``proofs/native.py``)."""
-
-    def __contains__(self, key: object, /) -> bool: ...
-
-    def __getitem__(self, key: Any, /) -> int: ...
-
-
-@dataclass
-class Graph:
-    """The explored graph: node n is the n-th state met (breadth-first, so lower is shallower)."""
-
-    src: array[int] = field(default_factory=lambda: array("i"))
-    dst: array[int] = field(default_factory=lambda: array("i"))
-    move: array[int] = field(default_factory=lambda: array("i"))
-    settled: bytearray = field(default_factory=bytearray)
-    #: per node: the move of a stuttering self-loop (the successor is the state itself), or -1
-    stutter: array[int] = field(default_factory=lambda: array("i"))
-    #: per node: some fair move leads to another state
-    fair_exit: bytearray = field(default_factory=bytearray)
-
-    @property
-    def nodes(self) -> int:
-        return len(self.settled)
-
-    def succ_lists(self) -> list[list[int]]:
-        out: list[list[int]] = [[] for _ in range(self.nodes)]
-        for u, v in zip(self.src, self.dst, strict=True):
-            out[u].append(v)
-        return out
-
-
-def settle_unreachable(g: Graph) -> list[int]:
-    """Nodes from which no settled node is reachable, in index order."""
-    pred: list[list[int]] = [[] for _ in range(g.nodes)]
-    for u, v in zip(g.src, g.dst, strict=True):
-        pred[v].append(u)
-    seen = bytearray(g.settled)
-    stack = [n for n in range(g.nodes) if g.settled[n]]
-    while stack:
-        v = stack.pop()
-        for u in pred[v]:
-            if not seen[u]:
-                seen[u] = 1
-                stack.append(u)
-    return [n for n in range(g.nodes) if not seen[n]]
-
-
-def stuck(g: Graph, succ: list[list[int]]) -> list[int]:
-    """Unsettled nodes whose every move leads back to the node itself (or that have none)."""
-    return [n for n in range(g.nodes) if not g.settled[n] and all(v == n for v in succ[n])]
 
 
 def sccs(succ: list[list[int]]) -> list[list[int]]:
@@ -176,220 +78,6 @@ def sccs(succ: list[list[int]]) -> list[list[int]]:
             if work:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[v])
-    return out
-
-
-def unanswered(
-    g: Graph,
-    succ: list[list[int]],
-    state_of: Callable[[int], Any],
-    enabled_fair: Callable[[int], set[int]],
-    requests: int,
-) -> int | None:
-    """The shallowest node of a fair component with a client request pending throughout."""
-    best: int | None = None
-    comps = sccs(succ)
-    comp_id = [0] * g.nodes
-    for k, comp in enumerate(comps):
-        for u in comp:
-            comp_id[u] = k
-    inside: list[set[int]] = [set() for _ in comps]
-    for u, v, m in zip(g.src, g.dst, g.move, strict=True):
-        if comp_id[u] == comp_id[v]:
-            inside[comp_id[u]].add(m)
-    for k, comp in enumerate(comps):
-        if len(comp) == 1:
-            u = comp[0]
-            if g.fair_exit[u] and not any(v == u for v in succ[u]):
-                continue
-            if g.fair_exit[u]:
-                # a self-edge that renames the state: judge it as a component below
-                pass
-            else:
-                s = state_of(u)
-                if any(pending(s, r) for r in range(requests)):
-                    best = u if best is None else min(best, u)
-                continue
-        taken = inside[k]
-        always = None
-        for u in comp:
-            en = enabled_fair(u)
-            always = en if always is None else always & en
-        if always is not None and not always <= taken:
-            continue
-        # A client request stops being pending for good, and a new one becomes pending only by
-        # a send, which no cycle contains: every state of a component has the same pending
-        # requests (up to the renaming of instances that symmetry reduction applies to each
-        # state's representative), so the test is made per state, not per instance name.
-        states = [state_of(u) for u in comp]
-        if all(any(pending(s, r) for r in range(requests)) for s in states):
-            u = min(comp)
-            best = u if best is None else min(best, u)
-    return best
-
-
-def _walk(
-    comp: Any,
-    key_of: Callable[[tuple[Any, ...]], Any],
-    index: StateIndex,
-    start: tuple[Any, ...],
-    allowed: Callable[[int], bool],
-    limit: int = 64,
-) -> tuple[list[tuple[Any, ...]], int]:
-    """A loop from concrete state ``start`` among allowed nodes: ``(steps, loop_start)`` where the
-    steps from ``loop_start`` on repeat (the walk returns to a state it met, up to renaming, or
-    ends in a stuttering step; with no move left, the loop is empty and the run stops there)."""
-    lay, moves = comp.layout, comp.moves
-    seen = {key_of(start): 0}
-    steps: list[tuple[Any, ...]] = []
-    x = start
-    while len(steps) < limit:
-        options = [(m, t) for m, t, _, _ in comp.expand(x)]
-        stutter = next((m for m, t in options if t is x or t == x), None)
-        nxt = None
-        for m, t in options:
-            if t is x or t == x:
-                continue
-            k = key_of(t)
-            if k in index and allowed(index[k]):
-                if k not in seen:
-                    nxt = (m, t, k)
-                    break
-                if nxt is None:
-                    nxt = (m, t, k)
-        if nxt is None:
-            if stutter is None:
-                return steps, len(steps)
-            mv = moves[stutter]
-            pre = lay.unflatten(x)
-            return steps + [(mv.action, mv.args, pre, pre)], len(steps)
-        m, t, k = nxt
-        mv = moves[m]
-        steps.append((mv.action, mv.args, lay.unflatten(x), lay.unflatten(t)))
-        if k in seen:
-            return steps, seen[k]
-        seen[k] = len(steps)
-        x = t
-    return steps, 0
-
-
-@dataclass
-class Found:
-    """What the judge needs from the graph: the nodes from which no settled node is reachable
-    and the stuck ones (each in index order), and the shallowest node of a fair component with a
-    client request pending throughout, with that component's nodes (or None)."""
-
-    nodes: int
-    never: list[int]
-    dead: list[int]
-    hung: int | None
-    hung_comp: set[int]
-
-
-def find(
-    g: Graph,
-    state_of: Callable[[int], Any],
-    enabled_fair: Callable[[int], set[int]],
-    requests: int,
-) -> Found:
-    """:class:`Found` on ``g``, in Python (the reference; ``proofs/native.py`` computes the same
-    in C on the graph its search kept)."""
-    succ = g.succ_lists()
-    hung = unanswered(g, succ, state_of, enabled_fair, requests)
-    comp: set[int] = set()
-    if hung is not None:
-        comp = next(set(c) for c in sccs(succ) if hung in c)
-    return Found(g.nodes, settle_unreachable(g), stuck(g, succ), hung, comp)
-
-
-def judge_liveness(
-    cfg: Any,
-    comp: Any,
-    g: Graph | Callable[[Callable[[int], Any]], Found],
-    complete: bool,
-    path: Callable[[int], list[tuple[Any, ...]]],
-    key_of: Callable[[tuple[Any, ...]], Any],
-    index: StateIndex,
-    flat: Callable[[int], tuple[Any, ...]] | None = None,
-) -> list[Any]:
-    """The liveness verdicts of one run (``proofs/records.py:Verdict``), with lasso traces.
-    ``g``: the explored graph, read by :func:`find`, or a function that gives its
-    :class:`Found` from a node's state (the native engine's, computed in C)."""
-    from mcp_inflight.model.trace import build_trace
-    from mcp_inflight.proofs.records import Verdict
-
-    lay = comp.layout
-    if not complete:
-        return [
-            Verdict(
-                n,
-                "liveness",
-                False,
-                True,
-                None,
-                DOCS[n] + " (not judged: the search stopped at --max-states)",
-                fair=fair_actions(n, cfg),
-            )
-            for n in NAMES
-        ]
-
-    def start_of(n: int) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]]:
-        steps = path(n)
-        return steps, (lay.flatten(steps[-1][3]) if steps else comp.initial())
-
-    def flat_of(n: int) -> tuple[Any, ...]:
-        return flat(n) if flat is not None else start_of(n)[1]
-
-    def state_of(n: int) -> Any:
-        return lay.unflatten(flat_of(n))
-
-    fair = set(fair_actions("requests_answered", cfg))
-
-    def enabled_fair(n: int) -> set[int]:
-        x = flat_of(n)
-        return {m for m, t, _, _ in comp.expand(x) if comp.moves[m].action.name in fair and t != x}
-
-    res = find(g, state_of, enabled_fair, cfg.requests) if isinstance(g, Graph) else g(state_of)
-    never, dead, hung = res.never, res.dead, res.hung
-    bad_never = set(never)
-    found = {
-        "settles": (never[0], bad_never.__contains__) if never else None,
-        "no_deadlock": (dead[0], lambda v: False) if dead else None,
-        "requests_answered": (hung, res.hung_comp.__contains__) if hung is not None else None,
-    }
-    counts = {
-        "settles": len(never),
-        "no_deadlock": len(dead),
-        "requests_answered": 0 if hung is None else 1,
-    }
-    out = []
-    for name in NAMES:
-        hit = found[name]
-        if hit is None:
-            out.append(
-                Verdict(
-                    name, "liveness", True, True, None, DOCS[name], fair=fair_actions(name, cfg)
-                )
-            )
-            continue
-        n, allowed = hit
-        prefix, x = start_of(n)
-        loop, at = _walk(comp, key_of, index, x, allowed)
-        doc = DOCS[name]
-        if name != "requests_answered":
-            doc += f" ({counts[name]:,} of {res.nodes:,} states)"
-        out.append(
-            Verdict(
-                name,
-                "liveness",
-                True,
-                False,
-                build_trace(cfg, prefix + loop),
-                doc,
-                loop_start=len(prefix) + at,
-                fair=fair_actions(name, cfg),
-            )
-        )
     return out
 
 
@@ -569,7 +257,7 @@ def walk_on(
     takes the first move (in table order) to a state not met yet, else the first to one met
     before, which closes the loop there; a state whose every move leaves it as it is loops on
     the first of them (a pure-output step repeated); one with no move has an empty loop (the
-    run stops there).  The session's engines walk the same way."""
+    run stops there)."""
     seen = {x: 0}
     steps: list[dict[str, Any]] = []
     while True:

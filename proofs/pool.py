@@ -1,6 +1,7 @@
 """Worker processes for the checkers' many runs, that never outlive the run that started them.
 
-``session_search.search_many`` and ``prove_all`` spread configurations over processes.  When the parent is
+:func:`run_many` (the explorer's runs of many session configurations) and ``prove_all`` spread
+configurations over processes.  When the parent is
 stopped (Ctrl-C, or SIGTERM as a CI timeout sends it), every worker must stop too, not go on
 exploring as an orphan: :func:`worker_pool` terminates the workers when the block it guards is
 left by an exception (``KeyboardInterrupt``, ``SystemExit`` raised by a signal handler), and each
@@ -14,7 +15,7 @@ import ctypes
 import multiprocessing
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.context import BaseContext
@@ -92,3 +93,76 @@ def worker_pool(
         terminate(pool)
         raise
     pool.shutdown(wait=True)
+
+
+def _job(args: tuple[Callable[..., Any], Any, dict[str, Any]]) -> Any:
+    from .progress import worker_sink
+
+    run, item, kwargs = args
+    if kwargs.pop("progress_to_parent", False):
+        kwargs["progress"] = worker_sink() or False
+    return run(item, **kwargs)
+
+
+def run_many(
+    run: Callable[..., Any],
+    items: Sequence[Any],
+    jobs: int | None = None,
+    progress: Any = None,
+    per: Sequence[dict[str, Any]] | None = None,
+    **kwargs: Any,
+) -> list[Any]:
+    """``run(item, progress=..., **kwargs, **per[n])`` for each of ``items``, in that order,
+    spread over up to ``jobs`` processes (default: the number of CPUs) when there is more than
+    one.  The results are those of one run after another; only the wall time differs.
+
+    ``progress`` as a run takes it (True, False, None: on a terminal, or a sink such as a
+    ``proofs.progress.Display``); runs in worker processes send their progress to this process
+    through a queue while they run, drawn here with the others'.  ``per``: each item's own
+    arguments beside ``kwargs``."""
+    import os
+    import queue as queue_mod
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from .progress import Display, sink_for, worker_init
+
+    own = list(per) if per is not None else [{} for _ in items]
+    if len(own) != len(items):
+        raise ValueError("run_many: one set of arguments per item")
+    sink = sink_for(progress)
+    jobs = min(jobs or os.cpu_count() or 1, len(items))
+    if jobs <= 1:
+        return [
+            run(x, progress=sink or False, **kwargs, **o) for x, o in zip(items, own, strict=True)
+        ]
+    ctx = (
+        multiprocessing.get_context("fork")
+        if "fork" in multiprocessing.get_all_start_methods()
+        else multiprocessing.get_context()
+    )
+    q = ctx.Queue() if sink is not None else None
+    kwargs = dict(kwargs, progress=False, progress_to_parent=q is not None)
+    out: list[Any] = [None] * len(items)
+
+    def drain() -> None:
+        while q is not None and sink is not None:
+            try:
+                snap = q.get_nowait()
+            except queue_mod.Empty:
+                return
+            sink.update(snap)
+
+    with worker_pool(jobs, ctx, init=worker_init if q is not None else None, initargs=(q,)) as pool:
+        futs = {pool.submit(_job, (run, x, dict(kwargs, **own[n]))): n for n, x in enumerate(items)}
+        todo = set(futs)
+        while todo:
+            done, todo = wait(todo, timeout=0.1, return_when=FIRST_COMPLETED)
+            drain()
+            for fut in done:
+                out[futs[fut]] = fut.result()
+    drain()  # the workers have ended: what they sent last is in the queue
+    if q is not None:
+        q.close()
+    if isinstance(sink, Display):
+        sink.close()
+    return out

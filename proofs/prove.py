@@ -115,7 +115,7 @@ class Prover:
         symmetric: bool = True,
     ):
         self.cfg = cfg
-        # the model commutes with renaming ids and instances (``proofs/symmetry.py``): the
+        # the model commutes with renaming ids and instances (``proofs/declared_symmetry.py``): the
         # bounded search may then take ids in order of first use, and its guide reduce by it
         self.symmetric = symmetric
         self.depth = depth
@@ -431,7 +431,7 @@ def prove(
     (at most ``depth`` steps) and the vacuity checks around it (see the module docstring), as a
     :class:`~.records.ProveResult`; ``names`` restricts it to those properties, and
     ``symmetric`` says the model was checked symmetric in ids and instances
-    (``proofs/symmetry.py``; without it the bounded search takes ids in any order).
+    (``proofs/declared_symmetry.py``; without it the bounded search takes ids in any order).
     ``budget`` (millions of z3 resource units per query) and ``timeout`` (seconds per query)
     default to each model's own (:data:`DEFAULT_BUDGET` and :data:`DEFAULT_TIMEOUT` for the
     session, ``induction.DEFAULT_BUDGET`` and ``induction.DEFAULT_TIMEOUT`` otherwise)."""

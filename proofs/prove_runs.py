@@ -23,7 +23,7 @@ from . import prove as P
 from .records import ProveResult
 
 #: what the prover's worker processes import before they are forked (make no z3 term)
-PRELOAD = (P.__name__, "mcp_inflight.proofs.session_search", "mcp_inflight.proofs.native")
+PRELOAD = (P.__name__, "mcp_inflight.proofs.explorer", "mcp_inflight.proofs.native_spec")
 
 
 @contextmanager

@@ -55,13 +55,13 @@ import z3
 
 from mcp_inflight.model.auxiliary import AUX
 from mcp_inflight.model.config import Config
+from mcp_inflight.model.eventually import PENDING, fair_actions, is_fair
 from mcp_inflight.model.lifecycle import Life
 from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import actions_for
 from mcp_inflight.model.session_state import Cmsg, State
 from mcp_inflight.model.trace import changes, describe_state, inst_name
 from mcp_inflight.proofs import symbolic as sym
-from mcp_inflight.proofs.liveness import PENDING, fair_actions, is_fair
 
 #: The rank's first component: the lifecycle level of the pending request.
 LEVELS: dict[Life, int] = {Life.SENT: 2, Life.RECEIVED: 1, Life.IN_FLIGHT: 0}

@@ -2,9 +2,9 @@
 one run, :class:`RunResult`) and the prover's (one property's proof, :class:`Proof`; one
 configuration's, :class:`ProveResult`).
 
-They live apart from ``proofs/session_search.py`` so that the engines the explorer drives (``native.py``,
-``liveness.py``) can build them without importing the explorer back; ``explore.py`` re-exports
-the explorer's and ``prove.py`` the prover's, and users import them from there.
+They live apart from ``proofs/explorer.py`` so that what the explorer drives
+(``session_run.py``) can build them without importing the explorer back; ``prove.py``
+re-exports the prover's.
 """
 
 from __future__ import annotations

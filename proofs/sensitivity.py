@@ -102,8 +102,8 @@ def cells_from(
 def session(ids: int = 2, requests: int = 2) -> list[Cell]:
     from mcp_inflight.model.config import DESIGNS as SAFE
     from mcp_inflight.model.config import Config, client_for, liveness_mutants, mutants, profiles
+    from mcp_inflight.model.eventually import NAMES
     from mcp_inflight.model.properties import BROKEN_BY, INVARIANTS
-    from mcp_inflight.proofs.liveness import NAMES
 
     from .explorer import search_sessions
 

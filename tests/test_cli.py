@@ -254,14 +254,15 @@ def test_an_unwritable_output_path_fails_before_the_run(tmp_path, capsys, argv, 
     """A file where a directory should be: exit 2 at once with the reason, no traceback, and no
     run (the explorer is never called)."""
     from mcp_inflight.draw import output as draw_output
+    from mcp_inflight.proofs import explorer as explore_mod
     from mcp_inflight.proofs import prove as prove_mod
-    from mcp_inflight.proofs import session_search as explore_mod
 
     f = tmp_path / "a-file"
     f.write_text("")
     called = []
     mp = pytest.MonkeyPatch()
-    mp.setattr(explore_mod, "search", lambda *a, **k: called.append(a))
+    mp.setattr(explore_mod, "search_session", lambda *a, **k: called.append(a))
+    mp.setattr(explore_mod, "explore", lambda *a, **k: called.append(a))
     mp.setattr(prove_mod, "prove", lambda *a, **k: called.append(a))
     mp.setattr(draw_output, "_contents", lambda *a, **k: called.append(a))
     try:

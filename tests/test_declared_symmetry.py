@@ -150,16 +150,13 @@ def test_session_stdio_two_ids_agrees() -> None:
 
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
-def test_the_reduction_keeps_the_session_explorers_orbits(transport: str) -> None:
-    """One state per orbit, exactly as the session's own key keeps them
-    (``proofs/flat.py:canonical_source``, exact where only the clients' ids use the id sort, as
-    on 2026-07-28): the same states and transitions.  A fresh instance's ``rid`` is left as it
-    is by a renaming; renamed, it made a second state of each orbit with an unsent instance
-    (2,379 states against 2,311 over http)."""
+def test_the_reduction_keeps_one_state_per_orbit(transport: str) -> None:
+    """One state per orbit on 2026-07-28 at 2 x 2: the counts of the session's former engines,
+    whose key was exact where only the clients' ids use the id sort, as here.  A fresh
+    instance's ``rid`` is left as it is by a renaming; renamed, it made a second state of each
+    orbit with an unsent instance (2,379 states against 2,311 over http)."""
     _, reduced = session_runs("atomic", "2026-07-28", 2, transport)
-    cfg = Config(all_designs()["atomic"], "2026-07-28", transport, 2, 2)
-    session = explore(cfg, symmetry=True, liveness=False)
-    assert (reduced.states, reduced.transitions) == (session.states, session.transitions)
+    assert reduced.states == {"http": 2_311, "stdio": 3_026}[transport]
 
 
 @pytest.mark.slow
@@ -170,10 +167,6 @@ def test_session_2025_two_ids_agrees() -> None:
     plain, reduced = same_verdicts(_session("unguarded", "2025-11-25", 2))
     assert reduced.states < plain.states
     assert plain.broken() and reduced.broken() == plain.broken()
-    # the session's own key is a renaming but may give an orbit two keys where the server's
-    # ids share the id sort (proofs/flat.py); the declared one is exact: never more states
-    cfg = Config(all_designs()["unguarded"], "2025-11-25", "http", 2, 2)
-    assert reduced.states <= explore(cfg, symmetry=True, liveness=False).states
 
 
 # --- the check names what breaks symmetry, and the explorer refuses -------------------------

@@ -59,10 +59,6 @@ def test_the_other_kinds_options_are_refused():
     cfg = Config(DESIGNS["atomic"], "2026-07-28", "http")
     with pytest.raises(TypeError, match="session model"):
         explore(spec, liveness=True)
-    with pytest.raises(TypeError, match="session model"):
-        explore(spec, on_edge=lambda *a: None)
-    with pytest.raises(TypeError, match="session model"):
-        explore(spec, threads=2)
     with pytest.raises(TypeError, match="declared models"):
         explore(cfg, until=["no_misrouted_response"])
 

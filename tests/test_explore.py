@@ -1,26 +1,19 @@
 """The explorer's own machinery: deadlock detection, the symmetry key, parallel runs, bounds."""
 
 import io
-import itertools
 import json
 import re
 
 import pytest
 
-import mcp_inflight.proofs.compiled_model as compiled_model
-import mcp_inflight.proofs.flat as flat
+import mcp_inflight.model.session_spec as session_spec
 import mcp_inflight.proofs.native_build as native_build
 import mcp_inflight.proofs.progress as progress_mod
-import mcp_inflight.proofs.session_search as explore_mod
-from mcp_inflight.model import DESIGNS, Config, Life, profiles, step
+from mcp_inflight.model import DESIGNS, Config, Life, profiles
 from mcp_inflight.model.config import REMOVAL_SITES
-from mcp_inflight.model.logic import NONE
 from mcp_inflight.model.session import actions_for
-from mcp_inflight.model.session_state import FIELDS, Field
-from mcp_inflight.proofs.explorer import explore
-from mcp_inflight.proofs.flat import Layout, key_function
-from mcp_inflight.proofs.session_search import Canonicalizer, search_many
-from support.explored import expanded, expanded_flat
+from mcp_inflight.proofs.explorer import explore, search_sessions
+from support.explored import expanded, reachable_graph
 from support.explored import run as explored_run
 
 # --- deadlocks -------------------------------------------------------------------------------
@@ -36,16 +29,13 @@ def without_respond(monkeypatch):
         gone = ("respond", "emit", "end_session")
         return tuple(a for a in actions_for(cfg) if a.name not in gone)
 
-    monkeypatch.setattr(compiled_model, "actions_for", reduced)
-    monkeypatch.setattr(explore_mod, "actions_for", reduced)
-    monkeypatch.setattr(step, "actions_for", reduced)
-    step.moves.cache_clear()
-    yield
-    step.moves.cache_clear()
+    monkeypatch.setattr(session_spec, "actions_for", reduced)
 
 
-@pytest.mark.parametrize("engine", ["compiled", "interpreted"])
+@pytest.mark.parametrize("engine", ["compiled", "interpreted", "native"])
 def test_deadlock_is_reported_with_a_trace(without_respond, engine):
+    if engine == "native" and not native_build.available():
+        pytest.skip("no C compiler")
     cfg = Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=1, requests=1)
     r = explore(cfg, progress=False, engine=engine)
     assert r.deadlocks > 0
@@ -65,229 +55,31 @@ def test_no_deadlock_on_the_full_model():
     assert r.deadlocks == 0 and r.deadlock_trace is None
 
 
-# --- the symmetry key --------------------------------------------------------------------------
-
-
-def relabel(s, sigma, pi):
-    """``s`` with instance r renamed sigma[r] and id k renamed pi[k], field by field from
-    FIELDS (an unsent instance's id is a placeholder and keeps its value)."""
-    vals = []
-    n = len(sigma)
-    sent = [s.life[r] != Life.UNSENT for r in range(n)]
-    for f in FIELDS:
-        v = getattr(s, f.name)
-
-        def val(x, r=None, f=f):
-            if f.sort == "inst?":
-                return NONE if x == NONE else sigma[x]
-            if f.sort == "id" and (r is None or sent[r]):
-                return pi[x]
-            return x
-
-        if f.key == "inst":
-            new = [None] * n
-            for r in range(n):
-                new[sigma[r]] = val(v[r], r)
-        elif f.key == "id":
-            new = [None] * len(pi)
-            for k in range(len(pi)):
-                new[pi[k]] = val(v[k])
-        else:
-            vals.append(val(v))
-            continue
-        vals.append(tuple(new))
-    return type(s)(*vals)
-
-
-def renamings(cfg, s):
-    """Every renaming of ``s``, over every instance and id permutation."""
-    return [
-        relabel(s, sg, pi)
-        for sg in itertools.permutations(range(cfg.requests))
-        for pi in itertools.permutations(range(cfg.ids))
-    ]
-
-
-def brute_orbit(cfg, s):
-    """The least renaming of ``s`` (the orbit's name)."""
-    return min(renamings(cfg, s))
-
-
-def orbit_namer(cfg):
-    """``brute_orbit`` over many states: a state's renamings all get the orbit's name at once, so
-    each orbit is computed once, not once per member."""
-    names: dict = {}
-
-    def name(s):
-        o = names.get(s)
-        if o is None:
-            members = renamings(cfg, s)
-            o = min(members)
-            names.update(dict.fromkeys(members, o))
-        return o
-
-    return name
-
-
-def reachable_flat(cfg):
-    """Every reachable state of ``cfg`` without symmetry, as flat tuples in the order a
-    breadth-first search meets them (the explorer's successor function)."""
-    return list(expanded_flat(cfg, symmetry=False))
-
-
-def reachable(cfg):
-    return list(expanded(cfg, symmetry=False))
+# --- the states the tests share ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("symmetry", [False, True])
 def test_expanded_states_are_the_explorers(symmetry):
-    """The search the tests share (``support.explored.expanded``) meets exactly the states a run
-    of the explorer counts and expands, each once."""
+    """The search the tests share (``support.explored.expanded``) meets as many states as a run
+    of the one explorer counts, each once; unreduced, they are the reachable graph's states."""
     cfg = Config(DESIGNS["unguarded"], "2026-07-28", "http", ids=1, requests=2)
-    pre, post = set(), set()
-
-    def on_edge(a, action, args, b, out):
-        pre.add(a)
-        post.add(b)
-
-    res = explore(cfg, symmetry=symmetry, progress=False, on_edge=on_edge)
+    res = explore(cfg, symmetry=symmetry, progress=False)
     states = expanded(cfg, symmetry)
     assert len(states) == len(set(states)) == res.states > 1000
-    assert pre <= set(states) <= pre | post | {states[0]}
+    assert res.symmetry == symmetry
     if not symmetry:
-        assert set(states) == post | {states[0]}
+        assert set(states) == reachable_graph(cfg)[0]
 
 
-KEY_CASES = [
-    ("unguarded", "2026-07-28", "stdio", 2, 2),
-    ("check_then_claim", "2026-07-28", "http", 2, 2),
-    ("atomic", "2025-11-25", "stdio", 1, 2),
-    pytest.param("atomic", "2025-11-25", "stdio", 2, 2, marks=pytest.mark.slow),
-    pytest.param("unguarded", "2026-07-28", "http", 3, 2, marks=pytest.mark.slow),
-    pytest.param("atomic", "2026-07-28", "stdio", 1, 3, marks=pytest.mark.slow),
-]
-
-
-@pytest.mark.parametrize("design,revision,transport,ids,requests", KEY_CASES)
-def test_symmetry_key_names_exactly_the_orbit(design, revision, transport, ids, requests):
-    """key(s1) == key(s2) only when s1 and s2 are renamings of each other, on every reachable
-    state (sound); where the server mints no ids (2026-07-28) also the converse, so the reduced
-    run has one state per orbit (exact).  On 2025-11-25 the server's ids share the id sort and
-    the key orders ids by the clients' instances alone, so an orbit may get more than one key
-    (``proofs/flat.py``): fewer states than without symmetry, more than orbits."""
-    cfg = Config(DESIGNS[design], revision, transport, ids=ids, requests=requests)
-    lay = Layout(cfg)
-    key = key_function(cfg, lay, True)
-    flat_states = reachable_flat(cfg)
-    by_orbit, by_key = {}, {}
-    exact = not cfg.rev2025
-    orbit = orbit_namer(cfg)
-    for t in flat_states:
-        s = lay.unflatten(t)
-        k = key(t)
-        o = orbit(s)
-        keys = by_orbit.setdefault(o, set())
-        keys.add(k)
-        assert len(keys) == 1 or not exact, "one orbit, two keys (not exact)"
-        assert by_key.setdefault(k, o) == o, "one key, two orbits (unsound)"
-    reduced = explore(cfg, progress=False, engine="compiled").states  # the session's key
-    assert len(by_orbit) <= reduced <= len(by_key) and reduced < len(flat_states)
-    if exact:
-        assert reduced == len(by_orbit)
-
-
-def _alternatives(f, cfg, x):
-    dom = {
-        "life": list(Life),
-        "id": range(cfg.ids),
-        "inst?": range(-1, cfg.requests),
-        "bool": (False, True),
-        "step": range(3),
-        "sreq": range(4),
-        "cmsg": range(3),
-        "time": range(3),
-    }[f.sort]
-    return [int(v) for v in dom if v != x][:2]
-
-
-def test_every_field_takes_part_in_the_symmetry_key():
-    """Change any one slot of a state: the key changes unless the result is a renaming of the
-    state.  A field left out of the key would give two orbits one key."""
-    # 2026-07-28: the key is exact there (every field is in the state, the server's at defaults)
-    cfg = Config(DESIGNS["unguarded"], "2026-07-28", "stdio", ids=2, requests=2)
-    lay = Layout(cfg)
-    key = key_function(cfg, lay, True)
-    checked = set()
-    for s in reachable(cfg)[::150]:
-        k0, o0 = key(lay.flatten(s)), brute_orbit(cfg, s)
-        for f in FIELDS:
-            n = lay.size[f.name]
-            for slot in range(n):
-                cur = getattr(s, f.name) if f.key is None else getattr(s, f.name)[slot]
-                for alt in _alternatives(f, cfg, cur):
-                    if f.key is None:
-                        t = s._replace(**{f.name: alt})
-                    else:
-                        v = list(getattr(s, f.name))
-                        v[slot] = alt
-                        t = s._replace(**{f.name: tuple(v)})
-                    same_orbit = brute_orbit(cfg, t) == o0
-                    assert (key(lay.flatten(t)) == k0) == same_orbit, (f.name, slot, alt)
-                    checked.add(f.name)
-    assert checked == {f.name for f in FIELDS}
-
-
-def test_a_new_per_instance_field_enters_the_key_without_edits(monkeypatch):
-    extra = Field("extra", "inst", "bool", False, False, False, "a field the key was not told of")
-    monkeypatch.setattr(flat, "FIELDS", FIELDS + (extra,))
-    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=1, requests=2)
-    lay = Layout(cfg)
-    key = key_function(cfg, lay, True)
-    base = [0] * lay.width
-    for k in range(cfg.ids):
-        base[lay.pos("inflight", k)] = NONE
-        base[lay.pos("stream", k)] = NONE
-    flipped = list(base)
-    flipped[lay.pos("extra", 0)] = 1
-    assert key(tuple(base)) != key(tuple(flipped))
-
-
-@pytest.mark.parametrize(
-    "field",
-    [
-        Field("peer", "inst", "inst?", False, False, -1, "names another instance"),
-        Field("other_id", "inst", "id", False, False, 0, "an id besides rid"),
-        Field("last", None, "inst?", False, False, -1, "a scalar naming an instance"),
-    ],
-)
-def test_the_key_refuses_fields_it_cannot_rename(monkeypatch, field):
-    monkeypatch.setattr(flat, "FIELDS", FIELDS + (field,))
-    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", ids=2, requests=2)
-    with pytest.raises(NotImplementedError, match=field.name):
-        key_function(cfg, Layout(cfg), True)
-
-
-def test_canonicalizer_returns_a_renaming_in_the_same_orbit():
-    cfg = Config(DESIGNS["atomic"], "2026-07-28", "stdio", ids=2, requests=2)
-    c = Canonicalizer(cfg)
-    for s in reachable(cfg)[::10]:
-        k = c.key(s)
-        assert brute_orbit(cfg, k) == brute_orbit(cfg, s)
-        assert c.key(k) == k
-
-
-# --- runs --------------------------------------------------------------------------------------
-
-
-def test_search_many_matches_one_run_after_another():
+def test_search_sessions_matches_one_run_after_another():
     cfgs = [
         Config(DESIGNS[d], rev, tr, ids=2, requests=2)
         for d in ("atomic", "unguarded")
         for rev, tr in profiles()
         if rev == "2026-07-28"
     ]
-    seq = [explore(c, progress=False, engine="compiled").to_json() for c in cfgs]
-    par = [r.to_json() for r in search_many(cfgs, jobs=2, progress=False)]
+    seq = [explore(c, progress=False, liveness=True).to_json() for c in cfgs]
+    par = [r.to_json() for r in search_sessions(cfgs, jobs=2, progress=False)]
     for a, b in zip(seq, par, strict=False):
         a.pop("seconds")
         b.pop("seconds")
@@ -304,8 +96,7 @@ def test_max_states_stops_the_run_and_says_so():
 def test_traces_replay_on_the_model():
     """Every step of a reported trace is an enabled move of the model from the previous state
     (traces are rebuilt by replaying stored moves).  The run is the shared one on the engine
-    ``check`` uses, native where a compiler is; ``tests/test_native.py`` holds its traces equal
-    to the Python engine's."""
+    ``check`` uses, native where a compiler is."""
     r = explored_run("unguarded", "2025-11-25", "http", ids=2, requests=2)
     assert r.cfg == Config(DESIGNS["unguarded"], "2025-11-25", "http", ids=2, requests=2)
     traces = [v.trace for v in r.verdicts if v.trace]
@@ -356,7 +147,6 @@ SAME_GRAPH = {
 )
 def test_equivalent_mutants_have_atomic_reachable_graph(rev, tr):
     from mcp_inflight.model.config import ATOMIC, mutants
-    from mcp_inflight.proofs.session_search import reachable_graph
 
     assert set(SAME_GRAPH) == set(mutants())
     # 2025-11-25 at one id: its graphs without symmetry are an order of magnitude larger since
@@ -373,16 +163,14 @@ def test_unguarded_write_writes_for_a_cancelled_handler():
     # still runs has its progress and elicitation written (atomic drops them: only a live
     # request's own open stream is written on); no invariant forbids that
     from mcp_inflight.model.config import ATOMIC, mutants
-    from mcp_inflight.proofs.session_search import reachable_graph
 
     def written_after_cancel(cfg):
-        lay = compiled_model.Compiled(cfg, ()).layout
         return {
             name
             for pre, name, (r, _), outs, _ in reachable_graph(cfg)[1]
             if name in ("emit", "server_request")
-            and outs[1]
-            and Life(lay.unflatten(pre).life[r]) == Life.CANCELLED
+            and any(written for _, (_, written) in outs)
+            and Life(pre.life[r]) == Life.CANCELLED
         }
 
     mut = mutants()["atomic-unguarded-write"]
@@ -398,8 +186,9 @@ def test_unguarded_write_writes_for_a_cancelled_handler():
 # --- progress ----------------------------------------------------------------------------------
 
 _PROGRESS_CFG = Config(DESIGNS["atomic"], "2025-11-25", "stdio", ids=1, requests=2)
+_LABEL = session_spec.spec(_PROGRESS_CFG).label()  # session atomic (2025-11-25 stdio, 1 ids, ...
 _FIELDS_RE = re.compile(
-    r"^  atomic 2025-11-25 stdio 1x2: [\d,]+ states, [\d,]+ states/s, depth \d+, "
+    "^  " + re.escape(_LABEL) + r": [\d,]+ states, [\d,]+ states/s, depth \d+, "
     r"queue [\d,]+, left (\?|~[\d,]+ states(, ~[\d,]+s)? \(est\.\))$"
 )
 
@@ -429,7 +218,7 @@ def test_progress_lines_carry_the_fields(every_tick, engine, capsys):
     states = [int(x.split(": ")[1].split(" states")[0].replace(",", "")) for x in running]
     assert states == sorted(states) and states[-1] <= r.states
     assert lines[-1] == (
-        f"  done atomic 2025-11-25 stdio 1x2: {r.states:,} states, {r.transitions:,} "
+        f"  done {_LABEL}: {r.states:,} states, {r.transitions:,} "
         f"transitions, depth {r.depth}, {lines[-1].split(', ')[-1].split('s (')[0]}s "
         f"({lines[-1].split('(')[-1]}"
     )
@@ -470,12 +259,12 @@ def test_estimate_left_only_from_shrinking_levels():
 def test_worker_runs_report_progress_to_the_parent_while_running(every_tick):
     err = io.StringIO()
     cfgs = [_PROGRESS_CFG, Config(DESIGNS["unguarded"], "2025-11-25", "stdio", 1, 2)]
-    rs = search_many(
+    rs = search_sessions(
         cfgs, jobs=2, symmetry=False, progress=progress_mod.Display(err, live=False, interval=0)
     )
     lines = err.getvalue().splitlines()
     for r in rs:
-        name = f"{r.cfg.label} 1x2: "
+        name = session_spec.spec(r.cfg).label() + ": "
         mine = [x for x in lines if name in x]
         assert any(not x.startswith("  done ") for x in mine), "progress before the end"
         assert mine[-1].startswith("  done " + name) and f"{r.states:,} states" in mine[-1]

@@ -17,11 +17,11 @@ from functools import cache
 import pytest
 
 from mcp_inflight.cli import main
+from mcp_inflight.model import eventually as L
 from mcp_inflight.model import session as S
 from mcp_inflight.model import step
 from mcp_inflight.model.config import DESIGNS, Config, liveness_mutants
 from mcp_inflight.model.declare import FAIRNESS
-from mcp_inflight.proofs import liveness as L
 from mcp_inflight.proofs.explorer import explore
 
 WAITS = Config(liveness_mutants()["atomic-waits-on-answer"], "2025-11-25", "stdio", 2, 2)
@@ -49,7 +49,7 @@ def _patch(monkeypatch, name: str, **changes) -> None:
 def _answered(cfg: Config):
     """The verdict of ``requests_answered`` on ``cfg`` as the model and the fairness lists stand,
     on the engine ``check`` runs (native where a C compiler is: it judges liveness under the
-    fairness ``proofs/liveness.py`` reads from the declaration, ``tests/test_native.py``)."""
+    fairness ``proofs/liveness.py`` reads from the declaration, ``tests/test_native_spec.py``)."""
     return explore(cfg, liveness=True, progress=False, engine="auto").verdict("requests_answered")
 
 

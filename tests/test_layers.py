@@ -113,11 +113,11 @@ def test_the_check_sees_a_runtime_module_importing_a_checker():
     for source in (
         "from mcp_inflight.proofs.explorer import explore\n",
         "def f():\n    from ..proofs import prove\n",
-        "import mcp_inflight.proofs.session_search\n",
+        "import mcp_inflight.proofs.explorer\n",
     ):
         assert violations(core, source), source
     assert violations(ROOT / "model" / "session.py", "from mcp_inflight.impl import core\n")
-    assert violations(ROOT / "proofs" / "session_search.py", "from mcp_inflight import cli\n")
+    assert violations(ROOT / "proofs" / "explorer.py", "from mcp_inflight import cli\n")
     assert violations(ROOT / "impl" / "core.py", "from mcp_inflight import probe\n")
     assert not violations(core, "from mcp_inflight.model import ATOMIC\nfrom .sse import Decoder\n")
 

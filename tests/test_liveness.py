@@ -3,18 +3,15 @@ holding, the same verdicts with and without symmetry reduction, the fair-cycle c
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import replace
 from functools import cache
-from types import SimpleNamespace
 
 import pytest
 
 from mcp_inflight import report
 from mcp_inflight.model.config import ATOMIC, DESIGNS, Config, liveness_mutants
-from mcp_inflight.model.lifecycle import Life
+from mcp_inflight.model.eventually import NAMES
 from mcp_inflight.proofs.explorer import explore as _explore
-from mcp_inflight.proofs.liveness import NAMES, Graph, unanswered
 from support.explored import run
 
 
@@ -24,7 +21,7 @@ def explore(cfg: Config, symmetry: bool = True, liveness: bool = False):
     ask for the same one (they only read it), and a design's run without liveness by every test
     of the test run that asks for it (``support.explored.run``); on the engine ``check`` runs,
     native where a C compiler is (it judges liveness as the compiled engine and
-    ``proofs/liveness.py`` do, ``tests/test_native.py``)."""
+    ``proofs/liveness.py`` do, ``tests/test_native_spec.py``)."""
     d = cfg.design
     if not liveness and DESIGNS.get(d.name) == d:
         return run(d.name, cfg.revision, cfg.transport, cfg.ids, cfg.requests, symmetry, cfg.client)
@@ -95,8 +92,8 @@ def test_waits_on_answer_is_caught_by_fairness_alone(tr):
 def test_a_breaking_stream_is_not_forced_by_fairness():
     # were a stream break a fair move, every hanging POST on 2025-11-25 http would end broken,
     # and the bug above would pass there
+    from mcp_inflight.model.eventually import is_fair
     from mcp_inflight.model.session import ACTION
-    from mcp_inflight.proofs.liveness import is_fair
 
     assert not is_fair(ACTION["break_stream"])
     assert is_fair(ACTION["respond"]) and is_fair(ACTION["arrive"])
@@ -134,47 +131,6 @@ def test_liveness_off_keeps_the_other_verdicts():
         (v.name, v.ok) for v in b.verdicts if v.kind != "liveness"
     ]
     assert (a.states, a.transitions) == (b.states, b.transitions)
-
-
-def _state(life, rogue=False, got=False):
-    return SimpleNamespace(life=(life,), rogue=(rogue,), got_resp=(got,))
-
-
-def test_fair_component_check():
-    # 0 -> 1 (client move), 1 stutters; no fair move leaves 1; a request pending at 1
-    g = Graph(
-        src=array("i", [0]),
-        dst=array("i", [1]),
-        move=array("i", [0]),
-        settled=bytearray([0, 0]),
-        stutter=array("i", [-1, 1]),
-        fair_exit=bytearray([1, 0]),
-    )
-    succ = g.succ_lists()
-    states = {0: _state(Life.UNSENT), 1: _state(Life.IN_FLIGHT)}
-    assert unanswered(g, succ, states.__getitem__, lambda n: set(), 1) == 1
-    # the same request answered: nothing pending
-    states[1] = _state(Life.IN_FLIGHT, got=True)
-    assert unanswered(g, succ, states.__getitem__, lambda n: set(), 1) is None
-    # a fair move leaves 1: an unfair place to stay
-    g.fair_exit[1] = 1
-    states[1] = _state(Life.IN_FLIGHT)
-    assert unanswered(g, succ, states.__getitem__, lambda n: set(), 1) is None
-    # a two-state cycle 1 <-> 2 (fair moves 5, 6) with a fair move 7 enabled throughout, never taken
-    g = Graph(
-        src=array("i", [0, 1, 2]),
-        dst=array("i", [1, 2, 1]),
-        move=array("i", [0, 5, 6]),
-        settled=bytearray(3),
-        stutter=array("i", [-1, -1, -1]),
-        fair_exit=bytearray([1, 1, 1]),
-    )
-    succ = g.succ_lists()
-    st = {0: _state(Life.UNSENT), 1: _state(Life.SENT), 2: _state(Life.RECEIVED)}
-    assert unanswered(g, succ, st.__getitem__, lambda n: {5, 6, 7}, 1) is None
-    assert unanswered(g, succ, st.__getitem__, lambda n: {5} if n == 1 else {6}, 1) == 1
-    st[2] = _state(Life.RECEIVED, rogue=True)
-    assert unanswered(g, succ, st.__getitem__, lambda n: {5} if n == 1 else {6}, 1) is None
 
 
 def test_cross_sender_cancel_invariant_and_hazard():

@@ -35,7 +35,7 @@ def check(*args: str) -> subprocess.CompletedProcess[str]:
 def fresh_results(tmp_path, monkeypatch) -> Path:
     """``tmp_path`` as the checkers' cache (``MCP_INFLIGHT_CACHE``): no result cached before the
     test is read.  Its ``native/`` is the default cache's directory of built engines, each keyed
-    by a hash of its C source and flags (``proofs/native.py``), so an engine found there is the
+    by a hash of its C source and flags (``proofs/native_build.py``), so an engine found there is the
     one a build would give."""
 
     from mcp_inflight.proofs import native_build

@@ -1,7 +1,8 @@
 """The session model in the one declaration (``model/session_spec.py``), checked by the one
-explorer (``proofs/explorer.py``): the same states, transitions, coverage, verdicts (its three
-liveness properties included) and counterexamples as the session's own explorer without its
-symmetry reduction.
+explorer (``proofs/explorer.py``) on its compiled rules: the same states, transitions, coverage,
+verdicts (its three liveness properties included) and counterexamples as the rules as written
+(the concrete engine, ``proofs/stepping.py``, the reference) read as the session's run record
+(``proofs/session_run.py``), without symmetry reduction.
 
 The default run takes the safe design on the four profiles and a mutant at small bounds (2025-11-25
 at one id); the slow run takes every design and mutant of ``check --design all``, and three of
@@ -23,8 +24,7 @@ from mcp_inflight.model.session_spec import spec
 from mcp_inflight.model.session_state import FIELDS
 from mcp_inflight.model.trace import id_name, inst_name
 from mcp_inflight.proofs.explored import Explored
-from mcp_inflight.proofs.explorer import explore as one_explore
-from mcp_inflight.proofs.explorer import explore as session_explore
+from mcp_inflight.proofs.explorer import explore
 from mcp_inflight.proofs.prove import all_designs, prove
 from mcp_inflight.proofs.records import RunResult
 
@@ -37,7 +37,7 @@ def _cfg(design: str, revision: str, transport: str, client: str = "reusing") ->
 
 
 def _words(res) -> dict[str, str]:
-    """The session explorer's verdicts in the one explorer's words."""
+    """The session record's verdicts in the one explorer's words."""
     out = {}
     for v in res.verdicts:
         if not v.applies:
@@ -58,17 +58,17 @@ def _named(step) -> tuple[str, dict[str, str]]:
 
 @cache
 def runs(cfg: Config) -> tuple[Explored, RunResult]:
-    """The one explorer's run of ``cfg``'s declaration and the session explorer's run of
-    ``cfg`` (unreduced, compiled, liveness judged), once per test process: ``agree`` and
-    ``_live_words`` compare the same two runs, and only read them."""
-    one = one_explore(spec(cfg))
-    ref = session_explore(cfg, symmetry=False, progress=False, engine="compiled", liveness=True)
+    """The one explorer's run of ``cfg``'s declaration (compiled) and the session's record of
+    its run on the rules as written (unreduced, liveness judged), once per test process:
+    ``agree`` and ``_live_words`` compare the same two runs, and only read them."""
+    one = explore(spec(cfg), engine="compiled")
+    ref = explore(cfg, symmetry=False, progress=False, engine="interpreted", liveness=True)
     return one, ref
 
 
 def agree(cfg: Config) -> Explored:
-    """The one explorer's run of ``cfg``'s declaration, checked to find what the session
-    explorer finds; returned for a test's own assertions."""
+    """The one explorer's run of ``cfg``'s declaration, checked to find what the rules as
+    written find; returned for a test's own assertions."""
     one, ref = runs(cfg)
     assert not one.errors, one.errors
     assert (one.states, one.transitions) == (ref.states, ref.transitions), cfg.label
@@ -106,7 +106,7 @@ def test_the_declaration_reads_every_field_action_and_property():
     "design, revision, transport",
     [("atomic", r, t) for r, t in PROFILES] + [("unguarded", "2026-07-28", t) for t in ("http",)],
 )
-def test_the_one_explorer_agrees_with_the_session_explorer(design, revision, transport):
+def test_the_compiled_rules_agree_with_the_rules_as_written(design, revision, transport):
     agree(_cfg(design, revision, transport))
 
 
@@ -169,7 +169,7 @@ def test_the_one_prover_does_not_prove_a_broken_invariant_of_the_session():
     """On ``unguarded`` every invariant the explorer finds broken is left unproved (explored on
     the engine ``check`` runs: native where a C compiler is)."""
     sp = spec(_cfg("unguarded", "2026-07-28", "http"))
-    run = one_explore(sp, engine="fastest")
+    run = explore(sp, engine="fastest")
     broken = [k for k, v in run.verdicts.items() if v == "fails" and ":" not in k]
     assert "no_misrouted_response" in broken
     res = prove(sp)
@@ -178,8 +178,8 @@ def test_the_one_prover_does_not_prove_a_broken_invariant_of_the_session():
 
 
 def _live_words(cfg: Config) -> tuple[dict[str, str], dict[str, str]]:
-    """The liveness verdicts on ``cfg``: the one explorer's on the declaration, and the session
-    engine's (its own liveness judge on its graph)."""
+    """The liveness verdicts on ``cfg``: the one explorer's on the declaration's compiled rules,
+    and the record's of the rules as written."""
     one, ref = runs(cfg)
     mine = {v.name: one.verdicts[v.name] for v in ref.verdicts if v.kind == "liveness"}
     theirs = {v.name: "holds" if v.ok else "fails" for v in ref.verdicts if v.kind == "liveness"}
@@ -203,8 +203,8 @@ def _live_cfg(design: str, revision: str, transport: str, ids: int) -> Config:
 )
 def test_liveness_is_judged_alike_and_the_liveness_mutants_break_it_in_both(design, broken):
     """``requests_answered`` (an eventuality under weak fairness), ``settles`` and
-    ``no_deadlock`` (properties of the graph itself): the one explorer's verdicts are the
-    session engine's, and each is broken by the mutant that breaks it."""
+    ``no_deadlock`` (properties of the graph itself): the verdicts on the compiled rules are
+    those on the rules as written, and each is broken by the mutant that breaks it."""
     one, ref = _live_words(_live_cfg(design, "2025-11-25", "stdio", 1))
     assert set(one) == {"requests_answered", "settles", "no_deadlock"}
     assert one == ref

@@ -125,41 +125,33 @@ def traces(base: str, **query) -> dict:
 
 def _graph(cfg: Config):
     """The explorer's state graph, out of the states a walk asks for: ``(s0, edges)``, the
-    initial concrete state and ``edges(s)`` -> ``{token: (post, changes)}`` for a state ``s``
-    met along the edges, by the explorer's own successor function (the one its breadth-first
-    search applies, without symmetry, so each concrete state is expanded as it is; each state
-    expanded and made concrete once, however many edges reach it)."""
-    from mcp_inflight.proofs.compiled_model import Compiled
+    initial state and ``edges(s)`` -> ``{token: (post, changes)}`` for a state ``s`` met along
+    the edges, by the one explorer's compiled rules of the session's declaration (without
+    symmetry, so each state is expanded as it is; each state expanded once, however many
+    edges reach it)."""
+    from mcp_inflight.model.session_spec import spec
+    from mcp_inflight.proofs.compiled_spec import compile_spec
 
-    comp = Compiled(cfg)
-    unflatten = comp.layout.unflatten
-    concrete: dict = {}  # flat state -> concrete state
-    flat: dict = {}  # concrete state -> flat state
+    sp = spec(cfg, liveness=False)
+    fire = [(m, f) for m, f in zip(sp.moves(), compile_spec(sp).fire, strict=True) if f]
     expanded: dict = {}
-
-    def state(t):
-        c = concrete.get(t)
-        if c is None:
-            c = concrete[t] = unflatten(t)
-            flat[c] = t
-        return c
 
     def edges(pre) -> dict:
         out = expanded.get(pre)
         if out is None:
             out = expanded[pre] = {}
-            for m, t, _outs, _bad in comp.expand(flat[pre]):
-                mv = comp.moves[m]
-                args = mv.args
+            for m, f in fire:
+                t = f(pre)
+                if t is None:
+                    continue
+                args = m.kw
                 tok = ".".join(
-                    [mv.action.name, inst_name(args["r"])]
-                    + ([id_name(args["i"])] if "i" in args else [])
+                    [m.name, inst_name(args["r"])] + ([id_name(args["i"])] if "i" in args else [])
                 )
-                post = state(t)
-                out[tok] = (post, changes(pre, post))
+                out[tok] = (t[0], changes(pre, t[0]))
         return out
 
-    return state(comp.initial()), edges
+    return sp.initial(), edges
 
 
 def _table(v: dict) -> dict:

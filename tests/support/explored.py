@@ -92,3 +92,18 @@ def judging(cfg, props, symmetry: bool = True, engine: str = "fastest"):
     aux = tuple(p for p in sp.aux if p.name not in names)
     sp = replace(sp, props=kept + tuple(declared(p, cfg) for p in props), aux=aux)
     return explore(sp, symmetry=symmetry, engine=engine)
+
+
+def reachable_graph(cfg) -> tuple[frozenset, frozenset]:
+    """Every reachable state of ``cfg``'s declaration and every transition, without symmetry
+    reduction: ``(states, edges)``, each edge ``(pre, action name, (r, i), outputs, post)``, the
+    outputs sorted ``(message, (stream, goes out))`` pairs.  Two designs whose graphs are equal
+    on a profile and bound are the same system there: the same states, moves, outputs (where
+    each message is written, or that it is dropped) and runs, so every property, safety or
+    liveness, has the same verdict on both."""
+    states = expanded(cfg, symmetry=False)
+    found = frozenset(
+        (pre, a.name, (args["r"], args.get("i")), tuple(sorted(out.items())), post)
+        for pre, a, args, post, out in edges(cfg, symmetry=False)
+    )
+    return frozenset(states), found
