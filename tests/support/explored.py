@@ -96,14 +96,18 @@ def judging(cfg, props, symmetry: bool = True, engine: str = "fastest"):
 
 def reachable_graph(cfg) -> tuple[frozenset, frozenset]:
     """Every reachable state of ``cfg``'s declaration and every transition, without symmetry
-    reduction: ``(states, edges)``, each edge ``(pre, action name, (r, i), outputs, post)``, the
-    outputs sorted ``(message, (stream, goes out))`` pairs.  Two designs whose graphs are equal
-    on a profile and bound are the same system there: the same states, moves, outputs (where
-    each message is written, or that it is dropped) and runs, so every property, safety or
-    liveness, has the same verdict on both."""
-    states = expanded(cfg, symmetry=False)
-    found = frozenset(
-        (pre, a.name, (args["r"], args.get("i")), tuple(sorted(out.items())), post)
-        for pre, a, args, post, out in edges(cfg, symmetry=False)
-    )
-    return frozenset(states), found
+    reduction, walked once on its compiled rules: ``(states, edges)``, each edge ``(pre, action
+    name, (r, i), outputs, post)``, the outputs sorted ``(message, (stream, goes out))`` pairs.
+    Two designs whose graphs are equal on a profile and bound are the same system there: the
+    same states, moves, outputs (where each message is written, or that it is dropped) and runs,
+    so every property, safety or liveness, has the same verdict on both."""
+    from mcp_inflight.model.session_spec import spec
+    from mcp_inflight.proofs.compiled_spec import compile_spec
+    from mcp_inflight.proofs.walk import transitions_out
+
+    sp = spec(cfg, liveness=False)
+    states, found = {sp.initial()}, set()
+    for pre, m, post, out in transitions_out(sp, compile_spec(sp).fire):
+        states.add(post)
+        found.add((pre, m.name, (m.kw["r"], m.kw.get("i")), tuple(sorted(out.items())), post))
+    return frozenset(states), frozenset(found)
