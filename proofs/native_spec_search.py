@@ -62,7 +62,7 @@ typedef struct {
     int nworkers;
     sc *st;
     int *parent, *pmove, *depth;
-    long *hash;
+    unsigned long *hash;  /* per slot: the high half of a state's hash and its index + 1 */
     long *levels;
     long *estart;
     int *eto, *emv;
@@ -80,6 +80,13 @@ static unsigned long hash_of(const sc *p) {
     return h ^ (h >> 29);
 }
 
+/* A slot of the table keeps the high half of its state's hash (TAG) beside the state's index
+   + 1 (0: an empty slot); a state's first slot is read from that half too (SLOT), so the table
+   grows without reading a state, and a probe reads a state only where the halves agree. */
+#define TAG(h) ((h) & 0xffffffff00000000UL)
+#define SLOT(h, cap) (((h) >> 32) & (unsigned long)((cap) - 1))
+#define INDEX(e) ((long)((e) & 0xffffffffUL) - 1)
+
 static int grow(void **a, long n, size_t sz) {
     void *b = realloc(*a, (size_t)n * sz);
     if (!b) return 0;
@@ -89,12 +96,14 @@ static int grow(void **a, long n, size_t sz) {
 
 static int rehash(R *r) {
     long cap = r->hcap * 2;
-    long *h = calloc((size_t)cap, sizeof(long));
+    unsigned long *h = calloc((size_t)cap, sizeof(unsigned long));
     if (!h) return 0;
-    for (long i = 0; i < r->n; i++) {
-        unsigned long x = hash_of(r->st + i * NV) & (unsigned long)(cap - 1);
+    for (long k = 0; k < r->hcap; k++) {
+        unsigned long e = r->hash[k];
+        if (!e) continue;
+        unsigned long x = SLOT(e, cap);
         while (h[x]) x = (x + 1) & (unsigned long)(cap - 1);
-        h[x] = i + 1;
+        h[x] = e;
     }
     free(r->hash);
     r->hash = h;
@@ -105,11 +114,10 @@ static int rehash(R *r) {
 /* the index of state p (of hash h), or -1 when new and not added, -2 on no memory; *added
    says */
 static long add_hashed(R *r, const sc *p, unsigned long h, long from, int mv, int *added) {
-    unsigned long x = h & (unsigned long)(r->hcap - 1);
+    unsigned long x = SLOT(h, r->hcap), tag = TAG(h), e;
     *added = 0;
-    while (r->hash[x]) {
-        long i = r->hash[x] - 1;
-        if (!memcmp(r->st + i * NV, p, NV)) return i;
+    while ((e = r->hash[x])) {
+        if (TAG(e) == tag && !memcmp(r->st + INDEX(e) * NV, p, NV)) return INDEX(e);
         x = (x + 1) & (unsigned long)(r->hcap - 1);
     }
     if (r->n >= r->max_states) { r->overflow = 1; return -1; }
@@ -130,7 +138,7 @@ static long add_hashed(R *r, const sc *p, unsigned long h, long from, int mv, in
     r->pmove[i] = mv;
     r->depth[i] = from < 0 ? 0 : r->depth[from] + 1;
     if (r->nlive) r->changed[i] = r->renamed[i] = 0;
-    r->hash[x] = i + 1;
+    r->hash[x] = tag | (unsigned long)(i + 1);
     *added = 1;
     if (2 * r->n > r->hcap && !rehash(r)) return -2;
     return i;
@@ -142,10 +150,9 @@ static long find_or_add(R *r, const sc *p, long from, int mv, int *added) {
 
 /* the index of state p (of hash h) in the table, -1 when not there; reads the search only */
 static long find_hashed(const R *r, const sc *p, unsigned long h) {
-    unsigned long x = h & (unsigned long)(r->hcap - 1);
-    while (r->hash[x]) {
-        long i = r->hash[x] - 1;
-        if (!memcmp(r->st + i * NV, p, NV)) return i;
+    unsigned long x = SLOT(h, r->hcap), tag = TAG(h), e;
+    while ((e = r->hash[x])) {
+        if (TAG(e) == tag && !memcmp(r->st + INDEX(e) * NV, p, NV)) return INDEX(e);
         x = (x + 1) & (unsigned long)(r->hcap - 1);
     }
     return -1;
@@ -186,7 +193,7 @@ void *nb_new(const char *init, long max_states, const unsigned char *trig_s,
     r->st = malloc((size_t)r->cap * NV); r->parent = malloc(r->cap * sizeof(int));
     r->pmove = malloc(r->cap * sizeof(int)); r->depth = malloc(r->cap * sizeof(int));
     r->estart = malloc((r->cap + 1) * sizeof(long));
-    r->hash = calloc((size_t)r->hcap, sizeof(long)); r->levels = malloc(r->lcap * sizeof(long));
+    r->hash = calloc((size_t)r->hcap, sizeof(unsigned long)); r->levels = malloc(r->lcap * sizeof(long));
     for (int k = 0; k < NS; k++) {
         r->trig_s[k] = trig_s[k]; r->live_s[k] = live_s[k]; r->need_s[k] = !live_s[k];
         r->want_s[k] = want_s[k]; r->sfirst[k] = -1; r->nlive += live_s[k];
@@ -408,13 +415,7 @@ long nb_find(void *rp, const char *s) {
     R *r = rp;
     sc c[NV];
     canon((const sc *)s, c);
-    unsigned long x = hash_of(c) & (unsigned long)(r->hcap - 1);
-    while (r->hash[x]) {
-        long i = r->hash[x] - 1;
-        if (!memcmp(r->st + i * NV, c, NV)) return i;
-        x = (x + 1) & (unsigned long)(r->hcap - 1);
-    }
-    return -1;
+    return find_hashed(r, c, hash_of(c));
 }
 
 /* the first state (least index) from which no state where liveness goal `live` holds is

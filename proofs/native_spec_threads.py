@@ -188,7 +188,7 @@ static int hand_over(R *r, Wk *w) {
             int j = w->mv[at];
             long ahead = at + AHEAD;  /* a later new state's slot in the table, fetched early */
             if (ahead < w->n && w->dst[ahead] < 0 && w->mres[-1 - w->dst[ahead]] < 0)
-                __builtin_prefetch(r->hash + (w->mh[-1 - w->dst[ahead]] & (unsigned long)(r->hcap - 1)));
+                __builtin_prefetch(r->hash + SLOT(w->mh[-1 - w->dst[ahead]], r->hcap));
             r->transitions++;
             r->cov[j]++;
             const unsigned long long *ev = w->ev + at * NTW;
