@@ -154,6 +154,11 @@ def explore(
     return _search(model, limit, until, engine or "auto", progress, symmetry or False)
 
 
+#: the session's runs stop at no number of states unless told (``check --max-states``); the
+#: native engine's table holds at most 2**31 - 2
+NO_LIMIT = (1 << 31) - 2
+
+
 def search_session(
     cfg: Config,
     symmetry: bool | str = True,
@@ -180,7 +185,7 @@ def search_session(
     sink = sink_for(progress)
     ex = explore(
         spec(cfg, liveness),
-        max_states=max_states,
+        max_states=NO_LIMIT if max_states is None else max_states,
         engine=ENGINES[engine],
         progress=Silent() if sink is None else sink,
         symmetry=symmetry,

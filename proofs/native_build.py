@@ -107,6 +107,54 @@ def build(source: str, flags: list[str] = CFLAGS, better: list[str] | None = Non
     return so
 
 
+#: the builds :func:`build_later` started in this process, by the shared object they make
+_later: dict[str, subprocess.Popen[bytes]] = {}
+
+#: the background build: ``$1`` the compiler, the rest its flags; ``T`` the directory of
+#: ``model.c``, ``SO`` where the shared object goes (renamed there at once: a run never loads
+#: half of one); the directory removed whatever happened
+_LATER = (
+    'cc="$1"; shift; "$cc" "$@" -o "$T/model.so" "$T/model.c" && mv -f "$T/model.so" "$SO"; '
+    'rm -rf "$T"'
+)
+
+
+def build_later(source: str, flags: list[str] = CFLAGS) -> None:
+    """Start building ``source`` with ``flags`` into the cache in a process of its own and
+    return at once: a later run finds it there (:func:`build`'s ``better``), while this one
+    goes on without waiting for the compiler.  Nothing is reported: a build that cannot start
+    or fails leaves the runs on the build they have."""
+    cc = compiler()
+    if cc is None:
+        return
+    so = built_path(cc, flags, source)
+    if so.exists() or str(so) in _later:
+        return
+    try:
+        d = cache_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=d)
+        (Path(tmp) / "model.c").write_text(source)
+        _later[str(so)] = subprocess.Popen(
+            ["sh", "-c", _LATER, "sh", cc, *flags],
+            env={**os.environ, "T": tmp, "SO": str(so)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # not stopped with the run that started it
+        )
+    except OSError:
+        return
+
+
+def finish_builds(timeout: float | None = None) -> None:
+    """Wait for the builds :func:`build_later` started in this process (for a caller that
+    needs them in the cache now)."""
+    for p in list(_later.values()):
+        p.wait(timeout)
+    _later.clear()
+
+
 _loaded: dict[str, Any] = {}
 
 

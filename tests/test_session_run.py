@@ -226,3 +226,24 @@ def test_a_check_made_already_is_reduced_on_without_checking_again(monkeypatch, 
     refused = explore(spec(cfg), symmetry="unreduced: a rule breaks it", engine=engine)
     assert refused.symmetry == "unreduced: a rule breaks it"
     assert refused.states == explore(spec(cfg), engine=engine).states
+
+
+def test_a_session_run_stops_at_no_number_of_states_unless_told(monkeypatch):
+    """``explore(cfg)`` without ``max_states`` searches to the end (a declared model's own
+    default, two million states, is not the session's: at 3 x 2 over http it has 2.9 million
+    unreduced); with it, the run stops there and says it is incomplete."""
+    from mcp_inflight.proofs import explorer
+
+    asked = []
+    real = explorer.explore
+
+    def spy(model, max_states=None, **kw):
+        asked.append(max_states)
+        return real(model, max_states, **kw)
+
+    monkeypatch.setattr(explorer, "explore", spy)
+    cfg = Config(DESIGNS["atomic"], "2026-07-28", "http", 1, 2, client_for("reusing", "2026-07-28"))
+    assert explorer.search_session(cfg, progress=False).complete
+    assert asked == [explorer.NO_LIMIT] and explorer.NO_LIMIT > 2_000_000
+    cut = explorer.search_session(cfg, progress=False, max_states=10)
+    assert asked[-1] == 10 and not cut.complete
