@@ -9,7 +9,9 @@ sorts.  :func:`compile_spec` joins these into one module per spec and ``exec``s 
 
 * per move, ``fire(s) -> (post, output) | None``: the guard, then the output and the writes read
   on ``s``, applied in order to copies of the written variables (a write to a ``NONE`` key is a
-  model bug, raised as the concrete step raises it), then the model's ``canon``;
+  model bug, raised as the concrete step raises it), then the model's ``canon``; and every
+  move's at once, ``expand(s) -> [(k, post, output)]`` of the moves enabled on ``s`` (what the
+  explorer's search calls: one call a state);
 * per state property (``always``, auxiliary, ``sometimes``, liveness goals) ``fn(s) -> bool``;
 * per step property (``step``, ``hazard``, ``happens``) and move ``fn(pre, post, out) -> bool``;
 * ``in_range(s)``: every slot within its variable's range.
@@ -112,6 +114,14 @@ class CompiledSpec:
     step: list[dict[str, StepTest]]  # per move: step property name -> test
     in_range: StateTest
     source: str
+    #: ``expand(s)``: ``[(k, post, output)]`` of every move enabled on ``s``, in move order
+    expand: Callable[[Any], list[tuple[int, Any, Mapping[str, Any]]]] | None = None
+    #: per move: ``events(pre, post, out)``, the step properties whose event the transition is
+    #: (a ``step`` or ``hazard`` property false on it, a ``happens`` witness true)
+    events: list[Callable[[Any, Any, Mapping[str, Any]], list[str]] | None] | None = None
+    #: ``state_events(s)``: the ``always`` properties and auxiliary invariants (``aux:<name>``)
+    #: false on ``s`` and the ``sometimes`` witnesses true on it
+    state_events: Callable[[Any], list[str]] | None = None
 
 
 def compile_spec(spec: Spec) -> CompiledSpec:
@@ -131,28 +141,70 @@ def _compile(spec: Spec) -> CompiledSpec:
     fires: list[str | None] = []
     for k, m in enumerate(moves):
         fires.append(_emit_fire(spec, g, src, k, m, pre))
+    _emit_expand(spec, g, src, moves, pre)
     state_props = [(p.name, p) for p in spec.props if p.scope == "state"]
     state_props += [("aux:" + p.name, p) for p in spec.aux]
+    state_tests = []
     for n, (key, p) in enumerate(state_props):
         fn = f"state_{n}"
+        test = _test_src(p.fn(g, pre))
         src.emit(0, f"def {fn}(p):")
         src.emit(1, _unpack(spec, "p_", "p"))
-        src.emit(1, f"return {_test_src(p.fn(g, pre))}")
+        src.emit(1, f"return {test}")
         names[fn] = key
+        if p.kind in ("always", "sometimes") or key.startswith("aux:"):
+            state_tests.append((key, test, p.kind == "sometimes" and not key.startswith("aux:")))
+    # the safety properties and witnesses of a state at once: the names whose event the state
+    # is (an ``always`` property or auxiliary invariant false on it, a ``sometimes`` true)
+    src.emit(0, "def state_events(p):")
+    src.emit(1, _unpack(spec, "p_", "p"))
+    src.emit(1, "ev = []")
+    for key, test, when_true in state_tests:
+        if test in ("True", "False"):
+            if (test == "True") == when_true:
+                src.emit(1, f"ev.append({key!r})")
+            continue
+        src.emit(1, f"if {test if when_true else 'not ' + test}:")
+        src.emit(2, f"ev.append({key!r})")
+    src.emit(1, "return ev")
     step_props = [p for p in spec.props if p.scope == "step"]
     step_names: list[dict[str, str]] = []
+    events: list[str | None] = []
     for k, m in enumerate(moves):
         mine: dict[str, str] = {}
-        if fires[k] is not None:
-            out = _output_view(spec, g, m, pre)
-            for n, p in enumerate(step_props):
-                fn = f"step_{k}_{n}"
-                src.emit(0, f"def {fn}(p, q, o):")
-                src.emit(1, _unpack(spec, "p_", "p"))
-                src.emit(1, _unpack(spec, "q_", "q"))
-                src.emit(1, f"return {_test_src(p.on_step(g, pre, post, m, out))}")
-                mine[p.name] = fn
+        if fires[k] is None:
+            step_names.append(mine)
+            events.append(None)
+            continue
+        out = _output_view(spec, g, m, pre)
+        tests = []
+        for n, p in enumerate(step_props):
+            fn = f"step_{k}_{n}"
+            test = _test_src(p.on_step(g, pre, post, m, out))
+            src.emit(0, f"def {fn}(p, q, o):")
+            src.emit(1, _unpack(spec, "p_", "p"))
+            src.emit(1, _unpack(spec, "q_", "q"))
+            src.emit(1, f"return {test}")
+            mine[p.name] = fn
+            tests.append((p, test))
         step_names.append(mine)
+        # every step property of the move at once: the names whose event the transition is
+        # (a step or hazard property false on it, a ``happens`` witness true)
+        fn = f"events_{k}"
+        src.emit(0, f"def {fn}(p, q, o):")
+        src.emit(1, _unpack(spec, "p_", "p"))
+        src.emit(1, _unpack(spec, "q_", "q"))
+        src.emit(1, "ev = []")
+        for p, test in tests:
+            hit = test if p.kind == "happens" else f"not {test}"
+            if test in ("True", "False"):
+                if (test == "True") == (p.kind == "happens"):
+                    src.emit(1, f"ev.append({p.name!r})")
+                continue
+            src.emit(1, f"if {hit}:")
+            src.emit(2, f"ev.append({p.name!r})")
+        src.emit(1, "return ev")
+        events.append(fn)
     src.emit(0, "def in_range(p):")
     src.emit(1, _unpack(spec, "p_", "p"))
     checks = []
@@ -169,6 +221,9 @@ def _compile(spec: Spec) -> CompiledSpec:
         step=[{p: ns[fn] for p, fn in mine.items()} for mine in step_names],
         in_range=ns["in_range"],
         source=text,
+        expand=ns["expand"],
+        events=[None if f is None else ns[f] for f in events],
+        state_events=ns["state_events"],
     )
 
 
@@ -192,8 +247,7 @@ def _lift(v: Any) -> str:
 
 
 def _emit_fire(spec: Spec, g: Gen, src: Source, k: int, m: Move, pre: _View) -> str | None:
-    a = m.act
-    guard = a.guard(g, pre, **m.kw)
+    guard = m.act.guard(g, pre, **m.kw)
     if not isinstance(guard, Expr) and not guard:
         return None
     fn = f"fire_{k}"
@@ -202,8 +256,38 @@ def _emit_fire(spec: Spec, g: Gen, src: Source, k: int, m: Move, pre: _View) -> 
     if isinstance(guard, Expr):
         src.emit(1, f"if not ({guard.src}):")
         src.emit(2, "return None")
+    post = _emit_step(spec, g, src, m, pre, 1)
+    src.emit(1, f"return ({post} if canon is None else canon({post})), o")
+    return fn
+
+
+def _emit_expand(spec: Spec, g: Gen, src: Source, moves: list[Move], pre: _View) -> None:
+    """``expand(p)``: every enabled move's ``(k, post, output)`` on ``p``, in the order of
+    ``spec.moves()``, each move's guard and step inline (one call per state, where ``fire``
+    is one per move)."""
+    src.emit(0, "def expand(p):")
+    src.emit(1, _unpack(spec, "p_", "p"))
+    src.emit(1, "res = []")
+    for k, m in enumerate(moves):
+        guard = m.act.guard(g, pre, **m.kw)
+        if not isinstance(guard, Expr) and not guard:
+            continue
+        depth = 1
+        if isinstance(guard, Expr):
+            src.emit(1, f"if {guard.src}:")
+            depth = 2
+        post = _emit_step(spec, g, src, m, pre, depth)
+        src.emit(depth, f"res.append(({k}, {post} if canon is None else canon({post}), o))")
+    src.emit(1, "return res")
+
+
+def _emit_step(spec: Spec, g: Gen, src: Source, m: Move, pre: _View, depth: int) -> str:
+    """The output ``o`` and the writes of ``m`` on the unpacked ``p_`` names, at ``depth``;
+    returns the source of the successor (before ``canon``)."""
+    a = m.act
+    d = depth
     out = a.outputs(g, pre, **m.kw)
-    src.emit(1, "o = {" + ", ".join(f"{n!r}: {_lift(v)}" for n, v in out.items()) + "}")
+    src.emit(d, "o = {" + ", ".join(f"{n!r}: {_lift(v)}" for n, v in out.items()) + "}")
     writes: list[Write] = list(a.effect(g, pre, **m.kw))
     keyed = {v.name for v in spec.vars if v.keys is not None}
     written: list[str] = []
@@ -213,29 +297,29 @@ def _emit_fire(spec: Spec, g: Gen, src: Source, k: int, m: Move, pre: _View) -> 
         if w.field not in written:
             written.append(w.field)
     for f in written:
-        src.emit(1, f"n_{f} = list(p_{f})" if f in keyed else f"n_{f} = p_{f}")
+        src.emit(d, f"n_{f} = list(p_{f})" if f in keyed else f"n_{f} = p_{f}")
     for w in writes:
         when = w.when
         if not isinstance(when, Expr) and not when:
             continue
-        depth = 1
+        at = d
         if isinstance(when, Expr):
-            src.emit(1, f"if {when.src}:")
-            depth = 2
+            src.emit(d, f"if {when.src}:")
+            at = d + 1
         value = lift(w.value)
         if w.key is None:
-            src.emit(depth, f"n_{w.field} = {value}")
+            src.emit(at, f"n_{w.field} = {value}")
             continue
         key = lift(w.key)
         if isinstance(w.key, Expr):
-            src.emit(depth, f"k = {key}")
-            src.emit(depth, "if k < 0:")
+            src.emit(at, f"k = {key}")
+            src.emit(at, "if k < 0:")
             msg = f"write to {w.field}[{{k}}]: an unmasked NONE key (model bug)"
-            src.emit(depth + 1, f"raise ValueError(f{msg!r})")
+            src.emit(at + 1, f"raise ValueError(f{msg!r})")
             key = "k"
         elif int(w.key) < 0:
             raise Refused(f"{a.name} writes {w.field}[{w.key}]: an unmasked NONE key")
-        src.emit(depth, f"n_{w.field}[{key}] = {value}")
+        src.emit(at, f"n_{w.field}[{key}] = {value}")
     parts = []
     for v in spec.vars:
         if v.name not in written:
@@ -244,6 +328,4 @@ def _emit_fire(spec: Spec, g: Gen, src: Source, k: int, m: Move, pre: _View) -> 
             parts.append(f"tuple(n_{v.name})")
         else:
             parts.append(f"n_{v.name}")
-    post = f"State({', '.join(parts)})"
-    src.emit(1, f"return ({post} if canon is None else canon({post})), o")
-    return fn
+    return f"State({', '.join(parts)})"

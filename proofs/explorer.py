@@ -298,11 +298,29 @@ def _search(
             fire,
             [(n, t) for n, t in rules.step[k].items() if n in steps],
             [(n, t) for n, t in rules.step[k].items() if n in happens],
+            None if rules.events is None else rules.events[k],
         )
         for k, (m, fire) in enumerate(zip(rules.moves, rules.fire, strict=True))
         if fire is not None
     ]
     in_range = rules.in_range
+    # the moves enabled on a state: every move's fire, or all at once where the engine has it
+    row_of = {id(row[1]): j for j, row in enumerate(table)}
+    expand = rules.expand
+    if expand is None:
+
+        def enabled(s: Any) -> Iterable[tuple[int, Any, Any]]:
+            for j, row in enumerate(table):
+                fired = row[1](s)
+                if fired is not None:
+                    yield j, fired[0], fired[1]
+
+    else:
+        rows = [row_of.get(id(f), -1) for f in rules.fire]
+
+        def enabled(s: Any) -> Iterable[tuple[int, Any, Any]]:
+            return [(rows[k], post, out) for k, post, out in expand(s)]
+
     failed: dict[str, Any] = {}  # property -> (state, move or None, post, output)
     reached: dict[str, Any] = {}
     coverage = {a.name: 0 for a in spec.acts}
@@ -319,16 +337,30 @@ def _search(
     renamed: set[int] = set()  # reduced states with a move to another state of their orbit
     final, b = spec.final, spec.logic()
 
+    state_events = rules.state_events
+    # an event's key (``aux:<name>`` for an auxiliary invariant) as the verdicts name it
+    always_named = dict(zip(always_keys, (name for name, _ in always_tests), strict=True))
+    witness_named = {name for name, _ in witnesses}
+
     def judge_state(n: int, s: Any) -> None:
         if not in_range(s) and not res.errors:
             res.errors.append(f"model bug: {out_of_range(spec, s)}")
             failed.setdefault("range", (n, None, None, None))
-        for name, test in always_tests:
-            if name not in failed and not test(s):
-                failed[name] = (n, None, None, None)
-        for name, test in witnesses:
-            if name not in reached and test(s):
-                reached[name] = (n, None, None, None)
+        if state_events is not None:  # every safety property and witness at once
+            for key in state_events(s):
+                name = always_named.get(key)
+                if name is not None:
+                    if name not in failed:
+                        failed[name] = (n, None, None, None)
+                elif key in witness_named and key not in reached:
+                    reached[key] = (n, None, None, None)
+        else:
+            for name, test in always_tests:
+                if name not in failed and not test(s):
+                    failed[name] = (n, None, None, None)
+            for name, test in witnesses:
+                if name not in reached and test(s):
+                    reached[name] = (n, None, None, None)
         for name, test in live_tests:
             goal[name].append(test(s))
 
@@ -347,22 +379,27 @@ def _search(
             tracker.tick(len(states), depth[n], len(queue))
         s = states[n]
         moved = False
-        for j, (m, fire, step_tests, happen_tests) in enumerate(table):
-            fired = fire(s)
-            if fired is None:
-                continue
+        for j, post, out in enabled(s):
+            m, _, step_tests, happen_tests, events = table[j]
             moved = True
-            post, out = fired
             if changes is not None and post != s:
                 changes[n] = True
             res.transitions += 1
             coverage[m.name] += 1
-            for name, test in step_tests:
-                if name not in failed and not test(s, post, out):
-                    failed[name] = (n, m, post, out)
-            for name, test in happen_tests:
-                if name not in reached and test(s, post, out):
-                    reached[name] = (n, m, post, out)
+            if events is not None:  # every step property at once
+                for name in events(s, post, out):
+                    if name in steps:
+                        if name not in failed:
+                            failed[name] = (n, m, post, out)
+                    elif name in happens and name not in reached:
+                        reached[name] = (n, m, post, out)
+            else:
+                for name, test in step_tests:
+                    if name not in failed and not test(s, post, out):
+                        failed[name] = (n, m, post, out)
+                for name, test in happen_tests:
+                    if name not in reached and test(s, post, out):
+                        reached[name] = (n, m, post, out)
             key = post if canon is None else canon(post)
             k = index.get(key)
             if k is None:
@@ -407,11 +444,9 @@ def _search(
         while i < len(real.states):
             x = real.states[i]
             row = []
-            for j, (_, fire, _, _) in enumerate(table):
-                fired = fire(x)
-                if fired is not None:
-                    k = index.get(canon(fired[0]), -1)
-                    row.append((j, real.add(fired[0], k) if k in members else -1))
+            for j, post, _ in enabled(x):
+                k = index.get(canon(post), -1)
+                row.append((j, real.add(post, k) if k in members else -1))
             real.edges.append(row)
             i += 1
         return real

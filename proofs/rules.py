@@ -30,6 +30,13 @@ class Rules:
     state: dict[str, Callable[[Any], Any]]
     step: list[dict[str, Callable[[Any, Any, Any], Any]]]
     in_range: Callable[[Any], bool]
+    #: every enabled move's ``(k, post, output)`` on a state at once, where the engine has it
+    expand: Callable[[Any], list[tuple[int, Any, Any]]] | None = None
+    #: per move: the names of the step properties whose event a transition is, at once
+    events: list[Callable[[Any, Any, Any], list[str]] | None] | None = None
+    #: the safety properties (``aux:<name>`` for an auxiliary invariant) and witnesses whose
+    #: event a state is, at once
+    state_events: Callable[[Any], list[str]] | None = None
 
 
 ENGINES = ("auto", "compiled", "concrete", "native")
@@ -52,7 +59,17 @@ def rules_of(spec: Spec, engine: str) -> Rules:
                 raise
             why = f"concrete (the generator refused a rule: {e})"
         else:
-            return Rules("compiled", moves, c.fire, c.state, c.step, c.in_range)
+            return Rules(
+                "compiled",
+                moves,
+                c.fire,
+                c.state,
+                c.step,
+                c.in_range,
+                c.expand,
+                c.events,
+                c.state_events,
+            )
     else:
         why = "concrete"
     b = spec.logic()
