@@ -305,7 +305,6 @@ def _search(
     ]
     in_range = rules.in_range
     # the moves enabled on a state: every move's fire, or all at once where the engine has it
-    row_of = {id(row[1]): j for j, row in enumerate(table)}
     expand = rules.expand
     if expand is None:
 
@@ -316,7 +315,9 @@ def _search(
                     yield j, fired[0], fired[1]
 
     else:
-        rows = [row_of.get(id(f), -1) for f in rules.fire]
+        # each move's row in the table (the moves whose guard folds to false have none)
+        kept = [k for k, fire in enumerate(rules.fire) if fire is not None]
+        rows = dict(zip(kept, range(len(kept)), strict=True))
 
         def enabled(s: Any) -> Iterable[tuple[int, Any, Any]]:
             return [(rows[k], post, out) for k, post, out in expand(s)]
