@@ -103,11 +103,18 @@ def reachable_graph(cfg) -> tuple[frozenset, frozenset]:
     so every property, safety or liveness, has the same verdict on both."""
     from mcp_inflight.model.session_spec import spec
     from mcp_inflight.proofs.compiled_spec import compile_spec
-    from mcp_inflight.proofs.walk import transitions_out
 
     sp = spec(cfg, liveness=False)
-    states, found = {sp.initial()}, set()
-    for pre, m, post, out in transitions_out(sp, compile_spec(sp).fire):
-        states.add(post)
-        found.add((pre, m.name, (m.kw["r"], m.kw.get("i")), tuple(sorted(out.items())), post))
+    c = compile_spec(sp)
+    assert c.expand is not None
+    named = [(m.name, (m.kw["r"], m.kw.get("i"))) for m in sp.moves()]
+    s0 = sp.initial()
+    states, todo, found = {s0}, [s0], set()
+    while todo:
+        pre = todo.pop()
+        for k, post, out in c.expand(pre):
+            found.add((pre, *named[k], tuple(sorted(out.items())), post))
+            if post not in states:
+                states.add(post)
+                todo.append(post)
     return frozenset(states), frozenset(found)
