@@ -107,7 +107,7 @@ def engines(a) -> None:
         for ids, req in a.bounds:
             cfg = Config(ALL[a.design], rev, tr, ids=ids, requests=req)
             for sym in (True, False):
-                rc, wc, _ = measure(cfg, symmetry=sym, max_states=a.max_states)
+                rc, wc, _ = measure(cfg, symmetry=sym, max_states=a.max_states, engine="compiled")
                 ri, wi, _ = measure(
                     cfg, symmetry=sym, max_states=a.max_states, engine="interpreted"
                 )
