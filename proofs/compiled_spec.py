@@ -115,13 +115,13 @@ class CompiledSpec:
     in_range: StateTest
     source: str
     #: ``expand(s)``: ``[(k, post, output)]`` of every move enabled on ``s``, in move order
-    expand: Callable[[Any], list[tuple[int, Any, Mapping[str, Any]]]] | None = None
+    expand: Callable[[Any], list[tuple[int, Any, Mapping[str, Any]]]]
     #: per move: ``events(pre, post, out)``, the step properties whose event the transition is
     #: (a ``step`` or ``hazard`` property false on it, a ``happens`` witness true)
-    events: list[Callable[[Any, Any, Mapping[str, Any]], list[str]] | None] | None = None
+    events: list[Callable[[Any, Any, Mapping[str, Any]], list[str]] | None]
     #: ``state_events(s)``: the ``always`` properties and auxiliary invariants (``aux:<name>``)
     #: false on ``s`` and the ``sometimes`` witnesses true on it
-    state_events: Callable[[Any], list[str]] | None = None
+    state_events: Callable[[Any], list[str]]
 
 
 def compile_spec(spec: Spec) -> CompiledSpec:

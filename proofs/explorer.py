@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, overload
 
 from mcp_inflight.model.declare import Move, Spec, out_of_range, render_step
@@ -282,45 +282,28 @@ def _search(
         canon = _checked(spec, symmetry, res)
     else:
         canon = _reduction(spec, rules, res) if symmetry else None
-    always = [p for p in spec.props if p.kind == "always"] + list(spec.aux)
-    always_keys = [p.name if p in spec.props else "aux:" + p.name for p in always]
-    always_tests = [(p.name, rules.state[k]) for p, k in zip(always, always_keys, strict=True)]
-    witnesses = [(p.name, rules.state[p.name]) for p in spec.props if p.kind == "sometimes"]
+    # a state event's key (``aux:<name>`` for an auxiliary invariant) as the verdicts name it
+    always_named = {p.name: p.name for p in spec.props if p.kind == "always"}
+    always_named.update(("aux:" + p.name, p.name) for p in spec.aux)
     live = [p for p in spec.props if p.kind == "liveness"]
     # per state, whether some move changes it (what an ``unstuck`` property reads)
     changes: list[bool] | None = [False] if any(p.shape == "unstuck" for p in live) else None
     live_tests = [(p.name, rules.state[p.name]) for p in live]
     steps = {p.name for p in spec.props if p.kind in ("step", "hazard")}
     happens = {p.name for p in spec.props if p.kind == "happens"}
-    table = [
-        (
-            m,
-            fire,
-            [(n, t) for n, t in rules.step[k].items() if n in steps],
-            [(n, t) for n, t in rules.step[k].items() if n in happens],
-            None if rules.events is None else rules.events[k],
-        )
-        for k, (m, fire) in enumerate(zip(rules.moves, rules.fire, strict=True))
-        if fire is not None
-    ]
-    in_range = rules.in_range
-    # the moves enabled on a state: every move's fire, or all at once where the engine has it
-    expand = rules.expand
-    if expand is None:
+    # the moves that can fire (a move whose guard folds to false has no row), each with its
+    # step properties' events
+    table: list[tuple[Move, Callable[[Any], Any], Callable[..., list[str]]]] = []
+    rows: dict[int, int] = {}  # a move's index in ``spec.moves()`` -> its row in ``table``
+    for i, (m, fire, events) in enumerate(zip(rules.moves, rules.fire, rules.events, strict=True)):
+        if fire is not None and events is not None:
+            rows[i] = len(table)
+            table.append((m, fire, events))
+    in_range, expand, state_events = rules.in_range, rules.expand, rules.state_events
 
-        def enabled(s: Any) -> Iterable[tuple[int, Any, Any]]:
-            for j, row in enumerate(table):
-                fired = row[1](s)
-                if fired is not None:
-                    yield j, fired[0], fired[1]
-
-    else:
-        # each move's row in the table (the moves whose guard folds to false have none)
-        kept = [k for k, fire in enumerate(rules.fire) if fire is not None]
-        rows = dict(zip(kept, range(len(kept)), strict=True))
-
-        def enabled(s: Any) -> Iterable[tuple[int, Any, Any]]:
-            return [(rows[k], post, out) for k, post, out in expand(s)]
+    def enabled(s: Any) -> list[tuple[int, Any, Any]]:
+        """Every move enabled on ``s``: its row in ``table``, the successor, the output."""
+        return [(rows[k], post, out) for k, post, out in expand(s)]
 
     failed: dict[str, Any] = {}  # property -> (state, move or None, post, output)
     reached: dict[str, Any] = {}
@@ -338,30 +321,19 @@ def _search(
     renamed: set[int] = set()  # reduced states with a move to another state of their orbit
     final, b = spec.final, spec.logic()
 
-    state_events = rules.state_events
-    # an event's key (``aux:<name>`` for an auxiliary invariant) as the verdicts name it
-    always_named = dict(zip(always_keys, (name for name, _ in always_tests), strict=True))
-    witness_named = {name for name, _ in witnesses}
+    witnesses = {p.name for p in spec.props if p.kind == "sometimes"}
 
     def judge_state(n: int, s: Any) -> None:
         if not in_range(s) and not res.errors:
             res.errors.append(f"model bug: {out_of_range(spec, s)}")
             failed.setdefault("range", (n, None, None, None))
-        if state_events is not None:  # every safety property and witness at once
-            for key in state_events(s):
-                name = always_named.get(key)
-                if name is not None:
-                    if name not in failed:
-                        failed[name] = (n, None, None, None)
-                elif key in witness_named and key not in reached:
-                    reached[key] = (n, None, None, None)
-        else:
-            for name, test in always_tests:
-                if name not in failed and not test(s):
+        for key in state_events(s):
+            name = always_named.get(key)
+            if name is not None:
+                if name not in failed:
                     failed[name] = (n, None, None, None)
-            for name, test in witnesses:
-                if name not in reached and test(s):
-                    reached[name] = (n, None, None, None)
+            elif key in witnesses and key not in reached:
+                reached[key] = (n, None, None, None)
         for name, test in live_tests:
             goal[name].append(test(s))
 
@@ -381,26 +353,18 @@ def _search(
         s = states[n]
         moved = False
         for j, post, out in enabled(s):
-            m, _, step_tests, happen_tests, events = table[j]
+            m, _, events = table[j]
             moved = True
             if changes is not None and post != s:
                 changes[n] = True
             res.transitions += 1
             coverage[m.name] += 1
-            if events is not None:  # every step property at once
-                for name in events(s, post, out):
-                    if name in steps:
-                        if name not in failed:
-                            failed[name] = (n, m, post, out)
-                    elif name in happens and name not in reached:
-                        reached[name] = (n, m, post, out)
-            else:
-                for name, test in step_tests:
-                    if name not in failed and not test(s, post, out):
+            for name in events(s, post, out):
+                if name in steps:
+                    if name not in failed:
                         failed[name] = (n, m, post, out)
-                for name, test in happen_tests:
-                    if name not in reached and test(s, post, out):
-                        reached[name] = (n, m, post, out)
+                elif name in happens and name not in reached:
+                    reached[name] = (n, m, post, out)
             key = post if canon is None else canon(post)
             k = index.get(key)
             if k is None:

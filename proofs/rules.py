@@ -1,7 +1,9 @@
 """A declared model's rules as the explorer and the symmetry check call them, on one engine.
 
 :func:`rules_of` gives per move ``fire(s) -> (post, output) | None``, per state property
-``test(s)``, per move and step property ``test(pre, post, output)`` and ``in_range(s)``: the
+``test(s)``, per move and step property ``test(pre, post, output)`` and ``in_range(s)``, and
+what the explorer's search calls: every enabled move at once (``expand``) and every property's
+event at once (``events``, ``state_events``); the
 rules generated as Python per move (``proofs/compiled_spec.py``), or read through the concrete
 logic (``model/declare.py``'s ``take``; the fallback, and the reference the tests compare with).
 """
@@ -31,12 +33,13 @@ class Rules:
     step: list[dict[str, Callable[[Any, Any, Any], Any]]]
     in_range: Callable[[Any], bool]
     #: every enabled move's ``(k, post, output)`` on a state at once, where the engine has it
-    expand: Callable[[Any], list[tuple[int, Any, Any]]] | None = None
-    #: per move: the names of the step properties whose event a transition is, at once
-    events: list[Callable[[Any, Any, Any], list[str]] | None] | None = None
-    #: the safety properties (``aux:<name>`` for an auxiliary invariant) and witnesses whose
-    #: event a state is, at once
-    state_events: Callable[[Any], list[str]] | None = None
+    expand: Callable[[Any], list[tuple[int, Any, Any]]]
+    #: per move: the names of the step properties whose event a transition is, at once (a
+    #: ``step`` or ``hazard`` property false on it, a ``happens`` witness true)
+    events: list[Callable[[Any, Any, Any], list[str]] | None]
+    #: the ``always`` properties and auxiliary invariants (``aux:<name>``) false on a state and
+    #: the ``sometimes`` witnesses true on it, at once
+    state_events: Callable[[Any], list[str]]
 
 
 ENGINES = ("auto", "compiled", "concrete", "native")
@@ -80,14 +83,43 @@ def rules_of(spec: Spec, engine: str) -> Rules:
     for p in spec.aux:
         state["aux:" + p.name] = partial(_state_test, p.fn, b)
     step_props = [p for p in spec.props if p.scope == "step"]
+    fire: list[Callable[[Any], Any] | None] = [partial(_fire, spec, m, b) for m in moves]
+    step: list[dict[str, Callable[[Any, Any, Any], Any]]] = [
+        {p.name: partial(_step_test, p, m, b) for p in step_props} for m in moves
+    ]
+    # the same events as the compiled engine's, each property's test called in turn
+    kinds = {p.name: p.kind for p in spec.props}
+    watched = [
+        (key, test, kinds.get(key) == "sometimes")
+        for key, test in state.items()
+        if key.startswith("aux:") or kinds[key] in ("always", "sometimes")
+    ]
     return Rules(
         why,
         moves,
-        [partial(_fire, spec, m, b) for m in moves],
+        fire,
         state,
-        [{p.name: partial(_step_test, p, m, b) for p in step_props} for m in moves],
+        step,
         lambda s: out_of_range(spec, s) is None,
+        partial(_expand, fire),
+        [partial(_events, [(n, t, kinds[n] == "happens") for n, t in k.items()]) for k in step],
+        partial(_events, watched),
     )
+
+
+def _expand(fire: list[Callable[[Any], Any] | None], s: Any) -> list[tuple[int, Any, Any]]:
+    out = []
+    for k, f in enumerate(fire):
+        fired = None if f is None else f(s)
+        if fired is not None:
+            out.append((k, fired[0], fired[1]))
+    return out
+
+
+def _events(tests: list[tuple[str, Callable[..., Any], bool]], *at: Any) -> list[str]:
+    """The names of ``tests`` whose event ``at`` (a state, or a transition's pre, post and
+    output) is: where the test is true for those marked true, false for the others."""
+    return [name for name, test, when in tests if bool(test(*at)) == when]
 
 
 def _fire(spec: Spec, m: Move, b: Any, s: Any) -> Any:
