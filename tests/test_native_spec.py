@@ -344,3 +344,20 @@ def test_the_packing_of_many_states_is_the_plain_one():
         for _ in range(200):
             s = spec.state_type(*[value(v, lo, hi) for v in spec.vars])
             assert pack(s) == native_spec._pack(spec, s)
+
+
+def test_a_background_build_that_fails_leaves_nothing_behind(monkeypatch, tmp_path):
+    """``native_build.build_later`` on C the compiler refuses: no shared object in the cache,
+    no build directory left, and runs go on with the build they have."""
+    monkeypatch.setenv("MCP_INFLIGHT_CACHE", str(tmp_path))
+    source = "this is not C\n"
+    native_build.build_later(source, native_spec.CFLAGS)
+    native_build.finish_builds(60)
+    built = native_build.built_path(native_build.compiler(), native_spec.CFLAGS, source)
+    assert not built.exists()
+    assert list(native_build.cache_dir().iterdir()) == []
+    good = native_spec.generate(_model("subscriptions").spec("graceful-response")).source
+    native_build.build_later(good, native_spec.CFLAGS)
+    native_build.finish_builds(60)
+    assert native_build.built_path(native_build.compiler(), native_spec.CFLAGS, good).exists()
+    assert [p.suffix for p in native_build.cache_dir().iterdir()] == [".so"]
